@@ -1,0 +1,441 @@
+"""The CHUNKING stage's pure function: parsed blocks -> structure-aware chunks.
+
+Chunks are sized in the embedder's own word pieces (`connectors.tokenizer`): all-MiniLM-L6-v2
+reads at most 256 and silently drops the rest, and the contextual prefix added by a later stage
+shares that budget, so no chunk ever exceeds `ChunkConfig.max_tokens`.
+
+Document text and offsets
+    The *document text* is ``"\\n\\n".join(block.text for block in blocks)`` (see
+    `document_text`); `char_start`/`char_end` delimit the chunk's body in it: from the first
+    character of its first content piece to the last character of its last. The heading line a
+    chunk starts with is context and lies outside that span (except a merged section's own
+    heading, which sits inside it). Overlapping pieces of a split paragraph have overlapping spans.
+
+Algorithm
+    1. Walk the blocks keeping a heading path: a title block resets it to ``[title]`` (level 0;
+       the `title` argument is the root until one appears), a heading of level L pops levels
+       >= L and pushes itself. Headings never become chunks of their own.
+    2. Each run of content blocks under one heading is a *section*. Every chunk of a section
+       starts with a line holding the section's heading text, so it is self-describing.
+    3. Content blocks are atomic when they fit. A longer one is split: text by paragraph >
+       sentence > word > token boundary with `overlap_tokens` of overlap between its pieces;
+       code on line boundaries; tables by rows, with the header rows repeated in every piece.
+    4. A section's pieces are packed greedily into chunks of at most `max_tokens`; pieces of
+       one split block never share a chunk (their overlap would repeat text).
+    5. A single-chunk section below `min_tokens` is merged into the next section's first chunk
+       (or, failing that, into the previous section's last) when the result fits; a merged
+       chunk's heading path is the common prefix of its sections' paths.
+    6. Every chunk is re-counted with the tokenizer; the count is stored in `n_tokens`.
+
+The output is deterministic: the same blocks and configuration give identical drafts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Any, Literal
+
+from assets.parsing.types import Block
+from connectors.config import ChunkConfig
+from connectors.tokenizer import SplitMode, TokenCounter, get_tokenizer
+
+__all__ = ["ChunkDraft", "ChunkKind", "chunk_blocks", "chunk_stats", "document_text"]
+
+ChunkKind = Literal["text", "table", "code"]
+
+BLOCK_SEPARATOR = "\n\n"  # joins block texts into the document text that offsets refer to
+_HEADING_SHARE = 4  # a repeated heading line takes at most max_tokens // 4 tokens
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+
+
+@dataclass
+class ChunkDraft:
+    """One chunk, before it gets an id, a contextual prefix and a vector."""
+
+    ordinal: int
+    display_text: str  # what users see: the original text, led by its section's heading line
+    embed_text: str  # what is embedded; the same content (the context stage prefixes it later)
+    heading_path: list[str]
+    page: int | None  # first page (1-based) the chunk draws from, None if unpaginated
+    page_end: int | None
+    char_start: int  # body span in `document_text(blocks)`
+    char_end: int
+    kind: ChunkKind
+    n_tokens: int = 0  # word pieces of embed_text, special tokens excluded
+    parent_id: str | None = None  # reserved for parent/child retrieval
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def document_text(blocks: list[Block]) -> str:
+    """The text `char_start`/`char_end` refer to: block texts joined by a blank line."""
+    return BLOCK_SEPARATOR.join(b.text for b in blocks)
+
+
+def chunk_stats(drafts: list[ChunkDraft]) -> dict[str, Any]:
+    """Counts and token sizes of a chunking result, for materialisation metadata."""
+    tokens = [d.n_tokens for d in drafts]
+    kinds: dict[str, int] = {}
+    for d in drafts:
+        kinds[d.kind] = kinds.get(d.kind, 0) + 1
+    return {
+        "count": len(drafts),
+        "total_tokens": sum(tokens),
+        "mean_tokens": round(fmean(tokens), 1) if tokens else 0.0,
+        "max_tokens": max(tokens, default=0),
+        "min_tokens": min(tokens, default=0),
+        "by_kind": dict(sorted(kinds.items())),
+    }
+
+
+# -- internal structures ----------------------------------------------------------------------
+
+
+@dataclass
+class _Unit:
+    """An atomic piece of body text: a whole block, or one piece of a split block."""
+
+    text: str
+    start: int  # span in the document text
+    end: int
+    tokens: int
+    kind: ChunkKind
+    page: int | None
+    split_of: int | None = None  # index of the split block; such pieces never share a chunk
+    tight: bool = False  # a list item after a list item: joined by one newline, not two
+
+
+@dataclass
+class _Item:
+    """A content block, trimmed of surrounding blank space, with its span and token count."""
+
+    index: int
+    block: Block
+    text: str
+    start: int
+    end: int
+    tokens: int = 0
+
+
+@dataclass
+class _Section:
+    path: list[str]
+    line: str  # heading line every chunk of the section starts with ("" for none)
+    line_tokens: int = 0
+    items: list[_Item] = field(default_factory=list)
+
+
+@dataclass
+class _Part:
+    """One section's share of a chunk: its heading line and some of its units."""
+
+    section: _Section
+    units: list[_Unit]
+    first: bool  # holds the section's first unit
+    last: bool  # holds the section's last unit
+
+    def render(self) -> str:
+        body = ""
+        for k, u in enumerate(self.units):
+            body += ("" if k == 0 else "\n" if u.tight else BLOCK_SEPARATOR) + u.text
+        return f"{self.section.line}\n{body}" if self.section.line else body
+
+
+# -- the stage function -----------------------------------------------------------------------
+
+
+def chunk_blocks(
+    blocks: list[Block],
+    config: ChunkConfig,
+    title: str | None = None,
+    *,
+    counter: TokenCounter | None = None,
+) -> list[ChunkDraft]:
+    """Chunk one parsed document (see the module docstring for the algorithm and offsets).
+
+    `title` (the document's title) roots the heading path until a title block appears; a
+    level-1 heading equal to it is not repeated. `counter` overrides the tokenizer named by
+    `config.tokenizer` (tests, or callers that hold one already).
+    """
+    tok = counter or get_tokenizer(config.tokenizer)
+    sections = _sections(blocks, title, config.max_tokens, tok)
+    sep = tok.separator_cost
+    groups: list[list[_Part]] = []
+    for section in sections:
+        budget = config.max_tokens - section.line_tokens - sep
+        units = _units(section, budget, config.overlap_tokens, tok)
+        groups.extend([p] for p in _pack(section, units, budget, sep))
+    groups = _merge_small(groups, config, sep)
+    return _finish(groups, config.max_tokens, tok)
+
+
+def _sections(
+    blocks: list[Block], title: str | None, max_tokens: int, tok: TokenCounter
+) -> list[_Section]:
+    """Walk the blocks into sections with heading paths; drop blank blocks and headingless runs."""
+    # stack of (level, text, from_a_block); the document title roots it until a title block
+    stack: list[tuple[int, str, bool]] = [(0, _oneline(title), False)] if title else []
+    sections: list[_Section] = []
+    current: _Section | None = None
+    pos = 0
+    for index, block in enumerate(blocks):
+        start, pos = pos, pos + len(block.text) + len(BLOCK_SEPARATOR)
+        text = _oneline(block.text) if block.kind in ("title", "heading") else block.text
+        if block.kind in ("title", "heading"):
+            if not text:
+                continue
+            level = 0 if block.kind == "title" else max(1, block.level)
+            if level == 1 and len(stack) == 1 and not stack[0][2] and _same(stack[0][1], text):
+                stack = [(0, text, True)]  # the H1 that repeats the document title is its root
+            else:
+                stack = [e for e in stack if e[0] < level] + [(level, text, True)]
+            current = None
+            continue
+        if not text.strip():
+            continue
+        if current is None:
+            line = stack[-1][1] if stack and stack[-1][2] else ""
+            current = _Section([e[1] for e in stack], line)
+            sections.append(current)
+        current.items.append(_Item(index, block, *_trim(block, start)))
+    _count(sections, max_tokens // _HEADING_SHARE, tok)
+    return sections
+
+
+def _count(sections: list[_Section], cap: int, tok: TokenCounter) -> None:
+    """Count every heading line and block in one batch (per-call overhead dominates small
+    texts); cut heading lines longer than `cap` tokens (a parser gone wrong)."""
+    items = [it for s in sections for it in s.items]
+    counts = tok.count_batch([s.line for s in sections] + [it.text for it in items])
+    for it, n in zip(items, counts[len(sections) :], strict=True):
+        it.tokens = n
+    for s, n in zip(sections, counts, strict=False):
+        s.line_tokens = n
+        if n > cap:
+            s.line = tok.split_at(s.line, cap)[0]
+            s.line_tokens = tok.count(s.line)
+
+
+def _units(section: _Section, budget: int, overlap: int, tok: TokenCounter) -> list[_Unit]:
+    """Turn a section's blocks into units of at most `budget` tokens each."""
+    units: list[_Unit] = []
+    prev_kind = ""
+    for it in section.items:
+        block, kind = it.block, _kind(it.block)
+        if it.tokens <= budget:
+            tight = block.kind == "list_item" and prev_kind == "list_item"
+            units.append(_Unit(it.text, it.start, it.end, it.tokens, kind, block.page, tight=tight))
+        elif kind == "table":
+            units.extend(_split_table(it, budget, tok))
+        else:
+            mode: SplitMode = "code" if kind == "code" else "text"
+            for a, b, n in tok.pieces(it.text, budget, overlap if kind == "text" else 0, mode):
+                piece = it.text[a:b]
+                units.append(
+                    _Unit(piece, it.start + a, it.start + b, n, kind, block.page, split_of=it.index)
+                )
+        prev_kind = block.kind
+    return units
+
+
+def _split_table(it: _Item, budget: int, tok: TokenCounter) -> list[_Unit]:
+    """Split a table by rows, repeating its header rows in every piece."""
+    lines = _lines(it.text)  # (line, offset in text)
+    header_n = _header_rows(it.block, [ln for ln, _ in lines])
+    header = "\n".join(ln for ln, _ in lines[:header_n])
+    header_tokens = tok.count(header) if header_n else 0
+    if header_tokens > budget // 2:  # too big to repeat: treat its lines as ordinary rows
+        header, header_n, header_tokens = "", 0, 0
+    row_budget = budget - header_tokens - (tok.separator_cost if header_n else 0)
+    body = lines[header_n:]
+    rows: list[tuple[str, int, int, int]] = []  # row text, start and end in it.text, tokens
+    for (line, off), n in zip(body, tok.count_batch([ln for ln, _ in body]), strict=True):
+        if n <= row_budget:
+            rows.append((line, off, off + len(line), n))
+        else:  # one row longer than a chunk: cut it at token boundaries
+            rows.extend(
+                (line[a:b], off + a, off + b, m) for a, b, m in tok.pieces(line, row_budget)
+            )
+    units: list[_Unit] = []
+    batch: list[tuple[str, int, int, int]] = []
+    used = 0
+    for row in rows:
+        if batch and used + row[3] + tok.separator_cost > row_budget:
+            units.append(_table_unit(it, header, batch, used + header_tokens))
+            batch, used = [], 0
+        used += row[3] + (tok.separator_cost if batch else 0)
+        batch.append(row)
+    if batch:
+        units.append(_table_unit(it, header, batch, used + header_tokens))
+    if header_n and units:  # the first piece's span starts at the header it really follows
+        units[0].start = it.start + lines[0][1]
+    return units
+
+
+def _table_unit(it: _Item, header: str, rows: list[tuple[str, int, int, int]], n: int) -> _Unit:
+    body = "\n".join(r[0] for r in rows)
+    text = f"{header}\n{body}" if header else body
+    start, end = it.start + rows[0][1], it.start + rows[-1][2]
+    return _Unit(text, start, end, n, "table", it.block.page, split_of=it.index)
+
+
+def _header_rows(block: Block, lines: list[str]) -> int:
+    """How many leading lines form the table header (meta["table_header"] or GFM rows)."""
+    meta = block.meta.get("table_header") if block.meta else None
+    if isinstance(meta, bool):
+        meta = None
+    if isinstance(meta, int):
+        return max(0, min(meta, len(lines) - 1))
+    if isinstance(meta, (str, list)):
+        want = [ln.strip() for ln in (meta.splitlines() if isinstance(meta, str) else meta)]
+        want = [ln for ln in want if ln]
+        got = [ln.strip() for ln in lines[: len(want)]]
+        if want and got == want and len(want) < len(lines):
+            return len(want)
+    if len(lines) > 2 and "|" in lines[0] and _TABLE_RULE.match(lines[1]):
+        return 2
+    return 0
+
+
+def _pack(section: _Section, units: list[_Unit], budget: int, sep: int) -> list[_Part]:
+    """Greedily fill chunks of at most `budget` body tokens; split pieces never share one."""
+    parts: list[_Part] = []
+    current: list[_Unit] = []
+    used = 0
+    for u in units:
+        cost = u.tokens + (sep if current else 0)
+        same_split = bool(current) and u.split_of is not None and current[-1].split_of == u.split_of
+        if current and (used + cost > budget or same_split):
+            parts.append(_Part(section, current, first=not parts, last=False))
+            current, used, cost = [], 0, u.tokens
+        current.append(u)
+        used += cost
+    if current:
+        parts.append(_Part(section, current, first=not parts, last=False))
+    if parts:
+        parts[-1].last = True
+    return parts
+
+
+def _merge_small(groups: list[list[_Part]], config: ChunkConfig, sep: int) -> list[list[_Part]]:
+    """Merge single-chunk sections below `min_tokens` forward, else backward, when they fit."""
+
+    def tokens(g: list[_Part]) -> int:
+        return sum(_part_tokens(p, sep) for p in g) + sep * (len(g) - 1)
+
+    def whole(g: list[_Part]) -> bool:
+        return g[0].first and g[-1].last
+
+    def small(g: list[_Part]) -> bool:
+        return whole(g) and tokens(g) < config.min_tokens
+
+    forward: list[list[_Part]] = []
+    for g in groups:
+        prev = forward[-1] if forward else None
+        if (
+            prev
+            and small(prev)
+            and g[0].first
+            and tokens(prev) + sep + tokens(g) <= config.max_tokens
+        ):
+            forward[-1] = prev + g
+        else:
+            forward.append(g)
+    merged: list[list[_Part]] = []
+    for g in forward:
+        prev = merged[-1] if merged else None
+        if (
+            prev
+            and small(g)
+            and prev[-1].last
+            and tokens(prev) + sep + tokens(g) <= config.max_tokens
+        ):
+            merged[-1] = prev + g
+        else:
+            merged.append(g)
+    return merged
+
+
+def _part_tokens(p: _Part, sep: int) -> int:
+    body = sum(u.tokens for u in p.units) + sep * (len(p.units) - 1)
+    return body + (p.section.line_tokens + sep if p.section.line else 0)
+
+
+def _finish(groups: list[list[_Part]], max_tokens: int, tok: TokenCounter) -> list[ChunkDraft]:
+    """Render groups into drafts, count them exactly and cut any that still run over."""
+    texts = [BLOCK_SEPARATOR.join(p.render() for p in g) for g in groups]
+    counts = tok.count_batch(texts)
+    drafts: list[ChunkDraft] = []
+    for g, text, n in zip(groups, texts, counts, strict=True):
+        units = [u for p in g for u in p.units]
+        pages = [u.page for u in units if u.page is not None]
+        kinds = {u.kind for u in units}
+        kind: ChunkKind = units[0].kind if len(kinds) == 1 else "text"
+        path = _common_prefix([p.section.path for p in g])
+        start, end = min(u.start for u in units), max(u.end for u in units)
+        # Estimates are exact for WordPiece; other tokenizers may spend tokens on joins.
+        pieces = [(text, n)] if n <= max_tokens else _hard_split(text, max_tokens, tok)
+        for piece, m in pieces:
+            drafts.append(
+                ChunkDraft(
+                    ordinal=len(drafts), display_text=piece, embed_text=piece,
+                    heading_path=path, page=min(pages, default=None),
+                    page_end=max(pages, default=None), char_start=start, char_end=end,
+                    kind=kind, n_tokens=m,
+                )
+            )  # fmt: skip
+    return drafts
+
+
+def _hard_split(text: str, max_tokens: int, tok: TokenCounter) -> list[tuple[str, int]]:
+    pieces = [text[a:b] for a, b in tok.spans(text, max_tokens)]
+    return list(zip(pieces, tok.count_batch(pieces), strict=True))
+
+
+# -- small helpers ----------------------------------------------------------------------------
+
+
+def _kind(block: Block) -> ChunkKind:
+    return "table" if block.kind == "table" else "code" if block.kind == "code" else "text"
+
+
+def _trim(block: Block, start: int) -> tuple[str, int, int]:
+    """Block text without surrounding blank space (code keeps its first line's indentation)."""
+    text = block.text
+    end = len(text.rstrip())
+    begin = len(text) - len(text.lstrip())
+    if block.kind == "code":  # back to the start of the first non-blank line
+        begin = text.rfind("\n", 0, begin) + 1
+    return text[begin:end], start + begin, start + end
+
+
+def _lines(text: str) -> list[tuple[str, int]]:
+    """Non-blank lines of `text` with their offsets, trailing spaces removed."""
+    out: list[tuple[str, int]] = []
+    off = 0
+    for raw in text.split("\n"):
+        line = raw.rstrip()
+        if line.strip():
+            out.append((line, off))
+        off += len(raw) + 1
+    return out
+
+
+def _oneline(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+def _same(a: str, b: str) -> bool:
+    return a.casefold() == b.casefold()
+
+
+def _common_prefix(paths: list[list[str]]) -> list[str]:
+    out: list[str] = []
+    for items in zip(*paths, strict=False):
+        if any(x != items[0] for x in items):
+            break
+        out.append(items[0])
+    return out

@@ -1,0 +1,95 @@
+"""The `contextual_prefixes` stage: a short prefix per chunk situating it in its document.
+
+Cached by (input hash, context version), where the input hash covers the document content and
+the chunk text: a re-embed or a re-run never pays for a prefix twice (with Anthropic, never
+makes the same LLM call twice). A provider failure dead-letters the document only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from assets.parse_stage import good_parses
+from assets.runtime import Generation, Runtime
+from connectors.contextualizers import ChunkContext, DocumentContext, make_contextualizer, summary_sentence
+from connectors.identity import text_hash
+
+
+@dataclass
+class ContextStats:
+    chunks: int = 0
+    computed: int = 0
+    cached: int = 0
+    failed_docs: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    seconds: float = 0.0
+
+
+def context_input_hash(chunk: dict[str, Any]) -> str:
+    return text_hash(f"{chunk['content_hash']}\x00{json.dumps(chunk['heading_path'])}\x00{chunk['text_hash']}")
+
+
+def run_context(rt: Runtime, source_name: str, gens: list[Generation]) -> ContextStats:
+    started = time.perf_counter()
+    stats = ContextStats()
+    docs = {d["doc_id"]: d for d in rt.store.documents(source_name)}
+    done: set[tuple[str, str]] = set()
+    for g in gens:
+        key = (g.versions["chunk"], g.versions["context"])
+        if key in done:
+            continue
+        done.add(key)
+        chunks = rt.store.chunks_for(list(docs), g.versions["chunk"])
+        stats.chunks += len(chunks)
+        by_hash = {context_input_hash(c): c for c in chunks}
+        have = rt.store.get_contexts(list(by_hash), g.versions["context"])
+        stats.cached += len(have)
+        missing: dict[str, list[dict[str, Any]]] = {}
+        for h, c in by_hash.items():
+            if h not in have:
+                missing.setdefault(c["doc_id"], []).append(c)
+        if not missing:
+            continue
+        ctx = make_contextualizer(g.stages.context)
+        parses = good_parses(rt, [docs[d] for d in missing], g.versions["parse"])
+        for did, doc_chunks in missing.items():
+            parse = parses.get(did)
+            full_text = "\n\n".join(b["text"] for b in (parse or {}).get("blocks") or [])
+            doc = DocumentContext(title=(parse or {}).get("title"), summary=summary_sentence(full_text),
+                                  full_text=full_text)
+            try:
+                results = ctx.contextualize(doc, [ChunkContext(list(c["heading_path"]), c["display_text"])
+                                                  for c in doc_chunks])
+            except Exception as e:  # noqa: BLE001 - one document never sinks a run
+                stats.failed_docs += 1
+                d = docs[did]
+                rt.store.add_dead_letter(doc_id=did, source=source_name, external_id=d["external_id"],
+                                         stage="context", reason=getattr(e, "reason", "context-failed"),
+                                         error=str(e), trace=traceback.format_exc(),
+                                         content_hash=d["content_hash"])
+                continue
+            now = time.time()
+            rows = [{"input_hash": context_input_hash(c), "context_version": g.versions["context"],
+                     "prefix": r.prefix, "content_hash": c["content_hash"], "input_tokens": r.input_tokens,
+                     "output_tokens": r.output_tokens, "cache_read_tokens": r.cache_read_tokens,
+                     "cache_creation_tokens": r.cache_creation_tokens, "created_at": now}
+                    for c, r in zip(doc_chunks, results, strict=True)]
+            rt.store.put_contexts(rows)
+            rt.store.resolve_dead_letters([did], stages=("context",))
+            stats.computed += len(rows)
+            stats.input_tokens += sum(r.input_tokens for r in results)
+            stats.output_tokens += sum(r.output_tokens for r in results)
+            stats.cache_read_tokens += sum(r.cache_read_tokens for r in results)
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def embed_text_of(chunk: dict[str, Any], prefix: str | None) -> str:
+    """The exact text the embedder and the keyword index see for a chunk."""
+    return f"{prefix}\n{chunk['embed_text']}" if prefix else chunk["embed_text"]

@@ -1,0 +1,87 @@
+"""The `embeddings` stage: embed each chunk's final text (contextual prefix + chunk) once per
+embedder id, in large batches; the cache key is (text hash, embedder id).
+
+The model is loaded only if something is missing, so a no-op sync never imports it.
+Chunks longer than the model reads are counted (the embedder silently drops the tail).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from assets.context_stage import context_input_hash, embed_text_of
+from assets.runtime import Generation, Runtime
+from connectors.embedder import Embedder, to_bytes
+from connectors.identity import text_hash
+
+_FLUSH = 512  # texts per model call + store write: bounded memory, steady progress
+
+
+@dataclass
+class EmbedStats:
+    chunks: int = 0
+    embedded: int = 0
+    cached: int = 0
+    truncated: int = 0
+    missing_context: int = 0
+    model_seconds: float = 0.0
+    seconds: float = 0.0
+
+
+def final_texts(rt: Runtime, chunks: list[dict[str, Any]], context_version: str) -> dict[str, str]:
+    """chunk_id -> the text that is embedded and keyword-indexed; chunks without a prefix yet
+    (their context failed) are left out so they are not indexed half-done."""
+    prefixes = rt.store.get_contexts([context_input_hash(c) for c in chunks], context_version)
+    out = {}
+    for c in chunks:
+        ctx = prefixes.get(context_input_hash(c))
+        if ctx is not None:
+            out[c["chunk_id"]] = embed_text_of(c, ctx["prefix"])
+    return out
+
+
+def run_embed(rt: Runtime, source_name: str, gens: list[Generation]) -> EmbedStats:
+    started = time.perf_counter()
+    stats = EmbedStats()
+    doc_ids = [d["doc_id"] for d in rt.store.documents(source_name)]
+    done: set[tuple[str, str, str]] = set()
+    for g in gens:
+        key = (g.versions["chunk"], g.versions["context"], g.versions["embed"])
+        if key in done:
+            continue
+        done.add(key)
+        chunks = rt.store.chunks_for(doc_ids, g.versions["chunk"])
+        texts = final_texts(rt, chunks, g.versions["context"])
+        content_of = {c["chunk_id"]: c["content_hash"] for c in chunks}
+        stats.chunks += len(chunks)
+        stats.missing_context += len(chunks) - len(texts)
+        by_hash: dict[str, tuple[str, str]] = {}
+        for cid, text in texts.items():
+            by_hash.setdefault(text_hash(text), (text, content_of[cid]))
+        missing = sorted(rt.store.missing_embeddings(list(by_hash), g.versions["embed"]))
+        stats.cached += len(by_hash) - len(missing)
+        if not missing:
+            continue
+        embedder = Embedder(g.stages.embed)
+        limit = embedder.max_seq_length
+        from connectors.tokenizer import get_tokenizer
+
+        counter = get_tokenizer(g.stages.embed.model)
+        for i in range(0, len(missing), _FLUSH):
+            batch = missing[i : i + _FLUSH]
+            batch_texts = [g.stages.embed.document_prefix + by_hash[h][0] for h in batch]
+            stats.truncated += sum(1 for n in counter.count_batch(batch_texts) if n + 2 > limit)
+            t0 = time.perf_counter()
+            vecs = embedder.embed_documents([by_hash[h][0] for h in batch])
+            stats.model_seconds += time.perf_counter() - t0
+            now = time.time()
+            rt.store.put_embeddings([
+                {"text_hash": h, "embedder_id": embedder.id, "dim": int(v.shape[0]), "vector": to_bytes(v),
+                 "content_hash": by_hash[h][1], "created_at": now}
+                for h, v in zip(batch, vecs, strict=True)
+            ])
+            stats.embedded += len(batch)
+    stats.seconds = time.perf_counter() - started
+    return stats

@@ -1,0 +1,114 @@
+"""The `vector_index` + `keyword_index` stage: make each generation's two indexes hold exactly
+the store's current chunks of a source, then publish a snapshot for readers.
+
+State-based and idempotent: `index_state` records a digest of what each document has in each
+generation (chunk ids, final texts, ACL, location). A document is rewritten (delete by doc id,
+then upsert, in both indexes) only when its digest changed; a second run writes nothing.
+Deleted documents are removed from every retained generation, the previous one included, so a
+rollback never brings a deleted document back. Both indexes use the same chunk ids and carry
+the same filter fields.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from assets.embed_stage import final_texts
+from assets.runtime import Generation, Runtime
+from connectors.embedder import from_bytes
+from connectors.generations import open_writer, publish, writer_lock
+from connectors.identity import short_hash, text_hash
+from connectors.indexes.base import IndexRecord
+
+
+@dataclass
+class IndexStats:
+    written_docs: int = 0
+    written_chunks: int = 0
+    deleted_docs: int = 0
+    unchanged_docs: int = 0
+    incomplete_docs: int = 0  # no complete chunk set yet (failed stage); old index content kept
+    generations: dict[str, dict[str, int]] = field(default_factory=dict)
+    lag_seconds: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _records(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> tuple[
+        dict[str, list[IndexRecord]], dict[str, str]]:
+    """Complete record sets and digests per document for generation `g`."""
+    chunks = rt.store.chunks_for(list(docs), g.versions["chunk"])
+    texts = final_texts(rt, chunks, g.versions["context"])
+    vectors = rt.store.get_embeddings([text_hash(t) for t in texts.values()], g.versions["embed"])
+    by_doc: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in chunks:
+        by_doc[c["doc_id"]].append(c)
+    records: dict[str, list[IndexRecord]] = {}
+    digests: dict[str, str] = {}
+    for did, cs in by_doc.items():
+        d = docs[did]
+        if any(c["chunk_id"] not in texts or text_hash(texts[c["chunk_id"]]) not in vectors for c in cs):
+            continue
+        recs = [IndexRecord(
+            chunk_id=c["chunk_id"], doc_id=did, source=d["source"], external_id=d["external_id"],
+            text=texts[c["chunk_id"]], vector=from_bytes(vectors[text_hash(texts[c["chunk_id"]])]).tolist(),
+            acl=tuple(d["acl"]),
+            payload={"display_text": c["display_text"], "heading_path": c["heading_path"], "page": c["page"],
+                     "ordinal": c["ordinal"], "kind": c["kind"], "uri": d["uri"]},
+        ) for c in cs]
+        records[did] = recs
+        digests[did] = short_hash([d["external_id"], d["uri"], d["acl_hash"],
+                                   [(r.chunk_id, text_hash(r.text)) for r in recs]], 32)
+    return records, digests
+
+
+def run_index(rt: Runtime, source_name: str, gens: list[Generation],
+              delete_only: list[Generation] | None = None) -> IndexStats:
+    started = time.perf_counter()
+    stats = IndexStats()
+    docs = {d["doc_id"]: d for d in rt.store.documents(source_name)}
+    for g in gens + (delete_only or []):
+        writing = g in gens
+        state = rt.store.index_state(g.id, source_name)
+        gone = [did for did in state if did not in docs]
+        records, digests = _records(rt, g, docs) if writing else ({}, {})
+        changed = [did for did, dg in digests.items() if state.get(did, {}).get("digest") != dg]
+        stats.unchanged_docs += len(digests) - len(changed) if writing else 0
+        stats.incomplete_docs += len(docs) - len(digests) if writing else 0
+        gstats = {"written_docs": len(changed), "deleted_docs": len(gone), "chunks": 0}
+        stats.generations[g.name] = gstats
+        if not changed and not gone:
+            continue
+        with writer_lock(rt.cfg, g.name):
+            dim = next((len(rs[0].vector or []) for rs in records.values() if rs), None)
+            pair = open_writer(rt.cfg, g.row, dim)
+            try:
+                pair.vector.delete_docs(changed + gone)
+                pair.keyword.delete_docs(changed + gone)
+                recs = [r for did in changed for r in records[did]]
+                pair.vector.upsert(recs)
+                pair.keyword.upsert(recs)
+                pair.keyword.commit()
+                counts = {"chunks": pair.vector.count(), "keyword_chunks": pair.keyword.count()}
+            finally:
+                pair.close()
+            vec_snap, kw_snap = publish(rt.cfg, g.row)
+            now = time.time()
+            rt.store.clear_index_state(g.id, gone)
+            rt.store.set_index_state([
+                {"generation_id": g.id, "doc_id": did, "source": source_name, "digest": digests[did],
+                 "chunks": len(records[did]), "indexed_at": now} for did in changed])
+            counts["documents"] = len(rt.store.index_state(g.id))
+            rt.store.update_generation(g.id, vector_snapshot=vec_snap, keyword_snapshot=kw_snap,
+                                       published_at=now, counts=counts)
+        gstats["chunks"] = len(recs)
+        stats.written_docs += len(changed)
+        stats.written_chunks += len(recs)
+        stats.deleted_docs += len(gone)
+        if g.status == "live":
+            stats.lag_seconds += [now - docs[did]["changed_at"] for did in changed]
+            rt.store.bump_binding()
+    stats.seconds = time.perf_counter() - started
+    return stats

@@ -1,0 +1,175 @@
+"""The `source_listing` stage: list a source, classify every item against the document store,
+and apply the diff — with a safe delete sweep.
+
+Classes: new, updated (content hash changed), unchanged, moved (same content at a new id: the
+content-keyed caches serve it, nothing is re-parsed or re-embedded), acl (ACL/metadata-only
+change: indexes are updated without re-embedding), deleted, failed (unreadable / too large).
+
+The delete sweep never runs on bad evidence: a listing that raised, came back empty, or shrank
+below the source's `min_count` or `min_ratio` of the last good listing aborts the whole sync
+before anything is written, unless the operator explicitly allows a mass delete.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assets.runtime import Runtime
+from connectors.config import SourceConfig
+from connectors.errors import SourceError, TooLarge, UnsafeDeleteError
+from connectors.identity import content_hash, doc_id, short_hash
+from connectors.sources import make_source
+from connectors.sources.base import Source, SourceEntry
+
+CLASSES = ("new", "updated", "unchanged", "moved", "acl", "deleted", "failed")
+
+
+@dataclass
+class ListingResult:
+    source: str
+    listed: int
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLASSES, 0))
+    deleted_ids: list[str] = field(default_factory=list)
+    changed_ids: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def spool_path(rt: Runtime, chash: str) -> Path:
+    return rt.cfg.data_path / "spool" / chash
+
+
+def read_content(rt: Runtime, source: Source, doc: dict[str, Any]) -> bytes:
+    """Bytes of a document: from the spool the listing left, else from the source again."""
+    p = spool_path(rt, doc["content_hash"])
+    if p.exists():
+        return p.read_bytes()
+    entry = SourceEntry(doc["external_id"], doc["uri"], doc["size"] or 0, doc["fingerprint"] or "",
+                        doc["source_modified_at"] or 0.0)
+    return source.read(entry)
+
+
+def check_delete_safety(scfg: SourceConfig, listed: int, would_delete: int,
+                        last_good: int | None) -> str | None:
+    """Why this listing is not trustworthy enough to delete from, or None when it is."""
+    if would_delete == 0:
+        return None
+    if listed == 0:
+        return f"listing of {scfg.name!r} came back empty; {would_delete} documents would be deleted"
+    if listed < scfg.min_count:
+        return (f"listing of {scfg.name!r} has {listed} items, below the configured minimum "
+                f"{scfg.min_count}; {would_delete} documents would be deleted")
+    if last_good and listed < scfg.min_ratio * last_good:
+        return (f"listing of {scfg.name!r} shrank to {listed} items from {last_good} at the last good "
+                f"listing (below min_ratio {scfg.min_ratio:.0%}); {would_delete} documents would be deleted")
+    return None
+
+
+def _acl_of(entry: SourceEntry) -> list[str]:
+    """Sources resolve defaults themselves; an empty ACL means nobody, never everybody."""
+    return sorted(entry.acl)
+
+
+def _unchanged(src: Source, old: dict[str, Any], entry: SourceEntry) -> bool:
+    """Cheap test from the listing alone. Sources whose listing omits ACLs (S3) are compared
+    by fingerprint and modification time (a metadata rewrite keeps the ETag, moves the time)."""
+    if old["fingerprint"] != entry.fingerprint or old["source_modified_at"] != entry.modified_at:
+        return False
+    return getattr(src, "needs_describe", False) or _acl_of(entry) == old["acl"]
+
+
+def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = False,
+                source: Source | None = None) -> ListingResult:
+    started = time.perf_counter()
+    scfg = rt.cfg.source(source_name)
+    rt.store.upsert_source(scfg.name, scfg.kind, scfg.model_dump(mode="json"))
+    src = source or make_source(scfg)
+    try:
+        entries = list(src.list())
+    except SourceError as e:
+        rt.store.record_listing(scfg.name, None, ok=False, error=str(e))
+        rt.store.add_event("listing-failed", str(e), source=scfg.name)
+        raise
+    known = {d["external_id"]: d for d in rt.store.documents(scfg.name, include_deleted=True)}
+    listed_ids = {e.external_id for e in entries}
+    live_known = {k: d for k, d in known.items() if d["deleted_at"] is None}
+    gone = [d for k, d in live_known.items() if k not in listed_ids]
+    prior = rt.store.get_source(scfg.name) or {}
+    unsafe = check_delete_safety(scfg, len(entries), len(gone), prior.get("last_good_listing_count"))
+    if unsafe and not allow_mass_delete:
+        msg = f"delete sweep aborted: {unsafe}. Nothing was changed. Re-run with --allow-mass-delete if intended."
+        rt.store.record_listing(scfg.name, len(entries), ok=False, error=msg)
+        rt.store.add_event("delete-sweep-aborted", msg, source=scfg.name,
+                           details={"listed": len(entries), "would_delete": len(gone),
+                                    "last_good": prior.get("last_good_listing_count")})
+        raise UnsafeDeleteError(msg)
+    if unsafe:
+        rt.store.add_event("mass-delete-allowed", f"operator override: {unsafe}", source=scfg.name)
+
+    res = ListingResult(scfg.name, len(entries))
+    now = time.time()
+    gone_by_hash: dict[str, dict[str, Any]] = {d["content_hash"]: d for d in gone if d["content_hash"]}
+    rows: list[dict[str, Any]] = []
+    touched: list[str] = []
+    spool = rt.cfg.data_path / "spool"
+    for entry in entries:
+        old = known.get(entry.external_id)
+        did = doc_id(scfg.name, entry.external_id)
+        alive = old is not None and old["deleted_at"] is None
+        if alive and _unchanged(src, old, entry):
+            touched.append(did)
+            res.counts["unchanged"] += 1
+            continue
+        if getattr(src, "needs_describe", False):
+            try:
+                entry = src.describe(entry)  # type: ignore[attr-defined]
+            except SourceError as e:
+                res.counts["failed"] += 1
+                rt.store.add_dead_letter(doc_id=did, source=scfg.name, external_id=entry.external_id,
+                                         stage="listing", reason=e.reason, error=str(e))
+                if alive:
+                    touched.append(did)
+                continue
+        acl = _acl_of(entry)
+        base = {"doc_id": did, "source": scfg.name, "external_id": entry.external_id, "uri": entry.uri,
+                "fingerprint": entry.fingerprint, "size": entry.size, "acl": acl,
+                "acl_hash": short_hash(acl, 16), "metadata": dict(entry.metadata),
+                "source_modified_at": entry.modified_at, "last_seen": now, "deleted_at": None,
+                "first_seen": old["first_seen"] if old else now}
+        try:
+            data = src.read(entry)  # raises TooLarge past the source's max_file_mb
+        except (SourceError, TooLarge) as e:
+            res.counts["failed"] += 1
+            rt.store.add_dead_letter(doc_id=did, source=scfg.name, external_id=entry.external_id,
+                                     stage="listing", reason=getattr(e, "reason", "source"), error=str(e),
+                                     trace=traceback.format_exc())
+            if alive:
+                touched.append(did)  # keep what is indexed; only the new version is missing
+            continue
+        chash = content_hash(data)
+        if alive and old["content_hash"] == chash:
+            cls = "acl" if (acl != list(old["acl"]) or dict(entry.metadata) != old["metadata"]) else "unchanged"
+            changed_at = now if cls == "acl" else old["changed_at"]
+        else:
+            cls = "updated" if alive else ("moved" if chash in gone_by_hash else "new")
+            changed_at = now
+            spool.mkdir(parents=True, exist_ok=True)
+            if not (spool / chash).exists():
+                (spool / chash).write_bytes(data)
+        res.counts[cls] += 1
+        if cls != "unchanged":
+            res.changed_ids.append(did)
+        rows.append({**base, "content_hash": chash, "changed_at": changed_at})
+    rt.store.upsert_documents(rows)
+    rt.store.touch_documents(touched, now)
+    res.deleted_ids = [d["doc_id"] for d in gone]
+    res.counts["deleted"] = len(gone)
+    if gone:
+        rt.store.mark_deleted(res.deleted_ids, now)
+        rt.store.purge_documents(res.deleted_ids)
+    rt.store.record_listing(scfg.name, len(entries), ok=True, probe=None)
+    res.seconds = time.perf_counter() - started
+    return res

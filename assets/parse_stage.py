@@ -1,0 +1,136 @@
+"""The `parsed_documents` stage: parse every live document whose (content hash, parse version,
+format) has no stored parse yet, one document at a time.
+
+A failure is recorded (parse row with status `failed`, and a dead letter with stage, reason and
+traceback) and the run goes on. A parse that succeeded but fails the per-document quality
+validation is stored with status `rejected` and dead-lettered too: it never reaches an index.
+Both are cached: the same bytes are not re-parsed on every sync; `bindery dlq retry` clears them.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from assets.listing import read_content, spool_path
+from assets.parsing import parse_document
+from assets.runtime import Generation, Runtime
+from connectors.config import ParseQualityThresholds
+from connectors.errors import BinderyError, SourceError
+from connectors.sources import make_source
+
+
+@dataclass
+class ParseStats:
+    attempted: int = 0
+    ok: int = 0
+    failed: int = 0
+    rejected: int = 0
+    cached: int = 0
+    seconds: float = 0.0
+    reasons: dict[str, int] = field(default_factory=dict)
+    metrics_rows: list[dict[str, Any]] = field(default_factory=list)  # per parsed doc, for the gate
+    worst: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def failure_share(self) -> float:
+        return (self.failed + self.rejected) / self.attempted if self.attempted else 0.0
+
+
+def file_format(external_id: str) -> str:
+    return PurePosixPath(external_id).suffix.lower().lstrip(".") or "none"
+
+
+def validate_parse(metrics: dict[str, Any], th: ParseQualityThresholds) -> list[str]:
+    """Per-document quality problems; any problem keeps the document out of the index."""
+    problems = []
+    if metrics.get("chars", 1) == 0:
+        problems.append("no text extracted")
+    if (v := metrics.get("alnum_share")) is not None and v < th.min_alnum_share:
+        problems.append(f"alphanumeric share {v:.2f} < {th.min_alnum_share}")
+    if (v := metrics.get("word_share")) is not None and v < th.min_word_share:
+        problems.append(f"word-like token share {v:.2f} < {th.min_word_share}")
+    if (v := metrics.get("repeated_line_share")) is not None and v > th.max_repeated_line_share:
+        problems.append(f"repeated-line share {v:.2f} > {th.max_repeated_line_share}")
+    return problems
+
+
+def run_parse(rt: Runtime, source_name: str, gens: list[Generation]) -> ParseStats:
+    started = time.perf_counter()
+    scfg = rt.cfg.source(source_name)
+    stats = ParseStats()
+    docs = [d for d in rt.store.documents(source_name) if d["content_hash"]]
+    source = None
+    for pcfg, pver in {g.versions["parse"]: (g.stages.parse, g.versions["parse"]) for g in gens}.values():
+        keys = {d["doc_id"]: (d["content_hash"], pver, file_format(d["external_id"])) for d in docs}
+        have = rt.store.get_parses(keys.values())
+        stats.cached += sum(1 for k in keys.values() if k in have)
+        for d in docs:
+            key = keys[d["doc_id"]]
+            if key in have:
+                continue
+            stats.attempted += 1
+            t0 = time.perf_counter()
+            row: dict[str, Any] = {"content_hash": key[0], "parse_version": pver, "format": key[2],
+                                   "doc_id": d["doc_id"], "created_at": time.time()}
+            try:
+                source = source or make_source(scfg)
+                data = read_content(rt, source, d)
+                result = parse_document(data, d["external_id"], pcfg)
+                problems = validate_parse(result.metrics, scfg.quality)
+                row.update(title=result.title, blocks=[b.to_dict() for b in result.blocks],
+                           metrics=result.metrics, page_metrics=result.page_metrics,
+                           doc_metadata={**result.metadata, "warnings": result.warnings,
+                                         "parsed_format": result.format})
+                metrics_row = {"doc": d["external_id"], **{k: v for k, v in result.metrics.items()
+                                                            if isinstance(v, (int, float))}}
+                stats.metrics_rows.append(metrics_row)
+                if problems:
+                    reason = "low-quality"
+                    row.update(status="rejected", reason=reason, error="; ".join(problems))
+                    stats.rejected += 1
+                    stats.worst.append({"doc": d["external_id"], "reason": row["error"]})
+                    rt.store.add_dead_letter(doc_id=d["doc_id"], source=source_name, external_id=d["external_id"],
+                                             stage="parse", reason=reason, error=row["error"],
+                                             content_hash=key[0])
+                else:
+                    row.update(status="ok")
+                    stats.ok += 1
+                    rt.store.resolve_dead_letters([d["doc_id"]], stages=("parse", "listing"))
+            except (BinderyError, Exception) as e:  # noqa: BLE001 - one document never sinks a run
+                if isinstance(e, SourceError):
+                    # the source is unreachable now: nothing is known about the bytes, don't cache
+                    rt.store.add_dead_letter(doc_id=d["doc_id"], source=source_name, external_id=d["external_id"],
+                                             stage="parse", reason=e.reason, error=str(e),
+                                             trace=traceback.format_exc(), content_hash=key[0])
+                    stats.failed += 1
+                    continue
+                reason = e.reason if isinstance(e, BinderyError) else f"crash:{type(e).__name__}"
+                msg = str(e) or type(e).__name__
+                row.update(status="failed", reason=reason, error=msg, blocks=None)
+                stats.failed += 1
+                stats.worst.append({"doc": d["external_id"], "reason": f"{reason}: {msg}"[:300]})
+                rt.store.add_dead_letter(doc_id=d["doc_id"], source=source_name, external_id=d["external_id"],
+                                         stage="parse", reason=reason, error=msg,
+                                         trace=traceback.format_exc(), content_hash=key[0])
+            key_reason = row.get("reason") or "ok"
+            stats.reasons[key_reason] = stats.reasons.get(key_reason, 0) + 1
+            row["seconds"] = time.perf_counter() - t0
+            rt.store.put_parse(row)
+    for d in docs:  # the spool only bridges listing -> parse
+        p = spool_path(rt, d["content_hash"])
+        if p.exists():
+            p.unlink(missing_ok=True)
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def good_parses(rt: Runtime, docs: list[dict[str, Any]], parse_version: str) -> dict[str, dict[str, Any]]:
+    """doc_id -> parse row, for documents whose current content parsed and passed validation."""
+    keys = {d["doc_id"]: (d["content_hash"], parse_version, file_format(d["external_id"]))
+            for d in docs if d["content_hash"]}
+    rows = rt.store.get_parses(keys.values())
+    return {did: rows[k] for did, k in keys.items() if k in rows and rows[k]["status"] == "ok"}

@@ -1,0 +1,136 @@
+"""The parsing stage: bytes + file name → typed blocks in reading order, with quality metrics.
+
+    from assets.parsing import parse_document
+    result = parse_document(data, "reports/q3.pdf", ParseConfig())
+
+`parse_document` sniffs the real format from the bytes (see `sniff.py` for how a mismatch with
+the extension is resolved), dispatches to one parser per format, cleans the blocks and fills
+`ParseResult.metrics` / `page_metrics`. Every failure is a specific `connectors.errors.ParseError`
+subclass with a human message (encrypted, corrupt, empty, needs-OCR, unsupported, mismatch, too
+large). Pure: no I/O, no global state beyond lazily initialised libraries.
+
+Block kinds emitted: heading (level 1–6), paragraph, list_item (meta depth/ordered), table
+(GitHub Markdown with header row; meta["table_header"] holds the header lines), code (verbatim,
+meta language when known) and caption. Headings are always `heading` with a level; the document
+title goes to `ParseResult.title`. PDF blocks carry 1-based `page` and meta["route"].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import PurePosixPath
+
+from assets.parsing.sniff import decode_text, detect_format
+from assets.parsing.types import Block, ParseResult
+from connectors.config import ParseConfig
+from connectors.errors import EmptyDocument, TooLarge, UnsupportedFormat
+from quality.metrics import document_metrics
+
+__all__ = ["PARSER_VERSION", "Block", "ParseResult", "parse_document"]
+
+# Bump when a parser change alters output for the same bytes and config (feeds stage_version).
+PARSER_VERSION = "1"
+
+_Parser = Callable[[bytes, ParseConfig, str], ParseResult]
+
+
+def _pdf(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.pdf import parse_pdf
+
+    return parse_pdf(data, config)
+
+
+def _docx(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.docx import parse_docx
+
+    return parse_docx(data)
+
+
+def _html(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.html import parse_html
+
+    return parse_html(data)
+
+
+def _markdown(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.markdown import parse_markdown
+
+    text, encoding = decode_text(data)
+    result = parse_markdown(text)
+    result.metadata["encoding"] = encoding
+    return result
+
+
+def _text(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.text import parse_text
+
+    return parse_text(data)
+
+
+def _attachment_parser(config: ParseConfig, depth: int) -> Callable[[bytes, str], ParseResult]:
+    def parse(data: bytes, filename: str) -> ParseResult:
+        if depth >= 3:
+            raise UnsupportedFormat(f"{filename}: attachments nested more than 3 levels deep")
+        return _parse(data, filename, config, depth + 1)
+
+    return parse
+
+
+def _email(data: bytes, config: ParseConfig, name: str, depth: int = 0) -> ParseResult:
+    from assets.parsing.email import parse_email
+
+    return parse_email(data, _attachment_parser(config, depth))
+
+
+def _mbox(data: bytes, config: ParseConfig, name: str, depth: int = 0) -> ParseResult:
+    from assets.parsing.email import parse_mbox
+
+    return parse_mbox(data, _attachment_parser(config, depth))
+
+
+_PARSERS: dict[str, _Parser] = {
+    "pdf": _pdf,
+    "docx": _docx,
+    "html": _html,
+    "markdown": _markdown,
+    "text": _text,
+    "email": _email,
+    "mbox": _mbox,
+}
+
+
+def _parse(data: bytes, filename: str, config: ParseConfig, depth: int) -> ParseResult:
+    name = PurePosixPath(filename).name or filename
+    detected = detect_format(data, filename)
+    if detected.format in ("email", "mbox"):
+        parser = _email if detected.format == "email" else _mbox
+        result = parser(data, config, name, depth)
+    else:
+        result = _PARSERS[detected.format](data, config, name)
+    result.format = detected.format
+    result.warnings = detected.warnings + result.warnings
+    result.blocks = [b for b in result.blocks if b.text.strip()]
+    if not result.blocks:
+        raise EmptyDocument(f"{name}: no text could be extracted ({detected.format})")
+    if not result.title:
+        result.title = next((b.text for b in result.blocks if b.kind == "heading"), None)
+    result.metrics = document_metrics(result, len(data))
+    return result
+
+
+def parse_document(
+    data: bytes, filename: str, config: ParseConfig | None = None, *, max_bytes: int | None = None
+) -> ParseResult:
+    """Parse one document's bytes; `filename` supplies the extension to check against.
+
+    Raises a `connectors.errors.ParseError` subclass (EncryptedDocument, CorruptDocument,
+    EmptyDocument, NeedsOCR, UnsupportedFormat, FormatMismatch, TooLarge) with a specific
+    message. `max_bytes` (e.g. the source's max_file_mb) rejects oversized input up front.
+    """
+    config = config or ParseConfig()
+    if max_bytes is not None and len(data) > max_bytes:
+        raise TooLarge(
+            f"{PurePosixPath(filename).name}: {len(data) / 1e6:.1f} MB is over the "
+            f"{max_bytes / 1e6:.1f} MB limit"
+        )
+    return _parse(data, filename, config, depth=0)

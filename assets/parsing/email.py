@@ -1,0 +1,250 @@
+"""Email (.eml) and mailbox (.mbox) parsing with the standard library's `email` package.
+
+* Metadata: subject, from, to, cc, date (ISO 8601 when parseable), message_id, in_reply_to,
+  references and thread_id (first of References, else In-Reply-To, else Message-ID) so that the
+  messages of one thread can be grouped.
+* Body: text/plain is preferred in multipart/alternative (it is what the sender wrote; the
+  HTML twin adds markup and tracking), HTML is the fallback and goes through the HTML parser.
+* Quoted history ("> " lines, "On … wrote:" blocks, Outlook "Original Message" tails, HTML
+  blockquotes) is cut from the body and kept as ONE block with meta {"quoted": True}: it
+  duplicates earlier messages, so retrieval should be able to down-weight or drop it.
+* Attachments in a parseable format are parsed recursively and appended under a heading
+  "Attachment: <name>" (meta {"attachment": name}); every attachment is listed in
+  metadata["attachments"] as {"filename", "content_type", "size", "parsed"[, "error"]}.
+* An mbox is split into messages; each becomes a level-1 heading section (its subject).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from email import policy
+from email.message import EmailMessage, Message
+from email.parser import BytesParser
+from email.utils import parsedate_to_datetime
+from pathlib import PurePosixPath
+from typing import Any
+
+from assets.parsing.html import html_blocks
+from assets.parsing.sniff import EXTENSIONS
+from assets.parsing.text import text_blocks
+from assets.parsing.textutil import clean_inline, normalize_text
+from assets.parsing.types import Block, ParseResult
+from connectors.errors import ParseError
+
+__all__ = ["parse_email", "parse_mbox", "split_mbox", "split_quoted"]
+
+AttachmentParser = Callable[[bytes, str], ParseResult]
+
+PARSEABLE_ATTACHMENTS = {"pdf", "docx", "text", "markdown", "html", "email"}
+_WROTE = r"(?:wrote|schrieb|a écrit|escribió|ha scritto|schreef)\s*:\s*$"
+_ATTRIBUTION_START = re.compile(r"^\s*(?:On|Am|Le|El|Il|Op)\s", re.IGNORECASE)
+_ATTRIBUTION = re.compile(r"^\s*(?:On|Am|Le|El|Il|Op)\s.*" + _WROTE, re.IGNORECASE)
+_WROTE_END = re.compile(_WROTE, re.IGNORECASE)
+_ORIGINAL = re.compile(r"^\s*-{2,}\s*(?:Original Message|Forwarded message)\s*-{2,}\s*$", re.I)
+_OUTLOOK_HEADER = re.compile(r"^\s*(?:From|Von|De):\s", re.IGNORECASE)
+_MSG_ID = re.compile(r"<[^<>\s]+>")
+_MBOX_FROM = re.compile(rb"(?:\A|\n)From \S+ +[^\n]*\d\d:\d\d[^\n]*\n")
+_MBOX_ESCAPED = re.compile(rb"^>(>*From )", re.MULTILINE)
+_PARSER = BytesParser(policy=policy.default)
+
+
+def split_quoted(text: str) -> tuple[str, str]:
+    """(the new text of a plain-text message, its quoted history)."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    main: list[str] = []
+    quoted: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.lstrip().startswith(">"):
+            quoted.append(re.sub(r"^\s*(?:>\s?)+", "", line))
+            i += 1
+            continue
+        if _ATTRIBUTION.match(line):
+            quoted.append(line.strip())
+            i += 1
+            continue
+        if (
+            _ATTRIBUTION_START.match(line)
+            and i + 1 < len(lines)
+            and _WROTE_END.search(lines[i + 1])
+        ):
+            quoted.extend([line.strip(), lines[i + 1].strip()])  # attribution wrapped in two
+            i += 2
+            continue
+        if _ORIGINAL.match(line) or (
+            _OUTLOOK_HEADER.match(line)
+            and any(
+                re.match(r"^\s*(?:Sent|Date|Gesendet|Envoyé):\s", ln) for ln in lines[i : i + 4]
+            )
+        ):
+            quoted.extend(lines[i:])  # everything below an Outlook reply header is history
+            break
+        main.append(line)
+        i += 1
+    return "\n".join(main), normalize_text("\n".join(quoted))
+
+
+def _header(msg: Message, name: str) -> str:
+    try:
+        value = msg.get(name)
+    except Exception:  # malformed headers must not sink the message
+        return ""
+    return clean_inline(str(value)) if value is not None else ""
+
+
+def _metadata(msg: Message) -> dict[str, Any]:
+    refs = _MSG_ID.findall(_header(msg, "references"))
+    in_reply = _MSG_ID.findall(_header(msg, "in-reply-to"))
+    message_id = (_MSG_ID.findall(_header(msg, "message-id")) or [""])[0]
+    raw_date = _header(msg, "date")
+    try:
+        date = parsedate_to_datetime(raw_date).isoformat() if raw_date else None
+    except (TypeError, ValueError, IndexError):
+        date = raw_date or None
+    return {
+        "subject": _header(msg, "subject"),
+        "from": _header(msg, "from"),
+        "to": _header(msg, "to"),
+        "cc": _header(msg, "cc"),
+        "date": date,
+        "message_id": message_id or None,
+        "in_reply_to": in_reply[0] if in_reply else None,
+        "references": refs,
+        "thread_id": (refs[0] if refs else in_reply[0] if in_reply else message_id) or None,
+    }
+
+
+def _text_content(part: EmailMessage) -> str:
+    try:
+        return part.get_content()
+    except (LookupError, UnicodeError, KeyError):  # unknown or lying charset
+        payload = part.get_payload(decode=True) or b""
+        return payload.decode("utf-8", errors="replace")
+
+
+def _body_blocks(msg: EmailMessage) -> tuple[list[Block], str]:
+    body = msg.get_body(preferencelist=("plain", "html"))
+    if body is None:
+        return [], ""
+    content = _text_content(body)
+    if body.get_content_subtype() == "html":
+        quotes: list[str] = []
+        blocks, _ = html_blocks(content, quotes=quotes)
+        return blocks, normalize_text("\n\n".join(quotes))
+    main, quoted = split_quoted(content)
+    return text_blocks(main), quoted
+
+
+def _shift(blocks: list[Block], by: int) -> list[Block]:
+    for b in blocks:
+        if b.kind == "heading" and b.level:
+            b.level = min(6, b.level + by)
+    return blocks
+
+
+def _attachment_bytes(part: EmailMessage) -> bytes:
+    if part.get_content_type() == "message/rfc822":
+        inner = part.get_payload()
+        inner = inner[0] if isinstance(inner, list) and inner else inner
+        return inner.as_bytes() if isinstance(inner, Message) else b""
+    payload = part.get_payload(decode=True)
+    return payload if isinstance(payload, bytes) else b""
+
+
+def _attachments(
+    msg: EmailMessage, level: int, parse_attachment: AttachmentParser, warnings: list[str]
+) -> tuple[list[Block], list[dict[str, Any]]]:
+    blocks: list[Block] = []
+    listed: list[dict[str, Any]] = []
+    for part in msg.iter_attachments():
+        ctype = part.get_content_type()
+        name = part.get_filename() or ("forwarded.eml" if ctype == "message/rfc822" else "")
+        if not name:
+            continue  # inline parts without a name: signatures, tracking pixels
+        data = _attachment_bytes(part)
+        entry: dict[str, Any] = {
+            "filename": name,
+            "content_type": ctype,
+            "size": len(data),
+            "parsed": False,
+        }
+        listed.append(entry)
+        fmt = EXTENSIONS.get(PurePosixPath(name).suffix.lower().lstrip("."))
+        if fmt not in PARSEABLE_ATTACHMENTS:
+            continue
+        try:
+            sub = parse_attachment(data, name)
+        except ParseError as e:
+            entry["error"] = f"{e.reason}: {e}"
+            warnings.append(f"attachment {name!r} not parsed ({e.reason}): {e}")
+            continue
+        entry["parsed"] = True
+        heading = Block(
+            "heading", f"Attachment: {name}", level=min(6, level), meta={"attachment": name}
+        )
+        blocks.append(heading)
+        for b in _shift(sub.blocks, level):
+            b.meta["attachment"] = name
+            blocks.append(b)
+        warnings.extend(f"attachment {name!r}: {w}" for w in sub.warnings)
+    return blocks, listed
+
+
+def _message(
+    msg: EmailMessage, base: int, parse_attachment: AttachmentParser, warnings: list[str]
+) -> tuple[list[Block], dict[str, Any]]:
+    meta = _metadata(msg)
+    body, quoted = _body_blocks(msg)
+    blocks = _shift(body, base)
+    if quoted.strip():
+        blocks.append(Block("paragraph", quoted, meta={"quoted": True}))
+    extra, listed = _attachments(msg, base + 1, parse_attachment, warnings)
+    meta["attachments"] = listed
+    return blocks + extra, meta
+
+
+def parse_email(data: bytes, parse_attachment: AttachmentParser) -> ParseResult:
+    """Parse one RFC 822 message; `parse_attachment(bytes, filename)` parses attachments."""
+    msg = _PARSER.parsebytes(data)
+    warnings: list[str] = [f"email: {d.__class__.__name__}" for d in msg.defects[:3]]
+    blocks, meta = _message(msg, 0, parse_attachment, warnings)  # type: ignore[arg-type]
+    return ParseResult(
+        blocks=blocks,
+        title=meta["subject"] or None,
+        format="email",
+        metadata=meta,
+        warnings=warnings,
+    )
+
+
+def split_mbox(data: bytes) -> list[bytes]:
+    """Messages of an mbox (mboxo/mboxrd), split on "From " separator lines, unescaped."""
+    parts = _MBOX_FROM.split(data)
+    return [_MBOX_ESCAPED.sub(rb"\1", p) for p in parts if p.strip()]
+
+
+def parse_mbox(data: bytes, parse_attachment: AttachmentParser) -> ParseResult:
+    """Parse a mailbox: every message becomes a level-1 section headed by its subject."""
+    blocks: list[Block] = []
+    messages: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for raw in split_mbox(data):
+        msg = _PARSER.parsebytes(raw)
+        body, meta = _message(msg, 1, parse_attachment, warnings)  # type: ignore[arg-type]
+        heading_meta = {k: meta[k] for k in ("message_id", "from", "date", "thread_id")}
+        blocks.append(
+            Block("heading", meta["subject"] or "(no subject)", level=1, meta=heading_meta)
+        )
+        blocks.extend(body)
+        messages.append(meta)
+    attachments = [a for m in messages for a in m["attachments"]]
+    title = next((m["subject"] for m in messages if m["subject"]), None)
+    return ParseResult(
+        blocks=blocks,
+        title=title,
+        format="mbox",
+        metadata={"message_count": len(messages), "messages": messages, "attachments": attachments},
+        warnings=warnings,
+    )

@@ -1,0 +1,503 @@
+"""PDF parsing with PyMuPDF, routed page by page.
+
+Each page takes the cheapest route that reads it correctly, recorded in `block.meta["route"]`
+and in the page's metrics:
+
+* ``text``   – a single-column text layer: MuPDF blocks in top-to-bottom order;
+* ``layout`` – several columns (read column by column) and/or ruled tables (found with
+  `page.find_tables()`, emitted as Markdown and cut out of the running text);
+* ``ocr``    – no usable text layer but images covering the page: Tesseract through
+  `page.get_textpage_ocr`. When OCR is disabled or not installed such a page raises `NeedsOCR`:
+  a scan must never be indexed as an empty document.
+
+Across pages: running headers/footers and page numbers are removed, headings come from font
+metrics (size rank over the body size, or bold-and-short), words hyphenated at line ends are
+rejoined, and a table continued on the next page gets the header of its first part.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pymupdf
+
+from assets.parsing.ocr import find_tessdata, ocr_unavailable_reason
+from assets.parsing.pdf_layout import (
+    MAX_HEADING_LINES,
+    HeadingRanks,
+    Line,
+    Region,
+    columns_of,
+    merge_adjacent,
+    reading_order,
+    running_line_keys,
+    strip_running_lines,
+)
+from assets.parsing.textutil import (
+    clean_inline,
+    join_lines,
+    markdown_table,
+    normalize_text,
+    table_header_lines,
+)
+from assets.parsing.types import Block, ParseResult
+from connectors.config import ParseConfig
+from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, NeedsOCR
+from quality.metrics import page_metrics
+
+__all__ = ["parse_pdf"]
+
+_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP  # ligatures expanded
+MIN_TEXT_CHARS = 20  # fewer characters than this is no usable text layer
+SCAN_COVER = 0.25  # images covering this share of a text-less page make it a scan
+STAMPED_SCAN_COVER = 0.8  # ... or this share with under STAMPED_SCAN_CHARS of text (a stamp)
+STAMPED_SCAN_CHARS = 100
+BAD_GLYPH_SHARE = 0.2  # U+FFFD share above which a text layer is unusable
+_BULLET = re.compile(r"^\s*(?:[•◦▪▫●○■□‣⁃∙·*–-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+")
+_BULLET_GLYPH = re.compile(r"^\s*[•◦▪▫●○■□‣⁃∙·*–-]\s+")
+_CAPTION = re.compile(r"^(?:figure|fig\.|table|chart|exhibit|plate)\s+[\dIVX]+[.:]?\s", re.I)
+_BAD_TITLE = re.compile(
+    r"^(?:untitled|document\d*|slide \d+|.*\.(?:docx?|pdf|tex|indd|pptx?))$", re.IGNORECASE
+)
+_COMPOUND = re.compile(r"[^\W\d_]+-[^\W\d_]+")
+
+_TOOLS_READY = False
+
+
+@dataclass
+class _Table:
+    header: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class _Page:
+    number: int  # 1-based
+    width: float
+    height: float
+    regions: list[Region]
+    image_cover: float
+    route: str = "text"
+    columns: int = 1
+    tables: int = 0
+    stripped_lines: int = 0
+    error: str | None = None
+    blocks: list[Block] = field(default_factory=list)
+
+
+def _quiet_mupdf() -> None:
+    """MuPDF prints repair warnings to stderr; collect them instead (once per process)."""
+    global _TOOLS_READY
+    if not _TOOLS_READY:
+        pymupdf.TOOLS.mupdf_display_errors(False)
+        pymupdf.TOOLS.mupdf_display_warnings(False)
+        pymupdf.no_recommend_layout()
+        _TOOLS_READY = True
+
+
+def _open(data: bytes, warnings: list[str]) -> pymupdf.Document:
+    _quiet_mupdf()
+    pymupdf.TOOLS.reset_mupdf_warnings()
+    try:
+        doc = pymupdf.open(stream=data, filetype="pdf")
+    except Exception as e:  # MuPDF raises several types for bad bytes
+        raise CorruptDocument(f"PDF cannot be opened: {e}") from None
+    if doc.needs_pass:
+        doc.close()
+        raise EncryptedDocument("PDF is password-protected: a user password is needed to open it")
+    library = pymupdf.TOOLS.mupdf_warnings().replace("\n", "; ")
+    if doc.page_count == 0:
+        doc.close()
+        raise CorruptDocument(f"PDF has no pages ({library or 'no page tree'})")
+    if doc.is_repaired:
+        if b"%%EOF" not in data[-2048:]:
+            n = doc.page_count
+            doc.close()
+            raise CorruptDocument(
+                f"PDF is truncated (no %%EOF marker; MuPDF rebuilt {n} page(s) from what is "
+                f"left, so content is missing): {library}"
+            )
+        warnings.append(f"PDF cross-reference table was damaged and rebuilt: {library}")
+    return doc
+
+
+def _is_bold(span: dict[str, Any]) -> bool:
+    font = span.get("font", "").lower()
+    return bool(span["flags"] & 16) or any(w in font for w in ("bold", "black", "heavy", "semib"))
+
+
+def _is_mono(span: dict[str, Any]) -> bool:
+    font = span.get("font", "").lower()
+    return bool(span["flags"] & 8) or any(w in font for w in ("mono", "courier", "consol"))
+
+
+def _regions(page_dict: dict[str, Any], ocr: bool) -> list[Region]:
+    """MuPDF text blocks → Regions of visual lines (spans on one baseline merged)."""
+    regions: list[Region] = []
+    for b in page_dict["blocks"]:
+        if b.get("type") != 0:
+            continue
+        lines: list[Line] = []
+        for raw in b["lines"]:
+            spans = [s for s in raw["spans"] if s["text"].strip()]
+            if not spans:
+                continue
+            x0, y0, x1, y1 = raw["bbox"]
+            sizes: dict[float, int] = {}
+            for s in spans:
+                sizes[round(s["size"], 1)] = sizes.get(round(s["size"], 1), 0) + len(s["text"])
+            line = Line(
+                text="".join(s["text"] for s in raw["spans"]),
+                x0=x0,
+                y0=y0,
+                x1=x1,
+                y1=y1,
+                size=max(sizes, key=sizes.__getitem__),
+                bold=not ocr and all(_is_bold(s) for s in spans),
+                mono=not ocr and all(_is_mono(s) for s in spans),
+            )
+            prev = lines[-1] if lines else None
+            if prev and abs(prev.y0 - line.y0) < 0.5 * prev.height and line.x0 >= prev.x1 - 1:
+                # Same baseline: one visual line that MuPDF split at a wide gap.
+                prev.text = f"{prev.text.rstrip()} {line.text.lstrip()}"
+                prev.x1, prev.y1 = max(prev.x1, line.x1), max(prev.y1, line.y1)
+                prev.bold, prev.mono = prev.bold and line.bold, prev.mono and line.mono
+                continue
+            lines.append(line)
+        if lines:
+            region = Region(*b["bbox"], lines=lines)
+            region.refit()
+            regions.append(region)
+    return regions
+
+
+def _image_cover(page: pymupdf.Page) -> float:
+    area = abs(page.rect) or 1.0
+    covered = 0.0
+    for info in page.get_image_info():
+        covered += abs(pymupdf.Rect(info["bbox"]) & page.rect)
+    return min(1.0, covered / area)
+
+
+def _needs_ocr(regions: list[Region], image_cover: float) -> bool:
+    text = "".join(ln.text for r in regions for ln in r.lines)
+    chars = len(text.strip())
+    unreadable = chars and text.count("\ufffd") / chars > BAD_GLYPH_SHARE
+    if (chars < MIN_TEXT_CHARS or unreadable) and image_cover >= SCAN_COVER:
+        return True
+    return image_cover >= STAMPED_SCAN_COVER and chars < STAMPED_SCAN_CHARS
+
+
+def _find_tables(page: pymupdf.Page, warnings: list[str], number: int) -> list[Region]:
+    """Ruled tables on the page as Regions carrying a `_Table`."""
+    if len(page.get_cdrawings()) < 2:  # no vector lines, nothing for the "lines" strategy
+        return []
+    try:
+        found = page.find_tables().tables
+    except Exception as e:  # table finding is best effort
+        warnings.append(f"page {number}: table detection failed ({e}); kept as text")
+        return []
+    out: list[Region] = []
+    for t in found:
+        rows = [[clean_inline(c or "") for c in row] for row in t.extract()]
+        if not rows or max(len(r) for r in rows) < 2 or not any(any(r) for r in rows):
+            continue  # a framed box, not a table
+        bbox = pymupdf.Rect(t.bbox)
+        if t.header.external:
+            header = [clean_inline(n or "") for n in t.header.names]
+            bbox |= pymupdf.Rect(t.header.bbox)
+        else:
+            header, rows = rows[0], rows[1:]
+        out.append(Region(*bbox, table=_Table(header, rows)))
+    return out
+
+
+def _inside(line: Line, rect: Region, pad: float = 2.0) -> bool:
+    cx, cy = (line.x0 + line.x1) / 2, (line.y0 + line.y1) / 2
+    return rect.x0 - pad <= cx <= rect.x1 + pad and rect.y0 - pad <= cy <= rect.y1 + pad
+
+
+def _cut_tables(regions: list[Region], tables: list[Region]) -> list[Region]:
+    if not tables:
+        return regions
+    kept: list[Region] = []
+    for r in regions:
+        r.lines = [ln for ln in r.lines if not any(_inside(ln, t) for t in tables)]
+        if r.lines:
+            r.refit()
+            kept.append(r)
+    return kept
+
+
+def _read_pages(doc: pymupdf.Document, config: ParseConfig, warnings: list[str]) -> list[_Page]:
+    """First pass: text regions and image cover of every page; OCR needs checked up front."""
+    pages: list[_Page] = []
+    for page in doc:
+        n = page.number + 1
+        try:
+            regions = _regions(page.get_text("dict", flags=_FLAGS), ocr=False)
+            cover = _image_cover(page)
+        except Exception as e:  # one damaged page must not hide the others
+            pages.append(
+                _Page(n, page.rect.width, page.rect.height, [], 0.0, route="error", error=str(e))
+            )
+            warnings.append(f"page {n} could not be read: {e}")
+            continue
+        p = _Page(n, page.rect.width, page.rect.height, regions, cover)
+        if _needs_ocr(regions, cover):
+            p.route = "ocr"
+        pages.append(p)
+    scans = [p.number for p in pages if p.route == "ocr"]
+    if scans:
+        shown = ", ".join(map(str, scans[:20])) + (" ..." if len(scans) > 20 else "")
+        if not config.ocr:
+            raise NeedsOCR(
+                f"page(s) {shown} of {len(pages)} are images without a text layer and OCR "
+                "is disabled (stages.parse.ocr: false)"
+            )
+        if find_tessdata(config.ocr_language) is None:
+            raise NeedsOCR(
+                f"page(s) {shown} of {len(pages)} are images without a text layer and OCR is "
+                f"unavailable: {ocr_unavailable_reason(config.ocr_language)}"
+            )
+    if pages and all(p.route == "error" for p in pages):
+        raise CorruptDocument(f"no page of the PDF could be read: {pages[0].error}")
+    return pages
+
+
+def _ocr_page(page: pymupdf.Page, p: _Page, config: ParseConfig) -> None:
+    tessdata = find_tessdata(config.ocr_language)
+    try:
+        tp = page.get_textpage_ocr(
+            flags=_FLAGS,
+            language=config.ocr_language,
+            dpi=config.ocr_dpi,
+            full=True,
+            tessdata=tessdata,
+        )
+        regions = _regions(page.get_text("dict", textpage=tp), ocr=True)
+    except Exception as e:  # Tesseract errors come in many types
+        raise NeedsOCR(f"OCR of page {p.number} failed: {e}") from None
+    p.regions = merge_adjacent(sorted(regions, key=lambda r: (r.y0, r.x0)), 1.0, False)
+
+
+def _layout_page(page: pymupdf.Page, p: _Page, warnings: list[str]) -> None:
+    tables = _find_tables(page, warnings, p.number)
+    p.regions = _cut_tables(p.regions, tables) + tables
+    p.tables = len(tables)
+    cols = columns_of(p.regions)
+    p.columns = max(1, len(cols))
+    p.regions = merge_adjacent(reading_order(p.regions, cols))
+    if p.route == "text" and (p.tables or len(cols) > 1):
+        p.route = "layout"
+
+
+# --------------------------------------------------------------------------- blocks
+
+
+def _list_text(lines: list[Line], vocabulary: set[str]) -> str:
+    first = _BULLET_GLYPH.sub("", lines[0].text, count=1)
+    return join_lines([first] + [ln.text for ln in lines[1:]], vocabulary)
+
+
+def _code_text(lines: list[Line]) -> str:
+    left = min(ln.x0 for ln in lines)
+    out = []
+    for ln in lines:
+        indent = round((ln.x0 - left) / max(1.0, ln.size * 0.6))
+        out.append(" " * indent + ln.text.rstrip())
+    return "\n".join(out)
+
+
+def _continues(
+    group: tuple[str, int, list[Line]], kind: str, level: int, ln: Line, ocr: bool
+) -> bool:
+    """Whether line `ln` (classified `kind`/`level`) continues the open group of lines."""
+    pkind, plevel, plines = group
+    prev = plines[-1]
+    close = ln.y0 - prev.y1 < (1.0 if ocr else 0.6) * prev.height
+    if kind == pkind == "heading":
+        return level == plevel and close and len(plines) < MAX_HEADING_LINES
+    if kind == pkind == "code":
+        return True
+    return kind == "body" and pkind in ("body", "list_start") and close
+
+
+def _region_blocks(
+    r: Region, ranks: HeadingRanks, vocabulary: set[str], page: int, route: str, ocr: bool
+) -> list[Block]:
+    """Split a region's lines into headings, list items, code and paragraphs."""
+    meta = {"route": route}
+    if isinstance(r.table, _Table):
+        text = markdown_table(r.table.rows, header=r.table.header)
+        meta["table_header"] = table_header_lines(text)
+        return [Block("table", text, page=page, meta=meta)]
+    groups: list[tuple[str, int, list[Line]]] = []
+    for ln in r.lines:
+        level = 0 if ocr else ranks.level(ln)
+        if level:
+            kind = "heading"
+        elif ln.mono and not ocr:
+            kind = "code"
+        elif _BULLET.match(ln.text):
+            kind = "list_start"
+        else:
+            kind = "body"
+        if groups and _continues(groups[-1], kind, level, ln, ocr):
+            groups[-1][2].append(ln)
+            continue
+        groups.append((kind, level, [ln]))
+    blocks: list[Block] = []
+    for kind, level, lines in groups:
+        if kind == "heading" and _CAPTION.match(lines[0].text.strip()):
+            kind = "body"  # "Table 1. ..." set in bold is a caption, not a section
+        if kind == "heading":
+            blocks.append(
+                Block(
+                    "heading",
+                    clean_inline(" ".join(ln.text for ln in lines)),
+                    level=level,
+                    page=page,
+                    meta=dict(meta),
+                )
+            )
+        elif kind == "code":
+            blocks.append(Block("code", _code_text(lines), page=page, meta=dict(meta)))
+        elif kind == "list_start":
+            blocks.append(
+                Block(
+                    "list_item",
+                    clean_inline(_list_text(lines, vocabulary)),
+                    page=page,
+                    meta=dict(meta),
+                )
+            )
+        else:
+            text = clean_inline(join_lines([ln.text for ln in lines], vocabulary))
+            bkind = "caption" if _CAPTION.match(text) else "paragraph"
+            blocks.append(Block(bkind, text, page=page, meta=dict(meta)))
+    return [b for b in blocks if b.text.strip()]
+
+
+def _join_split_tables(pages: list[_Page], tables: dict[int, _Table]) -> None:
+    """Give a table continued at the top of the next page the header of its first part."""
+    for prev, cur in itertools.pairwise(pages):
+        if not prev.blocks or not cur.blocks:
+            continue
+        last, first = prev.blocks[-1], cur.blocks[0]
+        if last.kind != "table" or first.kind != "table":
+            continue
+        a, b = tables.get(id(last)), tables.get(id(first))
+        if a is None or b is None or len(a.header) != len(b.header):
+            continue
+        first.meta["continued_from_page"] = prev.number
+        if [c.lower() for c in b.header] == [c.lower() for c in a.header]:
+            continue  # the continuation already repeats the header row
+        merged = _Table(a.header, [b.header, *b.rows])
+        tables[id(first)] = merged
+        first.text = markdown_table(merged.rows, header=merged.header)
+        first.meta["table_header"] = table_header_lines(first.text)
+
+
+def _vocabulary(pages: list[_Page]) -> set[str]:
+    vocab: set[str] = set()
+    for p in pages:
+        for r in p.regions:
+            for ln in r.lines:
+                if "-" in ln.text:
+                    vocab.update(_COMPOUND.findall(ln.text.lower()))
+    return vocab
+
+
+def _title(doc: pymupdf.Document, blocks: list[Block]) -> str | None:
+    meta_title = normalize_text((doc.metadata or {}).get("title") or "")
+    meta_title = re.sub(r"^microsoft (?:word|powerpoint) - ", "", meta_title, flags=re.I).strip()
+    if len(meta_title) >= 3 and not _BAD_TITLE.match(meta_title):
+        return meta_title
+    headings = [b for b in blocks if b.kind == "heading" and b.page == 1]
+    if headings:
+        return min(headings, key=lambda b: b.level).text
+    first = next((b for b in blocks if b.kind == "heading"), None)
+    return first.text if first else None
+
+
+def _doc_metadata(doc: pymupdf.Document) -> dict[str, Any]:
+    meta: dict[str, Any] = {"pages": doc.page_count}
+    for key in ("author", "subject", "keywords", "creator", "producer", "creationDate", "modDate"):
+        value = (doc.metadata or {}).get(key)
+        if value:
+            meta[key] = value
+    return meta
+
+
+def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
+    """Parse PDF bytes into blocks in reading order with 1-based page numbers."""
+    warnings: list[str] = []
+    doc = _open(data, warnings)
+    try:
+        pages = _read_pages(doc, config, warnings)
+        for p in pages:
+            if p.route == "error":
+                continue
+            page = doc[p.number - 1]
+            if p.route == "ocr":
+                _ocr_page(page, p, config)
+        if config.strip_headers_footers:
+            keys = running_line_keys([(p.regions, p.height) for p in pages])
+            for p in pages:
+                p.regions, p.stripped_lines = strip_running_lines(p.regions, p.height, keys)
+        for p in pages:
+            if p.route == "error":
+                continue
+            _layout_page(doc[p.number - 1], p, warnings)
+        ranks = HeadingRanks.from_lines(
+            ln for p in pages if p.route != "ocr" for r in p.regions for ln in r.lines
+        )
+        vocabulary = _vocabulary(pages)
+        tables: dict[int, _Table] = {}
+        for p in pages:
+            for r in p.regions:
+                made = _region_blocks(r, ranks, vocabulary, p.number, p.route, p.route == "ocr")
+                if isinstance(r.table, _Table) and made:
+                    tables[id(made[0])] = r.table
+                p.blocks.extend(made)
+        _join_split_tables(pages, tables)
+        blocks = [b for p in pages for b in p.blocks]
+        if not blocks:
+            raise EmptyDocument(
+                f"PDF has {len(pages)} page(s) but no extractable text and no scanned images"
+            )
+        result = ParseResult(
+            blocks=blocks,
+            title=_title(doc, blocks),
+            format="pdf",
+            metadata=_doc_metadata(doc),
+            warnings=warnings,
+        )
+        result.page_metrics = [_page_metrics(p) for p in pages]
+        return result
+    finally:
+        doc.close()
+
+
+def _page_metrics(p: _Page) -> dict[str, Any]:
+    m = page_metrics("\n".join(b.text for b in p.blocks))
+    m.update(
+        page=p.number,
+        route=p.route,
+        columns=p.columns,
+        tables=p.tables,
+        image_cover=round(p.image_cover, 3),
+        stripped_lines=p.stripped_lines,
+        # PyMuPDF's OCR text page carries no Tesseract confidence; the junk share of the
+        # recognised tokens (1 - word_share) stands in for it on OCR pages.
+        ocr_confidence=None,
+    )
+    if p.route == "ocr":
+        m["ocr_junk_share"] = round(1 - m["word_share"], 4)
+    if p.error:
+        m["error"] = p.error
+    return m

@@ -1,0 +1,296 @@
+"""Page geometry for the PDF parser: lines, regions, columns, running headers, headings.
+
+Pure functions over small dataclasses (no PyMuPDF objects), so layout rules can be unit-tested
+with hand-made coordinates. PDF units are points, y grows downwards.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+__all__ = [
+    "HeadingRanks",
+    "Line",
+    "Region",
+    "body_font_size",
+    "columns_of",
+    "merge_adjacent",
+    "reading_order",
+    "running_line_keys",
+    "strip_running_lines",
+]
+
+MIN_COLUMN_GAP = 8.0  # points of empty x-range that separate two columns
+MIN_COLUMN_CHARS = 80  # a column must hold at least this much text to count as one
+NARROW_SHARE = 0.6  # regions narrower than this share of the content width can sit in a column
+MARGIN_ZONE = 0.12  # top/bottom share of the page height searched for running headers/footers
+HEADING_SIZE_RATIO = 1.15  # font size over body size that makes a short line a heading
+MAX_HEADING_WORDS = 20
+MAX_BOLD_HEADING_WORDS = 12
+MAX_HEADING_LINES = 3
+
+_PAGE_NUMBER = re.compile(
+    r"^(?:(?:page|p\.|pg\.?|seite)\s*)?#+(?:\s*(?:of|/|von)\s*#+)?$|^[-–—]\s*#+\s*[-–—]$|^[ivxlc]{1,6}$"
+)
+
+
+@dataclass
+class Line:
+    """One visual line of text with its dominant font attributes."""
+
+    text: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    size: float = 10.0
+    bold: bool = False
+    mono: bool = False
+
+    @property
+    def height(self) -> float:
+        return max(1.0, self.y1 - self.y0)
+
+
+@dataclass
+class Region:
+    """A block of lines MuPDF grouped together, or a detected table (`table` set)."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    lines: list[Line] = field(default_factory=list)
+    table: object | None = None
+
+    @property
+    def width(self) -> float:
+        return self.x1 - self.x0
+
+    @property
+    def chars(self) -> int:
+        if self.table is not None:
+            return 200  # a table is always substantial content
+        return sum(len(ln.text) for ln in self.lines)
+
+    def refit(self) -> None:
+        """Shrink the bounding box to the lines it still holds."""
+        if self.lines:
+            self.x0 = min(ln.x0 for ln in self.lines)
+            self.y0 = min(ln.y0 for ln in self.lines)
+            self.x1 = max(ln.x1 for ln in self.lines)
+            self.y1 = max(ln.y1 for ln in self.lines)
+
+
+# --------------------------------------------------------------------------- columns
+
+
+def columns_of(regions: Sequence[Region]) -> list[tuple[float, float]]:
+    """x-ranges of the text columns on a page; empty when the page is a single column.
+
+    Narrow regions (under 60 % of the content width) are projected onto the x axis; the union
+    of their x-ranges splits into groups wherever at least MIN_COLUMN_GAP points stay empty.
+    Two or more groups that each hold real text are columns. Full-width regions (titles,
+    banners) never make a column but are ordered around them by `reading_order`.
+    """
+    if len(regions) < 2:
+        return []
+    left = min(r.x0 for r in regions)
+    right = max(r.x1 for r in regions)
+    narrow = [r for r in regions if r.width < NARROW_SHARE * (right - left)]
+    if len(narrow) < 2:
+        return []
+    groups: list[list[float]] = []
+    chars: list[int] = []
+    for r in sorted(narrow, key=lambda r: r.x0):
+        if groups and r.x0 < groups[-1][1] + MIN_COLUMN_GAP:
+            groups[-1][1] = max(groups[-1][1], r.x1)
+            chars[-1] += r.chars
+        else:
+            groups.append([r.x0, r.x1])
+            chars.append(r.chars)
+    kept = [(g[0], g[1]) for g, c in zip(groups, chars, strict=True) if c >= MIN_COLUMN_CHARS]
+    return kept if len(kept) >= 2 else []
+
+
+def _column_index(region: Region, columns: Sequence[tuple[float, float]]) -> int | None:
+    """The column a region sits in, or None when it spans several (or none)."""
+    hits = [i for i, (a, b) in enumerate(columns) if region.x0 < b and region.x1 > a]
+    if len(hits) == 1:
+        return hits[0]
+    return None
+
+
+def reading_order(
+    regions: Sequence[Region], columns: Sequence[tuple[float, float]]
+) -> list[Region]:
+    """Regions in reading order: bands of columns read column by column, top to bottom.
+
+    Regions are walked top to bottom; a region spanning several columns (a title, a wide
+    table) closes the current band, so "title / two columns / full-width footer note" reads
+    title, left column, right column, note. Without columns this is plain top-to-bottom order.
+    """
+    ordered = sorted(regions, key=lambda r: (round(r.y0, 1), r.x0))
+    if not columns:
+        return ordered
+    out: list[Region] = []
+    band: list[tuple[int, Region]] = []
+    for r in ordered:
+        col = _column_index(r, columns)
+        if col is None:
+            out.extend(x for _, x in sorted(band, key=lambda t: (t[0], t[1].y0)))
+            band = []
+            out.append(r)
+        else:
+            band.append((col, r))
+    out.extend(x for _, x in sorted(band, key=lambda t: (t[0], t[1].y0)))
+    return out
+
+
+def _continues(a: Region, b: Region, gap_ratio: float, same_size: bool) -> bool:
+    last, first = a.lines[-1], b.lines[0]
+    gap = first.y0 - last.y1
+    if not -1.0 <= gap < gap_ratio * last.height:
+        return False
+    if same_size and (abs(last.size - first.size) > 0.5 or last.bold != first.bold):
+        return False
+    overlap = min(a.x1, b.x1) - max(a.x0, b.x0)
+    return overlap > 0 and abs(a.x0 - b.x0) < 15
+
+
+def merge_adjacent(
+    regions: Sequence[Region], gap_ratio: float = 0.5, same_size: bool = True
+) -> list[Region]:
+    """Merge consecutive regions (in reading order) that are lines of one paragraph.
+
+    Some generators (and Tesseract) emit every line, or every few lines, as a block of its own.
+    Blocks that follow each other within `gap_ratio` of a line height, share the left edge and
+    (with `same_size`) the font size and weight are rejoined; headings, lists and paragraph
+    breaks are split again later from the lines themselves.
+    """
+    out: list[Region] = []
+    for r in regions:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and prev.table is None
+            and r.table is None
+            and prev.lines
+            and r.lines
+            and _continues(prev, r, gap_ratio, same_size)
+        ):
+            prev.lines.extend(r.lines)
+            prev.refit()
+        else:
+            out.append(r)
+    return out
+
+
+# --------------------------------------------------------------------------- running lines
+
+
+def _key(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"\d+", "#", text.lower())).strip()
+
+
+def _margin_lines(regions: Iterable[Region], height: float) -> list[Line]:
+    lines = sorted((ln for r in regions for ln in r.lines), key=lambda ln: ln.y0)
+    top = [ln for ln in lines[:3] if ln.y1 <= MARGIN_ZONE * height]
+    bottom = [ln for ln in lines[-3:] if ln.y0 >= (1 - MARGIN_ZONE) * height]
+    return top + [ln for ln in bottom if ln not in top]
+
+
+def running_line_keys(pages: Sequence[tuple[Sequence[Region], float]]) -> set[str]:
+    """Digit-normalised texts of margin lines repeated on at least half of the pages (min 2)."""
+    counts: Counter[str] = Counter()
+    for regions, height in pages:
+        counts.update({_key(ln.text) for ln in _margin_lines(regions, height)})
+    need = max(2, math.ceil(0.5 * len(pages)))
+    return {k for k, c in counts.items() if c >= need and k}
+
+
+def strip_running_lines(
+    regions: list[Region], height: float, keys: set[str]
+) -> tuple[list[Region], int]:
+    """Remove running headers/footers (`keys`) and bare page numbers from the page margins."""
+    doomed = {
+        id(ln)
+        for ln in _margin_lines(regions, height)
+        if _key(ln.text) in keys or _PAGE_NUMBER.match(_key(ln.text))
+    }
+    if not doomed:
+        return regions, 0
+    kept: list[Region] = []
+    for r in regions:
+        lines = [ln for ln in r.lines if id(ln) not in doomed]
+        if lines:
+            r.lines = lines
+            r.refit()
+            kept.append(r)
+    return kept, len(doomed)
+
+
+# --------------------------------------------------------------------------- headings
+
+
+def _size_key(size: float) -> float:
+    return round(size * 2) / 2
+
+
+def body_font_size(lines: Iterable[Line]) -> float:
+    """The most common font size, weighted by characters (10 when there is no text)."""
+    counts: Counter[float] = Counter()
+    for ln in lines:
+        counts[_size_key(ln.size)] += len(ln.text.strip())
+    return counts.most_common(1)[0][0] if counts else 10.0
+
+
+def _headingish(ln: Line, max_words: int) -> bool:
+    text = ln.text.strip()
+    letters = sum(ch.isalpha() for ch in text)
+    return letters >= 2 and len(text.split()) <= max_words and not text.endswith((",", ";"))
+
+
+@dataclass
+class HeadingRanks:
+    """Heading levels inferred from the document's fonts.
+
+    Short lines set larger than the body size are headings, ranked by size (largest = 1);
+    short bold lines at body size rank just below them ("bold-and-short").
+    """
+
+    body_size: float
+    ranks: dict[float, int]
+    bold_level: int
+
+    @classmethod
+    def from_lines(cls, lines: Iterable[Line]) -> HeadingRanks:
+        all_lines = list(lines)
+        body = body_font_size(all_lines)
+        big = sorted(
+            {
+                _size_key(ln.size)
+                for ln in all_lines
+                if ln.size >= body * HEADING_SIZE_RATIO and _headingish(ln, MAX_HEADING_WORDS)
+            },
+            reverse=True,
+        )
+        return cls(body, {s: min(6, i + 1) for i, s in enumerate(big)}, min(6, len(big) + 1))
+
+    def level(self, ln: Line) -> int:
+        """Heading level of a line, 0 for body text."""
+        key = _size_key(ln.size)
+        if key in self.ranks and _headingish(ln, MAX_HEADING_WORDS):
+            return self.ranks[key]
+        if (
+            ln.bold
+            and ln.size >= self.body_size * 0.95
+            and _headingish(ln, MAX_BOLD_HEADING_WORDS)
+            and not ln.text.rstrip().endswith(".")
+        ):
+            return self.bold_level
+        return 0

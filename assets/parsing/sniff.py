@@ -1,0 +1,366 @@
+"""Decide what a document really is from its bytes, and reconcile that with its file name.
+
+Extensions lie (an HTML error page saved as `report.pdf`, a PDF uploaded as `scan.txt`), so the
+bytes decide. The rules, in short:
+
+* the bytes are a PDF or a docx → parse them as such; a different extension only adds a warning
+  ("mislabelled but recoverable");
+* the name promises text (.txt/.md/.html/.eml) but the bytes are binary → `FormatMismatch`;
+* the name promises a PDF/docx but the bytes are text or another binary type → `FormatMismatch`
+  (an HTML error page indexed as the report would poison retrieval), or `CorruptDocument` when
+  the bytes are unrecognisable;
+* a full HTML document or an RFC 822 message named .txt → parsed as HTML/email with a warning;
+* anything else binary → `UnsupportedFormat`; nothing but whitespace → `EmptyDocument`.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from connectors.errors import (
+    CorruptDocument,
+    EmptyDocument,
+    EncryptedDocument,
+    FormatMismatch,
+    UnsupportedFormat,
+)
+
+__all__ = ["Detected", "Sniffed", "decode_text", "detect_format", "html_declared_charset", "sniff"]
+
+EXTENSIONS: dict[str, str] = {
+    "pdf": "pdf",
+    "docx": "docx",
+    "html": "html",
+    "htm": "html",
+    "xhtml": "html",
+    "shtml": "html",
+    "md": "markdown",
+    "markdown": "markdown",
+    "mdown": "markdown",
+    "mkd": "markdown",
+    "mkdn": "markdown",
+    "eml": "email",
+    "mbox": "mbox",
+    "txt": "text",
+    "text": "text",
+    "rst": "text",
+    "log": "text",
+    "csv": "text",
+    "tsv": "text",
+    "json": "text",
+    "yaml": "text",
+    "yml": "text",
+    "toml": "text",
+    "ini": "text",
+    "cfg": "text",
+    "xml": "text",
+    "py": "text",
+    "sql": "text",
+    "sh": "text",
+    "js": "text",
+    "ts": "text",
+}
+TEXT_FORMATS = {"html", "markdown", "email", "mbox", "text"}
+BINARY_FORMATS = {"pdf", "docx"}
+
+# (magic prefix, human label) for binary types we recognise but do not parse.
+_MAGIC: list[tuple[bytes, str]] = [
+    (b"\x89PNG\r\n\x1a\n", "PNG image"),
+    (b"\xff\xd8\xff", "JPEG image"),
+    (b"GIF87a", "GIF image"),
+    (b"GIF89a", "GIF image"),
+    (b"II*\x00", "TIFF image"),
+    (b"MM\x00*", "TIFF image"),
+    (b"\x1f\x8b", "gzip archive"),
+    (b"7z\xbc\xaf\x27\x1c", "7-Zip archive"),
+    (b"Rar!\x1a\x07", "RAR archive"),
+    (b"\x7fELF", "ELF executable"),
+    (b"SQLite format 3\x00", "SQLite database"),
+    (b"RIFF", "RIFF media file"),
+    (b"ID3", "MP3 audio"),
+    (b"OggS", "Ogg media file"),
+    (b"{\\rtf", "RTF document"),
+]
+_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_BOMS = [
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+]
+_SAMPLE = 64 * 1024
+_MAIL_HEADERS = {
+    "from",
+    "to",
+    "cc",
+    "subject",
+    "date",
+    "message-id",
+    "mime-version",
+    "received",
+    "return-path",
+    "reply-to",
+    "in-reply-to",
+    "references",
+    "content-type",
+    "delivered-to",
+    "x-mailer",
+    "sender",
+}
+_MAIL_STRONG = {"from", "message-id", "mime-version", "received", "return-path", "delivered-to"}
+_HEADER_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*):(?:[ \t]|$)")
+_MBOX_FROM = re.compile(rb"^From \S+")
+_HTML_MARK = re.compile(r"<(?:!doctype\s+html|html[\s>]|head[\s>]|body[\s>])", re.IGNORECASE)
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+_MD_SIGNAL = re.compile(r"^(?:#{1,6} \S|```|~~~)", re.MULTILINE)
+
+
+@dataclass
+class Sniffed:
+    """What the bytes look like. `kind` is a parser format or 'binary'; `label` is for humans."""
+
+    kind: str
+    label: str
+    evidence: str = ""
+
+
+@dataclass
+class Detected:
+    """The format to parse with, plus warnings about the file name."""
+
+    format: str
+    warnings: list[str] = field(default_factory=list)
+
+
+def _bom_encoding(data: bytes) -> str | None:
+    for bom, enc in _BOMS:
+        if data.startswith(bom):
+            return enc
+    return None
+
+
+def _control_share(text: str) -> float:
+    if not text:
+        return 0.0
+    bad = sum(1 for ch in text if ord(ch) < 32 and ch not in "\t\n\r\f\v\x1b")
+    return bad / len(text)
+
+
+def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
+    """Decode text bytes: BOM, then a declared charset, then UTF-8, then a detector.
+
+    The detector (charset-normalizer) is only trusted when it recognises a language; short
+    Western texts otherwise come back as cp1250/cp1006 mojibake, so the fallback is cp1252
+    (a superset of Latin-1's printable range), which gets French/German/Spanish accents right.
+    Returns (text, encoding used).
+    """
+    bom = _bom_encoding(data)
+    if bom:
+        return data.decode(bom, errors="replace"), bom
+    if declared:
+        try:
+            return data.decode(declared), declared.lower()
+        except (LookupError, UnicodeDecodeError):
+            pass
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes  # lazy: only legacy encodings need it
+
+    best = from_bytes(data[: 4 * _SAMPLE]).best()
+    if best is not None and best.coherence >= 0.2 and best.encoding not in ("utf_8", "ascii"):
+        enc = best.encoding
+        if enc in ("latin_1", "iso8859_15", "cp1252"):
+            enc = "cp1252"
+        try:
+            return data.decode(enc, errors="replace"), enc
+        except LookupError:
+            pass
+    return data.decode("cp1252", errors="replace"), "cp1252"
+
+
+def html_declared_charset(data: bytes) -> str | None:
+    """The charset named by a `<meta charset>` / http-equiv tag in the first 4 KB, if any."""
+    m = _META_CHARSET.search(data[:4096])
+    return m.group(1).decode("ascii", "replace") if m else None
+
+
+def _looks_binary(sample: bytes) -> str | None:
+    """Evidence that `sample` is not text, or None if it plausibly is."""
+    if _bom_encoding(sample):
+        return None
+    nul = sample.count(b"\x00")
+    if nul:
+        # UTF-16 without a BOM: NULs in every other byte of ASCII-range text.
+        even, odd = sample[0::2].count(b"\x00"), sample[1::2].count(b"\x00")
+        half = len(sample) / 2
+        if max(even, odd) > 0.4 * half and min(even, odd) < 0.05 * half:
+            return None
+        return f"{nul / len(sample):.1%} NUL bytes"
+    try:
+        text = sample.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start >= len(sample) - 3 and len(sample) >= _SAMPLE:  # a character cut by the sample
+            text = sample[: e.start].decode("utf-8", errors="replace")
+        else:
+            text = sample.decode("latin-1")
+            share = _control_share(text)
+            if share > 0.01:
+                return f"{share:.1%} control bytes and invalid UTF-8"
+            undecodable = _invalid_utf8_share(sample)
+            from charset_normalizer import from_bytes
+
+            if from_bytes(sample).best() is None:
+                return f"{undecodable:.0%} bytes invalid as UTF-8 and no text encoding fits"
+            return None
+    share = _control_share(text)
+    return f"{share:.1%} control characters" if share > 0.02 else None
+
+
+def _invalid_utf8_share(sample: bytes) -> float:
+    decoded = sample.decode("utf-8", errors="replace")
+    return decoded.count("\ufffd") / max(1, len(decoded))
+
+
+def _looks_like_email(text: str) -> str | None:
+    """'email' or 'mbox' when the text starts with RFC 822 headers, else None."""
+    lines = text.lstrip("\r\n").splitlines()[:60]
+    kind = "email"
+    if lines and lines[0].startswith("From ") and not _HEADER_LINE.match(lines[0]):
+        kind, lines = "mbox", lines[1:]
+    names: list[str] = []
+    for line in lines:
+        if not line.strip():
+            break
+        if line[:1] in (" ", "\t"):
+            continue  # folded continuation
+        m = _HEADER_LINE.match(line)
+        if not m:
+            return None
+        names.append(m.group(1).lower())
+    known = _MAIL_HEADERS.intersection(names)
+    if len(names) >= 2 and len(known) >= 2 and _MAIL_STRONG & known:
+        return kind
+    return None
+
+
+def sniff(data: bytes) -> Sniffed:
+    """Classify bytes as pdf, docx, html, email, mbox, text, or a labelled binary."""
+    head = data[:1024]
+    if b"%PDF-" in head:
+        return Sniffed("pdf", "PDF document")
+    if data.startswith(b"PK\x03\x04"):
+        try:
+            names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
+        except (zipfile.BadZipFile, OSError, ValueError) as e:
+            return Sniffed("binary", "damaged zip archive", str(e))
+        if "word/document.xml" in names:
+            return Sniffed("docx", "Word document")
+        if "xl/workbook.xml" in names:
+            return Sniffed("binary", "Excel workbook (.xlsx)")
+        if "ppt/presentation.xml" in names:
+            return Sniffed("binary", "PowerPoint presentation (.pptx)")
+        if "mimetype" in names:
+            return Sniffed("binary", "OpenDocument/EPUB package")
+        return Sniffed("binary", "zip archive")
+    if data.startswith(_OLE):
+        if "EncryptedPackage".encode("utf-16-le") in data[: 1 << 20]:
+            return Sniffed("encrypted-office", "password-protected Office document")
+        return Sniffed("binary", "legacy Office (OLE) file such as .doc/.xls/.ppt")
+    for magic, label in _MAGIC:
+        if data.startswith(magic):
+            return Sniffed("binary", label)
+    evidence = _looks_binary(data[:_SAMPLE])
+    if evidence:
+        return Sniffed("binary", "binary data", evidence)
+    text = decode_text(data[:_SAMPLE])[0]
+    stripped = text.lstrip("\ufeff \t\r\n")
+    mail = _looks_like_email(stripped)
+    if mail:
+        return Sniffed(mail, "email message" if mail == "email" else "mbox mailbox")
+    if _HTML_MARK.search(stripped[:2048]):
+        return Sniffed("html", "HTML document")
+    return Sniffed("text", "text")
+
+
+def _is_blank(data: bytes) -> bool:
+    if len(data) > 4 * _SAMPLE:
+        return not data[:_SAMPLE].strip() and not data.strip()
+    enc = _bom_encoding(data)
+    if enc:
+        return not data.decode(enc, errors="replace").strip()
+    return not data.strip(b" \t\r\n\f\v\x00")
+
+
+def detect_format(data: bytes, filename: str) -> Detected:
+    """The parser format for `data` named `filename`, or a specific ParseError."""
+    name = PurePosixPath(filename).name or filename
+    ext = PurePosixPath(name).suffix.lower().lstrip(".")
+    by_ext = EXTENSIONS.get(ext)
+    if _is_blank(data):
+        raise EmptyDocument(f"{name}: the file is empty ({len(data)} bytes, whitespace only)")
+    s = sniff(data)
+    shown = f".{ext}" if ext else "no extension"
+
+    if s.kind in BINARY_FORMATS:
+        if by_ext is None or by_ext == s.kind:
+            return Detected(s.kind)
+        return Detected(s.kind, [f"{name} is named {shown} but is a {s.label}; parsed as {s.kind}"])
+    if s.kind == "encrypted-office":
+        raise EncryptedDocument(f"{name} is a {s.label}; remove the password to index it")
+    if s.kind == "binary":
+        detail = f"{s.label}" + (f" ({s.evidence})" if s.evidence else "")
+        if by_ext == "pdf":
+            if s.label == "binary data":
+                raise CorruptDocument(f"{name} is not a readable PDF: no %PDF- header, {detail}")
+            raise FormatMismatch(f"{name} is named .pdf but is a {detail}")
+        if by_ext == "docx":
+            if s.label.startswith("damaged"):
+                raise CorruptDocument(f"{name} is not a readable .docx: {detail}")
+            if "zip" in s.label or "Excel" in s.label or "PowerPoint" in s.label:
+                raise FormatMismatch(f"{name} is named .docx but is a {detail}, not a Word file")
+            if "OLE" in s.label:
+                raise UnsupportedFormat(
+                    f"{name} is a legacy binary Word file (.doc) renamed .docx; convert it"
+                )
+            raise CorruptDocument(f"{name} is not a readable .docx (not a zip archive): {detail}")
+        if by_ext in TEXT_FORMATS:
+            raise FormatMismatch(f"{name} is named {shown} but looks binary: {detail}")
+        raise UnsupportedFormat(f"{name}: {detail} is not a supported document format")
+
+    # The bytes are text.
+    if by_ext in BINARY_FORMATS:
+        raise FormatMismatch(
+            f"{name} is named {shown} but contains {s.label} text, not a {by_ext.upper()} "
+            "(an error page or export saved under the wrong name?)"
+        )
+    if by_ext is None:
+        if s.kind == "text" and _MD_SIGNAL.search(decode_text(data[:_SAMPLE])[0]):
+            return Detected("markdown")
+        return Detected(s.kind)
+    if by_ext == s.kind:
+        return Detected(by_ext)
+    if by_ext == "html":
+        return Detected("html")  # fragments without <html> markers are still HTML
+    if by_ext == "text" and s.kind in ("html", "email", "mbox"):
+        return Detected(s.kind, [f"{name} is named {shown} but is an {s.label}; parsed as such"])
+    if by_ext == "markdown":
+        if s.kind == "html" and re.match(r"\s*<(!doctype|html)", decode_text(data[:4096])[0], re.I):
+            return Detected("html", [f"{name} is named {shown} but is an HTML document"])
+        return Detected("markdown")
+    if by_ext == "mbox" and s.kind == "email":
+        return Detected("email", [f"{name} is named .mbox but holds a single message"])
+    if by_ext in ("email", "mbox") and s.kind == "mbox":
+        return Detected("mbox")
+    if by_ext in ("email", "mbox"):
+        return Detected(
+            "text", [f"{name} is named {shown} but has no RFC 822 headers; parsed as plain text"]
+        )
+    return Detected(by_ext)

@@ -1,0 +1,130 @@
+"""Plain text: encoding detection, paragraphs on blank lines, light heading/list heuristics.
+
+Headings are guessed conservatively from short lines (≤ 8 words, no closing punctuation):
+underlined (`====` → level 1, `----` → level 2), ALL CAPS (level 1), numbered like "1. Intro" /
+"2.3 Scope" (level = depth of the number), or a lone capitalised line of ≤ 6 words introducing a
+longer paragraph (level 2). Runs of "- item" / "1) item" lines become list items. Prose
+hard-wrapped at a fixed width is re-flowed; short lines meant as lines (addresses, signatures,
+"Key: value" headers) and indented blocks keep their line breaks.
+"""
+
+from __future__ import annotations
+
+import re
+
+from assets.parsing.sniff import decode_text
+from assets.parsing.textutil import clean_inline, join_lines, normalize_chars
+from assets.parsing.types import Block, ParseResult
+
+__all__ = ["parse_text", "text_blocks"]
+
+MAX_HEADING_WORDS = 8
+MAX_WEAK_HEADING_WORDS = 6
+_TERMINAL = (".", ",", ";", ":", "!", "?")
+_UNDERLINE = re.compile(r"^(=+|-+|~+|\*+)$")
+_NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+\S")
+_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+")
+_PARA_SPLIT = re.compile(r"\n[ \t]*\n+")
+
+
+def _is_underline(line: str) -> bool:
+    stripped = line.strip()
+    return len(stripped) >= 3 and bool(_UNDERLINE.match(stripped))
+
+
+def _short_title(line: str, max_words: int = MAX_HEADING_WORDS) -> bool:
+    words = line.split()
+    return 0 < len(words) <= max_words and not line.rstrip().endswith(_TERMINAL)
+
+
+def _all_caps(line: str) -> bool:
+    letters = [ch for ch in line if ch.isalpha()]
+    return len(letters) >= 3 and all(ch.isupper() for ch in letters)
+
+
+def _single_line_heading(line: str, next_para: list[str] | None) -> int:
+    """Heading level of a paragraph that is one line, 0 if it is not a heading."""
+    line = line.strip()
+    if not _short_title(line):
+        return 0
+    m = _NUMBERED.match(line)
+    if m:
+        return min(6, m.group(1).count(".") + 1)
+    if _all_caps(line):
+        return 1
+    # A short capitalised line introducing a longer paragraph ("Rollout plan").
+    if (
+        next_para
+        and line[:1].isupper()
+        and len(line.split()) <= MAX_WEAK_HEADING_WORDS
+        and sum(len(ln) for ln in next_para) > 2 * len(line)
+        and not _ITEM.match(line)
+    ):
+        return 2
+    return 0
+
+
+def _is_wrapped_prose(lines: list[str]) -> bool:
+    """Lines hard-wrapped at a width (reflow them) rather than short lines meant as lines."""
+    if len(lines) < 2:
+        return True
+    width = max(len(ln) for ln in lines)
+    return all(len(ln) >= 0.6 * width for ln in lines[:-1])
+
+
+def _para_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
+    if len(para) >= 2 and _is_underline(para[1]) and _short_title(para[0], 12):
+        level = 1 if para[1].strip()[0] in "=*#" else 2
+        head = Block("heading", clean_inline(para[0]), level=level)
+        return [head, *(_para_blocks(para[2:], next_para) if para[2:] else [])]
+    if len(para) >= 2 and _all_caps(para[0]) and _short_title(para[0]):
+        return [Block("heading", clean_inline(para[0]), level=1), *_para_blocks(para[1:], next_para)]
+    if (
+        len(para) >= 3
+        and _short_title(para[0], MAX_WEAK_HEADING_WORDS)
+        and para[0][:1].isupper()
+        and not _ITEM.match(para[0])
+        and len(para[0]) < 0.5 * max(len(ln) for ln in para[1:])
+        and _is_wrapped_prose(para[1:])
+    ):
+        # "Day 2" on its own line above a wrapped paragraph.
+        return [Block("heading", clean_inline(para[0]), level=2), *_para_blocks(para[1:], None)]
+    if len(para) == 1:
+        level = _single_line_heading(para[0], next_para)
+        if level:
+            return [Block("heading", clean_inline(para[0]), level=level)]
+    if _ITEM.match(para[0]) and sum(bool(_ITEM.match(ln)) for ln in para) >= (len(para) + 1) // 2:
+        items: list[list[str]] = []
+        for ln in para:
+            if _ITEM.match(ln) or not items:
+                items.append([_ITEM.sub("", ln, count=1)])
+            else:
+                items[-1].append(ln)
+        return [Block("list_item", clean_inline(join_lines(it))) for it in items]
+    if len(para) > 1 and any(ln[:1] == " " for ln in para[1:]):
+        return [Block("paragraph", "\n".join(ln.rstrip() for ln in para))]  # indented layout
+    if _is_wrapped_prose(para):
+        return [Block("paragraph", clean_inline(join_lines(para)))]
+    return [Block("paragraph", "\n".join(clean_inline(ln) for ln in para))]
+
+
+def text_blocks(text: str) -> list[Block]:
+    """Blocks of decoded plain text."""
+    text = normalize_chars(text).expandtabs(4)
+    paras = [
+        [ln for ln in chunk.split("\n") if ln.strip()]
+        for chunk in _PARA_SPLIT.split(text.strip("\n"))
+    ]
+    paras = [p for p in paras if p]
+    blocks: list[Block] = []
+    for i, para in enumerate(paras):
+        blocks.extend(_para_blocks(para, paras[i + 1] if i + 1 < len(paras) else None))
+    return [b for b in blocks if b.text.strip()]
+
+
+def parse_text(data: bytes) -> ParseResult:
+    """Decode text bytes (BOM, UTF-8, then detection) and split them into blocks."""
+    text, encoding = decode_text(data)
+    blocks = text_blocks(text)
+    title = next((b.text for b in blocks if b.kind == "heading"), None)
+    return ParseResult(blocks=blocks, title=title, format="text", metadata={"encoding": encoding})

@@ -1,0 +1,139 @@
+"""Text clean-up shared by every parser: ligatures, whitespace, hyphenation, Markdown tables.
+
+All parsers funnel their text through these helpers so that the same document yields the same
+text whatever format it came in (a PDF and its HTML rendering should chunk and embed alike).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+
+__all__ = [
+    "LIGATURES",
+    "clean_inline",
+    "fix_ligatures",
+    "join_lines",
+    "markdown_table",
+    "normalize_chars",
+    "normalize_text",
+    "table_header_lines",
+]
+
+LIGATURES = {
+    "\ufb00": "ff",
+    "\ufb01": "fi",
+    "\ufb02": "fl",
+    "\ufb03": "ffi",
+    "\ufb04": "ffl",
+    "\ufb05": "st",
+    "\ufb06": "st",
+}
+_LIGATURE_TABLE = str.maketrans(LIGATURES)
+# Invisible characters that only get in the way of matching and tokenising.
+_INVISIBLE = str.maketrans(
+    {
+        "\u200b": None,
+        "\u200c": None,
+        "\u200d": None,
+        "\ufeff": None,
+        "\u00a0": " ",
+        "\u202f": " ",
+        "\u2007": " ",
+        "\t": " ",
+    }
+)
+_INVISIBLE_KEEP_TABS = str.maketrans(
+    {"\u200b": None, "\u200c": None, "\u200d": None, "\ufeff": None, "\u00a0": " ", "\u202f": " "}
+)
+_SPACES = re.compile(r"[ \f\v\r]+")
+_INLINE_WS = re.compile(r"\s+")
+_HYPHENS = ("-", "\u2010", "\u00ad")
+
+
+def fix_ligatures(text: str) -> str:
+    """Replace typographic ligature code points (ﬁ ﬂ ﬀ ﬃ ﬄ) with their letters."""
+    return text.translate(_LIGATURE_TABLE)
+
+
+def normalize_chars(text: str) -> str:
+    """NFC, ligatures, invisible characters, LF line ends; spacing and indentation untouched."""
+    text = unicodedata.normalize("NFC", fix_ligatures(text)).translate(_INVISIBLE_KEEP_TABS)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def normalize_text(text: str) -> str:
+    """NFC, ligatures, invisible characters; collapse runs of spaces; keep line breaks."""
+    text = unicodedata.normalize("NFC", fix_ligatures(text)).translate(_INVISIBLE)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def clean_inline(text: str) -> str:
+    """Like `normalize_text` but folds every whitespace run (line breaks too) into one space."""
+    text = unicodedata.normalize("NFC", fix_ligatures(text)).translate(_INVISIBLE)
+    return _INLINE_WS.sub(" ", text).strip()
+
+
+def join_lines(lines: Sequence[str], vocabulary: set[str] | frozenset[str] = frozenset()) -> str:
+    """Join wrapped lines into one paragraph, repairing words hyphenated at a line end.
+
+    "infor-" + "mation" becomes "information". A real compound split at the line end
+    ("well-" + "known") keeps its hyphen when the hyphenated form occurs elsewhere in the
+    document (`vocabulary` holds the document's lower-cased tokens); without that evidence the
+    split is treated as a hyphenation break, which is by far the commoner case in print.
+    """
+    out = ""
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        if not out:
+            out = line
+            continue
+        if out.endswith(_HYPHENS) and len(out) > 1 and out[-2].isalpha() and line[:1].islower():
+            head = re.search(r"(\w+)\W?$", out)
+            tail = re.match(r"\w+", line)
+            compound = f"{head.group(1)}-{tail.group(0)}".lower() if head and tail else ""
+            keep_hyphen = bool(compound) and compound in vocabulary
+            out = out[:-1] + ("-" if keep_hyphen else "") + line
+        elif out.endswith("\u00ad"):
+            out = out[:-1] + line
+        else:
+            out = out + " " + line
+    return out
+
+
+def _cell(value: object) -> str:
+    text = clean_inline("" if value is None else str(value))
+    return text.replace("|", "\\|")
+
+
+def markdown_table(rows: Sequence[Sequence[object]], header: Sequence[object] | None = None) -> str:
+    """Serialise a table as GitHub-flavoured Markdown with a header row.
+
+    `header` is the header row; when it is None the first row is used. Rows are padded to the
+    widest row so the Markdown stays rectangular; cell line breaks become spaces and pipes
+    are escaped.
+    """
+    body = [list(r) for r in rows]
+    head = list(header) if header is not None else (body.pop(0) if body else [])
+    width = max([len(head)] + [len(r) for r in body]) if (head or body) else 0
+    if width == 0:
+        return ""
+
+    def fmt(row: Iterable[object]) -> str:
+        cells = [_cell(c) for c in row]
+        cells += [""] * (width - len(cells))
+        return "| " + " | ".join(cells) + " |"
+
+    lines = [fmt(head), "|" + "|".join(["---"] * width) + "|"]
+    lines += [fmt(r) for r in body]
+    return "\n".join(lines)
+
+
+def table_header_lines(markdown: str) -> str:
+    """The first two lines (header + separator) of a Markdown table."""
+    return "\n".join(markdown.split("\n")[:2])

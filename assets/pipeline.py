@@ -1,0 +1,202 @@
+"""The per-source stage assets, as Dagster software-defined assets.
+
+    source_listing -> parsed_documents [check parse_quality, blocking] -> chunks
+      -> contextual_prefixes -> embeddings -> vector_index + keyword_index
+
+Every asset is partitioned by source (dynamic partitions, one per configured source, never per
+document). The data lives in the document store and the indexes; each asset returns what it
+did — counts, cache hits, timings, its stage versions — as materialisation metadata. Which
+generations a run writes to comes from the run tag `bindery/target`: absent for a sync (live +
+any building candidate), `candidate` for a reindex.
+"""
+
+
+import statistics
+from dataclasses import asdict
+from typing import Any
+
+import dagster as dg
+
+from assets.chunk_stage import run_chunk
+from assets.context_stage import run_context
+from assets.embed_stage import run_embed
+from assets.index_stage import run_index
+from assets.listing import run_listing
+from assets.parse_stage import ParseStats, good_parses, run_parse
+from assets.resource import BinderyResource
+from assets.runtime import RETAINED, Generation, Runtime, Target
+
+SOURCES = dg.DynamicPartitionsDefinition(name="sources")
+TARGET_TAG = "bindery/target"
+GROUP = "ingestion"
+
+
+class ListingConfig(dg.Config):
+    allow_mass_delete: bool = False  # operator override for a listing that shrank suspiciously
+
+
+def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]:
+    target: Target = "candidate" if context.run.tags.get(TARGET_TAG) == "candidate" else "sync"
+    return rt.targets(target)
+
+
+def _meta(stats: Any, gens: list[Generation], stage: str | None) -> dict[str, Any]:
+    d = {k: v for k, v in asdict(stats).items() if isinstance(v, (int, float, str))}
+    if stage:
+        d["stage_versions"] = dg.MetadataValue.json({g.name: g.versions[stage] for g in gens})
+    d["generations"] = ", ".join(g.name for g in gens)
+    return d
+
+
+@dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"},
+          description="Lists the source and classifies every item; the safe delete sweep lives here.")
+def source_listing(context: dg.AssetExecutionContext, config: ListingConfig,
+                   bindery: BinderyResource) -> dg.MaterializeResult:
+    rt = bindery.runtime
+    res = run_listing(rt, context.partition_key, allow_mass_delete=config.allow_mass_delete)
+    return dg.MaterializeResult(metadata={
+        "listed": res.listed, **{f"docs_{k}": v for k, v in res.counts.items()},
+        "seconds": round(res.seconds, 3),
+    })
+
+
+def parse_quality_verdict(stats: ParseStats, rt: Runtime, source: str) -> dg.AssetCheckResult:
+    th = rt.cfg.source(source).quality
+    share = stats.failure_share
+    meta: dict[str, Any] = {"attempted": stats.attempted, "failed": stats.failed, "rejected": stats.rejected,
+                            "failure_share": round(share, 4), "max_failure_share": th.max_failure_share,
+                            "worst_documents": dg.MetadataValue.json(stats.worst[:10]),
+                            "reasons": dg.MetadataValue.json(stats.reasons)}
+    problems = []
+    if stats.attempted and share > th.max_failure_share:
+        problems.append(f"{share:.0%} of {stats.attempted} documents failed to parse "
+                        f"(threshold {th.max_failure_share:.0%})")
+    drift = _word_share_drift(stats, rt, source)
+    if drift is not None:
+        meta["word_share_drift"] = round(drift, 4)
+        if drift > 0.25:
+            problems.append(f"mean word share of the batch fell {drift:.2f} below this source's history")
+    warn = []
+    if stats.metrics_rows:
+        from quality.expectations import validate_batch
+
+        gx = validate_batch(stats.metrics_rows, th)
+        meta["great_expectations"] = dg.MetadataValue.json(gx)
+        if not gx.get("success", True):
+            warn.append("Great Expectations suite reported unexpected documents")
+    if stats.attempted and share > th.warn_failure_share:
+        warn.append(f"{share:.0%} of documents failed")
+    if problems:
+        return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
+                                   description="; ".join(problems), metadata=meta)
+    if warn:
+        return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.WARN,
+                                   description="; ".join(warn), metadata=meta)
+    return dg.AssetCheckResult(passed=True, metadata=meta)
+
+
+def _word_share_drift(stats: ParseStats, rt: Runtime, source: str) -> float | None:
+    batch = [r["word_share"] for r in stats.metrics_rows if "word_share" in r]
+    if len(batch) < 5:
+        return None
+    batch_docs = {r["doc"] for r in stats.metrics_rows}
+    docs = [d for d in rt.store.documents(source) if d["external_id"] not in batch_docs]
+    live = rt.live()
+    if live is None or not docs:
+        return None
+    hist = [p["metrics"].get("word_share") for p in good_parses(rt, docs, live.versions["parse"]).values()]
+    hist = [h for h in hist if h is not None]
+    if len(hist) < 5:
+        return None
+    return statistics.mean(hist) - statistics.mean(batch)
+
+
+@dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[source_listing],
+          check_specs=[dg.AssetCheckSpec("parse_quality", asset="parsed_documents", blocking=True,
+                                         description="Blocks downstream when the batch failure share or "
+                                                     "metric drift crosses the source's thresholds")],
+          description="Structured blocks + quality metrics per document; failures go to the dead-letter table.")
+def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource):  # type: ignore[no-untyped-def]
+    rt = bindery.runtime
+    gens = _targets(context, rt)
+    stats = run_parse(rt, context.partition_key, gens)
+    meta = _meta(stats, gens, "parse")
+    meta["reasons"] = dg.MetadataValue.json(stats.reasons)
+    if stats.metrics_rows:
+        for key in ("alnum_share", "word_share", "empty_page_share", "chars_per_page"):
+            vals = [r[key] for r in stats.metrics_rows if key in r]
+            if vals:
+                meta[f"mean_{key}"] = round(statistics.mean(vals), 4)
+    yield dg.MaterializeResult(metadata=meta)
+    yield parse_quality_verdict(stats, rt, context.partition_key)
+
+
+@dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[parsed_documents],
+          description="Structure-aware chunks cut from stored parses (never re-parses).")
+def chunks(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
+    rt = bindery.runtime
+    gens = _targets(context, rt)
+    return dg.MaterializeResult(metadata=_meta(run_chunk(rt, context.partition_key, gens), gens, "chunk"))
+
+
+@dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[chunks],
+          description="Contextual prefixes per chunk, cached by content and context version.")
+def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
+    rt = bindery.runtime
+    gens = _targets(context, rt)
+    return dg.MaterializeResult(metadata=_meta(run_context(rt, context.partition_key, gens), gens, "context"))
+
+
+@dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"pytorch"}, deps=[contextual_prefixes],
+          description="Vectors per (final chunk text, embedder id); the model loads only when needed.")
+def embeddings(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
+    rt = bindery.runtime
+    gens = _targets(context, rt)
+    stats = run_embed(rt, context.partition_key, gens)
+    meta = _meta(stats, gens, "embed")
+    if stats.model_seconds:
+        meta["texts_per_second"] = round(stats.embedded / stats.model_seconds, 1)
+    return dg.MaterializeResult(metadata=meta)
+
+
+@dg.multi_asset(
+    partitions_def=SOURCES, group_name=GROUP,
+    specs=[dg.AssetSpec("vector_index", deps=[embeddings], kinds={"qdrant"},
+                        description="Dense index of the generation (Qdrant)."),
+           dg.AssetSpec("keyword_index", deps=[embeddings], kinds={"tantivy"},
+                        description="BM25 index of the generation (tantivy), same chunk ids.")],
+)
+def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):  # type: ignore[no-untyped-def]
+    """Both indexes are written in one step so they never disagree about a document, then a
+    snapshot is published for the query service. On a fresh system the first generation is
+    bound here: there is nothing to compare it with."""
+    rt = bindery.runtime
+    gens = _targets(context, rt)
+    names = {g.name for g in gens}
+    delete_only = [g for g in rt.generations(RETAINED) if g.name not in names]
+    stats = run_index(rt, context.partition_key, gens, delete_only)
+    bound = None
+    if rt.store.get_binding() is None:
+        first = next((g for g in gens if g.status == "building"), None)
+        if first is not None:
+            rt.store.flip_binding(first.id, by="first-sync")
+            rt.store.update_generation(first.id, eval_report={
+                "passed": True, "reasons": ["first generation: nothing to compare with"]})
+            bound = first.name
+    lags = sorted(stats.lag_seconds)
+    meta: dict[str, Any] = {
+        "written_docs": stats.written_docs, "written_chunks": stats.written_chunks,
+        "deleted_docs": stats.deleted_docs, "unchanged_docs": stats.unchanged_docs,
+        "incomplete_docs": stats.incomplete_docs, "seconds": round(stats.seconds, 3),
+        "per_generation": dg.MetadataValue.json(stats.generations),
+    }
+    if lags:
+        meta["lag_p50_s"] = round(lags[len(lags) // 2], 2)
+        meta["lag_p95_s"] = round(lags[min(len(lags) - 1, int(len(lags) * 0.95))], 2)
+    if bound:
+        meta["bound_first_generation"] = bound
+    yield dg.MaterializeResult(asset_key="vector_index", metadata=meta)
+    yield dg.MaterializeResult(asset_key="keyword_index", metadata=meta)
+
+
+STAGE_ASSETS = [source_listing, parsed_documents, chunks, contextual_prefixes, embeddings, indexes]

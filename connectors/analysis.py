@@ -1,0 +1,138 @@
+"""The keyword analyser shared by ingestion and the query service.
+
+Both sides must turn text into the same identifier tokens, or an exact lookup like ``XR-4471``
+silently misses. Everything here is pure (no I/O, no engine imports) so the tantivy and
+Elasticsearch adapters, the query service and the tests all import the one definition.
+
+Two jobs:
+
+* :func:`identifiers` extracts identifier-like tokens (part numbers, versions, error codes,
+  ticket ids, IP addresses, config keys, command names) for the exact-match ``ident`` field. A
+  stemming analyser would split ``XR-4471`` into ``xr`` + ``4471`` and drown it in a long chunk;
+  matching the whole token exactly is what makes such queries rank the right chunk first.
+* :func:`sanitize_query` turns arbitrary user text into a string that tantivy's query parser
+  accepts without a syntax error: users type natural language, not query syntax.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["IDENTIFIER_RE", "MAX_IDENTIFIER_LEN", "identifiers", "sanitize_query"]
+
+#: A candidate token: ASCII alphanumeric/underscore runs joined by single inner separators
+#: (``-`` ``.`` ``:`` ``/``). A separator must be followed by another run, so the full stop or
+#: colon ending a sentence ("see XR-4471.") is not part of the token. The lookahead skips, inside
+#: the regex engine, tokens without a digit, underscore or capital: all-lowercase words can never
+#: be identifiers, and they are most of any text (this makes extraction about 10x faster).
+IDENTIFIER_RE = re.compile(
+    r"(?<![A-Za-z0-9_])(?=[-.:/A-Za-z0-9_]*[0-9_A-Z])[A-Za-z0-9_]+(?:[-.:/][A-Za-z0-9_]+)*"
+)
+
+#: Longer candidates are noise (hashes, base64, minified code), not identifiers anyone types.
+MAX_IDENTIFIER_LEN = 64
+
+_SEPARATORS_RE = re.compile(r"[-_.:/]+")
+_PATH_SPLIT_RE = re.compile(r"[:/]+")
+_DOT_SPLIT_RE = re.compile(r"\.+")
+_HAS_DIGIT = re.compile(r"[0-9]")
+_HAS_LETTER = re.compile(r"[A-Za-z]")
+_CAMEL_RE = re.compile(r"[a-z][A-Z]")
+_ALLCAPS_RE = re.compile(r"[A-Z][A-Z0-9_]{2,}")
+
+# Upper-case function words: headings and warnings in capitals ("NOTE", "THE") are not
+# identifiers and would otherwise add noise to the exact-match field.
+_CAPS_STOPWORD_TEXT = (
+    "the and for not but are was were with from this that into onto over under your you our all "
+    "any can may must should will note warning caution important danger tip faq yes no none"
+)
+_CAPS_STOPWORDS = frozenset(_CAPS_STOPWORD_TEXT.split())
+
+
+def _is_identifier(token: str) -> bool:
+    """True when ``token`` (a match of :data:`IDENTIFIER_RE`) looks like an identifier.
+
+    Rules, in order: it has a digit and at least one letter or separator (``XR-4471``,
+    ``v2.14.3``, ``192.168.0.1``, ``INC-2041``); or it is snake_case with at least one letter
+    (``max_payload_kg``); or it is ALLCAPS of at least three characters (``HSET``,
+    ``CONFIG_SET``) and not a common word; or it is camelCase (``maxPayload``).
+    """
+    if len(token) > MAX_IDENTIFIER_LEN:
+        return False
+    has_letter = _HAS_LETTER.search(token) is not None
+    if _HAS_DIGIT.search(token):
+        return has_letter or _SEPARATORS_RE.search(token) is not None
+    if not has_letter:
+        return False
+    core = token.strip("_")
+    if "_" in core and len(core) >= 3:
+        return True
+    if _ALLCAPS_RE.fullmatch(token) and token.lower() not in _CAPS_STOPWORDS:
+        return True
+    return _CAMEL_RE.search(token) is not None
+
+
+def _components(token: str) -> list[str]:
+    """``token`` followed by its colon/slash parts and then their dotted parts.
+
+    ``192.168.0.1:8080`` -> itself, ``192.168.0.1``, ``8080``, ``192``, ...; the caller keeps
+    only those that are identifiers.
+    """
+    if "." not in token and ":" not in token and "/" not in token:
+        return [token]
+    out = [token]
+    parts = [p for p in _PATH_SPLIT_RE.split(token) if p]
+    if len(parts) > 1:
+        out.extend(parts)
+    for part in parts:
+        dotted = [p for p in _DOT_SPLIT_RE.split(part) if p]
+        if len(dotted) > 1:
+            out.extend(dotted)
+    return out
+
+
+def identifiers(text: str) -> list[str]:
+    """Identifier tokens of ``text``, lowercased, each once, in first-seen order.
+
+    For every identifier it emits the lowercased token itself and, when different, the variant
+    with separators removed (``XR-4471`` -> ``xr-4471``, ``xr4471``) so a query typed either way
+    matches. Colon-, slash- or dot-joined compounds also emit those of their components that are
+    identifiers on their own (``config.max_payload_kg`` -> ``max_payload_kg``,
+    ``192.168.0.1:8080`` -> ``192.168.0.1``), so asking for the short name still finds the
+    qualified one. Ingestion and query call this same function, hence any two spellings that
+    normalise alike match exactly.
+    """
+    out: dict[str, None] = {}
+    for token in IDENTIFIER_RE.findall(text):
+        if token.isalpha() and token[1:].islower():
+            continue  # a capitalised word ("Pump"): the commonest candidate, never an identifier
+        for candidate in _components(token):
+            if not _is_identifier(candidate):
+                continue
+            lowered = candidate.lower()
+            out.setdefault(lowered, None)
+            squashed = _SEPARATORS_RE.sub("", lowered)
+            if len(squashed) >= 2 and squashed != lowered:
+                out.setdefault(squashed, None)
+    return list(out)
+
+
+# Everything that is not a letter, a digit or whitespace: this covers every character of
+# tantivy's query grammar (+ - && || ! ( ) { } [ ] ^ " ' ~ * ? : \ / < > = and more). A
+# whitelist is safer than escaping a blacklist that grows with each grammar release.
+_QUERY_SYNTAX_RE = re.compile(r"[^\w\s]|_")
+_WHITESPACE_RE = re.compile(r"\s+")
+
+
+def sanitize_query(text: str) -> str:
+    """Return ``text`` as plain lowercase words that tantivy's query parser cannot reject.
+
+    Every character other than letters, digits and whitespace becomes a space (so ``XR-4471``
+    becomes ``xr 4471``, which the stemmed text field tokenises the same way at index time),
+    and the result is lowercased, which turns the ``AND``/``OR``/``NOT``/``IN`` operators into
+    ordinary words. The result is either ``""`` or words separated by single spaces; callers
+    treat ``""`` as "nothing to search". Exact identifier matching is not lost: it runs on
+    :func:`identifiers` of the raw text, not on this string.
+    """
+    cleaned = _QUERY_SYNTAX_RE.sub(" ", text).lower()
+    return _WHITESPACE_RE.sub(" ", cleaned).strip()

@@ -1,0 +1,101 @@
+"""Bindery's error hierarchy. Every failure a user can cause or meet has its own class::
+
+    BinderyError
+    ├── ConfigError            bad or incomplete configuration
+    ├── SourceError            a source could not be listed or read (down, denied, missing)
+    │   └── UnsafeDeleteError  a listing too small to trust; the delete sweep was aborted
+    ├── ParseError             one document could not be parsed (reason is specific)
+    │   ├── EncryptedDocument
+    │   ├── CorruptDocument    truncated / invalid bytes
+    │   ├── EmptyDocument      no text at all
+    │   ├── NeedsOCR           image-only pages and OCR unavailable
+    │   ├── UnsupportedFormat  nothing can parse this kind of file
+    │   ├── FormatMismatch     bytes do not match the extension
+    │   └── TooLarge           over the source's size limit
+    ├── StoreError             the document store refused an operation
+    ├── IndexError_            a vector or keyword index refused an operation
+    ├── BindingError           no live binding, or the binding cannot be served
+    │   └── EmbedderMismatch   query embedder differs from the one the generation was built with
+    ├── GateRefused            the eval gate refused a candidate
+    └── QueryError             a malformed query (maps to HTTP 4xx)
+"""
+
+from __future__ import annotations
+
+
+class BinderyError(Exception):
+    """Base class of every error Bindery raises on purpose."""
+
+    reason = "error"
+
+
+class ConfigError(BinderyError):
+    reason = "config"
+
+
+class SourceError(BinderyError):
+    reason = "source"
+
+
+class UnsafeDeleteError(SourceError):
+    reason = "unsafe-delete"
+
+
+class ParseError(BinderyError):
+    reason = "parse-failed"
+
+
+class EncryptedDocument(ParseError):
+    reason = "encrypted"
+
+
+class CorruptDocument(ParseError):
+    reason = "corrupt"
+
+
+class EmptyDocument(ParseError):
+    reason = "empty"
+
+
+class NeedsOCR(ParseError):
+    reason = "needs-ocr"
+
+
+class UnsupportedFormat(ParseError):
+    reason = "unsupported-format"
+
+
+class FormatMismatch(ParseError):
+    reason = "format-mismatch"
+
+
+class TooLarge(ParseError):
+    reason = "too-large"
+
+
+class StoreError(BinderyError):
+    reason = "store"
+
+
+class IndexError_(BinderyError):  # noqa: N801 - avoid shadowing the builtin IndexError
+    reason = "index"
+
+
+class BindingError(BinderyError):
+    reason = "binding"
+
+
+class EmbedderMismatch(BindingError):
+    reason = "embedder-mismatch"
+
+
+class GateRefused(BinderyError):
+    reason = "gate-refused"
+
+    def __init__(self, message: str, report: dict | None = None):
+        super().__init__(message)
+        self.report = report or {}
+
+
+class QueryError(BinderyError):
+    reason = "bad-query"

@@ -1,0 +1,188 @@
+"""Generations: where a generation's indexes live, how writers and readers open them, and how
+a writer publishes an immutable snapshot for readers.
+
+Embedded mode (Qdrant local + tantivy) has two hard facts: Qdrant local admits one client per
+storage path, and tantivy one writer per index. So ingestion owns a generation's *working*
+indexes (under an exclusive file lock), and after each write it publishes a consistent copy
+under `snapshots/<generation>/<seq>/`. The query service opens published snapshots only (Qdrant
+from a private copy, tantivy read-only), so it never contends with a running sync, and it swaps
+to a newer snapshot when the binding row's version moves. Server backends (Qdrant server,
+Elasticsearch) need no snapshots: readers query the physical collection named here.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from connectors.config import BinderyConfig
+from connectors.errors import BindingError, IndexError_
+from connectors.indexes.base import KeywordIndex, VectorIndex
+
+__all__ = ["GenerationPaths", "IndexPair", "open_reader", "open_writer", "publish", "writer_lock"]
+
+_KEEP_SNAPSHOTS = 3  # per generation; readers copy/open within milliseconds of a publish
+
+
+@dataclass(frozen=True)
+class GenerationPaths:
+    root: Path
+
+    @classmethod
+    def of(cls, cfg: BinderyConfig, name: str) -> GenerationPaths:
+        return cls(cfg.data_path / "indexes" / name)
+
+    @property
+    def vector(self) -> Path:
+        return self.root / "qdrant"
+
+    @property
+    def keyword(self) -> Path:
+        return self.root / "tantivy"
+
+    @property
+    def snapshots(self) -> Path:
+        return self.root.parent.parent / "snapshots" / self.root.name
+
+
+@dataclass
+class IndexPair:
+    vector: VectorIndex
+    keyword: KeywordIndex
+    generation: dict[str, Any]
+    _cleanup: list[Path] = field(default_factory=list)
+
+    def close(self) -> None:
+        for idx in (self.vector, self.keyword):
+            try:
+                idx.close()
+            except Exception:  # noqa: BLE001,S110 - closing is best effort
+                pass
+        for p in self._cleanup:
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def physical_names(cfg: BinderyConfig, name: str) -> tuple[str, str]:
+    """(vector index location, keyword index location) recorded on the generation row."""
+    paths = GenerationPaths.of(cfg, name)
+    vec = str(paths.vector) if cfg.backends.vector == "qdrant-local" else name
+    kw = str(paths.keyword) if cfg.backends.keyword == "tantivy" else name
+    return vec, kw
+
+
+@contextmanager
+def writer_lock(cfg: BinderyConfig, name: str, timeout: float = 600.0) -> Iterator[None]:
+    """Exclusive lock on a generation's working indexes across processes (two syncs of
+    different sources may run at once; their index writes take turns)."""
+    root = GenerationPaths.of(cfg, name).root
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".writer.lock", "w") as fh:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise IndexError_(f"timed out waiting for the index writer lock of {name}") from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _open(cfg: BinderyConfig, gen: dict[str, Any], vector_path: str | None, keyword_path: str | None,
+          *, read_only: bool, dim: int | None) -> tuple[VectorIndex, KeywordIndex]:
+    from connectors.indexes.qdrant_index import QdrantIndex
+
+    if cfg.backends.vector == "qdrant-local":
+        vec: VectorIndex = QdrantIndex(path=vector_path, dim=dim)
+    else:
+        vec = QdrantIndex(url=cfg.backends.qdrant_url, collection=gen["name"], dim=dim)
+    if cfg.backends.keyword == "tantivy":
+        from connectors.indexes.tantivy_index import TantivyIndex
+
+        assert keyword_path is not None
+        kw: KeywordIndex = TantivyIndex(keyword_path, read_only=read_only)
+    else:
+        from connectors.indexes.elasticsearch_index import ElasticsearchIndex
+
+        kw = ElasticsearchIndex(cfg.backends.elasticsearch_url or "", gen["name"])
+    return vec, kw
+
+
+def open_writer(cfg: BinderyConfig, gen: dict[str, Any], dim: int | None) -> IndexPair:
+    """Open a generation's working indexes for writing. Hold `writer_lock` around its use."""
+    paths = GenerationPaths.of(cfg, gen["name"])
+    paths.vector.mkdir(parents=True, exist_ok=True)
+    paths.keyword.mkdir(parents=True, exist_ok=True)
+    vec, kw = _open(cfg, gen, str(paths.vector), str(paths.keyword), read_only=False, dim=dim)
+    return IndexPair(vec, kw, gen)
+
+
+def publish(cfg: BinderyConfig, gen: dict[str, Any]) -> tuple[str | None, str | None]:
+    """Copy the (closed, consistent) working indexes to a new immutable snapshot.
+
+    Call with the writer lock held and the writers closed. Returns the snapshot paths to
+    record on the generation row; old snapshots beyond the newest few are removed.
+    """
+    if cfg.backends.vector != "qdrant-local" and cfg.backends.keyword != "tantivy":
+        return None, None
+    paths = GenerationPaths.of(cfg, gen["name"])
+    paths.snapshots.mkdir(parents=True, exist_ok=True)
+    dest = Path(tempfile.mkdtemp(prefix=f"{time.time_ns()}-", dir=paths.snapshots))
+    vec_snap = kw_snap = None
+    if cfg.backends.vector == "qdrant-local" and paths.vector.exists():
+        shutil.copytree(paths.vector, dest / "qdrant", ignore=shutil.ignore_patterns(".lock"))
+        vec_snap = str(dest / "qdrant")
+    if cfg.backends.keyword == "tantivy" and paths.keyword.exists():
+        shutil.copytree(paths.keyword, dest / "tantivy", ignore=shutil.ignore_patterns("*.lock"))
+        kw_snap = str(dest / "tantivy")
+    snaps = sorted(p for p in paths.snapshots.iterdir() if p.is_dir())
+    for old in snaps[:-_KEEP_SNAPSHOTS]:
+        shutil.rmtree(old, ignore_errors=True)
+    return vec_snap, kw_snap
+
+
+def open_reader(cfg: BinderyConfig, gen: dict[str, Any]) -> IndexPair:
+    """Open a generation for reading, from its published snapshot in embedded mode.
+
+    Qdrant local locks its path, so each reader opens a private copy of the snapshot
+    (milliseconds for tens of thousands of chunks) and removes it on close.
+    """
+    cleanup: list[Path] = []
+    vec_path = kw_path = None
+    if cfg.backends.vector == "qdrant-local":
+        snap = gen.get("vector_snapshot")
+        if not snap or not Path(snap).exists():
+            raise BindingError(f"generation {gen['name']} has no published vector snapshot")
+        private = Path(tempfile.mkdtemp(prefix="bindery-reader-"))
+        try:
+            shutil.copytree(snap, private / "qdrant")
+        except FileNotFoundError as e:  # pruned between read and copy: the caller retries
+            shutil.rmtree(private, ignore_errors=True)
+            raise BindingError(f"snapshot {snap} vanished while opening; retry") from e
+        cleanup.append(private)
+        vec_path = str(private / "qdrant")
+    if cfg.backends.keyword == "tantivy":
+        kw_path = gen.get("keyword_snapshot")
+        if not kw_path or not Path(kw_path).exists():
+            raise BindingError(f"generation {gen['name']} has no published keyword snapshot")
+    vec, kw = _open(cfg, gen, vec_path, kw_path, read_only=True, dim=None)
+    return IndexPair(vec, kw, gen, cleanup)
+
+
+def drop_generation_files(cfg: BinderyConfig, name: str) -> None:
+    paths = GenerationPaths.of(cfg, name)
+    shutil.rmtree(paths.root, ignore_errors=True)
+    shutil.rmtree(paths.snapshots, ignore_errors=True)
+    os.sync()

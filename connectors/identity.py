@@ -1,0 +1,50 @@
+"""Deterministic identities shared by every store: hashes, stage versions, chunk ids.
+
+One place defines them so the document store, Qdrant and tantivy can never disagree about
+what a chunk is called. Retries and re-runs recompute the same ids and overwrite; they never
+duplicate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from typing import Any
+
+__all__ = ["chunk_id", "content_hash", "doc_id", "point_id", "short_hash", "stage_version", "text_hash"]
+
+# Bump a stage's code version when its code changes what it outputs: every cached output of
+# that stage (and only that stage and what depends on it) is then recomputed.
+STAGE_CODE_VERSIONS = {"parse": "3", "chunk": "2", "context": "1", "embed": "1"}
+
+
+def short_hash(obj: Any, n: int = 10) -> str:
+    data = obj if isinstance(obj, bytes) else json.dumps(obj, sort_keys=True, default=str).encode()
+    return hashlib.sha256(data).hexdigest()[:n]
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def stage_version(stage: str, config: dict[str, Any]) -> str:
+    """`short_hash(stage config + stage code version)`, e.g. `chunk-3fa9c1d2e0`."""
+    return f"{stage}-{short_hash({'config': config, 'code': STAGE_CODE_VERSIONS[stage]})}"
+
+
+def doc_id(source: str, external_id: str) -> str:
+    return short_hash(f"{source}\x00{external_id}", 24)
+
+
+def chunk_id(doc: str, chunk_version: str, ordinal: int) -> str:
+    return short_hash(f"{doc}\x00{chunk_version}\x00{ordinal}", 32)
+
+
+def point_id(chunk: str) -> str:
+    """Qdrant needs a UUID or an integer; derive a UUID from the chunk id, reversibly stored."""
+    return str(uuid.UUID(hex=chunk[:32].ljust(32, "0")))

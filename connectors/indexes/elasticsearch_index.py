@@ -1,0 +1,362 @@
+"""Production keyword index on Elasticsearch, behind the same `KeywordIndex` protocol as tantivy.
+
+**Tested only against ``tests/es_stub.py``**, a local HTTP stub that follows the documented
+Elasticsearch REST API (index creation with mappings, ``_bulk``, ``_refresh``, ``_search``,
+``_delete_by_query``, ``_count``, ``_aliases``) and records every request, with the official
+``elasticsearch`` Python client (9.x) talking to it over HTTP. It has **not** been run against a
+live cluster: no Elasticsearch server could be obtained where it was written. The stub scores
+``match`` by plain term overlap, so relevance (BM25, the ``bindery_english`` analyser) is real
+Elasticsearch behaviour that only a live cluster can confirm. Client and cluster majors must
+agree: the 9.x client sends ``compatible-with=9`` headers, which an 8.x cluster rejects.
+
+Index layout (one document per chunk, ``_id`` = chunk id, ``dynamic: strict``):
+
+* ``text``: analysed by ``bindery_english`` (standard tokenizer, possessive stemmer, lowercase,
+  Porter2 stemmer; no stop words), mirroring tantivy's ``en_stem``.
+* ``ident``: ``keyword`` with a lowercase normalizer; values from
+  :func:`connectors.analysis.identifiers`, the analyser tantivy uses too. ``keyword`` fields
+  keep no norms, so an identifier match scores idf x boost regardless of chunk length, as in
+  the tantivy adapter.
+* ``chunk_id``, ``doc_id``, ``source``, ``external_id``, ``acl``: plain (case-sensitive)
+  ``keyword``, exactly like tantivy's ``raw`` fields, so a filter means the same on both.
+
+Visibility follows tantivy's: writes become searchable on :meth:`ElasticsearchIndex.commit`
+(a refresh), and generations are switched with :meth:`ElasticsearchIndex.point_alias`, which
+removes and adds the alias in one atomic ``_aliases`` request.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any, Self
+
+from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError, TransportError
+from elasticsearch.helpers import BulkIndexError, bulk
+
+from connectors.analysis import identifiers, sanitize_query
+from connectors.errors import IndexError_, QueryError
+from connectors.indexes.base import PUBLIC, Filters, IndexRecord, ScoredId
+
+__all__ = ["IDENT_BOOST", "INDEX_MAPPINGS", "ElasticsearchIndex", "index_settings"]
+
+#: Weight of an exact identifier match relative to the BM25 text score (same as tantivy).
+IDENT_BOOST = 2.0
+_BULK_CHUNK = 500
+_DELETE_BATCH = 1_000  # doc ids per delete_by_query (terms queries allow 65,536)
+_PAGE = 5_000  # chunk ids per page when listing all of them
+_INDEX_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.\-]*")  # ES rejects upper case, most symbols
+
+INDEX_MAPPINGS: dict[str, Any] = {
+    "dynamic": "strict",
+    "properties": {
+        "chunk_id": {"type": "keyword"},
+        "doc_id": {"type": "keyword"},
+        "source": {"type": "keyword"},
+        "external_id": {"type": "keyword"},
+        "acl": {"type": "keyword"},
+        "text": {"type": "text", "analyzer": "bindery_english"},
+        "ident": {"type": "keyword", "normalizer": "bindery_lowercase"},
+    },
+}
+
+
+def index_settings(shards: int = 1, replicas: int | None = None) -> dict[str, Any]:
+    """Index settings: shard counts plus the ``bindery_english`` analyser and the
+    ``bindery_lowercase`` normalizer. One shard by default: BM25 statistics are per shard, so
+    a small index split across shards scores the same text differently on each."""
+    settings: dict[str, Any] = {
+        "number_of_shards": shards,
+        "analysis": {
+            "filter": {
+                "bindery_possessive": {"type": "stemmer", "language": "possessive_english"},
+                "bindery_stemmer": {"type": "stemmer", "language": "porter2"},
+            },
+            "analyzer": {
+                "bindery_english": {
+                    "type": "custom",
+                    "tokenizer": "standard",
+                    "filter": ["bindery_possessive", "lowercase", "bindery_stemmer"],
+                }
+            },
+            "normalizer": {
+                "bindery_lowercase": {"type": "custom", "char_filter": [], "filter": ["lowercase"]}
+            },
+        },
+    }
+    if replicas is not None:
+        settings["number_of_replicas"] = replicas
+    return settings
+
+
+class ElasticsearchIndex:
+    """One Elasticsearch index (or an alias to one, for reads) as a `KeywordIndex`.
+
+    ``client`` lets callers share a configured client (auth, TLS); otherwise one is built from
+    ``url`` with ``timeout`` seconds per request (and closed by :meth:`close`). The index is
+    created with :data:`INDEX_MAPPINGS` and :func:`index_settings` on the first write if it
+    does not exist yet; call :meth:`create_index` to create it up front.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        index_name: str,
+        *,
+        client: Elasticsearch | None = None,
+        timeout: float = 10,
+        shards: int = 1,
+        replicas: int | None = None,
+    ) -> None:
+        if not _INDEX_NAME_RE.fullmatch(index_name):
+            raise IndexError_(
+                f"invalid Elasticsearch index name {index_name!r}: use lowercase letters, "
+                "digits, '_', '-' and '.', not starting with a symbol"
+            )
+        self.url = url
+        self.index_name = index_name
+        self._owns_client = client is None
+        self._client = client or Elasticsearch(
+            url, request_timeout=timeout, max_retries=2, retry_on_timeout=True
+        )
+        self._settings = index_settings(shards, replicas)
+        self._ensured = False
+
+    # -- index management ----------------------------------------------------------------
+
+    def create_index(self) -> bool:
+        """Create the index with explicit mappings and settings; False if it already exists."""
+        with self._errors("create index"):
+            if self._client.indices.exists(index=self.index_name):
+                self._ensured = True
+                return False
+            try:
+                self._client.indices.create(
+                    index=self.index_name, mappings=INDEX_MAPPINGS, settings=self._settings
+                )
+            except BadRequestError as exc:
+                if _error_type(exc) != "resource_already_exists_exception":  # lost a race
+                    raise
+                self._ensured = True
+                return False
+        self._ensured = True
+        return True
+
+    def drop_index(self) -> None:
+        """Delete the index; a missing one is fine. Elasticsearch refuses an alias name here."""
+        with self._errors("drop index"):
+            self._client.indices.delete(index=self.index_name, ignore_unavailable=True)
+        self._ensured = False
+
+    def alias_targets(self, alias: str) -> list[str]:
+        """The indices ``alias`` points to now (empty when the alias does not exist)."""
+        with self._errors("read alias"):
+            try:
+                resp = self._client.indices.get_alias(name=alias)
+            except NotFoundError:
+                return []
+        return sorted(resp.body)
+
+    def point_alias(self, alias: str, index_name: str | None = None) -> list[str]:
+        """Point ``alias`` at ``index_name`` (default: this index) and at nothing else.
+
+        Removing it from its current indices and adding it to the new one happen in ONE
+        ``_aliases`` request, which Elasticsearch applies atomically: readers through the alias
+        never see zero or two generations. Returns the indices it pointed to before.
+        """
+        target = index_name or self.index_name
+        previous = self.alias_targets(alias)
+        actions: list[dict[str, Any]] = [
+            {"remove": {"index": name, "alias": alias}} for name in previous if name != target
+        ]
+        actions.append({"add": {"index": target, "alias": alias}})
+        with self._errors(f"point alias {alias} at {target}"):
+            self._client.indices.update_aliases(actions=actions)
+        return previous
+
+    # -- writes --------------------------------------------------------------------------
+
+    def upsert(self, records: Iterable[IndexRecord]) -> int:
+        """Index (create or replace) chunks with ``_id`` = chunk id; returns how many."""
+        if not self._ensured:
+            self.create_index()
+        with self._errors("bulk upsert"):
+            ok, _ = bulk(
+                self._client,
+                self._actions(records),
+                chunk_size=_BULK_CHUNK,
+                raise_on_error=True,
+                stats_only=True,
+            )
+        return int(ok)
+
+    def _actions(self, records: Iterable[IndexRecord]) -> Iterator[dict[str, Any]]:
+        for rec in records:
+            if not rec.chunk_id:
+                raise IndexError_(f"record of doc {rec.doc_id!r} has an empty chunk_id")
+            yield {
+                "_op_type": "index",
+                "_index": self.index_name,
+                "_id": rec.chunk_id,
+                "_source": {
+                    "chunk_id": rec.chunk_id,
+                    "doc_id": rec.doc_id,
+                    "source": rec.source,
+                    "external_id": rec.external_id,
+                    "acl": list(rec.acl),  # empty: matches no filter, nobody sees the chunk
+                    "text": rec.text,
+                    "ident": identifiers(rec.text),
+                },
+            }
+
+    def delete_docs(self, doc_ids: Iterable[str]) -> None:
+        """Delete every chunk of the given documents (searchable after :meth:`commit`).
+
+        ``_delete_by_query`` only sees refreshed documents, so the index is refreshed first:
+        chunks upserted earlier in the same batch are deleted too, as they are in tantivy.
+        """
+        ids = list(dict.fromkeys(doc_ids))
+        if not ids:
+            return
+        with self._errors("delete documents"):
+            self._client.indices.refresh(index=self.index_name)
+            for start in range(0, len(ids), _DELETE_BATCH):
+                batch = ids[start : start + _DELETE_BATCH]
+                resp = self._client.delete_by_query(
+                    index=self.index_name,
+                    query={"terms": {"doc_id": batch}},
+                    conflicts="proceed",
+                )
+                if resp.get("failures"):
+                    raise IndexError_(f"delete_by_query failures: {resp['failures'][:3]}")
+
+    def commit(self) -> None:
+        """Make all writes so far searchable (``_refresh``)."""
+        with self._errors("refresh"):
+            self._client.indices.refresh(index=self.index_name)
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def search(self, query: str, k: int, filters: Filters) -> list[ScoredId]:
+        """BM25 ``match`` on ``text`` plus boosted exact ``ident`` terms; filters in ``filter``.
+
+        Semantics match :meth:`TantivyIndex.search`: ``principals=None`` raises
+        :class:`QueryError` (fail closed), public chunks always pass the ACL filter, a blank
+        query returns ``[]`` and an empty ``sources``/``docs`` tuple matches nothing.
+        """
+        if k < 1:
+            raise QueryError(f"k must be at least 1, got {k}")
+        body = build_query(query, filters)
+        if body is None:
+            return []
+        with self._errors("search"):
+            try:
+                resp = self._client.search(
+                    index=self.index_name, query=body, size=k, source=False, track_total_hits=False
+                )
+            except BadRequestError as exc:
+                raise QueryError(f"Elasticsearch rejected the query: {_error_type(exc)}") from exc
+        return [ScoredId(hit["_id"], float(hit["_score"] or 0.0)) for hit in resp["hits"]["hits"]]
+
+    def chunk_ids(self) -> set[str]:
+        """Every searchable chunk id, paged with ``search_after`` on ``chunk_id``."""
+        out: set[str] = set()
+        after: list[Any] | None = None
+        with self._errors("list chunk ids"):
+            while True:
+                resp = self._client.search(
+                    index=self.index_name,
+                    query={"match_all": {}},
+                    size=_PAGE,
+                    sort=[{"chunk_id": "asc"}],
+                    search_after=after,
+                    source=False,
+                    track_total_hits=False,
+                )
+                hits = resp["hits"]["hits"]
+                out.update(hit["_id"] for hit in hits)
+                if len(hits) < _PAGE:
+                    return out
+                after = hits[-1]["sort"]
+
+    def count(self) -> int:
+        """Searchable chunks (as of the last refresh)."""
+        with self._errors("count"):
+            return int(self._client.count(index=self.index_name)["count"])
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the HTTP client if this instance created it."""
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """Translate client exceptions into :class:`IndexError_` naming the index and action."""
+        try:
+            yield
+        except BulkIndexError as exc:
+            first = exc.errors[:3]
+            raise IndexError_(
+                f"{action} on {self.index_name}: {len(exc.errors)} chunk(s) rejected: {first}"
+            ) from exc
+        except ApiError as exc:
+            raise IndexError_(
+                f"{action} on {self.index_name} failed: HTTP {exc.status_code} {_error_type(exc)}"
+            ) from exc
+        except TransportError as exc:
+            raise IndexError_(
+                f"{action} on {self.index_name}: cannot reach Elasticsearch at {self.url}: {exc}"
+            ) from exc
+
+
+def build_query(query: str, filters: Filters) -> dict[str, Any] | None:
+    """The ``bool`` query for ``query`` under ``filters``; ``None`` when nothing can match.
+
+    ``should``: a ``match`` on ``text`` and one boosted ``term`` per identifier (a ``term``
+    query is BM25-scored, so rarer identifiers weigh more; a single ``terms`` query would give
+    every identifier the same constant score). ``minimum_should_match: 1`` is required because
+    a bool query with ``filter`` clauses otherwise treats ``should`` as optional. ``filter``
+    clauses restrict without scoring; ``must_not`` drops excluded documents.
+    """
+    if filters.principals is None:
+        raise QueryError("keyword search without a principal is refused (fail closed)")
+    text = sanitize_query(query)
+    if not text or filters.sources == () or filters.docs == ():
+        return None
+    should: list[dict[str, Any]] = [{"match": {"text": {"query": text}}}]
+    should += [
+        {"term": {"ident": {"value": ident, "boost": IDENT_BOOST}}} for ident in identifiers(query)
+    ]
+    filter_: list[dict[str, Any]] = [{"terms": {"acl": sorted({PUBLIC, *filters.principals})}}]
+    if filters.sources is not None:
+        filter_.append({"terms": {"source": list(filters.sources)}})
+    if filters.docs is not None:
+        filter_.append({"terms": {"external_id": list(filters.docs)}})
+    bool_: dict[str, Any] = {"should": should, "minimum_should_match": 1, "filter": filter_}
+    if filters.exclude_docs:
+        bool_["must_not"] = [{"terms": {"external_id": list(filters.exclude_docs)}}]
+    return {"bool": bool_}
+
+
+def _error_type(exc: ApiError) -> str:
+    """The ``error.type`` of an Elasticsearch error body (e.g. ``index_not_found_exception``)."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error")
+    if isinstance(error, dict):
+        return str(error.get("type") or error.get("reason") or exc.message)
+    return str(error or exc.message)

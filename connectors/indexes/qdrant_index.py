@@ -1,0 +1,129 @@
+"""Vector index on Qdrant: local mode (embedded, on disk) by default, a server in production.
+
+Local mode admits ONE client per storage path in one process. Ingestion therefore owns the
+generation's working path, and readers (the query service, the CLI) open a published,
+immutable snapshot copy of it (see connectors.generations.publish). Payload indexes are
+ignored in local mode, so filters are full scans there; a server uses the keyword payload
+indexes created here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from qdrant_client import QdrantClient, models
+
+from connectors.errors import IndexError_, QueryError
+from connectors.identity import point_id
+from connectors.indexes.base import PUBLIC, Filters, IndexRecord, ScoredId
+
+COLLECTION = "chunks"
+_FILTER_FIELDS = ("doc_id", "source", "external_id", "acl")
+
+
+class QdrantIndex:
+    def __init__(self, *, path: str | None = None, url: str | None = None, collection: str = COLLECTION,
+                 dim: int | None = None, timeout: int = 30):
+        try:
+            self.client = QdrantClient(path=path) if path else QdrantClient(url=url, timeout=timeout)
+        except RuntimeError as e:  # local mode: the path is open in another client
+            raise IndexError_(f"vector index at {path} is in use by another client: {e}") from e
+        self.collection = collection
+        self.local = path is not None
+        if dim is not None:
+            self.ensure(dim)
+
+    def ensure(self, dim: int) -> None:
+        if self.client.collection_exists(self.collection):
+            info = self.client.get_collection(self.collection)
+            have = info.config.params.vectors.size  # type: ignore[union-attr]
+            if have != dim:
+                raise IndexError_(f"collection {self.collection} has dim {have}, embedder gives {dim}")
+            return
+        self.client.create_collection(
+            self.collection, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE)
+        )
+        if not self.local:
+            for f in _FILTER_FIELDS:
+                self.client.create_payload_index(self.collection, f, models.PayloadSchemaType.KEYWORD)
+
+    def upsert(self, records: Iterable[IndexRecord]) -> int:
+        points = [
+            models.PointStruct(
+                id=point_id(r.chunk_id),
+                vector=[float(x) for x in r.vector],  # type: ignore[union-attr]
+                payload={"chunk_id": r.chunk_id, "doc_id": r.doc_id, "source": r.source,
+                         "external_id": r.external_id, "acl": list(r.acl), **r.payload},
+            )
+            for r in records
+        ]
+        for i in range(0, len(points), 256):
+            self.client.upsert(self.collection, points[i : i + 256], wait=True)
+        return len(points)
+
+    def delete_docs(self, doc_ids: Iterable[str]) -> None:
+        ids = list(doc_ids)
+        for i in range(0, len(ids), 256):
+            flt = models.Filter(must=[models.FieldCondition(key="doc_id", match=models.MatchAny(any=ids[i : i + 256]))])
+            self.client.delete(self.collection, models.FilterSelector(filter=flt), wait=True)
+
+    @staticmethod
+    def _filter(filters: Filters) -> models.Filter:
+        if filters.principals is None:
+            raise QueryError("no principal given: refusing to search without an identity")
+        must: list[Any] = [models.FieldCondition(
+            key="acl", match=models.MatchAny(any=sorted({PUBLIC, *filters.principals})))]
+        if filters.sources is not None:
+            must.append(models.FieldCondition(key="source", match=models.MatchAny(any=list(filters.sources))))
+        if filters.docs is not None:
+            must.append(models.FieldCondition(key="external_id", match=models.MatchAny(any=list(filters.docs))))
+        must_not: list[Any] = []
+        if filters.exclude_docs:
+            must_not.append(models.FieldCondition(
+                key="external_id", match=models.MatchAny(any=list(filters.exclude_docs))))
+        return models.Filter(must=must, must_not=must_not or None)
+
+    def search(self, vector: Sequence[float], k: int, filters: Filters) -> list[ScoredId]:
+        if not self.client.collection_exists(self.collection):
+            return []
+        res = self.client.query_points(
+            self.collection, query=[float(x) for x in vector], limit=k,
+            query_filter=self._filter(filters), with_payload=["chunk_id"],
+        )
+        return [ScoredId(p.payload["chunk_id"], float(p.score)) for p in res.points if p.payload]
+
+    def payloads(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Stored payloads (display text, provenance) of chunks, by chunk id."""
+        if not chunk_ids or not self.client.collection_exists(self.collection):
+            return {}
+        pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in chunk_ids], with_payload=True)
+        return {p.payload["chunk_id"]: dict(p.payload) for p in pts if p.payload}
+
+    def chunk_ids(self) -> set[str]:
+        if not self.client.collection_exists(self.collection):
+            return set()
+        out: set[str] = set()
+        offset = None
+        while True:
+            pts, offset = self.client.scroll(self.collection, limit=2048, offset=offset,
+                                             with_payload=["chunk_id"], with_vectors=False)
+            out.update(p.payload["chunk_id"] for p in pts if p.payload)
+            if offset is None:
+                return out
+
+    def count(self) -> int:
+        if not self.client.collection_exists(self.collection):
+            return 0
+        return int(self.client.count(self.collection, exact=True).count)
+
+    def point_alias(self, alias: str) -> None:
+        """Move a collection alias to this collection in one atomic request (server mode)."""
+        self.client.update_collection_aliases(change_aliases_operations=[
+            models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=alias)),
+            models.CreateAliasOperation(create_alias=models.CreateAlias(
+                collection_name=self.collection, alias_name=alias)),
+        ])
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,307 @@
+"""Embedded keyword index on tantivy (BM25): the default `KeywordIndex` backend.
+
+Schema (one tantivy document per chunk):
+
+==============  ===========  ======  =================================================
+field           tokenizer    stored  why
+==============  ===========  ======  =================================================
+``chunk_id``    raw          yes     the result id; the term deleted on upsert
+``doc_id``      raw          yes     ``delete_docs`` deletes by this term
+``source``      raw          no      filter
+``external_id`` raw          no      filter (``docs`` / ``exclude_docs``)
+``acl``         raw          no      multi-valued, one value per principal; filter
+``text``        en_stem      no      BM25 over the chunk text (stemmed, lowercased)
+``ident``       raw          no      multi-valued exact identifiers; SHOULD, idf-weighted
+==============  ===========  ======  =================================================
+
+``ident`` design: each token from :func:`connectors.analysis.identifiers` is added as its own
+value of a field using tantivy's built-in ``raw`` tokenizer, so every value is exactly one term
+and a ``TermQuery`` matches it exactly. A registered custom analyser (whitespace + lowercase)
+would do the same, but tantivy does not persist custom analysers: every process opening the
+index, including a read-only query service, would have to register it first or fail. With
+``raw`` the analysis lives once, in Python (`connectors.analysis`), shared by ingestion, query
+and the Elasticsearch adapter, and the on-disk index needs nothing but tantivy to be read.
+
+Concurrency: tantivy allows one ``IndexWriter`` per index directory (in any process) and any
+number of readers. The writer is created lazily on the first write, so an instance that only
+searches never takes the lock; ``read_only=True`` forbids writes outright. A second writer is
+reported as :class:`IndexError_`, not a raw ``LockBusy``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import tantivy
+
+from connectors.analysis import identifiers, sanitize_query
+from connectors.errors import IndexError_, QueryError
+from connectors.indexes.base import PUBLIC, Filters, IndexRecord, ScoredId
+
+__all__ = ["IDENT_BOOST", "TantivyIndex", "build_schema"]
+
+log = logging.getLogger(__name__)
+
+#: Weight of an exact identifier match relative to the BM25 text score.
+IDENT_BOOST = 2.0
+
+_FIELDS = ("chunk_id", "doc_id", "source", "external_id", "acl", "text", "ident")
+_MIN_HEAP_PER_THREAD_MB = 16  # tantivy refuses tiny per-thread budgets; stay well above
+
+
+def build_schema() -> tantivy.Schema:
+    """The keyword schema described in the module docstring."""
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("chunk_id", stored=True, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("doc_id", stored=True, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("source", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("external_id", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("acl", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("text", tokenizer_name="en_stem", index_option="position")
+    sb.add_text_field("ident", tokenizer_name="raw", index_option="basic")
+    return sb.build()
+
+
+class TantivyIndex:
+    """A tantivy index directory implementing the `KeywordIndex` protocol.
+
+    Opens the index at ``path`` or creates it (unless ``read_only``, which requires an existing
+    index). Writes are visible to searches only after :meth:`commit`; other instances (other
+    processes included) see them after their own :meth:`reload`.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, writer_heap_mb: int = 64, read_only: bool = False
+    ) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self._heap_mb = max(writer_heap_mb, _MIN_HEAP_PER_THREAD_MB)
+        self._writer: tantivy.IndexWriter | None = None
+        self._dirty = False
+        self._closed = False
+        self._lock = threading.Lock()
+        self._index = self._open()
+        self._schema = self._index.schema
+
+    # -- opening -------------------------------------------------------------------------
+
+    def _open(self) -> tantivy.Index:
+        try:
+            exists = self.path.is_dir() and tantivy.Index.exists(str(self.path))
+            if self.read_only:
+                if not exists:
+                    raise IndexError_(f"no tantivy index at {self.path} (opened read-only)")
+                index = tantivy.Index.open(str(self.path))
+            else:
+                self.path.mkdir(parents=True, exist_ok=True)
+                index = tantivy.Index(build_schema(), str(self.path), reuse=True)
+        except (OSError, ValueError) as exc:
+            raise IndexError_(f"cannot open tantivy index at {self.path}: {exc}") from exc
+        _check_schema(index, self.path)
+        return index
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IndexError_(f"tantivy index at {self.path} is closed")
+
+    def _writer_or_raise(self) -> tantivy.IndexWriter:
+        """The index writer, created on first use (taking tantivy's per-directory lock)."""
+        self._check_open()
+        if self.read_only:
+            raise IndexError_(f"tantivy index at {self.path} was opened read-only")
+        with self._lock:
+            if self._writer is None:
+                threads = max(1, min(4, os.cpu_count() or 1, self._heap_mb // 16))
+                try:
+                    self._writer = self._index.writer(
+                        heap_size=self._heap_mb * 1_000_000, num_threads=threads
+                    )
+                except ValueError as exc:
+                    if "LockBusy" in str(exc):
+                        raise IndexError_(
+                            f"tantivy index at {self.path} already has a writer (one writer "
+                            "per index, in any process); open it with read_only=True to search"
+                        ) from exc
+                    raise IndexError_(f"cannot open a writer on {self.path}: {exc}") from exc
+            return self._writer
+
+    # -- writes --------------------------------------------------------------------------
+
+    def upsert(self, records: Iterable[IndexRecord]) -> int:
+        """Add or replace chunks (by ``chunk_id``); returns how many records were written.
+
+        Replacing deletes the chunk id's term before adding, so upserting the same chunk twice,
+        even within one uncommitted batch, leaves one document.
+        """
+        writer = self._writer_or_raise()
+        n = 0
+        for rec in records:
+            if not rec.chunk_id:
+                raise IndexError_(f"record of doc {rec.doc_id!r} has an empty chunk_id")
+            writer.delete_documents_by_term("chunk_id", rec.chunk_id)
+            writer.add_document(_to_document(rec))
+            n += 1
+        self._dirty = self._dirty or n > 0
+        return n
+
+    def delete_docs(self, doc_ids: Iterable[str]) -> None:
+        """Delete every chunk of the given documents (visible after :meth:`commit`)."""
+        writer = self._writer_or_raise()
+        for doc_id in doc_ids:
+            writer.delete_documents_by_term("doc_id", doc_id)
+            self._dirty = True
+
+    def commit(self) -> None:
+        """Publish pending writes durably, then reload this instance's searcher."""
+        self._check_open()
+        if self._writer is not None and self._dirty:
+            try:
+                self._writer.commit()
+            except ValueError as exc:
+                raise IndexError_(f"commit failed on {self.path}: {exc}") from exc
+            self._dirty = False
+        self.reload()
+
+    def reload(self) -> None:
+        """Make searches see the latest commit (by any writer, in any process)."""
+        self._check_open()
+        self._index.reload()
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def search(self, query: str, k: int, filters: Filters) -> list[ScoredId]:
+        """BM25 over ``text`` plus boosted exact ``ident`` matches, best first.
+
+        Filters are MUST clauses with zero score: they restrict, never re-rank. ``principals``
+        of ``None`` raises :class:`QueryError` (fail closed); public chunks (ACL ``"*"``) always
+        match. An empty ``sources``/``docs`` tuple matches nothing.
+        """
+        self._check_open()
+        if filters.principals is None:
+            raise QueryError("keyword search without a principal is refused (fail closed)")
+        if k < 1:
+            raise QueryError(f"k must be at least 1, got {k}")
+        text = sanitize_query(query)
+        if not text or filters.sources == () or filters.docs == ():
+            return []
+        try:
+            relevance = self._index.parse_query(text, ["text"])
+        except ValueError as exc:  # sanitize_query should make this unreachable
+            raise QueryError(f"query could not be parsed: {exc}") from exc
+        searcher = self._index.searcher()
+        should = [(tantivy.Occur.Should, relevance)]
+        should += [(tantivy.Occur.Should, q) for q in self._ident_queries(searcher, query)]
+        clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
+        principals = sorted({PUBLIC, *filters.principals})
+        clauses.append((tantivy.Occur.Must, self._term_filter("acl", principals)))
+        if filters.sources is not None:
+            clauses.append((tantivy.Occur.Must, self._term_filter("source", filters.sources)))
+        if filters.docs is not None:
+            clauses.append((tantivy.Occur.Must, self._term_filter("external_id", filters.docs)))
+        if filters.exclude_docs:
+            excluded = self._term_filter("external_id", filters.exclude_docs)
+            clauses.append((tantivy.Occur.MustNot, excluded))
+        result = searcher.search(tantivy.Query.boolean_query(clauses), limit=k, count=False)
+        return [
+            ScoredId(str(searcher.doc(addr).get_first("chunk_id")), float(score))
+            for score, addr in result.hits
+        ]
+
+    def _ident_queries(self, searcher: tantivy.Searcher, query: str) -> list[tantivy.Query]:
+        """One query per identifier in ``query`` that occurs in the index.
+
+        Each scores ``IDENT_BOOST * idf`` (BM25's idf, no length normalisation): rare
+        identifiers weigh more, and a long chunk that mentions many identifiers is not
+        penalised for it the way BM25's field-length norm would. This is how Elasticsearch
+        scores a ``term`` query on a ``keyword`` field (norms off), so both backends agree.
+        """
+        n_docs = searcher.num_docs
+        out = []
+        for ident in identifiers(query):
+            df = searcher.doc_freq("ident", ident)
+            if df == 0:
+                continue
+            idf = math.log(1.0 + (max(n_docs - df, 0) + 0.5) / (df + 0.5))
+            term = tantivy.Query.term_query(self._schema, "ident", ident, index_option="basic")
+            out.append(tantivy.Query.const_score_query(term, IDENT_BOOST * idf))
+        return out
+
+    def _term_filter(self, field: str, values: Iterable[str]) -> tantivy.Query:
+        """Documents whose ``field`` holds any of ``values``, contributing no score."""
+        terms = tantivy.Query.term_set_query(self._schema, field, list(values))
+        return tantivy.Query.const_score_query(terms, 0.0)
+
+    def chunk_ids(self) -> set[str]:
+        """Every live chunk id, read from the term dictionary (fast at 50k+ chunks).
+
+        The ``filter_query`` makes tantivy count only live documents, so chunk ids whose
+        documents were deleted but not yet merged away are left out.
+        """
+        self._check_open()
+        searcher = self._index.searcher()
+        terms = searcher.terms_with_prefix("chunk_id", "", filter_query=tantivy.Query.all_query())
+        return {term for term, count in terms if count > 0}
+
+    def count(self) -> int:
+        """Live (committed, not deleted) chunks as of the last reload."""
+        self._check_open()
+        return int(self._index.searcher().num_docs)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the writer (and its lock); idempotent. Uncommitted changes are rolled back,
+        and any later use of this instance raises :class:`IndexError_`."""
+        with self._lock:
+            writer, self._writer = self._writer, None
+            self._closed = True
+        if writer is None:
+            return
+        if self._dirty:
+            log.warning("closing tantivy index %s with uncommitted changes: rolled back", self.path)
+            writer.rollback()
+            self._dirty = False
+        writer.wait_merging_threads()  # consumes the writer, releasing the directory lock
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _to_document(rec: IndexRecord) -> tantivy.Document:
+    doc = tantivy.Document()
+    doc.add_text("chunk_id", rec.chunk_id)
+    doc.add_text("doc_id", rec.doc_id)
+    doc.add_text("source", rec.source)
+    doc.add_text("external_id", rec.external_id)
+    for principal in rec.acl:  # an empty ACL matches no filter: nobody can see the chunk
+        doc.add_text("acl", principal)
+    doc.add_text("text", rec.text)
+    for ident in identifiers(rec.text):
+        doc.add_text("ident", ident)
+    return doc
+
+
+def _check_schema(index: tantivy.Index, path: Path) -> None:
+    """Refuse an index at ``path`` that lacks one of our fields (someone else's index)."""
+    for field in _FIELDS:
+        try:
+            tantivy.Query.term_query(index.schema, field, "x")
+        except ValueError as exc:
+            raise IndexError_(
+                f"tantivy index at {path} has no field {field!r}: not a Bindery keyword index"
+            ) from exc

@@ -1,0 +1,54 @@
+"""Document sources: a local folder or an S3 bucket, built from a `SourceConfig`.
+
+`make_source(cfg)` is the one entry point the pipeline needs. Every source has `name`,
+`list()`, `read(entry)`, `probe()` (the `Source` protocol) and also `describe(entry)` plus a
+`needs_describe` flag: S3 listings leave ACL/metadata empty until `describe()` fetches them,
+local listings carry them already (`describe()` is the identity there).
+
+`S3Source` is imported lazily so that local-only users do not pay for importing boto3.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from connectors.config import SourceConfig
+from connectors.errors import ConfigError
+from connectors.sources.base import Source, SourceEntry
+from connectors.sources.globs import PathFilter, glob_to_regex
+from connectors.sources.local import ACL_SIDECAR, PUBLIC_ACL, LocalFolderSource
+
+if TYPE_CHECKING:
+    from connectors.sources.s3 import S3Source
+
+__all__ = [
+    "ACL_SIDECAR",
+    "PUBLIC_ACL",
+    "LocalFolderSource",
+    "PathFilter",
+    "S3Source",
+    "Source",
+    "SourceEntry",
+    "glob_to_regex",
+    "make_source",
+]
+
+
+def make_source(cfg: SourceConfig) -> Source:
+    """The source a config describes. Raises ConfigError if the config is incomplete."""
+    cfg.check_complete()
+    if cfg.kind == "local":
+        return LocalFolderSource(cfg)
+    if cfg.kind == "s3":
+        from connectors.sources.s3 import S3Source
+
+        return S3Source(cfg)
+    raise ConfigError(f"source {cfg.name!r}: unknown kind {cfg.kind!r}")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "S3Source":
+        from connectors.sources.s3 import S3Source
+
+        return S3Source
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,43 @@
+"""The source contract: list what exists, read one item. Nothing here knows about Dagster.
+
+A source yields `SourceEntry` records from `list()`; the listing is compared with the
+document store to classify new / updated / unchanged / moved / ACL-only / deleted. A listing
+that raises `SourceError` never leads to deletes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class SourceEntry:
+    """One listed item. `external_id` is stable: path relative to the root, or the S3 key
+    relative to the prefix. `fingerprint` changes whenever the bytes may have changed
+    (local: mtime_ns+size; S3: ETag+size) and lets a sync skip reading unchanged items."""
+
+    external_id: str
+    uri: str
+    size: int
+    fingerprint: str
+    modified_at: float  # unix seconds
+    acl: tuple[str, ...] = ()
+    metadata: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+
+class Source(Protocol):
+    name: str
+
+    def list(self) -> Iterator[SourceEntry]:
+        """Every current item. Raises SourceError if the listing cannot be completed."""
+        ...
+
+    def read(self, entry: SourceEntry) -> bytes:
+        """The item's bytes. Raises SourceError if it cannot be read."""
+        ...
+
+    def probe(self) -> str:
+        """A cheap fingerprint of the whole source for sensors (changes when anything changes)."""
+        ...

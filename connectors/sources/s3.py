@@ -1,0 +1,247 @@
+"""An S3 bucket (or any S3-compatible endpoint: MinIO, moto) as a source.
+
+Listing is one paginated `list_objects_v2` under the prefix. The prefix is a folder: `docs`
+and `docs/` both list `docs/...`, and `external_id` is the key with that folder stripped
+(`docs/a/b.pdf` -> `a/b.pdf`). Keys ending in `/` (folder markers) are skipped. `fingerprint`
+is `"{etag}-{size}"`: LastModified has one-second resolution, the ETag changes with the bytes.
+
+ACL and metadata cost one `head_object` per object, so `list()` does not fetch them: its
+entries carry `acl=()` and empty metadata (`needs_describe` is True). Call `describe(entry)`
+for the entries a sync is going to process (new, or fingerprint or `modified_at` changed) to
+fill them; a large unchanged bucket then costs one listing, not one request per object.
+`modified_at` matters there: rewriting only the metadata (copy-in-place) keeps the ETag but
+bumps LastModified. The ACL is the `x-amz-meta-acl` user metadata, comma-separated
+principals; absent -> the source's configured `acl`, else `("*",)`; present but empty -> `()`
+(nobody, fail closed).
+
+Every boto/botocore failure (NoSuchBucket, AccessDenied, bad credentials, endpoint down,
+timeouts) becomes a `SourceError` naming the bucket, the endpoint and the cause. The client
+retries throttling and 5xx replies with adaptive backoff (`max_attempts`), so an error that
+reaches us is one that retrying did not fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    ReadTimeoutError,
+)
+
+from connectors.config import SourceConfig
+from connectors.errors import ConfigError, SourceError, TooLarge
+from connectors.sources.base import SourceEntry
+from connectors.sources.globs import PathFilter
+from connectors.sources.local import PUBLIC_ACL
+
+__all__ = ["DEFAULT_REGION", "S3Source", "parse_acl"]
+
+DEFAULT_REGION = "us-east-1"
+
+
+_session_lock = threading.Lock()
+_session: boto3.session.Session | None = None
+
+
+def _new_client(endpoint_url: str | None, region: str, config: Config) -> Any:
+    """A client from one shared boto3 session: a fresh session re-reads the S3 service model
+    (about 0.3 s a client), a shared one about 10 ms. Sessions are not thread-safe, so
+    creation is serialised; the clients themselves are."""
+    global _session
+    with _session_lock:
+        if _session is None:
+            _session = boto3.session.Session()
+        return _session.client("s3", endpoint_url=endpoint_url, region_name=region, config=config)
+
+
+def parse_acl(value: str) -> tuple[str, ...]:
+    """`"alice, group:eng,"` -> `("alice", "group:eng")` (order kept, duplicates dropped)."""
+    return tuple(dict.fromkeys(p.strip() for p in value.split(",") if p.strip()))
+
+
+def _etag(raw: str) -> str:
+    return raw.strip('"')
+
+
+class S3Source:
+    """Lists, describes and reads the objects under `s3://bucket/prefix/`.
+
+    `client` lets callers inject a ready boto3 S3 client (tests, custom sessions); otherwise one
+    is built from the config with the given timeouts and retry budget. `page_size` is the
+    `MaxKeys` of each listing page (1..1000).
+    """
+
+    needs_describe = True  # list() leaves acl/metadata empty; see describe()
+
+    def __init__(
+        self,
+        cfg: SourceConfig,
+        client: Any | None = None,
+        *,
+        page_size: int = 1000,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 30.0,
+        max_attempts: int = 5,
+    ) -> None:
+        if cfg.kind != "s3" or not cfg.bucket:
+            raise ConfigError(f"source {cfg.name!r}: S3Source needs kind s3 and a bucket")
+        if not 1 <= page_size <= 1000:
+            raise ConfigError(f"source {cfg.name!r}: page_size must be 1..1000, got {page_size}")
+        self.name = cfg.name
+        self.bucket = cfg.bucket
+        self.prefix = cfg.prefix.strip("/") + "/" if cfg.prefix.strip("/") else ""
+        self.endpoint = cfg.endpoint_url or f"AWS S3 ({cfg.region or DEFAULT_REGION})"
+        self.page_size = page_size
+        self.max_bytes = int(cfg.max_file_mb * 1024 * 1024)
+        self._filter = PathFilter(cfg.include, cfg.exclude)
+        self._default_acl = tuple(cfg.acl) if cfg.acl else PUBLIC_ACL
+        self._client = client or _new_client(
+            cfg.endpoint_url,
+            cfg.region or DEFAULT_REGION,
+            Config(
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
+                # "total_max_attempts" counts the first try; botocore's "max_attempts" would
+                # count retries only (5 -> 6 requests).
+                retries={"total_max_attempts": max_attempts, "mode": "adaptive"},
+            ),
+        )
+
+    # -- errors --------------------------------------------------------------------------
+
+    def _fail(self, action: str, e: Exception, key: str | None = None) -> SourceError:
+        """A SourceError that names what we tried, where, and why it failed."""
+        where = f"s3://{self.bucket}/{key if key is not None else self.prefix}"
+        if isinstance(e, ClientError):
+            err = e.response.get("Error", {})
+            code = str(err.get("Code", ""))
+            status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code == "NoSuchBucket":
+                cause = f"bucket {self.bucket!r} does not exist"
+            elif code in ("NoSuchKey", "404"):
+                cause = "object does not exist (deleted since it was listed?)"
+            elif code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken"):
+                cause = f"credentials rejected ({code})"
+            elif code in ("AccessDenied", "403") or status == 403:
+                cause = f"access denied ({code}: {err.get('Message') or 'forbidden'})"
+            else:
+                cause = f"{code or status}: {err.get('Message') or e}"
+        elif isinstance(e, EndpointConnectionError):
+            cause = "endpoint unreachable (connection failed)"
+        elif isinstance(e, (ConnectTimeoutError, ReadTimeoutError)):
+            cause = f"timed out ({type(e).__name__})"
+        elif isinstance(e, NoCredentialsError):
+            cause = "no AWS credentials found (set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"
+        else:
+            cause = f"{type(e).__name__}: {e}"
+        return SourceError(
+            f"source {self.name!r}: cannot {action} {where} at {self.endpoint}: {cause}"
+        )
+
+    def key_of(self, entry: SourceEntry) -> str:
+        return self.prefix + entry.external_id
+
+    # -- listing -------------------------------------------------------------------------
+
+    def list(self) -> Iterator[SourceEntry]:
+        """Every matching object (one paginated listing; acl/metadata left for describe())."""
+        pages = self._client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket,
+            Prefix=self.prefix,
+            PaginationConfig={"PageSize": self.page_size},
+        )
+        try:
+            for page in pages:
+                for obj in page.get("Contents", ()):
+                    key: str = obj["Key"]
+                    if key.endswith("/"):
+                        continue
+                    rel = key[len(self.prefix) :]
+                    if not self._filter(rel):
+                        continue
+                    size = int(obj["Size"])
+                    yield SourceEntry(
+                        external_id=rel,
+                        uri=f"s3://{self.bucket}/{key}",
+                        size=size,
+                        fingerprint=f"{_etag(obj['ETag'])}-{size}",
+                        modified_at=obj["LastModified"].timestamp(),
+                    )
+        except (BotoCoreError, ClientError) as e:
+            raise self._fail("list", e) from e
+
+    def describe(self, entry: SourceEntry) -> SourceEntry:
+        """The entry with ACL and metadata filled in from `head_object`.
+
+        Size, fingerprint and `modified_at` are refreshed from the same reply, so they describe
+        a version no older than the bytes a following `read()` returns.
+        """
+        key = self.key_of(entry)
+        try:
+            head = self._client.head_object(Bucket=self.bucket, Key=key)
+        except (BotoCoreError, ClientError) as e:
+            raise self._fail("describe", e, key) from e
+        user: dict[str, str] = head.get("Metadata", {})
+        if "acl" in user:
+            acl, origin = parse_acl(user["acl"]), "metadata"
+        else:
+            acl = self._default_acl
+            origin = "default" if acl == PUBLIC_ACL else "config"
+        meta = {f"x-amz-meta-{k}": v for k, v in user.items()}
+        meta["acl_from"] = origin
+        if head.get("ContentType"):
+            meta["content_type"] = head["ContentType"]
+        size = int(head.get("ContentLength", entry.size))
+        etag = _etag(head.get("ETag", ""))
+        modified = head.get("LastModified")
+        return dataclasses.replace(
+            entry,
+            size=size,
+            fingerprint=f"{etag}-{size}" if etag else entry.fingerprint,
+            modified_at=modified.timestamp() if modified else entry.modified_at,
+            acl=acl,
+            metadata=meta,
+        )
+
+    # -- reading -------------------------------------------------------------------------
+
+    def read(self, entry: SourceEntry) -> bytes:
+        """The object's current bytes. SourceError if unreadable; TooLarge over `max_file_mb`."""
+        if entry.size > self.max_bytes:
+            raise TooLarge(
+                f"{entry.external_id}: {entry.size} bytes is over the source's limit of "
+                f"{self.max_bytes} bytes (max_file_mb)"
+            )
+        key = self.key_of(entry)
+        try:
+            body = self._client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            try:
+                return body.read()
+            finally:
+                body.close()
+        except (BotoCoreError, ClientError) as e:
+            raise self._fail("read", e, key) from e
+
+    # -- sensors -------------------------------------------------------------------------
+
+    def probe(self) -> str:
+        """Hash of the (key, ETag, size, LastModified) of every matching object.
+
+        One paginated listing, no per-object requests. LastModified is included so that a
+        metadata-only rewrite (an ACL change, which keeps the ETag) changes the probe too.
+        """
+        h = hashlib.sha256()
+        for e in self.list():  # S3 lists keys in UTF-8 binary order: already stable
+            h.update(f"{e.external_id}\t{e.fingerprint}\t{e.modified_at:.0f}\n".encode())
+        return h.hexdigest()

@@ -1,0 +1,438 @@
+"""`DocumentStore`: typed access to the document store over SQLAlchemy (SQLite or PostgreSQL).
+
+Writes are idempotent: upserts on natural keys, per-document delete-then-insert for chunks.
+SQLite runs in WAL mode with a busy timeout so the query service can read while a sync writes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from connectors.errors import BindingError, StoreError
+from connectors.store import schema as t
+
+_MIGRATIONS = Path(__file__).parent / "migrations"
+_CHUNK = 500  # rows per IN (...) clause; keeps SQLite under its variable limit
+
+
+def _batches(items: Sequence[Any], n: int = _CHUNK) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(url, connect_args={"timeout": 60})
+
+        @sa.event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn: Any, _rec: Any) -> None:
+            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA busy_timeout=60000")
+            cur.close()
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn: Connection) -> None:
+            # Write transactions take SQLite's write lock up front, so read-modify-write (the
+            # binding flip) is atomic; read-only ones stay deferred and never block a writer.
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.pop("immediate", False) else "BEGIN")
+
+        return engine
+    return sa.create_engine(url, pool_pre_ping=True)
+
+
+class DocumentStore:
+    """The source of truth. One instance per process; cheap to create."""
+
+    def __init__(self, url: str, *, migrate: bool = True):
+        self.url = url
+        try:
+            self.engine = make_engine(url)
+            if migrate:
+                self.migrate()
+        except sa.exc.OperationalError as e:
+            raise StoreError(f"cannot open document store {self._safe_url()}: {e.orig}") from e
+
+    def _safe_url(self) -> str:
+        return sa.engine.make_url(self.url).render_as_string(hide_password=True)
+
+    # -- schema -------------------------------------------------------------------------
+    def migrate(self) -> None:
+        """Bring the schema to head through Alembic (never create_all on a live database)."""
+        from alembic import command
+        from alembic.config import Config
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(_MIGRATIONS))
+        with self.tx() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+
+    @contextmanager
+    def tx(self) -> Iterator[Connection]:
+        """A write transaction (BEGIN IMMEDIATE on SQLite, row locks on PostgreSQL)."""
+        with self.engine.connect() as conn:
+            conn.info["immediate"] = True
+            with conn.begin():
+                yield conn
+
+    def _upsert(self, conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        keys = [c.name for c in table.primary_key.columns]
+        if conn.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            stmt = pg_insert(table)
+        else:
+            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+            stmt = sqlite_insert(table)  # type: ignore[assignment]
+        cols = {c: getattr(stmt.excluded, c) for c in rows[0] if c not in keys}
+        stmt = stmt.on_conflict_do_update(index_elements=keys, set_=cols) if cols else (
+            stmt.on_conflict_do_nothing(index_elements=keys)
+        )
+        for batch in _batches(rows, 200):
+            conn.execute(stmt, list(batch))
+
+    # -- sources --------------------------------------------------------------------------
+    def upsert_source(self, name: str, kind: str, config: dict[str, Any]) -> None:
+        with self.tx() as c:
+            existing = c.execute(sa.select(t.sources.c.name).where(t.sources.c.name == name)).first()
+            if existing:
+                c.execute(t.sources.update().where(t.sources.c.name == name).values(kind=kind, config=config))
+            else:
+                c.execute(t.sources.insert().values(name=name, kind=kind, config=config))
+
+    def get_source(self, name: str) -> dict[str, Any] | None:
+        with self.engine.connect() as c:
+            row = c.execute(sa.select(t.sources).where(t.sources.c.name == name)).mappings().first()
+            return dict(row) if row else None
+
+    def list_sources(self) -> list[dict[str, Any]]:
+        with self.engine.connect() as c:
+            return [dict(r) for r in c.execute(sa.select(t.sources).order_by(t.sources.c.name)).mappings()]
+
+    def record_listing(self, name: str, count: int | None, *, ok: bool, error: str | None = None,
+                       probe: str | None = None) -> None:
+        now = time.time()
+        values: dict[str, Any] = {"last_listing_at": now, "last_listing_count": count, "last_error": error}
+        if ok:
+            values.update(last_good_listing_at=now, last_good_listing_count=count, last_error=None)
+        if probe is not None:
+            values["probe"] = probe
+        with self.tx() as c:
+            c.execute(t.sources.update().where(t.sources.c.name == name).values(**values))
+
+    # -- documents ------------------------------------------------------------------------
+    def documents(self, source: str | None = None, *, include_deleted: bool = False) -> list[dict[str, Any]]:
+        q = sa.select(t.documents)
+        if source is not None:
+            q = q.where(t.documents.c.source == source)
+        if not include_deleted:
+            q = q.where(t.documents.c.deleted_at.is_(None))
+        with self.engine.connect() as c:
+            return [dict(r) for r in c.execute(q.order_by(t.documents.c.external_id)).mappings()]
+
+    def get_documents(self, doc_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        ids = list(doc_ids)
+        out: dict[str, dict[str, Any]] = {}
+        with self.engine.connect() as c:
+            for batch in _batches(ids):
+                q = sa.select(t.documents).where(t.documents.c.doc_id.in_(batch))
+                out.update({r["doc_id"]: dict(r) for r in c.execute(q).mappings()})
+        return out
+
+    def upsert_documents(self, rows: list[dict[str, Any]]) -> None:
+        with self.tx() as c:
+            self._upsert(c, t.documents, rows)
+
+    def touch_documents(self, doc_ids: Sequence[str], at: float) -> None:
+        with self.tx() as c:
+            for batch in _batches(doc_ids):
+                c.execute(t.documents.update().where(t.documents.c.doc_id.in_(batch)).values(last_seen=at))
+
+    def mark_deleted(self, doc_ids: Sequence[str], at: float) -> None:
+        with self.tx() as c:
+            for batch in _batches(doc_ids):
+                c.execute(t.documents.update().where(t.documents.c.doc_id.in_(batch)).values(deleted_at=at))
+
+    def purge_documents(self, doc_ids: Sequence[str]) -> None:
+        """Remove every trace of deleted documents that lives per document (chunks, DLQ)."""
+        with self.tx() as c:
+            for batch in _batches(doc_ids):
+                c.execute(t.chunks.delete().where(t.chunks.c.doc_id.in_(batch)))
+                c.execute(t.dead_letters.delete().where(t.dead_letters.c.doc_id.in_(batch)))
+
+    def gc_orphan_caches(self) -> dict[str, int]:
+        """Drop content-keyed cache rows whose source content no live document has any more,
+        so a deleted document leaves nothing behind in parses, contexts or embeddings."""
+        live = sa.select(t.documents.c.content_hash).where(
+            t.documents.c.deleted_at.is_(None), t.documents.c.content_hash.is_not(None))
+        out = {}
+        with self.tx() as c:
+            for name, table in (("parses", t.parses), ("contexts", t.contexts),
+                                ("embeddings", t.embeddings)):
+                q = table.delete().where(table.c.content_hash.is_not(None),
+                                         table.c.content_hash.not_in(live))
+                out[name] = c.execute(q).rowcount or 0
+        return out
+
+    # -- parses ---------------------------------------------------------------------------
+    def get_parses(self, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+        keys = list(keys)
+        out: dict[tuple[str, str, str], dict[str, Any]] = {}
+        hashes = sorted({k[0] for k in keys})
+        with self.engine.connect() as c:
+            for batch in _batches(hashes):
+                q = sa.select(t.parses).where(t.parses.c.content_hash.in_(batch))
+                for r in c.execute(q).mappings():
+                    out[(r["content_hash"], r["parse_version"], r["format"])] = dict(r)
+        wanted = set(keys)
+        return {k: v for k, v in out.items() if k in wanted}
+
+    def put_parse(self, row: dict[str, Any]) -> None:
+        with self.tx() as c:
+            self._upsert(c, t.parses, [row])
+
+    # -- chunks ---------------------------------------------------------------------------
+    def chunk_keys(self, doc_ids: Sequence[str], chunk_version: str) -> dict[str, tuple[str, str]]:
+        """doc_id -> (content_hash, parse_version) its current chunks were cut from."""
+        out: dict[str, tuple[str, str]] = {}
+        with self.engine.connect() as c:
+            for batch in _batches(doc_ids):
+                q = (
+                    sa.select(t.chunks.c.doc_id, t.chunks.c.content_hash, t.chunks.c.parse_version)
+                    .where(t.chunks.c.doc_id.in_(batch), t.chunks.c.chunk_version == chunk_version)
+                    .distinct()
+                )
+                out.update({r[0]: (r[1], r[2]) for r in c.execute(q)})
+        return out
+
+    def replace_chunks(self, doc_id: str, chunk_version: str, rows: list[dict[str, Any]]) -> None:
+        with self.tx() as c:
+            c.execute(
+                t.chunks.delete().where(t.chunks.c.doc_id == doc_id, t.chunks.c.chunk_version == chunk_version)
+            )
+            if rows:
+                c.execute(t.chunks.insert(), rows)
+
+    def chunks_for(self, doc_ids: Sequence[str], chunk_version: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        with self.engine.connect() as c:
+            for batch in _batches(doc_ids):
+                q = (
+                    sa.select(t.chunks)
+                    .where(t.chunks.c.doc_id.in_(batch), t.chunks.c.chunk_version == chunk_version)
+                    .order_by(t.chunks.c.doc_id, t.chunks.c.ordinal)
+                )
+                out.extend(dict(r) for r in c.execute(q).mappings())
+        return out
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        with self.engine.connect() as c:
+            for batch in _batches(chunk_ids):
+                q = sa.select(t.chunks).where(t.chunks.c.chunk_id.in_(batch))
+                out.update({r["chunk_id"]: dict(r) for r in c.execute(q).mappings()})
+        return out
+
+    def drop_chunk_versions_except(self, keep: set[str]) -> int:
+        with self.tx() as c:
+            return c.execute(t.chunks.delete().where(t.chunks.c.chunk_version.not_in(keep))).rowcount or 0
+
+    # -- contexts & embeddings (content-keyed caches) --------------------------------------
+    def get_contexts(self, input_hashes: Sequence[str], version: str) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        with self.engine.connect() as c:
+            for batch in _batches(list(input_hashes)):
+                q = sa.select(t.contexts).where(
+                    t.contexts.c.input_hash.in_(batch), t.contexts.c.context_version == version
+                )
+                out.update({r["input_hash"]: dict(r) for r in c.execute(q).mappings()})
+        return out
+
+    def put_contexts(self, rows: list[dict[str, Any]]) -> None:
+        with self.tx() as c:
+            self._upsert(c, t.contexts, rows)
+
+    def get_embeddings(self, text_hashes: Sequence[str], embedder_id: str) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        with self.engine.connect() as c:
+            for batch in _batches(list(text_hashes)):
+                q = sa.select(t.embeddings.c.text_hash, t.embeddings.c.vector).where(
+                    t.embeddings.c.text_hash.in_(batch), t.embeddings.c.embedder_id == embedder_id
+                )
+                out.update({r[0]: r[1] for r in c.execute(q)})
+        return out
+
+    def missing_embeddings(self, text_hashes: Sequence[str], embedder_id: str) -> set[str]:
+        have: set[str] = set()
+        with self.engine.connect() as c:
+            for batch in _batches(list(text_hashes)):
+                q = sa.select(t.embeddings.c.text_hash).where(
+                    t.embeddings.c.text_hash.in_(batch), t.embeddings.c.embedder_id == embedder_id
+                )
+                have.update(r[0] for r in c.execute(q))
+        return set(text_hashes) - have
+
+    def put_embeddings(self, rows: list[dict[str, Any]]) -> None:
+        with self.tx() as c:
+            self._upsert(c, t.embeddings, rows)
+
+    # -- generations & the binding ----------------------------------------------------------
+    def create_generation(self, row: dict[str, Any]) -> int:
+        with self.tx() as c:
+            res = c.execute(t.generations.insert().values(**row))
+            return int(res.inserted_primary_key[0])  # type: ignore[index]
+
+    def get_generation(self, gen_id: int) -> dict[str, Any] | None:
+        with self.engine.connect() as c:
+            row = c.execute(sa.select(t.generations).where(t.generations.c.id == gen_id)).mappings().first()
+            return dict(row) if row else None
+
+    def generations(self, statuses: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        q = sa.select(t.generations).order_by(t.generations.c.id)
+        if statuses is not None:
+            q = q.where(t.generations.c.status.in_(list(statuses)))
+        with self.engine.connect() as c:
+            return [dict(r) for r in c.execute(q).mappings()]
+
+    def update_generation(self, gen_id: int, **values: Any) -> None:
+        with self.tx() as c:
+            c.execute(t.generations.update().where(t.generations.c.id == gen_id).values(**values))
+
+    def get_binding(self, alias: str = "live") -> dict[str, Any] | None:
+        with self.engine.connect() as c:
+            row = c.execute(sa.select(t.bindings).where(t.bindings.c.alias == alias)).mappings().first()
+            return dict(row) if row else None
+
+    def flip_binding(self, generation_id: int, *, alias: str = "live", by: str | None = None,
+                     previous_id: int | None | type[...] = ..., forced: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Point `alias` at `generation_id` in ONE transaction, keeping the old target as previous.
+
+        Generation statuses move in the same transaction: the new one becomes live, the old live
+        one previous, an older previous retired. `previous_id` overrides what is kept as
+        previous (a rollback keeps the generation it rolled back from).
+        """
+        now = time.time()
+        with self.tx() as c:
+            cur = c.execute(
+                sa.select(t.bindings).where(t.bindings.c.alias == alias).with_for_update()
+            ).mappings().first()
+            old = cur["generation_id"] if cur else None
+            prev = old if previous_id is ... else previous_id
+            if old == generation_id and previous_id is ...:
+                raise BindingError(f"generation {generation_id} is already {alias}")
+            if cur:
+                old_prev = cur["previous_generation_id"]
+                c.execute(t.bindings.update().where(t.bindings.c.alias == alias).values(
+                    generation_id=generation_id, previous_generation_id=prev, flipped_at=now,
+                    flipped_by=by, version=cur["version"] + 1))
+                if old_prev is not None and old_prev not in (generation_id, prev):
+                    c.execute(t.generations.update().where(t.generations.c.id == old_prev)
+                              .values(status="retired", retired_at=now))
+            else:
+                c.execute(t.bindings.insert().values(alias=alias, generation_id=generation_id,
+                                                     previous_generation_id=prev, flipped_at=now,
+                                                     flipped_by=by, version=1))
+            if prev is not None:
+                c.execute(t.generations.update().where(t.generations.c.id == prev).values(status="previous"))
+            values: dict[str, Any] = {"status": "live", "promoted_at": now}
+            if forced:
+                values.update(forced_by=forced.get("by"), force_reason=forced.get("reason"))
+            c.execute(t.generations.update().where(t.generations.c.id == generation_id).values(**values))
+            row = c.execute(sa.select(t.bindings).where(t.bindings.c.alias == alias)).mappings().one()
+            return dict(row)
+
+    def bump_binding(self, alias: str = "live") -> None:
+        """Tell readers that the bound generation's published snapshot changed."""
+        with self.tx() as c:
+            c.execute(t.bindings.update().where(t.bindings.c.alias == alias)
+                      .values(version=t.bindings.c.version + 1))
+
+    # -- index state ----------------------------------------------------------------------
+    def index_state(self, generation_id: int, source: str | None = None) -> dict[str, dict[str, Any]]:
+        q = sa.select(t.index_state).where(t.index_state.c.generation_id == generation_id)
+        if source is not None:
+            q = q.where(t.index_state.c.source == source)
+        with self.engine.connect() as c:
+            return {r["doc_id"]: dict(r) for r in c.execute(q).mappings()}
+
+    def set_index_state(self, rows: list[dict[str, Any]]) -> None:
+        with self.tx() as c:
+            self._upsert(c, t.index_state, rows)
+
+    def clear_index_state(self, generation_id: int, doc_ids: Sequence[str]) -> None:
+        with self.tx() as c:
+            for batch in _batches(doc_ids):
+                c.execute(t.index_state.delete().where(
+                    t.index_state.c.generation_id == generation_id, t.index_state.c.doc_id.in_(batch)))
+
+    # -- dead letters & events ------------------------------------------------------------
+    def add_dead_letter(self, *, doc_id: str, source: str, external_id: str, stage: str, reason: str,
+                        error: str, trace: str | None = None, content_hash: str | None = None) -> None:
+        """Record a failure; an unresolved entry for the same doc+stage is replaced, not duplicated."""
+        with self.tx() as c:
+            c.execute(t.dead_letters.delete().where(
+                t.dead_letters.c.doc_id == doc_id, t.dead_letters.c.stage == stage,
+                t.dead_letters.c.resolved_at.is_(None)))
+            c.execute(t.dead_letters.insert().values(
+                doc_id=doc_id, source=source, external_id=external_id, stage=stage, reason=reason,
+                error=error[:4000], trace=(trace or "")[-8000:], content_hash=content_hash, at=time.time()))
+
+    def resolve_dead_letters(self, doc_ids: Sequence[str], stages: Iterable[str] | None = None) -> int:
+        n = 0
+        with self.tx() as c:
+            for batch in _batches(doc_ids):
+                q = t.dead_letters.update().where(
+                    t.dead_letters.c.doc_id.in_(batch), t.dead_letters.c.resolved_at.is_(None))
+                if stages is not None:
+                    q = q.where(t.dead_letters.c.stage.in_(list(stages)))
+                n += c.execute(q.values(resolved_at=time.time())).rowcount or 0
+        return n
+
+    def dead_letters(self, *, source: str | None = None, unresolved: bool = True) -> list[dict[str, Any]]:
+        q = sa.select(t.dead_letters).order_by(t.dead_letters.c.at)
+        if unresolved:
+            q = q.where(t.dead_letters.c.resolved_at.is_(None))
+        if source:
+            q = q.where(t.dead_letters.c.source == source)
+        with self.engine.connect() as c:
+            return [dict(r) for r in c.execute(q).mappings()]
+
+    def add_event(self, kind: str, message: str, *, source: str | None = None,
+                  details: dict[str, Any] | None = None) -> None:
+        with self.tx() as c:
+            c.execute(t.events.insert().values(kind=kind, source=source, message=message,
+                                               details=details or {}, at=time.time()))
+
+    def events(self, kind: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        q = sa.select(t.events).order_by(t.events.c.id.desc()).limit(limit)
+        if kind:
+            q = q.where(t.events.c.kind == kind)
+        with self.engine.connect() as c:
+            return [dict(r) for r in c.execute(q).mappings()]
+
+    def counts(self) -> dict[str, int]:
+        with self.engine.connect() as c:
+            docs = c.execute(sa.select(sa.func.count()).select_from(t.documents)
+                             .where(t.documents.c.deleted_at.is_(None))).scalar_one()
+            dl = c.execute(sa.select(sa.func.count()).select_from(t.dead_letters)
+                           .where(t.dead_letters.c.resolved_at.is_(None))).scalar_one()
+        return {"documents": int(docs), "dead_letters": int(dl)}
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,39 @@
+"""Stage versions of a full stage configuration, chained the way the data flows.
+
+parse -> chunk chain (a parse change re-cuts chunks); contexts and embeddings are keyed by
+content hashes, so their versions depend on their own config only: an embedder change keeps
+every chunk and every contextual prefix, a chunker change keeps every parse.
+Throughput-only knobs (batch size, device, concurrency) never enter a version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connectors.config import StageConfigs
+from connectors.embedder import embedder_id
+from connectors.identity import short_hash, stage_version
+
+__all__ = ["generation_key", "stage_versions", "stage_configs_dump"]
+
+_THROUGHPUT_ONLY = {"embed": {"batch_size", "device"}, "context": {"concurrency"}}
+
+
+def stage_configs_dump(stages: StageConfigs) -> dict[str, Any]:
+    return stages.model_dump(mode="json")
+
+
+def _output_config(stages: StageConfigs, stage: str) -> dict[str, Any]:
+    d = getattr(stages, stage).model_dump(mode="json")
+    return {k: v for k, v in d.items() if k not in _THROUGHPUT_ONLY.get(stage, set())}
+
+
+def stage_versions(stages: StageConfigs) -> dict[str, str]:
+    parse = stage_version("parse", _output_config(stages, "parse"))
+    chunk = stage_version("chunk", {**_output_config(stages, "chunk"), "parse": parse})
+    context = stage_version("context", _output_config(stages, "context"))
+    return {"parse": parse, "chunk": chunk, "context": context, "embed": embedder_id(stages.embed)}
+
+
+def generation_key(versions: dict[str, str]) -> str:
+    return short_hash(versions, 6)

@@ -1,0 +1,181 @@
+"""Eval sets: JSONL files of labelled queries, validated once on load.
+
+One case per line::
+
+    {"id": "q1", "query": "...", "gold": [{"doc": "faq/design.html", "text": "snippet" | null}],
+     "category": "faq-question", "exclude_docs": ["faq/old.html"]}
+
+Labels name a document by its external id (path relative to its source root) plus an optional
+normalised snippet, so they survive re-chunking; chunk ids would not. A malformed file is a
+configuration error: `load_eval_set` refuses it with the file, the line and the problem, because
+a gate judged on a half-read eval set would be worse than no gate.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from connectors.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_CATEGORY",
+    "EvalCase",
+    "Gold",
+    "InvalidCaseError",
+    "load_eval_set",
+    "normalise",
+    "parse_case",
+]
+
+DEFAULT_CATEGORY = "uncategorised"
+
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+
+
+def normalise(text: str) -> str:
+    """Lowercase, fold every run of characters outside ``[0-9a-z]`` to one space, strip.
+
+    This is the one normalisation both labels and retrieved chunk texts go through, so a label
+    matches regardless of punctuation, quotes, markup residue or line breaks. Non-ASCII letters
+    are outside ``[0-9a-z]`` and become spaces too (by design: the spec is ASCII-only). The
+    function is idempotent: ``normalise(normalise(t)) == normalise(t)``.
+    """
+    return _NON_ALNUM.sub(" ", text.lower()).strip()
+
+
+@dataclass(frozen=True)
+class Gold:
+    """One relevant item: a document (external id) and, optionally, a normalised snippet that
+    a retrieved chunk of that document must contain. ``text=None`` means any chunk of the
+    document is relevant."""
+
+    doc: str
+    text: str | None = None
+
+    def satisfied_by(self, doc: str, normalised_text: str) -> bool:
+        """True iff a hit from ``doc`` whose normalised text is ``normalised_text`` satisfies
+        this gold item."""
+        return doc == self.doc and (self.text is None or self.text in normalised_text)
+
+
+@dataclass(frozen=True)
+class EvalCase:
+    """One labelled query. ``gold`` and ``exclude_docs`` are tuples so cases are immutable and
+    hashable; iterate them like lists."""
+
+    id: str
+    query: str
+    gold: tuple[Gold, ...]
+    category: str = DEFAULT_CATEGORY
+    exclude_docs: tuple[str, ...] = ()
+
+
+class InvalidCaseError(ValueError):
+    """One case line is malformed; `load_eval_set` turns it into a located `ConfigError`."""
+
+
+def _nonempty_str(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidCaseError(f"{what} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _parse_gold(raw: Any, index: int) -> Gold:
+    where = f"gold[{index}]"
+    if not isinstance(raw, dict):
+        raise InvalidCaseError(f"{where} must be an object with 'doc' and 'text', got {raw!r}")
+    if "doc" not in raw:
+        raise InvalidCaseError(f"{where} has no 'doc'")
+    doc = _nonempty_str(raw["doc"], f"{where}.doc")
+    text = raw.get("text")
+    if text is None:
+        return Gold(doc=doc, text=None)
+    if not isinstance(text, str):
+        raise InvalidCaseError(f"{where}.text must be a string or null, got {text!r}")
+    norm = normalise(text)
+    if not norm:
+        # An empty snippet would be contained in every chunk; say null if that is meant.
+        raise InvalidCaseError(f"{where}.text {text!r} is empty after normalisation (use null)")
+    return Gold(doc=doc, text=norm)
+
+
+def parse_case(obj: Any) -> EvalCase:
+    """Validate one decoded JSON line and build an `EvalCase`.
+
+    Raises `InvalidCaseError` with the problem (without the location; `load_eval_set` adds it).
+    """
+    if not isinstance(obj, dict):
+        raise InvalidCaseError(f"a case must be a JSON object, got {type(obj).__name__}")
+    if "id" not in obj:
+        raise InvalidCaseError("missing 'id'")
+    case_id = obj["id"]
+    if isinstance(case_id, bool) or not isinstance(case_id, str | int):
+        raise InvalidCaseError(f"'id' must be a string or an integer, got {case_id!r}")
+    case_id = _nonempty_str(str(case_id), "'id'")
+    if "query" not in obj:
+        raise InvalidCaseError("missing 'query'")
+    query = _nonempty_str(obj["query"], "'query'")
+
+    gold_raw = obj.get("gold")
+    if not isinstance(gold_raw, list) or not gold_raw:
+        raise InvalidCaseError(f"'gold' must be a non-empty list, got {gold_raw!r}")
+    gold = tuple(_parse_gold(g, i) for i, g in enumerate(gold_raw))
+    if len(set(gold)) != len(gold):
+        raise InvalidCaseError("'gold' lists the same doc and text twice")
+
+    category = obj.get("category")
+    category = DEFAULT_CATEGORY if category is None else _nonempty_str(category, "'category'")
+
+    excl_raw = obj.get("exclude_docs") or []
+    if not isinstance(excl_raw, list):
+        raise InvalidCaseError(f"'exclude_docs' must be a list of doc ids, got {excl_raw!r}")
+    exclude = tuple(_nonempty_str(d, "'exclude_docs' entry") for d in excl_raw)
+    clash = sorted({g.doc for g in gold} & set(exclude))
+    if clash:
+        raise InvalidCaseError(
+            f"gold doc(s) {clash} are also in 'exclude_docs'; they could never match"
+        )
+    return EvalCase(id=case_id, query=query, gold=gold, category=category, exclude_docs=exclude)
+
+
+def load_eval_set(path: str | Path) -> list[EvalCase]:
+    """Read and validate a JSONL eval set; blank lines are skipped.
+
+    Raises `ConfigError` naming ``file:line`` and the problem for unreadable files, bad JSON,
+    a missing id or query, empty gold, a malformed gold entry or exclude list, a duplicate id,
+    or a file with no cases at all.
+    """
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8-sig").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read eval set: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: eval set is not UTF-8: {exc}") from exc
+
+    cases: list[EvalCase] = []
+    first_line: dict[str, int] = {}
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{p}:{lineno}: bad JSON: {exc.msg} (column {exc.colno})") from exc
+        try:
+            case = parse_case(obj)
+        except InvalidCaseError as exc:
+            raise ConfigError(f"{p}:{lineno}: {exc}") from exc
+        if case.id in first_line:
+            raise ConfigError(
+                f"{p}:{lineno}: duplicate id {case.id!r} (first used on line {first_line[case.id]})"
+            )
+        first_line[case.id] = lineno
+        cases.append(case)
+    if not cases:
+        raise ConfigError(f"{p}: eval set has no cases")
+    return cases

@@ -1,0 +1,262 @@
+"""The promotion gate: compare a candidate generation's eval report with the live one's.
+
+Queries are paired by case id, so the gate sees *which* queries got worse, not only whether a
+mean moved. A candidate is refused when any rule fails:
+
+1. the mean gate metric (default recall@10) drops by more than ``tolerance``;
+2. the mean secondary metric (default mrr@10) drops by more than ``tolerance``;
+3. more than ``max_regressions`` queries have a lower gate-metric value than on live.
+
+Equality at the tolerance passes (a drop of exactly ``tolerance`` is allowed); a per-query
+change smaller than 1e-9 is float noise, neither a regression nor an improvement. Every refusal
+carries human sentences naming the rule and the numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from connectors.errors import ConfigError, GateRefused
+from evals.metrics import METRIC_NAMES
+from evals.runner import EvalReport
+
+__all__ = [
+    "EPSILON",
+    "NO_LIVE_REASON",
+    "GateReport",
+    "compare",
+    "first_generation_report",
+    "format_gate",
+]
+
+EPSILON = 1e-9
+NO_LIVE_REASON = "no live generation to compare with"
+_ROUND = 6
+
+
+def _r(x: float) -> float:
+    return round(x, _ROUND)
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """The gate's verdict and the evidence for it. ``regressed`` / ``improved`` hold
+    ``{"id", "category", "query", "live", "candidate", "delta"}`` for the gate metric, worst
+    (or best) first."""
+
+    passed: bool
+    metric: str
+    secondary: str | None
+    tolerance: float
+    max_regressions: int
+    cases: int
+    live: dict[str, float]
+    candidate: dict[str, float]
+    delta: dict[str, float]
+    regressed: list[dict[str, Any]] = field(default_factory=list)
+    improved: list[dict[str, Any]] = field(default_factory=list)
+    by_category: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-serialisable dict, stored with the generation and returned by `promote`."""
+        return {
+            "passed": self.passed,
+            "metric": self.metric,
+            "secondary": self.secondary,
+            "tolerance": self.tolerance,
+            "max_regressions": self.max_regressions,
+            "cases": self.cases,
+            "live": {k: _r(v) for k, v in self.live.items()},
+            "candidate": {k: _r(v) for k, v in self.candidate.items()},
+            "delta": {k: _r(v) for k, v in self.delta.items()},
+            "regressed": [dict(q) for q in self.regressed],
+            "improved": [dict(q) for q in self.improved],
+            "by_category": self.by_category,
+            "reasons": list(self.reasons),
+        }
+
+    def raise_if_refused(self) -> None:
+        """Raise `GateRefused` (carrying this report as JSON) when the candidate failed."""
+        if not self.passed:
+            raise GateRefused("; ".join(self.reasons), report=self.to_json())
+
+
+def _check_metric(name: str, what: str) -> None:
+    if name not in METRIC_NAMES:
+        raise ConfigError(f"gate {what} {name!r} is not one of {', '.join(METRIC_NAMES)}")
+
+
+def _paired_ids(live: EvalReport, candidate: EvalReport) -> list[str]:
+    """Case ids in live order; raise `ConfigError` unless both reports judged the same cases."""
+    live_ids = [c.id for c in live.per_case]
+    cand_by_id = {c.id: c for c in candidate.per_case}
+    missing = sorted(set(live_ids) - cand_by_id.keys())
+    extra = sorted(cand_by_id.keys() - set(live_ids))
+    if missing or extra:
+        raise ConfigError(
+            "live and candidate eval reports cover different cases "
+            f"({len(missing)} only on live, e.g. {missing[:3]}; "
+            f"{len(extra)} only on candidate, e.g. {extra[:3]}); run the same eval set on both"
+        )
+    for c in live.per_case:
+        other = cand_by_id[c.id]
+        if c.query != other.query or c.category != other.category:
+            raise ConfigError(
+                f"case {c.id!r} differs between live and candidate eval reports "
+                "(query or category changed); run the same eval set on both"
+            )
+    return live_ids
+
+
+def _flip(case_id: str, category: str, query: str, live: float, cand: float) -> dict[str, Any]:
+    return {
+        "id": case_id,
+        "category": category,
+        "query": query,
+        "live": _r(live),
+        "candidate": _r(cand),
+        "delta": _r(cand - live),
+    }
+
+
+def _category_sides(live: EvalReport, candidate: EvalReport) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for cat, lv in live.by_category.items():
+        cv = candidate.by_category[cat]
+        out[cat] = {
+            "cases": lv["cases"],
+            "live": {m: _r(float(lv[m])) for m in METRIC_NAMES},
+            "candidate": {m: _r(float(cv[m])) for m in METRIC_NAMES},
+            "delta": {m: _r(float(cv[m]) - float(lv[m])) for m in METRIC_NAMES},
+        }
+    return out
+
+
+def compare(
+    live: EvalReport,
+    candidate: EvalReport,
+    metric: str = "recall@10",
+    secondary: str | None = "mrr@10",
+    tolerance: float = 0.01,
+    max_regressions: int = 2,
+) -> GateReport:
+    """Judge ``candidate`` against ``live`` (see the module docstring for the rules).
+
+    Raises `ConfigError` for an unknown metric, a negative tolerance or regression budget, or
+    reports that do not cover the same cases.
+    """
+    _check_metric(metric, "metric")
+    if secondary is not None:
+        _check_metric(secondary, "secondary metric")
+    if tolerance < 0:
+        raise ConfigError(f"gate tolerance must be >= 0, got {tolerance}")
+    if max_regressions < 0:
+        raise ConfigError(f"gate max_regressions must be >= 0, got {max_regressions}")
+
+    ids = _paired_ids(live, candidate)
+    cand_by_id = {c.id: c for c in candidate.per_case}
+    regressed, improved = [], []
+    for lc in live.per_case:
+        lv, cv = lc.values[metric], cand_by_id[lc.id].values[metric]
+        if cv < lv - EPSILON:
+            regressed.append(_flip(lc.id, lc.category, lc.query, lv, cv))
+        elif cv > lv + EPSILON:
+            improved.append(_flip(lc.id, lc.category, lc.query, lv, cv))
+    regressed.sort(key=lambda q: (q["delta"], q["id"]))
+    improved.sort(key=lambda q: (-q["delta"], q["id"]))
+
+    delta = {m: candidate.metrics[m] - live.metrics[m] for m in METRIC_NAMES}
+    reasons: list[str] = []
+    for name in (metric, secondary):
+        if name is not None and -delta[name] > tolerance + EPSILON:
+            reasons.append(
+                f"{name} fell by {-delta[name]:.4f} ({live.metrics[name]:.4f} -> "
+                f"{candidate.metrics[name]:.4f}), more than the tolerance {tolerance:g}"
+            )
+    if len(regressed) > max_regressions:
+        reasons.append(
+            f"{len(regressed)} of {len(ids)} queries regressed on {metric}, "
+            f"more than the {max_regressions} allowed"
+        )
+    passed = not reasons
+    if passed:
+        moves = [
+            f"{name} {live.metrics[name]:.4f} -> {candidate.metrics[name]:.4f} "
+            f"({delta[name]:+.4f}, tolerance {tolerance:g})"
+            for name in (metric, secondary)
+            if name is not None
+        ]
+        reasons.append(
+            "; ".join(moves) + f"; {len(regressed)} of {len(ids)} queries regressed "
+            f"(at most {max_regressions} allowed), {len(improved)} improved"
+        )
+    return GateReport(
+        passed=passed,
+        metric=metric,
+        secondary=secondary,
+        tolerance=tolerance,
+        max_regressions=max_regressions,
+        cases=len(ids),
+        live=dict(live.metrics),
+        candidate=dict(candidate.metrics),
+        delta=delta,
+        regressed=regressed,
+        improved=improved,
+        by_category=_category_sides(live, candidate),
+        reasons=reasons,
+    )
+
+
+def first_generation_report(
+    candidate: EvalReport | None = None,
+    metric: str = "recall@10",
+    secondary: str | None = "mrr@10",
+    tolerance: float = 0.01,
+    max_regressions: int = 2,
+) -> GateReport:
+    """The verdict when nothing is live yet: the first generation passes. Its own eval
+    metrics, when given, are recorded as ``candidate``; ``live`` and ``delta`` are empty."""
+    return GateReport(
+        passed=True,
+        metric=metric,
+        secondary=secondary,
+        tolerance=tolerance,
+        max_regressions=max_regressions,
+        cases=candidate.cases if candidate else 0,
+        live={},
+        candidate=dict(candidate.metrics) if candidate else {},
+        delta={},
+        by_category={
+            cat: {"cases": v["cases"], "candidate": {m: _r(float(v[m])) for m in METRIC_NAMES}}
+            for cat, v in candidate.by_category.items()
+        }
+        if candidate
+        else {},
+        reasons=[NO_LIVE_REASON],
+    )
+
+
+def format_gate(report: GateReport, max_listed: int = 10) -> str:
+    """A human summary for `bindery promote`: verdict, reasons, metric table, flipped queries."""
+    lines = [f"gate: {'PASSED' if report.passed else 'REFUSED'}"]
+    lines += [f"  - {r}" for r in report.reasons]
+    if report.live:
+        name_w = max(len(m) for m in METRIC_NAMES)
+        lines.append(f"  {'metric'.ljust(name_w)}  {'live':>8}  {'candidate':>9}  {'delta':>8}")
+        for m in METRIC_NAMES:
+            lines.append(
+                f"  {m.ljust(name_w)}  {report.live[m]:8.4f}  {report.candidate[m]:9.4f}"
+                f"  {report.delta[m]:+8.4f}"
+            )
+    for title, flips in (("regressed", report.regressed), ("improved", report.improved)):
+        if flips:
+            lines.append(f"  {title} on {report.metric} ({len(flips)}):")
+            lines += [
+                f"    {q['id']}: {q['live']:.4f} -> {q['candidate']:.4f}  {q['query'][:60]}"
+                for q in flips[:max_listed]
+            ]
+            if len(flips) > max_listed:
+                lines.append(f"    ... and {len(flips) - max_listed} more")
+    return "\n".join(lines)

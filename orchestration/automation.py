@@ -1,0 +1,74 @@
+"""Sensors and schedules: sync a source when it changed, reconcile everything periodically.
+
+The sensor keeps the dynamic `sources` partitions equal to the configured sources (adding and
+removing them as the configuration changes), probes each source cheaply (folder: paths, mtimes
+and sizes; S3: keys and ETags) and requests a sync only for sources whose fingerprint moved
+since the cursor. A probe that fails is skipped and reported; it never requests a sync that
+could delete on bad evidence.
+"""
+
+
+import json
+
+import dagster as dg
+
+from assets.pipeline import SOURCES
+from assets.resource import BinderyResource
+from connectors.errors import SourceError
+from connectors.sources import make_source
+from orchestration.jobs import sync_job
+
+
+def partition_requests(instance: dg.DagsterInstance, configured: list[str]) -> list[object]:
+    existing = set(instance.get_dynamic_partitions(SOURCES.name or "sources"))
+    reqs: list[object] = []
+    add = sorted(set(configured) - existing)
+    remove = sorted(existing - set(configured))
+    if add:
+        reqs.append(SOURCES.build_add_request(add))
+    if remove:
+        reqs.append(dg.DeleteDynamicPartitionsRequest(partitions_def_name="sources", partition_keys=remove))
+    return reqs
+
+
+def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
+    @dg.sensor(job=sync_job, minimum_interval_seconds=interval,
+               default_status=dg.DefaultSensorStatus.RUNNING if default_on else dg.DefaultSensorStatus.STOPPED,
+               description="Requests a sync for each source whose listing fingerprint changed.")
+    def source_change_sensor(context: dg.SensorEvaluationContext, bindery: BinderyResource) -> dg.SensorResult:
+        cfg = bindery.config
+        cursor = json.loads(context.cursor) if context.cursor else {}
+        runs, skipped = [], []
+        for s in cfg.sources:
+            try:
+                fp = make_source(s).probe()
+            except SourceError as e:
+                skipped.append(dg.SkipReason(f"{s.name}: {e}"))
+                context.log.warning(f"probe of {s.name} failed: {e}")
+                continue
+            if cursor.get(s.name) != fp:
+                runs.append(dg.RunRequest(partition_key=s.name, run_key=f"{s.name}:{fp}",
+                                          tags={"bindery/trigger": "sensor"}))
+                cursor[s.name] = fp
+        return dg.SensorResult(
+            run_requests=runs, cursor=json.dumps(cursor, sort_keys=True),
+            dynamic_partitions_requests=partition_requests(context.instance, [s.name for s in cfg.sources]),
+            skip_reason=skipped[0] if skipped and not runs else None,
+        )
+
+    return source_change_sensor
+
+
+def build_schedule(default_on: bool, cron: str) -> dg.ScheduleDefinition:
+    @dg.schedule(job=sync_job, cron_schedule=cron,
+                 default_status=dg.DefaultScheduleStatus.RUNNING if default_on else dg.DefaultScheduleStatus.STOPPED,
+                 description="Full reconciliation of every configured source.")
+    def reconcile_schedule(context: dg.ScheduleEvaluationContext, bindery: BinderyResource) -> list[dg.RunRequest]:
+        names = [s.name for s in bindery.config.sources]
+        existing = set(context.instance.get_dynamic_partitions("sources"))
+        missing = [n for n in names if n not in existing]
+        if missing:
+            context.instance.add_dynamic_partitions("sources", missing)
+        return [dg.RunRequest(partition_key=n, tags={"bindery/trigger": "schedule"}) for n in names]
+
+    return reconcile_schedule

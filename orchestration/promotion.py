@@ -1,0 +1,76 @@
+"""The generation-level assets: judge the candidate, then flip the binding.
+
+    vector_index + keyword_index (all sources) -> generation_eval [check eval_gate, blocking]
+      -> index_binding
+
+`generation_eval` runs the eval set on live and candidate and stores the paired report on the
+candidate. The blocking `eval_gate` check fails when the gate refuses, so `index_binding` (the
+flip) does not run. A forced promotion passes the check with who and why recorded.
+"""
+
+
+from typing import Any
+
+import dagster as dg
+
+from assets.resource import BinderyResource
+from connectors.errors import GateRefused
+from evals.gate import format_gate
+from evals.promotion import candidate_row, judge, promote
+
+GROUP = "generations"
+
+
+class PromotionConfig(dg.Config):
+    candidate: int | None = None  # generation id; default: the newest building one
+    force: bool = False
+    reason: str | None = None
+    forced_by: str | None = None
+
+
+@dg.asset(group_name=GROUP, deps=["vector_index", "keyword_index"], kinds={"python"},
+          check_specs=[dg.AssetCheckSpec("eval_gate", asset="generation_eval", blocking=True,
+                                         description="Refuses a candidate that is worse than live on the eval set")],
+          description="Eval set run on live and candidate, compared paired per query.")
+def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
+                    bindery: BinderyResource):  # type: ignore[no-untyped-def]
+    rt = bindery.runtime
+    cand = candidate_row(rt.store, config.candidate)
+    report = judge(rt.cfg, rt.store, cand)
+    verdict = report.to_json()
+    meta: dict[str, Any] = {"candidate": cand["name"], "passed": verdict["passed"],
+                            "report": dg.MetadataValue.json(verdict),
+                            "summary": dg.MetadataValue.md(f"```\n{format_gate(report)}\n```")}
+    for side in ("live", "candidate"):
+        for m, v in (verdict.get(side) or {}).items():
+            meta[f"{side}_{m}"] = float(v)
+    yield dg.MaterializeResult(metadata=meta)
+    forced = config.force and not verdict["passed"]
+    if forced and not config.reason:
+        raise dg.Failure("a forced promotion needs a reason")
+    yield dg.AssetCheckResult(
+        passed=verdict["passed"] or forced,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=("FORCED by {}: {}".format(config.forced_by or "operator", config.reason) if forced
+                     else "; ".join(verdict["reasons"])),
+        metadata={"regressed": len(verdict.get("regressed", [])), "improved": len(verdict.get("improved", []))},
+    )
+
+
+@dg.asset(group_name=GROUP, deps=[generation_eval], kinds={"python"},
+          description="The live binding: one transaction moves generation, indexes and embedder id together.")
+def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig,
+                  bindery: BinderyResource) -> dg.MaterializeResult:
+    rt = bindery.runtime
+    cand = candidate_row(rt.store, config.candidate)
+    verdict = cand.get("eval_report") or {}
+    try:
+        out = promote(rt.cfg, rt.store, candidate_id=cand["id"], force=config.force, reason=config.reason,
+                      by=config.forced_by or f"dagster-run:{context.run_id[:8]}", verdict=verdict)
+    except GateRefused as e:
+        raise dg.Failure(str(e), metadata={"report": dg.MetadataValue.json(e.report)}) from e
+    return dg.MaterializeResult(metadata={"live": out["live"], "previous": out["previous"] or -1,
+                                          "forced": out["forced"]})
+
+
+PROMOTION_ASSETS = [generation_eval, index_binding]

@@ -1,0 +1,114 @@
+"""Launch Bindery's Dagster jobs from the CLI and read back what each stage reported.
+
+The CLI runs the *same* jobs the UI runs, in-process, against the persistent instance, so every
+CLI run appears in the UI's run history with its materialisations and checks.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+
+from connectors.config import BinderyConfig
+from orchestration.automation import partition_requests
+from orchestration.definitions import build_definitions
+from orchestration.instance import get_instance
+
+
+@dataclass
+class RunOutcome:
+    job: str
+    partition: str | None
+    success: bool
+    run_id: str
+    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)  # asset -> metadata values
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    error: str | None = None
+
+
+def _value(v: Any) -> Any:
+    return getattr(v, "value", v)
+
+
+def _first_error(result: dg.ExecuteInProcessResult) -> str | None:
+    """The most useful one-line reason a run failed: a failed blocking check's description,
+    else the innermost non-Dagster exception of the first failed step."""
+    for ev in result.all_events:
+        if ev.event_type_value == "ASSET_CHECK_EVALUATION":
+            data = ev.event_specific_data
+            if data is not None and not data.passed and data.severity == dg.AssetCheckSeverity.ERROR:
+                return f"blocking check {data.check_name} failed: {data.description}"
+    for ev in result.all_events:
+        if ev.event_type_value == "STEP_FAILURE" and ev.step_failure_data:
+            err = ev.step_failure_data.error
+            while err is not None and err.cause is not None and "dagster" in (err.cls_name or "").lower():
+                err = err.cause
+            if err is not None:
+                return err.message.strip().splitlines()[0] if err.message else err.cls_name
+    return None
+
+
+@contextmanager
+def source_lock(cfg: BinderyConfig, name: str) -> Iterator[None]:
+    """CLI-launched runs of one source never overlap (the UI's queue enforces the same)."""
+    path = cfg.data_path / "locks" / f"source-{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class Runner:
+    def __init__(self, cfg: BinderyConfig):
+        self.cfg = cfg
+        assert cfg.config_path, "the CLI loads configuration from a file"
+        self.instance = get_instance(cfg)
+        self.defs = build_definitions(cfg.config_path)
+        self._sync_partitions()
+
+    def _sync_partitions(self) -> None:
+        for req in partition_requests(self.instance, [s.name for s in self.cfg.sources]):
+            if isinstance(req, dg.AddDynamicPartitionsRequest):
+                self.instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
+            elif isinstance(req, dg.DeleteDynamicPartitionsRequest):
+                for key in req.partition_keys:
+                    self.instance.delete_dynamic_partition(req.partitions_def_name, key)
+
+    def run(self, job_name: str, *, partition: str | None = None, run_config: dict[str, Any] | None = None,
+            tags: dict[str, str] | None = None) -> RunOutcome:
+        job = self.defs.resolve_job_def(job_name)
+        result = job.execute_in_process(instance=self.instance, partition_key=partition, run_config=run_config,
+                                        tags={"bindery/launched-by": "cli", **(tags or {})}, raise_on_error=False)
+        out = RunOutcome(job_name, partition, result.success, result.run_id)
+        for ev in result.get_asset_materialization_events():
+            mat = getattr(ev.event_specific_data, "materialization", None)
+            if mat is not None:
+                out.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
+        for ev in result.all_events:
+            if ev.event_type_value == "ASSET_CHECK_EVALUATION" and ev.event_specific_data is not None:
+                d = ev.event_specific_data
+                out.checks[d.check_name] = {"passed": d.passed, "severity": d.severity.value,
+                                            "description": d.description,
+                                            "metadata": {k: _value(v) for k, v in d.metadata.items()}}
+        if not result.success:
+            out.error = _first_error(result) or "run failed (see the Dagster UI for the run log)"
+        return out
+
+    def run_sources(self, job_name: str, sources: list[str], *, allow_mass_delete: bool = False,
+                    tags: dict[str, str] | None = None) -> tuple[list[RunOutcome], float]:
+        started = time.perf_counter()
+        outcomes = []
+        cfg = {"ops": {"source_listing": {"config": {"allow_mass_delete": allow_mass_delete}}}}
+        for name in sources:
+            with source_lock(self.cfg, name):
+                outcomes.append(self.run(job_name, partition=name, run_config=cfg, tags=tags))
+        return outcomes, time.perf_counter() - started

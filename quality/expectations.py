@@ -1,0 +1,108 @@
+"""Great Expectations suite over the per-document parse metrics of one batch.
+
+`validate_batch(rows, thresholds)` builds an ephemeral GX context (no files, no network),
+loads the rows into a pandas DataFrame and checks, per metric, that "most" documents are within
+the source's limits. `mostly = 1 - max_failure_share`: a handful of odd documents (a scan of a
+photo, a table-only spreadsheet export) passes; a systematic failure (every page empty because
+OCR is missing, mojibake from a wrong encoding) does not. A result also says `warn` when its
+failing share exceeds `warn_failure_share`, and names the documents that failed.
+
+GX takes seconds to import, so it is imported inside the function, never at module import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connectors.config import ParseQualityThresholds
+
+__all__ = ["DEFAULT_MAX_EMPTY_PAGE_SHARE", "expectation_specs", "validate_batch"]
+
+# ParseQualityThresholds has no field for this yet; a document with more than half of its
+# pages empty is almost always an unOCRed scan or a broken text layer.
+DEFAULT_MAX_EMPTY_PAGE_SHARE = 0.5
+
+
+def expectation_specs(t: ParseQualityThresholds) -> list[tuple[str, dict[str, Any]]]:
+    """(column, {min_value | max_value}) pairs checked for every document."""
+    max_empty = getattr(t, "max_empty_page_share", DEFAULT_MAX_EMPTY_PAGE_SHARE)
+    return [
+        ("alnum_share", {"min_value": t.min_alnum_share}),
+        ("word_share", {"min_value": t.min_word_share}),
+        ("chars_per_page", {"min_value": t.min_chars_per_page}),
+        ("empty_page_share", {"max_value": max_empty}),
+        ("repeated_line_share", {"max_value": t.max_repeated_line_share}),
+    ]
+
+
+def _context():  # GX types are imported lazily
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    return gx, context
+
+
+def validate_batch(
+    metrics_rows: list[dict[str, Any]],
+    thresholds: ParseQualityThresholds | None = None,
+    *,
+    id_column: str = "doc",
+) -> dict[str, Any]:
+    """Validate per-document metric rows (each with an `id_column` naming the document).
+
+    Returns {"success", "warn", "documents", "results": [{"expectation", "column", "success",
+    "warn", "unexpected_share", "unexpected_docs", ...}]}.
+    """
+    t = thresholds or ParseQualityThresholds()
+    specs = expectation_specs(t)
+    if not metrics_rows:
+        return {"success": True, "warn": False, "documents": 0, "results": []}
+    import pandas as pd
+
+    columns = [id_column] + [c for c, _ in specs]
+    df = pd.DataFrame([{c: row.get(c) for c in columns} for row in metrics_rows])
+    df[id_column] = df[id_column].astype(str)
+    for column, _ in specs:
+        df[column] = pd.to_numeric(df[column], errors="coerce")
+    gx, context = _context()
+    asset = context.data_sources.add_pandas("bindery").add_dataframe_asset("parse_metrics")
+    batch = asset.add_batch_definition_whole_dataframe("batch").get_batch(
+        batch_parameters={"dataframe": df}
+    )
+    suite = gx.ExpectationSuite(name="parse_quality")
+    mostly = max(0.0, 1.0 - t.max_failure_share)
+    for column, bounds in specs:
+        suite.add_expectation(
+            gx.expectations.ExpectColumnValuesToBeBetween(column=column, mostly=mostly, **bounds)
+        )
+    run = batch.validate(
+        suite,
+        result_format={"result_format": "COMPLETE", "unexpected_index_column_names": [id_column]},
+    )
+    results = []
+    for er in run.results:
+        kwargs = er.expectation_config.kwargs
+        res = er.result or {}
+        share = (res.get("unexpected_percent") or 0.0) / 100
+        docs = [str(item.get(id_column)) for item in res.get("unexpected_index_list") or []]
+        results.append(
+            {
+                "expectation": er.expectation_config.type,
+                "column": kwargs.get("column"),
+                "min_value": kwargs.get("min_value"),
+                "max_value": kwargs.get("max_value"),
+                "mostly": kwargs.get("mostly"),
+                "success": bool(er.success),
+                "warn": share > t.warn_failure_share,
+                "unexpected_share": round(share, 4),
+                "unexpected_docs": docs,
+            }
+        )
+    return {
+        "success": all(r["success"] for r in results),
+        "warn": any(r["warn"] for r in results),
+        "documents": len(df),
+        "results": results,
+    }

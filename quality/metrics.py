@@ -1,0 +1,123 @@
+"""Parse-quality metrics: cheap numbers that expose a bad parse without reading it.
+
+A good text layer is mostly letters and digits, mostly word-shaped tokens, and fills its pages.
+Typical failures have signatures: a scan indexed without OCR → empty pages; OCR of a picture or
+a font without a Unicode map → low `word_share` / `alnum_share`; unstripped running headers →
+high `repeated_line_share`. Everything here is pure Python over the extracted text (no models),
+so computing it costs far less than the parse itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from statistics import fmean
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assets.parsing.types import ParseResult
+
+__all__ = ["EMPTY_PAGE_CHARS", "document_metrics", "page_metrics", "word_share"]
+
+EMPTY_PAGE_CHARS = 20  # a page with fewer extracted characters counts as empty
+REPEAT_MIN = 10  # shorter lines ("Day 3", "Notes") may legitimately repeat
+
+# Short English function words that fail the "2–20 letters with a vowel" shape test or are
+# too short to trust on their own; hits count as words.
+_STOPWORDS = frozenset(
+    {"a", "i", "o", "by", "my", "hm", "mr", "ms", "dr", "st", "nd", "rd", "th", "vs", "pp", "cf"}
+)
+_VOWELS = frozenset("aeiouyAEIOUY")
+_TOKEN = re.compile(r"\S+")
+_EDGE_PUNCT = "\"'`.,;:!?()[]{}<>«»“”‘’*_~|/\\-–—…"
+_NUMERIC = re.compile(r"^[\d.,:/%+\-−$€£¥#]+$")
+_STRUCTURAL = {"table", "code"}
+
+
+def _is_word(tok: str) -> bool:
+    core = tok.replace("-", "").replace("'", "").replace("\u2019", "")
+    if not core.isalpha():
+        return False
+    if not core.isascii():
+        return True  # accented Latin or another script: alphabetic is good enough
+    if core.lower() in _STOPWORDS:
+        return True
+    return 2 <= len(core) <= 20 and any(ch in _VOWELS for ch in core)
+
+
+def _tokens(text: str) -> tuple[int, int]:
+    """(word-like tokens, tokens counted); purely numeric tokens are neutral and not counted."""
+    words = counted = 0
+    for raw in _TOKEN.findall(text):
+        tok = raw.strip(_EDGE_PUNCT)
+        if not tok or _NUMERIC.match(tok):
+            continue
+        counted += 1
+        words += _is_word(tok)
+    return words, counted
+
+
+def word_share(text: str) -> float:
+    """Share of non-numeric tokens that look like words (0.0 when there are none)."""
+    words, counted = _tokens(text)
+    return words / counted if counted else 0.0
+
+
+def page_metrics(text: str) -> dict[str, Any]:
+    """Metrics of one page (or one unpaginated document) of extracted text."""
+    visible = sum(1 for ch in text if not ch.isspace())
+    alnum = sum(1 for ch in text if ch.isalnum())
+    words, counted = _tokens(text)
+    return {
+        "chars": len(text),
+        "alnum_share": round(alnum / visible, 4) if visible else 0.0,
+        "word_share": round(words / counted, 4) if counted else 0.0,
+        "tokens": counted,
+    }
+
+
+def _repeated_line_share(lines: list[str]) -> float:
+    keys = [
+        re.sub(r"\d+", "#", ln.strip().lower()) for ln in lines if len(ln.strip()) >= REPEAT_MIN
+    ]
+    if len(keys) < 2:
+        return 0.0
+    return round((len(keys) - len(set(keys))) / len(keys), 4)
+
+
+def document_metrics(result: ParseResult, n_bytes: int) -> dict[str, Any]:
+    """Document-level metrics from a finished ParseResult and the size of its source bytes.
+
+    Paginated documents (PDF) are measured per page from `result.page_metrics`; every other
+    format counts as a single page.
+    """
+    text = "\n\n".join(b.text for b in result.blocks)
+    prose_lines = [
+        ln for b in result.blocks if b.kind not in _STRUCTURAL for ln in b.text.split("\n")
+    ]
+    base = page_metrics(text)
+    pages = result.page_metrics
+    n_pages = len(pages) or 1
+    if pages:
+        empty = sum(1 for p in pages if p.get("chars", 0) < EMPTY_PAGE_CHARS)
+    else:
+        empty = int(base["chars"] < EMPTY_PAGE_CHARS)
+    routes = Counter(p.get("route", "text") for p in pages)
+    confidences = [p["ocr_confidence"] for p in pages if p.get("ocr_confidence") is not None]
+    kinds = Counter(b.kind for b in result.blocks)
+    return {
+        "chars": base["chars"],
+        "pages": n_pages,
+        "chars_per_page": round(base["chars"] / n_pages, 1),
+        "chars_per_mb": round(base["chars"] / (n_bytes / 1e6), 1) if n_bytes else 0.0,
+        "alnum_share": base["alnum_share"],
+        "word_share": base["word_share"],
+        "empty_page_share": round(empty / n_pages, 4),
+        "repeated_line_share": _repeated_line_share(prose_lines),
+        "ocr_pages": routes.get("ocr", 0),
+        "ocr_confidence": round(fmean(confidences), 2) if confidences else None,
+        "routes": dict(routes),
+        "blocks": len(result.blocks),
+        "headings": kinds.get("heading", 0) + kinds.get("title", 0),
+        "tables": kinds.get("table", 0),
+    }

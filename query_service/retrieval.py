@@ -1,0 +1,263 @@
+"""Hybrid retrieval over whatever the binding says is live.
+
+`LiveRetriever` follows the `bindings` row: a background poll notices a new version (a flip, a
+rollback, or a newly published snapshot of the live generation) and opens the new readers
+*beside* the old ones, then swaps one reference. A request takes that reference once at its
+start, so it finishes on the generation it started on; the old readers close when their last
+request ends. `GenerationRetriever` serves one fixed generation (the eval gate uses it for
+candidates).
+
+Retrieval: dense (Qdrant) and BM25 (tantivy) over-retrieve `candidates` each, in parallel,
+with the same filters; reciprocal rank fusion; an optional score floor.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from connectors.config import BinderyConfig, EmbedConfig
+from connectors.embedder import Embedder
+from connectors.errors import BindingError, QueryError
+from connectors.generations import IndexPair, open_reader
+from connectors.indexes.base import Filters
+from connectors.store import DocumentStore
+from query_service.fusion import rrf
+
+__all__ = ["GenerationRetriever", "Hit", "LiveRetriever", "SearchResult"]
+
+_EMBEDDERS: dict[str, Embedder] = {}
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="retrieve")
+
+
+@dataclass
+class Hit:
+    chunk_id: str
+    doc: str  # external id: path relative to the source root
+    source: str
+    score: float
+    text: str
+    heading_path: list[str]
+    page: int | None
+    uri: str | None
+    ranks: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"chunk_id": self.chunk_id, "doc": self.doc, "source": self.source, "score": self.score,
+                "text": self.text, "heading_path": self.heading_path, "page": self.page, "uri": self.uri,
+                "ranks": self.ranks}
+
+
+@dataclass
+class SearchResult:
+    generation: dict[str, Any]
+    hits: list[Hit]
+    trace: dict[str, Any] = field(default_factory=dict)
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"generation": self.generation["id"], "generation_name": self.generation["name"],
+               "hits": [h.to_json() for h in self.hits], "trace": self.trace}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+def _embedder_for(gen: dict[str, Any]) -> Embedder:
+    """The query embedder recorded with the generation; a different id is a hard error."""
+    key = gen["embedder_id"]
+    if key not in _EMBEDDERS:
+        emb = Embedder(EmbedConfig.model_validate(gen["stage_configs"]["embed"]))
+        emb.check(gen["embedder_id"])
+        _EMBEDDERS[key] = emb
+    return _EMBEDDERS[key]
+
+
+class _Served:
+    """One generation's open readers plus a count of requests using them."""
+
+    def __init__(self, cfg: BinderyConfig, gen: dict[str, Any], version: int | None):
+        self.gen = gen
+        self.version = version
+        self.embedder = _embedder_for(gen)
+        self.pair: IndexPair = open_reader(cfg, gen)
+        self._users = 0
+        self._retired = False
+        self._lock = threading.Lock()
+
+    def acquire(self) -> bool:
+        with self._lock:
+            if self._retired:
+                return False
+            self._users += 1
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            close = self._retired and self._users == 0
+        if close:
+            self.pair.close()
+
+    def retire(self) -> None:
+        with self._lock:
+            self._retired = True
+            close = self._users == 0
+        if close:
+            self.pair.close()
+
+    def search(self, query: str, k: int, filters: Filters, qcfg: Any) -> SearchResult:
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+
+        def dense() -> list[Any]:
+            s = time.perf_counter()
+            vec = self.embedder.embed_query(query)
+            timings["embed_ms"] = (time.perf_counter() - s) * 1000
+            s = time.perf_counter()
+            out = self.pair.vector.search(vec, qcfg.candidates, filters)
+            timings["dense_ms"] = (time.perf_counter() - s) * 1000
+            return out
+
+        def sparse() -> list[Any]:
+            s = time.perf_counter()
+            out = self.pair.keyword.search(query, qcfg.candidates, filters)
+            timings["sparse_ms"] = (time.perf_counter() - s) * 1000
+            return out
+
+        fd, fs = _POOL.submit(dense), _POOL.submit(sparse)
+        dense_hits, sparse_hits = fd.result(), fs.result()
+        fused = rrf({"dense": [h.chunk_id for h in dense_hits], "sparse": [h.chunk_id for h in sparse_hits]},
+                    k=qcfg.rrf_k)
+        reason = None
+        if qcfg.score_floor > 0:
+            kept = [f for f in fused if f.score >= qcfg.score_floor]
+            if fused and not kept:
+                reason = f"no result above the score floor {qcfg.score_floor}"
+            fused = kept
+        fused = fused[:k]
+        payloads = self.pair.vector.payloads([f.chunk_id for f in fused])  # type: ignore[attr-defined]
+        hits = []
+        for f in fused:
+            p = payloads.get(f.chunk_id)
+            if p is None:  # present in one index only: never serve a chunk we cannot show
+                continue
+            hits.append(Hit(f.chunk_id, p["external_id"], p["source"], round(f.score, 6), p["display_text"],
+                            list(p.get("heading_path") or []), p.get("page"), p.get("uri"), f.ranks))
+        if not hits and reason is None:
+            reason = "no matching chunks"
+        timings["total_ms"] = (time.perf_counter() - t0) * 1000
+        trace = {
+            "dense": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in dense_hits[:k]],
+            "sparse": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in sparse_hits[:k]],
+            "binding": {"generation": self.gen["id"], "name": self.gen["name"], "version": self.version,
+                        "embedder_id": self.gen["embedder_id"]},
+            "timings": {k_: round(v, 2) for k_, v in timings.items()},
+        }
+        return SearchResult(self.gen, hits, trace, reason if not hits else None)
+
+
+def make_filters(principal: str | list[str] | None, sources: list[str] | None = None,
+                 docs: list[str] | None = None, exclude_docs: list[str] | None = None) -> Filters:
+    if principal is None or principal == [] or principal == "":
+        raise QueryError("a principal is required: no identity, no results")
+    principals = tuple([principal] if isinstance(principal, str) else principal)
+    return Filters(principals=principals, sources=tuple(sources) if sources else None,
+                   docs=tuple(docs) if docs else None, exclude_docs=tuple(exclude_docs or ()))
+
+
+def _check_query(query: str, k: int) -> str:
+    q = (query or "").strip()
+    if not q:
+        raise QueryError("query is empty")
+    if len(q) > 4000:
+        raise QueryError(f"query is {len(q)} characters; the limit is 4000")
+    if not 1 <= k <= 200:
+        raise QueryError(f"k must be between 1 and 200, got {k}")
+    return q
+
+
+class GenerationRetriever:
+    """Serves one fixed generation from its published snapshot (used by evals and the gate)."""
+
+    def __init__(self, cfg: BinderyConfig, gen: dict[str, Any]):
+        self.cfg = cfg
+        self.served = _Served(cfg, gen, None)
+
+    def search(self, query: str, k: int = 10, filters: Filters | None = None) -> SearchResult:
+        return self.served.search(_check_query(query, k), k, filters or Filters(), self.cfg.query)
+
+    def close(self) -> None:
+        self.served.retire()
+
+
+class LiveRetriever:
+    """Serves the live binding and follows it (see module docstring)."""
+
+    def __init__(self, cfg: BinderyConfig, store: DocumentStore | None = None, *, follow: bool = True):
+        self.cfg = cfg
+        self.store = store or DocumentStore(cfg.database_url, migrate=False)
+        self._current: _Served | None = None
+        self._swap = threading.Lock()
+        self.last_error: str | None = None
+        self._stop = threading.Event()
+        self.refresh()
+        if follow:
+            threading.Thread(target=self._follow, name="binding-follower", daemon=True).start()
+
+    @property
+    def current(self) -> _Served | None:
+        return self._current
+
+    def refresh(self) -> bool:
+        """Open the bound generation if the binding moved; True when a swap happened."""
+        with self._swap:
+            b = self.store.get_binding()
+            if b is None:
+                self.last_error = "no live binding yet: run `bindery sync` first"
+                return False
+            cur = self._current
+            if cur is not None and cur.version == b["version"] and cur.gen["id"] == b["generation_id"]:
+                return False
+            gen = self.store.get_generation(b["generation_id"])
+            if gen is None:
+                self.last_error = f"binding points at missing generation {b['generation_id']}"
+                return False
+            try:
+                new = _Served(self.cfg, gen, b["version"])
+            except BindingError as e:  # keep serving the old generation; report it on /readyz
+                self.last_error = str(e)
+                return False
+            self._current = new
+            self.last_error = None
+        if cur is not None:
+            cur.retire()
+        return True
+
+    def _follow(self) -> None:
+        while not self._stop.wait(self.cfg.query.poll_seconds):
+            try:
+                self.refresh()
+            except Exception as e:  # noqa: BLE001 - the follower must survive a DB hiccup
+                self.last_error = f"binding refresh failed: {e}"
+
+    def search(self, query: str, k: int = 10, filters: Filters | None = None) -> SearchResult:
+        q = _check_query(query, k)
+        for _ in range(3):
+            served = self._current
+            if served is None:
+                raise BindingError(self.last_error or "no live binding")
+            if served.acquire():
+                try:
+                    return served.search(q, k, filters or Filters(), self.cfg.query)
+                finally:
+                    served.release()
+        raise BindingError("the live generation changed repeatedly during the request; retry")
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._current is not None:
+            self._current.retire()

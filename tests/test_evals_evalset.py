@@ -1,0 +1,159 @@
+"""Eval-set loading and normalisation: the spec's normaliser, strict line-level validation."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from connectors.errors import ConfigError
+from evals.evalset import DEFAULT_CATEGORY, EvalCase, Gold, load_eval_set, normalise
+
+EVALDATA = Path("/work/shared/evaldata")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("XR-4471", "xr 4471"),
+        ("Hello,   World!!", "hello world"),
+        ("\u201cSmart quotes\u201d and \u2018single\u2019", "smart quotes and single"),
+        ("It\u2019s", "it s"),
+        ("  --leading and trailing--  ", "leading and trailing"),
+        ("line\nbreak\ttab\r\nend", "line break tab end"),
+        ("<p>x&nbsp;=&nbsp;1</p>", "p x nbsp nbsp 1 p"),
+        ("Caf\u00e9 na\u00efve", "caf na ve"),  # non-ASCII letters are outside [0-9a-z]
+        ("\u00c0B", "b"),
+        ("snake_case.name()", "snake case name"),
+        ("ALL CAPS 123", "all caps 123"),
+        ("", ""),
+        ("?!...", ""),
+    ],
+)
+def test_normalise(raw: str, expected: str) -> None:
+    assert normalise(raw) == expected
+
+
+def test_normalise_is_idempotent_and_canonical() -> None:
+    rng = random.Random(7)
+    alphabet = "aZ09 -_.,\u201c\u00e9\n\t!"
+    for _ in range(300):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        n = normalise(s)
+        assert normalise(n) == n
+        assert "  " not in n and n == n.strip()
+        assert set(n) <= set("abcdefghijklmnopqrstuvwxyz0123456789 ")
+
+
+@pytest.mark.parametrize(
+    ("name", "count", "category"),
+    [
+        ("python_faq.jsonl", 172, "faq-question"),
+        ("redis_commands.jsonl", 366, "summary-paraphrase"),
+    ],
+)
+def test_real_eval_sets_load(name: str, count: int, category: str) -> None:
+    cases = load_eval_set(EVALDATA / name)
+    assert len(cases) == count
+    assert len({c.id for c in cases}) == count
+    assert {c.category for c in cases} == {category}
+    for c in cases:
+        assert isinstance(c, EvalCase) and c.query and c.gold
+        for g in c.gold:
+            assert g.text is None or g.text == normalise(g.text)
+
+
+def test_redis_gold_is_doc_level() -> None:
+    cases = load_eval_set(EVALDATA / "redis_commands.jsonl")
+    assert all(g.text is None for c in cases for g in c.gold)
+    assert cases[0].gold == (Gold(doc="commands/acl.md", text=None),)
+
+
+def _write(tmp_path: Path, lines: list[str]) -> Path:
+    p = tmp_path / "set.jsonl"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return p
+
+
+def _case(**kw: object) -> str:
+    base: dict[str, object] = {
+        "id": "q1",
+        "query": "what is x",
+        "gold": [{"doc": "a.md", "text": None}],
+        "category": "c",
+        "exclude_docs": [],
+    }
+    base.update(kw)
+    return json.dumps({k: v for k, v in base.items() if v is not ...})
+
+
+def test_gold_text_renormalised_and_defaults(tmp_path: Path) -> None:
+    line = json.dumps(
+        {"id": 7, "query": "q", "gold": [{"doc": "d.md", "text": "Guido, Van-Rossum\u2019s!"}]}
+    )
+    (case,) = load_eval_set(_write(tmp_path, [line]))
+    assert case.id == "7"
+    assert case.gold == (Gold(doc="d.md", text="guido van rossum s"),)
+    assert case.category == DEFAULT_CATEGORY
+    assert case.exclude_docs == ()
+
+
+def test_blank_lines_skipped_and_line_numbers_kept(tmp_path: Path) -> None:
+    p = _write(tmp_path, [_case(id="a"), "", "   ", _case(id="b", query="")])
+    with pytest.raises(ConfigError, match=r"set\.jsonl:4: 'query'"):
+        load_eval_set(p)
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"id": "q1", "query": ', "bad JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        (_case(id=...), "missing 'id'"),
+        (_case(id=True), "'id' must be"),
+        (_case(query=...), "missing 'query'"),
+        (_case(query="   "), "'query' must be a non-empty string"),
+        (_case(query=3), "'query' must be a non-empty string"),
+        (_case(gold=[]), "'gold' must be a non-empty list"),
+        (_case(gold=...), "'gold' must be a non-empty list"),
+        (_case(gold={"doc": "a.md"}), "'gold' must be a non-empty list"),
+        (_case(gold=["a.md"]), r"gold\[0\] must be an object"),
+        (_case(gold=[{"text": "x"}]), r"gold\[0\] has no 'doc'"),
+        (_case(gold=[{"doc": ""}]), r"gold\[0\]\.doc must be a non-empty string"),
+        (_case(gold=[{"doc": "a.md", "text": 5}]), r"gold\[0\]\.text must be a string or null"),
+        (_case(gold=[{"doc": "a.md", "text": "?!"}]), "empty after normalisation"),
+        (
+            _case(gold=[{"doc": "a.md", "text": "X-1"}, {"doc": "a.md", "text": "x 1"}]),
+            "same doc and text twice",
+        ),
+        (_case(category=""), "'category' must be a non-empty string"),
+        (_case(exclude_docs="b.md"), "'exclude_docs' must be a list"),
+        (_case(exclude_docs=[1]), "'exclude_docs' entry must be"),
+        (_case(exclude_docs=["a.md"]), "also in 'exclude_docs'"),
+    ],
+)
+def test_invalid_line_names_file_line_and_problem(tmp_path: Path, line: str, problem: str) -> None:
+    p = _write(tmp_path, [_case(id="ok"), line])
+    with pytest.raises(ConfigError, match=rf"set\.jsonl:2: .*{problem}"):
+        load_eval_set(p)
+
+
+def test_duplicate_id_names_both_lines(tmp_path: Path) -> None:
+    p = _write(tmp_path, [_case(id="q1"), _case(id="q2"), _case(id="q1", query="other")])
+    with pytest.raises(ConfigError, match=r"set\.jsonl:3: duplicate id 'q1' .*line 1"):
+        load_eval_set(p)
+
+
+def test_empty_and_missing_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no cases"):
+        load_eval_set(_write(tmp_path, ["", ""]))
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_eval_set(tmp_path / "absent.jsonl")
+
+
+def test_utf8_bom_tolerated(tmp_path: Path) -> None:
+    p = tmp_path / "bom.jsonl"
+    p.write_bytes("\ufeff".encode() + _case().encode() + b"\n")
+    assert [c.id for c in load_eval_set(p)] == ["q1"]

@@ -1,0 +1,222 @@
+"""TantivyIndex: BM25 + exact identifiers, filters, deletes, persistence and concurrency."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from connectors.errors import IndexError_, QueryError
+from connectors.indexes.base import Filters, IndexRecord
+from connectors.indexes.tantivy_index import TantivyIndex
+
+REPO = Path(__file__).resolve().parents[1]
+FILLER = (
+    "the pump housing holds the impeller while the motor drives the shaft and the seals keep "
+    "the fluid inside the chamber under normal operating pressure and temperature "
+)
+
+
+def rec(
+    chunk_id: str,
+    text: str,
+    *,
+    doc: str | None = None,
+    source: str = "docs",
+    acl: tuple[str, ...] = ("*",),
+) -> IndexRecord:
+    doc = doc or f"d-{chunk_id}"
+    return IndexRecord(chunk_id, doc, source, f"{doc}.md", text, acl=acl)
+
+
+def ids(hits: list) -> list[str]:
+    return [h.chunk_id for h in hits]
+
+
+@pytest.fixture
+def index(tmp_path: Path):
+    ix = TantivyIndex(tmp_path / "kw")
+    yield ix
+    ix.close()
+
+
+def test_stemming_finds_other_word_forms(index: TantivyIndex) -> None:
+    index.upsert([rec("a", "The gateway was configured by the operator"), rec("b", "unrelated")])
+    index.commit()
+    assert ids(index.search("configuring gateways", 5, Filters())) == ["a"]
+
+
+def test_identifier_ranks_long_doc_first_and_squashed_spelling_matches(
+    index: TantivyIndex,
+) -> None:
+    many_ids = " ".join(f"PN-{i:04d}" for i in range(60))
+    long_text = FILLER * 40 + f" replace part XR-4471 if it leaks {many_ids} " + FILLER * 40
+    index.upsert(
+        [
+            rec("long", long_text),
+            rec("xr", "XR series overview: the XR line has 4471 variants"),
+            rec("near", "XR-4470 is the predecessor of the pump"),
+            *[rec(f"n{i}", f"short note {i} about the pump and XR parts") for i in range(30)],
+        ]
+    )
+    index.commit()
+    assert ids(index.search("XR-4471", 5, Filters()))[0] == "long"
+    assert ids(index.search("xr4471", 5, Filters()))[0] == "long"
+    assert ids(index.search("how do I replace XR-4471 in the pump?", 5, Filters()))[0] == "long"
+
+
+def test_upsert_is_idempotent(index: TantivyIndex) -> None:
+    r = rec("a", "valve alpha")
+    assert index.upsert([r, r]) == 2
+    index.commit()
+    index.upsert([rec("a", "valve beta")])
+    index.commit()
+    assert index.count() == 1
+    assert index.chunk_ids() == {"a"}
+    assert ids(index.search("beta", 5, Filters())) == ["a"]
+    assert index.search("alpha", 5, Filters()) == []
+
+
+def test_filters_acl_source_docs_exclude(index: TantivyIndex) -> None:
+    index.upsert(
+        [
+            rec("pub", "valve manual", doc="p"),
+            rec("bob", "valve secrets", doc="b", acl=("user:bob",)),
+            rec("team", "valve plans", doc="t", acl=("group:eng", "user:ann")),
+            rec("other", "valve other", doc="o", source="wiki"),
+            rec("nobody", "valve hidden", doc="n", acl=()),
+        ]
+    )
+    index.commit()
+
+    def found(**kw) -> set[str]:
+        return set(ids(index.search("valve", 10, Filters(**kw))))
+
+    assert found() == {"pub", "other"}
+    assert found(principals=()) == {"pub", "other"}
+    assert found(principals=("user:bob",)) == {"pub", "other", "bob"}
+    assert found(principals=("group:eng", "user:bob")) == {"pub", "other", "bob", "team"}
+    assert found(principals=("user:bob",), sources=("docs",)) == {"pub", "bob"}
+    assert found(principals=("user:bob",), docs=("b.md", "o.md")) == {"bob", "other"}
+    assert found(principals=("user:bob",), exclude_docs=("b.md",)) == {"pub", "other"}
+    assert found(sources=()) == set()
+    with pytest.raises(QueryError):
+        index.search("valve", 10, Filters(principals=None))
+
+
+def test_blank_or_syntax_only_query_returns_nothing(index: TantivyIndex) -> None:
+    index.upsert([rec("a", "valve")])
+    index.commit()
+    assert index.search("   ", 5, Filters()) == []
+    assert index.search('"(*)"', 5, Filters()) == []
+    assert ids(index.search('valve AND (" OR ^~', 5, Filters())) == ["a"]
+    with pytest.raises(QueryError):
+        index.search("valve", 0, Filters())
+
+
+def test_delete_docs_and_visibility_after_commit(index: TantivyIndex) -> None:
+    index.upsert([rec("a1", "valve", doc="A"), rec("a2", "pump", doc="A"), rec("b", "valve")])
+    index.commit()
+    index.delete_docs(["A"])
+    assert index.count() == 3  # not yet committed
+    index.commit()
+    assert index.count() == 1
+    assert index.chunk_ids() == {"b"}
+    assert ids(index.search("valve pump", 5, Filters())) == ["b"]
+
+
+def test_reopen_after_close_and_uncommitted_rolled_back(tmp_path: Path) -> None:
+    ix = TantivyIndex(tmp_path / "kw")
+    ix.upsert([rec("a", "valve")])
+    ix.commit()
+    ix.upsert([rec("b", "valve")])
+    ix.close()  # "b" was never committed
+    ix.close()  # idempotent
+    for use in (lambda: ix.upsert([rec("c", "valve")]), ix.count, ix.chunk_ids):
+        with pytest.raises(IndexError_, match="closed"):
+            use()
+    again = TantivyIndex(tmp_path / "kw")
+    assert again.chunk_ids() == {"a"}
+    again.upsert([rec("c", "valve")])  # the writer lock was released by close()
+    again.commit()
+    assert again.count() == 2
+    again.close()
+
+
+def test_second_writer_is_a_clear_error_and_reader_sees_commits(tmp_path: Path) -> None:
+    writer = TantivyIndex(tmp_path / "kw")
+    writer.upsert([rec("a", "valve")])
+    writer.commit()
+    other = TantivyIndex(tmp_path / "kw")
+    with pytest.raises(IndexError_, match="already has a writer"):
+        other.upsert([rec("x", "valve")])
+    reader = TantivyIndex(tmp_path / "kw", read_only=True)
+    with pytest.raises(IndexError_, match="read-only"):
+        reader.delete_docs(["d-a"])
+    assert reader.chunk_ids() == {"a"}
+    writer.upsert([rec("b", "valve")])
+    writer.commit()
+    reader.reload()
+    assert set(ids(reader.search("valve", 5, Filters()))) == {"a", "b"}
+    for ix in (reader, other, writer):
+        ix.close()
+
+
+def test_read_only_requires_existing_index_and_rejects_foreign_index(tmp_path: Path) -> None:
+    with pytest.raises(IndexError_, match="no tantivy index"):
+        TantivyIndex(tmp_path / "missing", read_only=True)
+    import tantivy
+
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("title")
+    (tmp_path / "foreign").mkdir()
+    tantivy.Index(sb.build(), str(tmp_path / "foreign"))
+    with pytest.raises(IndexError_):
+        TantivyIndex(tmp_path / "foreign", read_only=True)
+
+
+_READER = textwrap.dedent(
+    """
+    import json, sys
+    from connectors.errors import IndexError_
+    from connectors.indexes.base import Filters
+    from connectors.indexes.tantivy_index import TantivyIndex
+    ix = TantivyIndex(sys.argv[1], read_only=True)
+    out = {"hits": [h.chunk_id for h in ix.search("valve", 10, Filters())], "count": ix.count()}
+    try:
+        TantivyIndex(sys.argv[1]).upsert([])
+        out["writer"] = "acquired"
+    except IndexError_ as exc:
+        out["writer"] = str(exc)
+    print(json.dumps(out))
+    """
+)
+
+
+def test_read_only_in_another_process_while_this_one_writes(tmp_path: Path) -> None:
+    path = tmp_path / "kw"
+    writer = TantivyIndex(path)
+    writer.upsert([rec("a", "valve one"), rec("b", "valve two")])
+    writer.commit()
+    writer.upsert([rec("c", "valve three")])  # pending: holds the lock, invisible to readers
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _READER, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert sorted(out["hits"]) == ["a", "b"]
+    assert out["count"] == 2
+    assert "already has a writer" in out["writer"]
+    writer.commit()
+    writer.close()

@@ -1,0 +1,88 @@
+"""Email and mbox parsing: metadata, quoted replies, HTML fallback, attachments."""
+
+from __future__ import annotations
+
+from assets.parsing import parse_document
+from assets.parsing.email import split_quoted
+from connectors.config import ParseConfig
+from tests.fixtures import docgen
+
+CFG = ParseConfig()
+
+
+def test_alternative_prefers_plain_and_fills_metadata():
+    r = parse_document(docgen.eml_alternative_with_quote(), "reply.eml", CFG)
+    assert r.format == "email" and r.title == "Re: Budget meeting"
+    text = "\n".join(b.text for b in r.blocks)
+    assert "PLAINBODY" in text and "HTMLBODY" not in text
+    m = r.metadata
+    assert m["subject"] == "Re: Budget meeting"
+    assert m["from"] == "Alice Smith <alice@example.com>"
+    assert m["to"] == "Bob Jones <bob@example.com>"
+    assert m["date"] == "2024-03-05T10:15:00+01:00"
+    assert m["message_id"] == "<msg2@example.com>"
+    assert m["in_reply_to"] == "<msg1@example.com>"
+    assert m["references"] == ["<msg0@example.com>", "<msg1@example.com>"]
+    assert m["thread_id"] == "<msg0@example.com>"
+
+
+def test_quoted_reply_is_one_separate_block():
+    r = parse_document(docgen.eml_alternative_with_quote(), "reply.eml", CFG)
+    quoted = [b for b in r.blocks if b.meta.get("quoted")]
+    assert len(quoted) == 1
+    assert "QUOTEDTEXT" in quoted[0].text and "wrote:" in quoted[0].text
+    assert not any(line.startswith(">") for line in quoted[0].text.split("\n"))
+    main = "\n".join(b.text for b in r.blocks if not b.meta.get("quoted"))
+    assert "QUOTEDTEXT" not in main and "wrote:" not in main
+
+
+def test_html_only_email_goes_through_html_parser():
+    r = parse_document(docgen.eml_html_only(), "news.eml", CFG)
+    assert r.blocks[0].kind == "heading" and r.blocks[0].text == "March news"
+    assert any("HTMLONLYBODY" in b.text for b in r.blocks if not b.meta.get("quoted"))
+    quoted = [b for b in r.blocks if b.meta.get("quoted")]
+    assert len(quoted) == 1 and "QUOTEDHTML" in quoted[0].text
+    assert r.metadata["thread_id"] == "<news1@example.com>"
+
+
+def test_attachments_parsed_recursively_and_listed():
+    r = parse_document(docgen.eml_with_attachments(), "report.eml", CFG)
+    headings = [b for b in r.blocks if b.kind == "heading" and b.text.startswith("Attachment:")]
+    assert [h.text for h in headings] == ["Attachment: report.pdf", "Attachment: notes.txt"]
+    assert all(h.meta["attachment"] == h.text.split(": ")[1] for h in headings)
+    pdf_blocks = [b for b in r.blocks if b.meta.get("attachment") == "report.pdf"]
+    assert any("ATTACHEDPDFTEXT" in b.text and b.page == 1 for b in pdf_blocks)
+    assert any("ATTACHEDTXT" in b.text for b in r.blocks if b.meta.get("attachment") == "notes.txt")
+    # Attachment headings nest under the attachment heading.
+    inner = next(b for b in pdf_blocks if b.kind == "heading" and b.text == "Report")
+    assert inner.level == 2
+    listed = {a["filename"]: a for a in r.metadata["attachments"]}
+    assert set(listed) == {"report.pdf", "notes.txt", "logo.png"}
+    assert listed["report.pdf"]["parsed"] and not listed["logo.png"]["parsed"]
+    assert r.blocks[0].text == "Please find the report attached. MAINBODY"
+
+
+def test_mbox_messages_become_sections():
+    r = parse_document(docgen.mbox_two_messages(), "archive.mbox", CFG)
+    assert r.format == "mbox" and r.metadata["message_count"] == 2
+    headings = [(b.text, b.level) for b in r.blocks if b.kind == "heading"]
+    assert headings == [("First message", 1), ("Second message", 1)]
+    text = "\n".join(b.text for b in r.blocks)
+    assert "From here on we escape." in text and ">From" not in text
+    assert r.title == "First message"
+
+
+def test_split_quoted_variants():
+    main, quoted = split_quoted(
+        "Thanks!\n\nOn Tue, Mar 5, 2024 at 10:00 AM Bob Jones <\nbob@example.com> wrote:\n> old\n"
+    )
+    assert main.strip() == "Thanks!"
+    assert "old" in quoted and "bob@example.com> wrote:" in quoted
+    main, quoted = split_quoted(
+        "New text\n\n-----Original Message-----\nFrom: Bob\nSent: Monday\nSubject: x\n\nOld text"
+    )
+    assert main.strip() == "New text" and "Old text" in quoted
+    main, quoted = split_quoted(
+        "New\n\nFrom: Bob <b@x.com>\nSent: Monday, 4 March 2024\nTo: Alice\n\nOld body"
+    )
+    assert main.strip() == "New" and "Old body" in quoted

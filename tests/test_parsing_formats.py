@@ -1,0 +1,181 @@
+"""Format sniffing, failure classes, Markdown, plain text and docx."""
+
+from __future__ import annotations
+
+import pytest
+
+from assets.parsing import parse_document
+from assets.parsing.sniff import decode_text, detect_format
+from connectors.config import ParseConfig
+from connectors.errors import (
+    CorruptDocument,
+    EmptyDocument,
+    EncryptedDocument,
+    FormatMismatch,
+    TooLarge,
+    UnsupportedFormat,
+)
+from tests.fixtures import docgen
+
+CFG = ParseConfig()
+
+
+# ---------------------------------------------------------------- sniffing and failures
+
+
+def test_binary_named_txt_is_format_mismatch():
+    with pytest.raises(FormatMismatch, match="looks binary"):
+        parse_document(docgen.binary_blob(), "notes.txt", CFG)
+
+
+@pytest.mark.parametrize("data", [b"", b"   \n\t\r\n ", "\ufeff  \n".encode()])
+def test_empty_and_whitespace_are_empty(data):
+    with pytest.raises(EmptyDocument, match="empty"):
+        parse_document(data, "empty.txt", CFG)
+
+
+def test_unknown_binary_is_unsupported():
+    with pytest.raises(UnsupportedFormat):
+        parse_document(docgen.binary_blob(), "blob.bin", CFG)
+    with pytest.raises(UnsupportedFormat, match="PNG image"):
+        parse_document(b"\x89PNG\r\n\x1a\n" + bytes(100), "logo.png", CFG)
+
+
+def test_png_named_txt_and_html_named_pdf_are_mismatches():
+    with pytest.raises(FormatMismatch, match="PNG image"):
+        parse_document(b"\x89PNG\r\n\x1a\n" + bytes(100), "photo.txt", CFG)
+    with pytest.raises(FormatMismatch, match="HTML document text"):
+        parse_document(b"<html><body>404 Not Found</body></html>", "report.pdf", CFG)
+
+
+def test_unrecognisable_pdf_is_corrupt():
+    with pytest.raises(CorruptDocument, match="no %PDF- header"):
+        parse_document(docgen.binary_blob(), "report.pdf", CFG)
+
+
+def test_legacy_and_encrypted_office_files():
+    ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600)
+    with pytest.raises(UnsupportedFormat, match="legacy"):
+        parse_document(ole, "old.docx", CFG)
+    encrypted = ole + "EncryptedPackage".encode("utf-16-le") + bytes(100)
+    with pytest.raises(EncryptedDocument, match="password"):
+        parse_document(encrypted, "locked.docx", CFG)
+
+
+def test_broken_docx_is_corrupt():
+    data = docgen.docx_document()
+    with pytest.raises(CorruptDocument):
+        parse_document(data[: len(data) // 2], "half.docx", CFG)
+
+
+def test_too_large():
+    with pytest.raises(TooLarge, match="over the"):
+        parse_document(b"x" * 2000, "big.txt", CFG, max_bytes=1000)
+
+
+def test_full_html_named_txt_parsed_as_html_with_warning():
+    r = parse_document(
+        b"<!DOCTYPE html><html><body><h1>Hi</h1><p>Body.</p></body></html>", "page.txt", CFG
+    )
+    assert r.format == "html" and r.title == "Hi" and r.warnings
+
+
+def test_detection_without_extension():
+    assert detect_format(b"# Readme\n\nSome text\n", "README").format == "markdown"
+    assert detect_format(b"plain words only\n", "LICENSE").format == "text"
+    assert detect_format(docgen.eml_alternative_with_quote(), "message").format == "email"
+    assert detect_format(docgen.pdf_simple(), "download").format == "pdf"
+
+
+def test_utf16_text_is_text():
+    r = parse_document("Hello wide world\n".encode("utf-16"), "wide.txt", CFG)
+    assert r.blocks[0].text == "Hello wide world"
+
+
+# ---------------------------------------------------------------- markdown
+
+
+def test_markdown_structure():
+    r = parse_document(docgen.MARKDOWN.encode(), "guide.md", CFG)
+    assert r.format == "markdown"
+    assert r.title == "Front Matter Title"
+    assert r.metadata["front_matter"]["tags"] == ["a", "b"]
+    headings = [(b.text, b.level) for b in r.blocks if b.kind == "heading"]
+    assert headings == [("Setup Guide", 1), ("Install steps", 2), ("Deep heading", 3)]
+    para = r.blocks[1]
+    assert para.text == "Intro paragraph with a link and inline code."
+    code = next(b for b in r.blocks if b.kind == "code")
+    assert code.meta["language"] == "python"
+    assert code.text.startswith("def main():\n\n    print(")  # blank line kept inside the fence
+    table = next(b for b in r.blocks if b.kind == "table")
+    assert table.text.split("\n")[0] == "| Name | Value |"
+    assert "| beta | 2 |" in table.text
+    items = [(b.text, b.meta["depth"]) for b in r.blocks if b.kind == "list_item"]
+    assert items == [("first item", 0), ("second item", 0), ("nested numbered", 1)]
+
+
+def test_markdown_title_falls_back_to_h1_and_hash_in_fence_is_not_heading():
+    md = b"```\n# not a heading\n```\n\nIntro\n\n# Real Title\n"
+    r = parse_document(md, "x.md", CFG)
+    assert r.title == "Real Title"
+    assert [b.kind for b in r.blocks] == ["code", "paragraph", "heading"]
+
+
+# ---------------------------------------------------------------- plain text
+
+
+def test_latin1_text_keeps_accents():
+    r = parse_document(docgen.latin1_text(), "cafe.txt", CFG)
+    assert r.title == "Le café de la gare"
+    text = "\n".join(b.text for b in r.blocks)
+    assert "crème brûlée très appréciée" in text and "Où est la clé" in text
+    assert "\ufffd" not in text
+
+
+def test_short_latin1_decodes_as_western():
+    assert decode_text("Grüße aus München".encode("latin-1"))[0] == "Grüße aus München"
+
+
+def test_text_headings_lists_and_paragraphs():
+    text = (
+        b"INTRODUCTION\n\nThis is wrapped\nprose text.\n\n1. Scope\n\n"
+        b"- first point\n- second point\n  continues here\n\n2.1 Details\n\n"
+        b"    indented line one\n    indented line two\n"
+    )
+    r = parse_document(text, "notes.txt", CFG)
+    got = [(b.kind, b.level, b.text) for b in r.blocks]
+    assert got == [
+        ("heading", 1, "INTRODUCTION"),
+        ("paragraph", 0, "This is wrapped prose text."),
+        ("heading", 1, "1. Scope"),
+        ("list_item", 0, "first point"),
+        ("list_item", 0, "second point continues here"),
+        ("heading", 2, "2.1 Details"),
+        ("paragraph", 0, "    indented line one\n    indented line two"),
+    ]
+
+
+# ---------------------------------------------------------------- docx
+
+
+def test_docx_structure_in_order():
+    r = parse_document(docgen.docx_document(), "handbook.docx", CFG)
+    assert r.format == "docx" and r.title == "Policy Handbook"
+    got = [(b.kind, b.level, b.text) for b in r.blocks if b.kind != "table"]
+    assert got == [
+        ("heading", 1, "Policy Handbook"),
+        ("paragraph", 0, "This handbook explains DOCXBODY the rules."),
+        ("heading", 1, "Leave"),
+        ("paragraph", 0, "Staff get twenty days of leave."),
+        ("list_item", 0, "Ask your manager first"),
+        ("heading", 2, "Sick leave"),
+        ("paragraph", 0, "After the table."),
+    ]
+    table = next(b for b in r.blocks if b.kind == "table")
+    assert table.text.split("\n") == [
+        "| Type | Days |",
+        "|---|---|",
+        "| Annual | 20 |",
+        "| Sick | 10 |",
+    ]
+    assert [b.text for b in r.blocks].index(table.text) == 6  # between heading and paragraph

@@ -1,0 +1,121 @@
+"""HTML parsing: chrome removal, structure, Sphinx output, speed."""
+
+from __future__ import annotations
+
+import time
+
+from assets.parsing import parse_document
+from connectors.config import ParseConfig
+from tests.fixtures import docgen
+
+CFG = ParseConfig()
+CHROME_MARKERS = [
+    "NAVTEXT",
+    "HEADERTEXT",
+    "COOKIETEXT",
+    "BREADCRUMBTEXT",
+    "FORMTEXT",
+    "ASIDETEXT",
+    "FOOTERTEXT",
+    "NAVSCRIPT",
+    "color: red",
+]
+
+
+def _all_text(result) -> str:
+    return "\n".join(b.text for b in result.blocks)
+
+
+def test_chrome_removed_and_structure_kept():
+    r = parse_document(docgen.HTML_WITH_CHROME.encode(), "guide.html", CFG)
+    text = _all_text(r)
+    for marker in CHROME_MARKERS:
+        assert marker not in text, marker
+    assert r.format == "html" and r.title == "Widget Guide"
+    assert r.metadata["html_title"] == "Widget Guide | ACME Site"
+    kinds = [(b.kind, b.level) for b in r.blocks]
+    assert kinds[:3] == [("heading", 1), ("paragraph", 0), ("heading", 2)]
+    items = [b for b in r.blocks if b.kind == "list_item"]
+    assert [i.text for i in items] == [
+        "Unpack the widget.",
+        "Attach it to the gear shaft.",
+        "Use the short screw.",
+    ]
+    assert items[2].meta["depth"] == 1 and items[0].meta["ordered"] is True
+
+
+def test_code_is_verbatim_and_table_is_markdown():
+    r = parse_document(docgen.HTML_WITH_CHROME.encode(), "guide.html", CFG)
+    code = next(b for b in r.blocks if b.kind == "code")
+    assert code.text == "def attach(widget):\n    return widget.fit(  gear=1)"
+    assert code.meta["language"] == "python"
+    table = next(b for b in r.blocks if b.kind == "table")
+    assert table.text.split("\n") == [
+        "| Size | Teeth |",
+        "|---|---|",
+        "| Small | 12 |",
+        "| Large | 40 |",
+    ]
+    assert any(b.kind == "caption" and b.text == "Sizes" for b in r.blocks)
+
+
+def test_sphinx_page_comes_out_clean():
+    r = parse_document(docgen.SPHINX_HTML.encode(), "library/os.path.html", CFG)
+    text = _all_text(r)
+    for marker in ("¶", "SIDEBARTEXT", "RELATEDNAV", "FOOTERTEXT", "Navigation"):
+        assert marker not in text, marker
+    assert r.title == "os.path — Common pathname manipulations"
+    headings = [(b.text, b.level) for b in r.blocks if b.kind == "heading"]
+    assert headings == [
+        ("os.path — Common pathname manipulations", 1),
+        ("os.path.join(path, *paths)", 2),
+        ("Notes", 2),
+    ]
+    code = next(b for b in r.blocks if b.kind == "code")
+    assert code.text == '>>> os.path.join("a", "b")\n\'a/b\''
+    assert [b.text for b in r.blocks if b.kind == "list_item"] == [
+        "Paths are strings.",
+        "Bytes paths also work.",
+    ]
+
+
+def test_page_without_main_uses_body_minus_chrome():
+    html = (
+        b"<html><body><header><h1>Site</h1></header><nav>NAVTEXT</nav>"
+        b"<h2>Real heading</h2><p>Real content here.</p><div>Loose <b>text</b></div>"
+        b"<footer>FOOTERTEXT</footer></body></html>"
+    )
+    r = parse_document(html, "page.htm", CFG)
+    assert [b.text for b in r.blocks] == ["Real heading", "Real content here.", "Loose text"]
+
+
+def test_charset_from_meta_and_layout_table():
+    html = (
+        '<html><head><meta charset="iso-8859-1"></head><body>'
+        "<table><tr><td><p>Caf\xe9 cr\xe8me in a layout cell</p></td></tr></table>"
+        "</body></html>"
+    ).encode("latin-1")
+    r = parse_document(html, "cafe.html", CFG)
+    assert [b.kind for b in r.blocks] == ["paragraph"]
+    assert r.blocks[0].text == "Café crème in a layout cell"
+
+
+def test_html_parse_speed_20kb_page():
+    section = (
+        "<h2>Section {i}</h2><p>" + "Lorem ipsum dolor sit amet, <a href='#'>consectetur</a> "
+        "adipiscing elit. " * 8 + "</p><ul><li>Item one</li><li>Item two</li></ul>"
+        "<pre>code = {i}\nprint(code)</pre>"
+    )
+    body = "".join(section.replace("{i}", str(i)) for i in range(24))
+    html = (
+        f"<html><head><title>T</title></head><body><nav>{'<a>x</a>' * 50}</nav>"
+        f"<main><h1>Big page</h1>{body}</main><footer>f</footer></body></html>"
+    ).encode()
+    assert 15_000 < len(html) < 30_000
+    parse_document(html, "warm.html", CFG)
+    start = time.perf_counter()
+    for _ in range(10):
+        r = parse_document(html, "big.html", CFG)
+    per_doc_ms = (time.perf_counter() - start) * 100
+    assert len([b for b in r.blocks if b.kind == "heading"]) == 25
+    assert per_doc_ms < 100, f"{per_doc_ms:.1f} ms per 20 KB page"  # target < 20 ms

@@ -1,0 +1,189 @@
+"""PDF parsing: routing, reading order, tables, OCR, running headers, failure classes."""
+
+from __future__ import annotations
+
+import pytest
+
+from assets.parsing import parse_document
+from assets.parsing.ocr import find_tessdata
+from assets.parsing.pdf_layout import Line, Region, columns_of, reading_order
+from assets.parsing.textutil import fix_ligatures, join_lines, normalize_text
+from connectors.config import ParseConfig
+from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, NeedsOCR
+from tests.fixtures import docgen
+
+CFG = ParseConfig(ocr_dpi=150)
+NO_OCR = ParseConfig(ocr=False)
+needs_tesseract = pytest.mark.skipif(
+    find_tessdata("eng") is None,
+    reason="Tesseract eng data not installed (apt-get install tesseract-ocr tesseract-ocr-eng)",
+)
+
+
+def _text(result) -> str:
+    return "\n".join(b.text for b in result.blocks)
+
+
+def test_two_columns_read_column_by_column():
+    r = parse_document(docgen.pdf_two_column(), "two.pdf", CFG)
+    text = _text(r)
+    last_left = max(text.index(p) for p in docgen.LEFT_PARAS)
+    first_right = min(text.index(p) for p in docgen.RIGHT_PARAS)
+    assert last_left < first_right
+    assert r.blocks[0].kind == "heading" and r.blocks[0].text == "Orchards and Plains"
+    assert text.index(docgen.BODY[:40]) < first_right  # full-width intro before the columns
+    assert r.page_metrics[0]["route"] == "layout" and r.page_metrics[0]["columns"] == 2
+    assert {b.meta["route"] for b in r.blocks} == {"layout"}
+    assert all(b.page == 1 for b in r.blocks)
+
+
+def test_table_becomes_markdown_with_header_row():
+    r = parse_document(docgen.pdf_table(), "table.pdf", CFG)
+    tables = [b for b in r.blocks if b.kind == "table"]
+    assert len(tables) == 1
+    lines = tables[0].text.split("\n")
+    assert lines[0] == "| Region | Revenue | Growth |"
+    assert lines[1] == "|---|---|---|"
+    assert "| South | 95 | -2% |" in lines and "| East | 143 | 11% |" in lines
+    assert tables[0].meta["table_header"] == "\n".join(lines[:2])
+    # Table cells are not repeated as loose paragraphs, and order is kept.
+    paragraphs = [b.text for b in r.blocks if b.kind == "paragraph"]
+    assert not any("North" in p for p in paragraphs)
+    kinds = [b.kind for b in r.blocks]
+    assert kinds == ["heading", "paragraph", "table", "paragraph"]
+    assert r.page_metrics[0]["tables"] == 1 and r.page_metrics[0]["route"] == "layout"
+
+
+def test_split_table_continuation_gets_the_header():
+    r = parse_document(docgen.pdf_split_table(), "split.pdf", CFG)
+    tables = [b for b in r.blocks if b.kind == "table"]
+    assert [t.page for t in tables] == [1, 2]
+    second = tables[1].text.split("\n")
+    assert second[0] == "| Item | Count | Site |"
+    assert "| Screws | 15 | C |" in second and "| Washers | 90 | D |" in second
+    assert tables[1].meta["table_header"] == tables[0].meta["table_header"]
+    assert tables[1].meta["continued_from_page"] == 1
+
+
+def test_running_headers_footers_stripped_and_headings_found():
+    r = parse_document(docgen.pdf_headers_footers(), "report.pdf", CFG)
+    text = _text(r)
+    assert "ACME Corp Annual Report" not in text
+    assert "Page 1 of 4" not in text and "of 4" not in text
+    headings = [(b.text, b.level, b.page) for b in r.blocks if b.kind == "heading"]
+    assert headings == [
+        ("1. Revenue", 1, 1),
+        ("2. Staffing", 1, 2),
+        ("3. Facilities", 1, 3),
+        ("4. Outlook", 1, 4),
+    ]
+    assert r.title == "Annual Report 2024"  # from the PDF metadata
+    assert sum(p["stripped_lines"] for p in r.page_metrics) == 8
+    assert r.metrics["repeated_line_share"] == 0
+
+
+def test_headers_kept_when_stripping_disabled():
+    cfg = ParseConfig(strip_headers_footers=False)
+    r = parse_document(docgen.pdf_headers_footers(), "report.pdf", cfg)
+    assert "ACME Corp Annual Report 2024" in _text(r)
+
+
+def test_hyphenation_repaired_and_compounds_kept():
+    r = parse_document(docgen.pdf_hyphenated(), "h.pdf", CFG)
+    text = _text(r)
+    assert "information about every document it receives" in text
+    assert "well-known reports" in text  # the compound occurs elsewhere unbroken
+
+
+@needs_tesseract
+def test_ocr_recovers_scanned_page():
+    r = parse_document(docgen.pdf_image_only(), "scan.pdf", CFG)
+    words = set(docgen.OCR_TEXT.lower().replace(".", "").split())
+    got = set(_text(r).lower().replace(".", "").split())
+    assert len(words & got) / len(words) >= 0.85
+    assert r.page_metrics[0]["route"] == "ocr"
+    assert r.metrics["ocr_pages"] == 1 and r.metrics["routes"] == {"ocr": 1}
+    assert r.page_metrics[0]["ocr_junk_share"] < 0.2
+    assert all(b.meta["route"] == "ocr" for b in r.blocks)
+
+
+def test_needs_ocr_when_disabled_names_the_pages():
+    with pytest.raises(NeedsOCR, match=r"page\(s\) 2 of 2") as e:
+        parse_document(docgen.pdf_mixed_scanned(), "mixed.pdf", NO_OCR)
+    assert "disabled" in str(e.value)
+
+
+def test_needs_ocr_when_tesseract_missing(monkeypatch):
+    import assets.parsing.pdf as pdf
+
+    monkeypatch.setattr(pdf, "find_tessdata", lambda language: None)
+    with pytest.raises(NeedsOCR, match="Tesseract language data"):
+        parse_document(docgen.pdf_image_only(), "scan.pdf", CFG)
+
+
+def test_encrypted_pdf():
+    with pytest.raises(EncryptedDocument, match="password"):
+        parse_document(docgen.pdf_encrypted(), "secret.pdf", CFG)
+
+
+def test_truncated_pdf_is_corrupt_with_library_message():
+    with pytest.raises(CorruptDocument, match="truncated") as e:
+        parse_document(docgen.pdf_truncated(), "cut.pdf", CFG)
+    assert "xref" in str(e.value)  # MuPDF's own words are passed on
+
+
+def test_garbage_pdf_is_corrupt():
+    with pytest.raises(CorruptDocument):
+        parse_document(b"%PDF-1.7\n" + bytes(range(256)) * 4, "bad.pdf", CFG)
+
+
+def test_blank_pdf_is_empty():
+    with pytest.raises(EmptyDocument, match="no extractable text"):
+        parse_document(docgen.pdf_blank(), "blank.pdf", CFG)
+
+
+def test_pdf_named_txt_is_parsed_with_warning():
+    r = parse_document(docgen.pdf_simple(), "notes.txt", CFG)
+    assert r.format == "pdf"
+    assert r.title == "Simple Document"
+    assert any("named .txt" in w for w in r.warnings)
+
+
+def test_page_metrics_and_document_metrics_filled():
+    r = parse_document(docgen.pdf_headers_footers(pages=3), "m.pdf", CFG)
+    assert [p["page"] for p in r.page_metrics] == [1, 2, 3]
+    assert r.metrics["pages"] == 3 and r.metrics["routes"] == {"text": 3}
+    assert r.metrics["empty_page_share"] == 0
+    assert r.metrics["word_share"] > 0.8 and r.metrics["alnum_share"] > 0.7
+
+
+def test_text_helpers():
+    assert fix_ligatures("\ufb01nd the \ufb02ow, \ufb03x") == "find the flow, ffix"
+    assert normalize_text("a\u00a0 b\u200b\r\n\n\n\nc") == "a b\n\nc"
+    assert join_lines(["infor-", "mation"]) == "information"
+    assert join_lines(["well-", "known"], {"well-known"}) == "well-known"
+    assert join_lines(["Version 2-", "3"]) == "Version 2- 3"
+
+
+def _region(x0: float, y0: float, x1: float, y1: float, text: str) -> Region:
+    return Region(x0, y0, x1, y1, lines=[Line(text, x0, y0, x1, y1)])
+
+
+def test_layout_columns_and_order_with_spanning_regions():
+    title = _region(50, 40, 545, 60, "Title spanning both columns " * 2)
+    l1 = _region(50, 100, 280, 200, "left one " * 12)
+    r1 = _region(310, 100, 545, 200, "right one " * 12)
+    l2 = _region(50, 210, 280, 300, "left two " * 12)
+    r2 = _region(310, 210, 545, 300, "right two " * 12)
+    foot = _region(50, 320, 545, 340, "Full width note after the columns " * 2)
+    regions = [r2, foot, l1, title, r1, l2]
+    cols = columns_of(regions)
+    assert len(cols) == 2
+    assert reading_order(regions, cols) == [title, l1, l2, r1, r2, foot]
+
+
+def test_layout_single_column_with_short_lines_is_not_columns():
+    body = _region(50, 100, 545, 300, "body text " * 40)
+    heading = _region(50, 80, 200, 95, "Heading")
+    date = _region(450, 60, 545, 75, "March 3, 2024")
+    assert columns_of([body, heading, date]) == []

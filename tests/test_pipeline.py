@@ -1,0 +1,199 @@
+"""End to end through the real Dagster jobs (via the CLI): incrementality, idempotency,
+deletes reaching every store, per-document isolation, the safe delete sweep.
+
+Real engines throughout: SQLite store, Qdrant local, tantivy, the all-MiniLM-L6-v2 model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.config import load_config
+from connectors.generations import open_writer, writer_lock
+from connectors.store import DocumentStore
+from tests.bindery_fixture import Deployment
+
+pytestmark = pytest.mark.slow
+
+
+def _store(dep: Deployment) -> DocumentStore:
+    return DocumentStore(load_config(dep.config_path).database_url)
+
+
+def chunk_sets(dep: Deployment, gen_id: int | None = None) -> dict[str, set[str]]:
+    """Chunk ids in the store (for indexed docs), the vector index and the keyword index."""
+    cfg = load_config(dep.config_path)
+    store = DocumentStore(cfg.database_url)
+    gen_id = gen_id or store.get_binding()["generation_id"]
+    gen = store.get_generation(gen_id)
+    live_docs = [d["doc_id"] for d in store.documents()]
+    expected = {c["chunk_id"] for c in store.chunks_for(live_docs, gen["stage_versions"]["chunk"])}
+    with writer_lock(cfg, gen["name"]):
+        pair = open_writer(cfg, gen, None)
+        try:
+            return {"store": expected, "vector": pair.vector.chunk_ids(), "keyword": pair.keyword.chunk_ids()}
+        finally:
+            pair.close()
+
+
+@pytest.fixture
+def dep(tmp_path: Path) -> Deployment:
+    return Deployment(tmp_path)
+
+
+def _docs_in(sets: dict[str, set[str]], store: DocumentStore) -> set[str]:
+    return {c["doc_id"] for c in store.get_chunks(sorted(sets["vector"])).values()}
+
+
+def test_first_sync_builds_generation_one_and_second_sync_does_nothing(dep: Deployment) -> None:
+    first = dep.cli("sync")
+    assert first["generation"] == 1
+    assert first["sources"]["docs"]["new"] == len(list(dep.root.rglob("*.*")))
+    assert first["recomputed"]["parse"] == 6 and first["recomputed"]["embed"] >= 6
+    sets = chunk_sets(dep)
+    assert sets["store"] == sets["vector"] == sets["keyword"] and len(sets["store"]) >= 6
+
+    second = dep.cli("sync")
+    assert second["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
+    assert second["written"] == {"documents": 0, "chunks": 0, "deleted": 0}
+    assert second["sources"]["docs"]["unchanged"] == 6
+    assert dep.cli("status")["live"] == 1
+
+
+def test_editing_one_document_recomputes_only_that_document(dep: Deployment) -> None:
+    dep.cli("sync")
+    before = chunk_sets(dep)
+    dep.write("ops/oncall.txt", (dep.root / "ops/oncall.txt").read_text() + "\nPagers are tested weekly.\n")
+    out = dep.cli("sync")
+    assert out["sources"]["docs"]["updated"] == 1 and out["sources"]["docs"]["unchanged"] == 5
+    assert out["recomputed"]["parse"] == 1 and out["recomputed"]["chunk"] == 1
+    assert out["written"]["documents"] == 1
+    after = chunk_sets(dep)
+    assert after["store"] == after["vector"] == after["keyword"]
+    hits = dep.cli("query", "Are pagers tested?", "-k", "1")["hits"]
+    assert hits[0]["doc"] == "ops/oncall.txt" and "tested weekly" in hits[0]["text"]
+    assert len(after["vector"]) >= len(before["vector"])
+
+
+def test_delete_reaches_store_vector_and_keyword_index(dep: Deployment) -> None:
+    dep.cli("sync")
+    store = _store(dep)
+    doc = next(d for d in store.documents() if d["external_id"] == "people/lyon.md")
+    assert doc["doc_id"] in _docs_in(chunk_sets(dep), store)
+    (dep.root / "people/lyon.md").unlink()
+    out = dep.cli("sync")
+    assert out["sources"]["docs"]["deleted"] == 1 and out["written"]["deleted"] == 1
+    sets = chunk_sets(dep)
+    assert sets["store"] == sets["vector"] == sets["keyword"]
+    assert doc["doc_id"] not in _docs_in(sets, store)
+    assert store.chunks_for([doc["doc_id"]], store.generations()[0]["stage_versions"]["chunk"]) == []
+    assert all(h["doc"] != "people/lyon.md" for h in dep.cli("query", "Lyon office Part-Dieu", "-k", "10")["hits"])
+
+
+def test_moved_file_is_not_reparsed_or_reembedded(dep: Deployment) -> None:
+    dep.cli("sync")
+    (dep.root / "ops/oncall.txt").rename(dep.root / "ops/oncall-policy.txt")
+    out = dep.cli("sync")
+    assert out["sources"]["docs"]["moved"] == 1 and out["sources"]["docs"]["deleted"] == 1
+    assert out["recomputed"]["parse"] == 0 and out["recomputed"]["embed"] == 0
+    hits = dep.cli("query", "acknowledge a page within fifteen minutes", "-k", "1")["hits"]
+    assert hits[0]["doc"] == "ops/oncall-policy.txt"
+
+
+def test_acl_change_updates_indexes_without_reembedding(dep: Deployment) -> None:
+    dep.cli("sync")
+    (dep.root / "people" / ".bindery-acl").write_text("hr-team\n")
+    out = dep.cli("sync")
+    assert out["sources"]["docs"]["acl"] == 1
+    assert out["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
+    q = ("query", "Lyon office Part-Dieu", "-k", "10")
+    assert all(h["doc"] != "people/lyon.md" for h in dep.cli(*q)["hits"])  # public caller
+    assert dep.cli(*q, "--principal", "hr-team")["hits"][0]["doc"] == "people/lyon.md"
+
+
+def test_broken_files_go_to_dead_letters_and_the_run_succeeds(dep: Deployment) -> None:
+    dep.write("broken/truncated.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >>\n")
+    dep.write("broken/blob.txt", bytes(range(256)) * 16)
+    out = dep.cli("sync")
+    assert out["sources"]["docs"]["new"] == 8 and out["errors"] == {}
+    dlq = {d["doc"]: d for d in dep.cli("dlq")}
+    assert set(dlq) == {"broken/truncated.pdf", "broken/blob.txt"}
+    assert all(d["stage"] == "parse" and d["error"] for d in dlq.values())
+    assert dep.cli("status")["documents"] == 8
+    indexed = {h["doc"] for h in dep.cli("query", "robot battery error firmware office", "-k", "50")["hits"]}
+    assert indexed == set(dep_docs())
+    # a fixed document leaves the table on retry
+    (dep.root / "broken/blob.txt").write_text("Now a perfectly readable note about the blob.\n")
+    dep.cli("sync")
+    assert {d["doc"] for d in dep.cli("dlq")} == {"broken/truncated.pdf"}
+
+
+def dep_docs() -> list[str]:
+    from tests.bindery_fixture import DOCS
+
+    return list(DOCS)
+
+
+def test_systematic_parse_failure_blocks_the_index(tmp_path: Path) -> None:
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    for i in range(6):
+        dep.write(f"junk/{i}.txt", bytes([0, 1, 2, 3, 255]) * 200)
+    out = dep.cli("sync", expect=1)
+    assert "parse_quality" in out["error"]
+    # nothing new reached the index; the run's failure is recorded with the reason
+    assert len(dep.cli("dlq")) == 6
+    sets = chunk_sets(dep)
+    assert sets["vector"] == sets["keyword"]
+
+
+def test_shrunken_listing_aborts_the_delete_sweep_until_overridden(dep: Deployment) -> None:
+    dep.cli("sync")
+    for rel in ["robots/xr4471.md", "robots/xr5200.md", "ops/firmware.md", "ops/oncall.txt"]:
+        (dep.root / rel).unlink()
+    out = dep.cli("sync", expect=1)
+    assert "delete sweep aborted" in out["error"] and "6" in out["error"]
+    assert len(chunk_sets(dep)["vector"]) > 0
+    assert dep.cli("status")["documents"] == 6
+    assert any(e["kind"] == "delete-sweep-aborted" for e in dep.cli("status")["events"])
+    out = dep.cli("sync", "--allow-mass-delete")
+    assert out["sources"]["docs"]["deleted"] == 4
+    assert dep.cli("status")["documents"] == 2
+
+
+def test_missing_source_root_fails_without_deleting(dep: Deployment) -> None:
+    dep.cli("sync")
+    dep.root.rename(dep.root.with_name("elsewhere"))
+    out = dep.cli("sync", expect=1)
+    assert "corpus" in out["error"]
+    assert dep.cli("status")["documents"] == 6
+    assert len(chunk_sets(dep)["vector"]) > 0
+
+
+def _versions(dep: Deployment, gen_id: int) -> dict[str, Any]:
+    return _store(dep).get_generation(gen_id)["stage_versions"]
+
+
+def test_chunk_config_change_reindexes_without_reparsing(dep: Deployment) -> None:
+    dep.cli("sync")
+    dep.set_stage("chunk", max_tokens=48, overlap_tokens=8)
+    out = dep.cli("reindex")
+    assert out["recomputed"]["parse"] == 0 and out["recomputed"]["chunk"] == 6
+    cand = out["candidate"]
+    assert _versions(dep, cand)["parse"] == _versions(dep, 1)["parse"]
+    assert _versions(dep, cand)["chunk"] != _versions(dep, 1)["chunk"]
+    sets = chunk_sets(dep, cand)
+    assert sets["store"] == sets["vector"] == sets["keyword"]
+    assert dep.cli("status")["live"] == 1  # built beside live, not promoted
+
+
+def test_embedder_change_reindexes_without_reparsing_or_rechunking(dep: Deployment) -> None:
+    dep.cli("sync")
+    dep.set_stage("embed", document_prefix="passage: ", query_prefix="query: ")
+    out = dep.cli("reindex")
+    assert out["recomputed"]["parse"] == 0 and out["recomputed"]["chunk"] == 0
+    assert out["recomputed"]["context"] == 0 and out["recomputed"]["embed"] > 0
+    assert _versions(dep, out["candidate"])["embed"] != _versions(dep, 1)["embed"]

@@ -1,0 +1,306 @@
+"""LocalFolderSource and the shared glob matcher, against real temporary folders."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.config import SourceConfig
+from connectors.errors import ConfigError, SourceError, TooLarge
+from connectors.sources import (
+    LocalFolderSource,
+    PathFilter,
+    S3Source,
+    SourceEntry,
+    glob_to_regex,
+    make_source,
+)
+
+
+def put(root: Path, rel: str, data: bytes | str = b"x") -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(data.encode() if isinstance(data, str) else data)
+    return p
+
+
+def src(root: Path, **kw: Any) -> LocalFolderSource:
+    return LocalFolderSource(SourceConfig(name="docs", kind="local", root=str(root), **kw))
+
+
+def listing(s: LocalFolderSource) -> dict[str, SourceEntry]:
+    return {e.external_id: e for e in s.list()}
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    put(root, "a.txt", "alpha")
+    put(root, "guide.md", "# guide")
+    put(root, "sub/b.md", "# b")
+    put(root, "sub/deeper/c.pdf", b"%PDF-1.4")
+    put(root, "sub/deeper/notes.tmp", "scratch")
+    put(root, "drafts/d.md", "draft")
+    put(root, ".hidden", "no")
+    put(root, ".git/config", "no")
+    put(root, "sub/.secret/e.txt", "no")
+    return root
+
+
+# -- globs -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "yes", "no"),
+    [
+        ("**/*", ["a.txt", "x/y/z.pdf"], []),
+        ("*.md", ["a.md", "x/y/a.md"], ["a.mdx", "a.txt"]),
+        ("/*.md", ["a.md"], ["x/a.md"]),
+        ("docs/**", ["docs/a", "docs/x/y.txt"], ["docs", "x/docs/a", "docsx/a"]),
+        ("drafts/", ["drafts/a.md", "x/drafts/b/c.txt"], ["drafts.md", "mydrafts/a"]),
+        ("**/build/*.o", ["build/a.o", "x/y/build/a.o"], ["build/x/a.o"]),
+        ("a/**/b.txt", ["a/b.txt", "a/x/y/b.txt"], ["b.txt", "ab.txt"]),
+        ("file?.txt", ["file1.txt"], ["file12.txt", "file.txt"]),
+        ("[ab]*.txt", ["a1.txt", "b.txt"], ["c.txt"]),
+        ("[!ab]*.txt", ["c.txt"], ["a.txt"]),
+        ("x[/]y", [], ["x/y"]),
+        ("report (1)+.pdf", ["report (1)+.pdf"], ["report 1.pdf"]),
+        ("x/*", ["x/a"], ["x/a/b"]),
+    ],
+)
+def test_glob_patterns(pattern: str, yes: list[str], no: list[str]) -> None:
+    f = PathFilter([pattern])
+    for p in yes:
+        assert f(p), (pattern, p, glob_to_regex(pattern))
+    for p in no:
+        assert not f(p), (pattern, p, glob_to_regex(pattern))
+
+
+def test_glob_filter_exclude_wins_and_empty_include_means_all() -> None:
+    f = PathFilter(["**/*.md"], ["drafts/"])
+    assert f("a.md")
+    assert f("x/b.md")
+    assert not f("drafts/c.md")
+    assert not f("a.txt")
+    assert PathFilter([], ["*.tmp"])("anything/at/all.pdf")
+    with pytest.raises(ValueError, match="empty glob"):
+        glob_to_regex("  ")
+
+
+# -- listing ---------------------------------------------------------------------------------
+
+
+def test_lists_files_with_stable_ids_uris_and_stats(tree: Path) -> None:
+    s = src(tree)
+    entries = list(s.list())
+    ids = [e.external_id for e in entries]
+    assert sorted(ids) == [
+        "a.txt",
+        "drafts/d.md",
+        "guide.md",
+        "sub/b.md",
+        "sub/deeper/c.pdf",
+        "sub/deeper/notes.tmp",
+    ]
+    assert ids == [e.external_id for e in s.list()]  # stable order
+    e = {x.external_id: x for x in entries}["sub/deeper/c.pdf"]
+    p = tree / "sub/deeper/c.pdf"
+    st = p.stat()
+    assert e.uri == p.absolute().as_uri()
+    assert e.uri.startswith("file:///")
+    assert e.size == 8
+    assert e.fingerprint == f"{st.st_mtime_ns}-{st.st_size}"
+    assert e.modified_at == pytest.approx(st.st_mtime)
+    assert s.read(e) == b"%PDF-1.4"
+
+
+def test_include_exclude(tree: Path) -> None:
+    s = src(tree, include=["**/*.md", "**/*.pdf"], exclude=["drafts/", "*.tmp"])
+    assert sorted(listing(s)) == ["guide.md", "sub/b.md", "sub/deeper/c.pdf"]
+    top = src(tree, include=["/*"])
+    assert sorted(listing(top)) == ["a.txt", "guide.md"]
+
+
+def test_fingerprint_changes_on_edit_and_touch_only(tree: Path) -> None:
+    s = src(tree)
+    before = listing(s)
+    assert listing(s)["a.txt"].fingerprint == before["a.txt"].fingerprint
+    put(tree, "a.txt", "alpha, longer now")  # new size
+    after = listing(s)
+    assert after["a.txt"].fingerprint != before["a.txt"].fingerprint
+    st = (tree / "guide.md").stat()
+    os.utime(tree / "guide.md", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # same size
+    assert listing(s)["guide.md"].fingerprint != after["guide.md"].fingerprint
+    assert listing(s)["sub/b.md"].fingerprint == before["sub/b.md"].fingerprint
+
+
+def test_deleted_files_disappear(tree: Path) -> None:
+    s = src(tree)
+    (tree / "sub/b.md").unlink()
+    ids = listing(s)
+    assert "sub/b.md" not in ids
+    assert "a.txt" in ids
+
+
+def test_symlinks_followed_loops_and_broken_links_skipped(tree: Path, tmp_path: Path) -> None:
+    outside = put(tmp_path / "elsewhere", "linked.txt", "via link")
+    (tree / "sub/loop").symlink_to(tree, target_is_directory=True)
+    (tree / "sub/deeper/up").symlink_to(tree / "sub", target_is_directory=True)
+    (tree / "link.txt").symlink_to(outside)
+    (tree / "broken.txt").symlink_to(tmp_path / "missing")
+    ids = listing(src(tree))
+    assert "link.txt" in ids
+    assert "broken.txt" not in ids
+    assert not any("loop" in i or "/up/" in i for i in ids)
+    assert src(tree).read(ids["link.txt"]) == b"via link"
+
+
+# -- ACL -------------------------------------------------------------------------------------
+
+
+def test_acl_default_public_then_config(tree: Path) -> None:
+    e = listing(src(tree))["a.txt"]
+    assert e.acl == ("*",)
+    assert e.metadata["acl_from"] == "default"
+    e = listing(src(tree, acl=["group:staff"]))["sub/b.md"]
+    assert e.acl == ("group:staff",)
+    assert e.metadata["acl_from"] == "config"
+
+
+def test_acl_sidecar_applies_to_folder_and_below_nearest_wins(tree: Path) -> None:
+    put(tree, "sub/.bindery-acl", "# who may read sub/\nalice\n\ngroup:eng\nalice\n")
+    put(tree, "sub/deeper/.bindery-acl", "bob\n")
+    put(tree, "drafts/.bindery-acl", "# nobody\n")
+    entries = listing(src(tree, acl=["group:staff"]))
+    assert entries["a.txt"].acl == ("group:staff",)
+    assert entries["sub/b.md"].acl == ("alice", "group:eng")
+    assert entries["sub/b.md"].metadata["acl_from"] == "sidecar:sub/.bindery-acl"
+    assert entries["sub/deeper/c.pdf"].acl == ("bob",)
+    assert entries["drafts/d.md"].acl == ()  # an empty sidecar means nobody: fail closed
+    assert ".bindery-acl" not in " ".join(entries)
+
+
+def test_unreadable_sidecar_fails_the_listing(tree: Path) -> None:
+    put(tree, "sub/.bindery-acl", b"\xff\xfe\x00bad")
+    with pytest.raises(SourceError, match="ACL file"):
+        list(src(tree).list())
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+def test_missing_root_is_an_error_not_an_empty_listing(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    with pytest.raises(SourceError, match=r"nope.*No such file"):
+        list(src(missing).list())
+    with pytest.raises(SourceError):
+        src(missing).probe()
+    f = put(tmp_path, "file.txt")
+    with pytest.raises(SourceError, match="not a folder"):
+        list(src(f).list())
+
+
+def test_unreadable_subfolder_fails_the_listing(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # chmod 000 does not stop root, so simulate the OS refusing one folder.
+    real = os.scandir
+    bad = str(tree / "sub")
+
+    def scandir(path: str) -> object:
+        if str(path) == bad:
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(SourceError, match=r"sub: Permission denied"):
+        list(src(tree).list())
+
+
+def test_read_errors(tree: Path) -> None:
+    s = src(tree, max_file_mb=0.001)  # 1048 bytes
+    entries = listing(s)
+    (tree / "a.txt").unlink()
+    with pytest.raises(SourceError, match=r"a\.txt"):
+        s.read(entries["a.txt"])
+    put(tree, "big.bin", b"0" * 5000)
+    with pytest.raises(TooLarge):
+        s.read(listing(s)["big.bin"])
+    evil = SourceEntry("../outside.txt", "file:///x", 1, "f", 0.0)
+    with pytest.raises(SourceError, match="invalid external id"):
+        s.read(evil)
+
+
+# -- probe -----------------------------------------------------------------------------------
+
+
+def test_probe_stable_until_something_changes(tree: Path) -> None:
+    s = src(tree)
+    p0 = s.probe()
+    assert s.probe() == p0
+    put(tree, ".hidden", "ignored change")
+    assert s.probe() == p0
+    st = (tree / "a.txt").stat()
+    os.utime(tree / "a.txt", ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    p1 = s.probe()
+    assert p1 != p0
+    put(tree, "new.txt", "n")
+    p2 = s.probe()
+    assert p2 != p1
+    (tree / "new.txt").unlink()
+    assert s.probe() == p1
+    put(tree, "sub/.bindery-acl", "carol\n")
+    assert s.probe() != p1
+
+
+@pytest.fixture
+def fast_tmp(tmp_path: Path) -> Iterator[Path]:
+    """A scratch folder on tmpfs when there is one: creating 2,000 files on an overlay disk
+    costs seconds, which is test setup, not what the test measures."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    d = Path(tempfile.mkdtemp(dir=shm, prefix="bindery-test-"))
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_probe_is_cheap_for_2000_files(fast_tmp: Path) -> None:
+    root = fast_tmp / "many"
+    for d in range(20):
+        (root / f"d{d}").mkdir(parents=True)
+    for i in range(2000):
+        (root / f"d{i % 20}/f{i}.txt").write_bytes(b"x" * (i % 7))
+    s = src(root)
+    t = time.perf_counter()
+    p = s.probe()
+    elapsed = time.perf_counter() - t
+    assert len(p) == 64
+    assert elapsed < 1.0, elapsed  # about 0.03 s measured
+    assert s.probe() == p
+
+
+# -- factory ---------------------------------------------------------------------------------
+
+
+def test_make_source(tmp_path: Path) -> None:
+    assert isinstance(make_source(SourceConfig(name="l", root=str(tmp_path))), LocalFolderSource)
+    s3 = make_source(
+        SourceConfig(name="s", kind="s3", bucket="bkt", endpoint_url="http://127.0.0.1:9")
+    )
+    assert isinstance(s3, S3Source)
+    assert s3.needs_describe
+    with pytest.raises(ConfigError, match="root"):
+        make_source(SourceConfig(name="l", kind="local"))
+    with pytest.raises(ConfigError, match="bucket"):
+        make_source(SourceConfig(name="s", kind="s3"))

@@ -1,0 +1,122 @@
+"""The document store on both engines: migrations, idempotent upserts, the binding flip,
+dead letters. Every test runs on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from connectors.errors import BindingError
+from connectors.store import DocumentStore
+from connectors.store import schema as t
+
+
+def _gen(store: DocumentStore, name: str) -> int:
+    return store.create_generation({
+        "name": name, "status": "building", "stage_versions": {"chunk": "c1"}, "stage_configs": {},
+        "embedder_id": "e1", "vector_index": name, "keyword_index": name, "counts": {}, "created_at": time.time()})
+
+
+def _doc(doc_id: str, **kw):  # type: ignore[no-untyped-def]
+    now = time.time()
+    row = {"doc_id": doc_id, "source": "s", "external_id": f"{doc_id}.md", "uri": f"file:///{doc_id}.md",
+           "content_hash": "h-" + doc_id, "fingerprint": "f", "size": 1, "acl": ["*"], "acl_hash": "a",
+           "metadata": {}, "source_modified_at": now, "first_seen": now, "last_seen": now, "changed_at": now,
+           "deleted_at": None}
+    row.update(kw)
+    return row
+
+
+def test_migrations_create_every_table_and_are_idempotent(db_url: str) -> None:
+    store = DocumentStore(db_url)
+    store.migrate()  # a second upgrade is a no-op
+    names = set(sa.inspect(store.engine).get_table_names())
+    assert {tb.name for tb in t.metadata.sorted_tables} <= names
+    assert "alembic_version" in names
+
+
+def test_document_upsert_is_idempotent(db_url: str) -> None:
+    store = DocumentStore(db_url)
+    store.upsert_documents([_doc("a"), _doc("b")])
+    store.upsert_documents([_doc("a", content_hash="h2"), _doc("b")])
+    docs = {d["doc_id"]: d for d in store.documents("s")}
+    assert len(docs) == 2 and docs["a"]["content_hash"] == "h2"
+
+
+def test_replace_chunks_never_duplicates(db_url: str) -> None:
+    store = DocumentStore(db_url)
+    row = {"chunk_id": "c0", "doc_id": "a", "chunk_version": "v", "content_hash": "h", "parse_version": "p",
+           "ordinal": 0, "kind": "text", "display_text": "x", "embed_text": "x", "text_hash": "t",
+           "heading_path": [], "page": None, "char_start": 0, "char_end": 1, "tokens": 1, "parent_id": None}
+    for _ in range(3):
+        store.replace_chunks("a", "v", [row, {**row, "chunk_id": "c1", "ordinal": 1}])
+    assert [c["chunk_id"] for c in store.chunks_for(["a"], "v")] == ["c0", "c1"]
+    store.replace_chunks("a", "v", [row])
+    assert [c["chunk_id"] for c in store.chunks_for(["a"], "v")] == ["c0"]
+
+
+def test_flip_keeps_previous_and_rollback_restores(db_url: str) -> None:
+    store = DocumentStore(db_url)
+    g1, g2, g3 = _gen(store, "g1"), _gen(store, "g2"), _gen(store, "g3")
+    store.flip_binding(g1)
+    b = store.flip_binding(g2)
+    assert (b["generation_id"], b["previous_generation_id"]) == (g2, g1)
+    assert store.get_generation(g1)["status"] == "previous"
+    with pytest.raises(BindingError):
+        store.flip_binding(g2)
+    b = store.flip_binding(g3)
+    assert store.get_generation(g1)["status"] == "retired"  # only one previous is kept
+    b = store.flip_binding(g2, previous_id=g3)  # rollback
+    assert (b["generation_id"], b["previous_generation_id"]) == (g2, g3)
+    assert store.get_generation(g2)["status"] == "live"
+    assert store.get_generation(g3)["status"] == "previous"
+
+
+def test_concurrent_flips_leave_one_consistent_binding(db_url: str) -> None:
+    store = DocumentStore(db_url)
+    gens = [_gen(store, f"g{i}") for i in range(6)]
+    store.flip_binding(gens[0])
+    errors: list[Exception] = []
+
+    def flip(g: int) -> None:
+        try:
+            store.flip_binding(g)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=flip, args=(g,)) for g in gens[1:]]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    b = store.get_binding()
+    assert b["version"] == 6
+    live = [g for g in store.generations() if g["status"] == "live"]
+    assert [g["id"] for g in live] == [b["generation_id"]]
+
+
+def test_dead_letters_replace_and_resolve(db_url: str) -> None:
+    store = DocumentStore(db_url)
+    for _ in range(2):
+        store.add_dead_letter(doc_id="a", source="s", external_id="a.pdf", stage="parse", reason="corrupt",
+                              error="truncated")
+    assert len(store.dead_letters()) == 1
+    assert store.resolve_dead_letters(["a"], stages=("parse",)) == 1
+    assert store.dead_letters() == []
+
+
+def test_gc_drops_caches_of_deleted_content(db_url: str) -> None:
+    store = DocumentStore(db_url)
+    store.upsert_documents([_doc("a", content_hash="live"), _doc("b", content_hash="gone")])
+    for h in ("live", "gone"):
+        store.put_parse({"content_hash": h, "parse_version": "p", "format": "md", "status": "ok",
+                         "created_at": time.time()})
+        store.put_embeddings([{"text_hash": "t" + h, "embedder_id": "e", "dim": 1, "vector": b"\0\0\0\0",
+                               "content_hash": h, "created_at": time.time()}])
+    store.mark_deleted(["b"], time.time())
+    assert store.gc_orphan_caches() == {"parses": 1, "contexts": 0, "embeddings": 1}
+    assert set(store.get_embeddings(["tlive", "tgone"], "e")) == {"tlive"}
