@@ -9,14 +9,17 @@ Document text and offsets
     `document_text`); `char_start`/`char_end` delimit the chunk's body in it: from the first
     character of its first content piece to the last character of its last. The heading line a
     chunk starts with is context and lies outside that span (except a merged section's own
-    heading, which sits inside it). Overlapping pieces of a split paragraph have overlapping spans.
+    heading, which sits inside it). Overlapping pieces of a split paragraph have overlapping
+    spans; a table piece's span covers its rows (the first piece's, the header too).
 
 Algorithm
     1. Walk the blocks keeping a heading path: a title block resets it to ``[title]`` (level 0;
        the `title` argument is the root until one appears), a heading of level L pops levels
        >= L and pushes itself. Headings never become chunks of their own.
     2. Each run of content blocks under one heading is a *section*. Every chunk of a section
-       starts with a line holding the section's heading text, so it is self-describing.
+       starts with a line holding the section's heading text (capped at max_tokens // 4), so
+       it is self-describing: ``"Install\n<body>"``. Blocks in a chunk are joined by a blank
+       line, consecutive list items by one newline.
     3. Content blocks are atomic when they fit. A longer one is split: text by paragraph >
        sentence > word > token boundary with `overlap_tokens` of overlap between its pieces;
        code on line boundaries; tables by rows, with the header rows repeated in every piece.
@@ -25,7 +28,9 @@ Algorithm
     5. A single-chunk section below `min_tokens` is merged into the next section's first chunk
        (or, failing that, into the previous section's last) when the result fits; a merged
        chunk's heading path is the common prefix of its sections' paths.
-    6. Every chunk is re-counted with the tokenizer; the count is stored in `n_tokens`.
+    6. Every chunk is re-counted with the tokenizer and the count stored in `n_tokens`. The
+       packing estimates are exact for WordPiece (whitespace costs no tokens); a tokenizer that
+       spends tokens on joins could overrun them, so an over-long chunk is cut again there.
 
 The output is deterministic: the same blocks and configuration give identical drafts.
 """
@@ -259,25 +264,20 @@ def _split_table(it: _Item, budget: int, tok: TokenCounter) -> list[_Unit]:
             rows.extend(
                 (line[a:b], off + a, off + b, m) for a, b, m in tok.pieces(line, row_budget)
             )
-    units: list[_Unit] = []
-    batch: list[tuple[str, int, int, int]] = []
-    used = 0
-    for row in rows:
-        if batch and used + row[3] + tok.separator_cost > row_budget:
-            units.append(_table_unit(it, header, batch, used + header_tokens))
-            batch, used = [], 0
-        used += row[3] + (tok.separator_cost if batch else 0)
-        batch.append(row)
-    if batch:
-        units.append(_table_unit(it, header, batch, used + header_tokens))
+    sep = tok.separator_cost
+    runs = _even_runs([r[3] for r in rows], row_budget, sep, [False] * len(rows))
+    units = [_table_unit(it, header, [rows[k] for k in run], header_tokens, sep) for run in runs]
     if header_n and units:  # the first piece's span starts at the header it really follows
         units[0].start = it.start + lines[0][1]
     return units
 
 
-def _table_unit(it: _Item, header: str, rows: list[tuple[str, int, int, int]], n: int) -> _Unit:
+def _table_unit(
+    it: _Item, header: str, rows: list[tuple[str, int, int, int]], header_tokens: int, sep: int
+) -> _Unit:
     body = "\n".join(r[0] for r in rows)
     text = f"{header}\n{body}" if header else body
+    n = sum(r[3] for r in rows) + sep * (len(rows) - 1) + (header_tokens + sep if header else 0)
     start, end = it.start + rows[0][1], it.start + rows[-1][2]
     return _Unit(text, start, end, n, "table", it.block.page, split_of=it.index)
 
@@ -301,23 +301,46 @@ def _header_rows(block: Block, lines: list[str]) -> int:
 
 
 def _pack(section: _Section, units: list[_Unit], budget: int, sep: int) -> list[_Part]:
-    """Greedily fill chunks of at most `budget` body tokens; split pieces never share one."""
-    parts: list[_Part] = []
-    current: list[_Unit] = []
-    used = 0
-    for u in units:
-        cost = u.tokens + (sep if current else 0)
-        same_split = bool(current) and u.split_of is not None and current[-1].split_of == u.split_of
-        if current and (used + cost > budget or same_split):
-            parts.append(_Part(section, current, first=not parts, last=False))
-            current, used, cost = [], 0, u.tokens
-        current.append(u)
-        used += cost
-    if current:
-        parts.append(_Part(section, current, first=not parts, last=False))
+    """Pack a section's units into as few chunks as fit, evenly; split pieces never share one."""
+    breaks = [
+        k > 0 and u.split_of is not None and units[k - 1].split_of == u.split_of
+        for k, u in enumerate(units)
+    ]
+    groups = _even_runs([u.tokens for u in units], budget, sep, breaks)
+    parts = [
+        _Part(section, [units[k] for k in g], first=i == 0, last=False)
+        for i, g in enumerate(groups)
+    ]
     if parts:
         parts[-1].last = True
     return parts
+
+
+def _even_runs(sizes: list[int], limit: int, sep: int, breaks: list[bool]) -> list[list[int]]:
+    """Indices of `sizes` in consecutive runs: as few as fit in `limit` (each join costs `sep`;
+    a run always ends before an index whose `breaks` is set), then evened out with the smallest
+    cap that needs no more runs, so a section of 210 tokens gives two chunks of about 105, not
+    200 + 10. Greedy runs are optimal for a given cap, and their number falls as the cap grows.
+    """
+
+    def greedy(cap: int) -> list[list[int]]:
+        runs: list[list[int]] = []
+        used = 0
+        for k, n in enumerate(sizes):
+            if runs and not breaks[k] and used + sep + n <= cap:
+                runs[-1].append(k)
+                used += sep + n
+            else:
+                runs.append([k])
+                used = n
+        return runs
+
+    fewest = len(greedy(limit))
+    lo, hi = max(sizes, default=0), limit
+    while lo < hi:  # the smallest cap that still needs only `fewest` runs
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if len(greedy(mid)) <= fewest else (mid + 1, hi)
+    return greedy(lo)
 
 
 def _merge_small(groups: list[list[_Part]], config: ChunkConfig, sep: int) -> list[list[_Part]]:

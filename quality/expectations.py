@@ -55,7 +55,7 @@ def validate_batch(
     Returns {"success", "warn", "documents", "results": [{"expectation", "column", "success",
     "warn", "unexpected_share", "unexpected_docs", ...}]}.
     """
-    t = thresholds or ParseQualityThresholds()
+    t = thresholds or ParseQualityThresholds.model_validate({})
     specs = expectation_specs(t)
     if not metrics_rows:
         return {"success": True, "warn": False, "documents": 0, "results": []}

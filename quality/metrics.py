@@ -32,6 +32,8 @@ _TOKEN = re.compile(r"\S+")
 _EDGE_PUNCT = "\"'`.,;:!?()[]{}<>«»“”‘’*_~|/\\-–—…"
 _NUMERIC = re.compile(r"^[\d.,:/%+\-−$€£¥#]+$")
 _STRUCTURAL = {"table", "code"}
+_SPACE_RUNS = re.compile(r"\s+")
+_NON_ALNUM = re.compile(r"[\W_]+")
 
 
 def _is_word(tok: str) -> bool:
@@ -48,12 +50,13 @@ def _is_word(tok: str) -> bool:
 def _tokens(text: str) -> tuple[int, int]:
     """(word-like tokens, tokens counted); purely numeric tokens are neutral and not counted."""
     words = counted = 0
-    for raw in _TOKEN.findall(text):
+    for raw, n in Counter(_TOKEN.findall(text)).items():  # judge each distinct token once
         tok = raw.strip(_EDGE_PUNCT)
         if not tok or _NUMERIC.match(tok):
             continue
-        counted += 1
-        words += _is_word(tok)
+        counted += n
+        if _is_word(tok):
+            words += n
     return words, counted
 
 
@@ -65,8 +68,8 @@ def word_share(text: str) -> float:
 
 def page_metrics(text: str) -> dict[str, Any]:
     """Metrics of one page (or one unpaginated document) of extracted text."""
-    visible = sum(1 for ch in text if not ch.isspace())
-    alnum = sum(1 for ch in text if ch.isalnum())
+    visible = len(text) - sum(len(m) for m in _SPACE_RUNS.findall(text))
+    alnum = len(_NON_ALNUM.sub("", text))
     words, counted = _tokens(text)
     return {
         "chars": len(text),

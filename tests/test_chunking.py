@@ -340,6 +340,15 @@ def test_paragraphs_that_fit_are_never_split(tok: TokenCounter) -> None:
     assert [p for body in bodies for p in body] == paras
 
 
+def test_a_section_just_over_the_limit_splits_evenly(tok: TokenCounter) -> None:
+    paras = [f"Point {i} is short but it matters." for i in range(30)]
+    each = tok.count(paras[0])
+    cfg = ChunkConfig(max_tokens=each * 25)  # room for 24 of the 30, plus the heading line
+    drafts = chunk_blocks([H("List", 2), *map(P, paras)], cfg, counter=tok)
+    sizes = [d.display_text.count("Point ") for d in drafts]
+    assert sizes == [15, 15], sizes  # not 24 + 6
+
+
 @pytest.mark.parametrize("header_in_meta", [False, True])
 def test_long_table_repeats_header_in_every_piece(tok: TokenCounter, header_in_meta: bool) -> None:
     text = table(120, cols=4)
@@ -361,6 +370,8 @@ def test_long_table_repeats_header_in_every_piece(tok: TokenCounter, header_in_m
         assert body.startswith(header + "\n"), body[:120]
         rows += body[len(header) + 1 :].split("\n")
     assert rows == text.split("\n")[2:]  # every row exactly once, in order
+    per_piece = [d.display_text.count("\n| r") for d in drafts]
+    assert max(per_piece) - min(per_piece) <= 2, per_piece  # evened out, no stub piece
 
 
 def test_table_header_count_from_meta_and_headerless_tables(tok: TokenCounter) -> None:

@@ -87,6 +87,14 @@ def test_detection_without_extension():
     assert detect_format(docgen.pdf_simple(), "download").format == "pdf"
 
 
+def test_bom_prefixed_files_are_sniffed():
+    bom = b"\xef\xbb\xbf"
+    page = bom + b"<!DOCTYPE html><html><body><h1>Hi</h1></body></html>"
+    assert detect_format(page, "page.txt").format == "html"
+    r = parse_document(bom + docgen.eml_html_only(), "mail", CFG)
+    assert r.format == "email" and r.title == "Newsletter"
+
+
 def test_utf16_text_is_text():
     r = parse_document("Hello wide world\n".encode("utf-16"), "wide.txt", CFG)
     assert r.blocks[0].text == "Hello wide world"
@@ -119,6 +127,17 @@ def test_markdown_title_falls_back_to_h1_and_hash_in_fence_is_not_heading():
     r = parse_document(md, "x.md", CFG)
     assert r.title == "Real Title"
     assert [b.kind for b in r.blocks] == ["code", "paragraph", "heading"]
+
+
+def test_markdown_embedded_html_keeps_structure():
+    md = b"# T\n\n<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>\n\n"
+    md += b"<!-- a comment -->\n\ntext\n"
+    r = parse_document(md, "x.md", CFG)
+    assert [(b.kind, b.text) for b in r.blocks] == [
+        ("heading", "T"),
+        ("table", "| a | b |\n|---|---|\n| 1 | 2 |"),
+        ("paragraph", "text"),
+    ]
 
 
 # ---------------------------------------------------------------- plain text

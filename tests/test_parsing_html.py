@@ -79,6 +79,26 @@ def test_sphinx_page_comes_out_clean():
     ]
 
 
+def test_sphinx_nested_signatures_and_admonitions():
+    html = (
+        b'<html><body><div class="body" role="main"><h1>mod</h1>'
+        b'<dl class="py class"><dt class="sig sig-object py">class Foo<a class="headerlink">#</a>'
+        b'</dt><dd><p>A foo.</p><div class="admonition note"><p class="admonition-title">Note</p>'
+        b'<p>Careful.</p></div><dl class="py method"><dt class="sig sig-object py">bar(x)</dt>'
+        b"<dd><p>Bar it.</p></dd></dl></dd></dl></div></body></html>"
+    )
+    r = parse_document(html, "mod.html", CFG)
+    got = [(b.kind, b.level, b.text) for b in r.blocks]
+    assert got == [
+        ("heading", 1, "mod"),
+        ("heading", 2, "class Foo"),
+        ("paragraph", 0, "A foo."),
+        ("paragraph", 0, "Note: Careful."),
+        ("heading", 3, "bar(x)"),
+        ("paragraph", 0, "Bar it."),
+    ]
+
+
 def test_page_without_main_uses_body_minus_chrome():
     html = (
         b"<html><body><header><h1>Site</h1></header><nav>NAVTEXT</nav>"

@@ -16,10 +16,11 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Callable
 from email import policy
-from email.message import EmailMessage, Message
+from email.message import EmailMessage, Message, MIMEPart
 from email.parser import BytesParser
 from email.utils import parsedate_to_datetime
 from pathlib import PurePosixPath
@@ -116,12 +117,12 @@ def _metadata(msg: Message) -> dict[str, Any]:
     }
 
 
-def _text_content(part: EmailMessage) -> str:
+def _text_content(part: MIMEPart) -> str:
     try:
-        return part.get_content()
+        return str(part.get_content())
     except (LookupError, UnicodeError, KeyError):  # unknown or lying charset
-        payload = part.get_payload(decode=True) or b""
-        return payload.decode("utf-8", errors="replace")
+        payload = part.get_payload(decode=True)
+        return payload.decode("utf-8", errors="replace") if isinstance(payload, bytes) else ""
 
 
 def _body_blocks(msg: EmailMessage) -> tuple[list[Block], str]:
@@ -207,7 +208,7 @@ def _message(
 
 def parse_email(data: bytes, parse_attachment: AttachmentParser) -> ParseResult:
     """Parse one RFC 822 message; `parse_attachment(bytes, filename)` parses attachments."""
-    msg = _PARSER.parsebytes(data)
+    msg = _PARSER.parsebytes(data.removeprefix(codecs.BOM_UTF8))
     warnings: list[str] = [f"email: {d.__class__.__name__}" for d in msg.defects[:3]]
     blocks, meta = _message(msg, 0, parse_attachment, warnings)  # type: ignore[arg-type]
     return ParseResult(
@@ -230,7 +231,7 @@ def parse_mbox(data: bytes, parse_attachment: AttachmentParser) -> ParseResult:
     blocks: list[Block] = []
     messages: list[dict[str, Any]] = []
     warnings: list[str] = []
-    for raw in split_mbox(data):
+    for raw in split_mbox(data.removeprefix(codecs.BOM_UTF8)):
         msg = _PARSER.parsebytes(raw)
         body, meta = _message(msg, 1, parse_attachment, warnings)  # type: ignore[arg-type]
         heading_meta = {k: meta[k] for k in ("message_id", "from", "date", "thread_id")}

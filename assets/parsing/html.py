@@ -18,13 +18,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import lxml.html
 from lxml import etree
 
 from assets.parsing.sniff import decode_text, html_declared_charset
 from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
-from assets.parsing.types import Block, ParseResult
+from assets.parsing.types import Block, BlockKind, ParseResult
 from connectors.errors import EmptyDocument
 
 __all__ = ["html_blocks", "parse_html"]
@@ -265,6 +266,7 @@ class _Walker:
 
     blocks: list[Block] = field(default_factory=list)
     level: int = 0  # level of the last heading seen (signatures nest below it)
+    label: str = ""  # an admonition title waiting to prefix the next paragraph
     handlers: dict[str, Callable[[etree._Element, int], None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -281,10 +283,14 @@ class _Walker:
             "hr": lambda el, depth: None,
         }
 
-    def emit(self, kind: str, text: str, level: int = 0, **meta: object) -> None:
+    def emit(
+        self, kind: BlockKind, text: str, level: int = 0, meta: dict[str, Any] | None = None
+    ) -> None:
         text = text if kind in ("code", "table") else clean_inline(text)
+        if self.label and kind == "paragraph" and text:
+            text, self.label = f"{self.label}: {text}", ""
         if text.strip():
-            self.blocks.append(Block(kind, text, level=level, meta=dict(meta)))  # type: ignore[arg-type]
+            self.blocks.append(Block(kind, text, level=level, meta=meta or {}))
 
     def walk(self, el: etree._Element, depth: int = 0) -> None:
         tag = el.tag
@@ -318,6 +324,8 @@ class _Walker:
     def paragraph(self, el: etree._Element, depth: int) -> None:
         if any(isinstance(c.tag, str) and c.tag in ("pre", "table", "ul", "ol") for c in el):
             self.container(el, depth)  # malformed nesting: keep the structure inside
+        elif "admonition-title" in el.get("class", ""):
+            self.label = clean_inline(el.text_content())  # Sphinx "Note" / "Warning" label
         else:
             self.emit("paragraph", el.text_content())
 
@@ -330,14 +338,15 @@ class _Walker:
             if li.tag != "li":
                 self.walk(li, depth + 1)
                 continue
-            self.emit("list_item", _text_without(li, _LIST_NESTED), depth=nesting, ordered=ordered)
+            meta = {"depth": nesting, "ordered": ordered}
+            self.emit("list_item", _text_without(li, _LIST_NESTED), meta=meta)
             for child in _outermost(li, _LIST_NESTED):
                 self.walk(child, depth + 1)
 
     def pre(self, el: etree._Element, depth: int) -> None:
         text = el.text_content().strip("\n")
         lang = _code_language(el)
-        self.emit("code", text, **({"language": lang} if lang else {}))
+        self.emit("code", text, meta={"language": lang} if lang else None)
 
     def table(self, el: etree._Element, depth: int) -> None:
         rows_el = el.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")
@@ -351,7 +360,7 @@ class _Walker:
         if caption is not None:
             self.caption(caption, depth)
         text = markdown_table(rows)
-        self.emit("table", text, table_header=table_header_lines(text))
+        self.emit("table", text, meta={"table_header": table_header_lines(text)})
 
     def caption(self, el: etree._Element, depth: int) -> None:
         self.emit("caption", el.text_content())
@@ -359,9 +368,12 @@ class _Walker:
     def term(self, el: etree._Element, depth: int) -> None:
         text = _TRAILING_ANCHOR.sub("", el.text_content())
         if "sig" in el.get("class", "").split():  # Sphinx API signature
-            self.emit("heading", text, level=min(6, self.level + 1), signature=True)
+            # Methods sit in a <dd> of their class: nest them one level deeper per <dd>.
+            nesting = sum(1 for _ in el.iterancestors("dd"))
+            level = min(6, self.level + 1 + nesting)
+            self.emit("heading", text, level=level, meta={"signature": True})
         else:
-            self.emit("paragraph", text, term=True)
+            self.emit("paragraph", text, meta={"term": True})
 
 
 def _parse_tree(html_text: str) -> etree._Element:

@@ -19,6 +19,7 @@ from markdown_it.token import Token
 
 from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
 from assets.parsing.types import Block, ParseResult
+from connectors.errors import ParseError
 
 __all__ = ["parse_markdown", "split_front_matter"]
 
@@ -62,15 +63,14 @@ def _inline_text(token: Token) -> str:
     return "".join(parts)
 
 
-def _html_text(html: str) -> str:
-    if html.lstrip().startswith("<!--"):
-        return ""
-    import lxml.html
+def _html_fragment(html: str) -> list[Block]:
+    """Blocks of raw HTML embedded in Markdown (a <table>, <details>, ...)."""
+    from assets.parsing.html import html_blocks
 
     try:
-        return lxml.html.fromstring(html).text_content()
-    except Exception:  # a broken HTML snippet is just skipped
-        return ""
+        return html_blocks(html)[0]
+    except ParseError:  # an empty or unparsable fragment is just skipped
+        return []
 
 
 def _blocks(tokens: list[Token]) -> list[Block]:
@@ -124,10 +124,8 @@ def _blocks(tokens: list[Token]) -> list[Block]:
             if code.strip():
                 blocks.append(Block("code", code, meta={"language": lang} if lang else {}))
             item_open = False
-        elif t == "html_block":
-            text = clean_inline(_html_text(tok.content))
-            if text:
-                blocks.append(Block("paragraph", text))
+        elif t == "html_block" and not tok.content.lstrip().startswith("<!--"):
+            blocks.extend(_html_fragment(tok.content))
         i += 1
     return blocks
 

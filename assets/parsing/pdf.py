@@ -43,7 +43,7 @@ from assets.parsing.textutil import (
     normalize_text,
     table_header_lines,
 )
-from assets.parsing.types import Block, ParseResult
+from assets.parsing.types import Block, BlockKind, ParseResult
 from connectors.config import ParseConfig
 from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, NeedsOCR
 from quality.metrics import page_metrics
@@ -55,6 +55,7 @@ MIN_TEXT_CHARS = 20  # fewer characters than this is no usable text layer
 SCAN_COVER = 0.25  # images covering this share of a text-less page make it a scan
 STAMPED_SCAN_COVER = 0.8  # ... or this share with under STAMPED_SCAN_CHARS of text (a stamp)
 STAMPED_SCAN_CHARS = 100
+MIN_TABLE_STROKES = 4  # vector lines/rectangles a page needs before tables are looked for
 BAD_GLYPH_SHARE = 0.2  # U+FFFD share above which a text layer is unusable
 _BULLET = re.compile(r"^\s*(?:[•◦▪▫●○■□‣⁃∙·*–-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+")
 _BULLET_GLYPH = re.compile(r"^\s*[•◦▪▫●○■□‣⁃∙·*–-]\s+")
@@ -168,7 +169,8 @@ def _regions(page_dict: dict[str, Any], ocr: bool) -> list[Region]:
                 continue
             lines.append(line)
         if lines:
-            region = Region(*b["bbox"], lines=lines)
+            x0, y0, x1, y1 = b["bbox"]
+            region = Region(x0, y0, x1, y1, lines=lines)
             region.refit()
             regions.append(region)
     return regions
@@ -192,11 +194,22 @@ def _needs_ocr(regions: list[Region], image_cover: float) -> bool:
 
 
 def _find_tables(page: pymupdf.Page, warnings: list[str], number: int) -> list[Region]:
-    """Ruled tables on the page as Regions carrying a `_Table`."""
-    if len(page.get_cdrawings()) < 2:  # no vector lines, nothing for the "lines" strategy
+    """Ruled tables on the page as Regions carrying a `_Table`.
+
+    `find_tables` is pure Python over every character it sees (~100-200 ms a page), so it
+    runs only on pages with enough vector strokes to draw a grid, clipped to the area those
+    strokes cover (plus room above for a header row drawn outside the rules).
+    `use_layout=False` keeps the output independent of whether pymupdf-layout is installed.
+    """
+    paths = page.get_cdrawings()
+    if sum(len(p.get("items", ())) for p in paths) < MIN_TABLE_STROKES:
         return []
+    area = pymupdf.Rect()
+    for p in paths:
+        area |= pymupdf.Rect(p["rect"])
+    clip = pymupdf.Rect(area.x0 - 5, area.y0 - 40, area.x1 + 5, area.y1 + 5) & page.rect
     try:
-        found = page.find_tables().tables
+        found = page.find_tables(clip=clip, use_layout=False).tables
     except Exception as e:  # table finding is best effort
         warnings.append(f"page {number}: table detection failed ({e}); kept as text")
         return []
@@ -211,7 +224,7 @@ def _find_tables(page: pymupdf.Page, warnings: list[str], number: int) -> list[R
             bbox |= pymupdf.Rect(t.header.bbox)
         else:
             header, rows = rows[0], rows[1:]
-        out.append(Region(*bbox, table=_Table(header, rows)))
+        out.append(Region(bbox.x0, bbox.y0, bbox.x1, bbox.y1, table=_Table(header, rows)))
     return out
 
 
@@ -235,8 +248,9 @@ def _cut_tables(regions: list[Region], tables: list[Region]) -> list[Region]:
 def _read_pages(doc: pymupdf.Document, config: ParseConfig, warnings: list[str]) -> list[_Page]:
     """First pass: text regions and image cover of every page; OCR needs checked up front."""
     pages: list[_Page] = []
-    for page in doc:
-        n = page.number + 1
+    for index in range(doc.page_count):
+        page = doc[index]
+        n = index + 1
         try:
             regions = _regions(page.get_text("dict", flags=_FLAGS), ocr=False)
             cover = _image_cover(page)
@@ -377,7 +391,7 @@ def _region_blocks(
             )
         else:
             text = clean_inline(join_lines([ln.text for ln in lines], vocabulary))
-            bkind = "caption" if _CAPTION.match(text) else "paragraph"
+            bkind: BlockKind = "caption" if _CAPTION.match(text) else "paragraph"
             blocks.append(Block(bkind, text, page=page, meta=dict(meta)))
     return [b for b in blocks if b.text.strip()]
 

@@ -118,6 +118,7 @@ _HEADER_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*):(?:[ \t]|$)")
 _MBOX_FROM = re.compile(rb"^From \S+")
 _HTML_MARK = re.compile(r"<(?:!doctype\s+html|html[\s>]|head[\s>]|body[\s>])", re.IGNORECASE)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 _MD_SIGNAL = re.compile(r"^(?:#{1,6} \S|```|~~~)", re.MULTILINE)
 
 
@@ -148,8 +149,7 @@ def _bom_encoding(data: bytes) -> str | None:
 def _control_share(text: str) -> float:
     if not text:
         return 0.0
-    bad = sum(1 for ch in text if ord(ch) < 32 and ch not in "\t\n\r\f\v\x1b")
-    return bad / len(text)
+    return len(_CONTROL.findall(text)) / len(text)
 
 
 def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
@@ -251,6 +251,16 @@ def _looks_like_email(text: str) -> str | None:
     return None
 
 
+def _ascii_view(sample: bytes) -> str:
+    """Text good enough to look for ASCII markers (headers, tags) whatever the encoding."""
+    enc = _bom_encoding(sample)
+    if enc == "utf-8-sig":
+        return sample[3:].decode("latin-1")
+    if enc:
+        return sample.decode(enc, errors="replace")
+    return sample.decode("latin-1")
+
+
 def sniff(data: bytes) -> Sniffed:
     """Classify bytes as pdf, docx, html, email, mbox, text, or a labelled binary."""
     head = data[:1024]
@@ -280,7 +290,7 @@ def sniff(data: bytes) -> Sniffed:
     evidence = _looks_binary(data[:_SAMPLE])
     if evidence:
         return Sniffed("binary", "binary data", evidence)
-    text = decode_text(data[:_SAMPLE])[0]
+    text = _ascii_view(data[:_SAMPLE])
     stripped = text.lstrip("\ufeff \t\r\n")
     mail = _looks_like_email(stripped)
     if mail:
@@ -342,7 +352,7 @@ def detect_format(data: bytes, filename: str) -> Detected:
             "(an error page or export saved under the wrong name?)"
         )
     if by_ext is None:
-        if s.kind == "text" and _MD_SIGNAL.search(decode_text(data[:_SAMPLE])[0]):
+        if s.kind == "text" and _MD_SIGNAL.search(_ascii_view(data[:_SAMPLE])):
             return Detected("markdown")
         return Detected(s.kind)
     if by_ext == s.kind:
@@ -352,7 +362,7 @@ def detect_format(data: bytes, filename: str) -> Detected:
     if by_ext == "text" and s.kind in ("html", "email", "mbox"):
         return Detected(s.kind, [f"{name} is named {shown} but is an {s.label}; parsed as such"])
     if by_ext == "markdown":
-        if s.kind == "html" and re.match(r"\s*<(!doctype|html)", decode_text(data[:4096])[0], re.I):
+        if s.kind == "html" and re.match(r"\s*<(!doctype|html)", _ascii_view(data[:4096]), re.I):
             return Detected("html", [f"{name} is named {shown} but is an HTML document"])
         return Detected("markdown")
     if by_ext == "mbox" and s.kind == "email":

@@ -78,7 +78,10 @@ def _para_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
         head = Block("heading", clean_inline(para[0]), level=level)
         return [head, *(_para_blocks(para[2:], next_para) if para[2:] else [])]
     if len(para) >= 2 and _all_caps(para[0]) and _short_title(para[0]):
-        return [Block("heading", clean_inline(para[0]), level=1), *_para_blocks(para[1:], next_para)]
+        return [
+            Block("heading", clean_inline(para[0]), level=1),
+            *_para_blocks(para[1:], next_para),
+        ]
     if (
         len(para) >= 3
         and _short_title(para[0], MAX_WEAK_HEADING_WORDS)

@@ -1,0 +1,148 @@
+"""Blue-green generations: the gate refuses a worse candidate and passes an equal one, the flip
+and the rollback are single steps, syncs reach a building candidate, and queries keep working
+(each answered by exactly one generation) across promotions and rollbacks."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from connectors.config import load_config
+from connectors.store import DocumentStore
+from evals.promotion import collect_garbage
+from query_service.retrieval import LiveRetriever
+from tests.bindery_fixture import Deployment
+from tests.test_pipeline import chunk_sets
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def dep(tmp_path: Path) -> Deployment:
+    d = Deployment(tmp_path)
+    d.cli("sync")
+    return d
+
+
+def _store(dep: Deployment) -> DocumentStore:
+    return DocumentStore(load_config(dep.config_path).database_url)
+
+
+def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -> None:
+    # 16-token chunks cut every gold answer apart: recall collapses.
+    dep.set_stage("chunk", max_tokens=16, overlap_tokens=0, min_tokens=0)
+    cand = dep.cli("reindex")["candidate"]
+    out = dep.cli("promote", expect=1)
+    assert out["promoted"] is False and out["live"] == 1
+    assert "recall@10 fell" in out["error"] or "regressed" in out["error"]
+    rep = _store(dep).get_generation(cand)["eval_report"]
+    assert rep["passed"] is False and rep["regressed"] and rep["live"]["recall@10"] > rep["candidate"]["recall@10"]
+    assert dep.cli("status")["live"] == 1
+
+    out = dep.cli("promote", "--force", "--reason", "testing a forced flip", "--by", "alice")
+    assert out["promoted"] and out["live"] == cand and out["forced"]
+    g = _store(dep).get_generation(cand)
+    assert (g["forced_by"], g["force_reason"]) == ("alice", "testing a forced flip")
+    assert any(e["kind"] == "forced-promotion" for e in dep.cli("status")["events"])
+
+
+def test_equal_candidate_is_promoted_and_rollback_restores_exactly(dep: Deployment) -> None:
+    query = ("query", "How long does the XR-4471 battery last?", "-k", "5")
+    before = dep.cli(*query)
+    cand = dep.cli("reindex", "--force")["candidate"]
+    out = dep.cli("promote")
+    assert out["promoted"] and out["live"] == cand and out["previous"] == 1
+    assert out["report"]["passed"] and out["report"]["regressed"] == []
+    assert dep.cli(*query)["generation"] == cand
+
+    back = dep.cli("rollback")
+    assert (back["live"], back["previous"]) == (1, cand)
+    after = dep.cli(*query)
+    assert after["generation"] == 1
+    assert [h["chunk_id"] for h in after["hits"]] == [h["chunk_id"] for h in before["hits"]]
+    assert [h["score"] for h in after["hits"]] == [h["score"] for h in before["hits"]]
+
+
+def test_syncs_reach_the_building_candidate(dep: Deployment) -> None:
+    dep.set_stage("chunk", max_tokens=64)
+    cand = dep.cli("reindex")["candidate"]
+    dep.write("ops/new-runbook.md", "# Freezer runbook\n\nRobots in the freezer aisle need heated grippers.\n")
+    (dep.root / "people/lyon.md").unlink()
+    out = dep.cli("sync")
+    assert out["sources"]["docs"]["new"] == 1 and out["sources"]["docs"]["deleted"] == 1
+    for gen in (1, cand):
+        sets = chunk_sets(dep, gen)
+        assert sets["store"] == sets["vector"] == sets["keyword"]
+    store = _store(dep)
+    new_doc = next(d for d in store.documents() if d["external_id"] == "ops/new-runbook.md")
+    assert new_doc["doc_id"] in store.index_state(cand) and new_doc["doc_id"] in store.index_state(1)
+    lyon = next(d for d in store.documents(include_deleted=True) if d["external_id"] == "people/lyon.md")
+    assert lyon["doc_id"] not in store.index_state(cand)
+
+
+def test_queries_follow_flips_without_errors_and_each_answer_has_one_generation(dep: Deployment) -> None:
+    cfg = load_config(dep.config_path)
+    cand = dep.cli("reindex", "--force")["candidate"]
+    chunks_of = {1: chunk_sets(dep, 1)["vector"], cand: chunk_sets(dep, cand)["vector"]}
+    assert not (chunks_of[1] & chunks_of[cand]) or chunks_of[1] == chunks_of[cand]
+    retriever = LiveRetriever(cfg)
+    errors: list[str] = []
+    answers: list[tuple[int, set[str]]] = []
+    stop = threading.Event()
+
+    def client(q: str) -> None:
+        while not stop.is_set():
+            try:
+                r = retriever.search(q, 5)
+                answers.append((r.generation["id"], {h.chunk_id for h in r.hits}))
+            except Exception as e:  # noqa: BLE001
+                errors.append(repr(e))
+
+    threads = [threading.Thread(target=client, args=(q,)) for q in
+               ("XR-4471 battery", "on-call page", "ERR-0x1F heartbeat", "Lyon office")]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(1.0)
+        dep.cli("promote")
+        t0 = time.monotonic()
+        while retriever.current.gen["id"] != cand:
+            assert time.monotonic() - t0 < 2.0, "the flip was not picked up within two seconds"
+            time.sleep(0.05)
+        time.sleep(1.0)
+        dep.cli("rollback")
+        t0 = time.monotonic()
+        while retriever.current.gen["id"] != 1:
+            assert time.monotonic() - t0 < 2.0, "the rollback was not picked up within two seconds"
+            time.sleep(0.05)
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        retriever.close()
+    assert errors == []
+    gens = {g for g, _ in answers}
+    assert gens == {1, cand} and len(answers) > 20
+    for gen, ids in answers:
+        assert ids <= chunks_of[gen], "a response mixed chunks of two generations"
+
+
+def test_gc_never_drops_live_or_previous(dep: Deployment) -> None:
+    cfg = load_config(dep.config_path)
+    store = _store(dep)
+    cfg.retention.keep_generations = 2
+    cfg.retention.rollback_window_hours = 0
+    for _ in range(3):
+        dep.cli("reindex", "--force")
+        dep.cli("promote")
+    b = store.get_binding()
+    dropped = collect_garbage(cfg, store)
+    assert dropped
+    statuses = {g["id"]: g["status"] for g in store.generations()}
+    assert statuses[b["generation_id"]] == "live" and statuses[b["previous_generation_id"]] == "previous"
+    assert all(statuses[g] == "dropped" for g in statuses if g not in (b["generation_id"], b["previous_generation_id"]))
+    assert dep.cli("rollback")["live"] == b["previous_generation_id"]
