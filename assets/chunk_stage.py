@@ -51,7 +51,7 @@ def run_chunk(rt: Runtime, source_name: str, gens: list[Generation]) -> ChunkSta
             try:
                 blocks = [Block.from_dict(b) for b in p["blocks"] or []]
                 drafts = chunk_blocks(blocks, g.stages.chunk, title=p["title"])
-            except Exception as e:  # noqa: BLE001 - one document never sinks a run
+            except Exception as e:
                 stats.failed += 1
                 rt.store.add_dead_letter(doc_id=d["doc_id"], source=source_name, external_id=d["external_id"],
                                          stage="chunk", reason=f"crash:{type(e).__name__}", error=str(e),

@@ -118,8 +118,9 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     for entry in entries:
         old = known.get(entry.external_id)
         did = doc_id(scfg.name, entry.external_id)
-        alive = old is not None and old["deleted_at"] is None
-        if alive and _unchanged(src, old, entry):
+        live_old = old if old is not None and old["deleted_at"] is None else None
+        alive = live_old is not None
+        if live_old is not None and _unchanged(src, live_old, entry):
             touched.append(did)
             res.counts["unchanged"] += 1
             continue
@@ -150,9 +151,10 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
                 touched.append(did)  # keep what is indexed; only the new version is missing
             continue
         chash = content_hash(data)
-        if alive and old["content_hash"] == chash:
-            cls = "acl" if (acl != list(old["acl"]) or dict(entry.metadata) != old["metadata"]) else "unchanged"
-            changed_at = now if cls == "acl" else old["changed_at"]
+        if live_old is not None and live_old["content_hash"] == chash:
+            meta_changed = acl != list(live_old["acl"]) or dict(entry.metadata) != live_old["metadata"]
+            cls = "acl" if meta_changed else "unchanged"
+            changed_at = now if cls == "acl" else live_old["changed_at"]
         else:
             cls = "updated" if alive else ("moved" if chash in gone_by_hash else "new")
             changed_at = now

@@ -100,7 +100,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation]) -> ParseSta
                     row.update(status="ok")
                     stats.ok += 1
                     rt.store.resolve_dead_letters([d["doc_id"]], stages=("parse", "listing"))
-            except (BinderyError, Exception) as e:  # noqa: BLE001 - one document never sinks a run
+            except (BinderyError, Exception) as e:
                 if isinstance(e, SourceError):
                     # the source is unreachable now: nothing is known about the bytes, don't cache
                     rt.store.add_dead_letter(doc_id=d["doc_id"], source=source_name, external_id=d["external_id"],

@@ -41,7 +41,7 @@ def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]
 
 
 def _meta(stats: Any, gens: list[Generation], stage: str | None) -> dict[str, Any]:
-    d = {k: v for k, v in asdict(stats).items() if isinstance(v, (int, float, str))}
+    d: dict[str, Any] = {k: v for k, v in asdict(stats).items() if isinstance(v, (int, float, str))}
     if stage:
         d["stage_versions"] = dg.MetadataValue.json({g.name: g.versions[stage] for g in gens})
     d["generations"] = ", ".join(g.name for g in gens)

@@ -85,7 +85,8 @@ class Runtime:
                     if g.versions == versions:
                         return g
                     self.store.update_generation(g.id, status="retired", retired_at=time.time())
-                    self.store.add_event("candidate-superseded", f"candidate {g.name} superseded by a new configuration")
+                    self.store.add_event("candidate-superseded",
+                                         f"candidate {g.name} superseded by a new configuration")
                 n = len(self.store.generations()) + 1
                 name = f"g{n}_{generation_key(versions)}"
                 vec, kw = physical_names(self.cfg, name)

@@ -28,12 +28,12 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import yaml  # noqa: E402
+import yaml
 
-from connectors.config import load_config  # noqa: E402
-from connectors.embedder import Embedder  # noqa: E402
-from connectors.store import DocumentStore  # noqa: E402
-from orchestration.cli import main as cli  # noqa: E402
+from connectors.config import load_config
+from connectors.embedder import Embedder
+from connectors.store import DocumentStore
+from orchestration.cli import main as cli
 
 
 def _cli(config: Path, *args: str) -> dict[str, Any]:

@@ -57,7 +57,7 @@ def _load(name: str, device: str) -> Any:
 
             try:
                 _MODELS[key] = SentenceTransformer(resolve_model_path(name), device=device)
-            except Exception as e:  # noqa: BLE001 - any load failure is a configuration problem
+            except Exception as e:
                 raise ConfigError(f"cannot load embedding model {name!r} offline: {e}") from e
         return _MODELS[key]
 

@@ -64,7 +64,7 @@ class IndexPair:
         for idx in (self.vector, self.keyword):
             try:
                 idx.close()
-            except Exception:  # noqa: BLE001,S110 - closing is best effort
+            except Exception:
                 pass
         for p in self._cleanup:
             shutil.rmtree(p, ignore_errors=True)

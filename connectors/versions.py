@@ -14,7 +14,7 @@ from connectors.config import StageConfigs
 from connectors.embedder import embedder_id
 from connectors.identity import short_hash, stage_version
 
-__all__ = ["generation_key", "stage_versions", "stage_configs_dump"]
+__all__ = ["generation_key", "stage_configs_dump", "stage_versions"]
 
 _THROUGHPUT_ONLY = {"embed": {"batch_size", "device"}, "context": {"concurrency"}}
 

@@ -18,10 +18,12 @@ from connectors.errors import SourceError
 from connectors.sources import make_source
 from orchestration.jobs import sync_job
 
+PartitionRequest = dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest
 
-def partition_requests(instance: dg.DagsterInstance, configured: list[str]) -> list[object]:
+
+def partition_requests(instance: dg.DagsterInstance, configured: list[str]) -> list[PartitionRequest]:
     existing = set(instance.get_dynamic_partitions(SOURCES.name or "sources"))
-    reqs: list[object] = []
+    reqs: list[PartitionRequest] = []
     add = sorted(set(configured) - existing)
     remove = sorted(existing - set(configured))
     if add:

@@ -20,9 +20,9 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from connectors.config import BinderyConfig, load_config  # noqa: E402
-from connectors.errors import BinderyError, ConfigError, GateRefused  # noqa: E402
-from orchestration import report  # noqa: E402
+from connectors.config import BinderyConfig, load_config
+from connectors.errors import BinderyError, ConfigError, GateRefused
+from orchestration import report
 
 
 class CommandFailed(Exception):
@@ -171,7 +171,6 @@ def cmd_dlq(cfg: BinderyConfig, a: argparse.Namespace) -> Any:
 def _dlq_retry(cfg: BinderyConfig, store: Any, a: argparse.Namespace) -> dict[str, Any]:
     """Forget cached failures of the chosen dead letters and sync their sources again;
     documents that now succeed leave the table."""
-    import sqlalchemy as sa
 
     from connectors.store import schema as t
 

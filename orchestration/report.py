@@ -83,8 +83,10 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
             "previous": prev["id"] if prev else None,
             "documents": counts["documents"], "chunks": (live or {}).get("counts", {}).get("chunks", 0),
             "dead_letters": counts["dead_letters"], "sources": by_source,
-            "generations": {"live": _gen_summary(live), "previous": _gen_summary(prev), "candidate": _gen_summary(cand)},
-            "binding": {"version": b["version"], "flipped_at": b["flipped_at"], "flipped_by": b["flipped_by"]} if b else None,
+            "generations": {"live": _gen_summary(live), "previous": _gen_summary(prev),
+                            "candidate": _gen_summary(cand)},
+            "binding": ({"version": b["version"], "flipped_at": b["flipped_at"], "flipped_by": b["flipped_by"]}
+                        if b else None),
             "events": [{"kind": e["kind"], "message": e["message"], "at": e["at"]} for e in store.events(limit=5)]}
 
 
@@ -98,17 +100,17 @@ def _ts(t: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "never"
 
 
-def human(command: str, r: Any) -> str:  # noqa: C901 - one renderer per command, kept together
+def human(command: str, r: Any) -> str:
     if command in ("sync", "reindex"):
         lines = []
         for name, c in r.get("sources", {}).items():
             lines.append(f"source {name}: " + ", ".join(f"{v} {k}" for k, v in c.items() if v))
         rc = r.get("recomputed", {})
-        if not any(rc.values()) and not r.get("written", {}).get("documents") and not r.get("written", {}).get("deleted"):
+        w = r.get("written", {})
+        if not any(rc.values()) and not w.get("documents") and not w.get("deleted"):
             lines.append("nothing changed: nothing was recomputed")
         else:
             lines.append("recomputed: " + ", ".join(f"{k} {v}" for k, v in rc.items()))
-            w = r.get("written", {})
             lines.append(f"indexes: {w.get('documents', 0)} documents written ({w.get('chunks', 0)} chunks), "
                          f"{w.get('deleted', 0)} removed")
         for src, checks in r.get("_checks", {}).items():
@@ -148,7 +150,8 @@ def human(command: str, r: Any) -> str:  # noqa: C901 - one renderer per command
         for name, s in r["sources"].items():
             lines.append(f"  source {name} ({s['kind']}): {s['documents']} documents, {s['indexed']} indexed, "
                          f"last good listing {_ts(s['last_good_listing_at'])}, lag p50/p95 "
-                         f"{s['lag_p50_s']}/{s['lag_p95_s']} s" + (f"  LAST ERROR: {s['last_error']}" if s["last_error"] else ""))
+                         f"{s['lag_p50_s']}/{s['lag_p95_s']} s"
+                         + (f"  LAST ERROR: {s['last_error']}" if s["last_error"] else ""))
         for e in r["events"]:
             lines.append(f"  event {_ts(e['at'])} {e['kind']}: {e['message']}")
         return "\n".join(lines)

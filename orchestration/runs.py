@@ -41,7 +41,7 @@ def _first_error(result: dg.ExecuteInProcessResult) -> str | None:
     else the innermost non-Dagster exception of the first failed step."""
     for ev in result.all_events:
         if ev.event_type_value == "ASSET_CHECK_EVALUATION":
-            data = ev.event_specific_data
+            data: Any = ev.event_specific_data
             if data is not None and not data.passed and data.severity == dg.AssetCheckSeverity.ERROR:
                 return f"blocking check {data.check_name} failed: {data.description}"
     for ev in result.all_events:
@@ -95,7 +95,7 @@ class Runner:
                 out.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
         for ev in result.all_events:
             if ev.event_type_value == "ASSET_CHECK_EVALUATION" and ev.event_specific_data is not None:
-                d = ev.event_specific_data
+                d: Any = ev.event_specific_data
                 out.checks[d.check_name] = {"passed": d.passed, "severity": d.severity.value,
                                             "description": d.description,
                                             "metadata": {k: _value(v) for k, v in d.metadata.items()}}

@@ -115,7 +115,7 @@ class _Served:
 
         def dense() -> list[Any]:
             s = time.perf_counter()
-            vec = self.embedder.embed_query(query)
+            vec = self.embedder.embed_query(query).tolist()
             timings["embed_ms"] = (time.perf_counter() - s) * 1000
             s = time.perf_counter()
             out = self.pair.vector.search(vec, qcfg.candidates, filters)
@@ -241,7 +241,7 @@ class LiveRetriever:
         while not self._stop.wait(self.cfg.query.poll_seconds):
             try:
                 self.refresh()
-            except Exception as e:  # noqa: BLE001 - the follower must survive a DB hiccup
+            except Exception as e:
                 self.last_error = f"binding refresh failed: {e}"
 
     def search(self, query: str, k: int = 10, filters: Filters | None = None) -> SearchResult:

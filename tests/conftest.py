@@ -41,7 +41,7 @@ def _pg_available() -> str | None:
             c.execute(sa.text("select 1"))
         eng.dispose()
         return None
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return f"PostgreSQL not reachable at {PG_URL}: {type(e).__name__}"
 
 

@@ -32,7 +32,7 @@ def report(recall10: list[float], mrr: list[float] | None = None, n_cats: int = 
     mrr = recall10 if mrr is None else mrr
     cases = []
     for i, (r, m) in enumerate(zip(recall10, mrr, strict=True)):
-        values = {name: r for name in METRIC_NAMES}
+        values = dict.fromkeys(METRIC_NAMES, r)
         values["mrr@10"] = m
         cases.append(
             CaseResult(f"q{i}", f"cat{i % n_cats}", f"query {i}", values, 1 if r else None, 1, 10)
@@ -46,7 +46,7 @@ BASE = [1.0] * 60 + [0.0] * 40
 def test_equal_reports_pass() -> None:
     g = compare(report(BASE), report(BASE))
     assert g.passed and not g.regressed and not g.improved
-    assert g.delta == {m: 0.0 for m in METRIC_NAMES}
+    assert g.delta == dict.fromkeys(METRIC_NAMES, 0.0)
     assert len(g.reasons) == 1 and "0 of 100 queries regressed" in g.reasons[0]
     out = g.to_json()
     assert set(out) >= GATE_KEYS

@@ -132,7 +132,7 @@ def test_perfect_search_on_real_sets(name: str) -> None:
         if len(golds[c.query]) == len(c.gold):
             assert report.case(c.id).values == {m: pytest.approx(1.0) for m in METRIC_NAMES}
     zero = run_eval(cases, lambda q, k: [{"doc": "nowhere.md", "text": "x"}] * k)
-    assert zero.metrics == {m: 0.0 for m in METRIC_NAMES}
+    assert zero.metrics == dict.fromkeys(METRIC_NAMES, 0.0)
 
 
 def test_format_table() -> None:

@@ -98,7 +98,7 @@ def test_queries_follow_flips_without_errors_and_each_answer_has_one_generation(
             try:
                 r = retriever.search(q, 5)
                 answers.append((r.generation["id"], {h.chunk_id for h in r.hits}))
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 errors.append(repr(e))
 
     threads = [threading.Thread(target=client, args=(q,)) for q in

@@ -84,7 +84,7 @@ def test_concurrent_flips_leave_one_consistent_binding(db_url: str) -> None:
     def flip(g: int) -> None:
         try:
             store.flip_binding(g)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             errors.append(e)
 
     threads = [threading.Thread(target=flip, args=(g,)) for g in gens[1:]]

@@ -19,6 +19,7 @@ from connectors.errors import BindingError, StoreError
 from connectors.store import schema as t
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
+_UNSET: Any = object()  # "keep the current target as previous" (the normal flip)
 _CHUNK = 500  # rows per IN (...) clause; keeps SQLite under its variable limit
 
 
@@ -320,7 +321,7 @@ class DocumentStore:
             return dict(row) if row else None
 
     def flip_binding(self, generation_id: int, *, alias: str = "live", by: str | None = None,
-                     previous_id: int | None | type[...] = ..., forced: dict[str, Any] | None = None) -> dict[str, Any]:
+                     previous_id: Any = _UNSET, forced: dict[str, Any] | None = None) -> dict[str, Any]:
         """Point `alias` at `generation_id` in ONE transaction, keeping the old target as previous.
 
         Generation statuses move in the same transaction: the new one becomes live, the old live
@@ -333,8 +334,8 @@ class DocumentStore:
                 sa.select(t.bindings).where(t.bindings.c.alias == alias).with_for_update()
             ).mappings().first()
             old = cur["generation_id"] if cur else None
-            prev = old if previous_id is ... else previous_id
-            if old == generation_id and previous_id is ...:
+            prev = old if previous_id is _UNSET else previous_id
+            if old == generation_id and previous_id is _UNSET:
                 raise BindingError(f"generation {generation_id} is already {alias}")
             if cur:
                 old_prev = cur["previous_generation_id"]

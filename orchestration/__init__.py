@@ -1,0 +1,1 @@
+"""Dagster definitions, jobs, sensors, schedules, the instance, and the `bindery` CLI."""

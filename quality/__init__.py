@@ -1,0 +1,1 @@
+"""Parse-quality metrics, the Great Expectations suite and the parse report."""

@@ -1,0 +1,1 @@
+"""The query service: hybrid retrieval over the live binding, served with FastAPI."""

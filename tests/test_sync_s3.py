@@ -1,0 +1,273 @@
+"""Sources that stay in sync, end to end through the real Dagster jobs (via the CLI): every
+change class — new, updated, unchanged, moved/renamed, ACL-only, deleted (and failed) — against
+a real moto S3 server over HTTP and against a real folder.
+
+After every sync the document store, the vector index and the keyword index must hold exactly
+the same chunk ids (no duplicates, no orphans) and `bindery verify` must agree.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+import connectors.sources.s3 as s3mod
+from tests.sync_helpers import (
+    LocalDeployment,
+    S3Deployment,
+    assert_converged,
+    hits,
+    index_sets,
+    indexed_docs,
+    store_of,
+)
+
+pytestmark = pytest.mark.slow
+
+NOTHING = {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
+
+
+@pytest.fixture
+def s3(moto_endpoint: str) -> Any:
+    return boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1")
+
+
+@pytest.fixture(params=["s3", "local"])
+def dep(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "s3":
+        endpoint = request.getfixturevalue("moto_endpoint")
+        return S3Deployment(tmp_path, request.getfixturevalue("s3"), endpoint)
+    return LocalDeployment(tmp_path)
+
+
+@pytest.fixture
+def s3dep(tmp_path: Path, s3: Any, moto_endpoint: str) -> S3Deployment:
+    return S3Deployment(tmp_path, s3, moto_endpoint)
+
+
+class S3Calls:
+    """Every S3 API call the sources make (botocore `before-call` hooks on each new client)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[str] = []
+        original = s3mod._new_client
+
+        def new_client(*a: Any, **kw: Any) -> Any:
+            client = original(*a, **kw)
+            client.meta.events.register("before-call.s3.*", self._hook)
+            return client
+
+        monkeypatch.setattr(s3mod, "_new_client", new_client)
+
+    def _hook(self, model: Any, **_: Any) -> None:
+        self.calls.append(model.name)
+
+
+@pytest.fixture
+def s3_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Calls]:
+    yield S3Calls(monkeypatch)
+
+
+def counts(out: dict[str, Any]) -> dict[str, int]:
+    return {k: v for k, v in out["sources"]["docs"].items() if v}
+
+
+# -- new + unchanged --------------------------------------------------------------------------
+
+
+def test_first_sync_indexes_everything_and_a_noop_sync_recomputes_nothing(dep: Any, s3_calls: S3Calls) -> None:
+    first = dep.cli("sync")
+    assert first["generation"] == 1 and first["errors"] == {}
+    assert counts(first) == {"new": 6}
+    assert first["recomputed"]["parse"] == 6 and first["recomputed"]["embed"] >= 6
+    assert_converged(dep, min_chunks=6)
+    assert indexed_docs(dep) == {"robots/xr4471.md", "robots/xr5200.md", "ops/firmware.md", "ops/oncall.txt",
+                                 "ops/errors.html", "people/lyon.md"}
+    before = index_sets(dep)
+
+    s3_calls.calls.clear()
+    second = dep.cli("sync")
+    assert counts(second) == {"unchanged": 6}
+    assert second["recomputed"] == NOTHING
+    assert second["written"] == {"documents": 0, "chunks": 0, "deleted": 0}
+    after = assert_converged(dep)
+    assert after["store"] == before["store"]
+    if dep.kind == "s3":
+        # an unchanged bucket costs one listing: no HeadObject, no GetObject
+        assert set(s3_calls.calls) == {"ListObjectsV2"}, s3_calls.calls
+
+
+def test_new_and_updated_documents(dep: Any) -> None:
+    dep.cli("sync")
+    before = index_sets(dep)
+    dep.edit("ops/new-runbook.md", "# Conveyor runbook\n\nRestart the conveyor belt KX-19 by holding the green "
+                                   "button for eight seconds.\n")
+    dep.edit("ops/oncall.txt", "On-call policy\n\nEngineers on call acknowledge a page within five minutes.\n"
+                               "Pagers are tested every Friday afternoon.\n")
+    out = dep.cli("sync")
+    assert counts(out) == {"new": 1, "updated": 1, "unchanged": 5}
+    assert out["recomputed"]["parse"] == 2 and out["recomputed"]["chunk"] == 2
+    assert out["written"]["documents"] == 2
+    after = assert_converged(dep)
+    # only the two touched documents have new chunks; the others keep theirs
+    store = store_of(dep)
+    changed = {d["doc_id"] for d in store.documents() if d["external_id"] in ("ops/new-runbook.md", "ops/oncall.txt")}
+    kept = {c for c, row in store.get_chunks(sorted(before["store"])).items() if row["doc_id"] not in changed}
+    assert kept <= after["store"]
+    h = hits(dep, "how do I restart conveyor KX-19", k=1)
+    assert h[0]["doc"] == "ops/new-runbook.md" and "eight seconds" in h[0]["text"]
+    h = hits(dep, "when are pagers tested", k=1)
+    assert h[0]["doc"] == "ops/oncall.txt" and "every Friday" in h[0]["text"]
+    # the old text of the updated document is gone from every index
+    assert not any("fifteen minutes" in x["text"] for x in hits(dep, "acknowledge a page within fifteen minutes"))
+
+
+# -- moved / renamed ----------------------------------------------------------------------------
+
+
+def test_renamed_document_is_not_reparsed_or_reembedded(dep: Any) -> None:
+    dep.cli("sync")
+    dep.rename("ops/oncall.txt", "policies/oncall-policy.txt")
+    out = dep.cli("sync")
+    assert counts(out) == {"moved": 1, "deleted": 1, "unchanged": 5}
+    assert out["recomputed"]["parse"] == 0 and out["recomputed"]["context"] == 0
+    assert out["recomputed"]["embed"] == 0
+    assert_converged(dep)
+    docs = indexed_docs(dep)
+    assert "policies/oncall-policy.txt" in docs and "ops/oncall.txt" not in docs
+    assert hits(dep, "acknowledge a page within fifteen minutes", k=1)[0]["doc"] == "policies/oncall-policy.txt"
+    assert {d["external_id"] for d in store_of(dep).documents()} >= {"policies/oncall-policy.txt"}
+    assert "ops/oncall.txt" not in {d["external_id"] for d in store_of(dep).documents()}
+
+
+# -- ACL-only -------------------------------------------------------------------------------------
+
+
+def test_acl_only_change_updates_filters_without_reembedding(dep: Any) -> None:
+    dep.cli("sync")
+    vectors_before = index_sets(dep)["store"]
+    q = "Lyon office Part-Dieu district"
+    assert hits(dep, q, k=1)[0]["doc"] == "people/lyon.md"
+
+    time.sleep(1.1)  # S3 LastModified has one-second resolution
+    dep.set_acl("people/lyon.md", ["hr-team", "group:facilities"])
+    out = dep.cli("sync")
+    assert counts(out) == {"acl": 1, "unchanged": 5}
+    assert out["recomputed"] == NOTHING
+    assert out["written"]["documents"] == 1
+    assert index_sets(dep)["store"] == vectors_before  # same chunks, only their ACL moved
+    assert_converged(dep)
+    assert all(h["doc"] != "people/lyon.md" for h in hits(dep, q))  # public caller
+    assert hits(dep, q, "--principal", "hr-team", k=1)[0]["doc"] == "people/lyon.md"
+    assert hits(dep, q, "--principal", "group:facilities", k=1)[0]["doc"] == "people/lyon.md"
+    doc = next(d for d in store_of(dep).documents() if d["external_id"] == "people/lyon.md")
+    assert doc["acl"] == ["group:facilities", "hr-team"]
+
+    # an ACL that lists nobody means nobody (fail closed), still without re-embedding
+    time.sleep(1.1)
+    dep.set_acl("people/lyon.md", [])
+    out = dep.cli("sync")
+    assert counts(out) == {"acl": 1, "unchanged": 5} and out["recomputed"] == NOTHING
+    assert all(h["doc"] != "people/lyon.md" for h in hits(dep, q, "--principal", "hr-team"))
+
+    # removing the ACL restores the default (public)
+    time.sleep(1.1)
+    dep.set_acl("people/lyon.md", None)
+    out = dep.cli("sync")
+    assert counts(out) == {"acl": 1, "unchanged": 5} and out["recomputed"] == NOTHING
+    assert hits(dep, q, k=1)[0]["doc"] == "people/lyon.md"
+    assert_converged(dep)
+
+
+# -- deleted --------------------------------------------------------------------------------------
+
+
+def test_deleted_document_leaves_every_store(dep: Any) -> None:
+    dep.cli("sync")
+    store = store_of(dep)
+    doc = next(d for d in store.documents() if d["external_id"] == "people/lyon.md")
+    chunk_version = index_sets(dep)["gen"]["stage_versions"]["chunk"]
+    assert store.chunks_for([doc["doc_id"]], chunk_version)
+    dep.remove("people/lyon.md")
+    out = dep.cli("sync")
+    assert counts(out) == {"deleted": 1, "unchanged": 5}
+    assert out["written"]["deleted"] == 1 and out["recomputed"] == NOTHING
+    assert_converged(dep)
+    assert "people/lyon.md" not in indexed_docs(dep)
+    assert store.chunks_for([doc["doc_id"]], chunk_version) == []
+    assert doc["doc_id"] not in store.index_state(1)
+    assert dep.cli("status")["documents"] == 5
+    assert all(h["doc"] != "people/lyon.md" for h in hits(dep, "Lyon office Part-Dieu", k=20))
+
+
+# -- every class in one sync ----------------------------------------------------------------------
+
+
+def test_every_change_class_in_one_sync(dep: Any) -> None:
+    dep.cli("sync")
+    time.sleep(1.1)
+    dep.edit("ops/quarantine.md", "# Quarantine zone\n\nDamaged robots wait in bay Q7 until inspected.\n")  # new
+    dep.edit("robots/xr4471.md", dep.read("robots/xr4471.md").replace("11 hours", "14 hours"))  # updated
+    dep.rename("ops/oncall.txt", "oncall/policy.txt")  # moved
+    dep.set_acl("people/lyon.md", ["hr-team"])  # ACL only
+    dep.remove("ops/errors.html")  # deleted
+    out = dep.cli("sync")
+    assert out["sources"]["docs"] == {"new": 1, "updated": 1, "unchanged": 2, "moved": 1, "acl": 1,
+                                      "deleted": 2, "failed": 0}
+    assert out["recomputed"]["parse"] == 2  # the new and the updated document only
+    assert_converged(dep)
+    assert indexed_docs(dep) == {"ops/quarantine.md", "robots/xr4471.md", "robots/xr5200.md", "ops/firmware.md",
+                                 "oncall/policy.txt", "people/lyon.md"}
+    assert hits(dep, "How long does the XR-4471 battery last?", k=1)[0]["text"].count("14 hours") == 1
+    assert all(h["doc"] != "people/lyon.md" for h in hits(dep, "Lyon office Part-Dieu"))
+    again = dep.cli("sync")
+    assert counts(again) == {"unchanged": 6} and again["recomputed"] == NOTHING
+
+
+# -- S3 specifics --------------------------------------------------------------------------------
+
+
+def test_s3_object_over_the_size_limit_fails_alone_and_keeps_the_indexed_version(
+        tmp_path: Path, s3: Any, moto_endpoint: str) -> None:
+    dep = S3Deployment(tmp_path, s3, moto_endpoint, source={"max_file_mb": 0.004})  # ~4 KB
+    dep.cli("sync")
+    dep.put("ops/oncall.txt", "On-call policy\n\n" + "Escalate after thirty minutes. " * 400)
+    out = dep.cli("sync")
+    assert counts(out) == {"failed": 1, "unchanged": 5} and out["errors"] == {}
+    dlq = dep.cli("dlq")
+    assert [(d["doc"], d["stage"]) for d in dlq] == [("ops/oncall.txt", "listing")]
+    assert "max_file_mb" in dlq[0]["error"]
+    # the last good version stays searchable; nothing was deleted
+    assert hits(dep, "acknowledge a page within fifteen minutes", k=1)[0]["doc"] == "ops/oncall.txt"
+    assert_converged(dep)
+
+
+def test_s3_source_default_acl_and_prefix_scoping(tmp_path: Path, s3: Any, moto_endpoint: str) -> None:
+    dep = S3Deployment(tmp_path, s3, moto_endpoint, source={"acl": ["staff"]})
+    s3.put_object(Bucket=dep.bucket, Key="outside/secret.md", Body=b"# Secret\n\nOutside the prefix.\n")
+    dep.put("ops/open.md", "# Open notice\n\nThe cafeteria serves pancakes on Tuesdays.\n", acl="*")
+    out = dep.cli("sync")
+    assert counts(out) == {"new": 7}
+    assert "secret.md" not in {d["external_id"] for d in store_of(dep).documents()}
+    # objects without acl metadata get the source's configured ACL; acl="*" is public
+    assert [h["doc"] for h in hits(dep, "cafeteria pancakes")] == ["ops/open.md"]
+    staff = hits(dep, "Lyon office Part-Dieu", "--principal", "staff", k=1)
+    assert staff[0]["doc"] == "people/lyon.md"
+    assert_converged(dep)
+
+
+def test_s3_missing_bucket_is_a_failed_listing_not_an_empty_one(tmp_path: Path, s3: Any, moto_endpoint: str) -> None:
+    dep = S3Deployment(tmp_path, s3, moto_endpoint)
+    dep.cli("sync")
+    dep.config["sources"][0]["bucket"] = f"gone-{uuid.uuid4().hex[:8]}"
+    dep.save()
+    out = dep.cli("sync", "--allow-mass-delete", expect=1)  # the override never applies to a failed listing
+    assert "does not exist" in out["error"]
+    assert dep.cli("status")["documents"] == 6
+    assert len(index_sets(dep)["vector"]) >= 6
