@@ -27,6 +27,14 @@ from connectors.sources.base import Source, SourceEntry
 
 CLASSES = ("new", "updated", "unchanged", "moved", "acl", "deleted", "failed")
 
+# Sources whose listing omits ACLs (S3) are trusted by fingerprint + modification time, and S3's
+# LastModified has one-second resolution: a metadata-only rewrite (an ACL change) in the same
+# second as our describe() keeps both, so a stale ACL would be trusted forever. A description
+# taken that close to the object's modification is stored with a "racy" fingerprint and checked
+# again on the next sync (cf. racy git). The margin covers the resolution plus clock skew.
+RACY_SECONDS = 2.0
+RACY_MARK = "~racy"
+
 
 @dataclass
 class ListingResult:
@@ -124,7 +132,9 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
             touched.append(did)
             res.counts["unchanged"] += 1
             continue
+        fingerprint = entry.fingerprint
         if getattr(src, "needs_describe", False):
+            described_at = time.time()
             try:
                 entry = src.describe(entry)  # type: ignore[attr-defined]
             except SourceError as e:
@@ -134,9 +144,12 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
                 if alive:
                     touched.append(did)
                 continue
+            fingerprint = entry.fingerprint
+            if described_at < entry.modified_at + RACY_SECONDS:
+                fingerprint += RACY_MARK
         acl = _acl_of(entry)
         base = {"doc_id": did, "source": scfg.name, "external_id": entry.external_id, "uri": entry.uri,
-                "fingerprint": entry.fingerprint, "size": entry.size, "acl": acl,
+                "fingerprint": fingerprint, "size": entry.size, "acl": acl,
                 "acl_hash": short_hash(acl, 16), "metadata": dict(entry.metadata),
                 "source_modified_at": entry.modified_at, "last_seen": now, "deleted_at": None,
                 "first_seen": old["first_seen"] if old else now}

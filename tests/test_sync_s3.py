@@ -18,6 +18,9 @@ import boto3
 import pytest
 
 import connectors.sources.s3 as s3mod
+from assets.listing import RACY_SECONDS, run_listing
+from assets.runtime import Runtime
+from connectors.config import config_from_dict
 from tests.sync_helpers import (
     LocalDeployment,
     S3Deployment,
@@ -82,6 +85,8 @@ def counts(out: dict[str, Any]) -> dict[str, int]:
 
 
 def test_first_sync_indexes_everything_and_a_noop_sync_recomputes_nothing(dep: Any, s3_calls: S3Calls) -> None:
+    if dep.kind == "s3":
+        time.sleep(RACY_SECONDS)  # objects described within RACY_SECONDS of a write are re-checked once
     first = dep.cli("sync")
     assert first["generation"] == 1 and first["errors"] == {}
     assert counts(first) == {"new": 6}
@@ -271,3 +276,39 @@ def test_s3_missing_bucket_is_a_failed_listing_not_an_empty_one(tmp_path: Path, 
     assert "does not exist" in out["error"]
     assert dep.cli("status")["documents"] == 6
     assert len(index_sets(dep)["vector"]) >= 6
+
+
+def test_s3_acl_rewrite_in_the_same_second_as_the_last_sync_is_not_missed(
+        tmp_path: Path, s3: Any, moto_endpoint: str) -> None:
+    """S3 LastModified has one-second resolution: an ACL rewrite (copy in place, same ETag) in
+    the same second as the sync that described the object leaves ETag and LastModified as they
+    were. The revocation must still reach the store on a later sync, never be trusted away."""
+    bucket = f"racy-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "sources": [
+        {"name": "bk", "kind": "s3", "bucket": bucket, "endpoint_url": moto_endpoint, "region": "us-east-1"}]})
+    rt = Runtime(cfg)
+    same_second = False
+    for attempt in range(3):
+        key = f"doc{attempt}.md"
+        time.sleep(1.05 - time.time() % 1)  # start of a fresh second
+        s3.put_object(Bucket=bucket, Key=key, Body=b"# Salaries\n\nConfidential.\n", Metadata={"acl": "alice"})
+        first = run_listing(rt, "bk")
+        before = s3.head_object(Bucket=bucket, Key=key)
+        s3.copy_object(Bucket=bucket, Key=key, CopySource={"Bucket": bucket, "Key": key},
+                       Metadata={"acl": "bob"}, MetadataDirective="REPLACE")  # revoke alice
+        after = s3.head_object(Bucket=bucket, Key=key)
+        assert first.counts["new"] == 1 and before["ETag"] == after["ETag"]
+        same_second = before["LastModified"] == after["LastModified"]
+        res = run_listing(rt, "bk")
+        assert res.counts["acl"] == 1, res.counts
+        doc = next(d for d in rt.store.documents("bk") if d["external_id"] == key)
+        assert doc["acl"] == ["bob"]
+        if same_second:
+            break
+    assert same_second, "could not provoke a same-second metadata rewrite on this machine"
+    # once settled, an unchanged object costs no describe again
+    time.sleep(RACY_SECONDS)
+    run_listing(rt, "bk")
+    settled = run_listing(rt, "bk")
+    assert settled.counts["unchanged"] == settled.listed and settled.listed >= 1
