@@ -81,12 +81,20 @@ def _acl_of(entry: SourceEntry) -> list[str]:
     return sorted(entry.acl)
 
 
-def _unchanged(src: Source, old: dict[str, Any], entry: SourceEntry) -> bool:
+def _default_acl(scfg: SourceConfig) -> list[str]:
+    """The ACL a source gives items that carry none (its configured `acl`, else public)."""
+    return sorted(scfg.acl) if scfg.acl else ["*"]
+
+
+def _unchanged(src: Source, old: dict[str, Any], entry: SourceEntry, default_acl: list[str]) -> bool:
     """Cheap test from the listing alone. Sources whose listing omits ACLs (S3) are compared
-    by fingerprint and modification time (a metadata rewrite keeps the ETag, moves the time)."""
+    by fingerprint and modification time (a metadata rewrite keeps the ETag, moves the time);
+    an ACL they took from the source's configuration must still match that configuration."""
     if old["fingerprint"] != entry.fingerprint or old["source_modified_at"] != entry.modified_at:
         return False
-    return getattr(src, "needs_describe", False) or _acl_of(entry) == old["acl"]
+    if getattr(src, "needs_describe", False):
+        return (old["metadata"] or {}).get("acl_from") == "metadata" or old["acl"] == default_acl
+    return _acl_of(entry) == old["acl"]
 
 
 def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = False,
@@ -123,12 +131,13 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     rows: list[dict[str, Any]] = []
     touched: list[str] = []
     spool = rt.cfg.data_path / "spool"
+    default_acl = _default_acl(scfg)
     for entry in entries:
         old = known.get(entry.external_id)
         did = doc_id(scfg.name, entry.external_id)
         live_old = old if old is not None and old["deleted_at"] is None else None
         alive = live_old is not None
-        if live_old is not None and _unchanged(src, live_old, entry):
+        if live_old is not None and _unchanged(src, live_old, entry, default_acl):
             touched.append(did)
             res.counts["unchanged"] += 1
             continue

@@ -15,6 +15,7 @@ import dagster as dg
 from assets.pipeline import SOURCES
 from assets.resource import BinderyResource
 from connectors.errors import SourceError
+from connectors.identity import short_hash
 from connectors.sources import make_source
 from orchestration.jobs import sync_job
 
@@ -43,7 +44,9 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
         runs, skipped = [], []
         for s in cfg.sources:
             try:
-                fp = make_source(s).probe()
+                # the source's configuration is part of its state: a changed default ACL,
+                # include/exclude or size limit must be re-listed even if no file moved
+                fp = short_hash([make_source(s).probe(), s.model_dump(mode="json")], 64)
             except SourceError as e:
                 skipped.append(dg.SkipReason(f"{s.name}: {e}"))
                 context.log.warning(f"probe of {s.name} failed: {e}")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from assets.parsing.types import ParseResult
 
-__all__ = ["EMPTY_PAGE_CHARS", "document_metrics", "page_metrics", "word_share"]
+__all__ = ["EMPTY_PAGE_CHARS", "document_metrics", "measurable_text", "page_metrics", "word_share"]
 
 EMPTY_PAGE_CHARS = 20  # a page with fewer extracted characters counts as empty
 REPEAT_MIN = 10  # shorter lines ("Day 3", "Notes") may legitimately repeat
@@ -34,12 +34,30 @@ _NUMERIC = re.compile(r"^[\d.,:/%+\-−$€£¥#]+$")
 _STRUCTURAL = {"table", "code"}
 _SPACE_RUNS = re.compile(r"\s+")
 _NON_ALNUM = re.compile(r"[\W_]+")
+_IDENT_SPLIT = re.compile(r"[._@/]")
+_TABLE_RULE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|)+\s*$")
+
+
+def measurable_text(kind: str, text: str) -> str:
+    """The text of a block as the metrics should see it: a Markdown table's cells without
+    its pipes and separator row (a table of numbers is not 60 % punctuation)."""
+    if kind != "table":
+        return text
+    rows = [ln for ln in text.split("\n") if not _TABLE_RULE.match(ln.strip())]
+    return "\n".join(" ".join(c.strip() for c in ln.strip().strip("|").split(" | ")) for ln in rows)
 
 
 def _is_word(tok: str) -> bool:
     core = tok.replace("-", "").replace("'", "").replace("\u2019", "")
     if not core.isalpha():
-        return False
+        # Identifiers, key paths and addresses ("owner.contact.email", "ops@example.com",
+        # "snake_case") are words when every part is a word or a number.
+        parts = [p for p in _IDENT_SPLIT.split(core) if p]
+        return (
+            len(parts) >= 2
+            and all(p.isdigit() or (p.isalpha() and _is_word(p)) for p in parts)
+            and any(not p.isdigit() for p in parts)
+        )
     if not core.isascii():
         return True  # accented Latin or another script: alphabetic is good enough
     if core.lower() in _STOPWORDS:
@@ -94,7 +112,7 @@ def document_metrics(result: ParseResult, n_bytes: int) -> dict[str, Any]:
     Paginated documents (PDF) are measured per page from `result.page_metrics`; every other
     format counts as a single page.
     """
-    text = "\n\n".join(b.text for b in result.blocks)
+    text = "\n\n".join(measurable_text(b.kind, b.text) for b in result.blocks)
     prose_lines = [
         ln for b in result.blocks if b.kind not in _STRUCTURAL for ln in b.text.split("\n")
     ]

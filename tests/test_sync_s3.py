@@ -267,17 +267,6 @@ def test_s3_source_default_acl_and_prefix_scoping(tmp_path: Path, s3: Any, moto_
     assert_converged(dep)
 
 
-def test_s3_missing_bucket_is_a_failed_listing_not_an_empty_one(tmp_path: Path, s3: Any, moto_endpoint: str) -> None:
-    dep = S3Deployment(tmp_path, s3, moto_endpoint)
-    dep.cli("sync")
-    dep.config["sources"][0]["bucket"] = f"gone-{uuid.uuid4().hex[:8]}"
-    dep.save()
-    out = dep.cli("sync", "--allow-mass-delete", expect=1)  # the override never applies to a failed listing
-    assert "does not exist" in out["error"]
-    assert dep.cli("status")["documents"] == 6
-    assert len(index_sets(dep)["vector"]) >= 6
-
-
 def test_s3_acl_rewrite_in_the_same_second_as_the_last_sync_is_not_missed(
         tmp_path: Path, s3: Any, moto_endpoint: str) -> None:
     """S3 LastModified has one-second resolution: an ACL rewrite (copy in place, same ETag) in
@@ -312,3 +301,24 @@ def test_s3_acl_rewrite_in_the_same_second_as_the_last_sync_is_not_missed(
     run_listing(rt, "bk")
     settled = run_listing(rt, "bk")
     assert settled.counts["unchanged"] == settled.listed and settled.listed >= 1
+
+
+def test_changing_the_sources_default_acl_reaches_objects_without_acl_metadata(s3dep: S3Deployment) -> None:
+    """The S3 listing carries no ACLs, but an ACL that came from the source's configuration
+    (objects without `acl` metadata) changes with the configuration: restricting the source
+    must not leave its documents public."""
+    dep = s3dep
+    dep.put("ops/own-acl.md", "# Own ACL\n\nThe forklift certification lasts two years.\n", acl="ops")
+    dep.cli("sync")
+    q = "Lyon office Part-Dieu district"
+    assert hits(dep, q, k=1)[0]["doc"] == "people/lyon.md"
+    dep.config["sources"][0]["acl"] = ["staff"]
+    dep.save()
+    out = dep.cli("sync")
+    assert counts(out) == {"acl": 6, "unchanged": 1}  # the object with its own ACL is untouched
+    assert out["recomputed"] == NOTHING
+    assert all(h["doc"] != "people/lyon.md" for h in hits(dep, q))
+    assert hits(dep, q, "--principal", "staff", k=1)[0]["doc"] == "people/lyon.md"
+    assert hits(dep, "forklift certification", "--principal", "ops", k=1)[0]["doc"] == "ops/own-acl.md"
+    assert counts(dep.cli("sync")) == {"unchanged": 7}
+    assert_converged(dep)

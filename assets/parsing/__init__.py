@@ -23,13 +23,13 @@ from pathlib import PurePosixPath
 from assets.parsing.sniff import decode_text, detect_format
 from assets.parsing.types import Block, ParseResult
 from connectors.config import ParseConfig
-from connectors.errors import EmptyDocument, TooLarge, UnsupportedFormat
+from connectors.errors import EmptyDocument, ParseError, TooLarge, UnsupportedFormat
 from quality.metrics import document_metrics
 
 __all__ = ["PARSER_VERSION", "Block", "ParseResult", "parse_document"]
 
 # Bump when a parser change alters output for the same bytes and config (feeds stage_version).
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 
 _Parser = Callable[[bytes, ParseConfig, str], ParseResult]
 
@@ -67,6 +67,69 @@ def _text(data: bytes, config: ParseConfig, name: str) -> ParseResult:
     return parse_text(data)
 
 
+def _csv(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.tabular import parse_delimited
+
+    return parse_delimited(data, name)
+
+
+def _json(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.jsondoc import parse_json
+
+    return parse_json(data)
+
+
+def _jsonl(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.jsondoc import parse_jsonl
+
+    return parse_jsonl(data)
+
+
+def _xml(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.xmldoc import parse_xml
+
+    return parse_xml(data)
+
+
+def _rst(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.rst import parse_rst
+
+    return parse_rst(data)
+
+
+def _pptx(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.pptx import parse_pptx
+
+    return parse_pptx(data)
+
+
+def _xlsx(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.xlsx import parse_xlsx
+
+    return parse_xlsx(data)
+
+
+def _odf(fmt: str) -> _Parser:
+    def parse(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+        from assets.parsing.odf import parse_odf
+
+        return parse_odf(data, fmt)
+
+    return parse
+
+
+def _epub(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.epub import parse_epub
+
+    return parse_epub(data)
+
+
+def _rtf(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.rtf import parse_rtf
+
+    return parse_rtf(data)
+
+
 def _attachment_parser(config: ParseConfig, depth: int) -> Callable[[bytes, str], ParseResult]:
     def parse(data: bytes, filename: str) -> ParseResult:
         if depth >= 3:
@@ -96,17 +159,40 @@ _PARSERS: dict[str, _Parser] = {
     "text": _text,
     "email": _email,
     "mbox": _mbox,
+    "csv": _csv,
+    "json": _json,
+    "jsonl": _jsonl,
+    "xml": _xml,
+    "rst": _rst,
+    "pptx": _pptx,
+    "xlsx": _xlsx,
+    "odt": _odf("odt"),
+    "ods": _odf("ods"),
+    "odp": _odf("odp"),
+    "epub": _epub,
+    "rtf": _rtf,
 }
 
 
 def _parse(data: bytes, filename: str, config: ParseConfig, depth: int) -> ParseResult:
     name = PurePosixPath(filename).name or filename
     detected = detect_format(data, filename)
-    if detected.format in ("email", "mbox"):
-        parser = _email if detected.format == "email" else _mbox
-        result = parser(data, config, name, depth)
-    else:
-        result = _PARSERS[detected.format](data, config, name)
+    try:
+        if detected.format in ("email", "mbox"):
+            parser = _email if detected.format == "email" else _mbox
+            result = parser(data, config, name, depth)
+        elif detected.format == "fallback":
+            from assets.parsing.fallback import parse_fallback
+
+            result = parse_fallback(data, name, detected.label)
+        else:
+            result = _PARSERS[detected.format](data, config, name)
+    except (ParseError, MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as e:  # a parser bug or a library choking on odd bytes: say which
+        raise ParseError(
+            f"{name}: the {detected.format} parser failed: {type(e).__name__}: {e}"
+        ) from e
     result.format = detected.format
     result.warnings = detected.warnings + result.warnings
     result.blocks = [b for b in result.blocks if b.text.strip()]

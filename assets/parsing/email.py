@@ -37,7 +37,10 @@ __all__ = ["parse_email", "parse_mbox", "split_mbox", "split_quoted"]
 
 AttachmentParser = Callable[[bytes, str], ParseResult]
 
-PARSEABLE_ATTACHMENTS = {"pdf", "docx", "text", "markdown", "html", "email"}
+PARSEABLE_ATTACHMENTS = {
+    "pdf", "docx", "text", "markdown", "html", "email", "csv", "json", "jsonl", "xml", "rst",
+    "pptx", "xlsx", "odt", "ods", "odp", "epub", "rtf",
+}
 _WROTE = r"(?:wrote|schrieb|a écrit|escribió|ha scritto|schreef)\s*:\s*$"
 _ATTRIBUTION_START = re.compile(r"^\s*(?:On|Am|Le|El|Il|Op)\s", re.IGNORECASE)
 _ATTRIBUTION = re.compile(r"^\s*(?:On|Am|Le|El|Il|Op)\s.*" + _WROTE, re.IGNORECASE)

@@ -204,6 +204,11 @@ def _clean(root: etree._Element, keep_headers: bool, quotes: list[str] | None) -
         if _is_chrome(el, keep_headers):
             doomed.append(el)
             continue
+        if el.tag in _HEADINGS:
+            # Inside a heading only permalink anchors are chrome: Sphinx wraps the heading text
+            # itself in <a class="toc-backref">, which the class heuristics would otherwise drop.
+            doomed.extend(a for a in el.iter("a") if "headerlink" in a.get("class", ""))
+            continue
         stack.extend(reversed(el))  # only descend into what is kept
     for el in doomed:
         el.drop_tree()  # keeps the tail text

@@ -46,7 +46,7 @@ from assets.parsing.textutil import (
 from assets.parsing.types import Block, BlockKind, ParseResult
 from connectors.config import ParseConfig
 from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, NeedsOCR
-from quality.metrics import page_metrics
+from quality.metrics import measurable_text, page_metrics
 
 __all__ = ["parse_pdf"]
 
@@ -498,7 +498,7 @@ def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
 
 
 def _page_metrics(p: _Page) -> dict[str, Any]:
-    m = page_metrics("\n".join(b.text for b in p.blocks))
+    m = page_metrics("\n".join(measurable_text(b.kind, b.text) for b in p.blocks))
     m.update(
         page=p.number,
         route=p.route,

@@ -48,25 +48,50 @@ EXTENSIONS: dict[str, str] = {
     "mbox": "mbox",
     "txt": "text",
     "text": "text",
-    "rst": "text",
+    "rst": "rst",
+    "rest": "rst",
     "log": "text",
-    "csv": "text",
-    "tsv": "text",
-    "json": "text",
+    "csv": "csv",
+    "tsv": "csv",
+    "tab": "csv",
+    "json": "json",
+    "jsonl": "jsonl",
+    "ndjson": "jsonl",
     "yaml": "text",
     "yml": "text",
     "toml": "text",
     "ini": "text",
     "cfg": "text",
-    "xml": "text",
+    "xml": "xml",
     "py": "text",
     "sql": "text",
     "sh": "text",
     "js": "text",
     "ts": "text",
+    "pptx": "pptx",
+    "xlsx": "xlsx",
+    "xlsm": "xlsx",
+    "odt": "odt",
+    "ods": "ods",
+    "odp": "odp",
+    "epub": "epub",
+    "rtf": "rtf",
 }
-TEXT_FORMATS = {"html", "markdown", "email", "mbox", "text"}
-BINARY_FORMATS = {"pdf", "docx"}
+TEXT_FORMATS = {"html", "markdown", "email", "mbox", "text", "csv", "json", "jsonl", "xml", "rst"}
+# Formats the bytes prove on their own (magic numbers, zip members): they win over the name.
+BINARY_FORMATS = {"pdf", "docx", "pptx", "xlsx", "odt", "ods", "odp", "epub", "rtf"}
+# Legacy and other formats no native parser reads; unstructured's partition is tried for them.
+FALLBACK_EXTENSIONS = frozenset({"doc", "xls", "ppt", "msg"})
+_ZIP_FORMATS = {"docx", "pptx", "xlsx", "odt", "ods", "odp", "epub"}
+_LEGACY = {
+    "docx": ".doc",
+    "xlsx": ".xls",
+    "pptx": ".ppt",
+    "odt": ".doc?",
+    "ods": ".xls?",
+    "odp": ".ppt?",
+    "epub": "?",
+}
 
 # (magic prefix, human label) for binary types we recognise but do not parse.
 _MAGIC: list[tuple[bytes, str]] = [
@@ -84,7 +109,6 @@ _MAGIC: list[tuple[bytes, str]] = [
     (b"RIFF", "RIFF media file"),
     (b"ID3", "MP3 audio"),
     (b"OggS", "Ogg media file"),
-    (b"{\\rtf", "RTF document"),
 ]
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _BOMS = [
@@ -119,6 +143,14 @@ _MBOX_FROM = re.compile(rb"^From \S+")
 _HTML_MARK = re.compile(r"<(?:!doctype\s+html|html[\s>]|head[\s>]|body[\s>])", re.IGNORECASE)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
+_XML_DECL = re.compile(r"^\s*<\?xml[\s?]")
+_XML_ROOT = re.compile(r"<(?!\?|!)([A-Za-z_][\w.:-]*)")
+_ODF_MIMETYPES = {
+    "application/vnd.oasis.opendocument.text": ("odt", "OpenDocument text (.odt)"),
+    "application/vnd.oasis.opendocument.spreadsheet": ("ods", "OpenDocument spreadsheet (.ods)"),
+    "application/vnd.oasis.opendocument.presentation": ("odp", "OpenDocument presentation"),
+    "application/epub+zip": ("epub", "EPUB e-book"),
+}
 _MD_SIGNAL = re.compile(r"^(?:#{1,6} \S|```|~~~)", re.MULTILINE)
 
 
@@ -137,6 +169,7 @@ class Detected:
 
     format: str
     warnings: list[str] = field(default_factory=list)
+    label: str = ""  # what the bytes look like, for formats without a native parser
 
 
 def _bom_encoding(data: bytes) -> str | None:
@@ -274,11 +307,15 @@ def sniff(data: bytes) -> Sniffed:
         if "word/document.xml" in names:
             return Sniffed("docx", "Word document")
         if "xl/workbook.xml" in names:
-            return Sniffed("binary", "Excel workbook (.xlsx)")
+            return Sniffed("xlsx", "Excel workbook (.xlsx)")
         if "ppt/presentation.xml" in names:
-            return Sniffed("binary", "PowerPoint presentation (.pptx)")
+            return Sniffed("pptx", "PowerPoint presentation (.pptx)")
         if "mimetype" in names:
-            return Sniffed("binary", "OpenDocument/EPUB package")
+            mimetype = _zip_mimetype(data)
+            if mimetype in _ODF_MIMETYPES:
+                kind, label = _ODF_MIMETYPES[mimetype]
+                return Sniffed(kind, label)
+            return Sniffed("binary", f"OpenDocument/EPUB package of type {mimetype or '?'}")
         return Sniffed("binary", "zip archive")
     if data.startswith(_OLE):
         if "EncryptedPackage".encode("utf-16-le") in data[: 1 << 20]:
@@ -287,6 +324,8 @@ def sniff(data: bytes) -> Sniffed:
     for magic, label in _MAGIC:
         if data.startswith(magic):
             return Sniffed("binary", label)
+    if data.lstrip(b"\xef\xbb\xbf \t\r\n")[:5] == b"{\\rtf":
+        return Sniffed("rtf", "RTF document")
     evidence = _looks_binary(data[:_SAMPLE])
     if evidence:
         return Sniffed("binary", "binary data", evidence)
@@ -295,9 +334,27 @@ def sniff(data: bytes) -> Sniffed:
     mail = _looks_like_email(stripped)
     if mail:
         return Sniffed(mail, "email message" if mail == "email" else "mbox mailbox")
+    if _XML_DECL.match(stripped) and not _xhtml_root(stripped):
+        return Sniffed("xml", "XML document")
     if _HTML_MARK.search(stripped[:2048]):
         return Sniffed("html", "HTML document")
     return Sniffed("text", "text")
+
+
+def _xhtml_root(text: str) -> bool:
+    """Whether the first element of an XML text is <html> (XHTML), skipping the prolog."""
+    body = re.sub(r"<!--.*?-->|<!DOCTYPE[^>]*>|<\?.*?\?>", "", text[:8192], flags=re.S)
+    m = _XML_ROOT.search(body)
+    return bool(m) and m.group(1).split(":")[-1].lower() == "html"
+
+
+def _zip_mimetype(data: bytes) -> str:
+    """The `mimetype` member of an OpenDocument/EPUB package (stored first, uncompressed)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            return zf.read("mimetype")[:200].decode("ascii", "replace").strip()
+    except (zipfile.BadZipFile, OSError, ValueError, KeyError, RuntimeError):
+        return ""
 
 
 def _is_blank(data: bytes) -> bool:
@@ -331,24 +388,31 @@ def detect_format(data: bytes, filename: str) -> Detected:
             if s.label == "binary data":
                 raise CorruptDocument(f"{name} is not a readable PDF: no %PDF- header, {detail}")
             raise FormatMismatch(f"{name} is named .pdf but is a {detail}")
-        if by_ext == "docx":
+        if by_ext in _ZIP_FORMATS:
             if s.label.startswith("damaged"):
-                raise CorruptDocument(f"{name} is not a readable .docx: {detail}")
-            if "zip" in s.label or "Excel" in s.label or "PowerPoint" in s.label:
-                raise FormatMismatch(f"{name} is named .docx but is a {detail}, not a Word file")
+                raise CorruptDocument(f"{name} is not a readable {shown} package: {detail}")
             if "OLE" in s.label:
                 raise UnsupportedFormat(
-                    f"{name} is a legacy binary Word file (.doc) renamed .docx; convert it"
+                    f"{name} is a legacy binary Office file ({_LEGACY[by_ext]}) renamed "
+                    f"{shown}; convert it to {shown}"
                 )
-            raise CorruptDocument(f"{name} is not a readable .docx (not a zip archive): {detail}")
+            if "zip" in s.label or "package" in s.label:
+                raise FormatMismatch(f"{name} is named {shown} but is a {detail}")
+            raise CorruptDocument(f"{name} is not a readable {shown} (not a zip archive): {detail}")
+        if by_ext == "rtf":
+            raise CorruptDocument(f"{name} is not a readable RTF (no {{\\rtf header): {detail}")
         if by_ext in TEXT_FORMATS:
             raise FormatMismatch(f"{name} is named {shown} but looks binary: {detail}")
+        if "OLE" in s.label or ext in FALLBACK_EXTENSIONS:
+            # No native parser: unstructured's partition is the last resort (.msg, .doc, ...).
+            return Detected("fallback", [f"{name}: no native parser; read by unstructured"], detail)
         raise UnsupportedFormat(f"{name}: {detail} is not a supported document format")
 
     # The bytes are text.
     if by_ext in BINARY_FORMATS:
+        label = "plain" if s.kind == "text" else s.label
         raise FormatMismatch(
-            f"{name} is named {shown} but contains {s.label} text, not a {by_ext.upper()} "
+            f"{name} is named {shown} but contains {label} text, not a {by_ext.upper()} "
             "(an error page or export saved under the wrong name?)"
         )
     if by_ext is None:
@@ -359,6 +423,15 @@ def detect_format(data: bytes, filename: str) -> Detected:
         return Detected(by_ext)
     if by_ext == "html":
         return Detected("html")  # fragments without <html> markers are still HTML
+    if by_ext in ("csv", "json", "jsonl") and s.kind in ("html", "xml"):
+        if _ascii_view(data[:_SAMPLE]).lstrip("\ufeff \t\r\n").startswith("<"):
+            raise FormatMismatch(
+                f"{name} is named {shown} but contains an {s.label} (an error page or export "
+                "saved under the wrong name?)"
+            )
+        return Detected(by_ext)
+    if by_ext == "xml" and s.kind == "html" and _xhtml_root(_ascii_view(data[:_SAMPLE])):
+        return Detected("html", [f"{name} is named .xml but is an XHTML page; parsed as HTML"])
     if by_ext == "text" and s.kind in ("html", "email", "mbox"):
         return Detected(s.kind, [f"{name} is named {shown} but is an {s.label}; parsed as such"])
     if by_ext == "markdown":

@@ -9,6 +9,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assets.parsing.types import Block
 
 __all__ = [
     "LIGATURES",
@@ -19,6 +23,7 @@ __all__ = [
     "normalize_chars",
     "normalize_text",
     "table_header_lines",
+    "table_row_groups",
 ]
 
 LIGATURES = {
@@ -137,3 +142,54 @@ def markdown_table(rows: Sequence[Sequence[object]], header: Sequence[object] | 
 def table_header_lines(markdown: str) -> str:
     """The first two lines (header + separator) of a Markdown table."""
     return "\n".join(markdown.split("\n")[:2])
+
+
+ROW_GROUP_ROWS = 50  # data rows per table block of a spreadsheet-like source ...
+ROW_GROUP_CHARS = 6000  # ... or fewer, when the rows are long
+
+
+def table_row_groups(
+    header: Sequence[object],
+    rows: Sequence[Sequence[object]],
+    *,
+    meta: dict[str, Any] | None = None,
+    page: int | None = None,
+    first_row: int = 1,
+    max_rows: int = ROW_GROUP_ROWS,
+    max_chars: int = ROW_GROUP_CHARS,
+) -> list[Block]:
+    """A long table as several Markdown table blocks, each repeating the header row.
+
+    Data files (CSV, sheets, JSON arrays) can hold thousands of rows; one block per group
+    keeps blocks bounded while every cell stays under its column header. Each block's meta
+    has `table_header` (header + separator lines), `rows` ([first, last] data-row numbers,
+    counting from `first_row`) and `columns`, plus whatever `meta` adds.
+    """
+    from assets.parsing.types import Block
+
+    head = [clean_inline("" if c is None else str(c)) for c in header]
+    width = max([len(head)] + [len(r) for r in rows]) if (head or rows) else 0
+    head += [f"column {i + 1}" for i in range(len(head), width)]
+    header_md = table_header_lines(markdown_table([], header=head))
+    blocks: list[Block] = []
+    group: list[Sequence[object]] = []
+    size = 0
+    start = first_row
+
+    def flush(end: int) -> None:
+        nonlocal group, size, start
+        if group:
+            text = markdown_table(group, header=head)
+            m = {**(meta or {}), "table_header": header_md, "rows": [start, end], "columns": width}
+            blocks.append(Block("table", text, page=page, meta=m))
+        group, size, start = [], 0, end + 1
+
+    for i, row in enumerate(rows):
+        n = first_row + i
+        row_chars = sum(len(str(c)) + 3 for c in row if c is not None)
+        if group and (len(group) >= max_rows or size + row_chars > max_chars):
+            flush(n - 1)
+        group.append(row)
+        size += row_chars
+    flush(first_row + len(rows) - 1)
+    return blocks

@@ -1,0 +1,207 @@
+"""JSON and JSON Lines as readable text.
+
+Data files are not prose, so the aim is blocks a person (and an embedder) can read with the
+field names attached to every value:
+
+* scalars become "key.path: value" lines, grouped into one paragraph per object (at most
+  MAX_LINES lines a paragraph);
+* an array of objects that share their keys (homogeneous: every item an object, the key union
+  at most MAX_COLUMNS and no item missing most of the keys) becomes a table with one column
+  per (flattened) key, in row groups that repeat the header;
+* an array of scalars is one line "key: a, b, c";
+* a top-level key whose value is an object or array gets a heading, so the chunker keeps each
+  section's lines together and the heading path says where a value came from.
+
+JSON Lines: one record per line; homogeneous records form one table, others one paragraph per
+record (meta {"record": line number}). A line that is not JSON is skipped with a warning. Text
+that is not valid JSON at all is indexed as plain text with a warning (configuration files with
+comments, truncated exports), never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from assets.parsing.sniff import decode_text
+from assets.parsing.textutil import clean_inline, table_row_groups
+from assets.parsing.types import Block, ParseResult
+
+__all__ = ["parse_json", "parse_jsonl"]
+
+MAX_LINES = 25
+MAX_COLUMNS = 20
+MAX_VALUE_CHARS = 2000
+_TITLE_KEYS = ("title", "name", "subject", "headline")
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = value if isinstance(value, str) else json.dumps(value)
+    text = clean_inline(text)
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + " …"
+
+
+def _is_scalar(value: Any) -> bool:
+    return not isinstance(value, dict | list)
+
+
+def _flat_row(obj: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """An object flattened to dotted keys; lists of scalars joined, other lists as JSON."""
+    out: dict[str, str] = {}
+    for k, v in obj.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat_row(v, key + "."))
+        elif isinstance(v, list):
+            if all(_is_scalar(x) for x in v):
+                out[key] = ", ".join(_scalar(x) for x in v)
+            else:
+                out[key] = _scalar(json.dumps(v, ensure_ascii=False))
+        else:
+            out[key] = _scalar(v)
+    return out
+
+
+def _table_columns(items: list[Any]) -> list[str] | None:
+    """Columns when `items` is a homogeneous array of objects, else None."""
+    if len(items) < 2 or not all(isinstance(x, dict) and x for x in items):
+        return None
+    rows = [_flat_row(x) for x in items]
+    columns: list[str] = []
+    seen: set[str] = set()
+    for r in rows:
+        for k in r:
+            if k not in seen:
+                seen.add(k)
+                columns.append(k)
+    if len(columns) > MAX_COLUMNS:
+        return None
+    if any(len(r) < 0.5 * len(columns) for r in rows):
+        return None  # items with mostly different keys are records, not rows
+    return columns
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.lines: list[str] = []
+
+    def line(self, text: str) -> None:
+        self.lines.append(text)
+        if len(self.lines) >= MAX_LINES:
+            self.flush()
+
+    def flush(self, meta: dict[str, Any] | None = None) -> None:
+        if self.lines:
+            self.blocks.append(Block("paragraph", "\n".join(self.lines), meta=meta or {}))
+            self.lines = []
+
+    def value(self, path: str, value: Any, depth: int) -> None:
+        """Emit `value` found at `path` (a dotted key path, '' for the root)."""
+        label = path or "value"
+        if isinstance(value, dict):
+            scalars = [(k, v) for k, v in value.items() if _is_scalar(v)]
+            nested = [(k, v) for k, v in value.items() if not _is_scalar(v)]
+            for k, v in scalars:
+                self.line(f"{_join(path, k)}: {_scalar(v)}")
+            for k, v in nested:
+                if depth == 0:
+                    self.flush()
+                    self.blocks.append(Block("heading", clean_inline(str(k)), level=1))
+                self.value(_join(path, k), v, depth + 1)
+            if depth <= 1:
+                self.flush()
+        elif isinstance(value, list):
+            if all(_is_scalar(x) for x in value):
+                self.line(f"{label}: {', '.join(_scalar(x) for x in value)}")
+                return
+            columns = _table_columns(value)
+            if columns is not None:
+                self.flush()
+                rows = [[_flat_row(x).get(c, "") for c in columns] for x in value]
+                self.blocks.extend(table_row_groups(columns, rows, meta={"json_path": label}))
+                return
+            for i, item in enumerate(value):
+                self.value(f"{label}[{i}]", item, depth + 1)
+                if isinstance(item, dict):
+                    self.flush()
+        else:
+            self.line(f"{label}: {_scalar(value)}")
+
+
+def _join(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _title(value: Any) -> str | None:
+    if isinstance(value, dict):
+        for k in _TITLE_KEYS:
+            v = value.get(k)
+            if isinstance(v, str) and 0 < len(v.strip()) <= 200:
+                return clean_inline(v)
+    return None
+
+
+def _as_text(data: bytes, fmt: str, error: str) -> ParseResult:
+    from assets.parsing.text import parse_text
+
+    result = parse_text(data)
+    result.warnings.append(f"not valid {fmt} ({error}); indexed as plain text")
+    return result
+
+
+def parse_json(data: bytes) -> ParseResult:
+    """Parse a JSON document into key-path paragraphs, headings and tables."""
+    text, encoding = decode_text(data)
+    try:
+        value = json.loads(text.lstrip("\ufeff"))
+    except (json.JSONDecodeError, RecursionError) as e:
+        return _as_text(data, "JSON", str(e))
+    w = _Writer()
+    w.value("", value, 0)
+    w.flush()
+    return ParseResult(
+        blocks=w.blocks, title=_title(value), format="json", metadata={"encoding": encoding}
+    )
+
+
+def parse_jsonl(data: bytes) -> ParseResult:
+    """Parse JSON Lines: one table for homogeneous records, else a paragraph per record."""
+    text, encoding = decode_text(data)
+    records: list[tuple[int, Any]] = []
+    bad: list[int] = []
+    for n, line in enumerate(text.lstrip("\ufeff").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append((n, json.loads(line)))
+        except (json.JSONDecodeError, RecursionError):
+            bad.append(n)
+    if not records:
+        return _as_text(data, "JSON Lines", f"none of {len(bad)} lines parses as JSON")
+    warnings = [f"{len(bad)} line(s) are not JSON and were skipped: {bad[:10]}"] if bad else []
+    values = [v for _, v in records]
+    columns = _table_columns(values)
+    blocks: list[Block] = []
+    if columns is not None:
+        rows = [[_flat_row(v).get(c, "") for c in columns] for v in values]
+        blocks = table_row_groups(columns, rows)
+    else:
+        for n, v in records:
+            w = _Writer()
+            w.value("", v, 1)
+            w.flush()
+            for b in w.blocks:
+                b.meta["record"] = n
+            blocks.extend(w.blocks)
+    return ParseResult(
+        blocks=blocks,
+        title=None,
+        format="jsonl",
+        metadata={"encoding": encoding, "records": len(records)},
+        warnings=warnings,
+    )

@@ -1,0 +1,435 @@
+"""reStructuredText without docutils: a line-based reader for the constructs that carry
+structure.
+
+* Section titles: a text line underlined (optionally also overlined) by a run of one
+  punctuation character at least as long as the title. Levels follow the order in which
+  adornment styles first appear, as docutils does.
+* Literal blocks: a paragraph ending in "::" introduces the indented block after it (the
+  "::" becomes ":" or disappears when preceded by a space); `.. code-block:: lang`,
+  `.. code:: lang` and `.. sourcecode:: lang` give code with a language.
+* Lists ("-", "*", "+", "•", "#.", "1.", "(a)") → list items with nesting depth; field lists
+  (":param x: ...") and definition lists stay paragraphs.
+* Admonitions (`.. note::`, `.. warning::` ...) → a paragraph prefixed "Note:"; other
+  directives with a body (toctree, image, comments "..", link targets, substitutions) are
+  dropped; `.. title::`/document title from the first section title.
+* Grid tables (+---+) and simple tables (=== ===) → Markdown tables with their header row.
+* Inline markup is reduced to its text: ``code``, *em*, **strong**, `link <url>`_, :role:`x`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from assets.parsing.sniff import decode_text
+from assets.parsing.textutil import clean_inline, markdown_table, normalize_chars, table_header_lines
+from assets.parsing.types import Block, ParseResult
+
+__all__ = ["parse_rst", "rst_blocks"]
+
+_ADORN_CHARS = "=-`:'\"~^_*+#<>.!$%&(),/;?@[\\]{|}"
+_ADORNMENT = re.compile(r"^([" + re.escape(_ADORN_CHARS) + r"])\1{2,}\s*$")
+_DIRECTIVE = re.compile(r"^\.\.\s+([\w:-]+)::\s*(.*)$")
+_TARGET = re.compile(r"^\.\.\s+(?:_[^:]*:|\[[^\]]*\]|\|[^|]+\|)")
+_BULLET = re.compile(r"^([-*+•‣⁃])\s+(.*)$")
+_ENUM = re.compile(r"^(\(?(?:\d+|[a-zA-Z]|#|[ivxlcdm]+)[.)])\s+(.*)$")
+_GRID_BORDER = re.compile(r"^\+(?:[-=]+\+)+\s*$")
+_SIMPLE_BORDER = re.compile(r"^=+(?:\s+=+)+\s*$")
+_CODE_DIRECTIVES = {"code-block", "code", "sourcecode", "literalinclude-inline"}
+_ADMONITIONS = {
+    "note",
+    "warning",
+    "tip",
+    "important",
+    "caution",
+    "danger",
+    "attention",
+    "hint",
+    "error",
+    "admonition",
+    "seealso",
+    "versionadded",
+    "versionchanged",
+    "deprecated",
+    "topic",
+    "sidebar",
+    "rubric",
+}
+_KEEP_BODY = {"only", "container", "compound", "class", "centered", "highlights", "epigraph"}
+
+# Inline markup, most specific first.
+_ROLE = re.compile(r":[\w:+.-]+:`([^`]*?)(?:\s*<[^>`]*>)?`")
+_LINK = re.compile(r"`([^`<]*?)\s*<[^>`]*>`__?")
+_INTERPRETED = re.compile(r"`([^`]+)`_{0,2}")
+_LITERAL = re.compile(r"``(.+?)``")
+_STRONG = re.compile(r"\*\*(.+?)\*\*")
+_EMPH = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
+_REF = re.compile(r"(?<=\w)_{1,2}(?=\W|$)|\|([^|\s][^|]*)\|_?")
+_FOOTNOTE = re.compile(r"\s*\[(?:#\w*|\*|\d+|[A-Za-z][\w-]*)\]_")
+
+
+def _inline(text: str) -> str:
+    text = _LITERAL.sub(r"\1", text)
+    text = _ROLE.sub(r"\1", text)
+    text = _LINK.sub(r"\1", text)
+    text = _INTERPRETED.sub(r"\1", text)
+    text = _STRONG.sub(r"\1", text)
+    text = _EMPH.sub(r"\1", text)
+    text = _FOOTNOTE.sub("", text)
+    text = _REF.sub(lambda m: m.group(1) or "", text)
+    return clean_inline(text.replace("\\", ""))
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _is_adornment(line: str) -> bool:
+    return bool(_ADORNMENT.match(line.rstrip()))
+
+
+class _Reader:
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.i = 0
+        self.blocks: list[Block] = []
+        self.styles: list[tuple[str, bool]] = []  # adornment styles in order of appearance
+
+    # ------------------------------------------------------------------ helpers
+    def _level(self, char: str, over: bool) -> int:
+        style = (char, over)
+        if style not in self.styles:
+            self.styles.append(style)
+        return min(6, self.styles.index(style) + 1)
+
+    def _indented_block(self, start: int, min_indent: int) -> tuple[list[str], int]:
+        """Lines from `start` indented by at least `min_indent` (blank lines included)."""
+        out: list[str] = []
+        j = start
+        while j < len(self.lines):
+            line = self.lines[j]
+            if line.strip() and _indent(line) < min_indent:
+                break
+            out.append(line)
+            j += 1
+        while out and not out[-1].strip():
+            out.pop()
+            j -= 1 if j > start else 0
+        return out, start + len(out)
+
+    def _skip_blank(self, j: int) -> int:
+        while j < len(self.lines) and not self.lines[j].strip():
+            j += 1
+        return j
+
+    # ------------------------------------------------------------------ constructs
+    def _section(self) -> bool:
+        lines, i = self.lines, self.i
+        line = lines[i]
+        # Overline + title + underline.
+        if _is_adornment(line) and i + 2 < len(lines) and lines[i + 1].strip():
+            under = lines[i + 2].rstrip()
+            if _is_adornment(under) and under[0] == line.strip()[0]:
+                title = lines[i + 1].strip()
+                self.blocks.append(
+                    Block("heading", _inline(title), level=self._level(under[0], True))
+                )
+                self.i = i + 3
+                return True
+        # Title + underline.
+        if (
+            line.strip()
+            and _indent(line) == 0
+            and i + 1 < len(lines)
+            and _is_adornment(lines[i + 1])
+            and len(lines[i + 1].rstrip()) >= min(len(line.rstrip()), 4)
+            and not _is_adornment(line)
+            and not _GRID_BORDER.match(line)
+        ):
+            char = lines[i + 1].strip()[0]
+            self.blocks.append(Block("heading", _inline(line), level=self._level(char, False)))
+            self.i = i + 2
+            return True
+        return False
+
+    def _directive(self) -> bool:
+        line = self.lines[self.i]
+        if not line.startswith(".."):
+            return False
+        m = _DIRECTIVE.match(line)
+        body, end = self._indented_block(self.i + 1, 1)
+        self.i = end
+        if not m:
+            return True  # a comment, link target, footnote or substitution definition
+        name, arg = m.group(1).lower(), m.group(2).strip()
+        content = [ln for ln in body]
+        # Options (":linenos:") come first in a directive's body.
+        while content and re.match(r"^\s+:[\w-]+:", content[0]):
+            content.pop(0)
+        text = _dedent(content)
+        if name in _CODE_DIRECTIVES:
+            if text.strip():
+                meta = {"language": arg.split()[0]} if arg else {}
+                self.blocks.append(Block("code", text.strip("\n"), meta=meta))
+        elif name in _ADMONITIONS:
+            label = name.capitalize() if name != "admonition" else arg
+            sub = rst_blocks(text) if text.strip() else []
+            if name not in ("admonition", "topic", "sidebar", "rubric") and arg:
+                sub.insert(0, Block("paragraph", _inline(arg)))
+            if name == "rubric" and arg:
+                self.blocks.append(Block("paragraph", _inline(arg)))
+            for n, b in enumerate(sub):
+                if n == 0 and b.kind == "paragraph":
+                    b.text = f"{label}: {b.text}" if label else b.text
+                self.blocks.append(b)
+        elif name in _KEEP_BODY:
+            self.blocks.extend(rst_blocks(text))
+        elif name in ("title",):
+            self.blocks.append(Block("heading", _inline(arg), level=1, meta={"rst_title": True}))
+        elif name in ("math",) and text.strip():
+            self.blocks.append(Block("code", text.strip("\n"), meta={"language": "latex"}))
+        elif name in ("csv-table", "list-table", "table"):
+            self._table_directive(name, arg, body)
+        return True
+
+    def _table_directive(self, name: str, arg: str, body: list[str]) -> None:
+        if arg:
+            self.blocks.append(Block("caption", _inline(arg)))
+        opts = [ln.strip() for ln in body if re.match(r"^\s+:[\w-]+:", ln)]
+        content = _dedent([ln for ln in body if not re.match(r"^\s+:[\w-]+:", ln)])
+        rows: list[list[str]] = []
+        if name == "csv-table":
+            import csv
+
+            header = next((o.split(":", 2)[2] for o in opts if o.startswith(":header:")), None)
+            if header:
+                rows.append([_inline(c) for c in next(csv.reader([header.strip()]))])
+            rows += [
+                [_inline(c) for c in r]
+                for r in csv.reader(content.splitlines(), skipinitialspace=True)
+                if r
+            ]
+        elif name == "list-table":
+            for ln in content.splitlines():
+                s = ln.strip()
+                if s.startswith("* -"):
+                    rows.append([_inline(s[3:])])
+                elif s.startswith("-") and rows:
+                    rows[-1].append(_inline(s[1:]))
+                elif s and rows and rows[-1]:
+                    rows[-1][-1] = clean_inline(rows[-1][-1] + " " + _inline(s))
+        else:
+            self.blocks.extend(rst_blocks(content))
+            return
+        if rows:
+            text = markdown_table(rows)
+            self.blocks.append(Block("table", text, meta={"table_header": table_header_lines(text)}))
+
+    def _grid_table(self) -> bool:
+        line = self.lines[self.i]
+        if not _GRID_BORDER.match(line.strip()):
+            return False
+        j = self.i
+        block: list[str] = []
+        while j < len(self.lines) and self.lines[j].strip().startswith(("+", "|")):
+            block.append(self.lines[j].strip())
+            j += 1
+        self.i = j
+        rows: list[list[str]] = []
+        current: list[list[str]] | None = None
+        header_rows = 0
+        bounds = [k for k, ch in enumerate(block[0]) if ch == "+"]
+        for ln in block[1:]:
+            if ln.startswith("+"):
+                if current is not None:
+                    rows.append([clean_inline(" ".join(c)) for c in current])
+                current = None
+                if "=" in ln:
+                    header_rows = len(rows)
+                continue
+            cells = [ln[a + 1 : b] for a, b in zip(bounds, bounds[1:], strict=False)]
+            if current is None:
+                current = [[] for _ in cells]
+            for k, c in enumerate(cells):
+                if k < len(current):
+                    current[k].append(c.strip().strip("|").strip())
+        if current is not None:
+            rows.append([clean_inline(" ".join(c)) for c in current])
+        rows = [[_inline(c) for c in r] for r in rows if any(r)]
+        if rows:
+            if header_rows > 1:  # a multi-row header folds into one row
+                head = [
+                    clean_inline(" ".join(r[k] for r in rows[:header_rows]))
+                    for k in range(len(rows[0]))
+                ]
+                rows = [head, *rows[header_rows:]]
+            text = markdown_table(rows)
+            self.blocks.append(Block("table", text, meta={"table_header": table_header_lines(text)}))
+        return True
+
+    def _simple_table(self) -> bool:
+        line = self.lines[self.i]
+        if not _SIMPLE_BORDER.match(line.rstrip()):
+            return False
+        spans = [(m.start(), m.end()) for m in re.finditer(r"=+", line)]
+        j = self.i + 1
+        rows: list[list[str]] = []
+        borders = 1
+        header_rows = 0
+        while j < len(self.lines):
+            ln = self.lines[j]
+            if _SIMPLE_BORDER.match(ln.rstrip()):
+                borders += 1
+                if borders == 2:
+                    header_rows = len(rows)
+                j += 1
+                nxt = j < len(self.lines) and self.lines[j].strip()
+                if borders >= 3 or (borders == 2 and not nxt):
+                    break
+                continue
+            if not ln.strip():
+                j += 1
+                continue
+            cells = []
+            for k, (a, _b) in enumerate(spans):
+                end = spans[k + 1][0] if k + 1 < len(spans) else len(ln)
+                cells.append(_inline(ln[a:end]))
+            if rows and not cells[0] and _indent(ln) >= spans[0][1]:
+                rows[-1] = [clean_inline(f"{x} {y}") for x, y in zip(rows[-1], cells, strict=False)]
+            else:
+                rows.append(cells)
+            j += 1
+        self.i = j
+        if rows:
+            if header_rows == 0 or header_rows == len(rows):
+                rows = [[f"column {k + 1}" for k in range(len(spans))], *rows]
+            text = markdown_table(rows)
+            self.blocks.append(Block("table", text, meta={"table_header": table_header_lines(text)}))
+        return True
+
+    def _list(self) -> bool:
+        line = self.lines[self.i]
+        stripped = line.lstrip()
+        m = _BULLET.match(stripped) or _ENUM.match(stripped)
+        if not m:
+            return False
+        if _ENUM.match(stripped) and not _BULLET.match(stripped):
+            nxt = self.lines[self.i + 1] if self.i + 1 < len(self.lines) else ""
+            # "1. Intro" followed by a plain paragraph line is a sentence, not a list.
+            if nxt.strip() and _indent(nxt) <= _indent(line) and not _ENUM.match(nxt.lstrip()):
+                return False
+        base = _indent(line)
+        text_col = base + len(m.group(1)) + 1
+        first = m.group(2)
+        body, end = self._indented_block(self.i + 1, text_col)
+        self.i = end
+        # The item's own text runs up to the first blank line; the rest nests.
+        own = [first]
+        k = 0
+        while k < len(body) and body[k].strip():
+            own.append(body[k].strip())
+            k += 1
+        depth = base // 2
+        ordered = bool(_ENUM.match(stripped)) and not _BULLET.match(stripped)
+        self.blocks.append(
+            Block("list_item", _inline(" ".join(own)), meta={"depth": depth, "ordered": ordered})
+        )
+        rest = _dedent(body[k:])
+        if rest.strip():
+            for b in rst_blocks(rest):
+                if b.kind == "list_item":
+                    b.meta["depth"] = b.meta.get("depth", 0) + depth + 1
+                self.blocks.append(b)
+        return True
+
+    def _paragraph(self) -> None:
+        lines, i = self.lines, self.i
+        base = _indent(lines[i])
+        para: list[str] = []
+        while i < len(lines) and lines[i].strip() and _indent(lines[i]) == base:
+            if para and (_is_adornment(lines[i]) or lines[i].lstrip().startswith(".. ")):
+                break
+            para.append(lines[i].strip())
+            i += 1
+        self.i = i
+        text = " ".join(para)
+        literal = text.endswith("::")
+        if literal:
+            text = text[:-2].rstrip() + ("" if text[:-2].endswith(" ") or not text[:-2] else ":")
+            text = text.rstrip()
+        if text and base > 0 and not literal:
+            self.blocks.append(Block("paragraph", _inline(text), meta={"quote": True}))
+        elif text:
+            self.blocks.append(Block("paragraph", _inline(text)))
+        if literal:
+            j = self._skip_blank(self.i)
+            if j < len(lines) and _indent(lines[j]) > base:
+                body, end = self._indented_block(j, base + 1)
+                code = _dedent(body).strip("\n")
+                if code:
+                    self.blocks.append(Block("code", code))
+                self.i = end
+            elif j < len(lines) and lines[j].lstrip()[:1] in ">|" and _indent(lines[j]) == base:
+                quoted = []  # quoted literal block: lines starting with the same quote char
+                while j < len(lines) and lines[j].strip():
+                    quoted.append(lines[j][base:])
+                    j += 1
+                self.blocks.append(Block("code", "\n".join(quoted)))
+                self.i = j
+
+    def _doctest(self) -> bool:
+        line = self.lines[self.i]
+        if not line.lstrip().startswith(">>> "):
+            return False
+        j = self.i
+        out = []
+        while j < len(self.lines) and self.lines[j].strip():
+            out.append(self.lines[j].strip("\n"))
+            j += 1
+        self.i = j
+        self.blocks.append(Block("code", _dedent(out).strip("\n"), meta={"language": "pycon"}))
+        return True
+
+    def read(self) -> list[Block]:
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            if not line.strip():
+                self.i += 1
+                continue
+            if (
+                self._directive()
+                or self._grid_table()
+                or self._simple_table()
+                or self._section()
+                or self._doctest()
+                or self._list()
+            ):
+                continue
+            if _is_adornment(line) and (self.i + 1 >= len(self.lines) or not self.lines[self.i + 1].strip()):
+                self.i += 1  # a transition (----) between paragraphs
+                continue
+            self._paragraph()
+        return [b for b in self.blocks if b.text.strip()]
+
+
+def _dedent(lines: list[str]) -> str:
+    filled = [ln for ln in lines if ln.strip()]
+    if not filled:
+        return ""
+    cut = min(_indent(ln) for ln in filled)
+    return "\n".join(ln[cut:] if ln.strip() else "" for ln in lines)
+
+
+def rst_blocks(text: str) -> list[Block]:
+    """Blocks of reStructuredText (already decoded)."""
+    text = normalize_chars(text).expandtabs(8)
+    return _Reader(text.split("\n")).read()
+
+
+def parse_rst(data: bytes) -> ParseResult:
+    """Decode and parse a reStructuredText document."""
+    text, encoding = decode_text(data)
+    blocks = rst_blocks(text)
+    explicit = next((b.text for b in blocks if b.meta.get("rst_title")), None)
+    blocks = [b for b in blocks if not b.meta.get("rst_title")] if explicit else blocks
+    title = explicit or next((b.text for b in blocks if b.kind == "heading"), None)
+    return ParseResult(blocks=blocks, title=title, format="rst", metadata={"encoding": encoding})

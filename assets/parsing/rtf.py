@@ -1,0 +1,108 @@
+"""RTF documents through `striprtf`, keeping paragraphs and table rows.
+
+striprtf turns control words into text (code pages, \\uN escapes, ignorable destinations such
+as font tables, pictures, fields' instructions). Before it runs, the table control words
+`\\cell` / `\\nestcell` and `\\row` are swapped for private-use markers, so that afterwards each
+table row can be rebuilt cell by cell into a Markdown table (first row as header) instead of
+coming out as "a|b|c|". Every `\\par` ends a paragraph; the plain-text heuristics of
+`text.text_blocks` then find headings and list items among the paragraphs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from assets.parsing.text import text_blocks
+from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
+from assets.parsing.types import Block, ParseResult
+from connectors.errors import CorruptDocument
+
+__all__ = ["parse_rtf", "rtf_to_text"]
+
+CELL, ROW = "\ue000", "\ue001"
+# \cell / \nestcell / \row control words (not \cellx, \rowd ...), or an escaped backslash.
+_TABLE_WORDS = re.compile(r"\\\\|\\(cell|nestcell|row|nestrow)(?![a-zA-Z])(-?\d+)? ?")
+_TITLE = re.compile(r"\{\\title\s+([^{}]*)\}")
+
+
+def _mark_tables(rtf: str) -> str:
+    def repl(m: re.Match[str]) -> str:
+        word = m.group(1)
+        if word is None:
+            return m.group(0)  # an escaped backslash stays as it is
+        # striprtf turns \uN into chr(N mod 65536) and skips one fallback character ("?").
+        return "\\u-8192?" if word in ("cell", "nestcell") else "\\u-8191?"
+
+    return _TABLE_WORDS.sub(repl, rtf)
+
+
+def rtf_to_text(data: bytes) -> str:
+    """Plain text of RTF bytes, with CELL/ROW markers where table cells and rows end."""
+    from striprtf.striprtf import rtf_to_text as strip
+
+    raw = data.decode("cp1252", errors="replace")  # RTF is 7-bit; 8-bit bytes are cp1252 text
+    try:
+        return strip(_mark_tables(raw), encoding="cp1252", errors="replace")
+    except (ValueError, IndexError, LookupError, RecursionError) as e:
+        raise CorruptDocument(f"RTF cannot be converted: {type(e).__name__}: {e}") from None
+
+
+def _table(rows: list[list[str]]) -> Block | None:
+    rows = [r for r in rows if any(r)]
+    if not rows:
+        return None
+    if max(len(r) for r in rows) < 2:
+        return Block("paragraph", "\n".join(r[0] for r in rows if r))
+    text = markdown_table(rows)
+    return Block("table", text, meta={"table_header": table_header_lines(text)})
+
+
+def parse_rtf(data: bytes) -> ParseResult:
+    """Parse an RTF document into paragraphs, headings, list items and tables."""
+    text = rtf_to_text(data).replace("\r\n", "\n").replace("\r", "\n")
+    blocks: list[Block] = []
+    prose: list[str] = []
+    table: list[list[str]] = []
+    cells: list[str] = []
+    cell = ""
+
+    def flush_prose() -> None:
+        if prose:
+            blocks.extend(text_blocks("\n\n".join(prose)))
+            prose.clear()
+
+    def flush_table() -> None:
+        if table:
+            block = _table(table)
+            if block:
+                blocks.append(block)
+            table.clear()
+
+    for tok in re.split(r"(\n|\ue000|\ue001)", text):
+        if tok == CELL:
+            cells.append(clean_inline(cell))
+            cell = ""
+        elif tok == ROW:
+            flush_prose()
+            if clean_inline(cell):
+                cells.append(clean_inline(cell))
+            table.append(cells)
+            cells, cell = [], ""
+        elif tok == "\n":
+            if cells:
+                cell += " "  # a paragraph break inside a table row
+            else:
+                if cell.strip():
+                    flush_table()
+                    prose.append(cell.strip())
+                cell = ""
+        else:
+            cell += tok
+    if cell.strip() and not cells:
+        flush_table()
+        prose.append(cell.strip())
+    flush_table()
+    flush_prose()
+    m = _TITLE.search(data[:65536].decode("cp1252", errors="replace"))
+    title = clean_inline(m.group(1)) if m else None
+    return ParseResult(blocks=blocks, title=title or None, format="rtf")

@@ -1,0 +1,193 @@
+"""Generic XML: text content element by element, headings from title-like elements.
+
+XML has no fixed vocabulary, so the walk reads the shape of the tree:
+
+* a title-like element (`title`, `head`, `heading`, `h1`–`h6`, DocBook `bridgehead`) is a
+  heading; its level is the number of enclosing elements that carry a title of their own
+  (sections nest), capped at 6;
+* an element with text of its own (mixed content) is one paragraph with all its inline text;
+  list items (`li`, `item`, `listitem`), code (`programlisting`, `screen`, `code`, `pre`,
+  `codeblock`, `literallayout`) and table-like elements (`table` with `row`/`tr` and
+  `entry`/`td`/`th`) keep their kinds;
+* a record — an element whose children are all short text leaves (`<book><author>…</author>
+  <price>…</price></book>`) — becomes one paragraph of "name: value" lines (attributes too), so
+  data files keep their field names;
+* container elements are walked. Comments, processing instructions, DTDs are ignored, and
+  the parser never loads external entities or DTDs (no XXE, no network).
+
+Malformed XML is recovered as far as lxml can (with a warning); nothing recoverable is
+CorruptDocument.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lxml import etree
+
+from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
+from assets.parsing.types import Block, ParseResult
+from connectors.errors import CorruptDocument
+
+__all__ = ["parse_xml"]
+
+_TITLE = frozenset({"title", "head", "heading", "bridgehead", "h1", "h2", "h3", "h4", "h5", "h6"})
+_ITEM = frozenset({"li", "item", "listitem", "list-item"})
+_CODE = frozenset(
+    {"programlisting", "screen", "code", "pre", "codeblock", "literallayout", "computeroutput"}
+)
+_TABLE = frozenset({"table", "informaltable", "simpletable"})
+_ROW = frozenset({"row", "tr", "strow"})
+_CELL = frozenset({"entry", "td", "th", "stentry", "cell"})
+_SKIP = frozenset({"script", "style", "indexterm", "remark"})
+_PROSE = frozenset({"p", "para", "simpara", "formalpara", "l", "line", "s", "lg", "note"})
+_LEAF_CHARS = 120  # a leaf this short (and without sentences) is a field value
+_MAX_DEPTH = 200
+
+
+def _local(el: etree._Element) -> str:
+    tag = el.tag
+    if not isinstance(tag, str):
+        return ""
+    return etree.QName(tag).localname.lower()
+
+
+def _text(el: etree._Element) -> str:
+    """All text below `el` (tails of the element itself excluded)."""
+    parts: list[str] = []
+    for node in el.iter():
+        if node is not el and _local(node) in _SKIP:
+            continue
+        if isinstance(node.tag, str) and node.text:
+            parts.append(node.text)
+        if node is not el and node.tail:
+            parts.append(node.tail)
+    return "".join(parts)
+
+
+def _children(el: etree._Element) -> list[etree._Element]:
+    return [c for c in el if isinstance(c.tag, str)]
+
+
+def _own_text(el: etree._Element) -> bool:
+    if el.text and el.text.strip():
+        return True
+    return any(c.tail and c.tail.strip() for c in el)
+
+
+def _is_record(el: etree._Element) -> bool:
+    kids = _children(el)
+    if len(kids) < 2 or _own_text(el):
+        return False
+    for c in kids:
+        if _children(c) or _local(c) in _PROSE or _local(c) in _ITEM:
+            return False
+        text = clean_inline(c.text or "")
+        if len(text) > _LEAF_CHARS or text.count(". ") >= 1:
+            return False
+    return True
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+
+    def emit(self, kind: Any, text: str, level: int = 0, meta: dict[str, Any] | None = None) -> None:
+        if text.strip():
+            self.blocks.append(Block(kind, text, level=level, meta=meta or {}))
+
+    def level(self, el: etree._Element) -> int:
+        """Sections enclosing a title element: ancestors that have a title-like child."""
+        depth = 0
+        for anc in el.iterancestors():
+            if any(_local(c) in _TITLE for c in _children(anc)):
+                depth += 1
+        return max(1, min(6, depth))
+
+    def walk(self, el: etree._Element, depth: int = 0) -> None:
+        name = _local(el)
+        if not name or name in _SKIP:
+            return
+        if depth > _MAX_DEPTH:
+            self.emit("paragraph", clean_inline(_text(el)))
+        elif name in _TITLE:
+            level = int(name[1]) if name[0] == "h" and name[1:].isdigit() else self.level(el)
+            self.emit("heading", clean_inline(_text(el)), level=level)
+        elif name in _CODE:
+            self.emit("code", _text(el).strip("\n"))
+        elif name in _TABLE and self.table(el):
+            return
+        elif name in _ITEM:
+            if any(_local(c) in _ITEM or _children(c) and _local(c) in ("list", "itemizedlist")
+                   for c in _children(el)):
+                self.container(el, depth)
+            else:
+                self.emit("list_item", clean_inline(_text(el)))
+        elif _own_text(el):
+            self.emit("paragraph", clean_inline(_text(el)))
+        elif _is_record(el):
+            fields = [c for c in _children(el) if clean_inline(c.text or "")]
+            for c in fields:
+                if _local(c) in _TITLE:
+                    self.emit("heading", clean_inline(c.text or ""), level=self.level(c))
+            lines = [
+                f"{etree.QName(k).localname}: {clean_inline(v)}"
+                for k, v in el.attrib.items()
+                if clean_inline(v)
+            ]
+            lines += [
+                f"{_local(c)}: {clean_inline(c.text or '')}"
+                for c in fields
+                if _local(c) not in _TITLE
+            ]
+            self.emit("paragraph", "\n".join(lines), meta={"element": name})
+        else:
+            self.container(el, depth)
+
+    def container(self, el: etree._Element, depth: int) -> None:
+        for child in _children(el):
+            self.walk(child, depth + 1)
+
+    def table(self, el: etree._Element) -> bool:
+        rows: list[list[str]] = []
+        for row in el.iter():
+            if _local(row) in _ROW:
+                cells = [clean_inline(_text(c)) for c in _children(row) if _local(c) in _CELL]
+                if any(cells):
+                    rows.append(cells)
+        if not rows or max(len(r) for r in rows) < 2:
+            return False
+        for child in _children(el):
+            if _local(child) in _TITLE or _local(child) == "caption":
+                self.emit("caption", clean_inline(_text(child)))
+        text = markdown_table(rows)
+        self.emit("table", text, meta={"table_header": table_header_lines(text)})
+        return True
+
+
+def parse_xml(data: bytes) -> ParseResult:
+    """Parse an XML document into headings, paragraphs, records, lists, code and tables."""
+    warnings: list[str] = []
+    parser = etree.XMLParser(
+        resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True, recover=False
+    )
+    try:
+        root = etree.fromstring(data, parser=parser)
+    except etree.XMLSyntaxError as e:
+        recovering = etree.XMLParser(
+            resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True, recover=True
+        )
+        try:
+            root = etree.fromstring(data, parser=recovering)
+        except etree.XMLSyntaxError:
+            root = None
+        if root is None:
+            raise CorruptDocument(f"XML is not well-formed and cannot be recovered: {e}") from None
+        warnings.append(f"XML is not well-formed ({e}); parsed what could be recovered")
+    walker = _Walker()
+    walker.walk(root)
+    title = next((b.text for b in walker.blocks if b.kind == "heading"), None)
+    metadata = {"root": _local(root)}
+    return ParseResult(
+        blocks=walker.blocks, title=title, format="xml", metadata=metadata, warnings=warnings
+    )

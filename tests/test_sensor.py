@@ -1,0 +1,281 @@
+"""The source-change sensor and the reconcile schedule, evaluated with Dagster's test utilities
+on a persistent instance: the cursor logic (runs only for sources whose probe moved), dynamic
+partitions following the configuration, failed probes, and a requested run executed through
+the CLI path.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import boto3
+import dagster as dg
+import pytest
+import yaml
+
+from assets.resource import BinderyResource
+from orchestration.automation import build_schedule, build_sensor
+from tests.sync_helpers import LocalDeployment, assert_converged, hits
+
+
+class Tick:
+    """One sensor evaluation, applied to the instance the way the daemon applies it."""
+
+    def __init__(self, result: dg.SensorResult, instance: dg.DagsterInstance):
+        self.result = result
+        self.runs = {r.partition_key: r for r in result.run_requests or []}
+        self.cursor: dict[str, str] = json.loads(result.cursor or "{}")
+        self.added: list[str] = []
+        self.removed: list[str] = []
+        for req in result.dynamic_partitions_requests or []:
+            if isinstance(req, dg.AddDynamicPartitionsRequest):
+                self.added += list(req.partition_keys)
+                instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
+            else:
+                self.removed += list(req.partition_keys)
+                for key in req.partition_keys:
+                    instance.delete_dynamic_partition(req.partitions_def_name, key)
+
+
+class Sensor:
+    def __init__(self, config_path: Path, instance: dg.DagsterInstance | None = None):
+        self.config_path = config_path
+        self.instance = instance or dg.DagsterInstance.ephemeral()
+        self.sensor = build_sensor(False, 30)
+        self.cursor: str | None = None
+
+    def tick(self) -> Tick:
+        # entered, so the resources it builds are torn down (and leave no Dagster context behind)
+        with dg.build_sensor_context(instance=self.instance, cursor=self.cursor,
+                                     resources={"bindery": BinderyResource(config_path=str(self.config_path))}) as ctx:
+            result = self.sensor(ctx)
+        assert isinstance(result, dg.SensorResult)
+        self.cursor = result.cursor
+        return Tick(result, self.instance)
+
+    def partitions(self) -> set[str]:
+        return set(self.instance.get_dynamic_partitions("sources"))
+
+
+class Config:
+    """A bindery.yaml with several folder (and optionally S3) sources; no model is loaded."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.path = tmp / "bindery.yaml"
+        self.raw: dict[str, Any] = {"data_dir": str(tmp / "data"), "sources": []}
+
+    def folder(self, name: str, files: dict[str, str] | None = None) -> Path:
+        root = self.tmp / name
+        root.mkdir(exist_ok=True)
+        for rel, text in (files or {"a.md": f"# {name}\n\nFirst file of {name}.\n"}).items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        self.raw["sources"].append({"name": name, "kind": "local", "root": str(root)})
+        self.save()
+        return root
+
+    def drop(self, name: str) -> None:
+        self.raw["sources"] = [s for s in self.raw["sources"] if s["name"] != name]
+        self.save()
+
+    def save(self) -> None:
+        self.path.write_text(yaml.safe_dump(self.raw))
+
+
+@pytest.fixture
+def conf(tmp_path: Path) -> Config:
+    return Config(tmp_path)
+
+
+def test_first_tick_registers_partitions_and_requests_every_source(conf: Config) -> None:
+    conf.folder("docs")
+    conf.folder("wiki")
+    sensor = Sensor(conf.path)
+    tick = sensor.tick()
+    assert set(tick.runs) == {"docs", "wiki"}
+    assert sorted(tick.added) == ["docs", "wiki"] and tick.removed == []
+    assert sensor.partitions() == {"docs", "wiki"}
+    for name, rr in tick.runs.items():
+        assert rr.run_key == f"{name}:{tick.cursor[name]}"
+        assert rr.tags == {"bindery/trigger": "sensor"}
+    assert tick.result.skip_reason is None
+
+
+def test_unchanged_sources_request_nothing(conf: Config) -> None:
+    conf.folder("docs")
+    conf.folder("wiki")
+    sensor = Sensor(conf.path)
+    first = sensor.tick()
+    again = sensor.tick()
+    assert again.runs == {} and again.added == [] and again.removed == []
+    assert again.cursor == first.cursor
+
+
+def test_only_the_changed_source_is_requested(conf: Config) -> None:
+    docs = conf.folder("docs", {"a.md": "# A\n\nalpha\n", "sub/b.md": "# B\n\nbeta\n"})
+    wiki = conf.folder("wiki")
+    sensor = Sensor(conf.path)
+    first = sensor.tick()
+
+    (docs / "sub/b.md").write_text("# B\n\nbeta, edited\n")  # edit
+    tick = sensor.tick()
+    assert set(tick.runs) == {"docs"}
+    assert tick.cursor["wiki"] == first.cursor["wiki"] and tick.cursor["docs"] != first.cursor["docs"]
+    assert sensor.tick().runs == {}
+
+    (wiki / "new.md").write_text("# New\n\nnew page\n")  # add
+    assert set(sensor.tick().runs) == {"wiki"}
+    (docs / "a.md").unlink()  # delete
+    assert set(sensor.tick().runs) == {"docs"}
+    (docs / "sub" / ".bindery-acl").write_text("hr-team\n")  # ACL only
+    assert set(sensor.tick().runs) == {"docs"}
+    (docs / ".hidden.md").write_text("not a document\n")  # ignored by the listing, so by the probe
+    assert sensor.tick().runs == {}
+
+
+def test_run_key_names_the_source_state(conf: Config) -> None:
+    """Same state, same run key: a reset cursor cannot launch a duplicate of a run that already
+    happened for that state (Dagster de-duplicates run keys per sensor)."""
+    conf.folder("docs")
+    a = Sensor(conf.path).tick()
+    b = Sensor(conf.path).tick()
+    assert a.runs["docs"].run_key == b.runs["docs"].run_key
+
+
+def test_configuration_changes_add_and_remove_partitions(conf: Config) -> None:
+    conf.folder("docs")
+    conf.folder("wiki")
+    sensor = Sensor(conf.path)
+    sensor.tick()
+    conf.drop("wiki")
+    conf.folder("handbook")
+    tick = sensor.tick()
+    assert tick.added == ["handbook"] and tick.removed == ["wiki"]
+    assert set(tick.runs) == {"handbook"}  # docs did not change; wiki is no longer configured
+    assert sensor.partitions() == {"docs", "handbook"}
+    conf.drop("docs")
+    conf.drop("handbook")
+    tick = sensor.tick()
+    assert tick.runs == {} and sorted(tick.removed) == ["docs", "handbook"]
+    assert sensor.partitions() == set()
+
+
+def test_changing_a_sources_configuration_requests_a_sync(conf: Config) -> None:
+    """A source whose configuration changed (default ACL, include/exclude, size limit) must be
+    re-listed even when its files did not move."""
+    conf.folder("docs", {"a.md": "# A\n\nalpha\n", "b.txt": "beta\n"})
+    sensor = Sensor(conf.path)
+    sensor.tick()
+    conf.raw["sources"][0]["exclude"] = ["**/*.txt"]
+    conf.save()
+    assert set(sensor.tick().runs) == {"docs"}
+    conf.raw["sources"][0]["acl"] = ["staff"]
+    conf.save()
+    assert set(sensor.tick().runs) == {"docs"}
+    conf.raw["sources"][0]["max_file_mb"] = 5
+    conf.save()
+    assert set(sensor.tick().runs) == {"docs"}
+    assert sensor.tick().runs == {}
+
+
+def test_failed_probe_is_skipped_and_never_requests_a_sync(conf: Config) -> None:
+    docs = conf.folder("docs")
+    wiki = conf.folder("wiki")
+    sensor = Sensor(conf.path)
+    first = sensor.tick()
+    docs.rename(docs.with_name("docs-away"))
+    tick = sensor.tick()
+    assert tick.runs == {} and tick.removed == []  # a failing source keeps its partition
+    assert tick.result.skip_reason is not None and "docs" in tick.result.skip_reason.skip_message
+    assert tick.cursor == first.cursor  # nothing recorded for the failing source
+    (wiki / "b.md").write_text("# B\n\nanother page\n")
+    tick = sensor.tick()
+    assert set(tick.runs) == {"wiki"} and tick.result.skip_reason is None  # other sources go on
+    docs.with_name("docs-away").rename(docs)
+    assert sensor.tick().runs == {}  # back as it was: nothing to do
+    (docs / "a.md").write_text("# docs\n\nchanged while it was away\n")
+    assert set(sensor.tick().runs) == {"docs"}
+
+
+def test_s3_source_changes_are_detected(conf: Config, moto_endpoint: str) -> None:
+    s3 = boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1")
+    bucket = f"sensor-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="kb/a.md", Body=b"# A\n\nalpha\n")
+    s3.put_object(Bucket=bucket, Key="elsewhere/x.md", Body=b"# X\n")
+    conf.folder("docs")
+    conf.raw["sources"].append({"name": "bucket", "kind": "s3", "bucket": bucket, "prefix": "kb",
+                                "endpoint_url": moto_endpoint, "region": "us-east-1"})
+    conf.save()
+    sensor = Sensor(conf.path)
+    assert set(sensor.tick().runs) == {"docs", "bucket"}
+    assert sensor.tick().runs == {}
+    s3.put_object(Bucket=bucket, Key="elsewhere/y.md", Body=b"# Y\n")  # outside the prefix
+    assert sensor.tick().runs == {}
+    s3.put_object(Bucket=bucket, Key="kb/b.md", Body=b"# B\n\nbeta\n")
+    assert set(sensor.tick().runs) == {"bucket"}
+    time.sleep(1.1)  # a metadata-only rewrite keeps the ETag; LastModified (1 s resolution) moves
+    s3.copy_object(Bucket=bucket, Key="kb/a.md", CopySource={"Bucket": bucket, "Key": "kb/a.md"},
+                   Metadata={"acl": "hr-team"}, MetadataDirective="REPLACE")
+    assert set(sensor.tick().runs) == {"bucket"}
+    s3.delete_object(Bucket=bucket, Key="kb/b.md")
+    assert set(sensor.tick().runs) == {"bucket"}
+    # the bucket disappears: skipped, never a run that could delete on bad evidence
+    conf.raw["sources"][1]["bucket"] = f"gone-{uuid.uuid4().hex[:8]}"
+    conf.save()
+    tick = sensor.tick()
+    assert "bucket" not in tick.runs
+
+
+def test_reconcile_schedule_requests_every_source_and_registers_partitions(conf: Config) -> None:
+    conf.folder("docs")
+    conf.folder("wiki")
+    schedule = build_schedule(False, "0 3 * * *")
+    with dg.instance_for_test() as instance:  # schedules need an instance with a ref
+        with dg.build_schedule_context(instance=instance,
+                                       resources={"bindery": BinderyResource(config_path=str(conf.path))}) as ctx:
+            reqs = schedule(ctx)
+            assert sorted(r.partition_key for r in reqs) == ["docs", "wiki"]
+            assert all(r.tags == {"bindery/trigger": "schedule"} for r in reqs)
+            assert set(instance.get_dynamic_partitions("sources")) == {"docs", "wiki"}
+            # unchanged sources are still reconciled: the schedule is the backstop for missed events
+            assert sorted(r.partition_key for r in schedule(ctx)) == ["docs", "wiki"]
+
+
+@pytest.mark.slow
+def test_requested_run_executes_through_the_cli_path_and_settles(tmp_path: Path) -> None:
+    """tick -> the sync it requested (same job, same tags, the CLI's runner and instance) ->
+    searchable; the next tick requests nothing because syncing never touches the source."""
+    from connectors.config import load_config
+    from orchestration.runs import Runner
+
+    dep = LocalDeployment(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.md").write_text("# Alpha\n\nThe alpha team owns the loading dock scheduler.\n")
+    dep.config["sources"].append({"name": "other", "kind": "local", "root": str(other)})
+    dep.save()
+    runner = Runner(load_config(dep.config_path))
+    sensor = Sensor(dep.config_path, runner.instance)
+
+    def launch(tick: Tick) -> None:
+        for name, rr in tick.runs.items():
+            out = runner.run("sync", partition=name, tags=dict(rr.tags))
+            assert out.success, out.error
+            run = runner.instance.get_run_by_id(out.run_id)
+            assert run.tags["bindery/trigger"] == "sensor" and run.tags["dagster/partition"] == name
+
+    launch(sensor.tick())
+    assert sensor.tick().runs == {}
+    dep.edit("ops/oncall.txt", "On-call policy\n\nPages are acknowledged within two minutes.\n")
+    tick = sensor.tick()
+    assert set(tick.runs) == {"docs"}
+    launch(tick)
+    assert "two minutes" in hits(dep, "how fast is a page acknowledged", k=1)[0]["text"]
+    assert sensor.tick().runs == {}
+    assert_converged(dep)
