@@ -11,9 +11,11 @@ the same filter fields.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 from assets.embed_stage import final_texts
@@ -36,6 +38,13 @@ class IndexStats:
     seconds: float = 0.0
 
 
+def name_terms(external_id: str) -> str:
+    """The file name as words, added to what the keyword index sees: names carry identity that
+    the text often lacks (`bitfield.md` whose first heading is "Supported subcommands"). Only the
+    keyword index gets it, so a rename never re-embeds."""
+    return re.sub(r"[-_.\s]+", " ", PurePosixPath(external_id).stem).strip()
+
+
 def _records(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> tuple[
         dict[str, list[IndexRecord]], dict[str, str]]:
     """Complete record sets and digests per document for generation `g`."""
@@ -53,7 +62,8 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> tup
             continue
         recs = [IndexRecord(
             chunk_id=c["chunk_id"], doc_id=did, source=d["source"], external_id=d["external_id"],
-            text=texts[c["chunk_id"]], vector=from_bytes(vectors[text_hash(texts[c["chunk_id"]])]).tolist(),
+            text=f"{name_terms(d['external_id'])}\n{texts[c['chunk_id']]}",
+            vector=from_bytes(vectors[text_hash(texts[c["chunk_id"]])]).tolist(),
             acl=tuple(d["acl"]),
             payload={"display_text": c["display_text"], "heading_path": c["heading_path"], "page": c["page"],
                      "ordinal": c["ordinal"], "kind": c["kind"], "uri": d["uri"]},
@@ -96,19 +106,24 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
                 pair.close()
             vec_snap, kw_snap = publish(rt.cfg, g.row)
             now = time.time()
+            # Readers first, bookkeeping last: the snapshot is recorded (and live readers told)
+            # before the index state says "written". A process killed in between leaves these
+            # documents "not written", so the next run rewrites and publishes them again; the
+            # other order would leave readers on an old (or no) snapshot that no run refreshes.
+            rt.store.update_generation(g.id, vector_snapshot=vec_snap, keyword_snapshot=kw_snap, published_at=now)
+            if g.status == "live":
+                rt.store.bump_binding()
             rt.store.clear_index_state(g.id, gone)
             rt.store.set_index_state([
                 {"generation_id": g.id, "doc_id": did, "source": source_name, "digest": digests[did],
                  "chunks": len(records[did]), "indexed_at": now} for did in changed])
             counts["documents"] = len(rt.store.index_state(g.id))
-            rt.store.update_generation(g.id, vector_snapshot=vec_snap, keyword_snapshot=kw_snap,
-                                       published_at=now, counts=counts)
+            rt.store.update_generation(g.id, counts=counts)
         gstats["chunks"] = len(recs)
         stats.written_docs += len(changed)
         stats.written_chunks += len(recs)
         stats.deleted_docs += len(gone)
         if g.status == "live":
             stats.lag_seconds += [now - docs[did]["changed_at"] for did in changed]
-            rt.store.bump_binding()
     stats.seconds = time.perf_counter() - started
     return stats

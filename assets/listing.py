@@ -192,8 +192,11 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     res.deleted_ids = [d["doc_id"] for d in gone]
     res.counts["deleted"] = len(gone)
     if gone:
-        rt.store.mark_deleted(res.deleted_ids, now)
+        # purge first: a process killed between the two leaves the documents alive, so the next
+        # listing finds them gone again and repeats both; the other order would strand their
+        # chunks (a deleted document is never swept twice)
         rt.store.purge_documents(res.deleted_ids)
+        rt.store.mark_deleted(res.deleted_ids, now)
     rt.store.record_listing(scfg.name, len(entries), ok=True, probe=None)
     res.seconds = time.perf_counter() - started
     return res

@@ -45,12 +45,13 @@ from orchestration.automation import build_sensor
 from orchestration.cli import main as cli
 from orchestration.instance import get_instance
 
-WORDS = ("robot battery dock charge fleet firmware rollback sensor lidar obstacle payload warehouse aisle shelf "
-         "pallet conveyor belt motor wheel bearing inspection maintenance schedule operator console alert "
-         "threshold temperature voltage current controller heartbeat network gateway update release version "
-         "safety field stop distance speed route map zone charging station queue order picking packing "
-         "shipping inventory scanner barcode label camera calibration torque gearbox encoder software "
-         "hardware incident report escalation engineer shift handover checklist procedure policy training").split()
+_VOCAB = """robot battery dock charge fleet firmware rollback sensor lidar obstacle payload warehouse aisle shelf
+pallet conveyor belt motor wheel bearing inspection maintenance schedule operator console alert threshold
+temperature voltage current controller heartbeat network gateway update release version safety field stop
+distance speed route map zone charging station queue order picking packing shipping inventory scanner barcode
+label camera calibration torque gearbox encoder software hardware incident report escalation engineer shift
+handover checklist procedure policy training"""
+WORDS = tuple(_VOCAB.split())
 
 
 def generate(root: Path, n: int, words: int, seed: int = 7) -> None:
@@ -175,7 +176,7 @@ def run(n: int, words: int, work: Path, repeats: int, cold: bool) -> dict[str, A
     t_noop = statistics.median(noops)
 
     ticker = SensorTicker(config)
-    runs, t_tick0 = ticker.tick()  # the cursor's baseline (first tick requests a run per source)
+    _, t_tick0 = ticker.tick()  # the cursor's baseline (first tick requests a run per source)
     runs2, t_tick_idle = ticker.tick()
     if runs2:
         raise SystemExit("the sensor requested a run with nothing changed")

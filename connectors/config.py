@@ -132,6 +132,9 @@ class QueryConfig(_Strict):
     candidates: int = Field(50, ge=1, le=1000)  # over-retrieval per retriever
     rrf_k: int = Field(60, ge=1)
     score_floor: float = 0.0  # fused score below which hits are dropped
+    # Each further chunk of a document already ranked has its fused score multiplied by this:
+    # a gentle diversity prior (1.0 disables) so one long document cannot fill the whole top-k.
+    same_doc_decay: float = Field(0.97, gt=0, le=1)
     poll_seconds: float = Field(0.5, gt=0)
 
 

@@ -7,6 +7,8 @@ CLI run appears in the UI's run history with its materialisations and checks.
 from __future__ import annotations
 
 import fcntl
+import os
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,6 +56,16 @@ def _first_error(result: dg.ExecuteInProcessResult) -> str | None:
     return None
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    return True
+
+
 @contextmanager
 def source_lock(cfg: BinderyConfig, name: str) -> Iterator[None]:
     """CLI-launched runs of one source never overlap (the UI's queue enforces the same)."""
@@ -74,6 +86,23 @@ class Runner:
         self.instance = get_instance(cfg)
         self.defs = build_definitions(cfg.config_path)
         self._sync_partitions()
+        self._fail_dead_runs()
+
+    def _fail_dead_runs(self) -> None:
+        """A CLI process that died mid-run (killed, OOM, power loss) leaves its run STARTED for
+        ever, and the UI's queue counts it against the per-source limit of one run: that
+        source's sensor and UI runs would wait behind it for ever. Runs record the CLI's host
+        and pid; one whose process no longer exists is marked failed here."""
+        host = socket.gethostname()
+        started = self.instance.get_runs(filters=dg.RunsFilter(
+            statuses=[dg.DagsterRunStatus.STARTED], tags={"bindery/launched-by": "cli", "bindery/host": host}))
+        for run in started:
+            pid = int(run.tags.get("bindery/pid", "0") or 0)
+            if pid <= 0 or pid == os.getpid() or _alive(pid):
+                continue
+            self.instance.report_run_failed(
+                run, message=f"the bindery process (pid {pid} on {host}) that ran this died before it finished; "
+                             "the next run resumes from what the document store holds")
 
     def _sync_partitions(self) -> None:
         for req in partition_requests(self.instance, [s.name for s in self.cfg.sources]):
@@ -87,7 +116,9 @@ class Runner:
             tags: dict[str, str] | None = None) -> RunOutcome:
         job = self.defs.resolve_job_def(job_name)
         result = job.execute_in_process(instance=self.instance, partition_key=partition, run_config=run_config,
-                                        tags={"bindery/launched-by": "cli", **(tags or {})}, raise_on_error=False)
+                                        tags={"bindery/launched-by": "cli", "bindery/host": socket.gethostname(),
+                                              "bindery/pid": str(os.getpid()), **(tags or {})},
+                                        raise_on_error=False)
         out = RunOutcome(job_name, partition, result.success, result.run_id)
         for ev in result.get_asset_materialization_events():
             mat = getattr(ev.event_specific_data, "materialization", None)

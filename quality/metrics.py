@@ -27,6 +27,7 @@ REPEAT_MIN = 10  # shorter lines ("Day 3", "Notes") may legitimately repeat
 _STOPWORDS = frozenset(
     {"a", "i", "o", "by", "my", "hm", "mr", "ms", "dr", "st", "nd", "rd", "th", "vs", "pp", "cf"}
 )
+_SINGLE_LETTER_WORDS = frozenset("aAIO")
 _VOWELS = frozenset("aeiouyAEIOUY")
 _TOKEN = re.compile(r"\S+")
 _EDGE_PUNCT = "\"'`.,;:!?()[]{}<>«»“”‘’*_~|/\\-–—…"
@@ -60,6 +61,10 @@ def _is_word(tok: str) -> bool:
         )
     if not core.isascii():
         return True  # accented Latin or another script: alphabetic is good enough
+    if len(core) == 1:
+        # A lone letter is a word only as "a", "I" or "O"; OCR of pictures and noise is
+        # full of lone "i", "H", "t" (and a blank-spaced letter-by-letter line is junk too).
+        return core in _SINGLE_LETTER_WORDS
     if core.lower() in _STOPWORDS:
         return True
     return 2 <= len(core) <= 20 and any(ch in _VOWELS for ch in core)

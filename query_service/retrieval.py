@@ -25,7 +25,7 @@ from connectors.errors import BindingError, QueryError
 from connectors.generations import IndexPair, open_reader
 from connectors.indexes.base import Filters
 from connectors.store import DocumentStore
-from query_service.fusion import rrf
+from query_service.fusion import Fused, rrf
 
 __all__ = ["GenerationRetriever", "Hit", "LiveRetriever", "SearchResult"]
 
@@ -138,8 +138,8 @@ class _Served:
             if fused and not kept:
                 reason = f"no result above the score floor {qcfg.score_floor}"
             fused = kept
-        fused = fused[:k]
         payloads = self.pair.vector.payloads([f.chunk_id for f in fused])  # type: ignore[attr-defined]
+        fused = diversify(fused, payloads, qcfg.same_doc_decay)[:k]
         hits = []
         for f in fused:
             p = payloads.get(f.chunk_id)
@@ -158,6 +158,20 @@ class _Served:
             "timings": {k_: round(v, 2) for k_, v in timings.items()},
         }
         return SearchResult(self.gen, hits, trace, reason if not hits else None)
+
+
+def diversify(fused: list[Fused], payloads: dict[str, dict[str, Any]], decay: float) -> list[Fused]:
+    """Multiply the score of the n-th chunk of a document (in fused order) by decay**(n-1)."""
+    if decay >= 1.0:
+        return fused
+    seen: dict[str, int] = {}
+    out = []
+    for f in fused:
+        doc = (payloads.get(f.chunk_id) or {}).get("doc_id", f.chunk_id)
+        n = seen.get(doc, 0)
+        seen[doc] = n + 1
+        out.append(f._replace(score=f.score * decay**n))
+    return sorted(out, key=lambda f: (-f.score, min(f.ranks.values()), f.chunk_id))
 
 
 def make_filters(principal: str | list[str] | None, sources: list[str] | None = None,

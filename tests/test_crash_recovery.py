@@ -93,7 +93,7 @@ class CrashDeployment(LocalDeployment):
     # -- processes ---------------------------------------------------------------------------
     def spawn(self, argv: list[str]) -> subprocess.Popen[bytes]:
         self.n += 1
-        out = open(self.logs / f"run{self.n}.log", "wb")  # noqa: SIM115 - closed with the process
+        out = open(self.logs / f"run{self.n}.log", "wb")
         # its own process group, so the kill also reaches anything it started
         return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=_env(), cwd=self.data.parent,
                                 start_new_session=True)

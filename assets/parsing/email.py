@@ -19,6 +19,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Callable
+from email import errors as email_errors
 from email import policy
 from email.message import EmailMessage, Message, MIMEPart
 from email.parser import BytesParser
@@ -128,14 +129,43 @@ def _text_content(part: MIMEPart) -> str:
         return payload.decode("utf-8", errors="replace") if isinstance(payload, bytes) else ""
 
 
+def _body_part(msg: EmailMessage) -> tuple[MIMEPart | None, str]:
+    """The part holding the message text, and its content.
+
+    text/plain is preferred, but a blank plain part (some mailers add an empty one after the
+    real HTML body) falls back to the HTML part, then to any inline text part.
+    """
+    tried: list[MIMEPart] = []
+    for prefs in (("plain", "html"), ("html",)):
+        part = msg.get_body(preferencelist=prefs)
+        if part is None or any(part is t for t in tried):
+            continue
+        tried.append(part)
+        content = _text_content(part)
+        if content.strip():
+            return part, content
+    for part in msg.walk():
+        if (
+            part.get_content_type() in ("text/plain", "text/html")
+            and not part.is_attachment()
+            and not any(part is t for t in tried)
+        ):
+            content = _text_content(part)  # type: ignore[arg-type]
+            if content.strip():
+                return part, content  # type: ignore[return-value]
+    return None, ""
+
+
 def _body_blocks(msg: EmailMessage) -> tuple[list[Block], str]:
-    body = msg.get_body(preferencelist=("plain", "html"))
+    body, content = _body_part(msg)
     if body is None:
         return [], ""
-    content = _text_content(body)
     if body.get_content_subtype() == "html":
         quotes: list[str] = []
-        blocks, _ = html_blocks(content, quotes=quotes)
+        try:
+            blocks, _ = html_blocks(content, quotes=quotes)
+        except ParseError:  # markup without any content
+            return [], ""
         return blocks, normalize_text("\n\n".join(quotes))
     main, quoted = split_quoted(content)
     return text_blocks(main), quoted
@@ -209,10 +239,46 @@ def _message(
     return blocks + extra, meta
 
 
+_BOUNDARY_LINE = re.compile(rb"^--([!-~]{1,70})\r?$", re.MULTILINE)
+
+
+def _parse_message(raw: bytes, warnings: list[str]) -> EmailMessage:
+    """Parse one message, repairing a multipart whose declared boundary is never used.
+
+    Some mailers (and spam kits) declare one boundary and separate the parts with another;
+    the stdlib then sees no parts at all and the body would be lost. The boundary actually
+    used is the first "--token" line of the body.
+    """
+    msg: EmailMessage = _PARSER.parsebytes(raw)  # type: ignore[assignment]
+    if msg.get_content_maintype() != "multipart" or not any(
+        isinstance(d, email_errors.StartBoundaryNotFoundDefect) for d in msg.defects
+    ):
+        return msg
+    declared = msg.get_boundary()
+    split = re.search(rb"\r?\n\r?\n", raw)
+    if not declared or not split:
+        return msg
+    head, body = raw[: split.end()], raw[split.end() :]
+    m = _BOUNDARY_LINE.search(body)
+    if not m or m.group(1).decode("ascii", "replace") == declared:
+        return msg
+    used = m.group(1)
+    fixed = head.replace(declared.encode("ascii", "replace"), used.removesuffix(b"--")) + body
+    repaired: EmailMessage = _PARSER.parsebytes(fixed)  # type: ignore[assignment]
+    if repaired.is_multipart() and list(repaired.iter_parts()):
+        warnings.append(
+            f"email: multipart boundary {declared!r} is never used; parts split on "
+            f"{used.decode('ascii', 'replace')!r} instead"
+        )
+        return repaired
+    return msg
+
+
 def parse_email(data: bytes, parse_attachment: AttachmentParser) -> ParseResult:
     """Parse one RFC 822 message; `parse_attachment(bytes, filename)` parses attachments."""
-    msg = _PARSER.parsebytes(data.removeprefix(codecs.BOM_UTF8))
-    warnings: list[str] = [f"email: {d.__class__.__name__}" for d in msg.defects[:3]]
+    warnings: list[str] = []
+    msg = _parse_message(data.removeprefix(codecs.BOM_UTF8), warnings)
+    warnings += [f"email: {d.__class__.__name__}" for d in msg.defects[:3]]
     blocks, meta = _message(msg, 0, parse_attachment, warnings)  # type: ignore[arg-type]
     return ParseResult(
         blocks=blocks,
@@ -235,7 +301,7 @@ def parse_mbox(data: bytes, parse_attachment: AttachmentParser) -> ParseResult:
     messages: list[dict[str, Any]] = []
     warnings: list[str] = []
     for raw in split_mbox(data.removeprefix(codecs.BOM_UTF8)):
-        msg = _PARSER.parsebytes(raw)
+        msg = _parse_message(raw, warnings)
         body, meta = _message(msg, 1, parse_attachment, warnings)  # type: ignore[arg-type]
         heading_meta = {k: meta[k] for k in ("message_id", "from", "date", "thread_id")}
         blocks.append(

@@ -97,7 +97,8 @@ def _spine(zf: zipfile.ZipFile, opf_path: str) -> tuple[list[str], str | None, d
     for el in opf.iter():
         name = _local(el)
         if name == "item":
-            href = posixpath.normpath(posixpath.join(base, unquote(el.get("href", ""))))
+            raw = unquote(el.get("href", "")).split("#", 1)[0]  # "ch1.xhtml#sec" → the file
+            href = posixpath.normpath(posixpath.join(base, raw))
             manifest[el.get("id", "")] = (href, el.get("media-type", ""), el.get("properties", ""))
         elif name == "title" and title is None and el.text:
             title = clean_inline(el.text)
@@ -111,7 +112,8 @@ def _spine(zf: zipfile.ZipFile, opf_path: str) -> tuple[list[str], str | None, d
                 spine.append(item[0])
     if not spine:  # no spine: fall back to every XHTML file in manifest order
         spine = [h for h, t, p in manifest.values() if t in _HTML_TYPES and "nav" not in p.split()]
-    return spine, title, metadata
+    # Several spine entries can point into one file (fragments): read each file once.
+    return list(dict.fromkeys(spine)), title, metadata
 
 
 def parse_epub(data: bytes) -> ParseResult:

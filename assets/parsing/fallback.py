@@ -17,6 +17,7 @@ unrecognised file) is UnsupportedFormat with unstructured's own reason.
 from __future__ import annotations
 
 import io
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -41,6 +42,19 @@ _PARAGRAPH = {
 }
 _lock = threading.Lock()
 _partition: Callable[..., list[Any]] | None = None
+_local = threading.local()
+
+
+class _Collector(logging.Handler):
+    """unstructured's log warnings ("Skipping attachment ...") → the document's warnings."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sink = getattr(_local, "sink", None)
+        if sink is not None and record.levelno >= logging.WARNING and len(sink) < 20:
+            sink.append(f"unstructured: {record.getMessage()[:300]}")
+
+
+_collector = _Collector()
 
 
 def _load() -> Callable[..., list[Any]]:
@@ -58,6 +72,7 @@ def _load() -> Callable[..., list[Any]]:
             tokenize._get_nlp = lambda: nlp  # type: ignore[attr-defined]
             from unstructured.partition.auto import partition
 
+            logging.getLogger("unstructured").addHandler(_collector)
             _partition = partition
     return _partition
 
@@ -128,6 +143,7 @@ def parse_fallback(data: bytes, name: str, label: str) -> ParseResult:
             f"{name}: {label} has no native parser and unstructured is unavailable "
             f"({type(e).__name__}: {e})"
         ) from None
+    _local.sink = []
     try:
         elements = partition(file=io.BytesIO(data), metadata_filename=name)
     except Exception as e:  # missing converters (LibreOffice, pandoc), unknown types, bad bytes
@@ -136,11 +152,18 @@ def parse_fallback(data: bytes, name: str, label: str) -> ParseResult:
             f"{name}: {label} has no native parser and unstructured could not read it: "
             f"{type(e).__name__}: {reason}"
         ) from None
+    finally:
+        logged, _local.sink = _local.sink, None
     blocks = elements_to_blocks(elements)
-    title = next((b.text for b in blocks if b.kind == "heading"), None)
+    metadata: dict[str, Any] = {"parser": "unstructured", "elements": len(elements)}
+    first = getattr(elements[0], "metadata", None) if elements else None
+    for key in ("subject", "sent_from", "sent_to", "email_message_id"):
+        value = getattr(first, key, None)
+        if value:
+            metadata[key] = value
+    subject = metadata.get("subject")
+    title = subject if isinstance(subject, str) and subject.strip() else None
+    title = title or next((b.text for b in blocks if b.kind == "heading"), None)
     return ParseResult(
-        blocks=blocks,
-        title=title,
-        format="fallback",
-        metadata={"parser": "unstructured", "elements": len(elements)},
+        blocks=blocks, title=title, format="fallback", metadata=metadata, warnings=logged
     )

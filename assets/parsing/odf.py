@@ -218,6 +218,31 @@ class _Walker:
                 self.walk(child, page, **meta)
 
 
+_LENGTH = re.compile(r"^(-?[\d.]+)\s*(cm|mm|in|pt|pc|px)?$")
+_UNITS = {"cm": 28.35, "mm": 2.835, "in": 72.0, "pt": 1.0, "pc": 12.0, "px": 0.75, None: 1.0}
+
+
+def _length(value: str | None) -> float:
+    m = _LENGTH.match((value or "").strip())
+    return float(m.group(1)) * _UNITS[m.group(2)] if m else 0.0
+
+
+def _sort_frames(page: etree._Element) -> None:
+    """Put a slide's shapes in reading order (top to bottom, left to right), not z-order."""
+    svg = "urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0"
+    kids = list(page)
+    if len(kids) < 2:
+        return
+    def key(el: etree._Element) -> tuple[float, float]:
+        return (round(_length(el.get(f"{{{svg}}}y")) / 10), _length(el.get(f"{{{svg}}}x")))
+    notes = [k for k in kids if k.tag == _q("presentation", "notes")]
+    shapes = sorted((k for k in kids if k.tag != _q("presentation", "notes")), key=key)
+    for k in kids:
+        page.remove(k)
+    for k in [*shapes, *notes]:
+        page.append(k)
+
+
 def _check_encryption(zf: zipfile.ZipFile, kind: str) -> None:
     try:
         manifest = read_member(zf, "META-INF/manifest.xml")
@@ -269,6 +294,7 @@ def parse_odf(data: bytes, fmt: str) -> ParseResult:
         textless = []
         for n, page in enumerate(pages, 1):
             before = len(walker.blocks)
+            _sort_frames(page)
             walker.walk(page, n, slide=n)
             notes_el = page.find(_q("presentation", "notes"))
             if notes_el is not None:

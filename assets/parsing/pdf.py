@@ -46,7 +46,7 @@ from assets.parsing.textutil import (
 from assets.parsing.types import Block, BlockKind, ParseResult
 from connectors.config import ParseConfig
 from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, NeedsOCR
-from quality.metrics import measurable_text, page_metrics
+from quality.metrics import measurable_text, page_metrics, word_share
 
 __all__ = ["parse_pdf"]
 
@@ -57,6 +57,7 @@ STAMPED_SCAN_COVER = 0.8  # ... or this share with under STAMPED_SCAN_CHARS of t
 STAMPED_SCAN_CHARS = 100
 MIN_TABLE_STROKES = 4  # vector lines/rectangles a page needs before tables are looked for
 BAD_GLYPH_SHARE = 0.2  # U+FFFD share above which a text layer is unusable
+JUNK_LAYER_WORD_SHARE = 0.5  # a full-page scan's text layer with fewer word-like tokens is junk
 _BULLET = re.compile(r"^\s*(?:[•◦▪▫●○■□‣⁃∙·*–-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+")
 _BULLET_GLYPH = re.compile(r"^\s*[•◦▪▫●○■□‣⁃∙·*–-]\s+")
 _CAPTION = re.compile(r"^(?:figure|fig\.|table|chart|exhibit|plate)\s+[\dIVX]+[.:]?\s", re.I)
@@ -112,7 +113,12 @@ def _open(data: bytes, warnings: list[str]) -> pymupdf.Document:
     library = pymupdf.TOOLS.mupdf_warnings().replace("\n", "; ")
     if doc.page_count == 0:
         doc.close()
-        raise CorruptDocument(f"PDF has no pages ({library or 'no page tree'})")
+        if b"%%EOF" not in data[-2048:]:
+            raise CorruptDocument(
+                f"PDF is truncated (no %%EOF marker) and no page could be recovered from what "
+                f"is left ({library or 'no page tree'})"
+            )
+        raise CorruptDocument(f"PDF is damaged: no page could be recovered ({library or 'no page tree'})")
     if doc.is_repaired:
         if b"%%EOF" not in data[-2048:]:
             n = doc.page_count
@@ -190,7 +196,10 @@ def _needs_ocr(regions: list[Region], image_cover: float) -> bool:
     unreadable = chars and text.count("\ufffd") / chars > BAD_GLYPH_SHARE
     if (chars < MIN_TEXT_CHARS or unreadable) and image_cover >= SCAN_COVER:
         return True
-    return image_cover >= STAMPED_SCAN_COVER and chars < STAMPED_SCAN_CHARS
+    if image_cover >= STAMPED_SCAN_COVER and chars < STAMPED_SCAN_CHARS:
+        return True
+    # A scan whose invisible OCR layer (from the scanner) is junk: read the image again.
+    return image_cover >= STAMPED_SCAN_COVER and word_share(text) < JUNK_LAYER_WORD_SHARE
 
 
 def _find_tables(page: pymupdf.Page, warnings: list[str], number: int) -> list[Region]:
@@ -416,6 +425,25 @@ def _join_split_tables(pages: list[_Page], tables: dict[int, _Table]) -> None:
         first.meta["table_header"] = table_header_lines(first.text)
 
 
+_TOC_ENTRY = re.compile(r"^(.+?)(?:\s*(?:\.\s*){2,}|\s+)(\d{1,4}|[ivxlcdm]{1,6})$", re.IGNORECASE)
+
+
+def _demote_toc_entries(blocks: list[Block]) -> None:
+    """Table-of-contents lines set like headings ("1 Foo .... 2") become paragraphs.
+
+    A heading that is another heading's text followed by a page number is an entry of a
+    contents page; left as a heading it would open an empty section that steals the real
+    section's name.
+    """
+    headings = [b for b in blocks if b.kind == "heading"]
+    texts = {clean_inline(b.text).lower() for b in headings}
+    for b in headings:
+        m = _TOC_ENTRY.match(b.text.strip())
+        if m and clean_inline(m.group(1)).lower() in texts:
+            b.kind, b.level = "paragraph", 0
+            b.meta["toc"] = True
+
+
 def _vocabulary(pages: list[_Page]) -> set[str]:
     vocab: set[str] = set()
     for p in pages:
@@ -480,7 +508,14 @@ def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
                 p.blocks.extend(made)
         _join_split_tables(pages, tables)
         blocks = [b for p in pages for b in p.blocks]
+        _demote_toc_entries(blocks)
         if not blocks:
+            ocred = [p.number for p in pages if p.route == "ocr"]
+            if ocred:
+                raise EmptyDocument(
+                    f"PDF has {len(pages)} page(s); {len(ocred)} are images that OCR read no "
+                    f"text from (pictures, or scans too small or faint: {_image_sizes(doc, ocred)})"
+                )
             raise EmptyDocument(
                 f"PDF has {len(pages)} page(s) but no extractable text and no scanned images"
             )
@@ -495,6 +530,17 @@ def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
         return result
     finally:
         doc.close()
+
+
+def _image_sizes(doc: pymupdf.Document, numbers: list[int]) -> str:
+    """'page 1: 16x16 px, ...' for the first few pages' largest images."""
+    out = []
+    for n in numbers[:3]:
+        infos = doc[n - 1].get_image_info()
+        if infos:
+            big = max(infos, key=lambda i: i["width"] * i["height"])
+            out.append(f"page {n}: {big['width']}x{big['height']} px")
+    return ", ".join(out) + (" ..." if len(numbers) > 3 else "")
 
 
 def _page_metrics(p: _Page) -> dict[str, Any]:

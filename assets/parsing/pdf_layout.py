@@ -32,6 +32,12 @@ HEADING_SIZE_RATIO = 1.15  # font size over body size that makes a short line a 
 MAX_HEADING_WORDS = 20
 MAX_BOLD_HEADING_WORDS = 12
 MAX_HEADING_LINES = 3
+# A font size that carries this share of a document's text (at least BODY_SIZE_CHARS
+# characters, in long lines) is a second body size (a manual set in 11 pt with 9 pt examples), never a
+# heading size, however short its lines.
+BODY_SIZE_SHARE = 0.15
+BODY_SIZE_CHARS = 500
+BODY_LINE_WORDS = 8  # ... and whose lines run long on average (slide titles are short)
 
 _PAGE_NUMBER = re.compile(
     r"^(?:(?:page|p\.|pg\.?|seite)\s*)?#+(?:\s*(?:of|/|von)\s*#+)?$|^[-–—]\s*#+\s*[-–—]$|^[ivxlc]{1,6}$"
@@ -207,10 +213,24 @@ def _margin_lines(regions: Iterable[Region], height: float) -> list[Line]:
 def running_line_keys(pages: Sequence[tuple[Sequence[Region], float]]) -> set[str]:
     """Digit-normalised texts of margin lines repeated on at least half of the pages (min 2)."""
     counts: Counter[str] = Counter()
+    variants: dict[str, set[str]] = {}
     for regions, height in pages:
+        for ln in _margin_lines(regions, height):
+            key = _key(ln.text)
+            variants.setdefault(key, set()).add(ln.text.strip())
         counts.update({_key(ln.text) for ln in _margin_lines(regions, height)})
     need = max(2, math.ceil(0.5 * len(pages)))
-    return {k for k, c in counts.items() if c >= need and k}
+    keys = {k for k, c in counts.items() if c >= need and k}
+    # Headers that change with the chapter ("Chapter 2: Installation 7" on the even pages of
+    # chapter 2 only) repeat on too few pages for the rule above, but they carry the page
+    # number at one end and it changes from page to page.
+    keys |= {
+        k
+        for k, c in counts.items()
+        if c >= 2 and (k.startswith("#") or k.endswith("#")) and len(variants[k]) >= 2
+        and sum(ch.isalpha() for ch in k) >= 3
+    }
+    return keys
 
 
 def strip_running_lines(
@@ -271,11 +291,29 @@ class HeadingRanks:
     def from_lines(cls, lines: Iterable[Line]) -> HeadingRanks:
         all_lines = list(lines)
         body = body_font_size(all_lines)
+        chars: Counter[float] = Counter()
+        words: Counter[float] = Counter()
+        nlines: Counter[float] = Counter()
+        for ln in all_lines:
+            key = _size_key(ln.size)
+            chars[key] += len(ln.text.strip())
+            words[key] += len(ln.text.split())
+            nlines[key] += 1
+        total = sum(chars.values()) or 1
+        body_sizes = {
+            k
+            for k, c in chars.items()
+            if c >= BODY_SIZE_CHARS
+            and c / total >= BODY_SIZE_SHARE
+            and words[k] / nlines[k] >= BODY_LINE_WORDS
+        }
         big = sorted(
             {
                 _size_key(ln.size)
                 for ln in all_lines
-                if ln.size >= body * HEADING_SIZE_RATIO and _headingish(ln, MAX_HEADING_WORDS)
+                if ln.size >= body * HEADING_SIZE_RATIO
+                and _size_key(ln.size) not in body_sizes
+                and _headingish(ln, MAX_HEADING_WORDS)
             },
             reverse=True,
         )

@@ -43,6 +43,7 @@ _INVISIBLE = str.maketrans(
         "\u200c": None,
         "\u200d": None,
         "\ufeff": None,
+        "\x00": None,
         "\u00a0": " ",
         "\u202f": " ",
         "\u2007": " ",
@@ -50,7 +51,15 @@ _INVISIBLE = str.maketrans(
     }
 )
 _INVISIBLE_KEEP_TABS = str.maketrans(
-    {"\u200b": None, "\u200c": None, "\u200d": None, "\ufeff": None, "\u00a0": " ", "\u202f": " "}
+    {
+        "\u200b": None,
+        "\u200c": None,
+        "\u200d": None,
+        "\ufeff": None,
+        "\x00": None,
+        "\u00a0": " ",
+        "\u202f": " ",
+    }
 )
 _SPACES = re.compile(r"[ \f\v\r]+")
 _INLINE_WS = re.compile(r"\s+")

@@ -98,7 +98,13 @@ def parse_xlsx(data: bytes) -> ParseResult:
     title = (props.title or "").strip() if props is not None else ""
     if not title:  # a lone cell at the top of the first sheet is the workbook's own title
         top = next((b for b in blocks if b.kind != "heading"), None)
-        if top and top.kind == "paragraph" and top.meta.get("row") == 1 and len(top.text) <= 150:
+        if (
+            top
+            and top.kind == "paragraph"
+            and top.meta.get("row") == 1
+            and "\n" not in top.text
+            and len(top.text) <= 150
+        ):
             title = top.text
     metadata: dict[str, Any] = {"sheets": sheets}
     if props is not None and props.creator:

@@ -25,7 +25,12 @@ from typing import Any
 
 from lxml import etree
 
-from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
+from assets.parsing.textutil import (
+    clean_inline,
+    markdown_table,
+    table_header_lines,
+    table_row_groups,
+)
 from assets.parsing.types import Block, ParseResult
 from connectors.errors import CorruptDocument
 
@@ -41,6 +46,7 @@ _ROW = frozenset({"row", "tr", "strow"})
 _CELL = frozenset({"entry", "td", "th", "stentry", "cell"})
 _SKIP = frozenset({"script", "style", "indexterm", "remark"})
 _PROSE = frozenset({"p", "para", "simpara", "formalpara", "l", "line", "s", "lg", "note"})
+MAX_COLUMNS = 20  # sibling records with more distinct fields stay paragraphs
 _LEAF_CHARS = 120  # a leaf this short (and without sentences) is a field value
 _MAX_DEPTH = 200
 
@@ -79,6 +85,10 @@ def _is_record(el: etree._Element) -> bool:
     kids = _children(el)
     if len(kids) < 2 or _own_text(el):
         return False
+    if len({c.tag for c in kids}) < 0.5 * len(kids) or not any(
+        (c.text or "").strip() for c in kids
+    ):
+        return False  # repeated names: a list of items, not the fields of one record
     for c in kids:
         if _children(c) or _local(c) in _PROSE or _local(c) in _ITEM:
             return False
@@ -86,6 +96,25 @@ def _is_record(el: etree._Element) -> bool:
         if len(text) > _LEAF_CHARS or text.count(". ") >= 1:
             return False
     return True
+
+
+def _record_fields(el: etree._Element) -> dict[str, str] | None:
+    """Field name → value for a data record (attributes and short leaf children), else None.
+
+    Records are elements like `<entry code="AF" name="Afghanistan"/>` (attributes only) or
+    `<book id="1"><author>…</author><price>…</price></book>`.
+    """
+    kids = _children(el)
+    if kids and not _is_record(el):
+        return None
+    if not kids and (_own_text(el) or not el.attrib):
+        return None
+    fields = {etree.QName(k).localname: clean_inline(v) for k, v in el.attrib.items()}
+    for c in kids:
+        value = clean_inline(c.text or "")
+        if value:
+            fields.setdefault(_local(c), value)
+    return {k: v for k, v in fields.items() if v} or None
 
 
 class _Walker:
@@ -125,6 +154,10 @@ class _Walker:
                 self.emit("list_item", clean_inline(_text(el)))
         elif _own_text(el):
             self.emit("paragraph", clean_inline(_text(el)))
+        elif not _children(el) and el.attrib:  # a lone attribute-only record
+            fields = _record_fields(el) or {}
+            self.emit("paragraph", "\n".join(f"{k}: {v}" for k, v in fields.items()),
+                      meta={"element": name})
         elif _is_record(el):
             fields = [c for c in _children(el) if clean_inline(c.text or "")]
             for c in fields:
@@ -145,8 +178,34 @@ class _Walker:
             self.container(el, depth)
 
     def container(self, el: etree._Element, depth: int) -> None:
-        for child in _children(el):
-            self.walk(child, depth + 1)
+        kids = _children(el)
+        i = 0
+        while i < len(kids):
+            j = i
+            while j < len(kids) and kids[j].tag == kids[i].tag:
+                j += 1
+            if j - i >= 2 and self.records(kids[i:j]):
+                i = j
+                continue
+            self.walk(kids[i], depth + 1)
+            i += 1
+
+    def records(self, run: list[etree._Element]) -> bool:
+        """A run of same-named sibling records as one table (in row groups), if they are."""
+        rows = [_record_fields(el) for el in run]
+        if any(r is None for r in rows):
+            return False
+        columns: list[str] = []
+        for r in rows:
+            for k in r or {}:
+                if k not in columns:
+                    columns.append(k)
+        if len(columns) > MAX_COLUMNS:
+            return False
+        body = [[(r or {}).get(c, "") for c in columns] for r in rows]
+        meta = {"element": _local(run[0])}
+        self.blocks.extend(table_row_groups(columns, body, meta=meta))
+        return True
 
     def table(self, el: etree._Element) -> bool:
         rows: list[list[str]] = []
