@@ -41,6 +41,14 @@ def run_chunk(rt: Runtime, source_name: str, gens: list[Generation]) -> ChunkSta
         seen.add(cver)
         parses = good_parses(rt, docs, pver)
         current = rt.store.chunk_keys(list(parses), cver)
+        dead = rt.store.dead_letter_docs(("chunk",))
+        pending: dict[str, list[dict]] = {}
+
+        def flush(cver: str = cver, pending: dict[str, list[dict]] = pending, dead: set[str] = dead) -> None:
+            rt.store.replace_chunks(cver, pending)
+            rt.store.resolve_dead_letters([d for d in pending if d in dead], stages=("chunk",))
+            pending.clear()
+
         for d in docs:
             p = parses.get(d["doc_id"])
             if p is None:
@@ -65,9 +73,11 @@ def run_chunk(rt: Runtime, source_name: str, gens: list[Generation]) -> ChunkSta
                 "heading_path": list(c.heading_path), "page": c.page, "char_start": c.char_start,
                 "char_end": c.char_end, "tokens": getattr(c, "tokens", None), "parent_id": c.parent_id,
             } for c in drafts]
-            rt.store.replace_chunks(d["doc_id"], cver, rows)
-            rt.store.resolve_dead_letters([d["doc_id"]], stages=("chunk",))
+            pending[d["doc_id"]] = rows
             stats.chunked += 1
             stats.chunks += len(rows)
+            if len(pending) >= 64:
+                flush()
+        flush()
     stats.seconds = time.perf_counter() - started
     return stats

@@ -58,6 +58,17 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation]) -> Contex
             continue
         ctx = make_contextualizer(g.stages.context)
         parses = good_parses(rt, [docs[d] for d in missing], g.versions["parse"])
+        dead = rt.store.dead_letter_docs(("context",))
+        pending: list[dict[str, Any]] = []
+        done_docs: list[str] = []
+
+        def flush(pending: list[dict[str, Any]] = pending, done_docs: list[str] = done_docs,
+                  dead: set[str] = dead) -> None:
+            rt.store.put_contexts(pending)
+            rt.store.resolve_dead_letters([d for d in done_docs if d in dead], stages=("context",))
+            pending.clear()
+            done_docs.clear()
+
         for did, doc_chunks in missing.items():
             parse = parses.get(did)
             full_text = "\n\n".join(b["text"] for b in (parse or {}).get("blocks") or [])
@@ -80,12 +91,15 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation]) -> Contex
                      "output_tokens": r.output_tokens, "cache_read_tokens": r.cache_read_tokens,
                      "cache_creation_tokens": r.cache_creation_tokens, "created_at": now}
                     for c, r in zip(doc_chunks, results, strict=True)]
-            rt.store.put_contexts(rows)
-            rt.store.resolve_dead_letters([did], stages=("context",))
+            pending.extend(rows)
+            done_docs.append(did)
+            if len(pending) >= 512:
+                flush()
             stats.computed += len(rows)
             stats.input_tokens += sum(r.input_tokens for r in results)
             stats.output_tokens += sum(r.output_tokens for r in results)
             stats.cache_read_tokens += sum(r.cache_read_tokens for r in results)
+        flush()
     stats.seconds = time.perf_counter() - started
     return stats
 

@@ -22,6 +22,8 @@ from connectors.config import ParseQualityThresholds
 from connectors.errors import BinderyError, SourceError
 from connectors.sources import make_source
 
+_FLUSH = 64  # parses per store transaction
+
 
 @dataclass
 class ParseStats:
@@ -64,6 +66,16 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation]) -> ParseSta
     stats = ParseStats()
     docs = [d for d in rt.store.documents(source_name) if d["content_hash"]]
     source = None
+    dead = rt.store.dead_letter_docs(("parse", "listing"))
+    pending: list[dict[str, Any]] = []
+    resolved: list[str] = []
+
+    def flush() -> None:
+        rt.store.put_parses(pending)
+        rt.store.resolve_dead_letters(resolved, stages=("parse", "listing"))
+        pending.clear()
+        resolved.clear()
+
     for pcfg, pver in {g.versions["parse"]: (g.stages.parse, g.versions["parse"]) for g in gens}.values():
         keys = {d["doc_id"]: (d["content_hash"], pver, file_format(d["external_id"])) for d in docs}
         have = rt.store.get_parses(keys.values())
@@ -74,8 +86,10 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation]) -> ParseSta
                 continue
             stats.attempted += 1
             t0 = time.perf_counter()
-            row: dict[str, Any] = {"content_hash": key[0], "parse_version": pver, "format": key[2],
-                                   "doc_id": d["doc_id"], "created_at": time.time()}
+            row: dict[str, Any] = {  # every key present: rows are written in batches
+                "content_hash": key[0], "parse_version": pver, "format": key[2], "doc_id": d["doc_id"],
+                "created_at": time.time(), "status": "failed", "title": None, "blocks": None, "metrics": None,
+                "page_metrics": None, "doc_metadata": None, "error": None, "reason": None}
             try:
                 source = source or make_source(scfg)
                 data = read_content(rt, source, d)
@@ -99,7 +113,8 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation]) -> ParseSta
                 else:
                     row.update(status="ok")
                     stats.ok += 1
-                    rt.store.resolve_dead_letters([d["doc_id"]], stages=("parse", "listing"))
+                    if d["doc_id"] in dead:
+                        resolved.append(d["doc_id"])
             except (BinderyError, Exception) as e:
                 if isinstance(e, SourceError):
                     # the source is unreachable now: nothing is known about the bytes, don't cache
@@ -119,7 +134,10 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation]) -> ParseSta
             key_reason = row.get("reason") or "ok"
             stats.reasons[key_reason] = stats.reasons.get(key_reason, 0) + 1
             row["seconds"] = time.perf_counter() - t0
-            rt.store.put_parse(row)
+            pending.append(row)
+            if len(pending) >= _FLUSH:
+                flush()
+        flush()
     for d in docs:  # the spool only bridges listing -> parse
         p = spool_path(rt, d["content_hash"])
         if p.exists():

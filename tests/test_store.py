@@ -52,9 +52,9 @@ def test_replace_chunks_never_duplicates(db_url: str) -> None:
            "ordinal": 0, "kind": "text", "display_text": "x", "embed_text": "x", "text_hash": "t",
            "heading_path": [], "page": None, "char_start": 0, "char_end": 1, "tokens": 1, "parent_id": None}
     for _ in range(3):
-        store.replace_chunks("a", "v", [row, {**row, "chunk_id": "c1", "ordinal": 1}])
+        store.replace_chunks("v", {"a": [row, {**row, "chunk_id": "c1", "ordinal": 1}]})
     assert [c["chunk_id"] for c in store.chunks_for(["a"], "v")] == ["c0", "c1"]
-    store.replace_chunks("a", "v", [row])
+    store.replace_chunks("v", {"a": [row]})
     assert [c["chunk_id"] for c in store.chunks_for(["a"], "v")] == ["c0"]
 
 
@@ -113,8 +113,8 @@ def test_gc_drops_caches_of_deleted_content(db_url: str) -> None:
     store = DocumentStore(db_url)
     store.upsert_documents([_doc("a", content_hash="live"), _doc("b", content_hash="gone")])
     for h in ("live", "gone"):
-        store.put_parse({"content_hash": h, "parse_version": "p", "format": "md", "status": "ok",
-                         "created_at": time.time()})
+        store.put_parses([{"content_hash": h, "parse_version": "p", "format": "md", "status": "ok",
+                           "created_at": time.time()}])
         store.put_embeddings([{"text_hash": "t" + h, "embedder_id": "e", "dim": 1, "vector": b"\0\0\0\0",
                                "content_hash": h, "created_at": time.time()}])
     store.mark_deleted(["b"], time.time())

@@ -38,9 +38,7 @@ _HTML_TYPES = {"application/xhtml+xml", "text/html", "application/x-dtbook+xml"}
 
 
 def _parser() -> etree.XMLParser:
-    return etree.XMLParser(
-        resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True, recover=True
-    )
+    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True, recover=True)
 
 
 def _local(el: etree._Element) -> str:
@@ -149,6 +147,4 @@ def parse_epub(data: bytes) -> ParseResult:
         raise EmptyDocument(f"EPUB has {len(spine)} chapter(s) but no text (image-only book?)")
     metadata["chapters"] = len(spine)
     first = next((b.text for b in blocks if b.kind == "heading"), None)
-    return ParseResult(
-        blocks=blocks, title=title or first, format="epub", metadata=metadata, warnings=warnings
-    )
+    return ParseResult(blocks=blocks, title=title or first, format="epub", metadata=metadata, warnings=warnings)

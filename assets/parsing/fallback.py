@@ -69,7 +69,7 @@ def _load() -> Callable[..., list[Any]]:
 
             nlp = spacy.blank("en")
             nlp.add_pipe("sentencizer")
-            tokenize._get_nlp = lambda: nlp  # type: ignore[attr-defined]
+            tokenize._get_nlp = lambda: nlp  # type: ignore[attr-defined,assignment]
             from unstructured.partition.auto import partition
 
             logging.getLogger("unstructured").addHandler(_collector)
@@ -78,9 +78,7 @@ def _load() -> Callable[..., list[Any]]:
 
 
 def _is_heading(text: str) -> bool:
-    return 0 < len(text.split()) <= MAX_TITLE_WORDS and not text.rstrip().endswith(
-        (".", ",", ";", ":", "!", "?")
-    )
+    return 0 < len(text.split()) <= MAX_TITLE_WORDS and not text.rstrip().endswith((".", ",", ";", ":", "!", "?"))
 
 
 def _table_text(element: Any) -> str:
@@ -140,8 +138,7 @@ def parse_fallback(data: bytes, name: str, label: str) -> ParseResult:
         partition = _load()
     except Exception as e:  # unstructured missing or broken in this environment
         raise UnsupportedFormat(
-            f"{name}: {label} has no native parser and unstructured is unavailable "
-            f"({type(e).__name__}: {e})"
+            f"{name}: {label} has no native parser and unstructured is unavailable ({type(e).__name__}: {e})"
         ) from None
     _local.sink = []
     try:
@@ -149,8 +146,7 @@ def parse_fallback(data: bytes, name: str, label: str) -> ParseResult:
     except Exception as e:  # missing converters (LibreOffice, pandoc), unknown types, bad bytes
         reason = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
         raise UnsupportedFormat(
-            f"{name}: {label} has no native parser and unstructured could not read it: "
-            f"{type(e).__name__}: {reason}"
+            f"{name}: {label} has no native parser and unstructured could not read it: {type(e).__name__}: {reason}"
         ) from None
     finally:
         logged, _local.sink = _local.sink, None
@@ -164,6 +160,4 @@ def parse_fallback(data: bytes, name: str, label: str) -> ParseResult:
     subject = metadata.get("subject")
     title = subject if isinstance(subject, str) and subject.strip() else None
     title = title or next((b.text for b in blocks if b.kind == "heading"), None)
-    return ParseResult(
-        blocks=blocks, title=title, format="fallback", metadata=metadata, warnings=logged
-    )
+    return ParseResult(blocks=blocks, title=title, format="fallback", metadata=metadata, warnings=logged)

@@ -164,9 +164,7 @@ def parse_json(data: bytes) -> ParseResult:
     w = _Writer()
     w.value("", value, 0)
     w.flush()
-    return ParseResult(
-        blocks=w.blocks, title=_title(value), format="json", metadata={"encoding": encoding}
-    )
+    return ParseResult(blocks=w.blocks, title=_title(value), format="json", metadata={"encoding": encoding})
 
 
 def parse_jsonl(data: bytes) -> ParseResult:

@@ -47,9 +47,20 @@ NS = {
 MAX_MEMBER_BYTES = 256 * 1024 * 1024  # an unpacked XML member above this is refused
 MAX_REPEAT = 1000  # "number-columns-repeated" of trailing empty cells can claim 16384
 _HEADING_STYLE = re.compile(r"^(?:heading[ _]?(\d)|title)$", re.IGNORECASE)
-_SKIP = {"tracked-changes", "annotation", "table-of-content", "alphabetical-index",
-         "illustration-index", "bibliography", "sequence-decls", "variable-decls",
-         "user-field-decls", "bookmark-ref", "note-citation", "soft-page-break"}
+_SKIP = {
+    "tracked-changes",
+    "annotation",
+    "table-of-content",
+    "alphabetical-index",
+    "illustration-index",
+    "bibliography",
+    "sequence-decls",
+    "variable-decls",
+    "user-field-decls",
+    "bookmark-ref",
+    "note-citation",
+    "soft-page-break",
+}
 
 
 def _q(prefix: str, name: str) -> str:
@@ -233,8 +244,10 @@ def _sort_frames(page: etree._Element) -> None:
     kids = list(page)
     if len(kids) < 2:
         return
+
     def key(el: etree._Element) -> tuple[float, float]:
         return (round(_length(el.get(f"{{{svg}}}y")) / 10), _length(el.get(f"{{{svg}}}x")))
+
     notes = [k for k in kids if k.tag == _q("presentation", "notes")]
     shapes = sorted((k for k in kids if k.tag != _q("presentation", "notes")), key=key)
     for k in kids:
@@ -263,9 +276,7 @@ def _title(zf: zipfile.ZipFile) -> str | None:
 
 def parse_odf(data: bytes, fmt: str) -> ParseResult:
     """Parse an OpenDocument package; `fmt` is "odt", "ods" or "odp"."""
-    kind = {"odt": "OpenDocument text", "ods": "OpenDocument spreadsheet"}.get(
-        fmt, "OpenDocument presentation"
-    )
+    kind = {"odt": "OpenDocument text", "ods": "OpenDocument spreadsheet"}.get(fmt, "OpenDocument presentation")
     zf = _open(data, kind)
     with zf:
         _check_encryption(zf, kind)
@@ -315,6 +326,4 @@ def parse_odf(data: bytes, fmt: str) -> ParseResult:
     if not walker.blocks:
         raise EmptyDocument(f"{kind} holds no text")
     first = next((b.text for b in walker.blocks if b.kind == "heading"), None)
-    return ParseResult(
-        blocks=walker.blocks, title=title or first, format=fmt, metadata={}, warnings=warnings
-    )
+    return ParseResult(blocks=walker.blocks, title=title or first, format=fmt, metadata={}, warnings=warnings)

@@ -202,7 +202,9 @@ def _needs_ocr(regions: list[Region], image_cover: float) -> bool:
     return image_cover >= STAMPED_SCAN_COVER and word_share(text) < JUNK_LAYER_WORD_SHARE
 
 
-def _find_tables(page: pymupdf.Page, warnings: list[str], number: int) -> list[Region]:
+def _find_tables(
+    page: pymupdf.Page, warnings: list[str], number: int, no_grid: set[int] | None = None
+) -> list[Region]:
     """Ruled tables on the page as Regions carrying a `_Table`.
 
     `find_tables` is pure Python over every character it sees (~100-200 ms a page), so it
@@ -213,6 +215,11 @@ def _find_tables(page: pymupdf.Page, warnings: list[str], number: int) -> list[R
     paths = page.get_cdrawings()
     if sum(len(p.get("items", ())) for p in paths) < MIN_TABLE_STROKES:
         return []
+    # Cells come from the strokes alone, so a page whose drawings repeat those of a page
+    # that held no table (a logo, a rule under the running header) holds none either.
+    signature = hash(tuple(tuple(round(v) for v in p["rect"]) for p in paths))
+    if no_grid is not None and signature in no_grid:
+        return []
     area = pymupdf.Rect()
     for p in paths:
         area |= pymupdf.Rect(p["rect"])
@@ -222,6 +229,8 @@ def _find_tables(page: pymupdf.Page, warnings: list[str], number: int) -> list[R
     except Exception as e:  # table finding is best effort
         warnings.append(f"page {number}: table detection failed ({e}); kept as text")
         return []
+    if not found and no_grid is not None:
+        no_grid.add(signature)
     out: list[Region] = []
     for t in found:
         rows = [[clean_inline(c or "") for c in row] for row in t.extract()]
@@ -307,8 +316,10 @@ def _ocr_page(page: pymupdf.Page, p: _Page, config: ParseConfig) -> None:
     p.regions = merge_adjacent(sorted(regions, key=lambda r: (r.y0, r.x0)), 1.0, False)
 
 
-def _layout_page(page: pymupdf.Page, p: _Page, warnings: list[str]) -> None:
-    tables = _find_tables(page, warnings, p.number)
+def _layout_page(
+    page: pymupdf.Page, p: _Page, warnings: list[str], no_grid: set[int] | None = None
+) -> None:
+    tables = _find_tables(page, warnings, p.number, no_grid)
     p.regions = _cut_tables(p.regions, tables) + tables
     p.tables = len(tables)
     cols = columns_of(p.regions)
@@ -426,6 +437,7 @@ def _join_split_tables(pages: list[_Page], tables: dict[int, _Table]) -> None:
 
 
 _TOC_ENTRY = re.compile(r"^(.+?)(?:\s*(?:\.\s*){2,}|\s+)(\d{1,4}|[ivxlcdm]{1,6})$", re.IGNORECASE)
+_TOC_ENTRIES = re.compile(r"\s*(.+?)(?:\s*(?:\.\s*){2,}|\s+)(\d{1,4})(?=\s|$)")
 
 
 def _demote_toc_entries(blocks: list[Block]) -> None:
@@ -438,8 +450,15 @@ def _demote_toc_entries(blocks: list[Block]) -> None:
     headings = [b for b in blocks if b.kind == "heading"]
     texts = {clean_inline(b.text).lower() for b in headings}
     for b in headings:
-        m = _TOC_ENTRY.match(b.text.strip())
-        if m and clean_inline(m.group(1)).lower() in texts:
+        text = b.text.strip()
+        m = _TOC_ENTRY.match(text)
+        entries = [m] if m else []
+        if not m or clean_inline(m.group(1)).lower() not in texts:
+            # Entries on consecutive lines can be joined into one "heading".
+            entries = list(_TOC_ENTRIES.finditer(text))
+            if "".join(e.group(0) for e in entries).strip() != text:
+                continue
+        if entries and all(clean_inline(e.group(1)).lower() in texts for e in entries):
             b.kind, b.level = "paragraph", 0
             b.meta["toc"] = True
 
@@ -491,10 +510,11 @@ def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
             keys = running_line_keys([(p.regions, p.height) for p in pages])
             for p in pages:
                 p.regions, p.stripped_lines = strip_running_lines(p.regions, p.height, keys)
+        no_grid: set[int] = set()
         for p in pages:
             if p.route == "error":
                 continue
-            _layout_page(doc[p.number - 1], p, warnings)
+            _layout_page(doc[p.number - 1], p, warnings, no_grid)
         ranks = HeadingRanks.from_lines(
             ln for p in pages if p.route != "ocr" for r in p.regions for ln in r.lines
         )

@@ -38,6 +38,7 @@ MAX_HEADING_LINES = 3
 BODY_SIZE_SHARE = 0.15
 BODY_SIZE_CHARS = 500
 BODY_LINE_WORDS = 8  # ... and whose lines run long on average (slide titles are short)
+MAX_BOLD_BODY_SHARE = 0.3  # when more of the body-size text is bold, bold marks no heading
 
 _PAGE_NUMBER = re.compile(
     r"^(?:(?:page|p\.|pg\.?|seite)\s*)?#+(?:\s*(?:of|/|von)\s*#+)?$|^[-–—]\s*#+\s*[-–—]$|^[ivxlc]{1,6}$"
@@ -285,7 +286,7 @@ class HeadingRanks:
 
     body_size: float
     ranks: dict[float, int]
-    bold_level: int
+    bold_level: int  # 0 when bold is no heading signal (a document set mostly in bold)
 
     @classmethod
     def from_lines(cls, lines: Iterable[Line]) -> HeadingRanks:
@@ -317,7 +318,11 @@ class HeadingRanks:
             },
             reverse=True,
         )
-        return cls(body, {s: min(6, i + 1) for i, s in enumerate(big)}, min(6, len(big) + 1))
+        at_body = [ln for ln in all_lines if _size_key(ln.size) == body]
+        body_chars = sum(len(ln.text.strip()) for ln in at_body) or 1
+        bold_share = sum(len(ln.text.strip()) for ln in at_body if ln.bold) / body_chars
+        bold_level = min(6, len(big) + 1) if bold_share <= MAX_BOLD_BODY_SHARE else 0
+        return cls(body, {s: min(6, i + 1) for i, s in enumerate(big)}, bold_level)
 
     def level(self, ln: Line) -> int:
         """Heading level of a line, 0 for body text."""
@@ -325,7 +330,8 @@ class HeadingRanks:
         if key in self.ranks and _headingish(ln, MAX_HEADING_WORDS):
             return self.ranks[key]
         if (
-            ln.bold
+            self.bold_level
+            and ln.bold
             and ln.size >= self.body_size * 0.95
             and _headingish(ln, MAX_BOLD_HEADING_WORDS)
             and not ln.text.rstrip().endswith(".")

@@ -78,10 +78,7 @@ def _chart_block(shape: Any, meta: dict[str, Any], page: int) -> list[Block]:
         series = list(plot.series)
         header = ["", *[clean_inline(s.name or f"series {i + 1}") for i, s in enumerate(series)]]
         columns = [list(s.values) for s in series]
-        rows = [
-            [cat, *[_num(col[i]) if i < len(col) else "" for col in columns]]
-            for i, cat in enumerate(categories)
-        ]
+        rows = [[cat, *[_num(col[i]) if i < len(col) else "" for col in columns]] for i, cat in enumerate(categories)]
     except Exception:  # charts come in many shapes; their data is a bonus
         return []
     blocks: list[Block] = []
@@ -111,9 +108,7 @@ def _text_blocks(shape: Any, kind: str | None, meta: dict[str, Any], page: int) 
             continue
         level = para.level or 0
         if body or level > 0:
-            blocks.append(
-                Block("list_item", text, page=page, meta={**meta, "depth": level, "ordered": False})
-            )
+            blocks.append(Block("list_item", text, page=page, meta={**meta, "depth": level, "ordered": False}))
         else:
             blocks.append(Block("paragraph", text, page=page, meta=dict(meta)))
     return blocks
@@ -200,10 +195,8 @@ def parse_pptx(data: bytes) -> ParseResult:
     if textless:
         warnings.append(f"{len(textless)} slide(s) without any text: {textless[:20]}")
     props = prs.core_properties
-    title = clean_inline(props.title or "") or first_title
+    title = clean_inline(props.title or "") or first_title or ""
     metadata: dict[str, Any] = {"slides": len(slides), "slides_without_text": textless}
     if props.author:
         metadata["author"] = props.author
-    return ParseResult(
-        blocks=blocks, title=title or None, format="pptx", metadata=metadata, warnings=warnings
-    )
+    return ParseResult(blocks=blocks, title=title or None, format="pptx", metadata=metadata, warnings=warnings)

@@ -18,6 +18,7 @@ structure.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from assets.parsing.sniff import decode_text
@@ -36,6 +37,7 @@ _GRID_BORDER = re.compile(r"^\+(?:[-=]+\+)+\s*$")
 _SIMPLE_BORDER = re.compile(r"^=+(?:\s+=+)+\s*$")
 _CODE_DIRECTIVES = {"code-block", "code", "sourcecode", "literalinclude-inline"}
 _ADMONITIONS = {
+    "impl-detail",
     "note",
     "warning",
     "tip",
@@ -47,17 +49,92 @@ _ADMONITIONS = {
     "error",
     "admonition",
     "seealso",
-    "versionadded",
-    "versionchanged",
-    "deprecated",
     "topic",
     "sidebar",
     "rubric",
 }
-_KEEP_BODY = {"only", "container", "compound", "class", "centered", "highlights", "epigraph"}
+_VERSION_NOTES = {
+    "versionadded": "New in version",
+    "versionchanged": "Changed in version",
+    "deprecated": "Deprecated since version",
+    "versionremoved": "Removed in version",
+}
+_LABELS = {"seealso": "See also"}
+_TEST_DIRECTIVES = {"doctest", "testcode", "testoutput"}
+_OBJECT_DIRECTIVES = {
+    "function",
+    "class",
+    "method",
+    "classmethod",
+    "staticmethod",
+    "abstractmethod",
+    "attribute",
+    "property",
+    "data",
+    "exception",
+    "decorator",
+    "decoratormethod",
+    "coroutinefunction",
+    "coroutinemethod",
+    "awaitablefunction",
+    "awaitablemethod",
+    "describe",
+    "object",
+    "option",
+    "cmdoption",
+    "envvar",
+    "opcode",
+    "pdbcommand",
+    "macro",
+    "member",
+    "type",
+    "var",
+    "struct",
+    "enum",
+    "enumerator",
+    "union",
+    "autofunction",
+    "autoclass",
+    "automethod",
+    "autodata",
+    "autoattribute",
+}
+# Directives whose body is markup for the build (or nothing a reader sees as text).
+_DROP_DIRECTIVES = {
+    "toctree",
+    "image",
+    "raw",
+    "include",
+    "literalinclude",
+    "index",
+    "meta",
+    "highlight",
+    "contents",
+    "sectnum",
+    "autosummary",
+    "sectionauthor",
+    "moduleauthor",
+    "codeauthor",
+    "testsetup",
+    "testcleanup",
+    "tabularcolumns",
+    "default-role",
+    "default-domain",
+    "currentmodule",
+    "module",
+    "program",
+    "role",
+    "footer",
+    "header",
+    "target-notes",
+    "audit-event",
+    "audit-event-table",
+    "impl-detail-hidden",
+    "glossary-hidden",
+}
 
 # Inline markup, most specific first.
-_ROLE = re.compile(r":[\w:+.-]+:`([^`]*?)(?:\s*<[^>`]*>)?`")
+_ROLE = re.compile(r":(?:[\w+.-]+:)?([\w+.-]+):`([^`]*?)(?:\s*<[^>`]*>)?`")
 _LINK = re.compile(r"`([^`<]*?)\s*<[^>`]*>`__?")
 _INTERPRETED = re.compile(r"`([^`]+)`_{0,2}")
 _LITERAL = re.compile(r"``(.+?)``")
@@ -67,16 +144,28 @@ _REF = re.compile(r"(?<=\w)_{1,2}(?=\W|$)|\|([^|\s][^|]*)\|_?")
 _FOOTNOTE = re.compile(r"\s*\[(?:#\w*|\*|\d+|[A-Za-z][\w-]*)\]_")
 
 
-def _inline(text: str) -> str:
-    text = _LITERAL.sub(r"\1", text)
-    text = _ROLE.sub(r"\1", text)
+def _role(m: re.Match[str]) -> str:
+    name, target = m.group(1), m.group(2)
+    if name in ("pep", "rfc"):
+        return f"{name.upper()} {target}"
+    return target.lstrip("~!")  # :meth:`~a.b` shows "b" in Sphinx; the full path is fine
+
+
+def _plain(text: str) -> str:
+    """Inline markup outside literals reduced to its text; backslash escapes resolved."""
+    text = _ROLE.sub(_role, text)
     text = _LINK.sub(r"\1", text)
     text = _INTERPRETED.sub(r"\1", text)
     text = _STRONG.sub(r"\1", text)
     text = _EMPH.sub(r"\1", text)
     text = _FOOTNOTE.sub("", text)
     text = _REF.sub(lambda m: m.group(1) or "", text)
-    return clean_inline(text.replace("\\", ""))
+    return re.sub(r"\\(.)", r"\1", text).replace("\\", "")
+
+
+def _inline(text: str) -> str:
+    parts = _LITERAL.split(text)  # odd items are ``literal`` contents, kept verbatim
+    return clean_inline("".join(p if i % 2 else _plain(p) for i, p in enumerate(parts)))
 
 
 def _indent(line: str) -> int:
@@ -88,18 +177,21 @@ def _is_adornment(line: str) -> bool:
 
 
 class _Reader:
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], base_level: int = 0) -> None:
         self.lines = lines
         self.i = 0
         self.blocks: list[Block] = []
         self.styles: list[tuple[str, bool]] = []  # adornment styles in order of appearance
+        self.base = base_level  # heading level of the section enclosing this text
+        self.current = base_level  # level of the last section title read
 
     # ------------------------------------------------------------------ helpers
     def _level(self, char: str, over: bool) -> int:
         style = (char, over)
         if style not in self.styles:
             self.styles.append(style)
-        return min(6, self.styles.index(style) + 1)
+        self.current = min(6, self.base + self.styles.index(style) + 1)
+        return self.current
 
     def _indented_block(self, start: int, min_indent: int) -> tuple[list[str], int]:
         """Lines from `start` indented by at least `min_indent` (blank lines included)."""
@@ -130,9 +222,7 @@ class _Reader:
             under = lines[i + 2].rstrip()
             if _is_adornment(under) and under[0] == line.strip()[0]:
                 title = lines[i + 1].strip()
-                self.blocks.append(
-                    Block("heading", _inline(title), level=self._level(under[0], True))
-                )
+                self.blocks.append(Block("heading", _inline(title), level=self._level(under[0], True)))
                 self.i = i + 3
                 return True
         # Title + underline.
@@ -161,34 +251,62 @@ class _Reader:
         if not m:
             return True  # a comment, link target, footnote or substitution definition
         name, arg = m.group(1).lower(), m.group(2).strip()
-        content = [ln for ln in body]
+        content = list(body)
+        # A long signature continues on the next lines until its brackets close.
+        while content and content[0].strip() and arg.count("(") > arg.count(")"):
+            arg = f"{arg} {content.pop(0).strip()}"
         # Options (":linenos:") come first in a directive's body.
         while content and re.match(r"^\s+:[\w-]+:", content[0]):
             content.pop(0)
         text = _dedent(content)
-        if name in _CODE_DIRECTIVES:
+        local = name.split(":")[-1]  # "py:method" → "method"
+        if local in _CODE_DIRECTIVES or local in _TEST_DIRECTIVES:
             if text.strip():
-                meta = {"language": arg.split()[0]} if arg else {}
-                self.blocks.append(Block("code", text.strip("\n"), meta=meta))
-        elif name in _ADMONITIONS:
-            label = name.capitalize() if name != "admonition" else arg
-            sub = rst_blocks(text) if text.strip() else []
-            if name not in ("admonition", "topic", "sidebar", "rubric") and arg:
+                lang = arg.split()[0] if arg and local in _CODE_DIRECTIVES else None
+                lang = lang or ("pycon" if local in _TEST_DIRECTIVES else None)
+                self.blocks.append(Block("code", text.strip("\n"), meta={"language": lang} if lang else {}))
+        elif local in _VERSION_NOTES:
+            sub = rst_blocks(text, self.current) if text.strip() else []
+            lead = f"{_VERSION_NOTES[local]} {_inline(arg)}".strip()
+            if sub and sub[0].kind == "paragraph":
+                sub[0].text = f"{lead}: {sub[0].text}"
+            else:
+                sub.insert(0, Block("paragraph", lead + "."))
+            self.blocks.extend(sub)
+        elif local in _ADMONITIONS:
+            label = _LABELS.get(local, local.capitalize()) if local != "admonition" else arg
+            sub = rst_blocks(text, self.current) if text.strip() else []
+            if local not in ("admonition", "topic", "sidebar", "rubric") and arg:
                 sub.insert(0, Block("paragraph", _inline(arg)))
-            if name == "rubric" and arg:
+            if local == "rubric" and arg:
                 self.blocks.append(Block("paragraph", _inline(arg)))
             for n, b in enumerate(sub):
                 if n == 0 and b.kind == "paragraph":
                     b.text = f"{label}: {b.text}" if label else b.text
                 self.blocks.append(b)
-        elif name in _KEEP_BODY:
-            self.blocks.extend(rst_blocks(text))
-        elif name in ("title",):
+        elif local in _OBJECT_DIRECTIVES and arg:
+            # Sphinx API entries: the signature heads its description, one level below the
+            # enclosing section (methods nest under their class the same way).
+            level = min(6, self.current + 1)
+            self.blocks.append(Block("heading", _inline(arg), level=level, meta={"signature": True}))
+            if text.strip():
+                self.blocks.extend(rst_blocks(text, level))
+        elif local == "title":
             self.blocks.append(Block("heading", _inline(arg), level=1, meta={"rst_title": True}))
-        elif name in ("math",) and text.strip():
+        elif local == "math" and text.strip():
             self.blocks.append(Block("code", text.strip("\n"), meta={"language": "latex"}))
-        elif name in ("csv-table", "list-table", "table"):
-            self._table_directive(name, arg, body)
+        elif local in ("csv-table", "list-table", "table"):
+            self._table_directive(local, arg, body)
+        elif local in ("figure", "productionlist"):
+            if local == "productionlist" and text.strip():
+                self.blocks.append(Block("code", text.strip("\n")))
+            elif text.strip():  # a figure's body is its caption (and legend)
+                for b in rst_blocks(text, self.current):
+                    if b.kind == "paragraph":
+                        b.kind = "caption"
+                    self.blocks.append(b)
+        elif local not in _DROP_DIRECTIVES and text.strip():
+            self.blocks.extend(rst_blocks(text, self.current))  # unknown: keep what it says
         return True
 
     def _table_directive(self, name: str, arg: str, body: list[str]) -> None:
@@ -203,11 +321,7 @@ class _Reader:
             header = next((o.split(":", 2)[2] for o in opts if o.startswith(":header:")), None)
             if header:
                 rows.append([_inline(c) for c in next(csv.reader([header.strip()]))])
-            rows += [
-                [_inline(c) for c in r]
-                for r in csv.reader(content.splitlines(), skipinitialspace=True)
-                if r
-            ]
+            rows += [[_inline(c) for c in r] for r in csv.reader(content.splitlines(), skipinitialspace=True) if r]
         elif name == "list-table":
             for ln in content.splitlines():
                 s = ln.strip()
@@ -246,7 +360,7 @@ class _Reader:
                 if "=" in ln:
                     header_rows = len(rows)
                 continue
-            cells = [ln[a + 1 : b] for a, b in zip(bounds, bounds[1:], strict=False)]
+            cells = [ln[a + 1 : b] for a, b in itertools.pairwise(bounds)]
             if current is None:
                 current = [[] for _ in cells]
             for k, c in enumerate(cells):
@@ -257,10 +371,7 @@ class _Reader:
         rows = [[_inline(c) for c in r] for r in rows if any(r)]
         if rows:
             if header_rows > 1:  # a multi-row header folds into one row
-                head = [
-                    clean_inline(" ".join(r[k] for r in rows[:header_rows]))
-                    for k in range(len(rows[0]))
-                ]
+                head = [clean_inline(" ".join(r[k] for r in rows[:header_rows])) for k in range(len(rows[0]))]
                 rows = [head, *rows[header_rows:]]
             text = markdown_table(rows)
             self.blocks.append(Block("table", text, meta={"table_header": table_header_lines(text)}))
@@ -330,9 +441,7 @@ class _Reader:
             k += 1
         depth = base // 2
         ordered = bool(_ENUM.match(stripped)) and not _BULLET.match(stripped)
-        self.blocks.append(
-            Block("list_item", _inline(" ".join(own)), meta={"depth": depth, "ordered": ordered})
-        )
+        self.blocks.append(Block("list_item", _inline(" ".join(own)), meta={"depth": depth, "ordered": ordered}))
         rest = _dedent(body[k:])
         if rest.strip():
             for b in rst_blocks(rest):
@@ -419,10 +528,10 @@ def _dedent(lines: list[str]) -> str:
     return "\n".join(ln[cut:] if ln.strip() else "" for ln in lines)
 
 
-def rst_blocks(text: str) -> list[Block]:
-    """Blocks of reStructuredText (already decoded)."""
+def rst_blocks(text: str, base_level: int = 0) -> list[Block]:
+    """Blocks of reStructuredText (already decoded); sections nest below `base_level`."""
     text = normalize_chars(text).expandtabs(8)
-    return _Reader(text.split("\n")).read()
+    return _Reader(text.split("\n"), base_level).read()
 
 
 def parse_rst(data: bytes) -> ParseResult:

@@ -236,10 +236,9 @@ def _looks_binary(sample: bytes) -> str | None:
         half = len(sample) / 2
         if max(even, odd) > 0.4 * half and min(even, odd) < 0.05 * half:
             return None
-        if nul <= max(2, len(sample) // 5000):
-            # A few stray NULs in otherwise clean text (seen in real mail archives).
-            if _looks_binary(sample.replace(b"\x00", b"")) is None:
-                return None
+        # A few stray NULs in otherwise clean text (seen in real mail archives).
+        if nul <= max(2, len(sample) // 5000) and _looks_binary(sample.replace(b"\x00", b"")) is None:
+            return None
         return f"{nul} NUL bytes ({nul / len(sample):.2%})"
     try:
         text = sample.decode("utf-8")
@@ -349,7 +348,7 @@ def _xhtml_root(text: str) -> bool:
     """Whether the first element of an XML text is <html> (XHTML), skipping the prolog."""
     body = re.sub(r"<!--.*?-->|<!DOCTYPE[^>]*>|<\?.*?\?>", "", text[:8192], flags=re.S)
     m = _XML_ROOT.search(body)
-    return bool(m) and m.group(1).split(":")[-1].lower() == "html"
+    return m is not None and m.group(1).split(":")[-1].lower() == "html"
 
 
 def _zip_mimetype(data: bytes) -> str:

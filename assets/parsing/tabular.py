@@ -189,9 +189,7 @@ def _lone(row: list[str]) -> bool:
     return sum(1 for c in row if c) == 1
 
 
-def sheet_blocks(
-    rows: list[list[str]], meta: dict[str, Any], page: int | None = None
-) -> list[Block]:
+def sheet_blocks(rows: list[list[str]], meta: dict[str, Any], page: int | None = None) -> list[Block]:
     """Blocks of one sheet's cell texts (rows of strings, '' for empty cells)."""
     blocks: list[Block] = []
     for start, seg in _segments(_trim(rows)):
@@ -214,9 +212,7 @@ def sheet_blocks(
             header = [f"column {i + 1}" for i in range(width)]
             body, first_row = seg, start
         if not body:
-            blocks.append(
-                Block("paragraph", " | ".join(c for c in header if c), page=page, meta=dict(meta))
-            )
+            blocks.append(Block("paragraph", " | ".join(c for c in header if c), page=page, meta=dict(meta)))
             continue
         blocks.extend(table_row_groups(header, body, meta=meta, page=page, first_row=first_row))
     return blocks

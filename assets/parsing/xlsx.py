@@ -45,9 +45,7 @@ def _load(data: bytes) -> Any:
     from openpyxl.utils.exceptions import InvalidFileException
 
     try:
-        return openpyxl.load_workbook(
-            io.BytesIO(data), read_only=True, data_only=True, keep_links=False
-        )
+        return openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
     except (zipfile.BadZipFile, InvalidFileException, KeyError, OSError) as e:
         raise CorruptDocument(f"workbook cannot be opened: {type(e).__name__}: {e}") from None
     except Exception as e:  # malformed XML inside the package surfaces as many types
@@ -69,10 +67,7 @@ def parse_xlsx(data: bytes) -> ParseResult:
                 continue
             try:
                 ws.reset_dimensions()  # trust the cells, not the stored dimension
-                rows = [
-                    [cell_text(v) for v in r[:MAX_COLUMNS]]
-                    for r in ws.iter_rows(values_only=True)
-                ]
+                rows = [[cell_text(v) for v in r[:MAX_COLUMNS]] for r in ws.iter_rows(values_only=True)]
             except Exception as e:  # one damaged sheet must not hide the others
                 warnings.append(f"sheet {name!r} could not be read: {type(e).__name__}: {e}")
                 continue
@@ -109,6 +104,4 @@ def parse_xlsx(data: bytes) -> ParseResult:
     metadata: dict[str, Any] = {"sheets": sheets}
     if props is not None and props.creator:
         metadata["author"] = props.creator
-    return ParseResult(
-        blocks=blocks, title=title or None, format="xlsx", metadata=metadata, warnings=warnings
-    )
+    return ParseResult(blocks=blocks, title=title or None, format="xlsx", metadata=metadata, warnings=warnings)

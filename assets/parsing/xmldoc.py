@@ -38,9 +38,7 @@ __all__ = ["parse_xml"]
 
 _TITLE = frozenset({"title", "head", "heading", "bridgehead", "h1", "h2", "h3", "h4", "h5", "h6"})
 _ITEM = frozenset({"li", "item", "listitem", "list-item"})
-_CODE = frozenset(
-    {"programlisting", "screen", "code", "pre", "codeblock", "literallayout", "computeroutput"}
-)
+_CODE = frozenset({"programlisting", "screen", "code", "pre", "codeblock", "literallayout", "computeroutput"})
 _TABLE = frozenset({"table", "informaltable", "simpletable"})
 _ROW = frozenset({"row", "tr", "strow"})
 _CELL = frozenset({"entry", "td", "th", "stentry", "cell"})
@@ -85,9 +83,7 @@ def _is_record(el: etree._Element) -> bool:
     kids = _children(el)
     if len(kids) < 2 or _own_text(el):
         return False
-    if len({c.tag for c in kids}) < 0.5 * len(kids) or not any(
-        (c.text or "").strip() for c in kids
-    ):
+    if len({c.tag for c in kids}) < 0.5 * len(kids) or not any((c.text or "").strip() for c in kids):
         return False  # repeated names: a list of items, not the fields of one record
     for c in kids:
         if _children(c) or _local(c) in _PROSE or _local(c) in _ITEM:
@@ -147,32 +143,25 @@ class _Walker:
         elif name in _TABLE and self.table(el):
             return
         elif name in _ITEM:
-            if any(_local(c) in _ITEM or _children(c) and _local(c) in ("list", "itemizedlist")
-                   for c in _children(el)):
+            if any(
+                _local(c) in _ITEM or (_children(c) and _local(c) in ("list", "itemizedlist")) for c in _children(el)
+            ):
                 self.container(el, depth)
             else:
                 self.emit("list_item", clean_inline(_text(el)))
         elif _own_text(el):
             self.emit("paragraph", clean_inline(_text(el)))
         elif not _children(el) and el.attrib:  # a lone attribute-only record
-            fields = _record_fields(el) or {}
-            self.emit("paragraph", "\n".join(f"{k}: {v}" for k, v in fields.items()),
-                      meta={"element": name})
+            attrs = _record_fields(el) or {}
+            lines = [f"{k}: {v}" for k, v in attrs.items()]
+            self.emit("paragraph", "\n".join(lines), meta={"element": name})
         elif _is_record(el):
             fields = [c for c in _children(el) if clean_inline(c.text or "")]
             for c in fields:
                 if _local(c) in _TITLE:
                     self.emit("heading", clean_inline(c.text or ""), level=self.level(c))
-            lines = [
-                f"{etree.QName(k).localname}: {clean_inline(v)}"
-                for k, v in el.attrib.items()
-                if clean_inline(v)
-            ]
-            lines += [
-                f"{_local(c)}: {clean_inline(c.text or '')}"
-                for c in fields
-                if _local(c) not in _TITLE
-            ]
+            lines = [f"{etree.QName(k).localname}: {clean_inline(v)}" for k, v in el.attrib.items() if clean_inline(v)]
+            lines += [f"{_local(c)}: {clean_inline(c.text or '')}" for c in fields if _local(c) not in _TITLE]
             self.emit("paragraph", "\n".join(lines), meta={"element": name})
         else:
             self.container(el, depth)
@@ -227,9 +216,7 @@ class _Walker:
 def parse_xml(data: bytes) -> ParseResult:
     """Parse an XML document into headings, paragraphs, records, lists, code and tables."""
     warnings: list[str] = []
-    parser = etree.XMLParser(
-        resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True, recover=False
-    )
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True, recover=False)
     try:
         root = etree.fromstring(data, parser=parser)
     except etree.XMLSyntaxError as e:
@@ -247,6 +234,4 @@ def parse_xml(data: bytes) -> ParseResult:
     walker.walk(root)
     title = next((b.text for b in walker.blocks if b.kind == "heading"), None)
     metadata = {"root": _local(root)}
-    return ParseResult(
-        blocks=walker.blocks, title=title, format="xml", metadata=metadata, warnings=warnings
-    )
+    return ParseResult(blocks=walker.blocks, title=title, format="xml", metadata=metadata, warnings=warnings)

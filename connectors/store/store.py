@@ -204,9 +204,9 @@ class DocumentStore:
         wanted = set(keys)
         return {k: v for k, v in out.items() if k in wanted}
 
-    def put_parse(self, row: dict[str, Any]) -> None:
+    def put_parses(self, rows: list[dict[str, Any]]) -> None:
         with self.tx() as c:
-            self._upsert(c, t.parses, [row])
+            self._upsert(c, t.parses, rows)
 
     # -- chunks ---------------------------------------------------------------------------
     def chunk_keys(self, doc_ids: Sequence[str], chunk_version: str) -> dict[str, tuple[str, str]]:
@@ -222,13 +222,15 @@ class DocumentStore:
                 out.update({r[0]: (r[1], r[2]) for r in c.execute(q)})
         return out
 
-    def replace_chunks(self, doc_id: str, chunk_version: str, rows: list[dict[str, Any]]) -> None:
+    def replace_chunks(self, chunk_version: str, per_doc: dict[str, list[dict[str, Any]]]) -> None:
+        """Replace the chunks of each document (for one chunk version) in one transaction."""
         with self.tx() as c:
-            c.execute(
-                t.chunks.delete().where(t.chunks.c.doc_id == doc_id, t.chunks.c.chunk_version == chunk_version)
-            )
-            if rows:
-                c.execute(t.chunks.insert(), rows)
+            for batch in _batches(list(per_doc)):
+                c.execute(t.chunks.delete().where(t.chunks.c.doc_id.in_(batch),
+                                                  t.chunks.c.chunk_version == chunk_version))
+            rows = [r for rs in per_doc.values() for r in rs]
+            for batch in _batches(rows):
+                c.execute(t.chunks.insert(), list(batch))
 
     def chunks_for(self, doc_ids: Sequence[str], chunk_version: str) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -404,6 +406,13 @@ class DocumentStore:
                     q = q.where(t.dead_letters.c.stage.in_(list(stages)))
                 n += c.execute(q.values(resolved_at=time.time())).rowcount or 0
         return n
+
+    def dead_letter_docs(self, stages: Iterable[str]) -> set[str]:
+        """Documents with an unresolved dead letter at one of `stages` (to resolve on success)."""
+        q = sa.select(t.dead_letters.c.doc_id).where(
+            t.dead_letters.c.resolved_at.is_(None), t.dead_letters.c.stage.in_(list(stages)))
+        with self.engine.connect() as c:
+            return {r[0] for r in c.execute(q)}
 
     def dead_letters(self, *, source: str | None = None, unresolved: bool = True) -> list[dict[str, Any]]:
         q = sa.select(t.dead_letters).order_by(t.dead_letters.c.at)
