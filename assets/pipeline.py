@@ -13,6 +13,7 @@ any building candidate), `candidate` for a reindex.
 
 import statistics
 from dataclasses import asdict
+from datetime import timedelta
 from typing import Any
 
 import dagster as dg
@@ -29,6 +30,9 @@ from assets.runtime import RETAINED, Generation, Runtime, Target
 SOURCES = dg.DynamicPartitionsDefinition(name="sources")
 TARGET_TAG = "bindery/target"
 GROUP = "ingestion"
+# The index assets are stale when no sync reached them for a day (the reconcile schedule runs
+# daily); the UI shows WARN after 12 hours and FAIL after 24.
+INDEX_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=24), warn_window=timedelta(hours=12))
 
 
 class ListingConfig(dg.Config):
@@ -161,9 +165,9 @@ def embeddings(context: dg.AssetExecutionContext, bindery: BinderyResource) -> d
 
 @dg.multi_asset(
     partitions_def=SOURCES, group_name=GROUP,
-    specs=[dg.AssetSpec("vector_index", deps=[embeddings], kinds={"qdrant"},
+    specs=[dg.AssetSpec("vector_index", deps=[embeddings], kinds={"qdrant"}, freshness_policy=INDEX_FRESHNESS,
                         description="Dense index of the generation (Qdrant)."),
-           dg.AssetSpec("keyword_index", deps=[embeddings], kinds={"tantivy"},
+           dg.AssetSpec("keyword_index", deps=[embeddings], kinds={"tantivy"}, freshness_policy=INDEX_FRESHNESS,
                         description="BM25 index of the generation (tantivy), same chunk ids.")],
 )
 def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):  # type: ignore[no-untyped-def]

@@ -12,6 +12,7 @@ Elasticsearch) need no snapshots: readers query the physical collection named he
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 import shutil
@@ -172,6 +173,7 @@ def open_reader(cfg: BinderyConfig, gen: dict[str, Any]) -> IndexPair:
             shutil.rmtree(private, ignore_errors=True)
             raise BindingError(f"snapshot {snap} vanished while opening; retry") from e
         cleanup.append(private)
+        atexit.register(shutil.rmtree, private, True)  # a reader never closed still cleans up
         vec_path = str(private / "qdrant")
     if cfg.backends.keyword == "tantivy":
         kw_path = gen.get("keyword_snapshot")

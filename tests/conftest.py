@@ -51,6 +51,12 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'store.db'}"
         return
+    yield request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A private, empty schema in the PostgreSQL at 127.0.0.1:5432 (skips, or fails in CI, without it)."""
     why = _pg_available()
     if why:
         if os.environ.get("BINDERY_REQUIRE_POSTGRES"):

@@ -197,3 +197,31 @@ def test_embedder_change_reindexes_without_reparsing_or_rechunking(dep: Deployme
     assert out["recomputed"]["parse"] == 0 and out["recomputed"]["chunk"] == 0
     assert out["recomputed"]["context"] == 0 and out["recomputed"]["embed"] > 0
     assert _versions(dep, out["candidate"])["embed"] != _versions(dep, 1)["embed"]
+
+
+@pytest.mark.postgres
+def test_the_pipeline_runs_on_postgresql(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The same end-to-end path with PostgreSQL as the document store."""
+    url = request.getfixturevalue("pg_url")
+    dep = Deployment(tmp_path, backends={"database_url": url})
+    first = dep.cli("sync")
+    assert first["generation"] == 1 and first["recomputed"]["parse"] == 6
+    assert dep.cli("sync")["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
+    (dep.root / "people/lyon.md").unlink()
+    assert dep.cli("sync")["written"]["deleted"] == 1
+    sets = chunk_sets(dep)
+    assert sets["store"] == sets["vector"] == sets["keyword"]
+    assert dep.cli("query", "ERR-0x1F", "-k", "1")["hits"][0]["doc"] == "ops/errors.html"
+
+
+def test_dlq_retry_resolves_what_now_parses_and_reports_the_rest(dep: Deployment) -> None:
+    dep.write("broken/truncated.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >>\n")
+    dep.write("notes/scan.txt", b"\x00\x01\x02" * 300)
+    dep.cli("sync")
+    assert {d["doc"] for d in dep.cli("dlq")} == {"broken/truncated.pdf", "notes/scan.txt"}
+    out = dep.cli("dlq", "retry", "--all")
+    assert out == {"retried": 2, "resolved": 0, "still_failing": ["broken/truncated.pdf", "notes/scan.txt"]}
+    (dep.root / "notes/scan.txt").write_text("The scanner note, now typed out as plain text for everyone.\n")
+    out = dep.cli("dlq", "retry", "--doc", "notes/scan.txt")
+    assert out["resolved"] == 1 and out["still_failing"] == []
+    assert {d["doc"] for d in dep.cli("dlq")} == {"broken/truncated.pdf"}

@@ -37,8 +37,9 @@ MAX_HEADING_LINES = 3
 # heading size, however short its lines.
 BODY_SIZE_SHARE = 0.15
 BODY_SIZE_CHARS = 500
-BODY_LINE_WORDS = 8  # ... and whose lines run long on average (slide titles are short)
-MAX_BOLD_BODY_SHARE = 0.3  # when more of the body-size text is bold, bold marks no heading
+BODY_LINE_WORDS = 8  # ... and whose lines run long on average (slide titles are short),
+# or that carries twice that share whatever its line length
+MAX_BOLD_BODY_SHARE = 0.15  # when more of the body-size text is bold, bold marks no heading
 
 _PAGE_NUMBER = re.compile(
     r"^(?:(?:page|p\.|pg\.?|seite)\s*)?#+(?:\s*(?:of|/|von)\s*#+)?$|^[-–—]\s*#+\s*[-–—]$|^[ivxlc]{1,6}$"
@@ -306,7 +307,7 @@ class HeadingRanks:
             for k, c in chars.items()
             if c >= BODY_SIZE_CHARS
             and c / total >= BODY_SIZE_SHARE
-            and words[k] / nlines[k] >= BODY_LINE_WORDS
+            and (words[k] / nlines[k] >= BODY_LINE_WORDS or c / total >= 2 * BODY_SIZE_SHARE)
         }
         big = sorted(
             {
@@ -314,6 +315,7 @@ class HeadingRanks:
                 for ln in all_lines
                 if ln.size >= body * HEADING_SIZE_RATIO
                 and _size_key(ln.size) not in body_sizes
+                and not (ln.mono and not ln.bold)
                 and _headingish(ln, MAX_HEADING_WORDS)
             },
             reverse=True,
@@ -327,6 +329,8 @@ class HeadingRanks:
     def level(self, ln: Line) -> int:
         """Heading level of a line, 0 for body text."""
         key = _size_key(ln.size)
+        if ln.mono and not ln.bold:
+            return 0  # listings are set in a typewriter font; headings hardly ever are
         if key in self.ranks and _headingish(ln, MAX_HEADING_WORDS):
             return self.ranks[key]
         if (
