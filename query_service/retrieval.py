@@ -72,6 +72,7 @@ def _embedder_for(gen: dict[str, Any]) -> Embedder:
     if key not in _EMBEDDERS:
         emb = Embedder(EmbedConfig.model_validate(gen["stage_configs"]["embed"]))
         emb.check(gen["embedder_id"])
+        emb.embed_query("warm up")  # load the model now: ready must mean the first query is fast
         _EMBEDDERS[key] = emb
     return _EMBEDDERS[key]
 

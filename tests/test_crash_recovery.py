@@ -29,7 +29,7 @@ import dagster as dg
 import pytest
 
 from connectors.config import load_config
-from connectors.generations import GenerationPaths, open_writer, writer_lock
+from connectors.generations import GenerationPaths, open_writer, publish, writer_lock
 from tests.sync_helpers import LocalDeployment, assert_converged, hits, index_sets, indexed_docs, store_of
 
 pytestmark = pytest.mark.slow
@@ -302,6 +302,12 @@ def test_verify_repair_rebuilds_a_drifted_index_from_the_store(tmp_path: Path) -
             pair.vector.delete_docs(victims)  # drift: points gone from the vector index only
         finally:
             pair.close()
+        # ... and published, so readers see it too (as a sync after the drift would publish it)
+        vec, kw = publish(cfg, gen)
+    store.update_generation(gen["id"], vector_snapshot=vec, keyword_snapshot=kw)
+    store.bump_binding()
+    # users see the damage: a chunk without its vector point is never served
+    assert all(h["doc"] != "people/lyon.md" for h in hits(dep, "Lyon office Part-Dieu"))
     s = index_sets(dep)
     missing = s["keyword"] - s["vector"]
     assert missing and s["store"] == s["keyword"]

@@ -57,9 +57,7 @@ def test_csv_is_a_markdown_table_with_its_header():
     assert r.format == "csv" and len(r.blocks) == 1
     table = r.blocks[0]
     assert table.kind == "table"
-    assert table.meta["table_header"] == (
-        "| Country | Year | Population (m) | Capital |\n|---|---|---|---|"
-    )
+    assert table.meta["table_header"] == ("| Country | Year | Population (m) | Capital |\n|---|---|---|---|")
     assert "| Germany | 2023 | 84.5 | Berlin |" in table.text
     assert table.meta["rows"] == [1, 3] and r.metadata["delimiter"] == ","
     assert r.metrics["alnum_share"] > 0.8  # table pipes do not count as junk
@@ -120,8 +118,7 @@ def test_json_flattens_to_key_paths_headings_and_tables():
         ("heading", "owner"),
         ("paragraph", "owner.team: platform\nowner.contact.email: ops@example.com"),
         ("heading", "services"),
-        ("table", "| name | port | tier |\n|---|---|---|\n| search | 8080 | gold |\n"
-         "| ingest | 9090 | silver |"),
+        ("table", "| name | port | tier |\n|---|---|---|\n| search | 8080 | gold |\n| ingest | 9090 | silver |"),
         ("heading", "tags"),
         ("paragraph", "tags: internal, beta"),
     ]
@@ -132,8 +129,10 @@ def test_json_heterogeneous_array_is_one_paragraph_per_item():
     doc = {"events": [{"type": "start", "at": 1}, {"kind": "stop", "reason": "done", "code": 0}]}
     r = parse_document(json.dumps(doc).encode(), "events.json", CFG)
     paras = [b.text for b in r.blocks if b.kind == "paragraph"]
-    assert paras == ["events[0].type: start\nevents[0].at: 1",
-                     "events[1].kind: stop\nevents[1].reason: done\nevents[1].code: 0"]
+    assert paras == [
+        "events[0].type: start\nevents[0].at: 1",
+        "events[1].kind: stop\nevents[1].reason: done\nevents[1].code: 0",
+    ]
 
 
 def test_invalid_json_is_indexed_as_text_with_a_warning():

@@ -56,8 +56,12 @@ def test_packages_are_recognised_from_their_bytes(make, fmt):
 
 @pytest.mark.parametrize("ext", ["pptx", "xlsx", "odt", "epub"])
 def test_truncated_package_is_corrupt_with_reason(ext):
-    data = {"pptx": docgen.pptx_deck, "xlsx": docgen.xlsx_workbook,
-            "odt": docgen.odt_document, "epub": docgen.epub_book}[ext]()
+    data = {
+        "pptx": docgen.pptx_deck,
+        "xlsx": docgen.xlsx_workbook,
+        "odt": docgen.odt_document,
+        "epub": docgen.epub_book,
+    }[ext]()
     with pytest.raises(CorruptDocument, match="damaged zip archive"):
         parse_document(data[: len(data) // 2], f"half.{ext}", CFG)
 
@@ -171,7 +175,7 @@ def test_odt_encrypted_and_missing_content():
     with pytest.raises(EncryptedDocument, match="password"):
         parse_document(docgen.odt_document(encrypted=True), "secret.odt", CFG)
     data = docgen._zip([("mimetype", b"application/vnd.oasis.opendocument.text")])
-    with pytest.raises(CorruptDocument, match="no content.xml"):
+    with pytest.raises(CorruptDocument, match=r"no content\.xml"):
         parse_document(data, "hollow.odt", CFG)
 
 
@@ -241,7 +245,7 @@ def test_fallback_failure_is_unsupported_with_the_reason(monkeypatch):
 
     monkeypatch.setattr(fb, "_partition", boom)
     ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600)
-    with pytest.raises(UnsupportedFormat, match="unstructured could not read it.*soffice"):
+    with pytest.raises(UnsupportedFormat, match=r"unstructured could not read it.*soffice"):
         parse_document(ole, "old.doc", CFG)
 
 
@@ -257,13 +261,17 @@ def test_fallback_elements_become_blocks(monkeypatch):
 
     elements = [
         Title("Quarterly memo", metadata=ElementMetadata(page_number=1)),
-        Title("This long line was labelled a title although it is a sentence.",
-              metadata=ElementMetadata(page_number=1)),
+        Title(
+            "This long line was labelled a title although it is a sentence.", metadata=ElementMetadata(page_number=1)
+        ),
         NarrativeText("Sales rose in the north.", metadata=ElementMetadata(page_number=1)),
         ListItem("Hire two engineers"),
-        Table("Region Sales North 10", metadata=ElementMetadata(
-            text_as_html="<table><tr><th>Region</th><th>Sales</th></tr>"
-                         "<tr><td>North</td><td>10</td></tr></table>")),
+        Table(
+            "Region Sales North 10",
+            metadata=ElementMetadata(
+                text_as_html="<table><tr><th>Region</th><th>Sales</th></tr><tr><td>North</td><td>10</td></tr></table>"
+            ),
+        ),
         Footer("Page 1 of 9"),
     ]
     blocks = elements_to_blocks(elements)

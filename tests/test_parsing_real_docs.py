@@ -17,9 +17,7 @@ from quality.metrics import word_share
 from tests.fixtures import docgen
 
 CFG = ParseConfig(ocr_dpi=150)
-needs_tesseract = pytest.mark.skipif(
-    find_tessdata("eng") is None, reason="Tesseract eng data not installed"
-)
+needs_tesseract = pytest.mark.skipif(find_tessdata("eng") is None, reason="Tesseract eng data not installed")
 
 
 # ---------------------------------------------------------------- PDF
@@ -46,7 +44,8 @@ def test_toc_entries_set_like_headings_are_paragraphs():
     headings = [(b.page, b.text) for b in r.blocks if b.kind == "heading"]
     assert headings == [(1, "Contents"), (2, "1 Apples"), (3, "2 Pears")]
     toc = [b for b in r.blocks if b.meta.get("toc")]
-    assert [b.text for b in toc] == ["1 Apples 2", "2 Pears 3"]
+    assert [(b.page, b.kind) for b in toc] == [(1, "paragraph")]
+    assert toc[0].text == "1 Apples 2 2 Pears 3"  # two entry lines, joined as one block
 
 
 @needs_tesseract
@@ -115,8 +114,11 @@ def test_xml_attribute_records_become_a_table():
     </entries>"""
     r = parse_document(data, "iso_4217.xml", CFG)
     assert [(b.kind, b.text) for b in r.blocks] == [
-        ("table", "| letter_code | numeric_code | currency_name |\n|---|---|---|\n"
-                  "| AED | 784 | UAE Dirham |\n| AFN | 971 | Afghani |"),
+        (
+            "table",
+            "| letter_code | numeric_code | currency_name |\n|---|---|---|\n"
+            "| AED | 784 | UAE Dirham |\n| AFN | 971 | Afghani |",
+        ),
         ("paragraph", "letter_code: ZRZ\ncurrency_name: Zaire\ndate_withdrawn: 1994-02"),
     ]
 
@@ -154,3 +156,36 @@ def test_odp_frames_read_top_to_bottom():
         "NOTESODP",
     ]
     assert r.blocks[-1].meta["notes"] is True and r.blocks[1].page == 1
+
+
+def test_bold_is_no_heading_signal_when_the_body_is_bold():
+    """issue-604.pdf (NCCN guidelines): 1306 "headings" from short bold flowchart lines."""
+    r = parse_document(docgen.pdf_mostly_bold(), "pathway.pdf", CFG)
+    assert [b.text for b in r.blocks if b.kind == "heading"] == ["Treatment Pathway"]
+    assert "Step 24 check the appendix box" in "\n".join(b.text for b in r.blocks)
+
+
+def test_rst_sphinx_object_directives_keep_their_descriptions():
+    """python3.11-doc csv.rst: `.. function::` bodies (the API docs) were dropped."""
+    text = (
+        "Module Contents\n===============\n\n"
+        ".. function:: reader(csvfile, dialect='excel',\n"
+        "                     **fmtparams)\n\n"
+        "   Return a reader object, see :pep:`305` and :meth:`~csv.Sniffer.sniff`.\n\n"
+        "   .. versionchanged:: 3.8\n      Rows are dicts.\n\n"
+        ".. class:: Sniffer()\n\n   Deduces the format.\n\n"
+        "   .. method:: sniff(sample)\n\n      Analyze the ``'\\\\n'`` sample.\n\n"
+        ".. index:: single: INDEXTERM\n"
+    )
+    r = parse_document(text.encode(), "csv.rst", CFG)
+    assert [(b.kind, b.level, b.text) for b in r.blocks] == [
+        ("heading", 1, "Module Contents"),
+        ("heading", 2, "reader(csvfile, dialect='excel', **fmtparams)"),
+        ("paragraph", 0, "Return a reader object, see PEP 305 and csv.Sniffer.sniff."),
+        ("paragraph", 0, "Changed in version 3.8: Rows are dicts."),
+        ("heading", 2, "Sniffer()"),
+        ("paragraph", 0, "Deduces the format."),
+        ("heading", 3, "sniff(sample)"),
+        ("paragraph", 0, "Analyze the '\\\\n' sample."),
+    ]
+    assert r.blocks[1].meta["signature"] is True
