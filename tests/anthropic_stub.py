@@ -108,6 +108,11 @@ class AnthropicStub:
         with self._lock:
             self._failures.extend([(status, message, match)] * times)
 
+    def clear_failures(self) -> None:
+        """Forget every failure still queued by `fail` (the service has recovered)."""
+        with self._lock:
+            self._failures.clear()
+
     @property
     def message_requests(self) -> list[RecordedRequest]:
         with self._lock:
