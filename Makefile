@@ -68,7 +68,7 @@ bench: setup
 
 DIR ?= sample/corpus
 parse-report: setup
-	$(BIN)/python -m quality.parse_report $(DIR)
+	$(BIN)/python -m assets.parsing.report $(DIR)
 
 clean:
 	rm -rf .bindery bench-out

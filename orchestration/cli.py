@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -86,21 +85,20 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
-    runner = _runner(cfg)
-    conf = {"candidate": a.candidate, "force": bool(a.force), "reason": a.reason,
+    from evals.promotion import candidate_row
+
+    store = _store(cfg)
+    cand = candidate_row(store, a.candidate)  # fails early and clearly when there is none
+    if a.force and not a.reason:
+        raise ConfigError("a forced promotion needs --reason")
+    conf = {"candidate": cand["id"], "force": bool(a.force), "reason": a.reason,
             "forced_by": a.by or os.environ.get("USER") or "cli"}
     run_config = {"ops": {"generation_eval": {"config": conf}, "index_binding": {"config": conf}}}
-    res = runner.run("promote", run_config=run_config)
-    store = _store(cfg)
+    res = _runner(cfg).run("promote", run_config=run_config)
     b = store.get_binding()
-    gen_id = a.candidate or (res.metadata.get("index_binding", {}).get("live"))
-    cand = store.get_generation(gen_id) if gen_id else None
-    if cand is None:
-        building = store.generations(("building",))
-        cand = building[-1] if building else None
-    rep = (cand or {}).get("eval_report") or {}
+    rep = (store.get_generation(cand["id"]) or {}).get("eval_report") or {}
     out = {"promoted": res.success, "live": b["generation_id"] if b else None,
-           "previous": b["previous_generation_id"] if b else None, "report": rep}
+           "previous": b["previous_generation_id"] if b else None, "candidate": cand["id"], "report": rep}
     if not res.success:
         out["error"] = res.error
         raise CommandFailed(res.error or "promotion failed", out)
@@ -328,5 +326,4 @@ def _emit(a: argparse.Namespace, result: Any) -> None:
 
 
 if __name__ == "__main__":
-    t0 = time.perf_counter()
     sys.exit(main())

@@ -14,8 +14,8 @@ from typing import Any
 import dagster as dg
 
 from assets.resource import BinderyResource
-from connectors.errors import GateRefused
-from evals.gate import format_gate
+from connectors.errors import ConfigError, GateRefused
+from evals.gate import GateReport, format_gate
 from evals.promotion import candidate_row, judge, promote
 
 GROUP = "generations"
@@ -36,11 +36,21 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
                     bindery: BinderyResource):  # type: ignore[no-untyped-def]
     rt = bindery.runtime
     cand = candidate_row(rt.store, config.candidate)
-    report = judge(rt.cfg, rt.store, cand)
-    verdict = report.to_json()
+    report: GateReport | None
+    try:
+        report = judge(rt.cfg, rt.store, cand)
+    except ConfigError as e:  # e.g. no eval set: only a forced promotion may go on
+        if not config.force:
+            raise
+        verdict: dict[str, Any] = {"passed": False, "reasons": [f"gate not run: {e}"]}
+        rt.store.update_generation(cand["id"], eval_report=verdict)
+        report = None
+    else:
+        verdict = report.to_json()
     meta: dict[str, Any] = {"candidate": cand["name"], "passed": verdict["passed"],
-                            "report": dg.MetadataValue.json(verdict),
-                            "summary": dg.MetadataValue.md(f"```\n{format_gate(report)}\n```")}
+                            "report": dg.MetadataValue.json(verdict)}
+    if report is not None:
+        meta["summary"] = dg.MetadataValue.md(f"```\n{format_gate(report)}\n```")
     for side in ("live", "candidate"):
         for m, v in (verdict.get(side) or {}).items():
             meta[f"{side}_{m}"] = float(v)

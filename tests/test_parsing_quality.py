@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from assets.parsing.report import main as report_main
 from assets.parsing.types import Block, ParseResult
 from connectors.config import ParseQualityThresholds
 from quality.expectations import validate_batch
 from quality.metrics import document_metrics, page_metrics, word_share
-from quality.parse_report import main as report_main
 from tests.fixtures import docgen
 
 

@@ -189,3 +189,10 @@ def test_rst_sphinx_object_directives_keep_their_descriptions():
         ("paragraph", 0, "Analyze the '\\\\n' sample."),
     ]
     assert r.blocks[1].meta["signature"] is True
+
+
+def test_drawn_grid_with_one_label_is_not_a_table():
+    """R-intro.pdf p85: the mfrow/mfg layout figure became a table of empty cells."""
+    r = parse_document(docgen.pdf_grid_figure(), "figure.pdf", CFG)
+    assert not [b for b in r.blocks if b.kind == "table"]
+    assert "mfg=c(3,2)" in "\n".join(b.text for b in r.blocks)

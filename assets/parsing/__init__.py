@@ -9,6 +9,13 @@ the extension is resolved), dispatches to one parser per format, cleans the bloc
 subclass with a human message (encrypted, corrupt, empty, needs-OCR, unsupported, mismatch, too
 large). Pure: no I/O, no global state beyond lazily initialised libraries.
 
+Formats: PDF (text, layout, OCR routes), HTML, Markdown, plain text, email/mbox, docx, and
+(parsers added after the first real-corpus run) CSV/TSV, JSON/JSONL, XML, reStructuredText,
+pptx, xlsx, OpenDocument (odt/ods/odp), EPUB and RTF. Legacy binary Office files with no
+native parser (.msg, .doc, .xls, .ppt) go to unstructured's `partition` as a last resort
+(`fallback.py`); an unexpected exception inside any parser becomes a `ParseError` naming
+the parser, so one odd file never surfaces as an anonymous crash.
+
 Block kinds emitted: heading (level 1–6), paragraph, list_item (meta depth/ordered), table
 (GitHub Markdown with header row; meta["table_header"] holds the header lines), code (verbatim,
 meta language when known) and caption. Headings are always `heading` with a level; the document

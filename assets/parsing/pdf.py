@@ -55,6 +55,7 @@ MIN_TEXT_CHARS = 20  # fewer characters than this is no usable text layer
 SCAN_COVER = 0.25  # images covering this share of a text-less page make it a scan
 STAMPED_SCAN_COVER = 0.8  # ... or this share with under STAMPED_SCAN_CHARS of text (a stamp)
 STAMPED_SCAN_CHARS = 100
+MIN_FILLED_CELLS = 0.3  # a "table" with fewer filled cells is a drawing (R-intro's mfrow grid)
 MIN_TABLE_STROKES = 4  # vector lines/rectangles a page needs before tables are looked for
 BAD_GLYPH_SHARE = 0.2  # U+FFFD share above which a text layer is unusable
 JUNK_LAYER_WORD_SHARE = 0.5  # a full-page scan's text layer with fewer word-like tokens is junk
@@ -236,6 +237,9 @@ def _find_tables(
         rows = [[clean_inline(c or "") for c in row] for row in t.extract()]
         if not rows or max(len(r) for r in rows) < 2 or not any(any(r) for r in rows):
             continue  # a framed box, not a table
+        cells = [c for r in rows for c in r]
+        if sum(1 for c in cells if c) < MIN_FILLED_CELLS * len(cells):
+            continue  # a drawn grid with a label or two (a figure), not a table
         bbox = pymupdf.Rect(t.bbox)
         if t.header.external:
             header = [clean_inline(n or "") for n in t.header.names]

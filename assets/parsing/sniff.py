@@ -3,8 +3,13 @@
 Extensions lie (an HTML error page saved as `report.pdf`, a PDF uploaded as `scan.txt`), so the
 bytes decide. The rules, in short:
 
-* the bytes are a PDF or a docx → parse them as such; a different extension only adds a warning
-  ("mislabelled but recoverable");
+* the bytes prove a format on their own (PDF header, an OOXML/ODF/EPUB zip with its marker
+  member or `mimetype`, `{\\rtf`) → parse them as such; a different extension only adds a
+  warning ("mislabelled but recoverable");
+* a damaged zip named as an Office/ODF/EPUB package → `CorruptDocument`; a plain zip → mismatch;
+* an XML declaration → XML unless the root element is `<html>` (XHTML); an HTML page saved
+  as .json/.csv → `FormatMismatch`;
+* legacy OLE files (.doc/.xls/.ppt/.msg) → the unstructured fallback ("fallback");
 * the name promises text (.txt/.md/.html/.eml) but the bytes are binary → `FormatMismatch`;
 * the name promises a PDF/docx but the bytes are text or another binary type → `FormatMismatch`
   (an HTML error page indexed as the report would poison retrieval), or `CorruptDocument` when

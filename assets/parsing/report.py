@@ -1,6 +1,6 @@
 """Human-readable parse report for a folder: compare what the parser saw with the originals.
 
-    python -m quality.parse_report DIR [--out FILE] [--jsonl FILE] [--no-ocr] [--lines N]
+    python -m assets.parsing.report DIR [--out FILE] [--jsonl FILE] [--no-ocr] [--lines N]
 
 For every file under DIR (recursively, sorted): detected format, title, per-page routes, the
 document metrics, warnings, errors (reason class + message) and the first lines of the
@@ -120,7 +120,7 @@ def report_file(path: Path, root: Path, config: ParseConfig, n_lines: int) -> tu
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m quality.parse_report",
+        prog="python -m assets.parsing.report",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
