@@ -115,6 +115,9 @@ class Runner:
     def run(self, job_name: str, *, partition: str | None = None, run_config: dict[str, Any] | None = None,
             tags: dict[str, str] | None = None) -> RunOutcome:
         job = self.defs.resolve_job_def(job_name)
+        # The run log goes to the instance (the UI shows all of it); the terminal gets warnings only.
+        run_config = {**(run_config or {}),
+                      "loggers": {"console": {"config": {"log_level": os.environ.get("BINDERY_LOG_LEVEL", "WARNING")}}}}
         result = job.execute_in_process(instance=self.instance, partition_key=partition, run_config=run_config,
                                         tags={"bindery/launched-by": "cli", "bindery/host": socket.gethostname(),
                                               "bindery/pid": str(os.getpid()), **(tags or {})},
