@@ -51,7 +51,6 @@ test: setup
 
 check: setup
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check orchestration assets connectors quality query_service evals tests || true
 	$(BIN)/mypy
 
 ui: setup
