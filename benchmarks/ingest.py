@@ -93,6 +93,10 @@ def run(corpus: Path, queries: Path | None, work: Path, repeats: int) -> dict[st
         "first_sync_s": round(t_first, 2), "raw_embed_s": round(t_raw, 2),
         "pipeline_chunks_per_s": round(len(texts) / t_first, 2), "raw_chunks_per_s": round(len(texts) / t_raw, 2),
         "pipeline_over_raw": round(t_raw / t_first, 3),
+        # The same ratio measured inside the sync itself (immune to load changing between the
+        # two timed regions on a shared machine): model time / whole-pipeline time.
+        "model_share_of_first_sync": round(first.get("timings", {}).get("embed_model", 0.0) / t_first, 3),
+        "stage_seconds": first.get("timings"),
         "noop_sync_s": round(t_noop, 2), "noop_over_first": round(t_noop / t_first, 4),
         "noop_recomputed": second.get("recomputed"), "first_recomputed": first.get("recomputed"),
     }

@@ -16,6 +16,7 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
     sources: dict[str, dict[str, int]] = {}
     recomputed = {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
     written = {"documents": 0, "chunks": 0, "deleted": 0}
+    timings: dict[str, float] = {}
     errors: dict[str, str] = {}
     checks: dict[str, Any] = {}
     for o in outcomes:
@@ -30,13 +31,17 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
         written["documents"] += int(idx.get("written_docs", 0))
         written["chunks"] += int(idx.get("written_chunks", 0))
         written["deleted"] += int(idx.get("deleted_docs", 0))
+        for asset, meta in m.items():
+            for key, name in (("seconds", asset), ("model_seconds", "embed_model")):
+                if isinstance(meta.get(key), (int, float)):
+                    timings[name] = round(timings.get(name, 0.0) + float(meta[key]), 3)
         if o.checks:
             checks[o.partition] = o.checks
         if not o.success:
             errors[o.partition] = o.error or "failed"
     b = store.get_binding()
     return {"generation": b["generation_id"] if b else None, "sources": sources, "recomputed": recomputed,
-            "written": written, "seconds": round(seconds, 3), "errors": errors,
+            "written": written, "seconds": round(seconds, 3), "timings": timings, "errors": errors,
             "dead_letters": store.counts()["dead_letters"], "_checks": checks}
 
 
