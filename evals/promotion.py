@@ -147,5 +147,7 @@ def collect_garbage(cfg: BinderyConfig, store: DocumentStore) -> list[str]:
             store.clear_index_state(g["id"], list(store.index_state(g["id"])))
             dropped.append(g["name"])
     if dropped:
-        store.add_event("gc", f"dropped generations {', '.join(dropped)}")
+        kept = {g["stage_versions"]["chunk"] for g in store.generations() if g["status"] != "dropped"}
+        removed = store.drop_chunk_versions_except(kept)
+        store.add_event("gc", f"dropped generations {', '.join(dropped)} and {removed} chunk rows only they used")
     return dropped

@@ -146,3 +146,5 @@ def test_gc_never_drops_live_or_previous(dep: Deployment) -> None:
     assert statuses[b["generation_id"]] == "live" and statuses[b["previous_generation_id"]] == "previous"
     assert all(statuses[g] == "dropped" for g in statuses if g not in (b["generation_id"], b["previous_generation_id"]))
     assert dep.cli("rollback")["live"] == b["previous_generation_id"]
+    sets = chunk_sets(dep)  # GC kept every chunk row the remaining generations use
+    assert sets["store"] == sets["vector"] == sets["keyword"] and sets["store"]
