@@ -95,8 +95,13 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
             dim = next((len(rs[0].vector or []) for rs in records.values() if rs), None)
             pair = open_writer(rt.cfg, g.row, dim)
             try:
-                pair.vector.delete_docs(changed + gone)
-                pair.keyword.delete_docs(changed + gone)
+                # An empty index (a first build) holds nothing to delete, and a filtered delete
+                # is a full scan in Qdrant local mode. Otherwise every changed document is
+                # deleted first, recorded or not: a run killed after writing but before
+                # recording leaves chunks that only a delete by document removes.
+                stale = changed + gone if pair.vector.count() or pair.keyword.count() else []
+                pair.vector.delete_docs(stale)
+                pair.keyword.delete_docs(stale)
                 recs = [r for did in changed for r in records[did]]
                 pair.vector.upsert(recs)
                 pair.keyword.upsert(recs)
