@@ -182,7 +182,8 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):  # typ
     bound = None
     if rt.store.get_binding() is None:
         first = next((g for g in gens if g.status == "building"), None)
-        if first is not None:
+        published = first is not None and (rt.store.get_generation(first.id) or {}).get("published_at")
+        if first is not None and published:  # never bind a generation readers cannot open
             rt.store.flip_binding(first.id, by="first-sync")
             rt.store.update_generation(first.id, eval_report={
                 "passed": True, "reasons": ["first generation: nothing to compare with"]})
