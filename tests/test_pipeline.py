@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from connectors.config import load_config
-from connectors.generations import open_writer, writer_lock
 from connectors.store import DocumentStore
 from tests.bindery_fixture import Deployment
+from tests.sync_helpers import index_sets
 
 pytestmark = pytest.mark.slow
 
@@ -25,18 +25,8 @@ def _store(dep: Deployment) -> DocumentStore:
 
 def chunk_sets(dep: Deployment, gen_id: int | None = None) -> dict[str, set[str]]:
     """Chunk ids in the store (for indexed docs), the vector index and the keyword index."""
-    cfg = load_config(dep.config_path)
-    store = DocumentStore(cfg.database_url)
-    gen_id = gen_id or store.get_binding()["generation_id"]
-    gen = store.get_generation(gen_id)
-    live_docs = [d["doc_id"] for d in store.documents()]
-    expected = {c["chunk_id"] for c in store.chunks_for(live_docs, gen["stage_versions"]["chunk"])}
-    with writer_lock(cfg, gen["name"]):
-        pair = open_writer(cfg, gen, None)
-        try:
-            return {"store": expected, "vector": pair.vector.chunk_ids(), "keyword": pair.keyword.chunk_ids()}
-        finally:
-            pair.close()
+    sets = index_sets(dep, gen_id)
+    return {k: sets[k] for k in ("store", "vector", "keyword")}
 
 
 @pytest.fixture
