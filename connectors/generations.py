@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import atexit
 import fcntl
-import os
 import shutil
 import tempfile
 import time
@@ -187,4 +186,3 @@ def drop_generation_files(cfg: BinderyConfig, name: str) -> None:
     paths = GenerationPaths.of(cfg, name)
     shutil.rmtree(paths.root, ignore_errors=True)
     shutil.rmtree(paths.snapshots, ignore_errors=True)
-    os.sync()

@@ -37,30 +37,17 @@ LIGATURES = {
 }
 _LIGATURE_TABLE = str.maketrans(LIGATURES)
 # Invisible characters that only get in the way of matching and tokenising.
-_INVISIBLE = str.maketrans(
-    {
-        "\u200b": None,
-        "\u200c": None,
-        "\u200d": None,
-        "\ufeff": None,
-        "\x00": None,
-        "\u00a0": " ",
-        "\u202f": " ",
-        "\u2007": " ",
-        "\t": " ",
-    }
-)
-_INVISIBLE_KEEP_TABS = str.maketrans(
-    {
-        "\u200b": None,
-        "\u200c": None,
-        "\u200d": None,
-        "\ufeff": None,
-        "\x00": None,
-        "\u00a0": " ",
-        "\u202f": " ",
-    }
-)
+_INVISIBLE_CHARS = {
+    "\u200b": None,
+    "\u200c": None,
+    "\u200d": None,
+    "\ufeff": None,
+    "\x00": None,
+    "\u00a0": " ",
+    "\u202f": " ",
+}
+_INVISIBLE_KEEP_TABS = str.maketrans(_INVISIBLE_CHARS)
+_INVISIBLE = str.maketrans({**_INVISIBLE_CHARS, "\u2007": " ", "\t": " "})
 _SPACES = re.compile(r"[ \f\v\r]+")
 _INLINE_WS = re.compile(r"\s+")
 _HYPHENS = ("-", "\u2010", "\u00ad")

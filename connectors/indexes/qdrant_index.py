@@ -117,13 +117,5 @@ class QdrantIndex:
             return 0
         return int(self.client.count(self.collection, exact=True).count)
 
-    def point_alias(self, alias: str) -> None:
-        """Move a collection alias to this collection in one atomic request (server mode)."""
-        self.client.update_collection_aliases(change_aliases_operations=[
-            models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=alias)),
-            models.CreateAliasOperation(create_alias=models.CreateAlias(
-                collection_name=self.collection, alias_name=alias)),
-        ])
-
     def close(self) -> None:
         self.client.close()
