@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -19,7 +19,7 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from connectors.config import BinderyConfig, load_config
+from connectors.config import BinderyConfig, check_paths, load_config
 from connectors.errors import BinderyError, ConfigError, GateRefused
 from orchestration import report
 
@@ -32,10 +32,39 @@ class CommandFailed(Exception):
         self.payload = payload
 
 
+_DEBUG = False  # --debug: tracebacks and Dagster's full run log on the terminal
+
+
 def _runner(cfg: BinderyConfig):  # type: ignore[no-untyped-def]
     from orchestration.runs import Runner
 
-    return Runner(cfg)
+    return Runner(cfg, debug=_DEBUG)
+
+
+# Commands that list sources: their folders must exist before a run starts.
+_LISTING_COMMANDS = ("sync", "reindex", "plan")
+
+
+def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
+    """Configuration facts no schema can check, verified before anything runs, each a one-line
+    ConfigError naming its key: the file system (`data_dir`, source roots) and the values only
+    Dagster or the gate can judge (the reconcile cron, the gate metrics)."""
+    from evals.metrics import METRIC_NAMES
+    from orchestration.automation import check_cron
+
+    only: list[str] | None = None
+    if a.command in ("sync", "plan"):
+        only = a.source or None
+    elif a.command == "dlq":
+        only = [a.source] if a.source else None
+    listing = a.command in _LISTING_COMMANDS or (a.command == "dlq" and a.action == "retry")
+    for name in only or []:
+        cfg.source(name)  # an unknown source is a usage error before any run
+    check_paths(cfg, only, roots=listing)
+    check_cron(cfg.automation.reconcile_cron, "automation.reconcile_cron")
+    for key, value in (("metric", cfg.gate.metric), ("secondary_metric", cfg.gate.secondary_metric)):
+        if value not in METRIC_NAMES:
+            raise ConfigError(f"gate.{key}: unknown metric {value!r} (one of: {', '.join(METRIC_NAMES)})")
 
 
 def _store(cfg: BinderyConfig):  # type: ignore[no-untyped-def]
@@ -87,10 +116,10 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from evals.promotion import candidate_row
 
-    store = _store(cfg)
-    cand = candidate_row(store, a.candidate)  # fails early and clearly when there is none
     if a.force and not a.reason:
         raise ConfigError("a forced promotion needs --reason")
+    store = _store(cfg)
+    cand = candidate_row(store, a.candidate)  # fails early and clearly when there is none
     conf = {"candidate": cand["id"], "force": bool(a.force), "reason": a.reason,
             "forced_by": a.by or os.environ.get("USER") or "cli"}
     run_config = {"ops": {"generation_eval": {"config": conf}, "index_binding": {"config": conf}}}
@@ -134,6 +163,8 @@ def _generation(store: Any, which: str) -> dict[str, Any]:
 def cmd_eval(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from evals.promotion import evaluate
 
+    if not (a.queries or cfg.gate.queries):
+        raise ConfigError("no eval set: pass --queries FILE or set gate.queries in bindery.yaml")
     store = _store(cfg)
     gen = _generation(store, a.generation)
     rep = evaluate(cfg, store, gen, queries=a.queries)
@@ -241,11 +272,68 @@ COMMANDS: dict[str, Callable[[BinderyConfig, argparse.Namespace], Any]] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage mistake in one line (exit 2), not usage + error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {n}")
+    return n
+
+
+def _port(value: str) -> int:
+    n = _positive_int(value)
+    if n > 65535:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {n}")
+    return n
+
+
+def _generation_arg(value: str) -> str:
+    if value in ("live", "candidate") or (value.isdigit() and int(value) > 0):
+        return value
+    raise argparse.ArgumentTypeError(f"expected live, candidate or a generation id (a number), got {value!r}")
+
+
+def _common_options(p: argparse.ArgumentParser, default: Any) -> None:
+    p.add_argument("--config", default=default, help="configuration file (default: $BINDERY_CONFIG or ./bindery.yaml)")
+    p.add_argument("--json", action="store_true", default=default,
+                   help="machine-readable output (the stable contract of docs/json-contract.md)")
+    p.add_argument("--debug", action="store_true", default=default,
+                   help="show tracebacks and Dagster's full run log on the terminal")
+
+
+def _share_common_options(p: argparse.ArgumentParser) -> None:
+    """`--config`, `--json` and `--debug` work before or after the command (`bindery status
+    --json` and `bindery --json status`); on a subcommand they leave no default behind, so
+    one given before the command is not overwritten."""
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _common_options(sub, argparse.SUPPRESS)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"bindery {version('bindery')}"
+    except PackageNotFoundError:
+        return "bindery (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bindery", description="Batch ingestion and reindexing for RAG.")
-    p.add_argument("--config", help="configuration file (default: $BINDERY_CONFIG or ./bindery.yaml)")
-    p.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="bindery", description="Batch ingestion and reindexing for RAG.")
+    _common_options(p, argparse.SUPPRESS)
+    p.add_argument("--version", action="version", version=_version(), help="print the version and exit")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = sub.add_parser("sync", help="bring sources up to date in the live generation")
     s.add_argument("--source", action="append", help="only this source (repeatable)")
     s.add_argument("--allow-mass-delete", action="store_true",
@@ -253,63 +341,95 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("reindex", help="build a candidate generation from the current configuration")
     s.add_argument("--promote", action="store_true", help="run the gate and promote when it passes")
     s.add_argument("--force", action="store_true", help="rebuild even if the configuration is unchanged")
-    s = sub.add_parser("promote", help="judge the candidate on the eval set and flip the binding")
-    s.add_argument("--force", action="store_true")
-    s.add_argument("--reason")
+    s = sub.add_parser("promote", help="judge the candidate on the eval set (gate.queries) and flip the binding")
+    s.add_argument("--force", action="store_true", help="flip even if the gate refuses (needs --reason)")
+    s.add_argument("--reason", help="why a forced promotion is right (recorded with the generation)")
     s.add_argument("--by", help="who is promoting (default: $USER)")
-    s.add_argument("--candidate", type=int)
+    s.add_argument("--candidate", type=_positive_int, help="generation id to judge (default: the newest candidate)")
     s = sub.add_parser("rollback", help="restore the previous generation")
-    s.add_argument("--by")
+    s.add_argument("--by", help="who is rolling back (default: $USER)")
     s = sub.add_parser("eval", help="run an eval set against a generation")
     s.add_argument("--queries", help="eval set (JSONL); default: gate.queries")
-    s.add_argument("--generation", default="live", help="live, candidate or a generation id")
+    s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
     s = sub.add_parser("query", help="search the live generation")
-    s.add_argument("text")
-    s.add_argument("-k", type=int, default=5)
+    s.add_argument("text", help="what to search for")
+    s.add_argument("-k", type=_positive_int, default=5, help="number of hits (default 5)")
     s.add_argument("--principal", action="append", default=None, help="identity (repeatable); default public")
-    s.add_argument("--source", action="append")
-    s.add_argument("--generation", default="live")
+    s.add_argument("--source", action="append", help="only this source (repeatable)")
+    s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
     sub.add_parser("status", help="generations, documents, sources, freshness")
     s = sub.add_parser("dlq", help="dead letters: list, or retry after a fix")
-    s.add_argument("action", nargs="?", choices=["list", "retry"], default="list")
-    s.add_argument("--doc", action="append")
-    s.add_argument("--all", action="store_true")
-    s.add_argument("--source")
+    s.add_argument("action", nargs="?", choices=["list", "retry"], default="list",
+                   help="list (default) or retry")
+    s.add_argument("--doc", action="append", help="retry this document (path or doc id; repeatable)")
+    s.add_argument("--all", action="store_true", help="retry every dead letter")
+    s.add_argument("--source", help="only this source's dead letters")
     s = sub.add_parser("verify", help="check store and indexes hold the same chunk ids")
-    s.add_argument("--repair", action="store_true")
+    s.add_argument("--repair", action="store_true", help="rebuild a drifted index from the document store")
     sub.add_parser("gc", help="drop expired generations and orphaned cache rows")
     s = sub.add_parser("serve", help="run the query service")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
     s = sub.add_parser("ui", help="run the Dagster UI on this configuration")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=3000)
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=_port, default=3000, help="port (default 3000)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    a = build_parser().parse_args(argv)
+    parser = build_parser()
+    _share_common_options(parser)
+    a = parser.parse_args(argv)
+    for key, default in {"config": None, "json": False, "debug": False}.items():
+        a.__dict__.setdefault(key, default)
     if a.command == "query" and not a.principal:
         a.principal = ["*"]
+    global _DEBUG
+    _DEBUG = a.debug
+    try:
+        return _dispatch(a)
+    except KeyboardInterrupt:
+        # the stages commit in small batches and every store write is a transaction: what was
+        # stored is consistent, and the next run resumes from it
+        print(f"bindery {a.command}: interrupted; everything stored so far is kept and the next run "
+              "resumes from it", file=sys.stderr)
+        return 130
+    except Exception as e:  # an internal error: one line, the traceback only on request
+        if a.debug:
+            raise
+        print(f"bindery {a.command}: internal error: {type(e).__name__}: {_one_line(str(e))} "
+              "(run again with --debug for the traceback)", file=sys.stderr)
+        return 1
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _dispatch(a: argparse.Namespace) -> int:
+    """Run one command; map Bindery's errors to exit codes (1 failed, 2 usage/configuration)."""
     try:
         cfg = load_config(a.config)
+        preflight(cfg, a)
         result = COMMANDS[a.command](cfg, a)
     except CommandFailed as e:
         e.payload.setdefault("error", str(e))
         _emit(a, e.payload)
-        print(f"bindery {a.command}: {e}", file=sys.stderr)
+        print(f"bindery {a.command}: {_one_line(str(e))}", file=sys.stderr)
         return 1
     except GateRefused as e:
         _emit(a, {"promoted": False, "error": str(e), "report": e.report})
-        print(f"bindery {a.command}: {e}", file=sys.stderr)
+        print(f"bindery {a.command}: {_one_line(str(e))}", file=sys.stderr)
         return 1
     except ConfigError as e:
-        print(f"bindery {a.command}: configuration error: {e}", file=sys.stderr)
+        if a.json:
+            print(json.dumps({"error": str(e), "reason": e.reason}))
+        print(f"bindery {a.command}: configuration error: {_one_line(str(e))}", file=sys.stderr)
         return 2
     except BinderyError as e:
         if a.json:
             print(json.dumps({"error": str(e), "reason": e.reason}))
-        print(f"bindery {a.command}: {e}", file=sys.stderr)
+        print(f"bindery {a.command}: {_one_line(str(e))}", file=sys.stderr)
         return 1
     if result is not None:
         _emit(a, result)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import socket
 import time
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from connectors.config import BinderyConfig
 from orchestration.automation import partition_requests
 from orchestration.definitions import build_definitions
 from orchestration.instance import get_instance
+from orchestration.terminal_log import terminal_logger
 
 
 @dataclass
@@ -52,7 +54,8 @@ def _first_error(result: dg.ExecuteInProcessResult) -> str | None:
             while err is not None and err.cause is not None and "dagster" in (err.cls_name or "").lower():
                 err = err.cause
             if err is not None:
-                return err.message.strip().splitlines()[0] if err.message else err.cls_name
+                first = err.message.strip().splitlines()[0] if err.message else err.cls_name
+                return re.sub(r"^connectors\.errors\.\w+: ", "", first)  # Bindery's messages say what failed
     return None
 
 
@@ -80,11 +83,12 @@ def source_lock(cfg: BinderyConfig, name: str) -> Iterator[None]:
 
 
 class Runner:
-    def __init__(self, cfg: BinderyConfig):
+    def __init__(self, cfg: BinderyConfig, *, debug: bool = False):
         self.cfg = cfg
+        self.debug = debug
         assert cfg.config_path, "the CLI loads configuration from a file"
         self.instance = get_instance(cfg)
-        self.defs = build_definitions(cfg.config_path)
+        self.defs = build_definitions(cfg.config_path, loggers={"console": terminal_logger})
         self._sync_partitions()
         self._fail_dead_runs()
 
@@ -117,7 +121,8 @@ class Runner:
         job = self.defs.resolve_job_def(job_name)
         # The run log goes to the instance (the UI shows all of it); the terminal gets warnings only.
         run_config = {**(run_config or {}),
-                      "loggers": {"console": {"config": {"log_level": os.environ.get("BINDERY_LOG_LEVEL", "WARNING")}}}}
+                      "loggers": {"console": {"config": {"log_level": os.environ.get("BINDERY_LOG_LEVEL", "WARNING"),
+                                                         "full": self.debug}}}}
         result = job.execute_in_process(instance=self.instance, partition_key=partition, run_config=run_config,
                                         tags={"bindery/launched-by": "cli", "bindery/host": socket.gethostname(),
                                               "bindery/pid": str(os.getpid()), **(tags or {})},
