@@ -95,8 +95,10 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     rt = Runtime(cfg)
     live = rt.live()
     if live is not None and not rt.config_drift() and not a.force:
-        raise CommandFailed("the configuration matches the live generation: nothing to reindex (use --force "
-                            "to rebuild anyway)", {"candidate": None, "live": live.id})
+        # not a failure: there is simply nothing to build (and nothing to promote)
+        return {"candidate": None, "live": live.id, "changed_stages": [],
+                "message": f"nothing to reindex: the configuration matches live generation {live.name} "
+                           "(use --force to rebuild anyway)"}
     if a.force and live is not None and not rt.config_drift():
         rt.store.add_event("forced-rebuild", "operator rebuilt an identical candidate")
     cand = rt.ensure_candidate()
@@ -138,7 +140,8 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 def cmd_rollback(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from evals.promotion import rollback
 
-    return rollback(cfg, _store(cfg), by=a.by)
+    # "promoted" stays in the JSON (the contract's promote/rollback shape); people read "rolled back"
+    return {**rollback(cfg, _store(cfg), by=a.by), "rolled_back": True}
 
 
 def _generation(store: Any, which: str) -> dict[str, Any]:
