@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from assets.embed_stage import final_texts
+from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.embedder import from_bytes
 from connectors.generations import open_writer, publish, writer_lock
@@ -69,13 +70,18 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> tup
                      "ordinal": c["ordinal"], "kind": c["kind"], "uri": d["uri"]},
         ) for c in cs]
         records[did] = recs
-        digests[did] = short_hash([d["external_id"], d["uri"], d["acl_hash"],
-                                   [(r.chunk_id, text_hash(r.text)) for r in recs]], 32)
+        digests[did] = doc_digest(d, recs)
     return records, digests
 
 
+def doc_digest(doc: dict[str, Any], records: list[IndexRecord]) -> str:
+    """What a document holds in an index: a document is rewritten only when this changes."""
+    return short_hash([doc["external_id"], doc["uri"], doc["acl_hash"],
+                       [(r.chunk_id, text_hash(r.text)) for r in records]], 32)
+
+
 def run_index(rt: Runtime, source_name: str, gens: list[Generation],
-              delete_only: list[Generation] | None = None) -> IndexStats:
+              delete_only: list[Generation] | None = None, *, progress: Progress = NO_PROGRESS) -> IndexStats:
     started = time.perf_counter()
     stats = IndexStats()
     docs = {d["doc_id"]: d for d in rt.store.documents(source_name)}
@@ -91,6 +97,7 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
         stats.generations[g.name] = gstats
         if not changed and not gone:
             continue
+        progress.total(len(changed) + len(gone))
         with writer_lock(rt.cfg, g.name):
             dim = next((len(rs[0].vector or []) for rs in records.values() if rs), None)
             pair = open_writer(rt.cfg, g.row, dim)
@@ -124,6 +131,7 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
                  "chunks": len(records[did]), "indexed_at": now} for did in changed])
             counts["documents"] = len(rt.store.index_state(g.id))
             rt.store.update_generation(g.id, counts=counts)
+        progress.advance(len(changed) + len(gone))
         gstats["chunks"] = len(recs)
         stats.written_docs += len(changed)
         stats.written_chunks += len(recs)

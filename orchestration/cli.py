@@ -389,13 +389,14 @@ def main(argv: list[str] | None = None) -> int:
         a.principal = ["*"]
     global _DEBUG
     _DEBUG = a.debug
+    if a.command in _RUN_COMMANDS:
+        from orchestration.terminal_progress import show_progress
+
+        show_progress()
     try:
         return _dispatch(a)
     except KeyboardInterrupt:
-        # the stages commit in small batches and every store write is a transaction: what was
-        # stored is consistent, and the next run resumes from it
-        print(f"bindery {a.command}: interrupted; everything stored so far is kept and the next run "
-              "resumes from it", file=sys.stderr)
+        print(f"bindery {a.command}: {_interrupted()}", file=sys.stderr)
         return 130
     except Exception as e:  # an internal error: one line, the traceback only on request
         if a.debug:
@@ -403,6 +404,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bindery {a.command}: internal error: {type(e).__name__}: {_one_line(str(e))} "
               "(run again with --debug for the traceback)", file=sys.stderr)
         return 1
+
+
+# Commands that run the ingestion stages and so show their progress.
+_RUN_COMMANDS = ("sync", "reindex", "dlq")
+
+
+def _interrupted() -> str:
+    """The one line after Ctrl-C: what the stages had stored. Each stage stores in small
+    batches, one transaction each, so the store is consistent and the next run resumes there."""
+    from assets.progress import stored_counts
+
+    counts = stored_counts()
+    kept = ", ".join(f"{stage} {n:,}" for stage, n in counts.items()) or "nothing new"
+    return f"interrupted; stored before stopping: {kept}; the next run resumes from there"
 
 
 def _one_line(text: str) -> str:

@@ -16,6 +16,11 @@ from connectors.config import BinderyConfig
 DAGSTER_YAML = """\
 telemetry:
   enabled: false
+# Bindery's steps log through Dagster, not stdout; the default compute-log manager starts a
+# watcher process per step that prints a traceback of its own on Ctrl-C.
+compute_logs:
+  module: dagster.core.storage.noop_compute_log_manager
+  class: NoOpComputeLogManager
 run_coordinator:
   module: dagster.core.run_coordinator
   class: QueuedRunCoordinator

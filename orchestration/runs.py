@@ -54,9 +54,21 @@ def _first_error(result: dg.ExecuteInProcessResult) -> str | None:
             while err is not None and err.cause is not None and "dagster" in (err.cls_name or "").lower():
                 err = err.cause
             if err is not None:
-                first = err.message.strip().splitlines()[0] if err.message else err.cls_name
+                first = err.message.strip().splitlines()[0] if err.message else (err.cls_name or "error")
                 return re.sub(r"^connectors\.errors\.\w+: ", "", first)  # Bindery's messages say what failed
     return None
+
+
+def _interrupted(result: dg.ExecuteInProcessResult) -> bool:
+    """Whether a step failed because the process was interrupted (SIGINT, Ctrl-C)."""
+    for ev in result.all_events:
+        if ev.event_type_value == "STEP_FAILURE" and ev.step_failure_data:
+            err = ev.step_failure_data.error
+            while err is not None:
+                if err.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt"):
+                    return True
+                err = err.cause
+    return False
 
 
 def _alive(pid: int) -> bool:
@@ -139,6 +151,9 @@ class Runner:
                                             "description": d.description,
                                             "metadata": {k: _value(v) for k, v in d.metadata.items()}}
         if not result.success:
+            if _interrupted(result):
+                # Dagster turns Ctrl-C into a failed step and returns; the CLI must stop here too
+                raise KeyboardInterrupt
             out.error = _first_error(result) or "run failed (see the Dagster UI for the run log)"
         return out
 
