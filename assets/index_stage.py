@@ -63,21 +63,27 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> tup
             continue
         recs = [IndexRecord(
             chunk_id=c["chunk_id"], doc_id=did, source=d["source"], external_id=d["external_id"],
-            text=f"{name_terms(d['external_id'])}\n{texts[c['chunk_id']]}",
+            text=index_text(d, texts[c["chunk_id"]]),
             vector=from_bytes(vectors[text_hash(texts[c["chunk_id"]])]).tolist(),
             acl=tuple(d["acl"]),
             payload={"display_text": c["display_text"], "heading_path": c["heading_path"], "page": c["page"],
                      "ordinal": c["ordinal"], "kind": c["kind"], "uri": d["uri"]},
         ) for c in cs]
         records[did] = recs
-        digests[did] = doc_digest(d, recs)
+        digests[did] = doc_digest(d, [(r.chunk_id, r.text) for r in recs])
     return records, digests
 
 
-def doc_digest(doc: dict[str, Any], records: list[IndexRecord]) -> str:
-    """What a document holds in an index: a document is rewritten only when this changes."""
+def index_text(doc: dict[str, Any], final_text: str) -> str:
+    """What the keyword index reads for a chunk: the file name's words, then the final text."""
+    return f"{name_terms(doc['external_id'])}\n{final_text}"
+
+
+def doc_digest(doc: dict[str, Any], texts: list[tuple[str, str]]) -> str:
+    """What a document holds in an index, from its (chunk id, index text) pairs: a document
+    is rewritten only when this changes."""
     return short_hash([doc["external_id"], doc["uri"], doc["acl_hash"],
-                       [(r.chunk_id, text_hash(r.text)) for r in records]], 32)
+                       [(cid, text_hash(text)) for cid, text in texts]], 32)
 
 
 def run_index(rt: Runtime, source_name: str, gens: list[Generation],

@@ -215,6 +215,16 @@ class AutomationConfig(_Strict):
     reconcile_cron: str = "0 3 * * *"
 
 
+class PricesConfig(_Strict):
+    """What the Anthropic contextualiser's tokens cost, in US dollars per million tokens, for
+    `bindery plan`'s estimate (defaults: Claude Haiku 4.5 list prices). Never part of a stage version."""
+
+    input_per_mtok: float = Field(1.0, ge=0, allow_inf_nan=False)
+    output_per_mtok: float = Field(5.0, ge=0, allow_inf_nan=False)
+    cache_write_per_mtok: float = Field(1.25, ge=0, allow_inf_nan=False)
+    cache_read_per_mtok: float = Field(0.10, ge=0, allow_inf_nan=False)
+
+
 class BinderyConfig(_Strict):
     data_dir: str = ".bindery"
     sources: list[SourceConfig] = Field(default_factory=list)
@@ -225,6 +235,7 @@ class BinderyConfig(_Strict):
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     automation: AutomationConfig = Field(default_factory=AutomationConfig)
     config_path: str | None = None  # where it was loaded from; relative paths resolve there
+    prices: PricesConfig = Field(default_factory=PricesConfig)
 
     @property
     def data_path(self) -> Path:

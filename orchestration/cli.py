@@ -115,6 +115,23 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
+    """What the next sync or reindex would do; writes nothing and starts no run."""
+    from assets.runtime import Runtime
+    from orchestration.estimate import throughput
+    from orchestration.instance import get_instance
+    from orchestration.plan import compute_plan
+
+    rt = Runtime(cfg)
+    if a.kind == "reindex" and rt.live() is not None and not rt.config_drift():
+        live = rt.live()
+        return {"kind": "reindex", "candidate": None, "message":
+                f"nothing to reindex: the configuration matches live generation {live.name if live else '-'}"}
+    history = throughput(get_instance(cfg)) if (cfg.data_path / "dagster_home").exists() else None
+    _source_names(cfg, a.source)  # an unknown source is a usage error
+    return compute_plan(cfg, rt, a.kind, a.source, allow_mass_delete=a.allow_mass_delete, history=history)
+
+
 def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from evals.promotion import candidate_row
 
@@ -271,7 +288,7 @@ def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:
 COMMANDS: dict[str, Callable[[BinderyConfig, argparse.Namespace], Any]] = {
     "sync": cmd_sync, "reindex": cmd_reindex, "promote": cmd_promote, "rollback": cmd_rollback,
     "eval": cmd_eval, "query": cmd_query, "status": cmd_status, "dlq": cmd_dlq, "verify": cmd_verify,
-    "gc": cmd_gc, "serve": cmd_serve, "ui": cmd_ui,
+    "gc": cmd_gc, "serve": cmd_serve, "ui": cmd_ui, "plan": cmd_plan,
 }
 
 
@@ -341,6 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--source", action="append", help="only this source (repeatable)")
     s.add_argument("--allow-mass-delete", action="store_true",
                    help="perform a delete sweep even if the listing shrank beyond the safety limits")
+    s = sub.add_parser("plan", help="what the next sync or reindex would do (writes nothing)")
+    s.add_argument("kind", nargs="?", choices=["sync", "reindex"], default="sync", help="sync (default) or reindex")
+    s.add_argument("--source", action="append", help="only this source (repeatable; sync only)")
+    s.add_argument("--allow-mass-delete", action="store_true",
+                   help="plan as if the sync were allowed past the delete guard")
     s = sub.add_parser("reindex", help="build a candidate generation from the current configuration")
     s.add_argument("--promote", action="store_true", help="run the gate and promote when it passes")
     s.add_argument("--force", action="store_true", help="rebuild even if the configuration is unchanged")

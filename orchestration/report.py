@@ -255,9 +255,40 @@ def _human_eval(r: dict[str, Any]) -> str:
     return f"generation {r['generation']} ({r['generation_name']}), {r['cases']} cases\n{r['_table']}"
 
 
+def _human_plan(r: dict[str, Any]) -> str:
+    if r.get("message"):
+        return str(r["message"])
+    lines = [f"plan for a {r['kind']} into {', '.join(r['generations'])}"
+             + (f" (new generation {r['new_generation']})" if r.get("new_generation") else "")]
+    rows = []
+    for name, s in r["sources"].items():
+        guard = s["delete_guard"]
+        verdict = ("FAILS: " + s["error"]) if s.get("error") else (
+            "ok" if guard["safe"] else f"ABORTS: {guard['reason']}")
+        rows.append([name, s["listed"], *(s["changes"].get(k, 0) for k in CLASSES), verdict])
+    lines += ["", *table(["source", "listed", *CLASSES, "delete guard"], rows).splitlines()]
+    est = r["estimate"]
+    stage_rows = [[st, c["compute"], c["cached"], c["unit"], est["by_stage"].get(st)]
+                  for st, c in r["stages"].items()]
+    lines += ["", *table(["stage", "compute", "cached", "unit", "est. seconds"], stage_rows).splitlines()]
+    w = r["written"]
+    lines += ["", f"indexes: {w['documents']} documents to write ({w['chunks']} chunks), {w['deleted']} to remove"]
+    total = est["seconds"]
+    lines.append(f"estimated time: {'unknown' if total is None else f'about {total:,.0f} s'}"
+                 + (f"; {est['note']}" if est.get("note") else ""))
+    llm = r.get("llm")
+    if llm:
+        lines.append(f"LLM ({llm['model']}): {llm['calls']:,} calls, {llm['input_tokens']:,} input + "
+                     f"{llm['cache_write_tokens']:,} cache-write + {llm['cached_input_tokens']:,} cached input + "
+                     f"{llm['output_tokens']:,} output tokens, about ${llm['cost_usd']:,.2f}")
+    lines.append(f"(planned in {r['seconds']} s; nothing was written)")
+    return "\n".join(lines)
+
+
 _HUMAN: dict[str, Any] = {
     "sync": _human_sync, "reindex": _human_reindex, "eval": _human_eval, "query": _human_query,
     "status": _human_status, "dlq": _human_dlq, "promote": _human_promote, "rollback": _human_rollback,
+    "plan": _human_plan,
 }
 
 

@@ -7,6 +7,7 @@ shows it, by registering a sink factory for the process (the runs execute in-pro
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TextIO
 
@@ -17,14 +18,17 @@ from assets.progress import LogSink, ProgressSink, add_sink_factory
 __all__ = ["TqdmSink", "show_progress"]
 
 PIPE_EVERY_SECONDS = 10.0
+DEFAULT_COLUMNS = 100
 
 
 class TqdmSink:
     """One bar per stage and source; it disappears when the stage ends (the summary has the counts)."""
 
     def __init__(self, stage: str, source: str, unit: str, stream: TextIO):
+        # a terminal that reports no size (a fresh pseudo-terminal) would get an empty bar
+        sized = _columns(stream) > 0
         self.bar = tqdm(desc=f"{stage} [{source}]", total=0, unit=f" {unit}", file=stream, leave=False,
-                        dynamic_ncols=True, mininterval=0.5)
+                        dynamic_ncols=sized, ncols=None if sized else DEFAULT_COLUMNS, mininterval=0.5)
 
     def update(self, done: int, total: int) -> None:
         self.bar.total = total
@@ -33,6 +37,13 @@ class TqdmSink:
 
     def close(self, done: int, total: int) -> None:
         self.bar.close()
+
+
+def _columns(stream: TextIO) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError):
+        return 0
 
 
 def show_progress(stream: TextIO | None = None) -> None:

@@ -7,12 +7,15 @@ interrupted with SIGINT half-way (one line, a consistent store, the next sync re
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -125,6 +128,7 @@ def test_sync_under_a_terminal_shows_bars_and_stops_cleanly_on_ctrl_c(tmp_path: 
     stays consistent, and the next sync embeds exactly what was missing."""
     dep = Deployment(tmp_path)
     master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))  # a terminal has a size
     proc = subprocess.Popen(_cli(dep, "sync"), stdin=slave, stdout=subprocess.PIPE, stderr=slave, env=_env(),
                             start_new_session=True)
     os.close(slave)
