@@ -94,6 +94,13 @@ class SourceConfig(_Strict):
     def _expand(cls, v: str | None) -> str | None:
         return os.path.expanduser(v) if v else v
 
+    @field_validator("include", "exclude")
+    @classmethod
+    def _globs(cls, v: list[str]) -> list[str]:
+        from connectors.sources.globs import check_patterns  # gitignore rules, via pathspec
+
+        return check_patterns(v)
+
     def check_complete(self) -> None:
         if self.kind == "local" and not self.root:
             raise ConfigError(f"source {self.name!r}: kind local needs 'root'")
