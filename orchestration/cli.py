@@ -132,6 +132,39 @@ def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     return compute_plan(cfg, rt, a.kind, a.source, allow_mass_delete=a.allow_mass_delete, history=history)
 
 
+def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
+    """`bindery evalset draft`: proposed eval questions from the live generation's chunks, into a
+    JSONL file for a person to review (it never touches gate.queries)."""
+    from collections import Counter
+    from pathlib import Path
+
+    from evals.draft import draft_cases
+
+    out = Path(a.out)
+    if out.exists() and not a.force:
+        raise ConfigError(f"--out {out} already exists (pass --force to overwrite it)")
+    store = _store(cfg)
+    gen = _generation(store, "live")
+    docs = {d["doc_id"]: d["external_id"] for d in store.documents()}
+    by_doc: dict[str, list[dict[str, Any]]] = {}
+    for c in store.chunks_for(list(docs), gen["stage_versions"]["chunk"]):
+        by_doc.setdefault(docs[c["doc_id"]], []).append(c)
+    writer = None
+    if cfg.stages.context.provider == "anthropic":
+        from connectors.questions import AnthropicQuestionWriter
+
+        writer = AnthropicQuestionWriter(cfg.stages.context)
+    try:
+        cases = draft_cases(by_doc, max_cases=a.max, writer=writer)
+    finally:
+        if writer is not None:
+            writer.close()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases), encoding="utf-8")
+    return {"out": str(out), "cases": len(cases), "by_kind": dict(Counter(c["category"] for c in cases)),
+            "provider": "anthropic" if writer is not None else "offline", "generation": gen["id"]}
+
+
 def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from evals.promotion import candidate_row
 
@@ -288,7 +321,7 @@ def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:
 COMMANDS: dict[str, Callable[[BinderyConfig, argparse.Namespace], Any]] = {
     "sync": cmd_sync, "reindex": cmd_reindex, "promote": cmd_promote, "rollback": cmd_rollback,
     "eval": cmd_eval, "query": cmd_query, "status": cmd_status, "dlq": cmd_dlq, "verify": cmd_verify,
-    "gc": cmd_gc, "serve": cmd_serve, "ui": cmd_ui, "plan": cmd_plan,
+    "gc": cmd_gc, "serve": cmd_serve, "ui": cmd_ui, "plan": cmd_plan, "evalset": cmd_evalset,
 }
 
 
@@ -392,6 +425,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("verify", help="check store and indexes hold the same chunk ids")
     s.add_argument("--repair", action="store_true", help="rebuild a drifted index from the document store")
     sub.add_parser("gc", help="drop expired generations and orphaned cache rows")
+    s = sub.add_parser("evalset", help="draft an eval set from the corpus, for a person to review")
+    s.add_argument("action", choices=["draft"], help="draft: propose questions into --out")
+    s.add_argument("--out", required=True, help="JSONL file to write (see docs/eval-format.md)")
+    s.add_argument("--max", type=_positive_int, default=40, help="at most this many questions (default 40)")
+    s.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     s = sub.add_parser("serve", help="run the query service")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=_port, default=8000, help="port (default 8000)")

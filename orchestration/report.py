@@ -285,10 +285,16 @@ def _human_plan(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _human_evalset(r: dict[str, Any]) -> str:
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(r["by_kind"].items())) or "none"
+    return (f"drafted {r['cases']} questions ({kinds}; {r['provider']}) into {r['out']}\n"
+            "review them (fix or delete), then set gate.queries to the file")
+
+
 _HUMAN: dict[str, Any] = {
     "sync": _human_sync, "reindex": _human_reindex, "eval": _human_eval, "query": _human_query,
     "status": _human_status, "dlq": _human_dlq, "promote": _human_promote, "rollback": _human_rollback,
-    "plan": _human_plan,
+    "plan": _human_plan, "evalset": _human_evalset,
 }
 
 
