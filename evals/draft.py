@@ -28,7 +28,7 @@ from evals.evalset import normalise, parse_case
 __all__ = ["KINDS", "QuestionWriter", "draft_cases"]
 
 KINDS = ("title", "heading", "identifier", "table", "llm")
-SNIPPET_WORDS = 8
+SNIPPET_WORDS = 10
 _IDENTIFIER = re.compile(
     r"(?<![\w-])(?:[A-Z][A-Z0-9]*-(?:0x)?[0-9A-Za-z]+(?:-[0-9A-Za-z]+)*|[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
     r"|v\d+\.\d+(?:\.\d+)?)(?![\w-])")
@@ -49,7 +49,7 @@ def _body(chunk: dict[str, Any]) -> str:
 
 def _snippet(text: str, words: int = SNIPPET_WORDS) -> str | None:
     sentence = re.split(r"(?<=[.!?])\s", " ".join(text.split()), maxsplit=1)[0]
-    norm = " ".join(normalise(sentence).split()[:words])
+    norm = normalise(" ".join(sentence.split()[:words]))  # words as written, so XR-4471 counts once
     return norm or None
 
 
