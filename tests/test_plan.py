@@ -119,8 +119,9 @@ def test_plan_with_the_anthropic_contextualiser_counts_calls_tokens_and_cost(
         dep = Deployment(tmp_path, stages={"context": {"provider": "anthropic", "base_url": stub.base_url}},
                          prices={"input_per_mtok": 1.0, "output_per_mtok": 5.0, "cache_write_per_mtok": 1.25,
                                  "cache_read_per_mtok": 0.1})
-        sections = "".join(f"## Part {i}\n\n" + f"Step {i} of the procedure checks valve {i} and logs it. " * 30
-                           + "\n\n" for i in range(4))
+        sections = "".join(f"## {w.title()}\n\n" + " ".join(
+            f"For {w}, step {j} checks valve {j * 7 + 3} and records pressure {j * 13 + 1} in the {w} log."
+            for j in range(25)) + "\n\n" for w in ("installation", "calibration", "maintenance", "storage"))
         dep.write("manual/long.md", "# Long manual\n\n" + sections)  # several chunks: cache reads
         plan = dep.cli("plan")
         assert stub.message_requests == []  # planning never calls the model
