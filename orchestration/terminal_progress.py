@@ -13,7 +13,7 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-from assets.progress import LogSink, ProgressSink, add_sink_factory
+from assets.progress import LogSink, ProgressSink, add_sink_factory, clear_sink_factories, reset_stored_counts
 
 __all__ = ["TqdmSink", "show_progress"]
 
@@ -47,7 +47,10 @@ def _columns(stream: TextIO) -> int:
 
 
 def show_progress(stream: TextIO | None = None) -> None:
-    """From now on every stage of this process reports to `stream` (default stderr)."""
+    """From now on every stage of this process reports to `stream` (default stderr), and only
+    there: a process that runs several commands (tests, benchmarks) keeps one display."""
+    clear_sink_factories()
+    reset_stored_counts()
     out = stream or sys.stderr
     if out.isatty():
         def bar(stage: str, source: str, unit: str) -> ProgressSink:

@@ -155,3 +155,24 @@ def test_sync_under_a_terminal_shows_bars_and_stops_cleanly_on_ctrl_c(tmp_path: 
     from tests.sync_helpers import assert_converged
 
     assert_converged(dep)
+
+
+def test_cli_display_is_installed_once_per_process() -> None:
+    """A process that runs several commands (tests, benchmarks) keeps one display, not one more
+    per command, and the interrupted-line tally starts again with each command."""
+    import io
+
+    from orchestration.terminal_progress import show_progress
+
+    buf = io.StringIO()  # not a terminal: periodic lines
+    show_progress(buf)
+    with P.StageProgress("parse", "docs", "documents") as prog:
+        prog.total(1)
+        prog.advance(1)
+    show_progress(buf)
+    assert P.stored_counts() == {}
+    with P.StageProgress("parse", "docs", "documents") as prog:
+        prog.total(2)
+        prog.advance(2)
+    assert buf.getvalue().count("— done") == 2 and "2/2 documents" in buf.getvalue()
+    assert P.stored_counts() == {"parse": 2}
