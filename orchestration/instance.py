@@ -62,7 +62,7 @@ def postgres_target(cfg: BinderyConfig) -> tuple[str, str] | None:
     """(SQLAlchemy URL, schema) of the instance's PostgreSQL storage, or None for SQLite."""
     orch = cfg.orchestration
     url = orch.postgres_url or cfg.backends.database_url
-    on_pg = bool(url) and sa.engine.make_url(url).get_backend_name() == "postgresql"
+    on_pg = url is not None and sa.engine.make_url(url).get_backend_name() == "postgresql"
     if orch.storage == "sqlite" or (orch.storage == "auto" and not on_pg):
         return None
     if not url or not on_pg:
