@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from connectors.indexes.base import KeywordIndex, VectorIndex
 from tests.es_stub import ESStub
@@ -19,6 +20,25 @@ from tests.qdrant_stub import QdrantStub
 
 VECTOR_BACKENDS = ["qdrant-local", "qdrant-server"]
 KEYWORD_BACKENDS = ["tantivy", "elasticsearch"]
+
+
+@contextmanager
+def backend_settings(vector: str | None = None, keyword: str | None = None) -> Iterator[dict[str, Any]]:
+    """`backends:` settings for a configuration using `vector` and/or `keyword`, with the REST stub
+    of each server backend running while the context is open. A suite that builds its indexes
+    through connectors.generations from a configuration (as the vector-backend suite does) adds
+    the server backends by taking its `backends:` from here."""
+    with QdrantStub() as qdrant, ESStub() as es:
+        out: dict[str, Any] = {}
+        if vector is not None:
+            out["vector"] = vector
+            if vector == "qdrant-server":
+                out["qdrant_url"] = qdrant.url
+        if keyword is not None:
+            out["keyword"] = keyword
+            if keyword == "elasticsearch":
+                out["elasticsearch_url"] = es.url
+        yield out
 
 
 @contextmanager

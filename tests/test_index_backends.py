@@ -205,3 +205,34 @@ def test_bulk_gives_up_after_its_retries(sleeps: list[float]) -> None:
             index.upsert(RECORDS)
     assert sleeps == [min(es_mod._BULK_MAX_BACKOFF_S, es_mod._BULK_BACKOFF_S * 2**i)
                       for i in range(es_mod._BULK_RETRIES)]
+
+
+# -- both index kinds of a generation, opened as ingestion opens them -------------------------
+
+
+@pytest.mark.parametrize("pair", [("qdrant-local", "tantivy"), ("qdrant-server", "elasticsearch")],
+                         ids=lambda p: "+".join(p))
+def test_a_new_generation_on_empty_engines_reads_as_empty(pair: tuple[str, str], tmp_path: Path) -> None:
+    """What the index stage asks before its first write: nothing exists yet, so both count 0,
+    list nothing, and deleting documents from them is a no-op (no 404 from an empty cluster)."""
+    from connectors.generations import open_writer
+    from tests.backends import backend_settings
+
+    with backend_settings(*pair) as backends:
+        cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "backends": backends})
+        gen = {"id": 1, "name": "g1_empty"}
+        reader = open_writer(cfg, gen, None)  # no dimension yet: creates nothing
+        try:
+            for index in (reader.vector, reader.keyword):
+                assert index.count() == 0 and index.chunk_ids() == set()
+                index.delete_docs(["a", "b"])
+        finally:
+            reader.close()
+        writer = open_writer(cfg, gen, 3)
+        try:
+            writer.vector.upsert(RECORDS)
+            writer.keyword.upsert(RECORDS)
+            writer.keyword.commit()
+            assert writer.vector.count() == writer.keyword.count() == len(RECORDS)
+        finally:
+            writer.close()

@@ -75,6 +75,8 @@ class QdrantIndex:
 
     def delete_docs(self, doc_ids: Iterable[str]) -> None:
         ids = list(doc_ids)
+        if not ids or not self.client.collection_exists(self.collection):
+            return
         for i in range(0, len(ids), 256):
             flt = models.Filter(must=[models.FieldCondition(key="doc_id", match=models.MatchAny(any=ids[i : i + 256]))])
             self.client.delete(self.collection, models.FilterSelector(filter=flt), wait=True)
