@@ -1,7 +1,10 @@
 """`bindery` — the operator CLI. Every mutating command runs the same Dagster job the UI runs.
 
-Human output by default, the DESIGN.md JSON contract with `--json`. Exit codes: 0 success,
-1 a run or a gate failed (the reason on stderr and in the JSON), 2 bad usage or configuration.
+Human output by default (orchestration.report), the JSON contract of docs/json-contract.md with
+`--json`. `--config`, `--json` and `--debug` go before or after the command. Exit codes: 0
+success, 1 a run or a gate failed (the reason on stderr in one line and in the JSON), 2 a usage or
+configuration mistake (one line naming the key or argument), 130 interrupted. Nothing prints a
+traceback unless `--debug`: `main` turns every error into one line.
 """
 
 from __future__ import annotations
