@@ -35,48 +35,69 @@ def _value(v: Any) -> Any:
     return v.value if isinstance(v, dg.MetadataValue) else v
 
 
-def throughput(instance: dg.DagsterInstance) -> dict[str, Any]:
-    """Seconds per item per stage from past runs, plus LLM tokens per computed prefix."""
-    out: dict[str, Any] = {"seconds_per_item": {}, "runs": {}}
-    tokens = {"input_tokens": 0.0, "output_tokens": 0.0, "cache_read_tokens": 0.0}
-    prefixes = 0
-    for stage, (asset, key) in _STAGE_ASSETS.items():
-        records = instance.fetch_materializations(dg.AssetKey(asset), limit=200).records
-        items = seconds = 0.0
-        runs = 0
-        for rec in records:
-            mat = rec.asset_materialization
-            if mat is None:
-                continue
-            meta = {k: _value(v) for k, v in mat.metadata.items()}
-            n, s = meta.get(key), meta.get("seconds")
-            if not isinstance(n, (int, float)) or not isinstance(s, (int, float)) or n <= 0:
-                continue
-            items, seconds, runs = items + n, seconds + s, runs + 1
-            if stage == "context":
-                prefixes += int(n)
-                for t in tokens:
-                    tokens[t] += float(meta.get(t) or 0)
-            if runs >= HISTORY_RUNS:
+def _recent(instance: dg.DagsterInstance, asset: str, key: str) -> list[dict[str, Any]]:
+    """Metadata of the most recent materialisations of `asset` that computed something."""
+    out = []
+    for rec in instance.fetch_materializations(dg.AssetKey(asset), limit=200).records:
+        mat = rec.asset_materialization
+        if mat is None:
+            continue
+        meta = {k: _value(v) for k, v in mat.metadata.items()}
+        n, s = meta.get(key), meta.get("seconds")
+        if isinstance(n, (int, float)) and isinstance(s, (int, float)) and n > 0:
+            out.append(meta)
+            if len(out) >= HISTORY_RUNS:
                 break
-        if runs:
-            out["seconds_per_item"][stage] = seconds / items
-            out["runs"][stage] = runs
-    if prefixes and tokens["input_tokens"]:
-        out["llm_tokens_per_prefix"] = {k: v / prefixes for k, v in tokens.items()}
+    return out
+
+
+def _fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(fixed seconds per run, seconds per item) by least squares over (items, seconds) of past
+    runs; a plain ratio when all runs did the same amount of work. Both clamped at zero."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if sxx == 0:
+        return 0.0, my / mx
+    slope = max(0.0, sum((x - mx) * (y - my) for x, y in points) / sxx)
+    return max(0.0, my - slope * mx), slope
+
+
+def throughput(instance: dg.DagsterInstance) -> dict[str, Any]:
+    """Per stage, the fixed seconds per run and the seconds per item of past runs (a run's time
+    is not proportional to its work: the embed stage loads the model once whatever it embeds),
+    plus LLM tokens per computed prefix."""
+    out: dict[str, Any] = {"seconds_per_item": {}, "fixed_seconds": {}, "runs": {}}
+    for stage, (asset, key) in _STAGE_ASSETS.items():
+        runs = _recent(instance, asset, key)
+        if not runs:
+            continue
+        fixed, per_item = _fit([(float(m[key]), float(m["seconds"])) for m in runs])
+        out["runs"][stage] = len(runs)
+        out["seconds_per_item"][stage] = per_item
+        out["fixed_seconds"][stage] = fixed
+        if stage == "context":
+            items = sum(float(m[key]) for m in runs)
+            tokens = {t: sum(float(m.get(t) or 0) for m in runs) / items
+                      for t in ("input_tokens", "output_tokens", "cache_read_tokens")}
+            if tokens["input_tokens"]:
+                out["llm_tokens_per_prefix"] = tokens
     return out
 
 
 def estimate_seconds(stages: dict[str, dict[str, Any]], history: dict[str, Any] | None) -> dict[str, Any]:
-    """Seconds per stage = items to compute x seconds per item measured here before."""
+    """Seconds per stage = fixed cost per run (embed: the model load) + items to compute x
+    seconds per item measured here before."""
     rates = (history or {}).get("seconds_per_item", {})
+    fixed = (history or {}).get("fixed_seconds", {})
     by_stage: dict[str, float] = {}
     missing = []
     for stage, c in stages.items():
         if not c["compute"]:
             continue
         if stage in rates:
-            by_stage[stage] = round(c["compute"] * rates[stage], 1)
+            by_stage[stage] = round(fixed.get(stage, 0.0) + c["compute"] * rates[stage], 1)
         else:
             missing.append(stage)
     note = None

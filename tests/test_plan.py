@@ -159,7 +159,17 @@ def test_estimate_says_when_there_is_no_history() -> None:
     stages = {"parse": {"compute": 10}, "embed": {"compute": 100}, "chunk": {"compute": 0}}
     none = estimate_seconds(stages, None)
     assert none["seconds"] is None and none["no_history"] == ["parse", "embed"] and "no history" in none["note"]
-    some = estimate_seconds(stages, {"seconds_per_item": {"parse": 0.5, "embed": 0.1}, "runs": {}})
-    assert some["seconds"] == 15.0 and some["by_stage"] == {"parse": 5.0, "embed": 10.0} and some["note"] is None
+    some = estimate_seconds(stages, {"seconds_per_item": {"parse": 0.5, "embed": 0.1}, "runs": {},
+                                     "fixed_seconds": {"embed": 4.0}})
+    assert some["seconds"] == 19.0 and some["by_stage"] == {"parse": 5.0, "embed": 14.0} and some["note"] is None
 
 
+
+
+def test_throughput_fit_separates_the_fixed_cost_from_the_rate() -> None:
+    from orchestration.estimate import _fit
+
+    fixed, rate = _fit([(4, 10.0), (3591, 1800.0)])  # a small and a big embed run
+    assert rate == pytest.approx((1800 - 10) / (3591 - 4)) and fixed == pytest.approx(10 - 4 * rate)
+    assert _fit([(10, 5.0), (10, 7.0)]) == (0.0, 0.6)  # same work every time: a plain ratio
+    assert _fit([(10, 9.0), (20, 5.0)])[1] == 0.0  # noise never makes work take negative time
