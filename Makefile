@@ -37,6 +37,15 @@ system-deps:
 	    || echo "warning: could not install tesseract-ocr; OCR disabled"; \
 	  else echo "warning: tesseract-ocr not installed (apt-get install tesseract-ocr tesseract-ocr-eng)"; fi; }
 
+# Headless Chromium for the web console's browser test (tests/test_console.py, via Playwright
+# with executable_path); without it that test skips with the reason (CI requires it).
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	     (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1)) \
+	    || echo "warning: could not install chromium; the console browser test will skip"; \
+	  else echo "warning: chromium not installed (apt-get install chromium)"; fi; }
+
 setup: $(STAMP) system-deps
 
 run: setup

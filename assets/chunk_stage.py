@@ -10,11 +10,14 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass
+from typing import Any
 
 from assets.chunking import chunk_blocks
 from assets.parse_stage import good_parses
 from assets.parsing.types import Block
+from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
+from connectors.config import ChunkConfig
 from connectors.identity import chunk_id, text_hash
 
 
@@ -28,7 +31,29 @@ class ChunkStats:
     seconds: float = 0.0
 
 
-def run_chunk(rt: Runtime, source_name: str, gens: list[Generation]) -> ChunkStats:
+def needs_chunking(current: dict[str, tuple[str, str]], doc: dict[str, Any], parse_version: str) -> bool:
+    """True unless this chunk version's chunks of `doc` were cut from its current content and parse."""
+    return current.get(doc["doc_id"]) != (doc["content_hash"], parse_version)
+
+
+def chunk_rows(doc: dict[str, Any], parse: dict[str, Any], chunk_cfg: ChunkConfig, chunk_version: str,
+               parse_version: str) -> list[dict[str, Any]]:
+    """The chunk rows of one document from its stored parse (pure: the stage stores them,
+    `bindery plan` only looks at their texts)."""
+    blocks = [Block.from_dict(b) for b in parse["blocks"] or []]
+    drafts = chunk_blocks(blocks, chunk_cfg, title=parse["title"])
+    return [{
+        "chunk_id": chunk_id(doc["doc_id"], chunk_version, c.ordinal), "doc_id": doc["doc_id"],
+        "chunk_version": chunk_version, "content_hash": doc["content_hash"], "parse_version": parse_version,
+        "ordinal": c.ordinal, "kind": c.kind, "display_text": c.display_text,
+        "embed_text": c.embed_text, "text_hash": text_hash(c.display_text),
+        "heading_path": list(c.heading_path), "page": c.page, "char_start": c.char_start,
+        "char_end": c.char_end, "tokens": getattr(c, "tokens", None), "parent_id": c.parent_id,
+    } for c in drafts]
+
+
+def run_chunk(rt: Runtime, source_name: str, gens: list[Generation], *,
+              progress: Progress = NO_PROGRESS) -> ChunkStats:
     started = time.perf_counter()
     stats = ChunkStats()
     docs = rt.store.documents(source_name)
@@ -47,32 +72,23 @@ def run_chunk(rt: Runtime, source_name: str, gens: list[Generation]) -> ChunkSta
         def flush(cver: str = cver, pending: dict[str, list[dict]] = pending, dead: set[str] = dead) -> None:
             rt.store.replace_chunks(cver, pending)
             rt.store.resolve_dead_letters([d for d in pending if d in dead], stages=("chunk",))
+            progress.advance(len(pending))
             pending.clear()
 
-        for d in docs:
-            p = parses.get(d["doc_id"])
-            if p is None:
-                continue
-            if current.get(d["doc_id"]) == (d["content_hash"], pver):
-                stats.cached += 1
-                continue
+        todo = [d for d in docs if d["doc_id"] in parses and needs_chunking(current, d, pver)]
+        stats.cached += sum(1 for d in docs if d["doc_id"] in parses) - len(todo)
+        progress.total(len(todo))
+        for d in todo:
+            p = parses[d["doc_id"]]
             try:
-                blocks = [Block.from_dict(b) for b in p["blocks"] or []]
-                drafts = chunk_blocks(blocks, g.stages.chunk, title=p["title"])
+                rows = chunk_rows(d, p, g.stages.chunk, cver, pver)
             except Exception as e:
                 stats.failed += 1
                 rt.store.add_dead_letter(doc_id=d["doc_id"], source=source_name, external_id=d["external_id"],
                                          stage="chunk", reason=f"crash:{type(e).__name__}", error=str(e),
                                          trace=traceback.format_exc(), content_hash=d["content_hash"])
+                progress.advance(1)
                 continue
-            rows = [{
-                "chunk_id": chunk_id(d["doc_id"], cver, c.ordinal), "doc_id": d["doc_id"],
-                "chunk_version": cver, "content_hash": d["content_hash"], "parse_version": pver,
-                "ordinal": c.ordinal, "kind": c.kind, "display_text": c.display_text,
-                "embed_text": c.embed_text, "text_hash": text_hash(c.display_text),
-                "heading_path": list(c.heading_path), "page": c.page, "char_start": c.char_start,
-                "char_end": c.char_end, "tokens": getattr(c, "tokens", None), "parent_id": c.parent_id,
-            } for c in drafts]
             pending[d["doc_id"]] = rows
             stats.chunked += 1
             stats.chunks += len(rows)

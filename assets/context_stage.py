@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assets.parse_stage import good_parses
+from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.contextualizers import ChunkContext, DocumentContext, make_contextualizer, summary_sentence
 from connectors.identity import text_hash
@@ -35,7 +36,16 @@ def context_input_hash(chunk: dict[str, Any]) -> str:
     return text_hash(f"{chunk['content_hash']}\x00{json.dumps(chunk['heading_path'])}\x00{chunk['text_hash']}")
 
 
-def run_context(rt: Runtime, source_name: str, gens: list[Generation]) -> ContextStats:
+def missing_contexts(rt: Runtime, chunks: list[dict[str, Any]], context_version: str) -> dict[str, dict[str, Any]]:
+    """input hash -> chunk, for the chunks whose prefix is not cached for this context version
+    (one entry per distinct input: identical chunks share a prefix)."""
+    by_hash = {context_input_hash(c): c for c in chunks}
+    have = rt.store.get_contexts(list(by_hash), context_version)
+    return {h: c for h, c in by_hash.items() if h not in have}
+
+
+def run_context(rt: Runtime, source_name: str, gens: list[Generation], *,
+                progress: Progress = NO_PROGRESS) -> ContextStats:
     started = time.perf_counter()
     stats = ContextStats()
     docs = {d["doc_id"]: d for d in rt.store.documents(source_name)}
@@ -47,15 +57,14 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation]) -> Contex
         done.add(key)
         chunks = rt.store.chunks_for(list(docs), g.versions["chunk"])
         stats.chunks += len(chunks)
-        by_hash = {context_input_hash(c): c for c in chunks}
-        have = rt.store.get_contexts(list(by_hash), g.versions["context"])
-        stats.cached += len(have)
+        todo = missing_contexts(rt, chunks, g.versions["context"])
+        stats.cached += len({context_input_hash(c) for c in chunks}) - len(todo)
         missing: dict[str, list[dict[str, Any]]] = {}
-        for h, c in by_hash.items():
-            if h not in have:
-                missing.setdefault(c["doc_id"], []).append(c)
+        for c in todo.values():
+            missing.setdefault(c["doc_id"], []).append(c)
         if not missing:
             continue
+        progress.total(len(todo))
         ctx = make_contextualizer(g.stages.context)
         parses = good_parses(rt, [docs[d] for d in missing], g.versions["parse"])
         dead = rt.store.dead_letter_docs(("context",))
@@ -66,6 +75,7 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation]) -> Contex
                   dead: set[str] = dead) -> None:
             rt.store.put_contexts(pending)
             rt.store.resolve_dead_letters([d for d in done_docs if d in dead], stages=("context",))
+            progress.advance(len(pending))
             pending.clear()
             done_docs.clear()
 
@@ -84,6 +94,7 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation]) -> Contex
                                          stage="context", reason=getattr(e, "reason", "context-failed"),
                                          error=str(e), trace=traceback.format_exc(),
                                          content_hash=d["content_hash"])
+                progress.advance(len(doc_chunks))
                 continue
             now = time.time()
             rows = [{"input_hash": context_input_hash(c), "context_version": g.versions["context"],

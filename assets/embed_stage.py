@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assets.context_stage import context_input_hash, embed_text_of
+from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.embedder import Embedder, to_bytes
 from connectors.identity import text_hash
@@ -42,7 +43,8 @@ def final_texts(rt: Runtime, chunks: list[dict[str, Any]], context_version: str)
     return out
 
 
-def run_embed(rt: Runtime, source_name: str, gens: list[Generation]) -> EmbedStats:
+def run_embed(rt: Runtime, source_name: str, gens: list[Generation], *,
+              progress: Progress = NO_PROGRESS) -> EmbedStats:
     started = time.perf_counter()
     stats = EmbedStats()
     doc_ids = [d["doc_id"] for d in rt.store.documents(source_name)]
@@ -64,6 +66,7 @@ def run_embed(rt: Runtime, source_name: str, gens: list[Generation]) -> EmbedSta
         stats.cached += len(by_hash) - len(missing)
         if not missing:
             continue
+        progress.total(len(missing))
         embedder = Embedder(g.stages.embed)
         limit = embedder.max_seq_length
         from connectors.tokenizer import get_tokenizer
@@ -83,5 +86,6 @@ def run_embed(rt: Runtime, source_name: str, gens: list[Generation]) -> EmbedSta
                 for h, v in zip(batch, vecs, strict=True)
             ])
             stats.embedded += len(batch)
+            progress.advance(len(batch))
     stats.seconds = time.perf_counter() - started
     return stats

@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from assets.embed_stage import final_texts
+from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.embedder import from_bytes
 from connectors.generations import open_writer, publish, writer_lock
@@ -62,20 +63,31 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> tup
             continue
         recs = [IndexRecord(
             chunk_id=c["chunk_id"], doc_id=did, source=d["source"], external_id=d["external_id"],
-            text=f"{name_terms(d['external_id'])}\n{texts[c['chunk_id']]}",
+            text=index_text(d, texts[c["chunk_id"]]),
             vector=from_bytes(vectors[text_hash(texts[c["chunk_id"]])]).tolist(),
             acl=tuple(d["acl"]),
             payload={"display_text": c["display_text"], "heading_path": c["heading_path"], "page": c["page"],
                      "ordinal": c["ordinal"], "kind": c["kind"], "uri": d["uri"]},
         ) for c in cs]
         records[did] = recs
-        digests[did] = short_hash([d["external_id"], d["uri"], d["acl_hash"],
-                                   [(r.chunk_id, text_hash(r.text)) for r in recs]], 32)
+        digests[did] = doc_digest(d, [(r.chunk_id, r.text) for r in recs])
     return records, digests
 
 
+def index_text(doc: dict[str, Any], final_text: str) -> str:
+    """What the keyword index reads for a chunk: the file name's words, then the final text."""
+    return f"{name_terms(doc['external_id'])}\n{final_text}"
+
+
+def doc_digest(doc: dict[str, Any], texts: list[tuple[str, str]]) -> str:
+    """What a document holds in an index, from its (chunk id, index text) pairs: a document
+    is rewritten only when this changes."""
+    return short_hash([doc["external_id"], doc["uri"], doc["acl_hash"],
+                       [(cid, text_hash(text)) for cid, text in texts]], 32)
+
+
 def run_index(rt: Runtime, source_name: str, gens: list[Generation],
-              delete_only: list[Generation] | None = None) -> IndexStats:
+              delete_only: list[Generation] | None = None, *, progress: Progress = NO_PROGRESS) -> IndexStats:
     started = time.perf_counter()
     stats = IndexStats()
     docs = {d["doc_id"]: d for d in rt.store.documents(source_name)}
@@ -91,6 +103,7 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
         stats.generations[g.name] = gstats
         if not changed and not gone:
             continue
+        progress.total(len(changed) + len(gone))
         with writer_lock(rt.cfg, g.name):
             dim = next((len(rs[0].vector or []) for rs in records.values() if rs), None)
             pair = open_writer(rt.cfg, g.row, dim)
@@ -124,6 +137,7 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
                  "chunks": len(records[did]), "indexed_at": now} for did in changed])
             counts["documents"] = len(rt.store.index_state(g.id))
             rt.store.update_generation(g.id, counts=counts)
+        progress.advance(len(changed) + len(gone))
         gstats["chunks"] = len(recs)
         stats.written_docs += len(changed)
         stats.written_chunks += len(recs)

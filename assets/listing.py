@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,17 @@ def _unchanged(src: Source, old: dict[str, Any], entry: SourceEntry, default_acl
     return _acl_of(entry) == old["acl"]
 
 
+def change_class(live_old: dict[str, Any] | None, chash: str, acl: list[str], metadata: dict[str, Any],
+                 gone_hashes: Container[str]) -> str:
+    """The class of a listed item whose bytes were read: `bindery plan` predicts with the same rule."""
+    if live_old is not None and live_old["content_hash"] == chash:
+        meta_changed = acl != list(live_old["acl"]) or metadata != live_old["metadata"]
+        return "acl" if meta_changed else "unchanged"
+    if live_old is not None:
+        return "updated"
+    return "moved" if chash in gone_hashes else "new"
+
+
 def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = False,
                 source: Source | None = None) -> ListingResult:
     started = time.perf_counter()
@@ -173,12 +185,10 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
                 touched.append(did)  # keep what is indexed; only the new version is missing
             continue
         chash = content_hash(data)
-        if live_old is not None and live_old["content_hash"] == chash:
-            meta_changed = acl != list(live_old["acl"]) or dict(entry.metadata) != live_old["metadata"]
-            cls = "acl" if meta_changed else "unchanged"
+        cls = change_class(live_old, chash, acl, dict(entry.metadata), gone_by_hash)
+        if live_old is not None and cls in ("acl", "unchanged"):
             changed_at = now if cls == "acl" else live_old["changed_at"]
         else:
-            cls = "updated" if alive else ("moved" if chash in gone_by_hash else "new")
             changed_at = now
             spool.mkdir(parents=True, exist_ok=True)
             if not (spool / chash).exists():

@@ -17,6 +17,7 @@ from typing import Any
 
 from assets.listing import read_content, spool_path
 from assets.parsing import parse_document
+from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.config import ParseQualityThresholds
 from connectors.errors import BinderyError, SourceError
@@ -60,7 +61,20 @@ def validate_parse(metrics: dict[str, Any], th: ParseQualityThresholds) -> list[
     return problems
 
 
-def run_parse(rt: Runtime, source_name: str, gens: list[Generation]) -> ParseStats:
+def parse_key(doc: dict[str, Any], parse_version: str) -> tuple[str, str, str]:
+    """The cache key of a document's parse: its bytes, the parse version, the format."""
+    return (doc["content_hash"], parse_version, file_format(doc["external_id"]))
+
+
+def pending_parses(rt: Runtime, docs: list[dict[str, Any]], parse_version: str) -> list[dict[str, Any]]:
+    """The documents with no stored parse (ok, failed or rejected) for this parse version:
+    what `run_parse` parses and what `bindery plan` predicts it will."""
+    have = rt.store.get_parses([parse_key(d, parse_version) for d in docs])
+    return [d for d in docs if parse_key(d, parse_version) not in have]
+
+
+def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,
+              progress: Progress = NO_PROGRESS) -> ParseStats:
     started = time.perf_counter()
     scfg = rt.cfg.source(source_name)
     stats = ParseStats()
@@ -73,17 +87,16 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation]) -> ParseSta
     def flush() -> None:
         rt.store.put_parses(pending)
         rt.store.resolve_dead_letters(resolved, stages=("parse", "listing"))
+        progress.advance(len(pending))
         pending.clear()
         resolved.clear()
 
     for pcfg, pver in {g.versions["parse"]: (g.stages.parse, g.versions["parse"]) for g in gens}.values():
-        keys = {d["doc_id"]: (d["content_hash"], pver, file_format(d["external_id"])) for d in docs}
-        have = rt.store.get_parses(keys.values())
-        stats.cached += sum(1 for k in keys.values() if k in have)
-        for d in docs:
-            key = keys[d["doc_id"]]
-            if key in have:
-                continue
+        todo = pending_parses(rt, docs, pver)
+        stats.cached += len(docs) - len(todo)
+        progress.total(len(todo))
+        for d in todo:
+            key = parse_key(d, pver)
             stats.attempted += 1
             t0 = time.perf_counter()
             row: dict[str, Any] = {  # every key present: rows are written in batches
@@ -122,6 +135,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation]) -> ParseSta
                                              stage="parse", reason=e.reason, error=str(e),
                                              trace=traceback.format_exc(), content_hash=key[0])
                     stats.failed += 1
+                    progress.advance(1)  # dealt with (dead-lettered), nothing cached
                     continue
                 reason = e.reason if isinstance(e, BinderyError) else f"crash:{type(e).__name__}"
                 msg = str(e) or type(e).__name__
@@ -148,7 +162,6 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation]) -> ParseSta
 
 def good_parses(rt: Runtime, docs: list[dict[str, Any]], parse_version: str) -> dict[str, dict[str, Any]]:
     """doc_id -> parse row, for documents whose current content parsed and passed validation."""
-    keys = {d["doc_id"]: (d["content_hash"], parse_version, file_format(d["external_id"]))
-            for d in docs if d["content_hash"]}
+    keys = {d["doc_id"]: parse_key(d, parse_version) for d in docs if d["content_hash"]}
     rows = rt.store.get_parses(keys.values())
     return {did: rows[k] for did, k in keys.items() if k in rows and rows[k]["status"] == "ok"}

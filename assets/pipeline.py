@@ -24,6 +24,7 @@ from assets.embed_stage import run_embed
 from assets.index_stage import run_index
 from assets.listing import run_listing
 from assets.parse_stage import ParseStats, good_parses, run_parse
+from assets.progress import LogSink, StageProgress
 from assets.resource import BinderyResource
 from assets.runtime import RETAINED, Generation, Runtime, Target
 from connectors.generations import bind_live
@@ -43,6 +44,13 @@ class ListingConfig(dg.Config):
 def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]:
     target: Target = "candidate" if context.run.tags.get(TARGET_TAG) == "candidate" else "sync"
     return rt.targets(target)
+
+
+def _progress(context: dg.AssetExecutionContext, stage: str, unit: str) -> StageProgress:
+    """Counts from the stage function, every 10 s in the step's log (and wherever the process
+    asked for them: the CLI's terminal)."""
+    src = context.partition_key
+    return StageProgress(stage, src, unit, sinks=[LogSink(context.log.info, stage, src, unit)])
 
 
 def _meta(stats: Any, gens: list[Generation], stage: str | None) -> dict[str, Any]:
@@ -124,7 +132,8 @@ def _word_share_drift(stats: ParseStats, rt: Runtime, source: str) -> float | No
 def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource):  # type: ignore[no-untyped-def]
     rt = bindery.runtime
     gens = _targets(context, rt)
-    stats = run_parse(rt, context.partition_key, gens)
+    with _progress(context, "parse", "documents") as progress:
+        stats = run_parse(rt, context.partition_key, gens, progress=progress)
     meta = _meta(stats, gens, "parse")
     meta["reasons"] = dg.MetadataValue.json(stats.reasons)
     if stats.metrics_rows:
@@ -141,7 +150,9 @@ def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource
 def chunks(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
     rt = bindery.runtime
     gens = _targets(context, rt)
-    return dg.MaterializeResult(metadata=_meta(run_chunk(rt, context.partition_key, gens), gens, "chunk"))
+    with _progress(context, "chunk", "documents") as progress:
+        stats = run_chunk(rt, context.partition_key, gens, progress=progress)
+    return dg.MaterializeResult(metadata=_meta(stats, gens, "chunk"))
 
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[chunks],
@@ -149,7 +160,9 @@ def chunks(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.Ma
 def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
     rt = bindery.runtime
     gens = _targets(context, rt)
-    return dg.MaterializeResult(metadata=_meta(run_context(rt, context.partition_key, gens), gens, "context"))
+    with _progress(context, "context", "chunks") as progress:
+        stats = run_context(rt, context.partition_key, gens, progress=progress)
+    return dg.MaterializeResult(metadata=_meta(stats, gens, "context"))
 
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"pytorch"}, deps=[contextual_prefixes],
@@ -157,7 +170,8 @@ def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyResou
 def embeddings(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
     rt = bindery.runtime
     gens = _targets(context, rt)
-    stats = run_embed(rt, context.partition_key, gens)
+    with _progress(context, "embed", "texts") as progress:
+        stats = run_embed(rt, context.partition_key, gens, progress=progress)
     meta = _meta(stats, gens, "embed")
     if stats.model_seconds:
         meta["texts_per_second"] = round(stats.embedded / stats.model_seconds, 1)
@@ -179,7 +193,8 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):  # typ
     gens = _targets(context, rt)
     names = {g.name for g in gens}
     delete_only = [g for g in rt.generations(RETAINED) if g.name not in names]
-    stats = run_index(rt, context.partition_key, gens, delete_only)
+    with _progress(context, "index", "documents") as progress:
+        stats = run_index(rt, context.partition_key, gens, delete_only, progress=progress)
     bound = None
     if rt.store.get_binding() is None:
         first = next((g for g in gens if g.status == "building"), None)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from connectors.errors import ConfigError
 
@@ -29,12 +29,37 @@ __all__ = [
     "QueryConfig",
     "SourceConfig",
     "StageConfigs",
+    "check_database_url",
+    "check_paths",
     "load_config",
 ]
 
 
+# The database drivers the store and its migrations are written and tested for.
+SUPPORTED_DATABASES = ("sqlite", "postgresql")
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def check_database_url(url: str) -> None:
+    """Raise ValueError unless `url` names a supported backend whose driver is installed."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ValueError(f"not a database URL: {url!r} (e.g. postgresql+psycopg://user@host/db)") from None
+    if parsed.get_backend_name() not in SUPPORTED_DATABASES:
+        raise ValueError(f"unsupported database {parsed.get_backend_name()!r} "
+                         f"(supported: {', '.join(SUPPORTED_DATABASES)})")
+    try:
+        parsed.get_dialect().import_dbapi()
+    except (NoSuchModuleError, ImportError):
+        raise ValueError(f"database driver {parsed.drivername!r} is not available "
+                         "(use sqlite:///PATH or postgresql+psycopg://...)") from None
 
 
 class ParseQualityThresholds(_Strict):
@@ -61,7 +86,7 @@ class SourceConfig(_Strict):
     # Safe delete sweep: a listing smaller than either bound aborts all deletes.
     min_count: int = Field(1, ge=0)
     min_ratio: float = Field(0.5, ge=0, le=1)
-    max_file_mb: float = Field(100.0, gt=0)
+    max_file_mb: float = Field(100.0, gt=0, allow_inf_nan=False)
     acl: list[str] = Field(default_factory=list)  # principals allowed when the source gives none
     quality: ParseQualityThresholds = Field(default_factory=ParseQualityThresholds)
 
@@ -69,6 +94,13 @@ class SourceConfig(_Strict):
     @classmethod
     def _expand(cls, v: str | None) -> str | None:
         return os.path.expanduser(v) if v else v
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _globs(cls, v: list[str]) -> list[str]:
+        from connectors.sources.globs import check_patterns  # gitignore rules, via pathspec
+
+        return check_patterns(v)
 
     def check_complete(self) -> None:
         if self.kind == "local" and not self.root:
@@ -79,7 +111,7 @@ class SourceConfig(_Strict):
 
 class ParseConfig(_Strict):
     ocr: bool = True  # OCR image-only pages when tesseract is installed
-    ocr_dpi: int = 300
+    ocr_dpi: int = Field(300, ge=50, le=1200)  # tesseract reads badly below ~70 dpi
     ocr_language: str = "eng"
     strip_headers_footers: bool = True
     language: str = "en"
@@ -93,14 +125,22 @@ class ChunkConfig(_Strict):
     min_tokens: int = Field(24, ge=0)  # merge smaller sibling sections up to max_tokens
     tokenizer: str = "all-MiniLM-L6-v2"
 
+    @model_validator(mode="after")
+    def _within_max(self) -> ChunkConfig:
+        # a piece that repeats all of its predecessor never advances through the text
+        if self.overlap_tokens >= self.max_tokens:
+            raise ValueError(f"overlap_tokens ({self.overlap_tokens}) must be smaller than "
+                             f"max_tokens ({self.max_tokens})")
+        return self
+
 
 class ContextConfig(_Strict):
     provider: Literal["offline", "anthropic", "none"] = "offline"
-    max_prefix_tokens: int = 48
+    max_prefix_tokens: int = Field(48, ge=0)
     model: str = "claude-haiku-4-5"
     base_url: str | None = None  # an Anthropic-compatible endpoint; default is the SDK's
-    concurrency: int = 4
-    max_tokens: int = 120
+    concurrency: int = Field(4, ge=1, le=64)
+    max_tokens: int = Field(120, ge=1)
 
 
 class EmbedConfig(_Strict):
@@ -138,6 +178,13 @@ class QueryConfig(_Strict):
     same_doc_decay: float = Field(0.97, gt=0, le=1)
     poll_seconds: float = Field(0.5, gt=0)
 
+    @model_validator(mode="after")
+    def _k_within_candidates(self) -> QueryConfig:
+        if self.k > self.candidates:
+            raise ValueError(f"k ({self.k}) must not exceed candidates ({self.candidates}): "
+                             "fusion cannot return more hits than each retriever fetched")
+        return self
+
 
 class BackendsConfig(_Strict):
     database_url: str | None = None  # default: sqlite file under data_dir
@@ -163,6 +210,21 @@ class BackendsConfig(_Strict):
 
             TypeAdapter(models.QuantizationConfig).validate_python(v)
         return v
+
+    @field_validator("database_url")
+    @classmethod
+    def _supported_database(cls, v: str | None) -> str | None:
+        if v is not None:
+            check_database_url(v)
+        return v
+
+    @model_validator(mode="after")
+    def _servers_named(self) -> BackendsConfig:
+        if self.vector == "qdrant-server" and not self.qdrant_url:
+            raise ValueError("vector: qdrant-server needs qdrant_url")
+        if self.keyword == "elasticsearch" and not self.elasticsearch_url:
+            raise ValueError("keyword: elasticsearch needs elasticsearch_url")
+        return self
 
 
 class OrchestrationConfig(_Strict):
@@ -199,6 +261,16 @@ class AutomationConfig(_Strict):
     reconcile_cron: str = "0 3 * * *"
 
 
+class PricesConfig(_Strict):
+    """What the Anthropic contextualiser's tokens cost, in US dollars per million tokens, for
+    `bindery plan`'s estimate (defaults: Claude Haiku 4.5 list prices). Never part of a stage version."""
+
+    input_per_mtok: float = Field(1.0, ge=0, allow_inf_nan=False)
+    output_per_mtok: float = Field(5.0, ge=0, allow_inf_nan=False)
+    cache_write_per_mtok: float = Field(1.25, ge=0, allow_inf_nan=False)
+    cache_read_per_mtok: float = Field(0.10, ge=0, allow_inf_nan=False)
+
+
 class BinderyConfig(_Strict):
     data_dir: str = ".bindery"
     sources: list[SourceConfig] = Field(default_factory=list)
@@ -210,6 +282,7 @@ class BinderyConfig(_Strict):
     automation: AutomationConfig = Field(default_factory=AutomationConfig)
     orchestration: OrchestrationConfig = Field(default_factory=OrchestrationConfig)
     config_path: str | None = None  # where it was loaded from; relative paths resolve there
+    prices: PricesConfig = Field(default_factory=PricesConfig)
 
     @property
     def data_path(self) -> Path:
@@ -234,15 +307,21 @@ def _resolve(base: Path, value: str | None) -> str | None:
     return str(p if p.is_absolute() else (base / p).resolve())
 
 
+def _problem(err: Any) -> str:
+    """One pydantic error as `dotted.key: what is wrong (got VALUE)`, on one line."""
+    loc = ".".join(str(p) for p in err["loc"]) or "<root>"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    value = err.get("input")
+    got = f" (got {value!r})" if isinstance(value, (int, float, str, bool)) and err["type"] != "missing" else ""
+    return " ".join(f"{loc}: {msg}{got}".split())
+
+
 def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> BinderyConfig:
     """Validate a config mapping; relative paths resolve against `base_dir`."""
     try:
         cfg = BinderyConfig.model_validate(raw)
     except ValidationError as e:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in e.errors()
-        )
-        raise ConfigError(f"invalid configuration: {problems}") from None
+        raise ConfigError(f"invalid configuration: {'; '.join(_problem(err) for err in e.errors())}") from None
     base = base_dir or Path.cwd()
     cfg.data_dir = _resolve(base, cfg.data_dir) or cfg.data_dir
     cfg.gate.queries = _resolve(base, cfg.gate.queries)
@@ -256,17 +335,65 @@ def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> Binde
     return cfg
 
 
+def _read_text(p: Path) -> str:
+    """The configuration file's text, or a one-line ConfigError saying why it cannot be read."""
+    if not p.exists():
+        raise ConfigError(f"configuration file not found: {p} (set --config or BINDERY_CONFIG)")
+    if p.is_dir():
+        raise ConfigError(f"configuration file {p} is a folder, not a YAML file")
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"configuration file {p} cannot be read: {e.strerror or e}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"configuration file {p} is not UTF-8 (byte {e.start}: {data[e.start:e.start + 1]!r}); "
+                          "save it as UTF-8") from None
+
+
+def _yaml_error(p: Path, e: yaml.YAMLError) -> ConfigError:
+    mark = getattr(e, "problem_mark", None)
+    where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+    what = getattr(e, "problem", None) or str(e)
+    return ConfigError(" ".join(f"{p}{where}: not valid YAML: {what}".split()))
+
+
 def load_config(path: str | os.PathLike[str] | None = None) -> BinderyConfig:
     """Load `path`, else `$BINDERY_CONFIG`, else `./bindery.yaml`."""
     p = Path(path or os.environ.get("BINDERY_CONFIG") or "bindery.yaml")
-    if not p.exists():
-        raise ConfigError(f"configuration file not found: {p} (set --config or BINDERY_CONFIG)")
+    text = _read_text(p)
     try:
-        raw = yaml.safe_load(p.read_text()) or {}
+        raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: not valid YAML: {e}") from None
+        raise _yaml_error(p, e) from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: expected a mapping at the top level, got {type(raw).__name__}")
     cfg = config_from_dict(raw, p.resolve().parent)
     cfg.config_path = str(p.resolve())
     return cfg
+
+
+def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: bool = True) -> None:
+    """What the file system must hold before a run: `data_dir` a folder (or creatable) and
+    (with `roots`) every local source's `root` an existing, readable folder. Not part of `load_config`,
+    which the query service and the Dagster code location also call: an unmounted source
+    folder must not stop them, only the runs that would list it (and their safe-delete
+    checks refuse to delete from an empty listing anyway)."""
+    data = cfg.data_path
+    existing = next((p for p in (data, *data.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise ConfigError(f"data_dir: {existing} is a file, not a folder")
+    if existing is not None and not os.access(existing, os.W_OK):
+        raise ConfigError(f"data_dir: {existing} is not writable")
+    for i, s in enumerate(cfg.sources):
+        if not roots or s.kind != "local" or (sources and s.name not in sources):
+            continue
+        root = Path(s.root or "")
+        key = f"sources.{i}.root (source {s.name!r})"
+        if not root.exists():
+            raise ConfigError(f"{key}: folder {root} does not exist")
+        if not root.is_dir():
+            raise ConfigError(f"{key}: {root} is a file, not a folder")
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise ConfigError(f"{key}: folder {root} is not readable")

@@ -14,6 +14,7 @@ carries human sentences naming the rule and the numbers.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "compare",
     "first_generation_report",
     "format_gate",
+    "minimum_detectable_difference",
 ]
 
 EPSILON = 1e-9
@@ -58,6 +60,18 @@ class GateReport:
     improved: list[dict[str, Any]] = field(default_factory=list)
     by_category: dict[str, dict[str, Any]] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # e.g. an eval set too small for the tolerance
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> GateReport:
+        """The report as stored with a generation (`to_json`), back as an object."""
+        return cls(passed=bool(d.get("passed")), metric=d.get("metric") or "recall@10", secondary=d.get("secondary"),
+                   tolerance=float(d.get("tolerance") or 0.0), max_regressions=int(d.get("max_regressions") or 0),
+                   cases=int(d.get("cases") or 0), live=dict(d.get("live") or {}),
+                   candidate=dict(d.get("candidate") or {}), delta=dict(d.get("delta") or {}),
+                   regressed=list(d.get("regressed") or []), improved=list(d.get("improved") or []),
+                   by_category=dict(d.get("by_category") or {}), reasons=list(d.get("reasons") or []),
+                   warnings=list(d.get("warnings") or []))
 
     def to_json(self) -> dict[str, Any]:
         """JSON-serialisable dict, stored with the generation and returned by `promote`."""
@@ -75,6 +89,7 @@ class GateReport:
             "improved": [dict(q) for q in self.improved],
             "by_category": self.by_category,
             "reasons": list(self.reasons),
+            "warnings": list(self.warnings),
         }
 
     def raise_if_refused(self) -> None:
@@ -134,6 +149,42 @@ def _category_sides(live: EvalReport, candidate: EvalReport) -> dict[str, dict[s
     return out
 
 
+# z-values of a two-sided test at 95 % confidence and of 80 % power: the usual design point
+# for "could this eval set have seen a difference this small at all?"
+_Z_ALPHA, _Z_POWER = 1.96, 0.84
+
+
+def minimum_detectable_difference(live_values: list[float], cand_values: list[float]) -> float:
+    """The smallest drop in a mean metric this paired eval set can tell from noise.
+
+    Paired-difference design: MDD = (z_alpha + z_power) * sd(d) / sqrt(n). The spread of the
+    per-query differences is taken from this comparison; when no query moved it is taken from
+    the spread of the live values (how far a query *can* swing). Never below 1/n, the step of
+    one query changing by a whole point.
+    """
+    n = len(live_values)
+    if n == 0:
+        return 1.0
+    diffs = [c - v for v, c in zip(live_values, cand_values, strict=True)]
+    spread = _sd(diffs) or _sd(live_values) or 0.5
+    return max(1.0 / n, (_Z_ALPHA + _Z_POWER) * spread / math.sqrt(n))
+
+
+def _sd(values: list[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def _size_warning(metric: str, tolerance: float, n: int, mdd: float) -> list[str]:
+    if tolerance >= mdd:
+        return []
+    return [f"the eval set is too small for tolerance {tolerance:g}: with {n} questions the smallest change "
+            f"of {metric} it can tell from noise is about {mdd:.3f} (one question alone moves it by {1 / n:.3f}), "
+            "so the gate may refuse on noise; add questions or raise gate.tolerance"]
+
+
 def compare(
     live: EvalReport,
     candidate: EvalReport,
@@ -180,6 +231,9 @@ def compare(
             f"{len(regressed)} of {len(ids)} queries regressed on {metric}, "
             f"more than the {max_regressions} allowed"
         )
+    values = [(lc.values[metric], cand_by_id[lc.id].values[metric]) for lc in live.per_case]
+    mdd = minimum_detectable_difference([v for v, _ in values], [c for _, c in values])
+    warnings = _size_warning(metric, tolerance, len(ids), mdd)
     passed = not reasons
     if passed:
         moves = [
@@ -206,6 +260,7 @@ def compare(
         improved=improved,
         by_category=_category_sides(live, candidate),
         reasons=reasons,
+        warnings=warnings,
     )
 
 
@@ -242,6 +297,7 @@ def format_gate(report: GateReport, max_listed: int = 10) -> str:
     """A human summary for `bindery promote`: verdict, reasons, metric table, flipped queries."""
     lines = [f"gate: {'PASSED' if report.passed else 'REFUSED'}"]
     lines += [f"  - {r}" for r in report.reasons]
+    lines += [f"  warning: {w}" for w in report.warnings]
     if report.live:
         name_w = max(len(m) for m in METRIC_NAMES)
         lines.append(f"  {'metric'.ljust(name_w)}  {'live':>8}  {'candidate':>9}  {'delta':>8}")

@@ -37,7 +37,7 @@ def evaluate(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], quer
              k: int | None = None) -> EvalReport:
     path = queries or cfg.gate.queries
     if not path:
-        raise ConfigError("no eval set configured: set gate.queries in bindery.yaml or pass --queries")
+        raise ConfigError("no eval set configured: set gate.queries in bindery.yaml")
     cases = load_eval_set(path)
     filters = Filters(principals=all_principals(store))
     retriever = GenerationRetriever(cfg, gen)

@@ -14,7 +14,7 @@ import dagster as dg
 
 from assets.pipeline import SOURCES
 from assets.resource import BinderyResource
-from connectors.errors import SourceError
+from connectors.errors import ConfigError, SourceError
 from connectors.identity import short_hash
 from connectors.sources import make_source
 from orchestration.jobs import sync_job
@@ -62,6 +62,15 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
         )
 
     return source_change_sensor
+
+
+def check_cron(cron: str, key: str) -> None:
+    """Raise a one-line ConfigError naming `key` unless Dagster accepts `cron` as a schedule
+    (Dagster's own parser decides: `@daily` and friends are fine, `61 * * * *` is not)."""
+    try:
+        dg.ScheduleDefinition(name="cron_check", cron_schedule=cron, job_name="cron_check")
+    except Exception:
+        raise ConfigError(f"{key}: {cron!r} is not a valid cron schedule (e.g. '0 3 * * *' for 03:00 daily)") from None
 
 
 def build_schedule(default_on: bool, cron: str) -> dg.ScheduleDefinition:

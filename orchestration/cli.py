@@ -1,7 +1,10 @@
 """`bindery` — the operator CLI. Every mutating command runs the same Dagster job the UI runs.
 
-Human output by default, the DESIGN.md JSON contract with `--json`. Exit codes: 0 success,
-1 a run or a gate failed (the reason on stderr and in the JSON), 2 bad usage or configuration.
+Human output by default (orchestration.report), the JSON contract of docs/json-contract.md with
+`--json`. `--config`, `--json` and `--debug` go before or after the command. Exit codes: 0
+success, 1 a run or a gate failed (the reason on stderr in one line and in the JSON), 2 a usage or
+configuration mistake (one line naming the key or argument), 130 interrupted. Nothing prints a
+traceback unless `--debug`: `main` turns every error into one line.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -20,7 +23,7 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from connectors.config import BinderyConfig, load_config
+from connectors.config import BinderyConfig, check_paths, load_config
 from connectors.errors import BinderyError, ConfigError, GateRefused
 from orchestration import report
 
@@ -33,10 +36,39 @@ class CommandFailed(Exception):
         self.payload = payload
 
 
+_DEBUG = False  # --debug: tracebacks and Dagster's full run log on the terminal
+
+
 def _runner(cfg: BinderyConfig):  # type: ignore[no-untyped-def]
     from orchestration.runs import Runner
 
-    return Runner(cfg)
+    return Runner(cfg, debug=_DEBUG)
+
+
+# Commands that list sources: their folders must exist before a run starts.
+_LISTING_COMMANDS = ("sync", "reindex", "plan")
+
+
+def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
+    """Configuration facts no schema can check, verified before anything runs, each a one-line
+    ConfigError naming its key: the file system (`data_dir`, source roots) and the values only
+    Dagster or the gate can judge (the reconcile cron, the gate metrics)."""
+    from evals.metrics import METRIC_NAMES
+    from orchestration.automation import check_cron
+
+    only: list[str] | None = None
+    if a.command in ("sync", "plan"):
+        only = a.source or None
+    elif a.command == "dlq":
+        only = [a.source] if a.source else None
+    listing = a.command in _LISTING_COMMANDS or (a.command == "dlq" and a.action == "retry")
+    for name in only or []:
+        cfg.source(name)  # an unknown source is a usage error before any run
+    check_paths(cfg, only, roots=listing)
+    check_cron(cfg.automation.reconcile_cron, "automation.reconcile_cron")
+    for key, value in (("metric", cfg.gate.metric), ("secondary_metric", cfg.gate.secondary_metric)):
+        if value not in METRIC_NAMES:
+            raise ConfigError(f"gate.{key}: unknown metric {value!r} (one of: {', '.join(METRIC_NAMES)})")
 
 
 def _store(cfg: BinderyConfig):  # type: ignore[no-untyped-def]
@@ -69,8 +101,10 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
     rt = Runtime(cfg)
     live = rt.live()
     if live is not None and not rt.config_drift() and not a.force:
-        raise CommandFailed("the configuration matches the live generation: nothing to reindex (use --force "
-                            "to rebuild anyway)", {"candidate": None, "live": live.id})
+        # not a failure: there is simply nothing to build (and nothing to promote)
+        return {"candidate": None, "live": live.id, "changed_stages": [],
+                "message": f"nothing to reindex: the configuration matches live generation {live.name} "
+                           "(use --force to rebuild anyway)"}
     if a.force and live is not None and not rt.config_drift():
         rt.store.add_event("forced-rebuild", "operator rebuilt an identical candidate")
     if a.submit and a.promote and not a.wait:
@@ -96,13 +130,63 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
     return out
 
 
+def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
+    """What the next sync or reindex would do; writes nothing and starts no run."""
+    from assets.runtime import Runtime
+    from orchestration.estimate import throughput
+    from orchestration.instance import get_instance
+    from orchestration.plan import compute_plan
+
+    rt = Runtime(cfg)
+    if a.kind == "reindex" and rt.live() is not None and not rt.config_drift():
+        live = rt.live()
+        return {"kind": "reindex", "candidate": None, "message":
+                f"nothing to reindex: the configuration matches live generation {live.name if live else '-'}"}
+    history = throughput(get_instance(cfg)) if (cfg.data_path / "dagster_home").exists() else None
+    _source_names(cfg, a.source)  # an unknown source is a usage error
+    return compute_plan(cfg, rt, a.kind, a.source, allow_mass_delete=a.allow_mass_delete, history=history)
+
+
+def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
+    """`bindery evalset draft`: proposed eval questions from the live generation's chunks, into a
+    JSONL file for a person to review (it never touches gate.queries)."""
+    from collections import Counter
+    from pathlib import Path
+
+    from evals.draft import draft_cases
+
+    out = Path(a.out)
+    if out.exists() and not a.force:
+        raise ConfigError(f"--out {out} already exists (pass --force to overwrite it)")
+    store = _store(cfg)
+    gen = _generation(store, "live")
+    docs = {d["doc_id"]: d["external_id"] for d in store.documents()}
+    by_doc: dict[str, list[dict[str, Any]]] = {}
+    for c in store.chunks_for(list(docs), gen["stage_versions"]["chunk"]):
+        by_doc.setdefault(docs[c["doc_id"]], []).append(c)
+    writer = None
+    if cfg.stages.context.provider == "anthropic":
+        from connectors.questions import AnthropicQuestionWriter
+
+        writer = AnthropicQuestionWriter(cfg.stages.context)
+    try:
+        cases = draft_cases(by_doc, max_cases=a.max, writer=writer)
+    finally:
+        if writer is not None:
+            writer.close()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases), encoding="utf-8")
+    return {"out": str(out), "cases": len(cases), "by_kind": dict(Counter(c["category"] for c in cases)),
+            "provider": "anthropic" if writer is not None else "offline", "generation": gen["id"]}
+
+
 def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from evals.promotion import candidate_row
 
-    store = _store(cfg)
-    cand = candidate_row(store, a.candidate)  # fails early and clearly when there is none
     if a.force and not a.reason:
         raise ConfigError("a forced promotion needs --reason")
+    store = _store(cfg)
+    cand = candidate_row(store, a.candidate)  # fails early and clearly when there is none
     conf = {"candidate": cand["id"], "force": bool(a.force), "reason": a.reason,
             "forced_by": a.by or os.environ.get("USER") or "cli"}
     run_config = {"ops": {"generation_eval": {"config": conf}, "index_binding": {"config": conf}}}
@@ -162,7 +246,8 @@ def cmd_runs(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
 def cmd_rollback(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from evals.promotion import rollback
 
-    return rollback(cfg, _store(cfg), by=a.by)
+    # "promoted" stays in the JSON (the contract's promote/rollback shape); people read "rolled back"
+    return {**rollback(cfg, _store(cfg), by=a.by), "rolled_back": True}
 
 
 def _generation(store: Any, which: str) -> dict[str, Any]:
@@ -187,6 +272,8 @@ def _generation(store: Any, which: str) -> dict[str, Any]:
 def cmd_eval(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from evals.promotion import evaluate
 
+    if not (a.queries or cfg.gate.queries):
+        raise ConfigError("no eval set: pass --queries FILE or set gate.queries in bindery.yaml")
     store = _store(cfg)
     gen = _generation(store, a.generation)
     rep = evaluate(cfg, store, gen, queries=a.queries)
@@ -290,58 +377,126 @@ def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:
 COMMANDS: dict[str, Callable[[BinderyConfig, argparse.Namespace], Any]] = {
     "sync": cmd_sync, "reindex": cmd_reindex, "promote": cmd_promote, "rollback": cmd_rollback,
     "eval": cmd_eval, "query": cmd_query, "status": cmd_status, "dlq": cmd_dlq, "verify": cmd_verify,
-    "gc": cmd_gc, "serve": cmd_serve, "ui": cmd_ui, "runs": cmd_runs,
+    "gc": cmd_gc, "serve": cmd_serve, "ui": cmd_ui, "runs": cmd_runs, "plan": cmd_plan, "evalset": cmd_evalset,
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage mistake in one line (exit 2), not usage + error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {n}")
+    return n
+
+
+def _port(value: str) -> int:
+    n = _positive_int(value)
+    if n > 65535:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {n}")
+    return n
+
+
+def _generation_arg(value: str) -> str:
+    if value in ("live", "candidate") or (value.isdigit() and int(value) > 0):
+        return value
+    raise argparse.ArgumentTypeError(f"expected live, candidate or a generation id (a number), got {value!r}")
+
+
+def _common_options(p: argparse.ArgumentParser, default: Any) -> None:
+    p.add_argument("--config", default=default, help="configuration file (default: $BINDERY_CONFIG or ./bindery.yaml)")
+    p.add_argument("--json", action="store_true", default=default,
+                   help="machine-readable output (the stable contract of docs/json-contract.md)")
+    p.add_argument("--debug", action="store_true", default=default,
+                   help="show tracebacks and Dagster's full run log on the terminal")
+
+
+def _share_common_options(p: argparse.ArgumentParser) -> None:
+    """`--config`, `--json` and `--debug` work before or after the command (`bindery status
+    --json` and `bindery --json status`); on a subcommand they leave no default behind, so
+    one given before the command is not overwritten."""
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _common_options(sub, argparse.SUPPRESS)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"bindery {version('bindery')}"
+    except PackageNotFoundError:
+        return "bindery (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bindery", description="Batch ingestion and reindexing for RAG.")
-    p.add_argument("--config", help="configuration file (default: $BINDERY_CONFIG or ./bindery.yaml)")
-    p.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="bindery", description="Batch ingestion and reindexing for RAG.")
+    _common_options(p, argparse.SUPPRESS)
+    p.add_argument("--version", action="version", version=_version(), help="print the version and exit")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = sub.add_parser("sync", help="bring sources up to date in the live generation")
     s.add_argument("--source", action="append", help="only this source (repeatable)")
     s.add_argument("--allow-mass-delete", action="store_true",
                    help="perform a delete sweep even if the listing shrank beyond the safety limits")
     _submit_options(s)
+    s = sub.add_parser("plan", help="what the next sync or reindex would do (writes nothing)")
+    s.add_argument("kind", nargs="?", choices=["sync", "reindex"], default="sync", help="sync (default) or reindex")
+    s.add_argument("--source", action="append", help="only this source (repeatable; sync only)")
+    s.add_argument("--allow-mass-delete", action="store_true",
+                   help="plan as if the sync were allowed past the delete guard")
     s = sub.add_parser("reindex", help="build a candidate generation from the current configuration")
     s.add_argument("--promote", action="store_true", help="run the gate and promote when it passes")
     s.add_argument("--force", action="store_true", help="rebuild even if the configuration is unchanged")
     _submit_options(s)
-    s = sub.add_parser("promote", help="judge the candidate on the eval set and flip the binding")
-    s.add_argument("--force", action="store_true")
-    s.add_argument("--reason")
+    s = sub.add_parser("promote", help="judge the candidate on the eval set (gate.queries) and flip the binding")
+    s.add_argument("--force", action="store_true", help="flip even if the gate refuses (needs --reason)")
+    s.add_argument("--reason", help="why a forced promotion is right (recorded with the generation)")
     s.add_argument("--by", help="who is promoting (default: $USER)")
-    s.add_argument("--candidate", type=int)
+    s.add_argument("--candidate", type=_positive_int, help="generation id to judge (default: the newest candidate)")
     s = sub.add_parser("rollback", help="restore the previous generation")
-    s.add_argument("--by")
+    s.add_argument("--by", help="who is rolling back (default: $USER)")
     s = sub.add_parser("eval", help="run an eval set against a generation")
     s.add_argument("--queries", help="eval set (JSONL); default: gate.queries")
-    s.add_argument("--generation", default="live", help="live, candidate or a generation id")
+    s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
     s = sub.add_parser("query", help="search the live generation")
-    s.add_argument("text")
-    s.add_argument("-k", type=int, default=5)
+    s.add_argument("text", help="what to search for")
+    s.add_argument("-k", type=_positive_int, default=5, help="number of hits (default 5)")
     s.add_argument("--principal", action="append", default=None, help="identity (repeatable); default public")
-    s.add_argument("--source", action="append")
-    s.add_argument("--generation", default="live")
+    s.add_argument("--source", action="append", help="only this source (repeatable)")
+    s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
     sub.add_parser("status", help="generations, documents, sources, freshness")
     s = sub.add_parser("dlq", help="dead letters: list, or retry after a fix")
-    s.add_argument("action", nargs="?", choices=["list", "retry"], default="list")
-    s.add_argument("--doc", action="append")
-    s.add_argument("--all", action="store_true")
-    s.add_argument("--source")
+    s.add_argument("action", nargs="?", choices=["list", "retry"], default="list",
+                   help="list (default) or retry")
+    s.add_argument("--doc", action="append", help="retry this document (path or doc id; repeatable)")
+    s.add_argument("--all", action="store_true", help="retry every dead letter")
+    s.add_argument("--source", help="only this source's dead letters")
     s = sub.add_parser("verify", help="check store and indexes hold the same chunk ids")
-    s.add_argument("--repair", action="store_true")
+    s.add_argument("--repair", action="store_true", help="rebuild a drifted index from the document store")
     sub.add_parser("gc", help="drop expired generations and orphaned cache rows")
+    s = sub.add_parser("evalset", help="draft an eval set from the corpus, for a person to review")
+    s.add_argument("action", choices=["draft"], help="draft: propose questions into --out")
+    s.add_argument("--out", required=True, help="JSONL file to write (see docs/eval-format.md)")
+    s.add_argument("--max", type=_positive_int, default=40, help="at most this many questions (default 40)")
+    s.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     s = sub.add_parser("runs", help="queued, running and finished runs of the Dagster instance")
-    s.add_argument("--limit", type=int, default=20)
+    s.add_argument("--limit", type=_positive_int, default=20, help="at most this many runs (default 20)")
     s.add_argument("--status", action="append", help="only runs in this status (repeatable): queued, started, ...")
     s = sub.add_parser("serve", help="run the query service")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
     s = sub.add_parser("ui", help="run the Dagster UI on this configuration")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=3000)
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=_port, default=3000, help="port (default 3000)")
     return p
 
 
@@ -352,31 +507,77 @@ def _submit_options(s: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    a = build_parser().parse_args(argv)
+    parser = build_parser()
+    _share_common_options(parser)
+    a = parser.parse_args(argv)
+    for key, default in {"config": None, "json": False, "debug": False}.items():
+        a.__dict__.setdefault(key, default)
     if a.command == "query" and not a.principal:
         a.principal = ["*"]
-    if getattr(a, "wait", False) and not a.submit:
+    if a.__dict__.get("wait") and not a.submit:
         print(f"bindery {a.command}: --wait needs --submit", file=sys.stderr)
         return 2
+    global _DEBUG
+    _DEBUG = a.debug
+    if a.command in _RUN_COMMANDS:
+        from orchestration.terminal_progress import show_progress
+
+        show_progress()
+    try:
+        return _dispatch(a)
+    except KeyboardInterrupt:
+        print(f"bindery {a.command}: {_interrupted()}", file=sys.stderr)
+        return 130
+    except Exception as e:  # an internal error: one line, the traceback only on request
+        if a.debug:
+            raise
+        print(f"bindery {a.command}: internal error: {type(e).__name__}: {_one_line(str(e))} "
+              "(run again with --debug for the traceback)", file=sys.stderr)
+        return 1
+
+
+# Commands that run the ingestion stages and so show their progress.
+_RUN_COMMANDS = ("sync", "reindex", "dlq")
+
+
+def _interrupted() -> str:
+    """The one line after Ctrl-C: what the stages had stored. Each stage stores in small
+    batches, one transaction each, so the store is consistent and the next run resumes there."""
+    from assets.progress import stored_counts
+
+    counts = stored_counts()
+    kept = ", ".join(f"{stage} {n:,}" for stage, n in counts.items()) or "nothing new"
+    return f"interrupted; stored before stopping: {kept}; the next run resumes from there"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _dispatch(a: argparse.Namespace) -> int:
+    """Run one command; map Bindery's errors to exit codes (1 failed, 2 usage/configuration)."""
     try:
         cfg = load_config(a.config)
+        preflight(cfg, a)
         result = COMMANDS[a.command](cfg, a)
     except CommandFailed as e:
         e.payload.setdefault("error", str(e))
         _emit(a, e.payload)
-        print(f"bindery {a.command}: {e}", file=sys.stderr)
+        print(f"bindery {a.command}: {_one_line(str(e))}", file=sys.stderr)
         return 1
     except GateRefused as e:
         _emit(a, {"promoted": False, "error": str(e), "report": e.report})
-        print(f"bindery {a.command}: {e}", file=sys.stderr)
+        print(f"bindery {a.command}: {_one_line(str(e))}", file=sys.stderr)
         return 1
     except ConfigError as e:
-        print(f"bindery {a.command}: configuration error: {e}", file=sys.stderr)
+        if a.json:
+            print(json.dumps({"error": str(e), "reason": e.reason}))
+        print(f"bindery {a.command}: configuration error: {_one_line(str(e))}", file=sys.stderr)
         return 2
     except BinderyError as e:
         if a.json:
             print(json.dumps({"error": str(e), "reason": e.reason}))
-        print(f"bindery {a.command}: {e}", file=sys.stderr)
+        print(f"bindery {a.command}: {_one_line(str(e))}", file=sys.stderr)
         return 1
     if result is not None:
         _emit(a, result)

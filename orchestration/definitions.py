@@ -13,15 +13,18 @@ from assets.pipeline import STAGE_ASSETS
 from assets.resource import BinderyResource
 from connectors.config import AutomationConfig, load_config
 from connectors.errors import ConfigError
-from orchestration.automation import build_schedule, build_sensor
+from orchestration.automation import build_schedule, build_sensor, check_cron
 from orchestration.jobs import JOBS
 from orchestration.promotion import PROMOTION_ASSETS
 
 
-def build_definitions(config_path: str | None = None) -> dg.Definitions:
-    """Definitions for one configuration file (default: `$BINDERY_CONFIG`, read at load time)."""
+def build_definitions(config_path: str | None = None,
+                      loggers: dict[str, dg.LoggerDefinition] | None = None) -> dg.Definitions:
+    """Definitions for one configuration file (default: `$BINDERY_CONFIG`, read at load time).
+    `loggers` replaces Dagster's (the CLI prints runs to the terminal one line per event)."""
     try:
         auto = load_config(config_path).automation
+        check_cron(auto.reconcile_cron, "automation.reconcile_cron")
     except ConfigError:
         auto = AutomationConfig()  # the UI must still load; runs will report the config error
     resource = (BinderyResource(config_path=config_path) if config_path
@@ -32,6 +35,7 @@ def build_definitions(config_path: str | None = None) -> dg.Definitions:
         sensors=[build_sensor(auto.sensor, auto.sensor_interval_seconds)],
         schedules=[build_schedule(auto.reconcile, auto.reconcile_cron)],
         resources={"bindery": resource},
+        loggers=loggers,
     )
 
 

@@ -96,6 +96,10 @@ def instance_settings(cfg: BinderyConfig) -> dict[str, Any]:
     # Dagster's own module path: the `dagster.core...` spelling of older docs no longer imports.
     settings: dict[str, Any] = {
         "telemetry": {"enabled": False},
+        # Bindery's steps log through Dagster, not stdout; the default compute-log manager starts
+        # watcher processes per step that print tracebacks of their own on Ctrl-C.
+        "compute_logs": {"module": "dagster._core.storage.noop_compute_log_manager",
+                         "class": "NoOpComputeLogManager"},
         "run_coordinator": {
             "module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator",
             "config": {"max_concurrent_runs": orch.max_concurrent_runs, "tag_concurrency_limits": [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.pipeline import SOURCES, STAGE_ASSETS, TARGET_TAG
+from orchestration.plan_job import plan_job
 from orchestration.promotion import PROMOTION_ASSETS
 
 _STAGES = dg.AssetSelection.assets(*STAGE_ASSETS)
@@ -27,4 +28,4 @@ promote_job = dg.define_asset_job(
     description="Judge the candidate on the eval set against live; flip the binding if the gate passes.",
 )
 
-JOBS = [sync_job, reindex_job, promote_job]
+JOBS: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = [sync_job, reindex_job, promote_job, plan_job]

@@ -105,76 +105,204 @@ def _ts(t: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "never"
 
 
+def table(headers: list[str], rows: list[list[Any]]) -> str:
+    """A plain fixed-width table (left-aligned text, right-aligned numbers), readable in any
+    terminal and in a log file."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    numeric = [bool(rows) and all(isinstance(r[i], (int, float)) or r[i] is None for r in rows)
+               for i in range(len(headers))]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w)
+                         for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:,.2f}"
+    return str(v)
+
+
+def _human_sync(r: dict[str, Any]) -> str:
+    lines = []
+    errors = r.get("errors", {})
+    for name, c in r.get("sources", {}).items():
+        what = ", ".join(f"{v} {k}" for k, v in c.items() if v) or "no items"
+        lines.append(f"source {name}: " + ("FAILED (see below)" if name in errors and not any(c.values()) else what))
+    rc = r.get("recomputed", {})
+    w = r.get("written", {})
+    changed = any(rc.values()) or w.get("documents") or w.get("deleted")
+    if changed:
+        lines.append("recomputed: " + ", ".join(f"{k} {v}" for k, v in rc.items()))
+        lines.append(f"indexes: {w.get('documents', 0)} documents written ({w.get('chunks', 0)} chunks), "
+                     f"{w.get('deleted', 0)} removed")
+    elif not errors:
+        lines.append("nothing changed: nothing was recomputed")
+    for src, checks in r.get("_checks", {}).items():
+        for name, c in checks.items():
+            if not c["passed"]:
+                lines.append(f"check {name} [{src}]: {c['severity']}: {c['description']}")
+    if r.get("dead_letters"):
+        lines.append(f"dead letters: {r['dead_letters']} (see `bindery dlq`)")
+    if r.get("candidate") is not None:
+        lines.append(f"candidate generation: {r.get('candidate_name')} (id {r['candidate']}); "
+                     "run `bindery promote` to judge and flip")
+    lines.append(f"live generation: {r.get('generation')}   ({r.get('seconds')} s)")
+    return "\n".join(lines)
+
+
+def _human_reindex(r: dict[str, Any]) -> str:
+    if r.get("candidate") is None:  # nothing to rebuild
+        return r.get("message") or "nothing to reindex"
+    return _human_sync(r)
+
+
+def _human_query(r: dict[str, Any]) -> str:
+    lines = [f"generation {r['generation']} ({r['generation_name']})"]
+    if not r["hits"]:
+        lines.append(f"no results: {r.get('reason')}")
+    for i, h in enumerate(r["hits"], 1):
+        where = " > ".join(h["heading_path"]) or "-"
+        page = f" p.{h['page']}" if h.get("page") else ""
+        ranks = ", ".join(f"{k} #{v}" for k, v in h["ranks"].items())
+        text = " ".join(h["text"].split())[:160]
+        lines.append(f"{i}. [{h['score']:.4f}] {h['source']}:{h['doc']}{page}  ({where})  [{ranks}]\n   {text}")
+    return "\n".join(lines)
+
+
+def _gate_word(g: dict[str, Any]) -> str:
+    ev = g["eval"]
+    if ev.get("forced_by"):
+        return f"forced by {ev['forced_by']}"
+    return {True: "passed", False: "refused", None: "not judged"}[ev.get("passed")]
+
+
+def _human_status(r: dict[str, Any]) -> str:
+    gens = [[role, g["id"], g["name"], g["status"], g["counts"].get("documents"), g["counts"].get("chunks"),
+             f"{g['age_hours']:.1f} h", _gate_word(g)]
+            for role, g in r["generations"].items() if g]
+    lines = ["generations"]
+    lines += ["  " + x for x in table(["role", "id", "name", "status", "documents", "chunks", "age", "gate"],
+                                      gens).splitlines()] if gens else ["  none yet: run `bindery sync`"]
+    versions = {role: g["stage_versions"] for role, g in r["generations"].items() if g}
+    if versions:
+        stages = list(next(iter(versions.values())))
+        lines += ["", "stage versions"]
+        lines += ["  " + x for x in table(["stage", *versions],
+                                          [[st, *(v.get(st) for v in versions.values())] for st in stages]
+                                          ).splitlines()]
+    srcs = [[name, s["kind"], s["documents"], s["indexed"], _ts(s["last_good_listing_at"]),
+             None if s["lag_p50_s"] is None else f"{s['lag_p50_s']}/{s['lag_p95_s']} s", s["last_error"] or "-"]
+            for name, s in r["sources"].items()]
+    lines += ["", "sources"]
+    lines += ["  " + x for x in table(["source", "kind", "documents", "indexed", "last good listing",
+                                       "lag p50/p95", "last error"], srcs).splitlines()]
+    lines += ["", f"documents {r['documents']:,}   chunks (live) {r['chunks']:,}   dead letters {r['dead_letters']:,}"
+                  + ("  (see `bindery dlq`)" if r["dead_letters"] else "")]
+    if r["events"]:
+        lines += ["", "recent events"]
+        lines += [f"  {_ts(e['at'])}  {e['kind']}: {e['message']}" for e in r["events"]]
+    return "\n".join(lines)
+
+
+def _human_dlq(r: Any) -> str:
+    if isinstance(r, dict):  # retry
+        return (f"retried {r['retried']}, resolved {r['resolved']}"
+                + (f"; still failing: {', '.join(r['still_failing'])}" if r["still_failing"] else ""))
+    if not r:
+        return "dead-letter table is empty"
+    return table(["at", "source", "document", "stage", "reason", "error"],
+                 [[_ts(d["at"]), d["source"], d["doc"], d["stage"], d["reason"], " ".join(d["error"].split())[:100]]
+                  for d in r])
+
+
+def _gate_text(rep: dict[str, Any]) -> list[str]:
+    from evals.gate import GateReport, format_gate
+
+    if not rep:
+        return []
+    if "metric" not in rep:  # a gate that did not run (e.g. forced without an eval set)
+        return [f"  - {reason}" for reason in rep.get("reasons") or []]
+    return format_gate(GateReport.from_json(rep)).splitlines()
+
+
+def _human_promote(r: dict[str, Any]) -> str:
+    lines = _gate_text(r.get("report") or {})
+    if r.get("promoted"):
+        forced = " (FORCED)" if r.get("forced") else ""
+        lines.append(f"promoted{forced}: generation {r.get('live')} is live, {r.get('previous')} kept as previous "
+                     "(`bindery rollback` to go back)")
+    else:
+        lines.append(f"not promoted: generation {r.get('live')} stays live")
+    return "\n".join(lines)
+
+
+def _human_rollback(r: dict[str, Any]) -> str:
+    return (f"rolled back: generation {r.get('live')} is live again; generation {r.get('previous')} is kept "
+            "as previous (`bindery rollback` again returns to it)")
+
+
+def _human_eval(r: dict[str, Any]) -> str:
+    return f"generation {r['generation']} ({r['generation_name']}), {r['cases']} cases\n{r['_table']}"
+
+
+def _human_plan(r: dict[str, Any]) -> str:
+    if r.get("message"):
+        return str(r["message"])
+    lines = [f"plan for a {r['kind']} into {', '.join(r['generations'])}"
+             + (f" (new generation {r['new_generation']})" if r.get("new_generation") else "")]
+    rows = []
+    for name, s in r["sources"].items():
+        guard = s["delete_guard"]
+        verdict = ("FAILS: " + s["error"]) if s.get("error") else (
+            "ok" if guard["safe"] else f"ABORTS: {guard['reason']}")
+        rows.append([name, s["listed"], *(s["changes"].get(k, 0) for k in CLASSES), verdict])
+    lines += ["", *table(["source", "listed", *CLASSES, "delete guard"], rows).splitlines()]
+    est = r["estimate"]
+    stage_rows = [[st, c["compute"], c["cached"], c["unit"], est["by_stage"].get(st)]
+                  for st, c in r["stages"].items()]
+    lines += ["", *table(["stage", "compute", "cached", "unit", "est. seconds"], stage_rows).splitlines()]
+    w = r["written"]
+    lines += ["", f"indexes: {w['documents']} documents to write ({w['chunks']} chunks), {w['deleted']} to remove"]
+    total = est["seconds"]
+    lines.append(f"estimated time: {'unknown' if total is None else f'about {total:,.0f} s'}"
+                 + (f"; {est['note']}" if est.get("note") else ""))
+    llm = r.get("llm")
+    if llm:
+        lines.append(f"LLM ({llm['model']}): {llm['calls']:,} calls, {llm['input_tokens']:,} input + "
+                     f"{llm['cache_write_tokens']:,} cache-write + {llm['cached_input_tokens']:,} cached input + "
+                     f"{llm['output_tokens']:,} output tokens, about ${llm['cost_usd']:,.2f}")
+    lines.append(f"(planned in {r['seconds']} s; nothing was written)")
+    return "\n".join(lines)
+
+
+def _human_evalset(r: dict[str, Any]) -> str:
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(r["by_kind"].items())) or "none"
+    return (f"drafted {r['cases']} questions ({kinds}; {r['provider']}) into {r['out']}\n"
+            "review them (fix or delete), then set gate.queries to the file")
+
+
+_HUMAN: dict[str, Any] = {
+    "sync": _human_sync, "reindex": _human_reindex, "eval": _human_eval, "query": _human_query,
+    "status": _human_status, "dlq": _human_dlq, "promote": _human_promote, "rollback": _human_rollback,
+    "plan": _human_plan, "evalset": _human_evalset,
+}
+
+
 def human(command: str, r: Any) -> str:
-    if command in ("sync", "reindex"):
-        lines = []
-        for name, c in r.get("sources", {}).items():
-            lines.append(f"source {name}: " + ", ".join(f"{v} {k}" for k, v in c.items() if v))
-        rc = r.get("recomputed", {})
-        w = r.get("written", {})
-        if not any(rc.values()) and not w.get("documents") and not w.get("deleted"):
-            lines.append("nothing changed: nothing was recomputed")
-        else:
-            lines.append("recomputed: " + ", ".join(f"{k} {v}" for k, v in rc.items()))
-            lines.append(f"indexes: {w.get('documents', 0)} documents written ({w.get('chunks', 0)} chunks), "
-                         f"{w.get('deleted', 0)} removed")
-        for src, checks in r.get("_checks", {}).items():
-            for name, c in checks.items():
-                if not c["passed"]:
-                    lines.append(f"check {name} [{src}]: {c['severity']}: {c['description']}")
-        if r.get("dead_letters"):
-            lines.append(f"dead letters: {r['dead_letters']} (see `bindery dlq`)")
-        if "candidate" in r:
-            lines.append(f"candidate generation: {r.get('candidate_name')} (id {r['candidate']}); "
-                         "run `bindery promote` to judge and flip")
-        lines.append(f"live generation: {r.get('generation')}   ({r.get('seconds')} s)")
-        for k, v in r.get("errors", {}).items():
-            lines.append(f"ERROR {k}: {v}")
-        return "\n".join(lines)
-    if command == "eval":
-        return f"generation {r['generation']} ({r['generation_name']}), {r['cases']} cases\n{r['_table']}"
-    if command == "query":
-        lines = [f"generation {r['generation']} ({r['generation_name']})"]
-        if not r["hits"]:
-            lines.append(f"no results: {r.get('reason')}")
-        for i, h in enumerate(r["hits"], 1):
-            where = " > ".join(h["heading_path"]) or "-"
-            page = f" p.{h['page']}" if h.get("page") else ""
-            ranks = ", ".join(f"{k} #{v}" for k, v in h["ranks"].items())
-            text = " ".join(h["text"].split())[:160]
-            lines.append(f"{i}. [{h['score']:.4f}] {h['source']}:{h['doc']}{page}  ({where})  [{ranks}]\n   {text}")
-        return "\n".join(lines)
-    if command == "status":
-        lines = [f"live: {r['live']}   previous: {r['previous']}   candidate: {r['candidate']}",
-                 f"documents: {r['documents']}   chunks (live): {r['chunks']}   dead letters: {r['dead_letters']}"]
-        for role, g in r["generations"].items():
-            if g:
-                ev = g["eval"]
-                lines.append(f"  {role:9} {g['name']}  {g['counts']}  age {g['age_hours']} h  "
-                             f"gate: {ev.get('passed')}  {g['stage_versions']}")
-        for name, s in r["sources"].items():
-            lines.append(f"  source {name} ({s['kind']}): {s['documents']} documents, {s['indexed']} indexed, "
-                         f"last good listing {_ts(s['last_good_listing_at'])}, lag p50/p95 "
-                         f"{s['lag_p50_s']}/{s['lag_p95_s']} s"
-                         + (f"  LAST ERROR: {s['last_error']}" if s["last_error"] else ""))
-        for e in r["events"]:
-            lines.append(f"  event {_ts(e['at'])} {e['kind']}: {e['message']}")
-        return "\n".join(lines)
-    if command == "dlq" and isinstance(r, list):
-        if not r:
-            return "dead-letter table is empty"
-        return "\n".join(f"{_ts(d['at'])}  {d['source']}:{d['doc']}  [{d['stage']}/{d['reason']}]  {d['error'][:200]}"
-                         for d in r)
-    if command in ("promote", "rollback"):
-        rep = r.get("report") or {}
-        lines = [f"promoted: {r.get('promoted')}   live: {r.get('live')}   previous: {r.get('previous')}"]
-        for reason in rep.get("reasons") or []:
-            lines.append(f"  {reason}")
-        for q in (rep.get("regressed") or [])[:10]:
-            lines.append(f"  regressed: {q['id']} {q['query'][:70]!r} {q['live']:.3f} -> {q['candidate']:.3f}")
-        if r.get("error"):
-            lines.append(f"ERROR: {r['error']}")
-        return "\n".join(lines)
+    """What a person reads: one renderer per command; commands without one print indented JSON."""
+    render = _HUMAN.get(command)
+    if render is not None:
+        return str(render(r))
     import json
 
     return json.dumps(r, indent=2, default=str)

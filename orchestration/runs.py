@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -32,6 +33,7 @@ from connectors.errors import BinderyError, ConfigError
 from orchestration.automation import partition_requests
 from orchestration.definitions import build_definitions
 from orchestration.instance import get_instance
+from orchestration.terminal_log import terminal_logger
 
 
 @dataclass
@@ -64,8 +66,21 @@ def _first_error(events: Iterable[dg.DagsterEvent]) -> str | None:
             while err is not None and err.cause is not None and "dagster" in (err.cls_name or "").lower():
                 err = err.cause
             if err is not None:
-                return err.message.strip().splitlines()[0] if err.message else err.cls_name
+                first = err.message.strip().splitlines()[0] if err.message else (err.cls_name or "error")
+                return re.sub(r"^connectors\.errors\.\w+: ", "", first)  # Bindery's messages say what failed
     return None
+
+
+def _interrupted(events: Iterable[dg.DagsterEvent]) -> bool:
+    """Whether a step failed because the process was interrupted (SIGINT, Ctrl-C)."""
+    for ev in events:
+        if ev.event_type_value == "STEP_FAILURE" and ev.step_failure_data:
+            err = ev.step_failure_data.error
+            while err is not None:
+                if err.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt"):
+                    return True
+                err = err.cause
+    return False
 
 
 def outcome_from_events(job: str, partition: str | None, run_id: str, success: bool,
@@ -112,11 +127,12 @@ def source_lock(cfg: BinderyConfig, name: str) -> Iterator[None]:
 
 
 class Runner:
-    def __init__(self, cfg: BinderyConfig):
+    def __init__(self, cfg: BinderyConfig, *, debug: bool = False):
         self.cfg = cfg
+        self.debug = debug
         assert cfg.config_path, "the CLI loads configuration from a file"
         self.instance = get_instance(cfg)
-        self.defs = build_definitions(cfg.config_path)
+        self.defs = build_definitions(cfg.config_path, loggers={"console": terminal_logger})
         self._sync_partitions()
         self._fail_dead_runs()
 
@@ -149,11 +165,15 @@ class Runner:
         job = self.defs.resolve_job_def(job_name)
         # The run log goes to the instance (the UI shows all of it); the terminal gets warnings only.
         run_config = {**(run_config or {}),
-                      "loggers": {"console": {"config": {"log_level": os.environ.get("BINDERY_LOG_LEVEL", "WARNING")}}}}
+                      "loggers": {"console": {"config": {"log_level": os.environ.get("BINDERY_LOG_LEVEL", "WARNING"),
+                                                         "full": self.debug}}}}
         result = job.execute_in_process(instance=self.instance, partition_key=partition, run_config=run_config,
                                         tags={"bindery/launched-by": "cli", "bindery/host": socket.gethostname(),
                                               "bindery/pid": str(os.getpid()), **(tags or {})},
                                         raise_on_error=False)
+        if not result.success and _interrupted(result.all_events):
+            # Dagster turns Ctrl-C into a failed step and returns; the CLI must stop here too
+            raise KeyboardInterrupt
         return outcome_from_events(job_name, partition, result.run_id, result.success, result.all_events)
 
     def run_sources(self, job_name: str, sources: list[str], *, allow_mass_delete: bool = False,

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from connectors.config import BinderyConfig, load_config
 from connectors.errors import BindingError, QueryError
+from query_service.console import console_router
 from query_service.retrieval import LiveRetriever, make_filters
 
 
@@ -57,6 +58,10 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
 
     def _retriever() -> LiveRetriever:
         return state["retriever"]
+
+    # CONSOLE-AUTH SEAM: once the service authenticates callers, pass the dependency `/search`
+    # uses as `auth=` so the console's data endpoints sit behind the same check.
+    app.include_router(console_router(lambda: _retriever().store, auth=None))
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:

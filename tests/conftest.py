@@ -15,7 +15,7 @@ from tests.moto_server import moto_endpoint as _moto_endpoint
 
 PG_URL = os.environ.get("BINDERY_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 _KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "BINDERY_REQUIRE_POSTGRES",
-             "BINDERY_TEST_PG_URL", "TESSDATA_PREFIX", "USER")
+             "BINDERY_TEST_PG_URL", "TESSDATA_PREFIX", "USER", "BINDERY_REQUIRE_BROWSER", "BINDERY_SCREENSHOTS")
 
 # A real moto S3 server over HTTP, one per test session; yields its endpoint URL.
 moto_endpoint = pytest.fixture(scope="session")(_moto_endpoint)

@@ -398,7 +398,7 @@ def test_code_is_atomic_when_it_fits(tok: TokenCounter) -> None:
     code = "def main():\n    for i in range(3):\n        print(i)\n\n\nmain()"
     rng = random.Random(5)
     blocks = [H("Example", 2), P(paragraph(rng, 6)), Block("code", "\n" + code + "\n\n")]
-    cfg = ChunkConfig(max_tokens=tok.count(code) + 3)
+    cfg = ChunkConfig(max_tokens=tok.count(code) + 3, overlap_tokens=0)  # overlap must stay below max
     drafts = chunk_blocks(blocks, cfg, counter=tok)
     check_invariants(blocks, drafts, cfg, tok)
     assert drafts[-1].kind == "code"
@@ -475,7 +475,7 @@ def test_random_documents_keep_every_invariant(tok: TokenCounter, seed: int) -> 
     max_tokens = rng.choice([16, 24, 48, 100, 200, 256])
     cfg = ChunkConfig(
         max_tokens=max_tokens,
-        overlap_tokens=rng.choice([0, 5, 30, max_tokens]),
+        overlap_tokens=min(rng.choice([0, 5, 30, max_tokens]), max_tokens - 1),  # config requires overlap < max
         min_tokens=rng.choice([0, 24, max_tokens]),
     )
     title = rng.choice([None, "Title"])

@@ -157,8 +157,8 @@ def test_shrunken_listing_aborts_the_delete_sweep_until_overridden(dep: Deployme
 def test_missing_source_root_fails_without_deleting(dep: Deployment) -> None:
     dep.cli("sync")
     dep.root.rename(dep.root.with_name("elsewhere"))
-    out = dep.cli("sync", expect=1)
-    assert "corpus" in out["error"]
+    out = dep.cli("sync", expect=2)  # the configuration check refuses before any run
+    assert "sources.0.root" in out["error"] and "corpus" in out["error"]
     assert dep.cli("status")["documents"] == 6
     assert len(chunk_sets(dep)["vector"]) > 0
 

@@ -16,10 +16,8 @@ from connectors.config import SourceConfig
 from connectors.errors import ConfigError, SourceError, TooLarge
 from connectors.sources import (
     LocalFolderSource,
-    PathFilter,
     S3Source,
     SourceEntry,
-    glob_to_regex,
     make_source,
 )
 
@@ -54,44 +52,7 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
-# -- globs -----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("pattern", "yes", "no"),
-    [
-        ("**/*", ["a.txt", "x/y/z.pdf"], []),
-        ("*.md", ["a.md", "x/y/a.md"], ["a.mdx", "a.txt"]),
-        ("/*.md", ["a.md"], ["x/a.md"]),
-        ("docs/**", ["docs/a", "docs/x/y.txt"], ["docs", "x/docs/a", "docsx/a"]),
-        ("drafts/", ["drafts/a.md", "x/drafts/b/c.txt"], ["drafts.md", "mydrafts/a"]),
-        ("**/build/*.o", ["build/a.o", "x/y/build/a.o"], ["build/x/a.o"]),
-        ("a/**/b.txt", ["a/b.txt", "a/x/y/b.txt"], ["b.txt", "ab.txt"]),
-        ("file?.txt", ["file1.txt"], ["file12.txt", "file.txt"]),
-        ("[ab]*.txt", ["a1.txt", "b.txt"], ["c.txt"]),
-        ("[!ab]*.txt", ["c.txt"], ["a.txt"]),
-        ("x[/]y", [], ["x/y"]),
-        ("report (1)+.pdf", ["report (1)+.pdf"], ["report 1.pdf"]),
-        ("x/*", ["x/a"], ["x/a/b"]),
-    ],
-)
-def test_glob_patterns(pattern: str, yes: list[str], no: list[str]) -> None:
-    f = PathFilter([pattern])
-    for p in yes:
-        assert f(p), (pattern, p, glob_to_regex(pattern))
-    for p in no:
-        assert not f(p), (pattern, p, glob_to_regex(pattern))
-
-
-def test_glob_filter_exclude_wins_and_empty_include_means_all() -> None:
-    f = PathFilter(["**/*.md"], ["drafts/"])
-    assert f("a.md")
-    assert f("x/b.md")
-    assert not f("drafts/c.md")
-    assert not f("a.txt")
-    assert PathFilter([], ["*.tmp"])("anything/at/all.pdf")
-    with pytest.raises(ValueError, match="empty glob"):
-        glob_to_regex("  ")
+# Glob semantics (gitignore, through pathspec) are tested in test_globs.py.
 
 
 # -- listing ---------------------------------------------------------------------------------
@@ -124,8 +85,9 @@ def test_lists_files_with_stable_ids_uris_and_stats(tree: Path) -> None:
 def test_include_exclude(tree: Path) -> None:
     s = src(tree, include=["**/*.md", "**/*.pdf"], exclude=["drafts/", "*.tmp"])
     assert sorted(listing(s)) == ["guide.md", "sub/b.md", "sub/deeper/c.pdf"]
-    top = src(tree, include=["/*"])
+    top = src(tree, include=["/*", "!/*/"])  # gitignore: top-level entries, minus folders
     assert sorted(listing(top)) == ["a.txt", "guide.md"]
+    assert len(listing(src(tree, include=["/*"]))) == 6  # `/*` matches top-level folders, so all below
 
 
 def test_fingerprint_changes_on_edit_and_touch_only(tree: Path) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from connectors.config import SourceConfig
 from connectors.errors import ConfigError
 from connectors.sources.base import Source, SourceEntry
-from connectors.sources.globs import PathFilter, glob_to_regex
+from connectors.sources.globs import PathFilter, check_patterns
 from connectors.sources.local import ACL_SIDECAR, PUBLIC_ACL, LocalFolderSource
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ __all__ = [
     "S3Source",
     "Source",
     "SourceEntry",
-    "glob_to_regex",
+    "check_patterns",
     "make_source",
 ]
 

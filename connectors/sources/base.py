@@ -29,6 +29,11 @@ class SourceEntry:
 
 class Source(Protocol):
     name: str
+    needs_describe: bool  # list() leaves acl/metadata empty (S3): describe() fills them in
+
+    def describe(self, entry: SourceEntry) -> SourceEntry:
+        """The entry with its ACL and metadata (the identity where list() already has them)."""
+        ...
 
     def list(self) -> Iterator[SourceEntry]:
         """Every current item. Raises SourceError if the listing cannot be completed."""

@@ -1,0 +1,158 @@
+"""Draft an eval set from the corpus, for a person to review (`bindery evalset draft`).
+
+Works from the document store (the live generation's chunks): no source access, no model. Four
+offline kinds of question, each with its gold document and, where it helps, a snippet taken from
+the chunk it came from (so a label holds across re-chunking):
+
+- `title`: the document's title, as someone looking for that document types it (gold: the doc);
+- `heading`: "<section> — <title>" for a section, gold snippet from the section's first words;
+- `identifier`: a code-like token (`XR-4471`, `ERR-0x1F`, `max_payload_kg`, `v2.14.3`) that
+  appears in exactly one document, gold snippet the identifier itself;
+- `table`: "<column> of <row>" for a table row, gold snippet the cell.
+
+With a `writer` (the Anthropic contextualiser configured), sampled chunks get an LLM-written
+question instead (`llm`), with the answering phrase as snippet when the model quotes one that is
+really in the chunk, else the chunk's first words. Every case has `"draft": true`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from connectors.questions import DraftQuestion
+from evals.evalset import normalise, parse_case
+
+__all__ = ["KINDS", "QuestionWriter", "draft_cases"]
+
+KINDS = ("title", "heading", "identifier", "table", "llm")
+SNIPPET_WORDS = 10
+_IDENTIFIER = re.compile(
+    r"(?<![\w-])(?:[A-Z][A-Z0-9]*-(?:0x)?[0-9A-Za-z]+(?:-[0-9A-Za-z]+)*|[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
+    r"|v\d+\.\d+(?:\.\d+)?)(?![\w-])")
+
+
+class QuestionWriter(Protocol):
+    def write(self, title: str | None, heading_path: list[str], passage: str) -> DraftQuestion | None: ...
+
+
+def _body(chunk: dict[str, Any]) -> str:
+    """The chunk's own text without the heading lines the chunker puts in front of it."""
+    lines = chunk["display_text"].splitlines()
+    heads = {h.strip() for h in chunk["heading_path"]}
+    while lines and (lines[0].strip() in heads or not lines[0].strip()):
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def _snippet(text: str, words: int = SNIPPET_WORDS) -> str | None:
+    sentence = re.split(r"(?<=[.!?])\s", " ".join(text.split()), maxsplit=1)[0]
+    norm = normalise(" ".join(sentence.split()[:words]))  # words as written, so XR-4471 counts once
+    return norm or None
+
+
+def _case(kind: str, n: int, query: str, doc: str, text: str | None) -> dict[str, Any]:
+    return {"id": f"draft-{kind}-{n}", "query": query, "category": kind,
+            "gold": [{"doc": doc, "text": text}], "exclude_docs": [], "draft": True}
+
+
+def _titles(docs: dict[str, list[dict[str, Any]]]) -> Iterable[tuple[str, str, str | None]]:
+    for doc, chunks in docs.items():
+        title = next((c["heading_path"][0] for c in chunks if c["heading_path"]), None)
+        if title and len(title.split()) >= 2:
+            yield title, doc, None
+
+
+def _headings(docs: dict[str, list[dict[str, Any]]]) -> Iterable[tuple[str, str, str | None]]:
+    for doc, chunks in docs.items():
+        for c in chunks:
+            path = [h for h in c["heading_path"] if h.strip()]
+            snippet = _snippet(_body(c))
+            if len(path) >= 2 and snippet:
+                yield f"{path[-1]} — {path[0]}", doc, snippet
+                break  # one per document keeps the set balanced
+
+
+def _identifiers(docs: dict[str, list[dict[str, Any]]]) -> Iterable[tuple[str, str, str | None]]:
+    where: dict[str, set[str]] = defaultdict(set)
+    for doc, chunks in docs.items():
+        for c in chunks:
+            for ident in _IDENTIFIER.findall(c["display_text"]):
+                where[ident].add(doc)
+    for ident in sorted(where):
+        if len(where[ident]) == 1 and normalise(ident):
+            yield ident, next(iter(where[ident])), normalise(ident)
+
+
+def _tables(docs: dict[str, list[dict[str, Any]]]) -> Iterable[tuple[str, str, str | None]]:
+    for doc, chunks in docs.items():
+        for c in chunks:
+            rows = [r for r in c["display_text"].splitlines() if r.strip().startswith("|")]
+            rows = [[cell.strip() for cell in r.strip().strip("|").split("|")] for r in rows]
+            rows = [r for r in rows if not all(set(cell) <= set("-: ") for cell in r)]
+            if len(rows) < 2 or len(rows[0]) < 2:
+                continue
+            header, first = rows[0], rows[1]
+            if len(first) == len(header) and normalise(first[0]) and normalise(first[1]):
+                yield f"{header[1]} of {first[0]}", doc, normalise(first[1])
+                break
+
+
+_OFFLINE = {"title": _titles, "heading": _headings, "identifier": _identifiers, "table": _tables}
+
+
+def _llm_cases(writer: QuestionWriter, docs: dict[str, list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
+    chunks = [(doc, c) for doc, cs in docs.items() for c in cs if len(_body(c).split()) >= 12]
+    step = max(1, len(chunks) // max(limit, 1))
+    out: list[dict[str, Any]] = []
+    for doc, c in chunks[::step][:limit]:
+        q = writer.write(c["heading_path"][0] if c["heading_path"] else None, list(c["heading_path"]), _body(c))
+        if q is None:
+            continue
+        answer = normalise(q.answer or "")
+        text = answer if answer and answer in normalise(c["display_text"]) else _snippet(_body(c))
+        out.append(_case("llm", len(out) + 1, q.question, doc, text))
+    return out
+
+
+def draft_cases(chunks_by_doc: dict[str, list[dict[str, Any]]], *, max_cases: int = 40,
+                writer: QuestionWriter | None = None) -> list[dict[str, Any]]:
+    """Proposed eval cases (eval-set JSON objects) from chunk rows grouped by document external id.
+
+    Offline kinds share `max_cases` round-robin so every kind is represented; with a writer all
+    cases are LLM-written. Each case is checked with the eval-set validator before it is kept.
+    """
+    docs = {doc: sorted(cs, key=lambda c: c["ordinal"]) for doc, cs in sorted(chunks_by_doc.items())}
+    if writer is not None:
+        return [c for c in _llm_cases(writer, docs, max_cases) if _valid(c)]
+    pools = {kind: iter(gen(docs)) for kind, gen in _OFFLINE.items()}
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    counters: dict[str, int] = defaultdict(int)
+    while pools and len(out) < max_cases:
+        for kind in list(pools):
+            item = next(pools[kind], None)
+            if item is None:
+                del pools[kind]
+                continue
+            query, doc, text = item
+            if query.lower() in seen:
+                continue
+            counters[kind] += 1
+            case = _case(kind, counters[kind], query, doc, text)
+            if _valid(case):
+                seen.add(query.lower())
+                out.append(case)
+            if len(out) >= max_cases:
+                break
+    return out
+
+
+def _valid(case: dict[str, Any]) -> bool:
+    try:
+        parse_case(case)
+    except ValueError:
+        return False
+    return True

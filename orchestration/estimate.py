@@ -1,0 +1,147 @@
+"""How long a plan's work will take and what its LLM calls will cost, from this machine's past.
+
+`throughput(instance)` reads the materialisation metadata every stage asset records (items done
+and seconds taken) from the Dagster instance, over the most recent runs that did work, and
+turns it into seconds per item per stage. `estimate_seconds` multiplies a plan's work by it;
+a stage with no history is named, never guessed. `llm_estimate` counts the Anthropic calls and
+tokens of the prefixes a plan would compute, priced with `prices:` from bindery.yaml.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+
+from assets.runtime import Generation
+from connectors.config import BinderyConfig
+from connectors.contextualizers import DocumentContext
+
+__all__ = ["HISTORY_RUNS", "estimate_seconds", "llm_estimate", "throughput"]
+
+HISTORY_RUNS = 20  # materialisations per stage asset looked at (the most recent ones that did work)
+
+# stage -> (asset, metadata key of the items it computed)
+_STAGE_ASSETS = {
+    "parse": ("parsed_documents", "attempted"),
+    "chunk": ("chunks", "chunked"),
+    "context": ("contextual_prefixes", "computed"),
+    "embed": ("embeddings", "embedded"),
+    "index": ("vector_index", "written_docs"),
+}
+
+
+def _value(v: Any) -> Any:
+    return v.value if isinstance(v, dg.MetadataValue) else v
+
+
+def _recent(instance: dg.DagsterInstance, asset: str, key: str) -> list[dict[str, Any]]:
+    """Metadata of the most recent materialisations of `asset` that computed something."""
+    out = []
+    for rec in instance.fetch_materializations(dg.AssetKey(asset), limit=200).records:
+        mat = rec.asset_materialization
+        if mat is None:
+            continue
+        meta = {k: _value(v) for k, v in mat.metadata.items()}
+        n, s = meta.get(key), meta.get("seconds")
+        if isinstance(n, (int, float)) and isinstance(s, (int, float)) and n > 0:
+            out.append(meta)
+            if len(out) >= HISTORY_RUNS:
+                break
+    return out
+
+
+def _fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(fixed seconds per run, seconds per item) by least squares over (items, seconds) of past
+    runs; a plain ratio when all runs did the same amount of work. Both clamped at zero."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if sxx == 0:
+        return 0.0, my / mx
+    slope = max(0.0, sum((x - mx) * (y - my) for x, y in points) / sxx)
+    return max(0.0, my - slope * mx), slope
+
+
+def throughput(instance: dg.DagsterInstance) -> dict[str, Any]:
+    """Per stage, the fixed seconds per run and the seconds per item of past runs (a run's time
+    is not proportional to its work: the embed stage loads the model once whatever it embeds),
+    plus LLM tokens per computed prefix."""
+    out: dict[str, Any] = {"seconds_per_item": {}, "fixed_seconds": {}, "runs": {}}
+    for stage, (asset, key) in _STAGE_ASSETS.items():
+        runs = _recent(instance, asset, key)
+        if not runs:
+            continue
+        fixed, per_item = _fit([(float(m[key]), float(m["seconds"])) for m in runs])
+        out["runs"][stage] = len(runs)
+        out["seconds_per_item"][stage] = per_item
+        out["fixed_seconds"][stage] = fixed
+        if stage == "context":
+            items = sum(float(m[key]) for m in runs)
+            tokens = {t: sum(float(m.get(t) or 0) for m in runs) / items
+                      for t in ("input_tokens", "output_tokens", "cache_read_tokens")}
+            if tokens["input_tokens"]:
+                out["llm_tokens_per_prefix"] = tokens
+    return out
+
+
+def estimate_seconds(stages: dict[str, dict[str, Any]], history: dict[str, Any] | None) -> dict[str, Any]:
+    """Seconds per stage = fixed cost per run (embed: the model load) + items to compute x
+    seconds per item measured here before."""
+    rates = (history or {}).get("seconds_per_item", {})
+    fixed = (history or {}).get("fixed_seconds", {})
+    by_stage: dict[str, float] = {}
+    missing = []
+    for stage, c in stages.items():
+        if not c["compute"]:
+            continue
+        if stage in rates:
+            by_stage[stage] = round(fixed.get(stage, 0.0) + c["compute"] * rates[stage], 1)
+        else:
+            missing.append(stage)
+    note = None
+    if missing:
+        note = (f"no history for {', '.join(missing)} on this instance: their time is not included "
+                "(a first sync measures it)")
+    return {"seconds": round(sum(by_stage.values()), 1) if by_stage or not missing else None,
+            "by_stage": by_stage, "no_history": missing, "note": note,
+            "runs_measured": (history or {}).get("runs", {})}
+
+
+def llm_estimate(cfg: BinderyConfig, targets: list[Generation],
+                 docs: list[tuple[DocumentContext, list[dict[str, Any]]]],
+                 history: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Anthropic calls, tokens and cost of the prefixes the plan would compute, or None when no
+    target generation uses the Anthropic contextualiser.
+
+    One call per chunk; the document is sent with each and cached: the first call of a document
+    writes it to the prompt cache, the others read it. Token counts are word pieces of the
+    embedder's tokenizer (close to, not equal to, Claude's); output is the measured mean per
+    prefix when past runs have one, else `max_prefix_tokens`.
+    """
+    anthropic = [g for g in targets if g.stages.context.provider == "anthropic"]
+    if not anthropic:
+        return None
+    from connectors.tokenizer import get_tokenizer
+
+    ccfg = anthropic[0].stages.context
+    count = get_tokenizer(cfg.stages.chunk.tokenizer).count
+    calls = cache_write = cache_read = uncached = 0
+    for doc, chunks in docs:
+        doc_tokens = count(f"{doc.title or ''}\n{doc.full_text}")
+        calls += len(chunks)
+        cache_write += doc_tokens
+        cache_read += doc_tokens * (len(chunks) - 1)
+        uncached += sum(count(c["display_text"]) + _INSTRUCTION_TOKENS for c in chunks)
+    per_prefix = ((history or {}).get("llm_tokens_per_prefix") or {}).get("output_tokens")
+    output = round(calls * (per_prefix or ccfg.max_prefix_tokens))
+    p = cfg.prices
+    cost = (uncached * p.input_per_mtok + cache_write * p.cache_write_per_mtok
+            + cache_read * p.cache_read_per_mtok + output * p.output_per_mtok) / 1e6
+    return {"model": ccfg.model, "calls": calls, "input_tokens": uncached, "cache_write_tokens": cache_write,
+            "cached_input_tokens": cache_read, "output_tokens": output, "cost_usd": round(cost, 4),
+            "prices_usd_per_mtok": p.model_dump(), "output_from_history": per_prefix is not None}
+
+
+_INSTRUCTION_TOKENS = 60  # the fixed situate-this-chunk instruction around each chunk

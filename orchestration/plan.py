@@ -1,0 +1,376 @@
+"""`bindery plan`: what the next sync or reindex would do, computed without writing anything.
+
+    listing (read-only) --> documents after the sync --> per stage: to compute / cached
+                                                     --> time (throughput of past runs), LLM tokens, cost
+
+The plan lists each source (as the sync would) and classifies every item with the listing's
+own rules (`assets.listing.change_class`, `check_delete_safety`); reads the bytes of items
+whose listing entry changed, to hash them, as the listing does; then walks the stages over the
+documents the sync would leave, asking the store what is cached with the stages' own helpers
+(`pending_parses`, `needs_chunking`, `chunk_rows`, `missing_contexts`, `embed_text_of`,
+`doc_digest`) so plan and run cannot drift. The cheap stages are *run in memory* where their
+output decides what the expensive ones must do: pending documents are parsed and chunked (never
+stored) so the number of chunks to contextualise and texts to embed is exact, and offline
+prefixes are computed so embedding cache hits are exact. Anthropic prefixes are not (that would
+be the spending the plan exists to predict): their chunks count as texts to embed.
+
+Nothing is written: no store rows, no spool, no index files, no Dagster run. The estimate of
+time divides the work by the throughput each stage reached in past runs on this instance (from
+Dagster materialisation metadata); with no history it says so.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from assets.chunk_stage import chunk_rows, needs_chunking
+from assets.context_stage import context_input_hash, embed_text_of, missing_contexts
+from assets.index_stage import doc_digest, index_text
+from assets.listing import (
+    CLASSES,
+    _acl_of,
+    _default_acl,
+    _unchanged,
+    change_class,
+    check_delete_safety,
+    read_content,
+)
+from assets.parse_stage import good_parses, pending_parses, validate_parse
+from assets.parsing import parse_document
+from assets.runtime import ACTIVE, RETAINED, Generation, Runtime
+from connectors.config import BinderyConfig, SourceConfig
+from connectors.contextualizers import ChunkContext, DocumentContext, make_contextualizer, summary_sentence
+from connectors.errors import SourceError, TooLarge
+from connectors.identity import content_hash, doc_id, short_hash, text_hash
+from connectors.sources import make_source
+from connectors.sources.base import Source
+from connectors.versions import generation_key, stage_configs_dump
+
+__all__ = ["STAGES", "compute_plan"]
+
+STAGES = ("parse", "chunk", "context", "embed", "index")
+UNITS = {"parse": "documents", "chunk": "documents", "context": "chunks", "embed": "texts", "index": "documents"}
+
+
+@dataclass
+class StageCount:
+    compute: int = 0
+    cached: int = 0
+
+
+@dataclass
+class SourcePlan:
+    """One source: the listing's verdict and the documents the sync would leave."""
+
+    name: str
+    listed: int = 0
+    changes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLASSES, 0))
+    would_delete: int = 0
+    unsafe: str | None = None
+    error: str | None = None
+    docs: list[dict[str, Any]] = field(default_factory=list)
+    data: dict[str, bytes] = field(default_factory=dict)  # content hash -> bytes read by the listing
+
+    @property
+    def proceeds(self) -> bool:
+        return self.error is None and self.unsafe is None
+
+
+# -- listing ---------------------------------------------------------------------------------
+
+
+def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool = False,
+                    source: Source | None = None) -> SourcePlan:
+    """The listing's classification of every item, with its rules, and nothing written."""
+    sp = SourcePlan(scfg.name)
+    src = source or make_source(scfg)
+    try:
+        entries = list(src.list())
+    except SourceError as e:
+        sp.error = str(e)
+        return sp
+    known = {d["external_id"]: d for d in rt.store.documents(scfg.name, include_deleted=True)}
+    live_known = {k: d for k, d in known.items() if d["deleted_at"] is None}
+    listed_ids = {e.external_id for e in entries}
+    gone = [d for k, d in live_known.items() if k not in listed_ids]
+    prior = rt.store.get_source(scfg.name) or {}
+    sp.listed, sp.would_delete = len(entries), len(gone)
+    unsafe = check_delete_safety(scfg, len(entries), len(gone), prior.get("last_good_listing_count"))
+    if unsafe and not allow_mass_delete:
+        sp.unsafe = unsafe
+        return sp
+    gone_hashes = {d["content_hash"] for d in gone if d["content_hash"]}
+    default_acl = _default_acl(scfg)
+    for entry in entries:
+        live_old = live_known.get(entry.external_id)
+        if live_old is not None and _unchanged(src, live_old, entry, default_acl):
+            sp.changes["unchanged"] += 1
+            sp.docs.append(live_old)
+            continue
+        try:
+            if src.needs_describe:
+                entry = src.describe(entry)
+            data = src.read(entry)
+        except (SourceError, TooLarge):
+            sp.changes["failed"] += 1
+            if live_old is not None:
+                sp.docs.append(live_old)  # the sync keeps what is indexed
+            continue
+        chash = content_hash(data)
+        acl = _acl_of(entry)
+        sp.changes[change_class(live_old, chash, acl, dict(entry.metadata), gone_hashes)] += 1
+        sp.data[chash] = data
+        sp.docs.append({**(live_old or {}), "doc_id": doc_id(scfg.name, entry.external_id), "source": scfg.name,
+                        "external_id": entry.external_id, "uri": entry.uri, "content_hash": chash, "acl": acl,
+                        "acl_hash": short_hash(acl, 16), "metadata": dict(entry.metadata),
+                        "fingerprint": entry.fingerprint, "size": entry.size,
+                        "source_modified_at": entry.modified_at})
+    sp.changes["deleted"] = len(gone)
+    return sp
+
+
+# -- the generations a run would write ---------------------------------------------------------
+
+
+def target_generations(rt: Runtime, kind: str) -> tuple[list[Generation], list[Generation]]:
+    """(generations the run writes, retained generations that only receive deletes), as
+    `Runtime.targets` would pick them — but a generation that does not exist yet is only
+    described, never created."""
+    if kind == "reindex":
+        cand = next((g for g in rt.generations(("building",)) if g.versions == rt.current_versions), None)
+        targets = [cand or _future_generation(rt)]
+    else:
+        targets = rt.generations(ACTIVE) or [_future_generation(rt)]
+    names = {g.name for g in targets}
+    return targets, [g for g in rt.generations(RETAINED) if g.name not in names]
+
+
+def _future_generation(rt: Runtime) -> Generation:
+    versions = rt.current_versions
+    name = f"g{len(rt.store.generations()) + 1}_{generation_key(versions)}"
+    return Generation(0, name, "building", rt.cfg.stages, dict(versions),
+                      {"id": 0, "name": name, "stage_configs": stage_configs_dump(rt.cfg.stages)})
+
+
+# -- the stages, simulated -------------------------------------------------------------------
+
+
+class StageWalk:
+    """Walks parse -> chunk -> context -> embed -> index for one source over the documents the
+    sync would leave, counting what each stage would compute and what it finds cached."""
+
+    def __init__(self, rt: Runtime, sp: SourcePlan, source: Source | None = None):
+        self.rt, self.sp, self.source = rt, sp, source
+        self.counts = {s: StageCount() for s in STAGES}
+        self.index = {"write": 0, "delete": 0, "chunks": 0}
+        self.parsed: dict[tuple[str, str], dict[str, Any] | None] = {}  # (doc, parse version) -> parse
+        self.chunked: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (doc, chunk version) -> rows
+        self.prefixes: dict[tuple[str, str], str] = {}  # (input hash, context version) -> prefix
+        self.walked: set[tuple[str, str]] = set()  # (stage, version) already counted
+        self.contexts_done: set[tuple[str, str]] = set()  # (input hash, context version) the run computes
+        self.embedded: set[tuple[str, str]] = set()  # (text hash, embedder id) the run computes
+        self.llm_docs: list[tuple[DocumentContext, list[dict[str, Any]]]] = []
+        self.unknown_texts: set[str] = set()  # chunk ids whose prefix only the LLM would know
+
+    # parse
+    def parses(self, g: Generation) -> dict[str, dict[str, Any]]:
+        """doc_id -> a good parse (stored, or made in memory now) for generation `g`."""
+        pver = g.versions["parse"]
+        good = good_parses(self.rt, self.sp.docs, pver)
+        for d in self.sp.docs:
+            parse = self.parsed.get((d["doc_id"], pver))
+            if parse is not None:
+                good[d["doc_id"]] = parse
+        return good
+
+    def walk_parse(self, g: Generation) -> None:
+        pver = g.versions["parse"]
+        if ("parse", pver) in self.walked:
+            return
+        self.walked.add(("parse", pver))
+        todo = pending_parses(self.rt, self.sp.docs, pver)
+        self.counts["parse"].compute += len(todo)
+        self.counts["parse"].cached += len(self.sp.docs) - len(todo)
+        scfg = self.rt.cfg.source(self.sp.name)
+        for d in todo:
+            self.parsed[(d["doc_id"], pver)] = self._parse_in_memory(d, g, scfg)
+
+    def _parse_in_memory(self, d: dict[str, Any], g: Generation, scfg: SourceConfig) -> dict[str, Any] | None:
+        try:
+            data = self.sp.data.get(d["content_hash"])
+            if data is None:
+                self.source = self.source or make_source(scfg)
+                data = read_content(self.rt, self.source, d)
+            result = parse_document(data, d["external_id"], g.stages.parse)
+        except Exception:
+            return None  # the sync dead-letters it: nothing to chunk
+        if validate_parse(result.metrics, scfg.quality):
+            return None
+        return {"title": result.title, "blocks": [b.to_dict() for b in result.blocks], "status": "ok"}
+
+    # chunk
+    def chunks(self, g: Generation) -> list[dict[str, Any]]:
+        """Every chunk row of the source's documents for `g`'s chunk version, after the sync."""
+        cver, pver = g.versions["chunk"], g.versions["parse"]
+        parses = self.parses(g)
+        current = self.rt.store.chunk_keys(list(parses), cver)
+        fresh = [d for d in self.sp.docs if d["doc_id"] in parses and needs_chunking(current, d, pver)]
+        if ("chunk", cver) not in self.walked:
+            self.walked.add(("chunk", cver))
+            self.counts["chunk"].compute += len(fresh)
+            self.counts["chunk"].cached += len(parses) - len(fresh)
+        for d in fresh:
+            key = (d["doc_id"], cver)
+            if key not in self.chunked:
+                try:
+                    self.chunked[key] = chunk_rows(d, parses[d["doc_id"]], g.stages.chunk, cver, pver)
+                except Exception:
+                    self.chunked[key] = []
+        fresh_ids = {d["doc_id"] for d in fresh}
+        stored = self.rt.store.chunks_for([d["doc_id"] for d in self.sp.docs
+                                           if d["doc_id"] in parses and d["doc_id"] not in fresh_ids], cver)
+        return stored + [c for d in fresh for c in self.chunked[(d["doc_id"], cver)]]
+
+    # context
+    def walk_context(self, g: Generation, chunks: list[dict[str, Any]]) -> None:
+        ctxver = g.versions["context"]
+        key = ("context", f"{g.versions['chunk']}/{ctxver}")
+        if key in self.walked:
+            return
+        self.walked.add(key)
+        # what an earlier generation of this run computes is cached by the time this one asks
+        todo = {h: c for h, c in missing_contexts(self.rt, chunks, ctxver).items()
+                if (h, ctxver) not in self.contexts_done}
+        self.contexts_done.update((h, ctxver) for h in todo)
+        self.counts["context"].compute += len(todo)
+        self.counts["context"].cached += len({context_input_hash(c) for c in chunks}) - len(todo)
+        by_doc: dict[str, list[dict[str, Any]]] = {}
+        for c in todo.values():
+            by_doc.setdefault(c["doc_id"], []).append(c)
+        if not by_doc:
+            return
+        parses = self.parses(g)
+        offline = g.stages.context.provider != "anthropic"
+        ctx = make_contextualizer(g.stages.context) if offline else None
+        for did, cs in by_doc.items():
+            full_text = "\n\n".join(b["text"] for b in (parses.get(did) or {}).get("blocks") or [])
+            doc = DocumentContext(title=(parses.get(did) or {}).get("title"), summary=summary_sentence(full_text),
+                                  full_text=full_text)
+            if ctx is None:
+                self.llm_docs.append((doc, cs))
+                self.unknown_texts.update(c["chunk_id"] for c in cs)
+                continue
+            results = ctx.contextualize(doc, [ChunkContext(list(c["heading_path"]), c["display_text"]) for c in cs])
+            for c, r in zip(cs, results, strict=True):
+                self.prefixes[(context_input_hash(c), ctxver)] = r.prefix
+
+    # embed + index
+    def final_texts(self, g: Generation, chunks: list[dict[str, Any]]) -> dict[str, str]:
+        ctxver = g.versions["context"]
+        stored = self.rt.store.get_contexts([context_input_hash(c) for c in chunks], ctxver)
+        out = {}
+        for c in chunks:
+            h = context_input_hash(c)
+            prefix = stored[h]["prefix"] if h in stored else self.prefixes.get((h, ctxver))
+            if prefix is not None or h in stored:
+                out[c["chunk_id"]] = embed_text_of(c, prefix)
+        return out
+
+    def walk_embed(self, g: Generation, texts: dict[str, str]) -> None:
+        ever = g.versions["embed"]
+        key = ("embed", f"{g.versions['chunk']}/{g.versions['context']}/{ever}")
+        if key in self.walked:
+            return
+        self.walked.add(key)
+        hashes = {text_hash(t) for t in texts.values()}
+        missing = {h for h in self.rt.store.missing_embeddings(sorted(hashes), ever) if (h, ever) not in self.embedded}
+        self.embedded.update((h, ever) for h in missing)
+        unknown = len(self.unknown_texts - texts.keys())
+        self.counts["embed"].compute += len(missing) + unknown
+        self.counts["embed"].cached += len(hashes) - len(missing)
+
+    def walk_index(self, g: Generation, chunks: list[dict[str, Any]], texts: dict[str, str]) -> None:
+        docs = {d["doc_id"]: d for d in self.sp.docs}
+        state = self.rt.store.index_state(g.id, self.sp.name) if g.id else {}
+        by_doc: dict[str, list[dict[str, Any]]] = {}
+        for c in chunks:
+            by_doc.setdefault(c["doc_id"], []).append(c)
+        written = 0
+        for did, cs in by_doc.items():
+            if any(c["chunk_id"] not in texts for c in cs):
+                changed = any(c["chunk_id"] in self.unknown_texts for c in cs)  # an LLM prefix is coming
+            else:
+                digest = doc_digest(docs[did], [(c["chunk_id"], index_text(docs[did], texts[c["chunk_id"]]))
+                                                for c in cs])
+                changed = state.get(did, {}).get("digest") != digest
+            if changed:
+                written += 1
+                self.index["chunks"] += len(cs)
+        self.index["write"] += written
+        self.index["delete"] += sum(1 for did in state if did not in docs)
+        self.counts["index"].compute += written
+        self.counts["index"].cached += len(by_doc) - written
+
+    def walk_deletes_only(self, g: Generation) -> None:
+        docs = {d["doc_id"] for d in self.sp.docs}
+        self.index["delete"] += sum(1 for did in self.rt.store.index_state(g.id, self.sp.name) if did not in docs)
+
+    def run(self, targets: list[Generation], delete_only: list[Generation]) -> None:
+        for g in targets:
+            self.walk_parse(g)
+        for g in targets:
+            chunks = self.chunks(g)
+            self.walk_context(g, chunks)
+            texts = self.final_texts(g, chunks)
+            self.walk_embed(g, texts)
+            self.walk_index(g, chunks, texts)
+        for g in delete_only:
+            self.walk_deletes_only(g)
+
+
+def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: list[str] | None = None, *,
+                 allow_mass_delete: bool = False, history: dict[str, float] | None = None) -> dict[str, Any]:
+    """The plan as the `--json` contract (docs/json-contract.md); `history` is seconds per item
+    per stage measured in past runs (`orchestration.history.throughput`)."""
+    started = time.perf_counter()
+    targets, delete_only = target_generations(rt, kind)
+    names = sources or [s.name for s in cfg.sources]
+    if kind == "reindex":
+        names = [s.name for s in cfg.sources]
+    out_sources: dict[str, Any] = {}
+    totals = {s: StageCount() for s in STAGES}
+    index = {"write": 0, "delete": 0, "chunks": 0}
+    llm_docs: list[tuple[DocumentContext, list[dict[str, Any]]]] = []
+    for name in names:
+        scfg = cfg.source(name)
+        sp = predict_listing(rt, scfg, allow_mass_delete=allow_mass_delete)
+        entry: dict[str, Any] = {"listed": sp.listed, "changes": sp.changes,
+                                 "delete_guard": {"safe": sp.unsafe is None, "would_delete": sp.would_delete,
+                                                  "reason": sp.unsafe},
+                                 "error": sp.error}
+        if sp.proceeds:
+            walk = StageWalk(rt, sp)
+            walk.run(targets, delete_only)
+            for s in STAGES:
+                totals[s].compute += walk.counts[s].compute
+                totals[s].cached += walk.counts[s].cached
+            for k in index:
+                index[k] += walk.index[k]
+            llm_docs += walk.llm_docs
+            entry["stages"] = {s: {"compute": c.compute, "cached": c.cached} for s, c in walk.counts.items()}
+        out_sources[name] = entry
+    from orchestration.estimate import estimate_seconds, llm_estimate
+
+    stages = {s: {"compute": c.compute, "cached": c.cached, "unit": UNITS[s]} for s, c in totals.items()}
+    return {
+        "kind": kind, "generations": [g.name for g in targets],
+        "new_generation": next((g.name for g in targets if g.id == 0), None),
+        "sources": out_sources, "stages": stages,
+        "recomputed": {s: totals[s].compute for s in ("parse", "chunk", "context", "embed")},
+        "written": {"documents": index["write"], "chunks": index["chunks"], "deleted": index["delete"]},
+        "estimate": estimate_seconds(stages, history),
+        "llm": llm_estimate(cfg, targets, llm_docs, history),
+        "seconds": round(time.perf_counter() - started, 3),
+    }

@@ -1,0 +1,43 @@
+"""The `plan` job: `bindery plan` in the Dagster UI, its result as run metadata.
+
+Launch it from the UI (Jobs -> plan) with `kind: sync|reindex` and optional `sources`; the step's
+output carries the whole plan as JSON, a readable summary, and the headline numbers. It
+writes nothing to the store or the indexes.
+"""
+
+# no `from __future__ import annotations`: Dagster resolves the op's config class from its annotation
+import dagster as dg
+from pydantic import Field
+
+from assets.resource import BinderyResource
+from orchestration.estimate import throughput
+from orchestration.plan import compute_plan
+from orchestration.report import human
+
+
+class PlanConfig(dg.Config):
+    kind: str = Field("sync", pattern="^(sync|reindex)$")
+    sources: list[str] = Field(default_factory=list)  # default: every configured source
+
+
+@dg.op(description="What the next sync or reindex would do: changes, work per stage, time, LLM cost.")
+def plan_next_run(context: dg.OpExecutionContext, config: PlanConfig, bindery: BinderyResource) -> dg.Output[None]:
+    rt = bindery.runtime
+    plan = compute_plan(rt.cfg, rt, config.kind, config.sources or None, history=throughput(context.instance))
+    meta: dict[str, dg.RawMetadataValue] = {
+        "summary": dg.MetadataValue.md(f"```\n{human('plan', plan)}\n```"),
+        "plan": dg.MetadataValue.json(plan),
+        **{f"{stage}_to_compute": c["compute"] for stage, c in plan["stages"].items()},
+        "documents_to_delete": plan["written"]["deleted"],
+    }
+    if plan["estimate"]["seconds"] is not None:
+        meta["estimated_seconds"] = plan["estimate"]["seconds"]
+    if plan["llm"]:
+        meta["llm_cost_usd"] = plan["llm"]["cost_usd"]
+    return dg.Output(None, metadata=meta)
+
+
+@dg.job(name="plan", executor_def=dg.in_process_executor,
+        description="Preview the next sync or reindex without writing anything (as `bindery plan`).")
+def plan_job() -> None:
+    plan_next_run()

@@ -1,0 +1,112 @@
+"""The web console, served by the query service at `/console/`: plain HTML, JS and CSS shipped as
+package data (`query_service/console/`), no front-end build step.
+
+    /console/                 the page (search playground, generations, evals, dead letters)
+    /console/{asset}          console.js, console.css
+    /console/api/generations  live / previous / candidate and every kept generation: stage
+                              versions, counts, gate reports
+    /console/api/evals        eval metrics per generation (from the gate reports) and `tune` trials
+    /console/api/dead-letters the dead-letter table
+
+The search playground calls the service's own `POST /search`, so it shows exactly what users
+get: hits with provenance, per-retriever ranks and the trace's timings. The data endpoints
+take the same authentication dependency as `/search` (`auth`), so the console reveals nothing
+a caller without a credential could not see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException
+from fastapi.responses import FileResponse, RedirectResponse
+
+from connectors.store import DocumentStore
+
+__all__ = ["CONSOLE_DIR", "console_router"]
+
+CONSOLE_DIR = Path(__file__).parent / "console"
+_ASSETS = {"console.js": "text/javascript", "console.css": "text/css"}
+TUNE_EVENT = "tune"  # events of this kind whose details hold {"trials": [...]} are charted
+
+
+def _generation(g: dict[str, Any]) -> dict[str, Any]:
+    rep = g.get("eval_report") or {}
+    return {"id": g["id"], "name": g["name"], "status": g["status"], "created_at": g["created_at"],
+            "stage_versions": g["stage_versions"], "embedder_id": g["embedder_id"], "counts": g["counts"] or {},
+            "published_at": g.get("published_at"), "forced_by": g.get("forced_by"),
+            "gate": {"passed": rep.get("passed"), "reasons": rep.get("reasons") or [],
+                     "warnings": rep.get("warnings") or [], "metric": rep.get("metric"),
+                     "live": rep.get("live") or {}, "candidate": rep.get("candidate") or {},
+                     "delta": rep.get("delta") or {}, "regressed": (rep.get("regressed") or [])[:20],
+                     "improved": (rep.get("improved") or [])[:20], "judged_at": rep.get("judged_at")}}
+
+
+def generations(store: DocumentStore) -> dict[str, Any]:
+    b = store.get_binding()
+    gens = [g for g in store.generations() if g["status"] != "dropped"]
+    building = [g["id"] for g in gens if g["status"] == "building"]
+    return {"live": b["generation_id"] if b else None, "previous": b["previous_generation_id"] if b else None,
+            "candidate": building[-1] if building else None,
+            "binding": {"version": b["version"], "flipped_at": b["flipped_at"], "flipped_by": b["flipped_by"]}
+            if b else None,
+            "generations": [_generation(g) for g in sorted(gens, key=lambda g: g["id"], reverse=True)]}
+
+
+def evals(store: DocumentStore) -> dict[str, Any]:
+    """Each judged generation's own metrics (the `candidate` side of its gate report), oldest
+    first, and the trials `bindery tune` recorded."""
+    points = []
+    for g in sorted(store.generations(), key=lambda g: g["id"]):
+        rep = g.get("eval_report") or {}
+        if rep.get("candidate"):
+            points.append({"generation": g["id"], "name": g["name"], "status": g["status"],
+                           "metrics": rep["candidate"], "passed": rep.get("passed"), "judged_at": rep.get("judged_at")})
+    trials = []
+    for e in reversed(store.events(TUNE_EVENT, limit=20)):
+        for t in (e.get("details") or {}).get("trials") or []:
+            trials.append({"at": e["at"], **t})
+    return {"generations": points, "tune_trials": trials}
+
+
+def dead_letters(store: DocumentStore) -> list[dict[str, Any]]:
+    return [{"doc": d["external_id"], "source": d["source"], "stage": d["stage"], "reason": d["reason"],
+             "error": d["error"], "at": d["at"]} for d in store.dead_letters()]
+
+
+def console_router(store_of: Callable[[], DocumentStore], auth: Callable[..., Any] | None = None) -> APIRouter:
+    """The console's routes. `auth` is the dependency `/search` uses; every data endpoint needs it."""
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/console")
+    def console_root() -> RedirectResponse:
+        return RedirectResponse("/console/")
+
+    @router.get("/console/")
+    def page() -> FileResponse:
+        return FileResponse(CONSOLE_DIR / "index.html", media_type="text/html")
+
+    @router.get("/console/{name}")
+    def asset(name: str) -> FileResponse:
+        if name not in _ASSETS:
+            raise HTTPException(404, f"no console asset {name!r}")
+        return FileResponse(CONSOLE_DIR / name, media_type=_ASSETS[name])
+
+    api = APIRouter(prefix="/console/api", dependencies=[Depends(auth)] if auth else [])
+
+    @api.get("/generations")
+    def api_generations() -> dict[str, Any]:
+        return generations(store_of())
+
+    @api.get("/evals")
+    def api_evals() -> dict[str, Any]:
+        return evals(store_of())
+
+    @api.get("/dead-letters")
+    def api_dead_letters() -> list[dict[str, Any]]:
+        return dead_letters(store_of())
+
+    router.include_router(api)
+    return router

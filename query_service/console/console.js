@@ -1,0 +1,196 @@
+// The Bindery console: plain JavaScript, no build step, no external requests.
+// Search goes to the service's own POST /search; the panels read /console/api/*.
+"use strict";
+
+const $ = (sel) => document.querySelector(sel);
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v; else node.setAttribute(k, v);
+  }
+  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c ?? "")));
+  return node;
+}
+
+function headers() {
+  const h = { "content-type": "application/json" };
+  const key = sessionStorage.getItem("bindery-api-key");
+  if (key) h["x-api-key"] = key;
+  return h;
+}
+
+async function getJSON(path, options = {}) {
+  const res = await fetch(path, { headers: headers(), ...options });
+  const body = await res.json().catch(() => ({}));
+  if (!res.ok) {
+    const detail = Array.isArray(body.detail) ? body.detail.join("; ") : (body.detail || body.error || res.statusText);
+    throw new Error(`${res.status}: ${detail}`);
+  }
+  return body;
+}
+
+const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "-");
+const fmt = (x, d = 4) => (typeof x === "number" ? x.toFixed(d) : "-");
+
+// -- search ---------------------------------------------------------------------------------
+async function search(event) {
+  event.preventDefault();
+  const status = $("#search-status");
+  const body = { query: $("#query").value, k: Number($("#k").value) || 10 };
+  const principal = $("#principal").value.trim();
+  if (principal) body.principal = principal;
+  status.textContent = "searching…";
+  status.className = "status";
+  $("#hits").replaceChildren();
+  $("#timings").replaceChildren();
+  try {
+    const t0 = performance.now();
+    const r = await getJSON("/search", { method: "POST", body: JSON.stringify(body) });
+    const ms = performance.now() - t0;
+    status.textContent = `${r.hits.length} hits from generation ${r.generation} (${r.generation_name}) in ${ms.toFixed(0)} ms`
+      + (r.reason ? ` — ${r.reason}` : "");
+    renderTimings(r.trace || {});
+    for (const h of r.hits) $("#hits").append(renderHit(h));
+  } catch (e) {
+    status.textContent = `search failed: ${e.message}`;
+    status.className = "status error";
+  }
+}
+
+function renderTimings(trace) {
+  const t = trace.timings || trace.timings_ms || {};
+  const parts = Object.entries(t).map(([k, v]) => `${k} ${typeof v === "number" ? v.toFixed(1) : v} ms`);
+  const counts = ["dense", "sparse"].filter((r) => Array.isArray(trace[r]))
+    .map((r) => `${r}: ${trace[r].length} candidates`);
+  $("#timings").append(el("p", { class: "status" }, [...counts, ...parts].join(" · ")));
+}
+
+function renderHit(h) {
+  const where = (h.heading_path || []).join(" › ") || "-";
+  const ranks = Object.entries(h.ranks || {}).map(([k, v]) => `${k} #${v}`).join(", ") || "fused only";
+  return el("li", { class: "hit" },
+    el("div", { class: "hit-head" },
+      el("span", { class: "hit-doc" }, `${h.source}:${h.doc}${h.page ? ` p.${h.page}` : ""}`),
+      el("span", { class: "hit-where" }, where),
+      el("span", { class: "ranks" }, `score ${fmt(h.score)} · ${ranks}`)),
+    el("p", { class: "hit-text" }, (h.text || "").slice(0, 600)));
+}
+
+// -- generations ----------------------------------------------------------------------------
+async function loadGenerations() {
+  const tbody = $("#generations-table tbody");
+  try {
+    const g = await getJSON("/console/api/generations");
+    const roles = { [g.live]: "live", [g.previous]: "previous", [g.candidate]: "candidate" };
+    $("#binding").textContent = g.binding
+      ? `binding version ${g.binding.version}, flipped ${when(g.binding.flipped_at)} by ${g.binding.flipped_by || "-"}`
+      : "no live binding yet";
+    tbody.replaceChildren(...g.generations.map((x) => el("tr", {},
+      el("td", {}, roles[x.id] || ""), el("td", { class: "num" }, x.id), el("td", {}, x.name), el("td", {}, x.status),
+      el("td", { class: "num" }, x.counts.documents ?? "-"), el("td", { class: "num" }, x.counts.chunks ?? "-"),
+      el("td", {}, when(x.created_at)),
+      el("td", { class: x.gate.passed === false ? "refused" : x.gate.passed ? "passed" : "" },
+        x.forced_by ? `forced by ${x.forced_by}` : x.gate.passed == null ? "not judged" : x.gate.passed ? "passed" : "refused"),
+      el("td", {}, el("code", {}, Object.entries(x.stage_versions).map(([k, v]) => `${k}=${v}`).join(" "))))));
+    $("#gate-reports").replaceChildren(...g.generations.filter((x) => x.gate.reasons.length).slice(0, 5).map(gateReport));
+  } catch (e) {
+    tbody.replaceChildren(el("tr", {}, el("td", { class: "error", colspan: "9" }, e.message)));
+  }
+}
+
+function gateReport(x) {
+  const metrics = Object.keys(x.gate.candidate || {});
+  const rows = metrics.map((m) => el("tr", {}, el("td", {}, m), el("td", { class: "num" }, fmt(x.gate.live[m])),
+    el("td", { class: "num" }, fmt(x.gate.candidate[m])), el("td", { class: "num" }, fmt(x.gate.delta[m]))));
+  return el("div", { class: "gate" },
+    el("strong", {}, `gate report for ${x.name}`),
+    el("ul", {}, ...x.gate.reasons.map((r) => el("li", {}, r)), ...x.gate.warnings.map((w) => el("li", {}, `warning: ${w}`))),
+    rows.length ? el("table", {}, el("thead", {}, el("tr", {}, ...["metric", "live", "candidate", "delta"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, ...rows)) : "",
+    x.gate.regressed.length ? el("p", {}, `regressed: ${x.gate.regressed.map((q) => q.id).join(", ")}`) : "");
+}
+
+// -- evals ----------------------------------------------------------------------------------
+const SERIES = ["recall@10", "mrr@10", "ndcg@10"];
+const COLOURS = ["#2457c5", "#c54a24", "#1f8a4c", "#8a1f7a"];
+
+function lineChart(container, labels, series) {
+  if (!labels.length) {
+    container.replaceChildren(el("p", { class: "status" }, "nothing measured yet"));
+    return;
+  }
+  const ns = "http://www.w3.org/2000/svg";
+  const w = 800, h = 220, pad = 36;
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", `0 0 ${w} ${h + 30}`);
+  const x = (i) => pad + (labels.length === 1 ? (w - 2 * pad) / 2 : i * (w - 2 * pad) / (labels.length - 1));
+  const y = (v) => h - pad / 2 - v * (h - pad);
+  const add = (tag, attrs, text) => {
+    const n = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
+    if (text !== undefined) n.textContent = text;
+    svg.append(n);
+  };
+  for (const v of [0, 0.5, 1]) {
+    add("line", { x1: pad, x2: w - pad, y1: y(v), y2: y(v), stroke: "#d8dde6" });
+    add("text", { x: 4, y: y(v) + 4, "font-size": 11, fill: "#667085" }, v.toFixed(1));
+  }
+  labels.forEach((l, i) => add("text", { x: x(i), y: h + 16, "font-size": 11, "text-anchor": "middle", fill: "#667085" }, l));
+  series.forEach((s, si) => {
+    const pts = s.values.map((v, i) => [x(i), y(v ?? 0)]);
+    add("polyline", { points: pts.map((p) => p.join(",")).join(" "), fill: "none", stroke: COLOURS[si % 4], "stroke-width": 2 });
+    pts.forEach(([px, py]) => add("circle", { cx: px, cy: py, r: 3.5, fill: COLOURS[si % 4] }));
+  });
+  const legend = el("div", { class: "legend" }, ...series.map((s, si) => el("span", { style: `color:${COLOURS[si % 4]}` }, `● ${s.name}`)));
+  container.replaceChildren(svg, legend);
+}
+
+async function loadEvals() {
+  try {
+    const e = await getJSON("/console/api/evals");
+    lineChart($("#eval-chart"), e.generations.map((g) => g.name),
+      SERIES.map((m) => ({ name: m, values: e.generations.map((g) => g.metrics[m]) })));
+    const trials = e.tune_trials;
+    lineChart($("#tune-chart"), trials.map((t, i) => t.name || `trial ${i + 1}`),
+      ["tune", "check"].filter((k) => trials.some((t) => typeof t[k] === "number"))
+        .map((k) => ({ name: `${k} half`, values: trials.map((t) => t[k]) })));
+  } catch (err) {
+    $("#eval-chart").replaceChildren(el("p", { class: "error" }, err.message));
+  }
+}
+
+// -- dead letters ---------------------------------------------------------------------------
+async function loadDeadLetters() {
+  const tbody = $("#dlq-table tbody");
+  try {
+    const rows = await getJSON("/console/api/dead-letters");
+    tbody.replaceChildren(...(rows.length ? rows.map((d) => el("tr", {}, el("td", {}, when(d.at)), el("td", {}, d.source),
+      el("td", {}, d.doc), el("td", {}, d.stage), el("td", {}, d.reason), el("td", {}, (d.error || "").slice(0, 200))))
+      : [el("tr", {}, el("td", { colspan: "6", class: "status" }, "the dead-letter table is empty"))]));
+  } catch (e) {
+    tbody.replaceChildren(el("tr", {}, el("td", { class: "error", colspan: "6" }, e.message)));
+  }
+}
+
+function refresh() {
+  loadGenerations();
+  loadEvals();
+  loadDeadLetters();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const key = $("#api-key");
+  key.value = sessionStorage.getItem("bindery-api-key") || "";
+  key.addEventListener("change", () => {
+    sessionStorage.setItem("bindery-api-key", key.value.trim());
+    refresh();
+  });
+  $("#search-form").addEventListener("submit", search);
+  const q = new URLSearchParams(location.search).get("q");
+  if (q) {
+    $("#query").value = q;
+    $("#search-form").requestSubmit();
+  }
+  refresh();
+});

@@ -1,0 +1,185 @@
+"""What the CLI prints to a person and the flags every command shares (issue 11, item 4).
+
+Fast: the store is set up directly (generations rows and the binding), no model, no run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.config import load_config
+from connectors.store import DocumentStore
+from connectors.versions import stage_configs_dump, stage_versions
+from evals.gate import compare, minimum_detectable_difference
+from evals.metrics import METRIC_NAMES, CaseResult
+from evals.runner import EvalReport
+from orchestration import report
+from orchestration.cli import _share_common_options, build_parser, main
+from tests.bindery_fixture import Deployment
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def dep(tmp_path: Path) -> Deployment:
+    return Deployment(tmp_path)
+
+
+def add_generation(dep: Deployment, n: int, *, chunk_tokens: int | None = None) -> int:
+    """A generation row as a build leaves it (stage versions of the current or a changed config)."""
+    cfg = load_config(dep.config_path)
+    stages = cfg.stages.model_copy(deep=True)
+    if chunk_tokens:
+        stages.chunk.max_tokens = chunk_tokens
+    versions = stage_versions(stages)
+    store = DocumentStore(cfg.database_url)
+    try:
+        return store.create_generation({
+            "name": f"g{n}_test", "status": "building", "stage_versions": versions,
+            "stage_configs": stage_configs_dump(stages), "embedder_id": versions["embed"],
+            "vector_index": f"v{n}", "keyword_index": f"k{n}", "counts": {"documents": 6, "chunks": 40 + n},
+            "created_at": time.time() - 3600})
+    finally:
+        store.dispose()
+
+
+def flip(dep: Deployment, gen_id: int) -> None:
+    store = DocumentStore(load_config(dep.config_path).database_url)
+    try:
+        store.flip_binding(gen_id, by="test")
+    finally:
+        store.dispose()
+
+
+def test_json_flag_before_or_after_the_command(dep: Deployment, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = str(dep.config_path)
+    before = run(capsys, "--json", "--config", cfg, "status")
+    after = run(capsys, "status", "--json", "--config", cfg)
+    assert before[0] == after[0] == 0
+    a, b = json.loads(before[1]), json.loads(after[1])
+    assert a.keys() == b.keys() and {"live", "candidate", "documents", "chunks", "dead_letters", "sources"} <= a.keys()
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.startswith("bindery ") and out.split()[1][0].isdigit()
+
+
+def test_every_option_has_help_text() -> None:
+    parser = build_parser()
+    _share_common_options(parser)
+    missing = []
+    for sub in (a for a in parser._actions if isinstance(a, argparse._SubParsersAction)):
+        for name, p in sub.choices.items():
+            missing += [f"{name} {'/'.join(act.option_strings) or act.dest}" for act in p._actions
+                        if not isinstance(act, argparse._HelpAction) and not act.help]
+    assert missing == []
+
+
+def test_human_status_is_a_table_not_raw_dicts(dep: Deployment, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--config", str(dep.config_path), "status")
+    assert code == 0 and "none yet: run `bindery sync`" in out
+    live = add_generation(dep, 1)
+    flip(dep, live)
+    add_generation(dep, 2, chunk_tokens=120)
+    code, out, _ = run(capsys, "--config", str(dep.config_path), "status")
+    assert code == 0
+    assert "{" not in out and "}" not in out  # no raw Python dicts
+    lines = out.splitlines()
+    header = next(line for line in lines if line.strip().startswith("role"))
+    assert header.split() == ["role", "id", "name", "status", "documents", "chunks", "age", "gate"]
+    live_row = next(line for line in lines if line.strip().startswith("live ")).split()
+    assert live_row[:4] == ["live", "1", "g1_test", "live"] and live_row[5] == "41"
+    assert any(line.strip().startswith("candidate") and "g2_test" in line for line in lines)
+    stage_rows = {line.split()[0]: line.split()[1:] for line in lines[lines.index("stage versions") + 3:]
+                  if line.startswith("  ") and line.split()[0] in ("parse", "chunk", "context", "embed")}
+    assert stage_rows["chunk"][0] != stage_rows["chunk"][1] and stage_rows["embed"][0] == stage_rows["embed"][1]
+    assert any(line.strip().startswith("docs") and "local" in line for line in lines)
+
+
+def test_rollback_says_rolled_back_not_promoted(dep: Deployment, capsys: pytest.CaptureFixture[str]) -> None:
+    g1, g2 = add_generation(dep, 1), add_generation(dep, 2)
+    flip(dep, g1)
+    flip(dep, g2)
+    code, out, _ = run(capsys, "--config", str(dep.config_path), "rollback")
+    assert code == 0
+    assert "promoted" not in out and out.startswith("rolled back: generation 1 is live again")
+    code, out, _ = run(capsys, "--config", str(dep.config_path), "--json", "rollback")
+    doc = json.loads(out)
+    assert doc["live"] == 2 and doc["previous"] == 1 and doc["rolled_back"] is True and "promoted" in doc
+
+
+def test_reindex_with_nothing_to_change_does_not_say_promote(dep: Deployment,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    flip(dep, add_generation(dep, 1))
+    code, out, err = run(capsys, "--config", str(dep.config_path), "reindex")
+    assert code == 0 and err == ""
+    assert out.startswith("nothing to reindex") and "promote" not in out
+    code, out, _ = run(capsys, "--config", str(dep.config_path), "reindex", "--json")
+    assert code == 0 and json.loads(out)["candidate"] is None
+
+
+def _report(values: list[float]) -> EvalReport:
+    return EvalReport.from_cases([CaseResult(f"q{i}", "c", f"query number {i}", dict.fromkeys(METRIC_NAMES, v),
+                                             1 if v else None, 1, 10) for i, v in enumerate(values)])
+
+
+def test_refused_promotion_prints_the_full_paired_report() -> None:
+    gate = compare(_report([1.0] * 8), _report([1.0] * 6 + [0.0, 0.0]), tolerance=0.01, max_regressions=0)
+    payload: dict[str, Any] = {"promoted": False, "live": 1, "previous": None, "candidate": 2,
+                               "report": gate.to_json(), "error": "gate refused"}
+    out = report.human("promote", payload)
+    assert out.splitlines()[0] == "gate: REFUSED"
+    for m in METRIC_NAMES:  # the whole metric table, not only the failing metric
+        assert any(line.split()[:1] == [m] for line in out.splitlines()), m
+    assert "regressed on recall@10 (2)" in out and "q6: 1.0000 -> 0.0000" in out
+    assert "not promoted: generation 1 stays live" in out and "promoted: True" not in out
+
+
+def test_gate_warns_when_the_eval_set_is_too_small_for_the_tolerance() -> None:
+    small = compare(_report([1.0] * 8), _report([1.0] * 8), tolerance=0.01)
+    assert small.passed and len(small.warnings) == 1
+    assert "8 questions" in small.warnings[0] and "tolerance 0.01" in small.warnings[0]
+    assert small.to_json()["warnings"] == small.warnings
+    values = [1.0, 0.0] * 200
+    big = compare(_report(values), _report(values), tolerance=0.2)
+    assert big.warnings == []
+
+
+def test_minimum_detectable_difference_shrinks_with_the_set() -> None:
+    """MDD = (1.96 + 0.84) * sd / sqrt(n), and never below one question's step 1/n."""
+    live = [1.0, 0.0] * 50
+    cand = [1.0, 0.0] * 45 + [0.0, 1.0] * 5
+    n = len(live)
+    diffs = [c - v for v, c in zip(live, cand, strict=True)]
+    mean = sum(diffs) / n
+    sd = (sum((d - mean) ** 2 for d in diffs) / (n - 1)) ** 0.5
+    assert minimum_detectable_difference(live, cand) == pytest.approx(2.8 * sd / n ** 0.5)
+    assert minimum_detectable_difference(live * 4, cand * 4) < minimum_detectable_difference(live, cand)
+    assert minimum_detectable_difference([1.0] * 4, [1.0] * 4) >= 0.25
+
+
+def test_failed_sync_summary_does_not_claim_nothing_changed() -> None:
+    out = report.human("sync", {"sources": {"s3": dict.fromkeys(report.CLASSES, 0)},
+                                "recomputed": {"parse": 0, "chunk": 0, "context": 0, "embed": 0},
+                                "written": {"documents": 0, "chunks": 0, "deleted": 0}, "errors": {"s3": "down"},
+                                "generation": None, "seconds": 1.0})
+    assert "nothing changed" not in out and "s3: FAILED" in out
+
+
+def test_table_aligns_numbers_right() -> None:
+    out = report.table(["name", "n"], [["a", 5], ["bbb", 12345]]).splitlines()
+    assert out[0] == "name       n" and out[2] == "a          5" and out[3] == "bbb   12,345"

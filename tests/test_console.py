@@ -1,0 +1,146 @@
+"""The web console (issue 11, item 6): its data endpoints over a real store, behind the
+authentication dependency they are given, and the page itself in headless Chromium (Debian's
+`chromium`, installed by `make system-deps`) driven by Playwright: the page loads, a search
+returns hits, the panels fill, and the browser logs no console error.
+
+Set BINDERY_SCREENSHOTS=DIR to keep the screenshots (docs/console-*.png were made that way).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI, Header, HTTPException
+from fastapi.testclient import TestClient
+
+from connectors.config import load_config
+from connectors.store import DocumentStore
+from query_service.console import console_router
+from tests.bindery_fixture import Deployment
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Flags known to work on these machines (no sandbox as root, no background network calls).
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def _store_with_history(tmp_path: Path) -> DocumentStore:
+    store = DocumentStore(f"sqlite:///{tmp_path / 'store.db'}")
+    report = {"passed": True, "reasons": ["recall@10 0.8 -> 0.9"], "metric": "recall@10", "warnings": [],
+              "live": {"recall@10": 0.8}, "candidate": {"recall@10": 0.9, "mrr@10": 0.7, "ndcg@10": 0.75},
+              "delta": {"recall@10": 0.1}}
+    for n in (1, 2):
+        gid = store.create_generation({
+            "name": f"g{n}_x", "status": "building", "stage_versions": {"chunk": f"c{n}"}, "stage_configs": {},
+            "embedder_id": "e", "vector_index": "v", "keyword_index": "k", "counts": {"chunks": 10 * n},
+            "created_at": time.time(), "eval_report": report})
+        store.flip_binding(gid, by="test")
+    store.add_event("tune", "tune finished", details={"trials": [{"name": "t1", "tune": 0.8, "check": 0.78}]})
+    store.add_dead_letter(doc_id="d1", source="docs", external_id="broken.pdf", stage="parse", reason="corrupt",
+                          error="truncated file")
+    return store
+
+
+def _require_key(x_api_key: str | None = Header(None)) -> None:
+    if x_api_key != "secret":
+        raise HTTPException(401, "no valid credential")
+
+
+def test_data_endpoints_report_the_store_and_sit_behind_the_auth_dependency(tmp_path: Path) -> None:
+    store = _store_with_history(tmp_path)
+    app = FastAPI()
+    app.include_router(console_router(lambda: store, auth=_require_key))
+    with TestClient(app) as c:
+        assert c.get("/console/").status_code == 200 and "Bindery console" in c.get("/console/").text
+        assert c.get("/console/console.js").headers["content-type"].startswith("text/javascript")
+        assert c.get("/console/nope.js").status_code == 404
+        for path in ("/console/api/generations", "/console/api/evals", "/console/api/dead-letters"):
+            assert c.get(path).status_code == 401, path  # the page is public, the data is not
+        key = {"X-API-Key": "secret"}
+        g = c.get("/console/api/generations", headers=key).json()
+        assert g["live"] == 2 and g["previous"] == 1 and g["candidate"] is None
+        assert [x["id"] for x in g["generations"]] == [2, 1] and g["generations"][0]["gate"]["passed"] is True
+        e = c.get("/console/api/evals", headers=key).json()
+        assert [p["generation"] for p in e["generations"]] == [1, 2] and e["generations"][0]["metrics"]["mrr@10"] == 0.7
+        assert e["tune_trials"][0]["name"] == "t1"
+        d = c.get("/console/api/dead-letters", headers=key).json()
+        assert d == [{"doc": "broken.pdf", "source": "docs", "stage": "parse", "reason": "corrupt",
+                      "error": "truncated file", "at": d[0]["at"]}]
+    store.dispose()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[tuple[str, Deployment]]:
+    """A synced deployment and its query service on a real port (uvicorn in a thread)."""
+    import uvicorn
+
+    from query_service.app import create_app
+
+    dep = Deployment(tmp_path)
+    dep.write("broken/truncated.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >>\n")  # a dead letter to show
+    dep.cli("sync")
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(load_config(dep.config_path)), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert server.started
+    yield f"http://127.0.0.1:{port}", dep
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+@pytest.mark.slow
+def test_console_in_headless_chromium(service: tuple[str, Deployment], tmp_path: Path) -> None:
+    if CHROMIUM is None:
+        if os.environ.get("BINDERY_REQUIRE_BROWSER"):
+            pytest.fail("chromium is not installed (make system-deps installs it as root)")
+        pytest.skip("chromium is not installed (make system-deps installs it as root)")
+    from playwright.sync_api import sync_playwright
+
+    base, _dep = service
+    shots = Path(os.environ.get("BINDERY_SCREENSHOTS") or tmp_path)
+    errors: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+        page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+        page.goto(f"{base}/console/")
+        page.wait_for_selector("#generations-table tbody tr td")
+        page.fill("#query", "How long does the XR-4471 battery last?")
+        page.click("#search-form button")
+        page.wait_for_selector("#hits li", timeout=60_000)
+        hits = page.locator("#hits li")
+        assert hits.count() >= 1
+        first = hits.nth(0).inner_text()
+        assert "robots/xr4471.md" in first and "dense #" in first  # provenance and per-retriever ranks
+        assert "hits from generation 1" in page.inner_text("#search-status")
+        assert "candidates" in page.inner_text("#timings")
+        page.wait_for_selector("#dlq-table tbody tr td")
+        assert "broken/truncated.pdf" in page.inner_text("#dlq-table")
+        rows = page.locator("#generations-table tbody tr")
+        assert rows.count() == 1 and "live" in rows.nth(0).inner_text()
+        assert page.locator("#eval-chart svg, #eval-chart p").count() == 1
+        page.screenshot(path=str(shots / "console-search.png"), full_page=True)
+        browser.close()
+    assert errors == []
+
+

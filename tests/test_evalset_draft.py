@@ -1,0 +1,105 @@
+"""`bindery evalset draft` proposes eval questions from the corpus (issue 11, item 8): offline
+from titles, headings, identifiers and tables; LLM-written with the Anthropic contextualiser
+(against the local stub that follows the Messages API)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.config import ContextConfig
+from connectors.questions import QUESTION_INSTRUCTION, AnthropicQuestionWriter, parse_reply
+from evals.draft import draft_cases
+from evals.evalset import load_eval_set, normalise
+from tests.anthropic_stub import AnthropicStub
+from tests.bindery_fixture import Deployment
+
+
+def chunk(ordinal: int, heading_path: list[str], body: str, kind: str = "text") -> dict[str, Any]:
+    return {"ordinal": ordinal, "heading_path": heading_path, "kind": kind,
+            "display_text": "\n".join([*heading_path, body])}
+
+
+CORPUS = {
+    "robots/xr4471.md": [
+        chunk(0, ["XR-4471 warehouse robot", "Battery"],
+              "The XR-4471 runs for 11 hours on one charge. Charging takes 95 minutes."),
+        chunk(1, ["XR-4471 warehouse robot", "Payload"], "Maximum payload is set by the max_payload_kg key."),
+    ],
+    "ops/errors.md": [chunk(0, ["Error codes", "ERR-0x1F"], "The drive controller lost its heartbeat.")],
+    "catalog/prices.md": [chunk(0, ["Price list"],
+                                "| Model | Price | Weight |\n|---|---|---|\n"
+                                "| XR-5200 | 41,900 EUR | 180 kg |\n| XR-4471 | 28,500 EUR | 95 kg |", "table")],
+}
+
+
+def test_offline_draft_proposes_every_kind_with_valid_labels(tmp_path: Path) -> None:
+    cases = draft_cases(CORPUS, max_cases=40)
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for c in cases:
+        by_kind.setdefault(c["category"], []).append(c)
+    assert set(by_kind) == {"title", "heading", "identifier", "table"}
+    assert {"XR-4471 warehouse robot", "Error codes", "Price list"} <= {c["query"] for c in by_kind["title"]}
+    heading = next(c for c in by_kind["heading"] if c["gold"][0]["doc"] == "robots/xr4471.md")
+    assert heading["query"] == "Battery — XR-4471 warehouse robot"
+    assert heading["gold"][0]["text"] == "the xr 4471 runs for 11 hours on one charge"
+    idents = {c["query"]: c["gold"][0] for c in by_kind["identifier"]}
+    assert idents["ERR-0x1F"] == {"doc": "ops/errors.md", "text": "err 0x1f"}
+    assert idents["max_payload_kg"]["doc"] == "robots/xr4471.md"
+    assert "XR-4471" not in idents  # in two documents: not a unique lookup
+    assert by_kind["table"][0]["query"] == "Price of XR-5200"
+    assert by_kind["table"][0]["gold"][0]["text"] == "41 900 eur"
+    # every gold snippet is really in a chunk of its document
+    for c in cases:
+        g = c["gold"][0]
+        if g["text"]:
+            assert any(g["text"] in normalise(ch["display_text"]) for ch in CORPUS[g["doc"]]), c
+    # the file a person reviews is a valid eval set
+    out = tmp_path / "draft.jsonl"
+    import json
+
+    out.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    assert len(load_eval_set(out)) == len(cases)
+    assert len(draft_cases(CORPUS, max_cases=3)) == 3
+
+
+def test_llm_draft_against_the_anthropic_stub(monkeypatch: pytest.MonkeyPatch) -> None:
+    with AnthropicStub(api_key="sk-test") as stub:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        writer = AnthropicQuestionWriter(ContextConfig(provider="anthropic", base_url=stub.base_url))
+        long = {doc: [chunk(c["ordinal"], c["heading_path"], c["display_text"] + " " + "More words here. " * 6)
+                      for c in cs] for doc, cs in CORPUS.items()}
+        try:
+            cases = draft_cases(long, max_cases=3, writer=writer)
+        finally:
+            writer.close()
+        assert len(cases) == 3 == len(stub.message_requests)
+        for case, req in zip(cases, stub.message_requests, strict=True):
+            prompt = req.body["messages"][0]["content"]
+            assert QUESTION_INSTRUCTION in prompt and req.body["model"] == "claude-haiku-4-5"
+            assert case["category"] == "llm" and case["query"].startswith("This chunk is from")  # the stub's reply
+            doc = case["gold"][0]["doc"]
+            assert any(case["gold"][0]["text"] in normalise(c["display_text"]) for c in long[doc])
+
+
+def test_reply_parsing() -> None:
+    q = parse_reply("Question: How long does the XR-4471 run?\nAnswer: \"11 hours on one charge\"")
+    assert q is not None and q.question == "How long does the XR-4471 run?" and q.answer == "11 hours on one charge"
+    free = parse_reply("  How long\n does it run? ")
+    assert free is not None and free.question == "How long does it run?" and free.answer is None
+    assert parse_reply("   ") is None
+
+
+@pytest.mark.slow
+def test_cli_drafts_from_the_live_generation_and_the_draft_evaluates(tmp_path: Path) -> None:
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    out = tmp_path / "evals" / "draft.jsonl"
+    res = dep.cli("evalset", "draft", "--out", str(out))
+    assert res["provider"] == "offline" and res["cases"] == len(load_eval_set(out)) >= 10
+    assert {"title", "identifier"} <= set(res["by_kind"])
+    dep.cli("evalset", "draft", "--out", str(out), expect=2)  # never overwrites a reviewed file by accident
+    report = dep.cli("eval", "--queries", str(out))
+    assert report["cases"] == res["cases"] and report["metrics"]["recall@10"] >= 0.6

@@ -1,0 +1,175 @@
+"""`bindery plan` predicts what a sync or reindex will do, and writes nothing (issue 11, item 1).
+
+Real engines, real Dagster runs: the plan's counts are compared with the counts the following
+run reports, over adds, edits, deletes, a move and an ACL change, a chunker change (reindex)
+and the Anthropic contextualiser (against the local stub that follows the Messages API).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from connectors.config import load_config
+from connectors.store import DocumentStore
+from orchestration.estimate import estimate_seconds
+from tests.anthropic_stub import AnthropicStub
+from tests.bindery_fixture import Deployment
+from tests.sync_helpers import LocalDeployment
+
+pytestmark = pytest.mark.slow
+
+
+def footprint(dep: Deployment) -> dict[str, Any]:
+    """Everything a run would change: row counts of every store table, every file under the
+    data dir outside the Dagster home (indexes, snapshots, spool, locks), and the Dagster runs."""
+    cfg = load_config(dep.config_path)
+    store = DocumentStore(cfg.database_url)
+    try:
+        with store.engine.connect() as c:
+            tables = sa.inspect(store.engine).get_table_names()
+            rows = {t: c.execute(sa.text(f'SELECT count(*) FROM "{t}"')).scalar_one() for t in tables}
+    finally:
+        store.dispose()
+    files = {}
+    for p in sorted(dep.data.rglob("*")):
+        rel = p.relative_to(dep.data)
+        if p.is_file() and rel.parts[0] != "dagster_home" and not p.name.endswith(("-wal", "-shm", "-journal")):
+            files[str(rel)] = (p.stat().st_size, p.stat().st_mtime_ns)
+    from orchestration.instance import get_instance
+
+    runs = len(get_instance(cfg).get_runs()) if (dep.data / "dagster_home").exists() else 0
+    return {"rows": rows, "files": files, "runs": runs}
+
+
+def assert_plan_matches(plan: dict[str, Any], run: dict[str, Any]) -> None:
+    assert plan["recomputed"] == run["recomputed"], (plan["recomputed"], run["recomputed"])
+    assert plan["written"] == run["written"], (plan["written"], run["written"])
+    for name, s in run["sources"].items():
+        assert {k: v for k, v in plan["sources"][name]["changes"].items() if k in s} == s, (name, plan, s)
+
+
+def plan_then_sync(dep: Deployment, *args: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    before = footprint(dep)
+    plan = dep.cli("plan", *args)
+    assert footprint(dep) == before, "bindery plan wrote something"
+    return plan, dep.cli(*(args or ("sync",)))
+
+
+def test_plan_predicts_every_sync_exactly_and_writes_nothing(tmp_path: Path) -> None:
+    dep = LocalDeployment(tmp_path)
+    plan, first = plan_then_sync(dep)
+    assert plan["new_generation"] and plan["generations"] == [plan["new_generation"]]
+    assert plan["recomputed"]["parse"] == 6 and plan["recomputed"]["embed"] >= 6
+    assert plan["estimate"]["seconds"] is None and set(plan["estimate"]["no_history"]) >= {"parse", "embed"}
+    assert_plan_matches(plan, first)
+
+    nothing, again = plan_then_sync(dep)
+    assert nothing["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
+    assert_plan_matches(nothing, again)
+
+    dep.write("robots/xr6000.md", "# XR-6000\n\nThe XR-6000 climbs ramps of twelve degrees with full load.\n")
+    dep.edit("ops/oncall.txt", dep.read("ops/oncall.txt") + "\nPagers are tested every Friday.\n")
+    dep.remove("people/lyon.md")
+    dep.rename("ops/firmware.md", "ops/firmware-rollback.md")
+    dep.set_acl("ops/errors.html", ["support-team"])
+    plan, changed = plan_then_sync(dep)
+    expected = {"new": 1, "updated": 1, "deleted": 2, "moved": 1, "acl": 1}
+    assert {k: plan["sources"]["docs"]["changes"][k] for k in expected} == expected
+    assert plan["sources"]["docs"]["delete_guard"] == {"safe": True, "would_delete": 2, "reason": None}
+    assert_plan_matches(plan, changed)
+    # the time estimate now comes from the runs measured on this instance
+    timed = dep.cli("plan")
+    assert timed["estimate"]["runs_measured"]["embed"] >= 1
+
+
+def test_plan_reports_the_delete_guard_verdict(tmp_path: Path) -> None:
+    dep = LocalDeployment(tmp_path)
+    dep.cli("sync")
+    for rel in ("robots/xr4471.md", "robots/xr5200.md", "ops/firmware.md", "ops/oncall.txt"):
+        dep.remove(rel)
+    before = footprint(dep)
+    plan = dep.cli("plan")
+    assert footprint(dep) == before
+    guard = plan["sources"]["docs"]["delete_guard"]
+    assert guard["safe"] is False and guard["would_delete"] == 4 and "shrank to 2 items from 6" in guard["reason"]
+    assert plan["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}  # the sync would abort
+    dep.cli("sync", expect=1)
+
+
+def test_plan_for_a_reindex_matches_the_reindex(tmp_path: Path) -> None:
+    dep = LocalDeployment(tmp_path)
+    dep.cli("sync")
+    assert dep.cli("plan", "reindex")["candidate"] is None  # nothing changed: nothing to plan
+    dep.set_stage("chunk", max_tokens=120, overlap_tokens=20)
+    plan = dep.cli("plan", "reindex")
+    assert plan["recomputed"]["parse"] == 0 and plan["recomputed"]["chunk"] == 6
+    out = dep.cli("reindex")
+    assert_plan_matches(plan, out)
+    assert plan["generations"] == [out["candidate_name"]]
+
+
+def test_plan_with_the_anthropic_contextualiser_counts_calls_tokens_and_cost(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with AnthropicStub(api_key="sk-test") as stub:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        dep = Deployment(tmp_path, stages={"context": {"provider": "anthropic", "base_url": stub.base_url}},
+                         prices={"input_per_mtok": 1.0, "output_per_mtok": 5.0, "cache_write_per_mtok": 1.25,
+                                 "cache_read_per_mtok": 0.1})
+        sections = "".join(f"## {w.title()}\n\n" + " ".join(
+            f"For {w}, step {j} checks valve {j * 7 + 3} and records pressure {j * 13 + 1} in the {w} log."
+            for j in range(25)) + "\n\n" for w in ("installation", "calibration", "maintenance", "storage"))
+        dep.write("manual/long.md", "# Long manual\n\n" + sections)  # several chunks: cache reads
+        plan = dep.cli("plan")
+        assert stub.message_requests == []  # planning never calls the model
+        out = dep.cli("sync")
+        llm = plan["llm"]
+        assert llm["calls"] == len(stub.message_requests) == out["recomputed"]["context"]
+        assert plan["recomputed"]["context"] == out["recomputed"]["context"]
+        assert plan["recomputed"]["parse"] == out["recomputed"]["parse"]
+        assert plan["recomputed"]["embed"] >= out["recomputed"]["embed"]  # LLM prefixes are unknown until written
+        docs = len({r.body["messages"][0]["content"][0]["text"] for r in stub.message_requests})
+        assert llm["cache_write_tokens"] > 0 and llm["cached_input_tokens"] > 0 and docs == 7
+        expected = (llm["input_tokens"] * 1.0 + llm["cache_write_tokens"] * 1.25 + llm["cached_input_tokens"] * 0.1
+                    + llm["output_tokens"] * 5.0) / 1e6
+        assert llm["cost_usd"] == pytest.approx(expected, abs=1e-4)
+
+
+def test_plan_job_in_dagster_carries_the_same_plan(tmp_path: Path) -> None:
+    dep = LocalDeployment(tmp_path)
+    dep.cli("sync")
+    dep.write("notes/new.md", "# New\n\nA new note about the loading dock.\n")
+    cli_plan = dep.cli("plan")
+    from orchestration.runs import Runner
+
+    runner = Runner(load_config(dep.config_path))
+    res = runner.defs.resolve_job_def("plan").execute_in_process(instance=runner.instance)
+    assert res.success
+    mat = next(e for e in res.all_events if e.event_type_value == "STEP_OUTPUT")
+    meta = mat.event_specific_data.metadata  # type: ignore[union-attr]
+    ui_plan = meta["plan"].value
+    assert ui_plan["recomputed"] == cli_plan["recomputed"] and ui_plan["sources"] == cli_plan["sources"]
+    assert meta["parse_to_compute"].value == 1 and "plan for a sync" in meta["summary"].value
+
+
+def test_estimate_says_when_there_is_no_history() -> None:
+    stages = {"parse": {"compute": 10}, "embed": {"compute": 100}, "chunk": {"compute": 0}}
+    none = estimate_seconds(stages, None)
+    assert none["seconds"] is None and none["no_history"] == ["parse", "embed"] and "no history" in none["note"]
+    some = estimate_seconds(stages, {"seconds_per_item": {"parse": 0.5, "embed": 0.1}, "runs": {},
+                                     "fixed_seconds": {"embed": 4.0}})
+    assert some["seconds"] == 19.0 and some["by_stage"] == {"parse": 5.0, "embed": 14.0} and some["note"] is None
+
+
+
+
+def test_throughput_fit_separates_the_fixed_cost_from_the_rate() -> None:
+    from orchestration.estimate import _fit
+
+    fixed, rate = _fit([(4, 10.0), (3591, 1800.0)])  # a small and a big embed run
+    assert rate == pytest.approx((1800 - 10) / (3591 - 4)) and fixed == pytest.approx(10 - 4 * rate)
+    assert _fit([(10, 5.0), (10, 7.0)]) == (0.0, 0.6)  # same work every time: a plain ratio
+    assert _fit([(10, 9.0), (20, 5.0)])[1] == 0.0  # noise never makes work take negative time
