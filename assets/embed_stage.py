@@ -64,7 +64,7 @@ def run_embed(rt: Runtime, source_name: str, gens: list[Generation]) -> EmbedSta
         stats.cached += len(by_hash) - len(missing)
         if not missing:
             continue
-        embedder = Embedder(g.stages.embed)
+        embedder = Embedder(g.stages.embed, cache_dir=rt.cfg.data_path / "models")
         limit = embedder.max_seq_length
         from connectors.tokenizer import get_tokenizer
 
