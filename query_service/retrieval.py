@@ -146,6 +146,7 @@ class _Served:
 
         fd, fs = _POOL.submit(dense), _POOL.submit(sparse)
         dense_hits, sparse_hits = fd.result(), fs.result()
+        s = time.perf_counter()
         fused = rrf({"dense": [h.chunk_id for h in dense_hits], "sparse": [h.chunk_id for h in sparse_hits]},
                     k=qcfg.rrf_k)
         reason = None
@@ -154,7 +155,10 @@ class _Served:
             if fused and not kept:
                 reason = f"no result above the score floor {qcfg.score_floor}"
             fused = kept
+        timings["fusion_ms"] = (time.perf_counter() - s) * 1000
+        s = time.perf_counter()
         payloads = self.pair.vector.payloads([f.chunk_id for f in fused])
+        timings["payloads_ms"] = (time.perf_counter() - s) * 1000
         fused = diversify(fused, payloads, qcfg.same_doc_decay)[:k]
         hits = []
         for f in fused:
