@@ -1,6 +1,7 @@
 """Engine and embedder benchmark (issue 10), every ratio measured inside ONE run.
 
     python -m benchmarks.engines ingest --corpus DIR [--work DIR] [--queries N]
+    python -m benchmarks.engines latency --corpus DIR [--work DIR] [--queries N]
     python -m benchmarks.engines quality --set NAME=CORPUS_DIR:EVAL.jsonl [...] [--work DIR]
 
 `ingest`: the whole pipeline with the default configuration (Qdrant Edge, embedder `auto`) on a
@@ -9,6 +10,9 @@ the same final chunk texts (half before the second sync, half after): pipeline c
 torch-fp32 chunks/s, medians. Then `--queries` ACL-filtered queries (the corpus's e-mail subjects
 or first lines) through the query service's own retriever, and the per-step timings of its trace
 (embed, dense, sparse, fusion, payloads): p50/p95.
+
+`latency`: only the query part of `ingest`, on one deployment (a sync first, resumed if an
+earlier one was interrupted).
 
 `quality`: per dev set, a generation embedded by torch fp32 and a reindex embedded by `auto` (the
 same chunks; only the embedder differs), both evaluated: recall@10 / MRR@10 and their difference.
@@ -154,6 +158,16 @@ def query_timings(cfg: BinderyConfig, queries: list[str]) -> dict[str, Any]:
     return out
 
 
+def latency(corpus: Path, work: Path, n_queries: int) -> dict[str, Any]:
+    config = _deployment(work, corpus)
+    t0 = time.perf_counter()
+    out = _cli(config, "sync")
+    cfg = load_config(config)
+    _gen, texts = _final_texts(cfg)
+    return {"corpus": str(corpus), "chunks": len(texts), "sync_s": round(time.perf_counter() - t0, 1),
+            "sync_timings": out.get("timings"), "queries": query_timings(cfg, _queries(corpus, n_queries))}
+
+
 def quality(sets: list[str], work: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for spec in sets:
@@ -188,11 +202,20 @@ def main() -> int:
     s.add_argument("--corpus", type=Path, required=True)
     s.add_argument("--work", type=Path, default=Path("bench-out/engines-ingest"))
     s.add_argument("--queries", type=int, default=200)
+    s = sub.add_parser("latency")
+    s.add_argument("--corpus", type=Path, required=True)
+    s.add_argument("--work", type=Path, default=Path("bench-out/engines-latency"))
+    s.add_argument("--queries", type=int, default=200)
     s = sub.add_parser("quality")
     s.add_argument("--set", action="append", required=True, help="NAME=CORPUS_DIR:EVAL.jsonl")
     s.add_argument("--work", type=Path, default=Path("bench-out/engines-quality"))
     a = p.parse_args()
-    result = ingest(a.corpus, a.work, a.queries) if a.cmd == "ingest" else quality(a.set, a.work)
+    if a.cmd == "ingest":
+        result = ingest(a.corpus, a.work, a.queries)
+    elif a.cmd == "latency":
+        result = latency(a.corpus, a.work, a.queries)
+    else:
+        result = quality(a.set, a.work)
     a.work.mkdir(parents=True, exist_ok=True)
     (a.work / "result.json").write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2))

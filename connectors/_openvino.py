@@ -88,12 +88,15 @@ def _ir_path(folder: Path, cache_dir: Path) -> Path:
     if (target / "model.xml").exists():
         return target / "model.xml"
     shared = _user_cache() / name
+    def convert(d: Path) -> None:
+        ov.save_model(_convert(folder), str(d / "model.xml"), compress_to_fp16=False)
+
     try:
         if not (shared / "model.xml").exists():
-            _materialise(shared, lambda d: ov.save_model(_convert(folder), str(d / "model.xml"), compress_to_fp16=False))
+            _materialise(shared, convert)
         _materialise(target, lambda d: shutil.copytree(shared, d, dirs_exist_ok=True))
     except OSError:  # no writable user cache: convert straight into the data dir
-        _materialise(target, lambda d: ov.save_model(_convert(folder), str(d / "model.xml"), compress_to_fp16=False))
+        _materialise(target, convert)
     return target / "model.xml"
 
 

@@ -64,7 +64,10 @@ def cpu_has_bf16() -> bool:
 
 
 def _openvino_importable() -> bool:
-    return importlib.util.find_spec("openvino") is not None
+    try:
+        return importlib.util.find_spec("openvino") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def resolve_embed(cfg: EmbedConfig) -> EmbedConfig:
