@@ -59,7 +59,7 @@ def _user_cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bindery" / "models"
 
 
-def _materialise(target: Path, fill: Callable[[Path], None]) -> None:
+def _materialise(target: Path, fill: Callable[[Path], object]) -> None:
     """Create `target` atomically: fill a temporary sibling, then rename it into place (a
     concurrent process's finished copy wins; both are identical)."""
     target.parent.mkdir(parents=True, exist_ok=True)
