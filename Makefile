@@ -85,9 +85,10 @@ bench-peers: setup $(PEERS_STAMP)
 
 # Embedded vector engines at two synthetic sizes, projected to 1M chunks (see benchmarks/scale.py).
 SCALE_SIZES ?= 50000,200000
+SCALE_SIZES_LOCAL ?= 10000,20000
 SCALE_ENGINES ?= qdrant-edge,qdrant-local
 bench-scale: setup
-	$(BIN)/python -m benchmarks.scale --sizes $(SCALE_SIZES) --engines $(SCALE_ENGINES)
+	$(BIN)/python -m benchmarks.scale --sizes $(SCALE_SIZES) --sizes-local $(SCALE_SIZES_LOCAL) --engines $(SCALE_ENGINES)
 
 DIR ?= sample/corpus
 parse-report: setup

@@ -1,7 +1,8 @@
 """Scale benchmark of the embedded vector engines: synthetic generations at two sizes, measured
 per engine, and a linear projection to 1M chunks.
 
-    python -m benchmarks.scale [--sizes 50000,200000] [--engines qdrant-edge,qdrant-local] [--work DIR]
+    python -m benchmarks.scale [--sizes 50000,200000] [--sizes-local 10000,20000]
+        [--engines qdrant-edge,qdrant-local] [--work DIR]
 
 Each (engine, size) is built through connectors.generations exactly as the index stage builds a
 generation (working index, close, publish a snapshot), then opened by fresh reader processes
@@ -162,25 +163,30 @@ def _fit(xs: list[int], ys: list[float], at: int) -> float:
     return round(y1 + (y2 - y1) * (at - x1) / (x2 - x1), 1)
 
 
-def run(sizes: list[int], engines: list[str], work: Path, queries: dict[str, int]) -> dict[str, Any]:
+def run(sizes: dict[str, list[int]], work: Path, queries: dict[str, int]) -> dict[str, Any]:
+    """`sizes[engine]` are that engine's two sizes; the i-th sizes of all engines are probed
+    together, alternating engines, in fresh reader processes."""
+    engines = list(sizes)
     res: dict[str, Any] = {e: {} for e in engines}
-    for n in sizes:
+    for i in range(len(next(iter(sizes.values())))):
         for e in engines:
-            d = work / f"{e}-{n}"
-            res[e][n] = _child("_build", e, str(n), str(d))
+            n = sizes[e][i]
+            res[e][n] = _child("_build", e, str(n), str(work / f"{e}-{n}"))
             print(f"built {e} {n}: {res[e][n]}", file=sys.stderr, flush=True)
         probes: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
         for _ in range(2):  # alternate engines, two fresh reader processes each
             for e in engines:
+                n = sizes[e][i]
                 probes[e].append(_child("_probe", e, str(work / f"{e}-{n}"), res[e][n]["snapshot"], str(queries[e])))
         for e in engines:
+            n = sizes[e][i]
             for k in probes[e][0]:
                 vals = [p[k] for p in probes[e]]
                 res[e][n][k] = round(statistics.median(vals), 3) if isinstance(vals[0], float) else vals[0]
             print(f"probed {e} {n}: {res[e][n]}", file=sys.stderr, flush=True)
-    if len(sizes) == 2:
-        for e in engines:
-            res[e]["projected_1M"] = {k: _fit(sizes, [res[e][n][k] for n in sizes], 1_000_000)
+    for e in engines:
+        if len(sizes[e]) == 2:
+            res[e]["projected_1M"] = {k: _fit(sizes[e], [res[e][n][k] for n in sizes[e]], 1_000_000)
                                       for k in ("rss_open_mb", "rss_peak_mb", "disk_mb", "p50_ms", "p95_ms", "build_s")}
     return res
 
@@ -193,15 +199,17 @@ def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "_probe":
         print(json.dumps(probe(sys.argv[2], Path(sys.argv[3]), sys.argv[4], int(sys.argv[5]))))
         return 0
-    p.add_argument("--sizes", default="50000,200000")
+    p.add_argument("--sizes", default="50000,200000", help="two sizes for every engine")
+    p.add_argument("--sizes-local", help="other sizes for qdrant-local (its build is ~1k points/s)")
     p.add_argument("--engines", default="qdrant-edge,qdrant-local")
     p.add_argument("--work", type=Path, default=Path("bench-out/scale"))
     p.add_argument("--queries-edge", type=int, default=200)
     p.add_argument("--queries-local", type=int, default=20)  # a local-mode query is a full scan
     a = p.parse_args()
-    engines = a.engines.split(",")
+    sizes = {e: [int(x) for x in (a.sizes_local if e == "qdrant-local" and a.sizes_local else a.sizes).split(",")]
+             for e in a.engines.split(",")}
     queries = {"qdrant-edge": a.queries_edge, "qdrant-local": a.queries_local, "qdrant-server": a.queries_edge}
-    res = run([int(x) for x in a.sizes.split(",")], engines, a.work, queries)
+    res = run(sizes, a.work, queries)
     a.work.mkdir(parents=True, exist_ok=True)
     (a.work / "result.json").write_text(json.dumps(res, indent=2))
     print(json.dumps(res, indent=2))

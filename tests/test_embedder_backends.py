@@ -105,8 +105,9 @@ def test_a_cold_bindery_query_says_it_loads_the_model_on_stderr_only(tmp_path: P
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     out = subprocess.run([sys.executable, "-m", "orchestration.cli", "--config", str(dep.config_path), "--json",
                           "query", "battery life", "-k", "2"], capture_output=True, text=True, env=env, check=True)
-    assert json.loads(out.stdout)["hits"]
-    assert "loading the embedding model" in out.stderr
+    res = json.loads(out.stdout)
+    assert res["hits"] and "loading the embedding model" in out.stderr
+    assert {"embed_ms", "dense_ms", "sparse_ms", "fusion_ms", "payloads_ms", "total_ms"} <= set(res["trace"]["timings"])
 
 
 @pytest.mark.slow
