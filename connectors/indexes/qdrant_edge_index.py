@@ -160,11 +160,14 @@ class QdrantEdgeIndex:
     def close(self) -> None:
         """Close; a writer's changes are optimized and flushed first, so the directory is a
         complete shard that `publish` can copy."""
-        if self.shard is not None:
-            if self._dirty:
-                self.flush()
-            self.shard.close()
-            self.shard = None
+        if self.shard is None:
+            return
+        shard, self.shard = self.shard, None
+        try:
+            if self._dirty:  # an index left unoptimized is still complete: close() below flushes
+                shard.optimize()
+        finally:
+            shard.close()
 
 
 def _vector_size(path: Path) -> int | None:
