@@ -26,6 +26,7 @@ from assets.listing import run_listing
 from assets.parse_stage import ParseStats, good_parses, run_parse
 from assets.resource import BinderyResource
 from assets.runtime import RETAINED, Generation, Runtime, Target
+from connectors.generations import bind_live
 
 SOURCES = dg.DynamicPartitionsDefinition(name="sources")
 TARGET_TAG = "bindery/target"
@@ -184,7 +185,7 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):  # typ
         first = next((g for g in gens if g.status == "building"), None)
         published = first is not None and (rt.store.get_generation(first.id) or {}).get("published_at")
         if first is not None and published:  # never bind a generation readers cannot open
-            rt.store.flip_binding(first.id, by="first-sync")
+            bind_live(rt.cfg, rt.store, first.row, by="first-sync")
             rt.store.update_generation(first.id, eval_report={
                 "passed": True, "reasons": ["first generation: nothing to compare with"]})
             bound = first.name

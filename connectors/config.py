@@ -24,6 +24,7 @@ __all__ = [
     "ContextConfig",
     "EmbedConfig",
     "GateConfig",
+    "OrchestrationConfig",
     "ParseConfig",
     "QueryConfig",
     "SourceConfig",
@@ -172,6 +173,44 @@ class BackendsConfig(_Strict):
     qdrant_url: str | None = None
     keyword: Literal["tantivy", "elasticsearch"] = "tantivy"
     elasticsearch_url: str | None = None
+    # Server backends (qdrant-server, elasticsearch). API keys come from the environment only:
+    # $QDRANT_API_KEY and $ELASTICSEARCH_API_KEY. Readers may query through `live_alias`, which
+    # is moved in the same step as the binding row (the row stays the truth).
+    live_alias: str = Field("bindery_live", pattern=r"^[a-z0-9][a-z0-9_.-]{0,99}$")
+    qdrant_on_disk: bool = False  # keep vectors (and payloads) on disk, memory-mapped
+    qdrant_quantization: dict[str, Any] | None = None  # Qdrant's quantization_config, passed through
+    elasticsearch_replicas: int | None = Field(None, ge=0)  # default: the cluster's
+
+    @field_validator("qdrant_quantization")
+    @classmethod
+    def _quantization(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Validated by qdrant-client's own model, so a typo fails at load, not mid-sync."""
+        if v is not None:
+            from pydantic import TypeAdapter
+            from qdrant_client import models
+
+            TypeAdapter(models.QuantizationConfig).validate_python(v)
+        return v
+
+
+class OrchestrationConfig(_Strict):
+    """The Dagster instance the CLI, the UI, the daemon and every run worker share.
+
+    `storage: auto` puts run, event-log and schedule storage in PostgreSQL whenever the document
+    store is on PostgreSQL (same database, schema `postgres_schema`, so Dagster's tables and its
+    `alembic_version` never meet Bindery's), else in SQLite under `data_dir/dagster_home`.
+    The queue limits and the run launcher are written into the generated `dagster.yaml`; the
+    daemon reads them when it starts.
+    """
+
+    storage: Literal["auto", "sqlite", "postgres"] = "auto"
+    postgres_url: str | None = None  # default: backends.database_url
+    postgres_schema: str = Field("dagster", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    max_concurrent_runs: int = Field(4, ge=-1)  # -1: no limit
+    runs_per_source: int = Field(1, ge=1)  # queued runs of one source partition at a time
+    run_launcher: Literal["default", "docker", "k8s", "celery-k8s"] = "default"
+    run_launcher_config: dict[str, Any] = Field(default_factory=dict)  # the launcher's own config
+    workspace: str | None = None  # workspace.yaml `--submit` loads; default: the repository's
 
 
 class RetentionConfig(_Strict):
@@ -197,6 +236,7 @@ class BinderyConfig(_Strict):
     backends: BackendsConfig = Field(default_factory=BackendsConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     automation: AutomationConfig = Field(default_factory=AutomationConfig)
+    orchestration: OrchestrationConfig = Field(default_factory=OrchestrationConfig)
     config_path: str | None = None  # where it was loaded from; relative paths resolve there
 
     @property
@@ -234,6 +274,7 @@ def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> Binde
     base = base_dir or Path.cwd()
     cfg.data_dir = _resolve(base, cfg.data_dir) or cfg.data_dir
     cfg.gate.queries = _resolve(base, cfg.gate.queries)
+    cfg.orchestration.workspace = _resolve(base, cfg.orchestration.workspace)
     names = [s.name for s in cfg.sources]
     if len(set(names)) != len(names):
         raise ConfigError(f"invalid configuration: duplicate source names in {names}")

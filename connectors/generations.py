@@ -28,14 +28,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectors.config import BinderyConfig, VectorEngine
-from connectors.errors import BindingError, IndexError_
+from connectors.errors import BindingError, ConfigError, IndexError_
 from connectors.indexes.base import KeywordIndex, VectorIndex
 
-__all__ = ["GenerationPaths", "IndexPair", "is_embedded", "open_reader", "open_writer", "publish",
-           "vector_engine", "writer_lock"]
+if TYPE_CHECKING:
+    from connectors.indexes.elasticsearch_index import ElasticsearchIndex
+    from connectors.indexes.qdrant_index import QdrantIndex
+    from connectors.store import DocumentStore
+
+__all__ = ["GenerationPaths", "IndexPair", "bind_live", "drop_generation_files", "is_embedded", "open_reader",
+           "open_writer", "point_live_aliases", "publish", "vector_engine", "writer_lock"]
 
 _EMBEDDED: dict[str, str] = {"qdrant-edge": "edge", "qdrant-local": "qdrant"}  # engine -> working dir name
 
@@ -137,9 +142,7 @@ def _open_vector(cfg: BinderyConfig, gen: dict[str, Any], path: str | None, dim:
 
     if engine == "qdrant-local":
         return QdrantIndex(path=path, dim=dim)
-    if not cfg.backends.qdrant_url:
-        raise BindingError(f"generation {gen['name']} lives on a Qdrant server: set backends.qdrant_url")
-    return QdrantIndex(url=cfg.backends.qdrant_url, collection=gen["name"], dim=dim)
+    return qdrant_server(cfg, gen["name"], dim)
 
 
 def _open(cfg: BinderyConfig, gen: dict[str, Any], vector_path: str | None, keyword_path: str | None,
@@ -151,9 +154,7 @@ def _open(cfg: BinderyConfig, gen: dict[str, Any], vector_path: str | None, keyw
         assert keyword_path is not None
         kw: KeywordIndex = TantivyIndex(keyword_path, read_only=read_only)
     else:
-        from connectors.indexes.elasticsearch_index import ElasticsearchIndex
-
-        kw = ElasticsearchIndex(cfg.backends.elasticsearch_url or "", gen["name"])
+        kw = elasticsearch(cfg, gen["name"])
     return vec, kw
 
 
@@ -239,7 +240,79 @@ def open_reader(cfg: BinderyConfig, gen: dict[str, Any]) -> IndexPair:
     return IndexPair(vec, kw, gen, cleanup)
 
 
+# -- server backends: connections, the live alias, dropping ---------------------------------
+
+
+def qdrant_server(cfg: BinderyConfig, collection: str, dim: int | None = None) -> QdrantIndex:
+    """A generation's collection on the Qdrant server (`$QDRANT_API_KEY` when set)."""
+    from connectors.indexes.qdrant_index import QdrantIndex
+
+    b = cfg.backends
+    if not b.qdrant_url:
+        raise ConfigError("backends.vector: qdrant-server needs backends.qdrant_url")
+    return QdrantIndex(url=b.qdrant_url, collection=collection, dim=dim, api_key=os.environ.get("QDRANT_API_KEY"),
+                       on_disk=b.qdrant_on_disk, quantization=b.qdrant_quantization)
+
+
+def elasticsearch(cfg: BinderyConfig, index_name: str) -> ElasticsearchIndex:
+    """A generation's index on the Elasticsearch cluster (`$ELASTICSEARCH_API_KEY` when set)."""
+    from connectors.indexes.elasticsearch_index import ElasticsearchIndex
+
+    url = cfg.backends.elasticsearch_url
+    if not url:
+        raise ConfigError("backends.keyword: elasticsearch needs backends.elasticsearch_url")
+    return ElasticsearchIndex(url, index_name, replicas=cfg.backends.elasticsearch_replicas,
+                              api_key=os.environ.get("ELASTICSEARCH_API_KEY") or None)
+
+
+def point_live_aliases(cfg: BinderyConfig, name: str) -> dict[str, str]:
+    """Move `backends.live_alias` to generation `name` on each server backend, each engine in
+    one atomic request (Elasticsearch `_aliases` remove+add, Qdrant one alias-operations call).
+    Called right after the binding row flips: the row is the truth, the alias lets other
+    readers follow it. Returns {backend: alias} for the aliases moved; embedded engines have none."""
+    alias = cfg.backends.live_alias
+    moved: dict[str, str] = {}
+    if cfg.backends.vector == "qdrant-server":
+        vec = qdrant_server(cfg, name)
+        try:
+            vec.point_alias(alias)
+        finally:
+            vec.close()
+        moved["qdrant"] = alias
+    if cfg.backends.keyword == "elasticsearch":
+        with elasticsearch(cfg, name) as kw:
+            kw.point_alias(alias)
+        moved["elasticsearch"] = alias
+    return moved
+
+
+def bind_live(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], **flip: Any) -> dict[str, Any]:
+    """Flip the binding row to `gen` (one transaction; `flip` goes to `store.flip_binding`),
+    then move the server aliases in the same step. The row is the truth: an alias that fails
+    to move is recorded as an `alias-move-failed` event and reported under `alias_error`,
+    never undoes the flip, and is moved again by the next flip."""
+    binding = store.flip_binding(gen["id"], **flip)
+    try:
+        binding["aliases"] = point_live_aliases(cfg, gen["name"])
+    except Exception as e:  # any engine error: the flip stands, the drift is visible
+        binding["alias_error"] = f"{type(e).__name__}: {e}"
+        store.add_event("alias-move-failed", f"generation {gen['name']} is live but {cfg.backends.live_alias} "
+                                             f"was not moved: {binding['alias_error']}")
+    return binding
+
+
 def drop_generation_files(cfg: BinderyConfig, name: str) -> None:
+    """Remove everything generation `name` holds: local files and snapshots, and on server
+    backends its Qdrant collection and Elasticsearch index. Safe to repeat."""
     paths = GenerationPaths.of(cfg, name)
     shutil.rmtree(paths.root, ignore_errors=True)
     shutil.rmtree(paths.snapshots, ignore_errors=True)
+    if cfg.backends.vector == "qdrant-server":
+        vec = qdrant_server(cfg, name)
+        try:
+            vec.drop()
+        finally:
+            vec.close()
+    if cfg.backends.keyword == "elasticsearch":
+        with elasticsearch(cfg, name) as kw:
+            kw.drop_index()

@@ -16,7 +16,7 @@ from typing import Any
 
 from connectors.config import BinderyConfig
 from connectors.errors import BindingError, ConfigError, GateRefused
-from connectors.generations import drop_generation_files, is_embedded, vector_engine
+from connectors.generations import bind_live, drop_generation_files, is_embedded, vector_engine
 from connectors.indexes.base import PUBLIC, Filters
 from connectors.store import DocumentStore
 from evals.evalset import load_eval_set
@@ -109,10 +109,10 @@ def promote(cfg: BinderyConfig, store: DocumentStore, *, candidate_id: int | Non
     if forced:
         store.add_event("forced-promotion", f"{who} forced promotion of {cand['name']}: {reason}",
                         details={"report": verdict})
-    binding = store.flip_binding(cand["id"], by=who, forced=forced)
+    binding = bind_live(cfg, store, cand, by=who, forced=forced)
     store.add_event("promoted", f"{cand['name']} is live (previous: {binding['previous_generation_id']})")
     return {"promoted": True, "live": binding["generation_id"], "previous": binding["previous_generation_id"],
-            "forced": bool(forced), "report": verdict}
+            "forced": bool(forced), "report": verdict, **_aliases(binding)}
 
 
 def rollback(cfg: BinderyConfig, store: DocumentStore, *, by: str | None = None) -> dict[str, Any]:
@@ -124,10 +124,15 @@ def rollback(cfg: BinderyConfig, store: DocumentStore, *, by: str | None = None)
     if prev is None or prev["status"] == "dropped":
         raise BindingError(f"previous generation {b['previous_generation_id']} no longer exists")
     who = by or getpass.getuser()
-    binding = store.flip_binding(prev["id"], by=who, previous_id=b["generation_id"])
+    binding = bind_live(cfg, store, prev, by=who, previous_id=b["generation_id"])
     store.add_event("rollback", f"{who} rolled back from generation {b['generation_id']} to {prev['id']}")
     return {"promoted": True, "live": binding["generation_id"], "previous": binding["previous_generation_id"],
-            "report": {"rollback": True}}
+            "report": {"rollback": True}, **_aliases(binding)}
+
+
+def _aliases(binding: dict[str, Any]) -> dict[str, Any]:
+    """What `bind_live` did with the server aliases, for the JSON output."""
+    return {k: binding[k] for k in ("aliases", "alias_error") if k in binding}
 
 
 def collect_garbage(cfg: BinderyConfig, store: DocumentStore) -> list[str]:

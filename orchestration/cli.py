@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -50,8 +51,10 @@ def _source_names(cfg: BinderyConfig, only: list[str] | None) -> list[str]:
     return [cfg.source(s).name for s in only] if only else [s.name for s in cfg.sources]
 
 
-def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
+def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
     runner = _runner(cfg)
+    if a.submit:
+        return _submit(cfg, runner, a, "sync", _source_names(cfg, a.source), allow_mass_delete=a.allow_mass_delete)
     outcomes, seconds = runner.run_sources("sync", _source_names(cfg, a.source), allow_mass_delete=a.allow_mass_delete)
     store = _store(cfg)
     out = report.sync_summary(outcomes, seconds, store)
@@ -60,7 +63,7 @@ def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
+def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
     from assets.runtime import Runtime
 
     rt = Runtime(cfg)
@@ -70,9 +73,18 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
                             "to rebuild anyway)", {"candidate": None, "live": live.id})
     if a.force and live is not None and not rt.config_drift():
         rt.store.add_event("forced-rebuild", "operator rebuilt an identical candidate")
+    if a.submit and a.promote and not a.wait:
+        raise ConfigError("reindex --submit --promote needs --wait (the gate judges a finished candidate)")
     cand = rt.ensure_candidate()
     runner = _runner(cfg)
-    outcomes, seconds = runner.run_sources("reindex", _source_names(cfg, None), tags={"bindery/candidate": cand.name})
+    tags = {"bindery/candidate": cand.name}
+    if a.submit and not a.wait:
+        return _submit(cfg, runner, a, "reindex", _source_names(cfg, None), tags=tags,
+                       extra={"candidate": cand.id, "candidate_name": cand.name})
+    if a.submit:
+        outcomes, seconds = _submit_and_wait(runner, "reindex", _source_names(cfg, None), tags=tags)
+    else:
+        outcomes, seconds = runner.run_sources("reindex", _source_names(cfg, None), tags=tags)
     out = report.sync_summary(outcomes, seconds, rt.store)
     out["candidate"] = cand.id
     out["candidate_name"] = cand.name
@@ -104,6 +116,47 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         raise CommandFailed(res.error or "promotion failed", out)
     out["forced"] = bool(res.metadata.get("index_binding", {}).get("forced"))
     return out
+
+
+def _submit_and_wait(runner: Any, job: str, sources: list[str], **kw: Any) -> tuple[list[Any], float]:
+    """Enqueue runs for the daemon and follow them to the end, progress on stderr."""
+    runs = runner.submit_sources(job, sources, **kw)
+    return runner.follow(runs, echo=lambda line: print(line, file=sys.stderr, flush=True))
+
+
+def _submit(cfg: BinderyConfig, runner: Any, a: argparse.Namespace, job: str, sources: list[str],
+            extra: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any] | None:
+    """`--submit`: enqueue one run per source for the daemon. With `--wait`, follow them and
+    answer like an in-process sync (non-zero exit if any failed); without, list what was queued."""
+    if not a.wait:
+        from orchestration.runs import runs_table
+
+        runs = runner.submit_sources(job, sources, **kw)
+        rows = [{"run_id": r.run_id, "status": "QUEUED", "job": r.job, "partition": r.partition} for r in runs]
+        if a.json:
+            return {"submitted": rows, **(extra or {})}
+        table = runs_table([{**r, "launched_by": "cli-submit", "created_at": time.time(), "seconds": None}
+                            for r in rows])
+        print(f"{table}\nqueued for the Dagster daemon: follow with `bindery runs` or the UI")
+        return None
+    outcomes, seconds = _submit_and_wait(runner, job, sources, **kw)
+    out = report.sync_summary(outcomes, seconds, _store(cfg))
+    out["runs"] = {o.partition: o.run_id for o in outcomes}
+    if out["errors"]:
+        raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
+    return out
+
+
+def cmd_runs(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
+    """Queued, running and finished runs of the instance, newest first."""
+    from orchestration.instance import get_instance
+    from orchestration.runs import list_runs, runs_table
+
+    rows = list_runs(get_instance(cfg), limit=a.limit, statuses=a.status)
+    if a.json:
+        return {"runs": rows}
+    print(runs_table(rows))
+    return None
 
 
 def cmd_rollback(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
@@ -237,7 +290,7 @@ def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:
 COMMANDS: dict[str, Callable[[BinderyConfig, argparse.Namespace], Any]] = {
     "sync": cmd_sync, "reindex": cmd_reindex, "promote": cmd_promote, "rollback": cmd_rollback,
     "eval": cmd_eval, "query": cmd_query, "status": cmd_status, "dlq": cmd_dlq, "verify": cmd_verify,
-    "gc": cmd_gc, "serve": cmd_serve, "ui": cmd_ui,
+    "gc": cmd_gc, "serve": cmd_serve, "ui": cmd_ui, "runs": cmd_runs,
 }
 
 
@@ -250,9 +303,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--source", action="append", help="only this source (repeatable)")
     s.add_argument("--allow-mass-delete", action="store_true",
                    help="perform a delete sweep even if the listing shrank beyond the safety limits")
+    _submit_options(s)
     s = sub.add_parser("reindex", help="build a candidate generation from the current configuration")
     s.add_argument("--promote", action="store_true", help="run the gate and promote when it passes")
     s.add_argument("--force", action="store_true", help="rebuild even if the configuration is unchanged")
+    _submit_options(s)
     s = sub.add_parser("promote", help="judge the candidate on the eval set and flip the binding")
     s.add_argument("--force", action="store_true")
     s.add_argument("--reason")
@@ -278,6 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("verify", help="check store and indexes hold the same chunk ids")
     s.add_argument("--repair", action="store_true")
     sub.add_parser("gc", help="drop expired generations and orphaned cache rows")
+    s = sub.add_parser("runs", help="queued, running and finished runs of the Dagster instance")
+    s.add_argument("--limit", type=int, default=20)
+    s.add_argument("--status", action="append", help="only runs in this status (repeatable): queued, started, ...")
     s = sub.add_parser("serve", help="run the query service")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
@@ -287,10 +345,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _submit_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--submit", action="store_true",
+                   help="enqueue the runs on the Dagster instance for its daemon instead of running them here")
+    s.add_argument("--wait", action="store_true", help="with --submit: follow the runs until they finish")
+
+
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     if a.command == "query" and not a.principal:
         a.principal = ["*"]
+    if getattr(a, "wait", False) and not a.submit:
+        print(f"bindery {a.command}: --wait needs --submit", file=sys.stderr)
+        return 2
     try:
         cfg = load_config(a.config)
         result = COMMANDS[a.command](cfg, a)

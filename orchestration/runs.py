@@ -1,7 +1,16 @@
 """Launch Bindery's Dagster jobs from the CLI and read back what each stage reported.
 
-The CLI runs the *same* jobs the UI runs, in-process, against the persistent instance, so every
-CLI run appears in the UI's run history with its materialisations and checks.
+Two ways, the same jobs the UI runs, the same instance:
+
+* **In-process** (the default, `Runner.run_sources`): the run executes inside the `bindery`
+  process (`execute_in_process`); one machine, no daemon needed.
+* **Submitted** (`--submit`, `Runner.submit_sources`): each run is created from the code location
+  of `workspace.yaml` and enqueued, like `dagster job launch` does; the daemon's queued run
+  coordinator starts it within the instance's limits (per source partition, overall) through
+  whatever run launcher the instance names. `Runner.follow` (`--wait`) polls the instance until
+  every run has finished and reads back the same outcome an in-process run gives.
+
+Every run, either way, is in the instance's history with its materialisations and checks.
 """
 
 from __future__ import annotations
@@ -10,14 +19,16 @@ import fcntl
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
 from connectors.config import BinderyConfig
+from connectors.errors import BinderyError, ConfigError
 from orchestration.automation import partition_requests
 from orchestration.definitions import build_definitions
 from orchestration.instance import get_instance
@@ -38,15 +49,16 @@ def _value(v: Any) -> Any:
     return getattr(v, "value", v)
 
 
-def _first_error(result: dg.ExecuteInProcessResult) -> str | None:
+def _first_error(events: Iterable[dg.DagsterEvent]) -> str | None:
     """The most useful one-line reason a run failed: a failed blocking check's description,
     else the innermost non-Dagster exception of the first failed step."""
-    for ev in result.all_events:
+    events = list(events)
+    for ev in events:
         if ev.event_type_value == "ASSET_CHECK_EVALUATION":
             data: Any = ev.event_specific_data
             if data is not None and not data.passed and data.severity == dg.AssetCheckSeverity.ERROR:
                 return f"blocking check {data.check_name} failed: {data.description}"
-    for ev in result.all_events:
+    for ev in events:
         if ev.event_type_value == "STEP_FAILURE" and ev.step_failure_data:
             err = ev.step_failure_data.error
             while err is not None and err.cause is not None and "dagster" in (err.cls_name or "").lower():
@@ -54,6 +66,26 @@ def _first_error(result: dg.ExecuteInProcessResult) -> str | None:
             if err is not None:
                 return err.message.strip().splitlines()[0] if err.message else err.cls_name
     return None
+
+
+def outcome_from_events(job: str, partition: str | None, run_id: str, success: bool,
+                        events: Iterable[dg.DagsterEvent]) -> RunOutcome:
+    """What a run reported (materialisation metadata per asset, check results, the reason it
+    failed), from its events: those of an in-process result or those the instance stored."""
+    events = list(events)
+    out = RunOutcome(job, partition, success, run_id)
+    for ev in events:
+        data: Any = ev.event_specific_data
+        if ev.event_type_value == "ASSET_MATERIALIZATION" and data is not None:
+            mat = data.materialization
+            out.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
+        elif ev.event_type_value == "ASSET_CHECK_EVALUATION" and data is not None:
+            out.checks[data.check_name] = {"passed": data.passed, "severity": data.severity.value,
+                                           "description": data.description,
+                                           "metadata": {k: _value(v) for k, v in data.metadata.items()}}
+    if not success:
+        out.error = _first_error(events) or "run failed (see the Dagster UI for the run log)"
+    return out
 
 
 def _alive(pid: int) -> bool:
@@ -122,20 +154,7 @@ class Runner:
                                         tags={"bindery/launched-by": "cli", "bindery/host": socket.gethostname(),
                                               "bindery/pid": str(os.getpid()), **(tags or {})},
                                         raise_on_error=False)
-        out = RunOutcome(job_name, partition, result.success, result.run_id)
-        for ev in result.get_asset_materialization_events():
-            mat = getattr(ev.event_specific_data, "materialization", None)
-            if mat is not None:
-                out.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
-        for ev in result.all_events:
-            if ev.event_type_value == "ASSET_CHECK_EVALUATION" and ev.event_specific_data is not None:
-                d: Any = ev.event_specific_data
-                out.checks[d.check_name] = {"passed": d.passed, "severity": d.severity.value,
-                                            "description": d.description,
-                                            "metadata": {k: _value(v) for k, v in d.metadata.items()}}
-        if not result.success:
-            out.error = _first_error(result) or "run failed (see the Dagster UI for the run log)"
-        return out
+        return outcome_from_events(job_name, partition, result.run_id, result.success, result.all_events)
 
     def run_sources(self, job_name: str, sources: list[str], *, allow_mass_delete: bool = False,
                     tags: dict[str, str] | None = None) -> tuple[list[RunOutcome], float]:
@@ -146,3 +165,149 @@ class Runner:
             with source_lock(self.cfg, name):
                 outcomes.append(self.run(job_name, partition=name, run_config=cfg, tags=tags))
         return outcomes, time.perf_counter() - started
+
+    # -- runs through the instance (--submit, --wait) -------------------------------------
+
+    def submit_sources(self, job_name: str, sources: list[str], *, allow_mass_delete: bool = False,
+                       tags: dict[str, str] | None = None) -> list[Submitted]:
+        """Enqueue one run of `job_name` per source partition for the daemon; returns at once.
+
+        The runs are built from the code location `workspace.yaml` names (the one the daemon
+        and the webserver load), so any run launcher can start them on any worker."""
+        run_config = {"ops": {"source_listing": {"config": {"allow_mass_delete": allow_mass_delete}}}}
+        base_tags = {"bindery/launched-by": "cli-submit", "bindery/host": socket.gethostname(), **(tags or {})}
+        with code_location(self.cfg, self.instance) as (request, location, repo):
+            remote_job = repo.get_full_job(job_name)
+            submitted = []
+            for name in sources:
+                run = _create_run(self.instance, location, repo, remote_job, run_config,
+                                  {**base_tags, "dagster/partition": name})
+                self.instance.submit_run(run.run_id, request)
+                submitted.append(Submitted(run.run_id, job_name, name))
+        return submitted
+
+    def follow(self, runs: list[Submitted], *, echo: Callable[[str], None], poll_seconds: float = 1.0,
+               timeout: float | None = None) -> tuple[list[RunOutcome], float]:
+        """Wait for submitted runs to finish, echoing each status change and each asset a run
+        materialises; returns their outcomes (in the order given) and the seconds waited."""
+        started = time.perf_counter()
+        pending = {r.run_id: r for r in runs}
+        seen: dict[str, Any] = {}
+        cursors: dict[str, str | None] = {}
+        done: dict[str, RunOutcome] = {}
+        while pending:
+            for run_id, sub in list(pending.items()):
+                run = self.instance.get_run_by_id(run_id)
+                if run is None:
+                    raise BinderyError(f"run {run_id} vanished from the instance")
+                label = f"{sub.job} [{sub.partition}] {run_id[:8]}"
+                if seen.get(run_id) != run.status:
+                    seen[run_id] = run.status
+                    echo(f"{label}: {run.status.value}")
+                conn = self.instance.get_records_for_run(run_id, cursor=cursors.get(run_id),
+                                                         of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+                cursors[run_id] = conn.cursor
+                for rec in conn.records:
+                    if rec.asset_key is not None:
+                        echo(f"{label}:   materialised {rec.asset_key.to_user_string()}")
+                if run.is_finished:
+                    done[run_id] = self.outcome(run)
+                    del pending[run_id]
+            if pending:
+                if timeout is not None and time.perf_counter() - started > timeout:
+                    raise BinderyError(f"runs still not finished after {timeout:.0f} s: {', '.join(pending)}")
+                time.sleep(poll_seconds)
+        return [done[r.run_id] for r in runs], time.perf_counter() - started
+
+    def outcome(self, run: dg.DagsterRun) -> RunOutcome:
+        """The outcome of a finished run, read back from the instance's event log."""
+        events = [e.dagster_event for e in self.instance.all_logs(run.run_id) if e.dagster_event is not None]
+        return outcome_from_events(run.job_name, run.tags.get("dagster/partition"), run.run_id,
+                                   run.status == dg.DagsterRunStatus.SUCCESS, events)
+
+
+@dataclass
+class Submitted:
+    run_id: str
+    job: str
+    partition: str | None
+
+
+def workspace_file(cfg: BinderyConfig) -> Path:
+    """The workspace `--submit` loads: `orchestration.workspace`, else the repository's."""
+    return Path(cfg.orchestration.workspace or Path(__file__).resolve().parent.parent / "workspace.yaml")
+
+
+@contextmanager
+def code_location(cfg: BinderyConfig, instance: dg.DagsterInstance) -> Iterator[tuple[Any, Any, Any]]:
+    """(workspace request context, code location, repository) of the configured workspace.
+
+    Loading it starts the location's code server (a subprocess for a `python_module` entry),
+    which reads `BINDERY_CONFIG` like every other process of the deployment."""
+    from dagster._core.workspace.context import WorkspaceProcessContext
+    from dagster._core.workspace.load_target import WorkspaceFileTarget
+
+    path = workspace_file(cfg)
+    if not path.exists():
+        raise ConfigError(f"workspace file not found: {path} (orchestration.workspace)")
+    if cfg.config_path:
+        os.environ["BINDERY_CONFIG"] = cfg.config_path
+    with WorkspaceProcessContext(instance, WorkspaceFileTarget(paths=[str(path)])) as ctx:
+        request = ctx.create_request_context()
+        names = request.code_location_names
+        if len(names) != 1:
+            raise ConfigError(f"{path} must name exactly one code location, found {names}")
+        if request.has_code_location_error(names[0]):
+            raise BinderyError(f"code location {names[0]} failed to load: {request.get_code_location_error(names[0])}")
+        location = request.get_code_location(names[0])
+        repos = list(location.get_repositories().values())
+        yield request, location, repos[0]
+
+
+def _create_run(instance: dg.DagsterInstance, location: Any, repo: Any, remote_job: Any,
+                run_config: dict[str, Any], tags: dict[str, str]) -> dg.DagsterRun:
+    """Create a NOT_STARTED run of a remote job the way `dagster job launch` does: with the
+    execution plan and the job's origin in the code location, so any launcher can start it."""
+    plan = location.get_execution_plan(remote_job, run_config, step_keys_to_execute=None, known_state=None,
+                                       instance=instance)
+    return instance.create_run(
+        job_name=remote_job.name, run_id=None, run_config=run_config,
+        resolved_op_selection=remote_job.resolved_op_selection,
+        step_keys_to_execute=plan.execution_plan_snapshot.step_keys_to_execute, op_selection=None, status=None,
+        root_run_id=None, parent_run_id=None, tags={**remote_job.tags, **tags}, job_snapshot=remote_job.job_snapshot,
+        execution_plan_snapshot=plan.execution_plan_snapshot, parent_job_snapshot=remote_job.parent_job_snapshot,
+        remote_job_origin=remote_job.get_remote_origin(), job_code_origin=remote_job.get_python_origin(),
+        asset_selection=None, asset_check_selection=None, asset_graph=repo.asset_graph,
+    )
+
+
+_TABLE_COLUMNS = ("run_id", "status", "job", "partition", "launched_by", "created", "seconds")
+
+
+def list_runs(instance: dg.DagsterInstance, *, limit: int = 20,
+              statuses: list[str] | None = None) -> list[dict[str, Any]]:
+    """Recent runs of the instance, newest first: queued, running and finished."""
+    filters = dg.RunsFilter(statuses=[dg.DagsterRunStatus(s.upper()) for s in statuses]) if statuses else None
+    rows = []
+    for rec in instance.get_run_records(filters=filters, limit=limit):
+        run = rec.dagster_run
+        seconds = round(rec.end_time - rec.start_time, 1) if rec.start_time and rec.end_time else None
+        rows.append({"run_id": run.run_id, "status": run.status.value, "job": run.job_name,
+                     "partition": run.tags.get("dagster/partition"),
+                     "launched_by": run.tags.get("bindery/launched-by", "ui"),
+                     "created_at": rec.create_timestamp.timestamp(), "started_at": rec.start_time,
+                     "ended_at": rec.end_time, "seconds": seconds})
+    return rows
+
+
+def runs_table(rows: list[dict[str, Any]]) -> str:
+    """`bindery runs` for people: one aligned line per run."""
+    if not rows:
+        return "no runs in the instance yet"
+    cells = [[r["run_id"][:8], r["status"], r["job"], r["partition"] or "-", r["launched_by"],
+              time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created_at"])),
+              "-" if r["seconds"] is None else str(r["seconds"])] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(_TABLE_COLUMNS)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(_TABLE_COLUMNS, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(lines)

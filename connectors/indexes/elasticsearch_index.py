@@ -47,6 +47,11 @@ IDENT_BOOST = 2.0
 _BULK_CHUNK = 500
 _DELETE_BATCH = 1_000  # doc ids per delete_by_query (terms queries allow 65,536)
 _PAGE = 5_000  # chunk ids per page when listing all of them
+# A cluster under write pressure answers 429 (whole request or per item): retry with
+# exponential backoff (1, 2, 4, 8, 16 s), not the transport's immediate retries alone.
+_BULK_RETRIES = 5
+_BULK_BACKOFF_S = 1.0
+_BULK_MAX_BACKOFF_S = 30.0
 _INDEX_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.\-]*")  # ES rejects upper case, most symbols
 
 INDEX_MAPPINGS: dict[str, Any] = {
@@ -109,6 +114,7 @@ class ElasticsearchIndex:
         timeout: float = 10,
         shards: int = 1,
         replicas: int | None = None,
+        api_key: str | None = None,
     ) -> None:
         if not _INDEX_NAME_RE.fullmatch(index_name):
             raise IndexError_(
@@ -119,7 +125,7 @@ class ElasticsearchIndex:
         self.index_name = index_name
         self._owns_client = client is None
         self._client = client or Elasticsearch(
-            url, request_timeout=timeout, max_retries=2, retry_on_timeout=True
+            url, api_key=api_key, request_timeout=timeout, max_retries=2, retry_on_timeout=True
         )
         self._settings = index_settings(shards, replicas)
         self._ensured = False
@@ -183,13 +189,21 @@ class ElasticsearchIndex:
         if not self._ensured:
             self.create_index()
         with self._errors("bulk upsert"):
-            ok, _ = bulk(
+            # raise_on_error=False: the helper retries items rejected with 429 only when it
+            # does not raise on the first error; what is left after the retries is raised here.
+            ok, errors = bulk(
                 self._client,
                 self._actions(records),
                 chunk_size=_BULK_CHUNK,
-                raise_on_error=True,
-                stats_only=True,
+                raise_on_error=False,
+                stats_only=False,
+                max_retries=_BULK_RETRIES,
+                initial_backoff=_BULK_BACKOFF_S,
+                max_backoff=_BULK_MAX_BACKOFF_S,
             )
+            if errors:
+                assert isinstance(errors, list)
+                raise BulkIndexError(f"{len(errors)} document(s) failed to index.", errors)
         return int(ok)
 
     def _actions(self, records: Iterable[IndexRecord]) -> Iterator[dict[str, Any]]:
@@ -221,6 +235,8 @@ class ElasticsearchIndex:
         if not ids:
             return
         with self._errors("delete documents"):
+            if not self._client.indices.exists(index=self.index_name):
+                return  # nothing written yet: nothing to delete (a first sync into an empty cluster)
             self._client.indices.refresh(index=self.index_name)
             for start in range(0, len(ids), _DELETE_BATCH):
                 batch = ids[start : start + _DELETE_BATCH]
@@ -265,6 +281,8 @@ class ElasticsearchIndex:
         out: set[str] = set()
         after: list[Any] | None = None
         with self._errors("list chunk ids"):
+            if not self._client.indices.exists(index=self.index_name):
+                return out  # like a missing Qdrant collection: holds no chunks
             while True:
                 resp = self._client.search(
                     index=self.index_name,
@@ -282,9 +300,13 @@ class ElasticsearchIndex:
                 after = hits[-1]["sort"]
 
     def count(self) -> int:
-        """Searchable chunks (as of the last refresh)."""
+        """Searchable chunks (as of the last refresh); 0 while the index does not exist yet,
+        as in every adapter, so a first sync into an empty cluster needs no special case."""
         with self._errors("count"):
-            return int(self._client.count(index=self.index_name)["count"])
+            try:
+                return int(self._client.count(index=self.index_name)["count"])
+            except NotFoundError:
+                return 0
 
     # -- lifecycle -----------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pydantic import TypeAdapter
 from qdrant_client import QdrantClient, models
 
 from connectors.errors import IndexError_, QueryError
@@ -25,13 +26,19 @@ COLLECTION = "chunks"
 
 class QdrantIndex:
     def __init__(self, *, path: str | None = None, url: str | None = None, collection: str = COLLECTION,
-                 dim: int | None = None, timeout: int = 30):
+                 dim: int | None = None, timeout: int = 30, api_key: str | None = None,
+                 on_disk: bool = False, quantization: dict[str, Any] | None = None):
+        """`path`: local mode. `url` (+ `api_key`): a server; `on_disk` and `quantization`
+        (Qdrant's own `quantization_config`) apply when this creates the collection."""
         try:
-            self.client = QdrantClient(path=path) if path else QdrantClient(url=url, timeout=timeout)
+            self.client = (QdrantClient(path=path) if path
+                           else QdrantClient(url=url, api_key=api_key, timeout=timeout))
         except RuntimeError as e:  # local mode: the path is open in another client
             raise IndexError_(f"vector index at {path} is in use by another client: {e}") from e
         self.collection = collection
         self.local = path is not None
+        self.on_disk = on_disk
+        self.quantization = quantization
         if dim is not None:
             self.ensure(dim)
 
@@ -42,8 +49,12 @@ class QdrantIndex:
             if have != dim:
                 raise IndexError_(f"collection {self.collection} has dim {have}, embedder gives {dim}")
             return
+        quantization = (TypeAdapter(models.QuantizationConfig).validate_python(self.quantization)
+                        if self.quantization else None)
         self.client.create_collection(
-            self.collection, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE)
+            self.collection,
+            vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE, on_disk=self.on_disk or None),
+            on_disk_payload=self.on_disk or None, quantization_config=quantization,
         )
         if not self.local:
             for f in FILTER_FIELDS:
@@ -121,3 +132,24 @@ class QdrantIndex:
 
     def close(self) -> None:
         self.client.close()
+
+    # -- server mode: generations behind an alias ----------------------------------------
+
+    def point_alias(self, alias: str) -> None:
+        """Point `alias` at this collection and nothing else, in ONE `update_collection_aliases`
+        call: Qdrant applies the delete and the create together, so a reader through the alias
+        never finds it missing or on the old collection after the call returns."""
+        self.client.update_collection_aliases(change_aliases_operations=[
+            models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=alias)),
+            models.CreateAliasOperation(create_alias=models.CreateAlias(
+                collection_name=self.collection, alias_name=alias)),
+        ])
+
+    def alias_target(self, alias: str) -> str | None:
+        """The collection `alias` points to, or None."""
+        found = [a.collection_name for a in self.client.get_aliases().aliases if a.alias_name == alias]
+        return found[0] if found else None
+
+    def drop(self) -> bool:
+        """Delete the collection (its aliases go with it); False when it did not exist."""
+        return bool(self.client.delete_collection(self.collection))

@@ -1,0 +1,182 @@
+"""The Dagster instance: what `dagster.yaml` Bindery writes for each configuration (validated by
+Dagster's own config checks), and, on PostgreSQL, that a CLI sync's run, materialisations and
+checks are visible to a separately started `dagster-webserver` sharing only the database."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+import yaml
+
+from connectors.config import config_from_dict
+from connectors.errors import ConfigError
+from orchestration.instance import GENERATED_MARK, dagster_home, get_instance, instance_settings
+from tests.bindery_fixture import Deployment
+from tests.conftest import PG_URL
+from tests.instance_check import validate_instance_yaml
+
+REPO = Path(__file__).resolve().parent.parent
+PG = "postgresql+psycopg://bindery:s3cret@db.internal:5433/bindery"
+
+
+def _cfg(tmp_path: Path, **raw: Any):  # type: ignore[no-untyped-def]
+    return config_from_dict({"data_dir": str(tmp_path / "data"), **raw})
+
+
+def test_embedded_default_is_sqlite_with_a_per_source_queue(tmp_path: Path) -> None:
+    home = dagster_home(_cfg(tmp_path))
+    text = (home / "dagster.yaml").read_text()
+    assert text.startswith(GENERATED_MARK)
+    value = validate_instance_yaml(home / "dagster.yaml")
+    assert "storage" not in value and "run_launcher" not in value  # SQLite under DAGSTER_HOME
+    limits = value["run_coordinator"]["config"]["tag_concurrency_limits"]
+    assert limits == [{"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}]
+    assert value["telemetry"] == {"enabled": False}
+
+
+def test_store_on_postgresql_puts_the_instance_there_in_its_own_schema(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, backends={"database_url": PG + "?sslmode=require"},
+               orchestration={"max_concurrent_runs": 8, "runs_per_source": 2})
+    home = dagster_home(cfg)
+    value = validate_instance_yaml(home / "dagster.yaml")
+    db = value["storage"]["postgres"]["postgres_db"]
+    assert (db["username"], db["password"], db["hostname"], db["port"], db["db_name"]) == (
+        "bindery", "s3cret", "db.internal", 5433, "bindery")
+    assert db["params"] == {"sslmode": "require", "options": "-csearch_path=dagster"}
+    conf = value["run_coordinator"]["config"]
+    assert conf["max_concurrent_runs"] == 8 and conf["tag_concurrency_limits"][0]["limit"] == 2
+    assert oct((home / "dagster.yaml").stat().st_mode & 0o777) == "0o600"
+
+
+def test_storage_can_be_forced_either_way(tmp_path: Path) -> None:
+    pinned = _cfg(tmp_path, backends={"database_url": PG}, orchestration={"storage": "sqlite"})
+    assert "storage" not in instance_settings(pinned)
+    separate = _cfg(tmp_path, orchestration={"storage": "postgres", "postgres_url": PG,
+                                              "postgres_schema": "ops_dagster"})
+    db = instance_settings(separate)["storage"]["postgres"]["postgres_db"]
+    assert db["params"]["options"] == "-csearch_path=ops_dagster"
+    with pytest.raises(ConfigError, match="postgres_url"):
+        instance_settings(_cfg(tmp_path, orchestration={"storage": "postgres"}))
+
+
+def test_named_run_launcher_is_written_and_validates(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, orchestration={"run_launcher": "docker", "run_launcher_config": {
+        "network": "bindery", "env_vars": ["BINDERY_CONFIG"], "container_kwargs": {"volumes": ["/data:/data"]}}})
+    value = validate_instance_yaml(dagster_home(cfg) / "dagster.yaml")
+    assert value["run_launcher"]["class"] == "DockerRunLauncher"
+    bad = _cfg(tmp_path / "bad", orchestration={"run_launcher": "docker", "run_launcher_config": {"netwrk": "x"}})
+    with pytest.raises(AssertionError, match="netwrk"):
+        validate_instance_yaml(dagster_home(bad) / "dagster.yaml")
+
+
+def test_configuration_changes_rewrite_only_bindery_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = _cfg(tmp_path)
+    path = dagster_home(cfg) / "dagster.yaml"
+    cfg.orchestration.max_concurrent_runs = 2
+    dagster_home(cfg)
+    assert yaml.safe_load(path.read_text())["run_coordinator"]["config"]["max_concurrent_runs"] == 2
+    own = tmp_path / "ops_home"
+    own.mkdir()
+    (own / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")  # a deployment's own file
+    monkeypatch.setenv("DAGSTER_HOME", str(own))
+    assert dagster_home(cfg) == own
+    assert (own / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
+
+
+# -- the shared instance on PostgreSQL --------------------------------------------------------
+
+
+@pytest.fixture
+def dagster_schema(pg_url: str) -> Iterator[str]:
+    """A private schema for the Dagster instance tables, dropped afterwards."""
+    schema = f"dg_{uuid.uuid4().hex[:12]}"
+    yield schema
+    eng = sa.create_engine(PG_URL)
+    with eng.begin() as c:
+        c.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    eng.dispose()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _graphql(port: int, query: str) -> dict[str, Any]:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        body = json.loads(resp.read())
+    assert "errors" not in body, body
+    return body["data"]
+
+
+def _wait_http(port: int, proc: subprocess.Popen[bytes], timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"dagster-webserver exited {proc.returncode}"
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError("dagster-webserver did not answer in time")
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_a_cli_sync_is_visible_to_a_separate_webserver_on_the_same_database(
+        tmp_path: Path, pg_url: str, dagster_schema: str) -> None:
+    dep = Deployment(tmp_path, backends={"database_url": pg_url},
+                     orchestration={"postgres_schema": dagster_schema})
+    out = dep.cli("sync")
+    assert out["generation"] == 1
+    run_id = get_instance(config_from_dict(dep.config)).get_runs(limit=1)[0].run_id
+
+    # The webserver shares nothing with the CLI but the database: its DAGSTER_HOME is a fresh
+    # folder holding only a copy of the instance configuration.
+    web_home = tmp_path / "webserver_home"
+    web_home.mkdir()
+    shutil.copy(dep.data / "dagster_home" / "dagster.yaml", web_home / "dagster.yaml")
+    port = _free_port()
+    env = {**os.environ, "DAGSTER_HOME": str(web_home), "BINDERY_CONFIG": str(dep.config_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dagster_webserver", "-w", str(REPO / "workspace.yaml"), "-h", "127.0.0.1",
+         "-p", str(port)], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        _wait_http(port, proc)
+        runs = _graphql(port, '{ runsOrError { ... on Runs { results { runId status jobName '
+                              'tags { key value } } } } }')["runsOrError"]["results"]
+        run = next(r for r in runs if r["runId"] == run_id)
+        assert run["status"] == "SUCCESS" and run["jobName"] == "sync"
+        assert {"key": "dagster/partition", "value": "docs"} in run["tags"]
+        mats = _graphql(port, '{ assetOrError(assetKey: {path: ["vector_index"]}) { ... on Asset { '
+                              'assetMaterializations(limit: 5) { runId partition } } } }')
+        assert {"runId": run_id, "partition": "docs"} in mats["assetOrError"]["assetMaterializations"]
+        checks = _graphql(port, '{ assetCheckExecutions(assetKey: {path: ["parsed_documents"]}, '
+                                'checkName: "parse_quality", limit: 5) { runId status evaluation { success } } }')
+        execution = next(c for c in checks["assetCheckExecutions"] if c["runId"] == run_id)
+        assert execution["status"] == "SUCCEEDED" and execution["evaluation"]["success"] is True
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

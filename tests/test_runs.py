@@ -1,0 +1,91 @@
+"""Runs through the instance: `bindery sync --submit` enqueues runs that a real `dagster-daemon`
+process dequeues and launches (default run launcher: a worker process per run, through the
+code location of workspace.yaml), `--wait` follows them and exits non-zero when one failed,
+`bindery runs` lists them, and the queue never runs two syncs of one source at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.config import load_config
+from orchestration.instance import dagster_home
+from tests.bindery_fixture import Deployment
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def dep(tmp_path: Path) -> Deployment:
+    return Deployment(tmp_path, sources=[
+        {"name": "docs", "kind": "local", "root": str(tmp_path / "corpus"), "min_ratio": 0.5},
+        {"name": "broken", "kind": "local", "root": str(tmp_path / "no-such-folder")}])
+
+
+@pytest.fixture
+def daemon(dep: Deployment, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A real dagster-daemon on the deployment's instance (SQLite under data_dir)."""
+    home = dagster_home(load_config(dep.config_path))
+    env = {**os.environ, "DAGSTER_HOME": str(home), "BINDERY_CONFIG": str(dep.config_path)}
+    log = open(tmp_path / "daemon.log", "wb")  # closed at teardown
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", str(REPO / "workspace.yaml")],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    yield proc
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    log.close()
+
+
+def _finished(dep: Deployment, run_ids: set[str], timeout: float = 400) -> dict[str, dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = {r["run_id"]: r for r in dep.cli("runs", "--limit", "50")["runs"] if r["run_id"] in run_ids}
+        if len(rows) == len(run_ids) and all(r["ended_at"] for r in rows.values()):
+            return rows
+        time.sleep(1)
+    raise AssertionError(f"runs {run_ids} did not finish in {timeout} s")
+
+
+@pytest.mark.timeout(900)
+def test_submitted_runs_go_through_the_daemon_queue(dep: Deployment, daemon: subprocess.Popen[bytes]) -> None:
+    # --wait follows both runs; one source is broken, so the command fails, naming it.
+    out = dep.cli("sync", "--submit", "--wait", expect=1)
+    assert set(out["errors"]) == {"broken"} and "no-such-folder" in out["errors"]["broken"]
+    assert out["sources"]["docs"]["new"] == 6 and out["recomputed"]["embed"] > 0
+    assert out["generation"] == 1  # the daemon's worker built and bound generation 1
+    listed = {r["run_id"]: r for r in dep.cli("runs")["runs"]}
+    assert {listed[out["runs"]["docs"]]["status"], listed[out["runs"]["broken"]]["status"]} == {"SUCCESS", "FAILURE"}
+    assert all(listed[rid]["launched_by"] == "cli-submit" for rid in out["runs"].values())
+    assert dep.cli("query", "ERR-0x1F", "-k", "1")["hits"][0]["doc"] == "ops/errors.html"
+
+    # Two syncs of one source submitted back to back: the queue (one run per source partition,
+    # from the instance config) starts the second only after the first has finished.
+    dep.write("ops/oncall.txt", "On-call policy\n\nAcknowledge a page within ten minutes.\n")
+    first = dep.cli("sync", "--source", "docs", "--submit")["submitted"][0]["run_id"]
+    second = dep.cli("sync", "--source", "docs", "--submit")["submitted"][0]["run_id"]
+    rows = _finished(dep, {first, second})
+    assert rows[first]["status"] == rows[second]["status"] == "SUCCESS"
+    a, b = sorted(rows.values(), key=lambda r: r["started_at"])
+    assert b["started_at"] >= a["ended_at"], "two runs of one source overlapped"
+    hits = dep.cli("query", "how fast must a page be acknowledged", "-k", "3")["hits"]
+    assert any("ten minutes" in h["text"] for h in hits)
+
+
+def test_wait_needs_submit(dep: Deployment) -> None:
+    dep.cli("sync", "--wait", expect=2)
