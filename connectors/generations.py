@@ -50,13 +50,17 @@ def is_embedded(engine: str) -> bool:
     return engine in _EMBEDDED
 
 
-def vector_engine(gen: dict[str, Any]) -> VectorEngine:
+def vector_engine(cfg: BinderyConfig, gen: dict[str, Any]) -> VectorEngine:
     """The vector engine that built `gen`. Rows from before engines were recorded were built by
-    local mode (their vector index is a path) or by a server (a collection name)."""
+    local mode (their vector index is a path) or by a server (a collection name); a row that
+    records neither (not yet created) uses the configured engine."""
     recorded = gen.get("vector_engine")
     if recorded:
         return recorded  # type: ignore[no-any-return]
-    return "qdrant-local" if os.path.isabs(str(gen.get("vector_index") or "")) else "qdrant-server"
+    location = gen.get("vector_index")
+    if not location:
+        return cfg.backends.vector
+    return "qdrant-local" if os.path.isabs(str(location)) else "qdrant-server"
 
 _KEEP_SNAPSHOTS = 3  # per generation; readers copy/open within milliseconds of a publish
 
@@ -132,7 +136,7 @@ def writer_lock(cfg: BinderyConfig, name: str, timeout: float = 600.0) -> Iterat
 
 
 def _open_vector(cfg: BinderyConfig, gen: dict[str, Any], path: str | None, dim: int | None) -> VectorIndex:
-    engine = vector_engine(gen)
+    engine = vector_engine(cfg, gen)
     if engine == "qdrant-edge":
         from connectors.indexes.qdrant_edge_index import QdrantEdgeIndex
 
@@ -161,7 +165,7 @@ def _open(cfg: BinderyConfig, gen: dict[str, Any], vector_path: str | None, keyw
 def open_writer(cfg: BinderyConfig, gen: dict[str, Any], dim: int | None) -> IndexPair:
     """Open a generation's working indexes for writing. Hold `writer_lock` around its use."""
     paths = GenerationPaths.of(cfg, gen["name"])
-    engine = vector_engine(gen)
+    engine = vector_engine(cfg, gen)
     vec_path = paths.vector(engine) if is_embedded(engine) else None
     if engine == "qdrant-local" and vec_path is not None:
         vec_path.mkdir(parents=True, exist_ok=True)
@@ -177,7 +181,7 @@ def publish(cfg: BinderyConfig, gen: dict[str, Any]) -> tuple[str | None, str | 
     paths to record on the generation row; old snapshots beyond the newest few are removed.
     An Edge shard is copied without its write-ahead log (a flushed shard does not need it).
     """
-    engine = vector_engine(gen)
+    engine = vector_engine(cfg, gen)
     if not is_embedded(engine) and cfg.backends.keyword != "tantivy":
         return None, None
     paths = GenerationPaths.of(cfg, gen["name"])
@@ -224,7 +228,7 @@ def open_reader(cfg: BinderyConfig, gen: dict[str, Any]) -> IndexPair:
     vector engine that built it. The reader's private copy is removed on close."""
     cleanup: list[Path] = []
     vec_path = kw_path = None
-    engine = vector_engine(gen)
+    engine = vector_engine(cfg, gen)
     if is_embedded(engine):
         snap = gen.get("vector_snapshot")
         if not snap or not Path(snap).exists():

@@ -54,8 +54,8 @@ def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) ->
 def _rebuild(rt: Runtime, gen: dict[str, Any]) -> None:
     paths = GenerationPaths.of(rt.cfg, gen["name"])
     with writer_lock(rt.cfg, gen["name"]):
-        if is_embedded(vector_engine(gen)):
-            shutil.rmtree(paths.vector(vector_engine(gen)), ignore_errors=True)
+        if is_embedded(vector_engine(rt.cfg, gen)):
+            shutil.rmtree(paths.vector(vector_engine(rt.cfg, gen)), ignore_errors=True)
         shutil.rmtree(paths.keyword, ignore_errors=True)
         rt.store.clear_index_state(gen["id"], list(rt.store.index_state(gen["id"])))
     g = next(x for x in rt.generations(RETAINED) if x.id == gen["id"])

@@ -2,9 +2,9 @@
 
 Each backend is a `VectorBackend`: it opens a generation's working index through
 connectors.generations (as ingestion does), publishes a snapshot and opens a reader from it (as
-the query service does). The embedded engines run here; the server backends of issue 12 join by
-adding a `VectorBackend` whose `engine` is `qdrant-server` (publish is a no-op for them and the
-reader opens the same collection).
+the query service does). Every engine of tests/backends.py runs: Qdrant Edge and Qdrant local
+mode on real files, a Qdrant server against its REST stub (publish records no vector snapshot
+for it and the reader opens the same collection).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from connectors.errors import QueryError
 from connectors.generations import IndexPair, open_reader, open_writer, publish, vector_engine
 from connectors.identity import chunk_id
 from connectors.indexes.base import PUBLIC, Filters, IndexRecord, VectorIndex
+from tests.backends import VECTOR_BACKENDS, backend_settings
 
 DIM = 8
-ENGINES = ["qdrant-edge", "qdrant-local"]
 
 
 @dataclass
@@ -61,15 +61,16 @@ class VectorBackend:
             p.close()
 
 
-@pytest.fixture(params=ENGINES)
+@pytest.fixture(params=VECTOR_BACKENDS)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorBackend]:
     engine = request.param
-    cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "backends": {"vector": engine}})
-    gen = {"id": 1, "name": "g1_test", "vector_engine": engine, "vector_index": "", "vector_snapshot": None,
-           "keyword_snapshot": None}
-    b = VectorBackend(engine, cfg, gen)
-    yield b
-    b.close()
+    with backend_settings(vector=engine) as settings:  # a server backend runs against its REST stub
+        cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "backends": settings})
+        gen = {"id": 1, "name": "g1_test", "vector_engine": engine, "vector_index": "", "vector_snapshot": None,
+               "keyword_snapshot": None}
+        b = VectorBackend(engine, cfg, gen)
+        yield b
+        b.close()
 
 
 def _vec(seed: int) -> list[float]:
@@ -195,17 +196,19 @@ def test_reopen_from_a_published_snapshot(backend: VectorBackend) -> None:
     recs = corpus()
     w.upsert(recs)
     backend.publish(w)
-    snap = Path(backend.gen["vector_snapshot"])
-    before = _digest(snap)
+    snap = backend.gen["vector_snapshot"]  # None on a server: readers query the collection itself
+    before = _digest(Path(snap)) if snap else {}
     r1, r2 = backend.reader(), backend.reader()  # two readers at once, as service + CLI
     for r in (r1, r2):
         assert r.count() == 5 and r.chunk_ids() == {x.chunk_id for x in recs}
         assert search_docs(r, principals=("bob",)) == {"public.md", "team.md"}
     backend.close()
-    assert _digest(snap) == before, "a reader changed the published snapshot"
+    assert (_digest(Path(snap)) if snap else {}) == before, "a reader changed the published snapshot"
+    assert bool(snap) == (backend.engine != "qdrant-server")
 
 
-def test_writes_after_a_publish_stay_invisible_to_its_readers(backend: VectorBackend) -> None:
+def test_embedded_readers_see_writes_only_after_the_next_publish(backend: VectorBackend) -> None:
+    """Embedded readers hold a snapshot; a server's readers query the live collection."""
     w = backend.writer()
     w.upsert(corpus())
     backend.publish(w)
@@ -213,7 +216,9 @@ def test_writes_after_a_publish_stay_invisible_to_its_readers(backend: VectorBac
     w2 = backend.writer()
     w2.delete_docs(["id-public.md"])
     w2.upsert([rec("new.md", 0, seed=50)])
-    assert reader.count() == 5 and search_docs(reader, principals=()) == {"public.md"}
+    embedded = backend.engine != "qdrant-server"
+    assert reader.count() == (5 if embedded else 4)
+    assert search_docs(reader, principals=()) == ({"public.md"} if embedded else {"new.md"})
     backend.publish(w2)
     assert backend.reader().count() == 4
 
@@ -233,7 +238,7 @@ def test_a_generation_is_read_with_the_engine_that_built_it(tmp_path: Path) -> N
 
     vec_index, _ = physical_names(local, "g1_old")
     legacy_row = {"id": 1, "name": "g1_old", "vector_index": vec_index}  # no vector_engine: before 0002
-    assert vector_engine(legacy_row) == "qdrant-local"
+    assert vector_engine(config_from_dict({"data_dir": str(tmp_path)}), legacy_row) == "qdrant-local"
     pair = open_writer(local, legacy_row, DIM)
     pair.vector.upsert(corpus())
     pair.close()
@@ -245,5 +250,6 @@ def test_a_generation_is_read_with_the_engine_that_built_it(tmp_path: Path) -> N
         assert type(reader.vector).__name__ == "QdrantIndex" and reader.vector.count() == 5
     finally:
         reader.close()
-    assert vector_engine({"vector_index": "g7_abc"}) == "qdrant-server"
+    assert vector_engine(edge_default, {"vector_index": "g7_abc"}) == "qdrant-server"
+    assert vector_engine(local, {"name": "g8"}) == "qdrant-local"  # no record at all: the configured engine
     assert os.path.isdir(Path(vec_index))
