@@ -46,14 +46,16 @@ def main() -> None:
 
     root = a.corpus.resolve()
     t0 = time.perf_counter()
-    docs = SimpleDirectoryReader(str(root), recursive=True, filename_as_id=True).load_data()
+    # exclude_hidden=False only because corpora often live under a hidden folder (~/.cache/...),
+    # which the reader would otherwise skip whole; everything else is the reader's default.
+    docs = SimpleDirectoryReader(str(root), recursive=True, filename_as_id=True, exclude_hidden=False).load_data()
     pipeline = IngestionPipeline(transformations=[SentenceSplitter(), embed], docstore=SimpleDocumentStore())
     nodes = pipeline.run(documents=docs)
     index = VectorStoreIndex(nodes, embed_model=embed)
     ingest_s = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    again = SimpleDirectoryReader(str(root), recursive=True, filename_as_id=True).load_data()
+    again = SimpleDirectoryReader(str(root), recursive=True, filename_as_id=True, exclude_hidden=False).load_data()
     rerun = pipeline.run(documents=again)
     noop_s = time.perf_counter() - t0
 
