@@ -41,7 +41,8 @@ def shadow_snapshot(snapshot: Path, target: Path) -> None:
     """Make `target` a private, openable view of a published (flushed, closed) shard.
 
     Segment files are hard-linked, not copied: a reader only reads them (the test suite checks
-    that a reader leaves a snapshot byte-identical), so opening costs milliseconds at any size.
+    that a reader leaves a snapshot byte-identical), so the shadow costs milliseconds at any size
+    (no data is copied; loading the shard then takes a fraction of a second to a few seconds).
     The small config file is copied; the WAL is left out because a published shard is flushed
     (the reader starts an empty one of its own).
     """
