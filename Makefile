@@ -13,7 +13,7 @@ export UNSTRUCTURED_DISABLE_NOTICE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup system-deps run test check ui serve bench parse-report clean help
+.PHONY: setup system-deps run test check ui serve bench bench-peers bench-scale parse-report clean help
 
 help:
 	@echo "make run | test | check | ui | serve | bench CORPUS=dir QUERIES=file | parse-report DIR=dir | clean"
@@ -74,9 +74,34 @@ bench: setup
 	@test -n "$(CORPUS)" || { echo "usage: make bench CORPUS=dir QUERIES=file.jsonl"; exit 2; }
 	$(BIN)/python -m benchmarks.ingest --corpus $(CORPUS) $(if $(QUERIES),--queries $(QUERIES))
 
+# Bindery against LlamaIndex (same corpus, same model), in one run. LlamaIndex lives in its own
+# virtualenv so it can never disturb the product's pins; CPU torch goes in first (no CUDA build).
+PEERS := .venv-peers
+PEERS_STAMP := $(PEERS)/.installed-$(shell cat benchmarks/peers/requirements.txt | sha1sum | cut -c1-10)
+PEERS_CORPUS ?= $(HOME)/.cache/bench-corpora/redis_commands
+PEERS_QUERIES ?= /work/shared/evaldata/redis_commands.jsonl
+PEERS_REPEATS ?= 3
+$(PEERS_STAMP): benchmarks/peers/requirements.txt
+	test -x $(PEERS)/bin/python || $(PY) -m venv $(PEERS)
+	$(PEERS)/bin/pip install -q torch==2.13.0
+	$(PEERS)/bin/pip install -q -r benchmarks/peers/requirements.txt
+	rm -f $(PEERS)/.installed-*
+	touch $@
+
+bench-peers: setup $(PEERS_STAMP)
+	$(BIN)/python -m benchmarks.bench_peers --peer-python $(PEERS)/bin/python \
+	  --corpus $(PEERS_CORPUS) --queries $(PEERS_QUERIES) --repeats $(PEERS_REPEATS)
+
+# Embedded vector engines at two synthetic sizes, projected to 1M chunks (see benchmarks/scale.py).
+SCALE_SIZES ?= 50000,200000
+SCALE_SIZES_LOCAL ?= 10000,20000
+SCALE_ENGINES ?= qdrant-edge,qdrant-local
+bench-scale: setup
+	$(BIN)/python -m benchmarks.scale --sizes $(SCALE_SIZES) --sizes-local $(SCALE_SIZES_LOCAL) --engines $(SCALE_ENGINES)
+
 DIR ?= sample/corpus
 parse-report: setup
 	$(BIN)/python -m assets.parsing.report $(DIR)
 
 clean:
-	rm -rf .bindery bench-out
+	rm -rf .bindery bench-out $(PEERS)

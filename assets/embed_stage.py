@@ -67,7 +67,7 @@ def run_embed(rt: Runtime, source_name: str, gens: list[Generation], *,
         if not missing:
             continue
         progress.total(len(missing))
-        embedder = Embedder(g.stages.embed)
+        embedder = Embedder(g.stages.embed, cache_dir=rt.cfg.data_path / "models")
         limit = embedder.max_seq_length
         from connectors.tokenizer import get_tokenizer
 

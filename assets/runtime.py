@@ -37,7 +37,7 @@ class Generation:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Generation:
-        return cls(row["id"], row["name"], row["status"], StageConfigs.model_validate(row["stage_configs"]),
+        return cls(row["id"], row["name"], row["status"], StageConfigs.recorded(row["stage_configs"]),
                    dict(row["stage_versions"]), row)
 
 
@@ -93,7 +93,8 @@ class Runtime:
                 gen_id = self.store.create_generation({
                     "name": name, "status": "building", "stage_versions": versions,
                     "stage_configs": stage_configs_dump(self.cfg.stages), "embedder_id": versions["embed"],
-                    "vector_index": vec, "keyword_index": kw, "counts": {}, "created_at": time.time(),
+                    "vector_index": vec, "vector_engine": self.cfg.backends.vector, "keyword_index": kw,
+                    "counts": {}, "created_at": time.time(),
                 })
                 row = self.store.get_generation(gen_id)
                 assert row is not None

@@ -29,6 +29,7 @@ __all__ = [
     "QueryConfig",
     "SourceConfig",
     "StageConfigs",
+    "VectorEngine",
     "check_database_url",
     "check_paths",
     "load_config",
@@ -143,13 +144,29 @@ class ContextConfig(_Strict):
     max_tokens: int = Field(120, ge=1)
 
 
+EmbedBackend = Literal["auto", "torch", "openvino"]
+EmbedPrecision = Literal["auto", "fp32", "bf16", "int8"]
+
+
 class EmbedConfig(_Strict):
+    """The embedder. `backend` and `precision` change the vectors slightly, so they are part of
+    `embedder_id`; `auto` is resolved on the machine that builds a generation (see
+    connectors.embedder.resolve_embed) and the generation records the resolved values."""
+
     model: str = "all-MiniLM-L6-v2"
     query_prefix: str = ""
     document_prefix: str = ""
     normalize: bool = True
+    backend: EmbedBackend = "auto"
+    precision: EmbedPrecision = "auto"  # int8 is never chosen by auto: opt-in behind the gate
     batch_size: int = Field(64, ge=1)
     device: str = "cpu"
+
+    @classmethod
+    def recorded(cls, raw: dict[str, Any]) -> EmbedConfig:
+        """The embed config a generation recorded. Generations built before backends existed
+        recorded neither key and were embedded by sentence-transformers on torch fp32."""
+        return cls.model_validate({"backend": "torch", "precision": "fp32", **raw})
 
 
 class StageConfigs(_Strict):
@@ -157,6 +174,11 @@ class StageConfigs(_Strict):
     chunk: ChunkConfig = Field(default_factory=ChunkConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
     embed: EmbedConfig = Field(default_factory=EmbedConfig)
+
+    @classmethod
+    def recorded(cls, raw: dict[str, Any]) -> StageConfigs:
+        """Stage configs as a generation recorded them (see EmbedConfig.recorded)."""
+        return cls.model_validate({**raw, "embed": EmbedConfig.recorded(raw.get("embed") or {})})
 
 
 class GateConfig(_Strict):
@@ -186,9 +208,15 @@ class QueryConfig(_Strict):
         return self
 
 
+VectorEngine = Literal["qdrant-edge", "qdrant-local", "qdrant-server"]
+
+
 class BackendsConfig(_Strict):
     database_url: str | None = None  # default: sqlite file under data_dir
-    vector: Literal["qdrant-local", "qdrant-server"] = "qdrant-local"
+    # qdrant-edge: embedded Qdrant engine (HNSW + payload indexes), the default. qdrant-local:
+    # qdrant-client's local mode (full scans), kept selectable for one release. A generation
+    # records the engine that built it and is always read with that engine.
+    vector: VectorEngine = "qdrant-edge"
     qdrant_url: str | None = None
     keyword: Literal["tantivy", "elasticsearch"] = "tantivy"
     elasticsearch_url: str | None = None

@@ -15,7 +15,8 @@
     ├── StoreError             the document store refused an operation
     ├── IndexError_            a vector or keyword index refused an operation
     ├── BindingError           no live binding, or the binding cannot be served
-    │   └── EmbedderMismatch   query embedder differs from the one the generation was built with
+    │   ├── EmbedderMismatch   query embedder differs from the one the generation was built with
+    │   └── EmbedderUnavailable the generation's recorded embedder backend cannot run here
     ├── GateRefused            the eval gate refused a candidate
     └── QueryError             a malformed query (maps to HTTP 4xx)
 """
@@ -87,6 +88,10 @@ class BindingError(BinderyError):
 
 class EmbedderMismatch(BindingError):
     reason = "embedder-mismatch"
+
+
+class EmbedderUnavailable(BindingError):
+    reason = "embedder-unavailable"
 
 
 class GateRefused(BinderyError):

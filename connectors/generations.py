@@ -1,13 +1,19 @@
 """Generations: where a generation's indexes live, how writers and readers open them, and how
 a writer publishes an immutable snapshot for readers.
 
-Embedded mode (Qdrant local + tantivy) has two hard facts: Qdrant local admits one client per
-storage path, and tantivy one writer per index. So ingestion owns a generation's *working*
-indexes (under an exclusive file lock), and after each write it publishes a consistent copy
-under `snapshots/<generation>/<seq>/`. The query service opens published snapshots only (Qdrant
-from a private copy, tantivy read-only), so it never contends with a running sync, and it swaps
-to a newer snapshot when the binding row's version moves. Server backends (Qdrant server,
-Elasticsearch) need no snapshots: readers query the physical collection named here.
+Embedded mode (Qdrant Edge or Qdrant local + tantivy) has two hard facts: both Qdrant engines
+admit one process per storage path, and tantivy one writer per index. So ingestion owns a
+generation's *working* indexes (under an exclusive file lock), and after each write it publishes
+a consistent copy under `snapshots/<generation>/<seq>/`. The query service opens published
+snapshots only, so it never contends with a running sync, and it swaps to a newer snapshot when
+the binding row's version moves: tantivy read-only in place, Qdrant Edge from a private shadow
+(hard links to the immutable segment files, milliseconds at any size), Qdrant local mode from a
+private copy. Server backends (Qdrant server, Elasticsearch) need no snapshots: readers query
+the physical collection named here.
+
+Each generation records the vector engine that built it (`vector_engine`), and is always
+opened with that engine, whatever `backends.vector` says now: a data dir built with local mode
+keeps serving until a reindex builds a generation with the configured engine.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from connectors.config import BinderyConfig
+from connectors.config import BinderyConfig, VectorEngine
 from connectors.errors import BindingError, ConfigError, IndexError_
 from connectors.indexes.base import KeywordIndex, VectorIndex
 
@@ -33,8 +39,28 @@ if TYPE_CHECKING:
     from connectors.indexes.qdrant_index import QdrantIndex
     from connectors.store import DocumentStore
 
-__all__ = ["GenerationPaths", "IndexPair", "bind_live", "drop_generation_files", "open_reader", "open_writer",
-           "point_live_aliases", "publish", "writer_lock"]
+__all__ = ["GenerationPaths", "IndexPair", "bind_live", "drop_generation_files", "is_embedded", "open_reader",
+           "open_writer", "point_live_aliases", "publish", "vector_engine", "writer_lock"]
+
+_EMBEDDED: dict[str, str] = {"qdrant-edge": "edge", "qdrant-local": "qdrant"}  # engine -> working dir name
+
+
+def is_embedded(engine: str) -> bool:
+    """Embedded engines store a generation under data_dir and are read from snapshots."""
+    return engine in _EMBEDDED
+
+
+def vector_engine(cfg: BinderyConfig, gen: dict[str, Any]) -> VectorEngine:
+    """The vector engine that built `gen`. Rows from before engines were recorded were built by
+    local mode (their vector index is a path) or by a server (a collection name); a row that
+    records neither (not yet created) uses the configured engine."""
+    recorded = gen.get("vector_engine")
+    if recorded:
+        return recorded  # type: ignore[no-any-return]
+    location = gen.get("vector_index")
+    if not location:
+        return cfg.backends.vector
+    return "qdrant-local" if os.path.isabs(str(location)) else "qdrant-server"
 
 _KEEP_SNAPSHOTS = 3  # per generation; readers copy/open within milliseconds of a publish
 
@@ -47,9 +73,9 @@ class GenerationPaths:
     def of(cls, cfg: BinderyConfig, name: str) -> GenerationPaths:
         return cls(cfg.data_path / "indexes" / name)
 
-    @property
-    def vector(self) -> Path:
-        return self.root / "qdrant"
+    def vector(self, engine: str) -> Path:
+        """Working directory of an embedded vector engine's index."""
+        return self.root / _EMBEDDED[engine]
 
     @property
     def keyword(self) -> Path:
@@ -78,9 +104,11 @@ class IndexPair:
 
 
 def physical_names(cfg: BinderyConfig, name: str) -> tuple[str, str]:
-    """(vector index location, keyword index location) recorded on the generation row."""
+    """(vector index location, keyword index location) recorded on the generation row, with
+    `vector_engine` = cfg.backends.vector."""
     paths = GenerationPaths.of(cfg, name)
-    vec = str(paths.vector) if cfg.backends.vector == "qdrant-local" else name
+    engine = cfg.backends.vector
+    vec = str(paths.vector(engine)) if is_embedded(engine) else name
     kw = str(paths.keyword) if cfg.backends.keyword == "tantivy" else name
     return vec, kw
 
@@ -107,14 +135,23 @@ def writer_lock(cfg: BinderyConfig, name: str, timeout: float = 600.0) -> Iterat
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _open(cfg: BinderyConfig, gen: dict[str, Any], vector_path: str | None, keyword_path: str | None,
-          *, read_only: bool, dim: int | None) -> tuple[VectorIndex, KeywordIndex]:
+def _open_vector(cfg: BinderyConfig, gen: dict[str, Any], path: str | None, dim: int | None) -> VectorIndex:
+    engine = vector_engine(cfg, gen)
+    if engine == "qdrant-edge":
+        from connectors.indexes.qdrant_edge_index import QdrantEdgeIndex
+
+        assert path is not None
+        return QdrantEdgeIndex(path, dim=dim)
     from connectors.indexes.qdrant_index import QdrantIndex
 
-    if cfg.backends.vector == "qdrant-local":
-        vec: VectorIndex = QdrantIndex(path=vector_path, dim=dim)
-    else:
-        vec = qdrant_server(cfg, gen["name"], dim)
+    if engine == "qdrant-local":
+        return QdrantIndex(path=path, dim=dim)
+    return qdrant_server(cfg, gen["name"], dim)
+
+
+def _open(cfg: BinderyConfig, gen: dict[str, Any], vector_path: str | None, keyword_path: str | None,
+          *, read_only: bool, dim: int | None) -> tuple[VectorIndex, KeywordIndex]:
+    vec = _open_vector(cfg, gen, vector_path, dim)
     if cfg.backends.keyword == "tantivy":
         from connectors.indexes.tantivy_index import TantivyIndex
 
@@ -128,27 +165,36 @@ def _open(cfg: BinderyConfig, gen: dict[str, Any], vector_path: str | None, keyw
 def open_writer(cfg: BinderyConfig, gen: dict[str, Any], dim: int | None) -> IndexPair:
     """Open a generation's working indexes for writing. Hold `writer_lock` around its use."""
     paths = GenerationPaths.of(cfg, gen["name"])
-    paths.vector.mkdir(parents=True, exist_ok=True)
+    engine = vector_engine(cfg, gen)
+    vec_path = paths.vector(engine) if is_embedded(engine) else None
+    if engine == "qdrant-local" and vec_path is not None:
+        vec_path.mkdir(parents=True, exist_ok=True)
     paths.keyword.mkdir(parents=True, exist_ok=True)
-    vec, kw = _open(cfg, gen, str(paths.vector), str(paths.keyword), read_only=False, dim=dim)
+    vec, kw = _open(cfg, gen, str(vec_path) if vec_path else None, str(paths.keyword), read_only=False, dim=dim)
     return IndexPair(vec, kw, gen)
 
 
 def publish(cfg: BinderyConfig, gen: dict[str, Any]) -> tuple[str | None, str | None]:
     """Copy the (closed, consistent) working indexes to a new immutable snapshot.
 
-    Call with the writer lock held and the writers closed. Returns the snapshot paths to
-    record on the generation row; old snapshots beyond the newest few are removed.
+    Call with the writer lock held and the writers flushed and closed. Returns the snapshot
+    paths to record on the generation row; old snapshots beyond the newest few are removed.
+    An Edge shard is copied without its write-ahead log (a flushed shard does not need it).
     """
-    if cfg.backends.vector != "qdrant-local" and cfg.backends.keyword != "tantivy":
+    engine = vector_engine(cfg, gen)
+    if not is_embedded(engine) and cfg.backends.keyword != "tantivy":
         return None, None
     paths = GenerationPaths.of(cfg, gen["name"])
     paths.snapshots.mkdir(parents=True, exist_ok=True)
     dest = Path(tempfile.mkdtemp(prefix=f"{time.time_ns()}-", dir=paths.snapshots))
     vec_snap = kw_snap = None
-    if cfg.backends.vector == "qdrant-local" and paths.vector.exists():
-        shutil.copytree(paths.vector, dest / "qdrant", ignore=shutil.ignore_patterns(".lock"))
-        vec_snap = str(dest / "qdrant")
+    if is_embedded(engine):
+        vec_dir = dest / _EMBEDDED[engine]
+        if paths.vector(engine).exists():
+            shutil.copytree(paths.vector(engine), vec_dir, ignore=shutil.ignore_patterns(".lock", "wal"))
+        else:  # nothing written yet: an empty index that readers open as empty
+            vec_dir.mkdir()
+        vec_snap = str(vec_dir)
     if cfg.backends.keyword == "tantivy" and paths.keyword.exists():
         shutil.copytree(paths.keyword, dest / "tantivy", ignore=shutil.ignore_patterns("*.lock"))
         kw_snap = str(dest / "tantivy")
@@ -158,27 +204,38 @@ def publish(cfg: BinderyConfig, gen: dict[str, Any]) -> tuple[str | None, str | 
     return vec_snap, kw_snap
 
 
-def open_reader(cfg: BinderyConfig, gen: dict[str, Any]) -> IndexPair:
-    """Open a generation for reading, from its published snapshot in embedded mode.
+def _private_vector_copy(engine: str, snap: str) -> Path:
+    """A reader's own openable copy of a vector snapshot (both Qdrant engines lock their path):
+    an Edge shadow of hard links, or a full copy for local mode."""
+    from connectors.indexes.qdrant_edge_index import shadow_snapshot
 
-    Qdrant local locks its path, so each reader opens a private copy of the snapshot
-    (milliseconds for tens of thousands of chunks) and removes it on close.
-    """
+    private = Path(tempfile.mkdtemp(prefix="bindery-reader-"))
+    target = private / _EMBEDDED[engine]
+    try:
+        if engine == "qdrant-edge":
+            shadow_snapshot(Path(snap), target)
+        else:
+            shutil.copytree(snap, target)
+    except FileNotFoundError as e:  # pruned between read and copy: the caller retries
+        shutil.rmtree(private, ignore_errors=True)
+        raise BindingError(f"snapshot {snap} vanished while opening; retry") from e
+    atexit.register(shutil.rmtree, private, True)  # a reader never closed still cleans up
+    return private
+
+
+def open_reader(cfg: BinderyConfig, gen: dict[str, Any]) -> IndexPair:
+    """Open a generation for reading, from its published snapshot in embedded mode, with the
+    vector engine that built it. The reader's private copy is removed on close."""
     cleanup: list[Path] = []
     vec_path = kw_path = None
-    if cfg.backends.vector == "qdrant-local":
+    engine = vector_engine(cfg, gen)
+    if is_embedded(engine):
         snap = gen.get("vector_snapshot")
         if not snap or not Path(snap).exists():
             raise BindingError(f"generation {gen['name']} has no published vector snapshot")
-        private = Path(tempfile.mkdtemp(prefix="bindery-reader-"))
-        try:
-            shutil.copytree(snap, private / "qdrant")
-        except FileNotFoundError as e:  # pruned between read and copy: the caller retries
-            shutil.rmtree(private, ignore_errors=True)
-            raise BindingError(f"snapshot {snap} vanished while opening; retry") from e
+        private = _private_vector_copy(engine, snap)
         cleanup.append(private)
-        atexit.register(shutil.rmtree, private, True)  # a reader never closed still cleans up
-        vec_path = str(private / "qdrant")
+        vec_path = str(private / _EMBEDDED[engine])
     if cfg.backends.keyword == "tantivy":
         kw_path = gen.get("keyword_snapshot")
         if not kw_path or not Path(kw_path).exists():

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from connectors.config import StageConfigs
-from connectors.embedder import embedder_id
+from connectors.embedder import embedder_id, resolve_embed
 from connectors.identity import short_hash, stage_version
 
 __all__ = ["generation_key", "stage_configs_dump", "stage_versions"]
@@ -20,7 +20,10 @@ _THROUGHPUT_ONLY = {"embed": {"batch_size", "device"}, "context": {"concurrency"
 
 
 def stage_configs_dump(stages: StageConfigs) -> dict[str, Any]:
-    return stages.model_dump(mode="json")
+    """What a generation records: the embed section with `auto` resolved on this machine."""
+    out = stages.model_dump(mode="json")
+    out["embed"] = resolve_embed(stages.embed).model_dump(mode="json")
+    return out
 
 
 def _output_config(stages: StageConfigs, stage: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from connectors.config import BinderyConfig
 from connectors.errors import BindingError, ConfigError, GateRefused
-from connectors.generations import bind_live, drop_generation_files
+from connectors.generations import bind_live, drop_generation_files, is_embedded, vector_engine
 from connectors.indexes.base import PUBLIC, Filters
 from connectors.store import DocumentStore
 from evals.evalset import load_eval_set
@@ -89,7 +89,7 @@ def promote(cfg: BinderyConfig, store: DocumentStore, *, candidate_id: int | Non
     cand = candidate_row(store, candidate_id)
     if cand["status"] not in ("building", "previous", "retired"):
         raise BindingError(f"generation {cand['id']} is {cand['status']}; only a candidate can be promoted")
-    if not cand.get("vector_snapshot") and cfg.backends.vector == "qdrant-local":
+    if not cand.get("vector_snapshot") and is_embedded(vector_engine(cfg, cand)):
         raise BindingError(f"candidate {cand['name']} has no indexed data yet; finish its reindex first")
     who = by or getpass.getuser()
     if force and not reason:

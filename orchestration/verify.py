@@ -13,7 +13,7 @@ from typing import Any
 from assets.index_stage import run_index
 from assets.runtime import RETAINED, Runtime
 from connectors.config import BinderyConfig
-from connectors.generations import GenerationPaths, open_writer, publish, writer_lock
+from connectors.generations import GenerationPaths, is_embedded, open_writer, publish, vector_engine, writer_lock
 from connectors.store import DocumentStore
 
 
@@ -54,7 +54,8 @@ def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) ->
 def _rebuild(rt: Runtime, gen: dict[str, Any]) -> None:
     paths = GenerationPaths.of(rt.cfg, gen["name"])
     with writer_lock(rt.cfg, gen["name"]):
-        shutil.rmtree(paths.vector, ignore_errors=True)
+        if is_embedded(vector_engine(rt.cfg, gen)):
+            shutil.rmtree(paths.vector(vector_engine(rt.cfg, gen)), ignore_errors=True)
         shutil.rmtree(paths.keyword, ignore_errors=True)
         rt.store.clear_index_state(gen["id"], list(rt.store.index_state(gen["id"])))
     g = next(x for x in rt.generations(RETAINED) if x.id == gen["id"])

@@ -13,6 +13,7 @@ with the same filters; reciprocal rank fusion; an optional score floor.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +22,7 @@ from typing import Any
 
 from connectors.config import BinderyConfig, EmbedConfig
 from connectors.embedder import Embedder
-from connectors.errors import BindingError, QueryError
+from connectors.errors import BindingError, ConfigError, EmbedderUnavailable, QueryError
 from connectors.generations import IndexPair, open_reader
 from connectors.indexes.base import Filters
 from connectors.store import DocumentStore
@@ -66,15 +67,29 @@ class SearchResult:
         return out
 
 
-def _embedder_for(gen: dict[str, Any]) -> Embedder:
-    """The query embedder recorded with the generation; a different id is a hard error."""
+def _embedder_for(cfg: BinderyConfig, gen: dict[str, Any]) -> Embedder:
+    """The query embedder recorded with the generation (model, prefixes, backend, precision).
+    A different id is a hard error; a recorded backend that cannot run here (openvino not
+    importable) is refused with the reason, never replaced by another backend."""
     key = gen["embedder_id"]
     if key not in _EMBEDDERS:
-        emb = Embedder(EmbedConfig.model_validate(gen["stage_configs"]["embed"]))
+        try:
+            emb = Embedder(EmbedConfig.recorded(gen["stage_configs"]["embed"]), cache_dir=cfg.data_path / "models")
+        except ConfigError as e:
+            raise EmbedderUnavailable(f"generation {gen['name']} was embedded with a backend that cannot run "
+                                      f"here: {e}") from e
         emb.check(gen["embedder_id"])
+        if not emb.loaded:
+            _announce_model_load(emb)
         emb.embed_query("warm up")  # load the model now: ready must mean the first query is fast
         _EMBEDDERS[key] = emb
     return _EMBEDDERS[key]
+
+
+def _announce_model_load(emb: Embedder) -> None:
+    """Say why the first query of a cold process waits (on stderr: `--json` output stays clean)."""
+    print(f"loading the embedding model {emb.cfg.model} ({emb.cfg.backend} {emb.cfg.precision})...",
+          file=sys.stderr, flush=True)
 
 
 class _Served:
@@ -83,7 +98,7 @@ class _Served:
     def __init__(self, cfg: BinderyConfig, gen: dict[str, Any], version: int | None):
         self.gen = gen
         self.version = version
-        self.embedder = _embedder_for(gen)
+        self.embedder = _embedder_for(cfg, gen)
         self.pair: IndexPair = open_reader(cfg, gen)
         self._users = 0
         self._retired = False
@@ -131,6 +146,7 @@ class _Served:
 
         fd, fs = _POOL.submit(dense), _POOL.submit(sparse)
         dense_hits, sparse_hits = fd.result(), fs.result()
+        s = time.perf_counter()
         fused = rrf({"dense": [h.chunk_id for h in dense_hits], "sparse": [h.chunk_id for h in sparse_hits]},
                     k=qcfg.rrf_k)
         reason = None
@@ -139,7 +155,10 @@ class _Served:
             if fused and not kept:
                 reason = f"no result above the score floor {qcfg.score_floor}"
             fused = kept
-        payloads = self.pair.vector.payloads([f.chunk_id for f in fused])  # type: ignore[attr-defined]
+        timings["fusion_ms"] = (time.perf_counter() - s) * 1000
+        s = time.perf_counter()
+        payloads = self.pair.vector.payloads([f.chunk_id for f in fused])
+        timings["payloads_ms"] = (time.perf_counter() - s) * 1000
         fused = diversify(fused, payloads, qcfg.same_doc_decay)[:k]
         hits = []
         for f in fused:

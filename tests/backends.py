@@ -18,7 +18,7 @@ from connectors.indexes.base import KeywordIndex, VectorIndex
 from tests.es_stub import ESStub
 from tests.qdrant_stub import QdrantStub
 
-VECTOR_BACKENDS = ["qdrant-local", "qdrant-server"]
+VECTOR_BACKENDS = ["qdrant-edge", "qdrant-local", "qdrant-server"]
 KEYWORD_BACKENDS = ["tantivy", "elasticsearch"]
 
 
@@ -45,7 +45,15 @@ def backend_settings(vector: str | None = None, keyword: str | None = None) -> I
 def open_vector(kind: str, tmp: Path, dim: int | None, collection: str = "g1_test") -> Iterator[VectorIndex]:
     from connectors.indexes.qdrant_index import QdrantIndex
 
-    if kind == "qdrant-local":
+    if kind == "qdrant-edge":
+        from connectors.indexes.qdrant_edge_index import QdrantEdgeIndex
+
+        edge = QdrantEdgeIndex(str(tmp / "edge"), dim=dim)
+        try:
+            yield edge
+        finally:
+            edge.close()
+    elif kind == "qdrant-local":
         index = QdrantIndex(path=str(tmp / "qdrant"), collection=collection, dim=dim)
         try:
             yield index

@@ -88,7 +88,7 @@ class CrashDeployment(LocalDeployment):
             return 0  # not migrated yet, or busy: ask again
 
     def index_dir_opened(self) -> bool:
-        return any((p / "qdrant").exists() for p in (self.data / "indexes").glob("g*"))
+        return any((p / "tantivy").exists() for p in (self.data / "indexes").glob("g*"))  # made by open_writer
 
     # -- processes ---------------------------------------------------------------------------
     def spawn(self, argv: list[str]) -> subprocess.Popen[bytes]:

@@ -2,6 +2,10 @@
 
 Both index kinds store the same chunk ids (connectors.identity.chunk_id) and the same
 filterable fields, so a filter applies to both retrievers identically (fail closed).
+
+`VectorIndex` is complete: every caller (index stage, verify, query service, benchmarks) uses
+only these methods, and every adapter (Qdrant Edge, Qdrant local mode, Qdrant server)
+implements all of them; tests/test_vector_backends.py runs one behavioural suite over each.
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 PUBLIC = "*"  # ACL principal meaning "anyone"
+
+# Payload fields every vector point carries and every adapter indexes for filtering.
+FILTER_FIELDS = ("acl", "source", "doc_id", "external_id")
 
 
 @dataclass(frozen=True)
@@ -24,17 +31,26 @@ class IndexRecord:
     acl: tuple[str, ...] = (PUBLIC,)
     payload: dict[str, Any] = field(default_factory=dict)  # heading_path, page, display_text, ...
 
+    def vector_payload(self) -> dict[str, Any]:
+        """What a vector point stores: the filter fields, the chunk id and the display payload."""
+        return {"chunk_id": self.chunk_id, "doc_id": self.doc_id, "source": self.source,
+                "external_id": self.external_id, "acl": list(self.acl), **self.payload}
+
 
 @dataclass(frozen=True)
 class Filters:
     """Applied identically by both retrievers. `principals=None` means no identity: the query
     service refuses such queries before they reach an index (fail closed); an empty tuple
-    matches only public chunks."""
+    matches only public chunks. An empty `sources` or `docs` tuple matches nothing."""
 
     principals: tuple[str, ...] | None = (PUBLIC,)
     sources: tuple[str, ...] | None = None
     docs: tuple[str, ...] | None = None  # external ids to restrict to
     exclude_docs: tuple[str, ...] = ()
+
+    @property
+    def matches_nothing(self) -> bool:
+        return self.sources == () or self.docs == ()
 
 
 class ScoredId(NamedTuple):
@@ -53,9 +69,32 @@ class KeywordIndex(Protocol):
 
 
 class VectorIndex(Protocol):
-    def upsert(self, records: Iterable[IndexRecord]) -> int: ...
-    def delete_docs(self, doc_ids: Iterable[str]) -> None: ...
-    def search(self, vector: Sequence[float], k: int, filters: Filters) -> list[ScoredId]: ...
+    """One generation's vector collection. Writers upsert/delete and call `flush` before a
+    snapshot is taken; readers search and fetch payloads."""
+
+    def upsert(self, records: Iterable[IndexRecord]) -> int:
+        """Insert or overwrite points by chunk id; returns how many were written."""
+        ...
+
+    def delete_docs(self, doc_ids: Iterable[str]) -> None:
+        """Remove every point of these documents (by doc_id)."""
+        ...
+
+    def search(self, vector: Sequence[float], k: int, filters: Filters) -> list[ScoredId]:
+        """Nearest chunks by cosine similarity among those the filters admit, best first."""
+        ...
+
+    def payloads(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Stored payloads (display text, provenance, filter fields) by chunk id; ids the index
+        does not hold are absent from the result."""
+        ...
+
     def chunk_ids(self) -> set[str]: ...
     def count(self) -> int: ...
+
+    def flush(self) -> None:
+        """Make every write durable and the on-disk state complete (indexes built), so a copy
+        of the storage is a consistent snapshot."""
+        ...
+
     def close(self) -> None: ...

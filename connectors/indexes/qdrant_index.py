@@ -1,4 +1,6 @@
-"""Vector index on Qdrant: local mode (embedded, on disk) by default, a server in production.
+"""Vector index on Qdrant through qdrant-client: local mode (embedded, on disk; selectable for one
+release after Qdrant Edge became the embedded default, see qdrant_edge_index) or a server in
+production.
 
 Local mode admits ONE client per storage path in one process. Ingestion therefore owns the
 generation's working path, and readers (the query service, the CLI) open a published,
@@ -17,10 +19,9 @@ from qdrant_client import QdrantClient, models
 
 from connectors.errors import IndexError_, QueryError
 from connectors.identity import point_id
-from connectors.indexes.base import PUBLIC, Filters, IndexRecord, ScoredId
+from connectors.indexes.base import FILTER_FIELDS, PUBLIC, Filters, IndexRecord, ScoredId
 
 COLLECTION = "chunks"
-_FILTER_FIELDS = ("doc_id", "source", "external_id", "acl")
 
 
 class QdrantIndex:
@@ -56,17 +57,13 @@ class QdrantIndex:
             on_disk_payload=self.on_disk or None, quantization_config=quantization,
         )
         if not self.local:
-            for f in _FILTER_FIELDS:
+            for f in FILTER_FIELDS:
                 self.client.create_payload_index(self.collection, f, models.PayloadSchemaType.KEYWORD)
 
     def upsert(self, records: Iterable[IndexRecord]) -> int:
         points = [
-            models.PointStruct(
-                id=point_id(r.chunk_id),
-                vector=[float(x) for x in r.vector],  # type: ignore[union-attr]
-                payload={"chunk_id": r.chunk_id, "doc_id": r.doc_id, "source": r.source,
-                         "external_id": r.external_id, "acl": list(r.acl), **r.payload},
-            )
+            models.PointStruct(id=point_id(r.chunk_id), vector=[float(x) for x in r.vector or ()],
+                               payload=r.vector_payload())
             for r in records
         ]
         for i in range(0, len(points), 256):
@@ -98,11 +95,11 @@ class QdrantIndex:
         return models.Filter(must=must, must_not=must_not or None)
 
     def search(self, vector: Sequence[float], k: int, filters: Filters) -> list[ScoredId]:
-        if not self.client.collection_exists(self.collection):
+        flt = self._filter(filters)  # refuses a missing identity even on an empty index
+        if filters.matches_nothing or not self.client.collection_exists(self.collection):
             return []
         res = self.client.query_points(
-            self.collection, query=[float(x) for x in vector], limit=k,
-            query_filter=self._filter(filters), with_payload=["chunk_id"],
+            self.collection, query=[float(x) for x in vector], limit=k, query_filter=flt, with_payload=["chunk_id"],
         )
         return [ScoredId(p.payload["chunk_id"], float(p.score)) for p in res.points if p.payload]
 
@@ -129,6 +126,9 @@ class QdrantIndex:
         if not self.client.collection_exists(self.collection):
             return 0
         return int(self.client.count(self.collection, exact=True).count)
+
+    def flush(self) -> None:
+        """Writes are acknowledged with wait=True; local mode persists on close."""
 
     def close(self) -> None:
         self.client.close()

@@ -133,6 +133,7 @@ generations = sa.Table(
     sa.Column("stage_configs", sa.JSON, nullable=False),
     sa.Column("embedder_id", sa.String(64), nullable=False),
     sa.Column("vector_index", sa.Text, nullable=False),  # physical location / collection
+    sa.Column("vector_engine", sa.String(32)),  # qdrant-edge|qdrant-local|qdrant-server; NULL: before 0002
     sa.Column("keyword_index", sa.Text, nullable=False),
     sa.Column("vector_snapshot", sa.Text),  # published read-only copy the query service opens
     sa.Column("keyword_snapshot", sa.Text),

@@ -1,0 +1,174 @@
+"""The OpenVINO runner of connectors.embedder: a sentence-transformers model folder run on the
+`openvino` runtime alone.
+
+Why not sentence-transformers' own `backend="openvino"`: it needs optimum-intel, which pins an
+older transformers and pulls a torchvision that does not match the CPU torch. This runner needs
+neither. The transformer is converted once from the folder's own weights (`openvino.convert_model`
+on the PyTorch module, no network) and saved as OpenVINO IR under `cache_dir`, keyed by the
+weights and the runtime version; later loads read the IR and never import torch. Text goes
+through the model's own `tokenizer.json` (the `tokenizers` library), truncated to the folder's
+`max_seq_length` as sentence-transformers does, then the folder's pooling (mean or CLS) and, when
+asked, L2 normalisation, in float32.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+from tokenizers import Tokenizer
+
+from connectors.errors import ConfigError
+from connectors.identity import short_hash
+
+__all__ = ["OpenVinoRunner"]
+
+_PRECISION_HINT = {"fp32": "f32", "bf16": "bf16"}
+
+
+def _pooling_mode(folder: Path) -> str:
+    """'mean' or 'cls', from the folder's Pooling module config."""
+    modules = json.loads((folder / "modules.json").read_text()) if (folder / "modules.json").exists() else []
+    pool = next((m for m in modules if m.get("type", "").endswith("Pooling")), None)
+    if pool is None:
+        return "mean"
+    conf = json.loads((folder / pool["path"] / "config.json").read_text())
+    if conf.get("pooling_mode_mean_tokens"):
+        return "mean"
+    if conf.get("pooling_mode_cls_token"):
+        return "cls"
+    raise ConfigError(f"{folder}: the openvino backend supports mean or CLS pooling only")
+
+
+def _max_seq_length(folder: Path) -> int:
+    st = folder / "sentence_bert_config.json"
+    if st.exists():
+        return int(json.loads(st.read_text()).get("max_seq_length", 512))
+    return int(json.loads((folder / "config.json").read_text()).get("max_position_embeddings", 512))
+
+
+def _user_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bindery" / "models"
+
+
+def _materialise(target: Path, fill: Callable[[Path], object]) -> None:
+    """Create `target` atomically: fill a temporary sibling, then rename it into place (a
+    concurrent process's finished copy wins; both are identical)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
+    try:
+        fill(tmp)
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if not (target / "model.xml").exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _ir_path(folder: Path, cache_dir: Path) -> Path:
+    """The IR for these weights and this runtime under `cache_dir` (the data dir's models/).
+
+    Converting costs ~10-20 s, so the first conversion on a machine also lands in the user's
+    cache (~/.cache/bindery/models) and later data dirs copy it from there; conversion is
+    deterministic, so the copies are the same model."""
+    weights = sorted(p for p in folder.iterdir() if p.suffix in {".safetensors", ".bin"})
+    key = short_hash([ov.get_version(), [(p.name, p.stat().st_size, int(p.stat().st_mtime)) for p in weights]], 12)
+    name = f"{folder.name}-{key}"
+    target = cache_dir / name
+    if (target / "model.xml").exists():
+        return target / "model.xml"
+    shared = _user_cache() / name
+    def convert(d: Path) -> None:
+        ov.save_model(_convert(folder), str(d / "model.xml"), compress_to_fp16=False)
+
+    try:
+        if not (shared / "model.xml").exists():
+            _materialise(shared, convert)
+        _materialise(target, lambda d: shutil.copytree(shared, d, dirs_exist_ok=True))
+    except OSError:  # no writable user cache: convert straight into the data dir
+        _materialise(target, convert)
+    return target / "model.xml"
+
+
+def _convert(folder: Path) -> ov.Model:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    model = AutoModel.from_pretrained(str(folder))
+    model.eval()
+    ids = torch.ones((2, 16), dtype=torch.long)
+    example = {"input_ids": ids, "attention_mask": ids, "token_type_ids": torch.zeros_like(ids)}
+    # Tracing warns that BERT's padding-mask shape checks become constants: they compare a length
+    # with itself, so they hold for every shape (the vectors match sentence-transformers).
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ov.convert_model(model, example_input=example)
+
+
+class OpenVinoRunner:
+    """Embeds with an OpenVINO-compiled copy of a sentence-transformers model folder."""
+
+    def __init__(self, model_path: str, precision: str, cache_dir: Path):
+        folder = Path(model_path)
+        if not (folder / "tokenizer.json").exists():
+            raise ConfigError(f"the openvino backend needs a local model folder with tokenizer.json: {model_path}")
+        if precision not in _PRECISION_HINT:
+            raise ConfigError(f"the openvino backend runs fp32 or bf16, not {precision}")
+        self.max_seq_length = _max_seq_length(folder)
+        self.pooling = _pooling_mode(folder)
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=self.max_seq_length)
+        self.tokenizer.no_padding()  # padded per batch below, to the batch's longest text
+        self.pad_id = self.tokenizer.token_to_id("[PAD]") or 0
+        compiled = ov.Core().compile_model(
+            str(_ir_path(folder, cache_dir)), "CPU",
+            {"INFERENCE_PRECISION_HINT": _PRECISION_HINT[precision], "PERFORMANCE_HINT": "LATENCY"})
+        self.request = compiled.create_infer_request()
+        self._lock = threading.Lock()  # one infer request: concurrent queries take turns
+        self.inputs = {i.get_any_name() for i in compiled.inputs}
+        self.dim = int(compiled.outputs[0].get_partial_shape()[2].get_length())
+
+    def encode(self, texts: list[str], batch_size: int, normalize: bool) -> np.ndarray:
+        """Vectors in input order; texts are batched by length (as sentence-transformers does)
+        so little compute goes to padding."""
+        encs = self.tokenizer.encode_batch(texts)
+        order = np.argsort([-len(e.ids) for e in encs], kind="stable")
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i in range(0, len(order), batch_size):
+            idx = order[i : i + batch_size]
+            with self._lock:
+                out[idx] = self._run([encs[j].ids for j in idx], [encs[j].type_ids for j in idx])
+        if normalize:
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return out
+
+    def _run(self, ids: list[list[int]], types: list[list[int]]) -> np.ndarray:
+        width = max(len(x) for x in ids)
+        input_ids = np.full((len(ids), width), self.pad_id, dtype=np.int64)
+        type_ids = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for r, (x, t) in enumerate(zip(ids, types, strict=True)):
+            input_ids[r, : len(x)] = x
+            type_ids[r, : len(t)] = t
+            mask[r, : len(x)] = 1
+        feed = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": type_ids}
+        hidden = self.request.infer({k: v for k, v in feed.items() if k in self.inputs})[0].astype(np.float32)
+        if self.pooling == "cls":
+            return hidden[:, 0]
+        m = mask[:, :, None].astype(np.float32)
+        return (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)

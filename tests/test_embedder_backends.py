@@ -1,0 +1,139 @@
+"""Embedding backends and engine migration: `auto` resolves on the machine that builds a
+generation and is recorded; backend and precision are part of `embedder_id` (torch fp32 keeps the
+ids of data dirs built before backends existed); the query service embeds with the recorded
+backend or refuses with the reason; OpenVINO vectors match sentence-transformers'; a data dir
+built with Qdrant local mode keeps serving until a reindex moves it to Qdrant Edge."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from connectors.config import EmbedConfig, StageConfigs, load_config
+from connectors.embedder import Embedder, cpu_has_bf16, embedder_id, resolve_embed
+from connectors.errors import ConfigError, EmbedderUnavailable
+from connectors.identity import short_hash
+from connectors.store import DocumentStore
+from connectors.versions import stage_configs_dump, stage_versions
+from tests.bindery_fixture import Deployment
+
+
+def _openvino_importable() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("openvino") is not None
+
+
+def test_auto_resolves_to_openvino_with_native_bf16_and_never_to_int8() -> None:
+    r = resolve_embed(EmbedConfig())
+    assert r.backend == ("openvino" if _openvino_importable() else "torch")
+    assert r.precision == ("bf16" if cpu_has_bf16() else "fp32")
+    assert resolve_embed(EmbedConfig(precision="int8")).backend == "torch"  # int8 only when asked
+    assert resolve_embed(EmbedConfig(backend="torch")).precision == r.precision
+    with pytest.raises(ConfigError, match="int8 runs on backend torch only"):
+        resolve_embed(EmbedConfig(backend="openvino", precision="int8"))
+
+
+def test_backend_and_precision_are_part_of_the_embedder_id() -> None:
+    ids = {embedder_id(EmbedConfig(backend=b, precision=p))
+           for b, p in [("torch", "fp32"), ("torch", "bf16"), ("torch", "int8"), ("openvino", "fp32"),
+                        ("openvino", "bf16")]}
+    assert len(ids) == 5
+    # batch size and device change no vector, so no id
+    assert embedder_id(EmbedConfig(backend="torch", precision="fp32", batch_size=8)) == embedder_id(
+        EmbedConfig(backend="torch", precision="fp32"))
+
+
+def test_torch_fp32_keeps_the_id_of_generations_built_before_backends() -> None:
+    legacy = {"model": "all-MiniLM-L6-v2", "q": "", "d": "", "n": True}  # the pre-backend ident
+    assert embedder_id(EmbedConfig(backend="torch", precision="fp32")) == f"all-MiniLM-L6-v2-{short_hash(legacy, 8)}"
+    old_row = {"model": "all-MiniLM-L6-v2", "query_prefix": "", "document_prefix": "", "normalize": True,
+               "batch_size": 64, "device": "cpu"}
+    rec = EmbedConfig.recorded(old_row)
+    assert (rec.backend, rec.precision) == ("torch", "fp32")
+    assert StageConfigs.recorded({"embed": old_row}).embed == rec
+
+
+def test_a_generation_records_the_resolved_backend() -> None:
+    stages = StageConfigs()
+    dumped = stage_configs_dump(stages)["embed"]
+    assert dumped["backend"] != "auto" and dumped["precision"] != "auto"
+    assert embedder_id(EmbedConfig.recorded(dumped)) == stage_versions(stages)["embed"]
+
+
+def test_the_query_service_refuses_a_recorded_backend_that_cannot_run_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from connectors.config import config_from_dict
+    from query_service import retrieval
+
+    cfg = config_from_dict({"data_dir": str(tmp_path)})
+    embed = {"model": "all-MiniLM-L6-v2", "backend": "openvino", "precision": "bf16"}
+    gen = {"id": 3, "name": "g3_x", "stage_configs": {"embed": embed},
+           "embedder_id": embedder_id(EmbedConfig(backend="torch", precision="fp32")) + "-ov"}
+    monkeypatch.setitem(sys.modules, "openvino", None)  # `import openvino` now fails, as when it is absent
+    monkeypatch.setattr(retrieval, "_EMBEDDERS", {})
+    with pytest.raises(EmbedderUnavailable, match="openvino is not importable"):
+        retrieval._embedder_for(cfg, gen)
+
+
+@pytest.mark.slow
+def test_openvino_vectors_match_sentence_transformers(tmp_path: Path) -> None:
+    if not _openvino_importable():
+        pytest.skip("openvino is not installed")
+    texts = ["The XR-4471 runs for 11 hours on one charge.", "short", "word " * 400,  # truncated at 256
+             "Roll back when a release such as v2.14.3 raises the error rate above two percent."]
+    ref = Embedder(EmbedConfig(backend="torch", precision="fp32")).embed_documents(texts)
+    for precision, floor in (("fp32", 0.99999), ("bf16", 0.999)):
+        emb = Embedder(EmbedConfig(backend="openvino", precision=precision), cache_dir=tmp_path / "models")
+        got = emb.embed_documents(texts)
+        assert got.shape == ref.shape and emb.max_seq_length == 256
+        assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+        assert float(np.min(np.sum(got * ref, axis=1))) > floor
+    assert list((tmp_path / "models").glob("*/model.xml")), "the converted model is cached under the data dir"
+
+
+@pytest.mark.slow
+def test_a_cold_bindery_query_says_it_loads_the_model_on_stderr_only(tmp_path: Path) -> None:
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-m", "orchestration.cli", "--config", str(dep.config_path), "--json",
+                          "query", "battery life", "-k", "2"], capture_output=True, text=True, env=env, check=True)
+    res = json.loads(out.stdout)
+    assert res["hits"] and "loading the embedding model" in out.stderr
+    assert {"embed_ms", "dense_ms", "sparse_ms", "fusion_ms", "payloads_ms", "total_ms"} <= set(res["trace"]["timings"])
+
+
+@pytest.mark.slow
+def test_a_local_mode_data_dir_keeps_serving_until_a_reindex_moves_it_to_edge(tmp_path: Path) -> None:
+    dep = Deployment(tmp_path, backends={"vector": "qdrant-local"})
+    dep.set_stage("embed", backend="torch", precision="fp32")
+    dep.cli("sync")
+    store = DocumentStore(load_config(dep.config_path).database_url)
+    # Make generation 1 look as a data dir from before this release recorded it: no engine, and
+    # an embed config without backend or precision.
+    g1 = store.get_generation(1)
+    old_embed = {k: v for k, v in g1["stage_configs"]["embed"].items() if k not in ("backend", "precision")}
+    store.update_generation(1, vector_engine=None, stage_configs={**g1["stage_configs"], "embed": old_embed})
+    store.bump_binding()
+
+    dep.config.pop("backends")  # now the defaults: Qdrant Edge, embedder auto
+    dep.config["stages"].pop("embed")
+    dep.save()
+    q = ("query", "How long does the XR-4471 battery last?", "-k", "3")
+    before = dep.cli(*q)
+    assert before["generation"] == 1 and before["hits"][0]["doc"] == "robots/xr4471.md"
+    dep.cli("sync")  # an incremental sync still writes generation 1 with local mode
+
+    cand = dep.cli("reindex")["candidate"]
+    assert store.get_generation(cand)["vector_engine"] == "qdrant-edge"
+    dep.cli("promote", "--force", "--reason", "engine migration", "--by", "test")
+    after = dep.cli(*q)
+    assert after["generation"] == cand and after["hits"][0]["doc"] == "robots/xr4471.md"
+    assert Path(store.get_generation(cand)["vector_snapshot"]).name == "edge"
