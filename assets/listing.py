@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from assets.runtime import Runtime
+from connectors.acl import source_default
 from connectors.config import SourceConfig
 from connectors.errors import SourceError, TooLarge, UnsafeDeleteError
 from connectors.identity import content_hash, doc_id, short_hash
@@ -82,8 +83,8 @@ def _acl_of(entry: SourceEntry) -> list[str]:
 
 
 def _default_acl(scfg: SourceConfig) -> list[str]:
-    """The ACL a source gives items that carry none (its configured `acl`, else public)."""
-    return sorted(scfg.acl) if scfg.acl else ["*"]
+    """The ACL a source gives items that carry none (connectors.acl.source_default)."""
+    return sorted(source_default(scfg).principals)
 
 
 def _unchanged(src: Source, old: dict[str, Any], entry: SourceEntry, default_acl: list[str]) -> bool:

@@ -177,8 +177,8 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):  # typ
     rt = bindery.runtime
     gens = _targets(context, rt)
     names = {g.name for g in gens}
-    delete_only = [g for g in rt.generations(RETAINED) if g.name not in names]
-    stats = run_index(rt, context.partition_key, gens, delete_only)
+    maintain = [g for g in rt.generations(RETAINED) if g.name not in names]  # access changes + deletes
+    stats = run_index(rt, context.partition_key, gens, maintain)
     bound = None
     if rt.store.get_binding() is None:
         first = next((g for g in gens if g.status == "building"), None)
@@ -191,7 +191,7 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):  # typ
     lags = sorted(stats.lag_seconds)
     meta: dict[str, Any] = {
         "written_docs": stats.written_docs, "written_chunks": stats.written_chunks,
-        "deleted_docs": stats.deleted_docs, "unchanged_docs": stats.unchanged_docs,
+        "deleted_docs": stats.deleted_docs, "revoked_docs": stats.revoked_docs, "unchanged_docs": stats.unchanged_docs,
         "incomplete_docs": stats.incomplete_docs, "seconds": round(stats.seconds, 3),
         "per_generation": dg.MetadataValue.json(stats.generations),
     }

@@ -61,7 +61,8 @@ class SourceConfig(_Strict):
     min_count: int = Field(1, ge=0)
     min_ratio: float = Field(0.5, ge=0, le=1)
     max_file_mb: float = Field(100.0, gt=0)
-    acl: list[str] = Field(default_factory=list)  # principals allowed when the source gives none
+    # Principals of items the source gives no ACL (connectors.acl): unset = public, [] = nobody.
+    acl: list[str] | None = None
     quality: ParseQualityThresholds = Field(default_factory=ParseQualityThresholds)
 
     @field_validator("root")

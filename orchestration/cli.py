@@ -146,7 +146,7 @@ def cmd_query(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
     store = _store(cfg)
     gen = _generation(store, a.generation)
-    r = GenerationRetriever(cfg, gen)
+    r = GenerationRetriever(cfg, gen, store)
     try:
         filters = make_filters(a.principal, a.source or None)
         return r.search(a.text, a.k, filters).to_json()

@@ -9,6 +9,11 @@ candidates).
 
 Retrieval: dense (Qdrant) and BM25 (tantivy) over-retrieve `candidates` each, in parallel,
 with the same filters; reciprocal rank fusion; an optional score floor.
+
+Access is checked twice: the indexes filter on the ACL they hold, and every answer is then
+re-checked against the document store's current ACL and deleted state
+(`enforce_current_access`, one primary-key SELECT per query), so no generation — a stale one
+restored by a rollback included — can ever widen access.
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from connectors.acl import allows
 from connectors.config import BinderyConfig, EmbedConfig
 from connectors.embedder import Embedder
 from connectors.errors import BindingError, QueryError
 from connectors.generations import IndexPair, open_reader
+from connectors.identity import doc_id
 from connectors.indexes.base import Filters
 from connectors.store import DocumentStore
 from query_service.fusion import Fused, rrf
@@ -184,6 +191,23 @@ def make_filters(principal: str | list[str] | None, sources: list[str] | None = 
                    docs=tuple(docs) if docs else None, exclude_docs=tuple(exclude_docs or ()))
 
 
+def enforce_current_access(store: DocumentStore, result: SearchResult, filters: Filters) -> SearchResult:
+    """Drop hits whose document the store says is deleted, unknown, or not readable by the
+    caller now. An index that lags the store (a generation a rollback restored, a write that
+    failed) can then never serve what the store no longer allows."""
+    if not result.hits:
+        return result
+    principals = filters.principals or ()
+    acl_now = store.current_acls({doc_id(h.source, h.doc) for h in result.hits})
+    kept = [h for h in result.hits if allows(acl_now.get(doc_id(h.source, h.doc), ()), principals)]
+    if len(kept) != len(result.hits):
+        result.trace["access_dropped"] = len(result.hits) - len(kept)
+        result.hits = kept
+        if not kept:
+            result.reason = "no matching chunks"
+    return result
+
+
 def _check_query(query: str, k: int) -> str:
     q = (query or "").strip()
     if not q:
@@ -198,15 +222,21 @@ def _check_query(query: str, k: int) -> str:
 class GenerationRetriever:
     """Serves one fixed generation from its published snapshot (used by evals and the gate)."""
 
-    def __init__(self, cfg: BinderyConfig, gen: dict[str, Any]):
+    def __init__(self, cfg: BinderyConfig, gen: dict[str, Any], store: DocumentStore | None = None):
         self.cfg = cfg
         self.served = _Served(cfg, gen, None)
+        self._own_store = store is None
+        self.store = store or DocumentStore(cfg.database_url, migrate=False)
 
     def search(self, query: str, k: int = 10, filters: Filters | None = None) -> SearchResult:
-        return self.served.search(_check_query(query, k), k, filters or Filters(), self.cfg.query)
+        filters = filters or Filters()
+        result = self.served.search(_check_query(query, k), k, filters, self.cfg.query)
+        return enforce_current_access(self.store, result, filters)
 
     def close(self) -> None:
         self.served.retire()
+        if self._own_store:
+            self.store.dispose()
 
 
 class LiveRetriever:
@@ -261,15 +291,17 @@ class LiveRetriever:
 
     def search(self, query: str, k: int = 10, filters: Filters | None = None) -> SearchResult:
         q = _check_query(query, k)
+        filters = filters or Filters()
         for _ in range(3):
             served = self._current
             if served is None:
                 raise BindingError(self.last_error or "no live binding")
             if served.acquire():
                 try:
-                    return served.search(q, k, filters or Filters(), self.cfg.query)
+                    result = served.search(q, k, filters, self.cfg.query)
                 finally:
                     served.release()
+                return enforce_current_access(self.store, result, filters)
         raise BindingError("the live generation changed repeatedly during the request; retry")
 
     def close(self) -> None:

@@ -112,6 +112,19 @@ class QdrantIndex:
             if offset is None:
                 return out
 
+    def acls(self) -> dict[str, tuple[str, ...]]:
+        """chunk id -> its indexed ACL (sorted), read from the payloads (for `bindery verify`)."""
+        if not self.client.collection_exists(self.collection):
+            return {}
+        out: dict[str, tuple[str, ...]] = {}
+        offset = None
+        while True:
+            pts, offset = self.client.scroll(self.collection, limit=2048, offset=offset,
+                                             with_payload=["chunk_id", "acl"], with_vectors=False)
+            out.update((p.payload["chunk_id"], tuple(sorted(p.payload.get("acl") or ()))) for p in pts if p.payload)
+            if offset is None:
+                return out
+
     def count(self) -> int:
         if not self.client.collection_exists(self.collection):
             return 0

@@ -156,6 +156,18 @@ class DocumentStore:
                 out.update({r["doc_id"]: dict(r) for r in c.execute(q).mappings()})
         return out
 
+    def current_acls(self, doc_ids: Iterable[str]) -> dict[str, list[str]]:
+        """doc_id -> current ACL, for documents that exist and are not deleted (one indexed
+        SELECT on the primary key per batch; the query service calls it once per query)."""
+        ids = list(doc_ids)
+        out: dict[str, list[str]] = {}
+        with self.engine.connect() as c:
+            for batch in _batches(ids):
+                q = sa.select(t.documents.c.doc_id, t.documents.c.acl).where(
+                    t.documents.c.doc_id.in_(batch), t.documents.c.deleted_at.is_(None))
+                out.update({r[0]: list(r[1] or ()) for r in c.execute(q)})
+        return out
+
     def upsert_documents(self, rows: list[dict[str, Any]]) -> None:
         with self.tx() as c:
             self._upsert(c, t.documents, rows)
