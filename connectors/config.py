@@ -25,6 +25,7 @@ __all__ = [
     "EmbedConfig",
     "GateConfig",
     "ParseConfig",
+    "QueryAuthConfig",
     "QueryConfig",
     "SourceConfig",
     "StageConfigs",
@@ -128,6 +129,41 @@ class GateConfig(_Strict):
     k: int = Field(50, ge=1)
 
 
+class ApiKeyConfig(_Strict):
+    """One API key of the query service, stored hashed (`bindery hash-key` prints the hash)."""
+
+    name: str = ""  # a label for operators and logs, never a secret
+    hash: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    principals: list[str] = Field(default_factory=list)  # [] = public documents only
+
+
+class JwtConfig(_Strict):
+    """JWT bearer tokens: HS256 with a secret read from the environment variable named here
+    (never the YAML), and/or RS256 with the public keys of a JWKS file."""
+
+    hs256_secret_env: str | None = None
+    jwks_file: str | None = None
+    principals_claim: str = "groups"  # a dotted path; the value is a list or a comma/space-separated string
+    include_subject: bool = False  # add the `sub` claim as a principal too
+    audience: str | None = None
+    issuer: str | None = None
+    leeway_seconds: float = Field(30.0, ge=0)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.hs256_secret_env or self.jwks_file)
+
+
+class QueryAuthConfig(_Strict):
+    """Who is asking. `credentials` (default): the principals come from a verified API key or
+    JWT, and a request without one is refused (401). `trusted-principal`: the `principal` field
+    of the request body is believed — only behind a gateway that authenticates and sets it."""
+
+    mode: Literal["credentials", "trusted-principal"] = "credentials"
+    api_keys: list[ApiKeyConfig] = Field(default_factory=list)
+    jwt: JwtConfig = Field(default_factory=JwtConfig)
+
+
 class QueryConfig(_Strict):
     k: int = Field(10, ge=1, le=200)
     candidates: int = Field(50, ge=1, le=1000)  # over-retrieval per retriever
@@ -137,6 +173,8 @@ class QueryConfig(_Strict):
     # a gentle diversity prior (1.0 disables) so one long document cannot fill the whole top-k.
     same_doc_decay: float = Field(0.97, gt=0, le=1)
     poll_seconds: float = Field(0.5, gt=0)
+    auth: QueryAuthConfig = Field(default_factory=QueryAuthConfig)
+    max_body_bytes: int = Field(65536, ge=1024)  # larger request bodies are refused (413) unread
 
 
 class BackendsConfig(_Strict):
@@ -207,6 +245,7 @@ def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> Binde
     base = base_dir or Path.cwd()
     cfg.data_dir = _resolve(base, cfg.data_dir) or cfg.data_dir
     cfg.gate.queries = _resolve(base, cfg.gate.queries)
+    cfg.query.auth.jwt.jwks_file = _resolve(base, cfg.query.auth.jwt.jwks_file)
     names = [s.name for s in cfg.sources]
     if len(set(names)) != len(names):
         raise ConfigError(f"invalid configuration: duplicate source names in {names}")

@@ -148,7 +148,7 @@ def cmd_query(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     gen = _generation(store, a.generation)
     r = GenerationRetriever(cfg, gen, store)
     try:
-        filters = make_filters(a.principal, a.source or None)
+        filters = make_filters(a.principal, a.source or None, known_sources=[s.name for s in cfg.sources])
         return r.search(a.text, a.k, filters).to_json()
     finally:
         r.close()
@@ -234,6 +234,16 @@ def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:
         proc.wait(timeout=30)
 
 
+def cmd_hash_key(a: argparse.Namespace) -> dict[str, str]:
+    """The configured form of a query-service API key (read from stdin, or a new random one)."""
+    from query_service.auth import hash_key, new_key
+
+    key = new_key() if a.new else sys.stdin.readline().strip()
+    if not key:
+        raise ConfigError("no key on standard input (pipe one in, or pass --new to make one)")
+    return {"key": key, "hash": hash_key(key)} if a.new else {"hash": hash_key(key)}
+
+
 COMMANDS: dict[str, Callable[[BinderyConfig, argparse.Namespace], Any]] = {
     "sync": cmd_sync, "reindex": cmd_reindex, "promote": cmd_promote, "rollback": cmd_rollback,
     "eval": cmd_eval, "query": cmd_query, "status": cmd_status, "dlq": cmd_dlq, "verify": cmd_verify,
@@ -281,6 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="run the query service")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
+    s = sub.add_parser("hash-key", help="hash a query-service API key for query.auth.api_keys (key on stdin)")
+    s.add_argument("--new", action="store_true", help="generate a new random key and print it with its hash")
     s = sub.add_parser("ui", help="run the Dagster UI on this configuration")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=3000)
@@ -292,8 +304,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.command == "query" and not a.principal:
         a.principal = ["*"]
     try:
-        cfg = load_config(a.config)
-        result = COMMANDS[a.command](cfg, a)
+        if a.command == "hash-key":  # needs no configuration
+            result = cmd_hash_key(a)
+        else:
+            cfg = load_config(a.config)
+            result = COMMANDS[a.command](cfg, a)
     except CommandFailed as e:
         e.payload.setdefault("error", str(e))
         _emit(a, e.payload)

@@ -182,13 +182,35 @@ def diversify(fused: list[Fused], payloads: dict[str, dict[str, Any]], decay: fl
     return sorted(out, key=lambda f: (-f.score, min(f.ranks.values()), f.chunk_id))
 
 
+def check_text(value: str) -> str:
+    """`value` itself when it is valid Unicode text; QueryError otherwise (a lone surrogate,
+    e.g. from a JSON ``"\\ud800"`` escape, which no index can match and tantivy rejects)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise QueryError(f"{value.encode('utf-8', 'backslashreplace').decode()[:80]!r} is not valid Unicode "
+                         "text (it contains a lone surrogate)") from None
+    return value
+
+
 def make_filters(principal: str | list[str] | None, sources: list[str] | None = None,
-                 docs: list[str] | None = None, exclude_docs: list[str] | None = None) -> Filters:
-    if principal is None or principal == [] or principal == "":
+                 docs: list[str] | None = None, exclude_docs: list[str] | None = None, *,
+                 known_sources: list[str] | None = None, allow_no_principal: bool = False) -> Filters:
+    """Filters for one query. Fail closed: no principal is refused, unless the caller is
+    authenticated and simply holds none (`allow_no_principal`: public documents only). An
+    empty `sources` or `docs` list matches nothing; a source not in `known_sources` is an error."""
+    if principal is None or principal == "" or (principal == [] and not allow_no_principal):
         raise QueryError("a principal is required: no identity, no results")
     principals = tuple([principal] if isinstance(principal, str) else principal)
-    return Filters(principals=principals, sources=tuple(sources) if sources else None,
-                   docs=tuple(docs) if docs else None, exclude_docs=tuple(exclude_docs or ()))
+    for value in (*principals, *(sources or ()), *(docs or ()), *(exclude_docs or ())):
+        check_text(value)
+    if sources and known_sources is not None:
+        unknown = sorted(set(sources) - set(known_sources))
+        if unknown:
+            raise QueryError(f"unknown source(s) {', '.join(map(repr, unknown))} "
+                             f"(configured: {', '.join(known_sources) or 'none'})")
+    return Filters(principals=principals, sources=tuple(sources) if sources is not None else None,
+                   docs=tuple(docs) if docs is not None else None, exclude_docs=tuple(exclude_docs or ()))
 
 
 def enforce_current_access(store: DocumentStore, result: SearchResult, filters: Filters) -> SearchResult:
@@ -209,7 +231,7 @@ def enforce_current_access(store: DocumentStore, result: SearchResult, filters: 
 
 
 def _check_query(query: str, k: int) -> str:
-    q = (query or "").strip()
+    q = check_text((query or "").strip())
     if not q:
         raise QueryError("query is empty")
     if len(q) > 4000:

@@ -85,11 +85,13 @@ class QdrantIndex:
         return models.Filter(must=must, must_not=must_not or None)
 
     def search(self, vector: Sequence[float], k: int, filters: Filters) -> list[ScoredId]:
-        if not self.client.collection_exists(self.collection):
+        """Nearest chunks under `filters` (an empty `sources`/`docs` tuple matches nothing)."""
+        query_filter = self._filter(filters)  # refuses a missing principal before anything else
+        if filters.sources == () or filters.docs == () or not self.client.collection_exists(self.collection):
             return []
         res = self.client.query_points(
             self.collection, query=[float(x) for x in vector], limit=k,
-            query_filter=self._filter(filters), with_payload=["chunk_id"],
+            query_filter=query_filter, with_payload=["chunk_id"],
         )
         return [ScoredId(p.payload["chunk_id"], float(p.score)) for p in res.points if p.payload]
 
