@@ -12,6 +12,8 @@ any building candidate), `candidate` for a reindex.
 
 
 import statistics
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
@@ -39,6 +41,17 @@ class ListingConfig(dg.Config):
     allow_mass_delete: bool = False  # operator override for a listing that shrank suspiciously
 
 
+@contextmanager
+def _failures_recorded(rt: Runtime, source: str, stage: str) -> Iterator[None]:
+    """A stage that raises leaves its reason on the source row (`bindery status` shows it);
+    the next good listing clears it."""
+    try:
+        yield
+    except Exception as e:
+        rt.store.set_source_error(source, f"{stage}: {type(e).__name__}: {e}"[:2000])
+        raise
+
+
 def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]:
     target: Target = "candidate" if context.run.tags.get(TARGET_TAG) == "candidate" else "sync"
     return rt.targets(target)
@@ -57,7 +70,8 @@ def _meta(stats: Any, gens: list[Generation], stage: str | None) -> dict[str, An
 def source_listing(context: dg.AssetExecutionContext, config: ListingConfig,
                    bindery: BinderyResource) -> dg.MaterializeResult:
     rt = bindery.runtime
-    res = run_listing(rt, context.partition_key, allow_mass_delete=config.allow_mass_delete)
+    with _failures_recorded(rt, context.partition_key, "listing"):
+        res = run_listing(rt, context.partition_key, allow_mass_delete=config.allow_mass_delete)
     return dg.MaterializeResult(metadata={
         "listed": res.listed, **{f"docs_{k}": v for k, v in res.counts.items()},
         "seconds": round(res.seconds, 3),
@@ -123,7 +137,8 @@ def _word_share_drift(stats: ParseStats, rt: Runtime, source: str) -> float | No
 def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource):  # type: ignore[no-untyped-def]
     rt = bindery.runtime
     gens = _targets(context, rt)
-    stats = run_parse(rt, context.partition_key, gens)
+    with _failures_recorded(rt, context.partition_key, "parse"):
+        stats = run_parse(rt, context.partition_key, gens)
     meta = _meta(stats, gens, "parse")
     meta["reasons"] = dg.MetadataValue.json(stats.reasons)
     if stats.metrics_rows:
@@ -140,7 +155,9 @@ def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource
 def chunks(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
     rt = bindery.runtime
     gens = _targets(context, rt)
-    return dg.MaterializeResult(metadata=_meta(run_chunk(rt, context.partition_key, gens), gens, "chunk"))
+    with _failures_recorded(rt, context.partition_key, "chunk"):
+        stats = run_chunk(rt, context.partition_key, gens)
+    return dg.MaterializeResult(metadata=_meta(stats, gens, "chunk"))
 
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[chunks],
@@ -148,7 +165,9 @@ def chunks(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.Ma
 def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
     rt = bindery.runtime
     gens = _targets(context, rt)
-    return dg.MaterializeResult(metadata=_meta(run_context(rt, context.partition_key, gens), gens, "context"))
+    with _failures_recorded(rt, context.partition_key, "context"):
+        stats = run_context(rt, context.partition_key, gens)
+    return dg.MaterializeResult(metadata=_meta(stats, gens, "context"))
 
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"pytorch"}, deps=[contextual_prefixes],
@@ -156,7 +175,8 @@ def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyResou
 def embeddings(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
     rt = bindery.runtime
     gens = _targets(context, rt)
-    stats = run_embed(rt, context.partition_key, gens)
+    with _failures_recorded(rt, context.partition_key, "embed"):
+        stats = run_embed(rt, context.partition_key, gens)
     meta = _meta(stats, gens, "embed")
     if stats.model_seconds:
         meta["texts_per_second"] = round(stats.embedded / stats.model_seconds, 1)
@@ -178,7 +198,8 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):  # typ
     gens = _targets(context, rt)
     names = {g.name for g in gens}
     maintain = [g for g in rt.generations(RETAINED) if g.name not in names]  # access changes + deletes
-    stats = run_index(rt, context.partition_key, gens, maintain)
+    with _failures_recorded(rt, context.partition_key, "index"):
+        stats = run_index(rt, context.partition_key, gens, maintain)
     bound = None
     if rt.store.get_binding() is None:
         first = next((g for g in gens if g.status == "building"), None)

@@ -62,6 +62,9 @@ class SourceConfig(_Strict):
     min_count: int = Field(1, ge=0)
     min_ratio: float = Field(0.5, ge=0, le=1)
     max_file_mb: float = Field(100.0, gt=0)
+    # local: follow symlinks whose target lies outside `root` (off: they are skipped, with a
+    # dead letter saying so, so a link can never publish files from elsewhere unnoticed)
+    follow_external_symlinks: bool = False
     # Principals of items the source gives no ACL (connectors.acl): unset = public, [] = nobody.
     acl: list[str] | None = None
     quality: ParseQualityThresholds = Field(default_factory=ParseQualityThresholds)

@@ -1,8 +1,11 @@
 """A local (or NFS-mounted) folder as a source.
 
 Listing walks the root with `os.scandir`, entries sorted by name, so the order is stable. Hidden
-files and folders (name starting with `.`) are skipped; symlinks are followed, except a link back
-to a folder that is already being walked (a loop), which is skipped. `external_id` is the POSIX
+files and folders (name starting with `.`) are skipped. Symlinks whose target stays inside the
+root are followed, except a link back to a folder that is already being walked (a loop), which
+is skipped; a symlink whose target lies outside the root is followed only with the source's
+`follow_external_symlinks: true`, and otherwise listed with a `problem` (the listing
+dead-letters it with the reason), so a link can never publish files from elsewhere unnoticed. `external_id` is the POSIX
 path relative to the root; `fingerprint` is `"{mtime_ns}-{size}"`.
 
 ACL (semantics in connectors.acl): the nearest `.bindery-acl` file in the item's folder or any
@@ -46,6 +49,7 @@ class _Item:
     path: str
     st: os.stat_result
     acl: Acl
+    problem: tuple[str, str] | None = None
 
 
 def _reason(e: OSError) -> str:
@@ -65,6 +69,8 @@ class LocalFolderSource:
         self.max_bytes = int(cfg.max_file_mb * 1024 * 1024)
         self._filter = PathFilter(cfg.include, cfg.exclude)
         self._default_acl = acls.source_default(cfg)
+        self.follow_external = cfg.follow_external_symlinks
+        self._real_root = os.path.realpath(self.root)
 
     # -- listing -------------------------------------------------------------------------
 
@@ -117,6 +123,12 @@ class LocalFolderSource:
                 continue
             except OSError as err:
                 raise self._fail("stat", de.path, err) from err
+            if de.is_symlink() and not self.follow_external and not self._inside(de.path):
+                if stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and self._filter(rel)):
+                    yield _Item(rel, de.path, st, acl, ("external-symlink", (
+                        f"{rel} is a symlink to {os.path.realpath(de.path)}, outside the source root; "
+                        "skipped (set follow_external_symlinks: true on the source to follow it)")))
+                continue
             if stat.S_ISDIR(st.st_mode):
                 key = _dir_key(st)
                 if key in ancestors:
@@ -138,6 +150,7 @@ class LocalFolderSource:
                 modified_at=st.st_mtime,
                 acl=item.acl.principals,
                 metadata={"acl_from": item.acl.origin},
+                problem=item.problem,
             )
 
     def describe(self, entry: SourceEntry) -> SourceEntry:
@@ -146,12 +159,22 @@ class LocalFolderSource:
 
     # -- reading -------------------------------------------------------------------------
 
+    def _inside(self, path: str | Path) -> bool:
+        """Whether `path`, symlinks resolved, lies under the (resolved) root."""
+        real = os.path.realpath(path)
+        return real == self._real_root or real.startswith(self._real_root + os.sep)
+
     def path_of(self, entry: SourceEntry) -> Path:
-        """The file behind an entry; refuses ids that would escape the root."""
+        """The file behind an entry; refuses ids that would escape the root (by `..`, or by a
+        symlink out of it unless the source follows those)."""
         rel = PurePosixPath(entry.external_id)
         if rel.is_absolute() or ".." in rel.parts or not rel.parts:
             raise SourceError(f"source {self.name!r}: invalid external id {entry.external_id!r}")
-        return self.root.joinpath(*rel.parts)
+        path = self.root.joinpath(*rel.parts)
+        if not self.follow_external and not self._inside(path):
+            raise SourceError(f"source {self.name!r}: {entry.external_id} leads outside the source root "
+                              "(follow_external_symlinks is off)")
+        return path
 
     def read(self, entry: SourceEntry) -> bytes:
         """The file's current bytes. SourceError if unreadable; TooLarge over `max_file_mb`."""

@@ -419,6 +419,22 @@ class DocumentStore:
                 n += c.execute(q.values(resolved_at=time.time())).rowcount or 0
         return n
 
+    def delete_dead_letters(self, ids: Sequence[int]) -> None:
+        """Remove dead-letter rows by id (their item no longer exists: nothing to retry)."""
+        with self.tx() as c:
+            for batch in _batches(ids):
+                c.execute(t.dead_letters.delete().where(t.dead_letters.c.id.in_(batch)))
+
+    def set_parse_accepted(self, name: str, at: float) -> None:
+        """Parses created up to `at` passed the source's parse-quality check."""
+        with self.tx() as c:
+            c.execute(t.sources.update().where(t.sources.c.name == name).values(parse_accepted_at=at))
+
+    def set_source_error(self, name: str, error: str | None) -> None:
+        """Record why the last sync of a source failed (`bindery status` shows it)."""
+        with self.tx() as c:
+            c.execute(t.sources.update().where(t.sources.c.name == name).values(last_error=error))
+
     def dead_letter_docs(self, stages: Iterable[str]) -> set[str]:
         """Documents with an unresolved dead letter at one of `stages` (to resolve on success)."""
         q = sa.select(t.dead_letters.c.doc_id).where(
