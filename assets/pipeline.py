@@ -25,7 +25,8 @@ from assets.context_stage import run_context
 from assets.embed_stage import run_embed
 from assets.index_stage import run_index
 from assets.listing import run_listing
-from assets.parse_stage import ParseStats, good_parses, run_parse
+from assets.parse_quality import verdict_for
+from assets.parse_stage import ParseStats, run_parse
 from assets.resource import BinderyResource
 from assets.runtime import RETAINED, Generation, Runtime, Target
 
@@ -78,61 +79,36 @@ def source_listing(context: dg.AssetExecutionContext, config: ListingConfig,
     })
 
 
-def parse_quality_verdict(stats: ParseStats, rt: Runtime, source: str) -> dg.AssetCheckResult:
-    th = rt.cfg.source(source).quality
-    share = stats.failure_share
-    meta: dict[str, Any] = {"attempted": stats.attempted, "failed": stats.failed, "rejected": stats.rejected,
-                            "failure_share": round(share, 4), "max_failure_share": th.max_failure_share,
-                            "worst_documents": dg.MetadataValue.json(stats.worst[:10]),
-                            "reasons": dg.MetadataValue.json(stats.reasons)}
-    problems = []
-    if stats.attempted and share > th.max_failure_share:
-        problems.append(f"{share:.0%} of {stats.attempted} documents failed to parse "
-                        f"(threshold {th.max_failure_share:.0%})")
-    drift = _word_share_drift(stats, rt, source)
-    if drift is not None:
-        meta["word_share_drift"] = round(drift, 4)
-        if drift > 0.25:
-            problems.append(f"mean word share of the batch fell {drift:.2f} below this source's history")
-    warn = []
+def parse_quality_verdict(stats: ParseStats, rt: Runtime, source: str, gens: list[Generation]) -> dg.AssetCheckResult:
+    """The blocking check (assets.parse_quality): judged from the store's state against a
+    statistical floor, so one bad file never sinks a small sync and a re-run judges the same."""
+    verdict = verdict_for(rt, source, gens)
+    meta: dict[str, Any] = {k: (dg.MetadataValue.json(v) if isinstance(v, list) else v)
+                            for k, v in verdict.metadata.items()}
+    meta.update(attempted=stats.attempted, reasons=dg.MetadataValue.json(stats.reasons))
+    warn = [verdict.description] if verdict.description else []
     if stats.metrics_rows:
         from quality.expectations import validate_batch
 
-        gx = validate_batch(stats.metrics_rows, th)
+        gx = validate_batch(stats.metrics_rows, rt.cfg.source(source).quality)
         meta["great_expectations"] = dg.MetadataValue.json(gx)
         if not gx.get("success", True):
             warn.append("Great Expectations suite reported unexpected documents")
-    if stats.attempted and share > th.warn_failure_share:
-        warn.append(f"{share:.0%} of documents failed")
-    if problems:
+    if verdict.severity == "error":
+        rt.store.set_source_error(source, f"parse_quality: {verdict.description}")
         return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
-                                   description="; ".join(problems), metadata=meta)
+                                   description=verdict.description, metadata=meta)
     if warn:
         return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.WARN,
                                    description="; ".join(warn), metadata=meta)
     return dg.AssetCheckResult(passed=True, metadata=meta)
 
 
-def _word_share_drift(stats: ParseStats, rt: Runtime, source: str) -> float | None:
-    batch = [r["word_share"] for r in stats.metrics_rows if "word_share" in r]
-    if len(batch) < 5:
-        return None
-    batch_docs = {r["doc"] for r in stats.metrics_rows}
-    docs = [d for d in rt.store.documents(source) if d["external_id"] not in batch_docs]
-    live = rt.live()
-    if live is None or not docs:
-        return None
-    hist = [p["metrics"].get("word_share") for p in good_parses(rt, docs, live.versions["parse"]).values()]
-    hist = [h for h in hist if h is not None]
-    if len(hist) < 5:
-        return None
-    return statistics.mean(hist) - statistics.mean(batch)
-
-
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[source_listing],
           check_specs=[dg.AssetCheckSpec("parse_quality", asset="parsed_documents", blocking=True,
-                                         description="Blocks downstream when the batch failure share or "
-                                                     "metric drift crosses the source's thresholds")],
+                                         description="Blocks downstream when the failure share or metric drift "
+                                                     "of the unjudged parses (or, below quality.min_batch, of "
+                                                     "the whole source) crosses the source's thresholds")],
           description="Structured blocks + quality metrics per document; failures go to the dead-letter table.")
 def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource):  # type: ignore[no-untyped-def]
     rt = bindery.runtime
@@ -147,7 +123,7 @@ def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource
             if vals:
                 meta[f"mean_{key}"] = round(statistics.mean(vals), 4)
     yield dg.MaterializeResult(metadata=meta)
-    yield parse_quality_verdict(stats, rt, context.partition_key)
+    yield parse_quality_verdict(stats, rt, context.partition_key, gens)
 
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[parsed_documents],

@@ -40,7 +40,9 @@ class _Strict(BaseModel):
 class ParseQualityThresholds(_Strict):
     """Per-source limits for the parse-quality gate."""
 
-    max_failure_share: float = Field(0.3, ge=0, le=1)  # batch share of failed docs -> ERROR
+    max_failure_share: float = Field(0.3, ge=0, le=1)  # share of failed docs -> ERROR
+    # fewer documents than this are judged with the whole source, and never fail the check
+    min_batch: int = Field(20, ge=1)
     warn_failure_share: float = Field(0.05, ge=0, le=1)
     min_chars_per_page: float = 20.0  # below -> page counted as empty
     min_alnum_share: float = 0.5

@@ -188,7 +188,10 @@ def _dlq_retry(cfg: BinderyConfig, store: Any, a: argparse.Namespace) -> dict[st
     runner.run_sources("sync", sorted({e["source"] for e in entries}))
     still = {d["doc_id"] for d in store.dead_letters()}
     left = [e["external_id"] for e in entries if e["doc_id"] in still]
-    return {"retried": len(entries), "resolved": len(entries) - len(left), "still_failing": left}
+    out = {"retried": len(entries), "resolved": len(entries) - len(left), "still_failing": left}
+    if left:
+        raise CommandFailed(f"{len(left)} of {len(entries)} still failing: {', '.join(left[:5])}", out)
+    return out
 
 
 def cmd_verify(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
