@@ -115,3 +115,15 @@ def test_dlq_retry_of_a_file_that_still_fails_says_so(tmp_path: Path) -> None:
     (dep.root / "notes/scan.txt").write_text("The scanner note, now typed out as plain text for everyone.\n")
     assert dep.cli("dlq", "retry", "--doc", "notes/scan.txt") == {"retried": 1, "resolved": 1,
                                                                    "still_failing": []}
+
+
+@pytest.mark.slow
+def test_a_sync_that_indexes_nothing_does_not_say_it_succeeded(tmp_path: Path) -> None:
+    dep = Deployment(tmp_path)
+    for rel in list((dep.root).rglob("*")):
+        if rel.is_file():
+            rel.unlink()
+    dep.write("a.txt", os.urandom(2000))
+    dep.write("b.txt", os.urandom(2000))
+    out = dep.cli("sync", expect=1)  # below the check's floor: it only warns, but nothing is searchable
+    assert "nothing could be indexed" in out["errors"]["docs"] and out["generation"] is None
