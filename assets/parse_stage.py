@@ -4,7 +4,8 @@ format) has no stored parse yet, one document at a time.
 A failure is recorded (parse row with status `failed`, and a dead letter with stage, reason and
 traceback) and the run goes on. A parse that succeeded but fails the per-document quality
 validation is stored with status `rejected` and dead-lettered too: it never reaches an index.
-Both are cached: the same bytes are not re-parsed on every sync; `bindery dlq retry` clears them.
+Both are cached: the same bytes are not re-parsed on every sync (another file with the same bytes
+gets its own dead letter from the cached failure); `bindery dlq retry` clears them.
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation]) -> ParseSta
         for d in docs:
             key = keys[d["doc_id"]]
             if key in have:
+                if have[key]["status"] != "ok" and d["doc_id"] not in dead:
+                    _dead_letter_cached(rt, d, have[key])  # a copy or a move of a file that fails
+                    dead.add(d["doc_id"])
                 continue
             stats.attempted += 1
             t0 = time.perf_counter()
@@ -144,6 +148,15 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation]) -> ParseSta
             p.unlink(missing_ok=True)
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def _dead_letter_cached(rt: Runtime, doc: dict[str, Any], parse: dict[str, Any]) -> None:
+    """A document whose bytes already failed (under another name, or before a move) is not
+    parsed again, but it fails all the same: it gets its own dead letter."""
+    rt.store.add_dead_letter(doc_id=doc["doc_id"], source=doc["source"], external_id=doc["external_id"],
+                             stage="parse", reason=parse["reason"] or "parse-failed",
+                             error=f"{parse['error'] or 'failed'} (cached result for identical content)",
+                             content_hash=doc["content_hash"])
 
 
 def good_parses(rt: Runtime, docs: list[dict[str, Any]], parse_version: str) -> dict[str, dict[str, Any]]:
