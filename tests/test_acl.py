@@ -127,3 +127,32 @@ def test_elasticsearch_reports_indexed_acls() -> None:
             assert ix.acls() == EXPECTED_ACLS
         finally:
             ix.close()
+
+
+def test_empty_filter_lists_match_nothing_in_every_index(tmp_path: Path) -> None:
+    """`"docs": []` means nothing, never "no filter" — in make_filters and in each adapter."""
+    from connectors.indexes.base import Filters
+    from connectors.indexes.elasticsearch_index import build_query
+    from connectors.indexes.qdrant_index import QdrantIndex
+    from connectors.indexes.tantivy_index import TantivyIndex
+    from query_service.retrieval import make_filters
+
+    assert make_filters("alice", docs=[]).docs == () and make_filters("alice", sources=[]).sources == ()
+    assert make_filters("alice").docs is None
+    everyone = ("alice", "bob")
+    vec = QdrantIndex(path=str(tmp_path / "vec"), dim=2)
+    try:
+        vec.upsert(_acl_records())
+        assert len(vec.search([1.0, 1.0], 10, Filters(principals=everyone))) == 2  # c2's ACL is nobody
+        for empty in (Filters(principals=everyone, docs=()), Filters(principals=everyone, sources=())):
+            assert vec.search([1.0, 1.0], 10, empty) == []
+    finally:
+        vec.close()
+    with TantivyIndex(tmp_path / "kw") as kw:
+        kw.upsert(_acl_records())
+        kw.commit()
+        assert kw.search("alpha gamma", 10, Filters(principals=everyone))
+        assert kw.search("alpha gamma", 10, Filters(principals=everyone, docs=())) == []
+        assert kw.search("alpha gamma", 10, Filters(principals=everyone, sources=())) == []
+    assert build_query("alpha", Filters(principals=everyone, docs=())) is None
+    assert build_query("alpha", Filters(principals=everyone, sources=())) is None
