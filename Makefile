@@ -13,10 +13,10 @@ export UNSTRUCTURED_DISABLE_NOTICE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup system-deps run test check ui serve bench bench-peers bench-scale parse-report clean help
+.PHONY: setup system-deps run test check ui serve bench bench-peers bench-scale parse-report reliability clean help
 
 help:
-	@echo "make run | test | check | ui | serve | bench CORPUS=dir QUERIES=file | parse-report DIR=dir | clean"
+	@echo "make run | test | check | ui | serve | bench CORPUS=dir QUERIES=file | parse-report DIR=dir | reliability | clean"
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -57,6 +57,10 @@ run: setup
 
 test: setup
 	$(BIN)/pytest -q
+
+# Long runs: SIGKILL trials, schemathesis fuzzing, the lifecycle state machine, ACL probes; one table.
+reliability: setup
+	$(BIN)/python -m tests.reliability
 
 check: setup
 	$(BIN)/ruff check .

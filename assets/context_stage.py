@@ -2,7 +2,9 @@
 
 Cached by (input hash, context version), where the input hash covers the document content and
 the chunk text: a re-embed or a re-run never pays for a prefix twice (with Anthropic, never
-makes the same LLM call twice). A provider failure dead-letters the document only.
+makes the same LLM call twice). A failure for one document dead-letters that document only; a
+provider-wide failure (`ProviderUnavailable`: rejected key, quota, endpoint down) stops the
+stage at once and fails the run with the reason, keeping the prefixes already computed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from typing import Any
 from assets.parse_stage import good_parses
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
-from connectors.contextualizers import ChunkContext, DocumentContext, make_contextualizer, summary_sentence
+from connectors.contextualizers import (
+    ChunkContext,
+    DocumentContext,
+    ProviderUnavailable,
+    make_contextualizer,
+    summary_sentence,
+)
 from connectors.identity import text_hash
 
 
@@ -87,6 +95,9 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation], *,
             try:
                 results = ctx.contextualize(doc, [ChunkContext(list(c["heading_path"]), c["display_text"])
                                                   for c in doc_chunks])
+            except ProviderUnavailable:
+                flush()  # keep what was computed: a re-run after the fix pays only for the rest
+                raise
             except Exception as e:
                 stats.failed_docs += 1
                 d = docs[did]

@@ -2,11 +2,23 @@
 the store's current chunks of a source, then publish a snapshot for readers.
 
 State-based and idempotent: `index_state` records a digest of what each document has in each
-generation (chunk ids, final texts, ACL, location). A document is rewritten (delete by doc id,
-then upsert, in both indexes) only when its digest changed; a second run writes nothing.
-Deleted documents are removed from every retained generation, the previous one included, so a
-rollback never brings a deleted document back. Both indexes use the same chunk ids and carry
-the same filter fields.
+generation (chunk ids, final texts, ACL, location) and the ACL hash it was written with. A
+document is rewritten (delete by doc id, then upsert, in both indexes) only when its digest
+changed; a second run writes nothing. Both indexes use the same chunk ids and carry the same
+filter fields.
+
+Access changes and deletes reach every retained generation, so a rollback can never widen
+access or bring a deleted document back:
+
+- the generations a run *writes* (live + a building candidate, or the candidate of a reindex)
+  get every document whose records are complete for their stage versions;
+- the other retained generations (the previous one; live during a reindex) are *maintained*:
+  the documents they hold are rewritten from the store when complete records of the
+  document's current content exist for that generation's stage versions (an ACL-only change
+  always qualifies while the caches hold them), and never gain new documents;
+- in any generation, a document whose ACL changed but that cannot be rewritten there is
+  removed from it rather than left under its old ACL. A rollback then serves that document
+  only after the next sync writes it into the restored generation.
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ class IndexStats:
     deleted_docs: int = 0
     unchanged_docs: int = 0
     incomplete_docs: int = 0  # no complete chunk set yet (failed stage); old index content kept
+    revoked_docs: int = 0  # removed from a generation: ACL changed there and no records to rewrite
     generations: dict[str, dict[str, int]] = field(default_factory=dict)
     lag_seconds: list[float] = field(default_factory=list)
     seconds: float = 0.0
@@ -86,20 +99,56 @@ def doc_digest(doc: dict[str, Any], texts: list[tuple[str, str]]) -> str:
                        [(cid, text_hash(text)) for cid, text in texts]], 32)
 
 
+@dataclass
+class _Plan:
+    """What one run does to one generation's indexes for one source."""
+
+    records: dict[str, list[IndexRecord]]
+    digests: dict[str, str]
+    changed: list[str]  # rewritten (delete by document, then upsert)
+    gone: list[str]  # removed: deleted documents, and ACL changes that cannot be rewritten here
+    revoked: int  # of `gone`: removed because their ACL changed and no records could be written
+
+
+def _current_only(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The documents whose chunks for `g`'s chunk version were cut from their current content:
+    a generation that is only maintained never gets content that no longer exists."""
+    cut_from = rt.store.chunk_keys(list(docs), g.versions["chunk"])
+    return {did: d for did, d in docs.items() if did in cut_from and cut_from[did][0] == d["content_hash"]}
+
+
+def _plan(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]], state: dict[str, dict[str, Any]],
+          writing: bool) -> _Plan:
+    """Which documents to rewrite and which to remove in generation `g` (module docstring)."""
+    if writing:
+        records, digests = _records(rt, g, docs)
+    else:  # maintained: only the documents it holds, only from their current content
+        held = {did: docs[did] for did in state if did in docs}
+        records, digests = _records(rt, g, _current_only(rt, g, held))
+    changed = [did for did, dg in digests.items() if state.get(did, {}).get("digest") != dg]
+    gone = [did for did in state if did not in docs]
+    revoked = [did for did, st in state.items()
+               if did in docs and did not in digests and st.get("acl_hash") != docs[did]["acl_hash"]]
+    return _Plan(records, digests, changed, gone + revoked, len(revoked))
+
+
 def run_index(rt: Runtime, source_name: str, gens: list[Generation],
-              delete_only: list[Generation] | None = None, *, progress: Progress = NO_PROGRESS) -> IndexStats:
+              maintain: list[Generation] | None = None, *, progress: Progress = NO_PROGRESS) -> IndexStats:
+    """Bring `gens` up to date with the store for one source, and apply access changes and
+    deletes to the generations in `maintain` (module docstring)."""
     started = time.perf_counter()
     stats = IndexStats()
     docs = {d["doc_id"]: d for d in rt.store.documents(source_name)}
-    for g in gens + (delete_only or []):
+    for g in gens + (maintain or []):
         writing = g in gens
         state = rt.store.index_state(g.id, source_name)
-        gone = [did for did in state if did not in docs]
-        records, digests = _records(rt, g, docs) if writing else ({}, {})
-        changed = [did for did, dg in digests.items() if state.get(did, {}).get("digest") != dg]
+        plan = _plan(rt, g, docs, state, writing)
+        records, digests, changed, gone = plan.records, plan.digests, plan.changed, plan.gone
         stats.unchanged_docs += len(digests) - len(changed) if writing else 0
         stats.incomplete_docs += len(docs) - len(digests) if writing else 0
-        gstats = {"written_docs": len(changed), "deleted_docs": len(gone), "chunks": 0}
+        stats.revoked_docs += plan.revoked
+        gstats = {"written_docs": len(changed), "deleted_docs": len(gone), "revoked_docs": plan.revoked,
+                  "chunks": 0}
         stats.generations[g.name] = gstats
         if not changed and not gone:
             continue
@@ -134,14 +183,15 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
             rt.store.clear_index_state(g.id, gone)
             rt.store.set_index_state([
                 {"generation_id": g.id, "doc_id": did, "source": source_name, "digest": digests[did],
-                 "chunks": len(records[did]), "indexed_at": now} for did in changed])
+                 "chunks": len(records[did]), "indexed_at": now, "acl_hash": docs[did]["acl_hash"]}
+                for did in changed])
             counts["documents"] = len(rt.store.index_state(g.id))
             rt.store.update_generation(g.id, counts=counts)
         progress.advance(len(changed) + len(gone))
         gstats["chunks"] = len(recs)
         stats.written_docs += len(changed)
         stats.written_chunks += len(recs)
-        stats.deleted_docs += len(gone)
+        stats.deleted_docs += len(gone) - plan.revoked
         if g.status == "live":
             stats.lag_seconds += [now - docs[did]["changed_at"] for did in changed]
     stats.seconds = time.perf_counter() - started

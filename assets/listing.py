@@ -3,7 +3,10 @@ and apply the diff — with a safe delete sweep.
 
 Classes: new, updated (content hash changed), unchanged, moved (same content at a new id: the
 content-keyed caches serve it, nothing is re-parsed or re-embedded), acl (ACL/metadata-only
-change: indexes are updated without re-embedding), deleted, failed (unreadable / too large).
+change: indexes are updated without re-embedding), deleted, failed (unreadable / too large, or
+listed with a problem: a name that is not UTF-8 or longer than the store keeps, a symlink out of
+the root). A failed item is dead-lettered with its reason and the rest of the source goes on;
+the dead letters of items no longer listed are cleared.
 
 The delete sweep never runs on bad evidence: a listing that raised, came back empty, or shrank
 below the source's `min_count` or `min_ratio` of the last good listing aborts the whole sync
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from assets.runtime import Runtime
+from connectors.acl import source_default
 from connectors.config import SourceConfig
 from connectors.errors import SourceError, TooLarge, UnsafeDeleteError
 from connectors.identity import content_hash, doc_id, short_hash
@@ -35,6 +39,53 @@ CLASSES = ("new", "updated", "unchanged", "moved", "acl", "deleted", "failed")
 # again on the next sync (cf. racy git). The margin covers the resolution plus clock skew.
 RACY_SECONDS = 2.0
 RACY_MARK = "~racy"
+
+
+MAX_EXTERNAL_ID = 1024  # characters: documents.external_id and dead_letters.external_id are String(1024)
+
+
+def printable_id(external_id: str) -> str:
+    """An id as storable text: bytes that were not UTF-8 (kept by the OS as surrogate escapes)
+    shown as `\\xff`, cut to what the store keeps."""
+    text = external_id.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text if len(text) <= MAX_EXTERNAL_ID else text[: MAX_EXTERNAL_ID - 1] + "…"
+
+
+def entry_problem(entry: SourceEntry) -> tuple[str, str] | None:
+    """Why an item cannot be indexed under its id: (reason code, message), or None."""
+    if entry.problem:
+        return entry.problem
+    name = printable_id(entry.external_id)
+    try:
+        entry.external_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return "bad-name", f"the name {name} is not valid UTF-8 (bytes shown escaped); rename the file"
+    if len(entry.external_id) > MAX_EXTERNAL_ID:
+        return "bad-name", (f"the path is {len(entry.external_id)} characters long, over the limit of "
+                            f"{MAX_EXTERNAL_ID}; shorten it: {entry.external_id}")
+    return None
+
+
+def _dead_letter_problems(rt: Runtime, source: str, problems: list[tuple[SourceEntry, tuple[str, str]]]) -> None:
+    for entry, (reason, message) in problems:
+        rt.store.add_dead_letter(doc_id=doc_id(source, entry.external_id), source=source,
+                                 external_id=printable_id(entry.external_id), stage="listing", reason=reason,
+                                 error=message)
+
+
+def _clear_stale_dead_letters(rt: Runtime, source: str, entries: list[SourceEntry],
+                              problems: list[tuple[SourceEntry, tuple[str, str]]]) -> None:
+    """Dead letters of items no longer listed go (the file vanished or was renamed), and so do
+    listing problems of items now listed without one (a renamed link, a changed option)."""
+    listed = {doc_id(source, e.external_id) for e in entries}
+    still = {doc_id(source, e.external_id) for e, _ in problems}
+    stale = [d["id"] for d in rt.store.dead_letters(source=source)
+             if d["doc_id"] not in listed
+             or (d["stage"] == "listing" and d["reason"] in PROBLEM_REASONS and d["doc_id"] not in still)]
+    rt.store.delete_dead_letters(stale)
+
+
+PROBLEM_REASONS = ("bad-name", "external-symlink")
 
 
 @dataclass
@@ -83,8 +134,8 @@ def _acl_of(entry: SourceEntry) -> list[str]:
 
 
 def _default_acl(scfg: SourceConfig) -> list[str]:
-    """The ACL a source gives items that carry none (its configured `acl`, else public)."""
-    return sorted(scfg.acl) if scfg.acl else ["*"]
+    """The ACL a source gives items that carry none (connectors.acl.source_default)."""
+    return sorted(source_default(scfg).principals)
 
 
 def _unchanged(src: Source, old: dict[str, Any], entry: SourceEntry, default_acl: list[str]) -> bool:
@@ -116,11 +167,13 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     rt.store.upsert_source(scfg.name, scfg.kind, scfg.model_dump(mode="json"))
     src = source or make_source(scfg)
     try:
-        entries = list(src.list())
+        listed = list(src.list())
     except SourceError as e:
         rt.store.record_listing(scfg.name, None, ok=False, error=str(e))
         rt.store.add_event("listing-failed", str(e), source=scfg.name)
         raise
+    problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]
+    entries = [e for e in listed if entry_problem(e) is None]
     known = {d["external_id"]: d for d in rt.store.documents(scfg.name, include_deleted=True)}
     listed_ids = {e.external_id for e in entries}
     live_known = {k: d for k, d in known.items() if d["deleted_at"] is None}
@@ -138,6 +191,8 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
         rt.store.add_event("mass-delete-allowed", f"operator override: {unsafe}", source=scfg.name)
 
     res = ListingResult(scfg.name, len(entries))
+    res.counts["failed"] += len(problems)
+    _dead_letter_problems(rt, scfg.name, problems)
     now = time.time()
     gone_by_hash: dict[str, dict[str, Any]] = {d["content_hash"]: d for d in gone if d["content_hash"]}
     rows: list[dict[str, Any]] = []
@@ -207,6 +262,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
         # chunks (a deleted document is never swept twice)
         rt.store.purge_documents(res.deleted_ids)
         rt.store.mark_deleted(res.deleted_ids, now)
+    _clear_stale_dead_letters(rt, scfg.name, listed, problems)
     rt.store.record_listing(scfg.name, len(entries), ok=True, probe=None)
     res.seconds = time.perf_counter() - started
     return res

@@ -4,7 +4,8 @@ format) has no stored parse yet, one document at a time.
 A failure is recorded (parse row with status `failed`, and a dead letter with stage, reason and
 traceback) and the run goes on. A parse that succeeded but fails the per-document quality
 validation is stored with status `rejected` and dead-lettered too: it never reaches an index.
-Both are cached: the same bytes are not re-parsed on every sync; `bindery dlq retry` clears them.
+Both are cached: the same bytes are not re-parsed on every sync (another file with the same bytes
+gets its own dead letter from the cached failure); `bindery dlq retry` clears them.
 """
 
 from __future__ import annotations
@@ -69,7 +70,11 @@ def parse_key(doc: dict[str, Any], parse_version: str) -> tuple[str, str, str]:
 def pending_parses(rt: Runtime, docs: list[dict[str, Any]], parse_version: str) -> list[dict[str, Any]]:
     """The documents with no stored parse (ok, failed or rejected) for this parse version:
     what `run_parse` parses and what `bindery plan` predicts it will."""
-    have = rt.store.get_parses([parse_key(d, parse_version) for d in docs])
+    return _without_parse(docs, rt.store.get_parses([parse_key(d, parse_version) for d in docs]), parse_version)
+
+
+def _without_parse(docs: list[dict[str, Any]], have: dict[tuple[str, str, str], Any],
+                   parse_version: str) -> list[dict[str, Any]]:
     return [d for d in docs if parse_key(d, parse_version) not in have]
 
 
@@ -92,7 +97,13 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,
         resolved.clear()
 
     for pcfg, pver in {g.versions["parse"]: (g.stages.parse, g.versions["parse"]) for g in gens}.values():
-        todo = pending_parses(rt, docs, pver)
+        have = rt.store.get_parses([parse_key(d, pver) for d in docs])
+        for d in docs:  # a copy or a move of a file whose bytes already failed fails all the same
+            cached = have.get(parse_key(d, pver))
+            if cached is not None and cached["status"] != "ok" and d["doc_id"] not in dead:
+                _dead_letter_cached(rt, d, cached)
+                dead.add(d["doc_id"])
+        todo = _without_parse(docs, have, pver)
         stats.cached += len(docs) - len(todo)
         progress.total(len(todo))
         for d in todo:
@@ -158,6 +169,15 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,
             p.unlink(missing_ok=True)
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def _dead_letter_cached(rt: Runtime, doc: dict[str, Any], parse: dict[str, Any]) -> None:
+    """A document whose bytes already failed (under another name, or before a move) is not
+    parsed again, but it fails all the same: it gets its own dead letter."""
+    rt.store.add_dead_letter(doc_id=doc["doc_id"], source=doc["source"], external_id=doc["external_id"],
+                             stage="parse", reason=parse["reason"] or "parse-failed",
+                             error=f"{parse['error'] or 'failed'} (cached result for identical content)",
+                             content_hash=doc["content_hash"])
 
 
 def good_parses(rt: Runtime, docs: list[dict[str, Any]], parse_version: str) -> dict[str, dict[str, Any]]:

@@ -12,6 +12,8 @@ any building candidate), `candidate` for a reindex.
 
 
 import statistics
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
@@ -23,7 +25,8 @@ from assets.context_stage import run_context
 from assets.embed_stage import run_embed
 from assets.index_stage import run_index
 from assets.listing import run_listing
-from assets.parse_stage import ParseStats, good_parses, run_parse
+from assets.parse_quality import verdict_for
+from assets.parse_stage import ParseStats, run_parse
 from assets.progress import LogSink, StageProgress
 from assets.resource import BinderyResource
 from assets.runtime import RETAINED, Generation, Runtime, Target
@@ -39,6 +42,17 @@ INDEX_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=24)
 
 class ListingConfig(dg.Config):
     allow_mass_delete: bool = False  # operator override for a listing that shrank suspiciously
+
+
+@contextmanager
+def _failures_recorded(rt: Runtime, source: str, stage: str) -> Iterator[None]:
+    """A stage that raises leaves its reason on the source row (`bindery status` shows it);
+    the next good listing clears it."""
+    try:
+        yield
+    except Exception as e:
+        rt.store.set_source_error(source, f"{stage}: {type(e).__name__}: {e}"[:2000])
+        raise
 
 
 def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]:
@@ -66,73 +80,50 @@ def _meta(stats: Any, gens: list[Generation], stage: str | None) -> dict[str, An
 def source_listing(context: dg.AssetExecutionContext, config: ListingConfig,
                    bindery: BinderyResource) -> dg.MaterializeResult:
     rt = bindery.runtime
-    res = run_listing(rt, context.partition_key, allow_mass_delete=config.allow_mass_delete)
+    with _failures_recorded(rt, context.partition_key, "listing"):
+        res = run_listing(rt, context.partition_key, allow_mass_delete=config.allow_mass_delete)
     return dg.MaterializeResult(metadata={
         "listed": res.listed, **{f"docs_{k}": v for k, v in res.counts.items()},
         "seconds": round(res.seconds, 3),
     })
 
 
-def parse_quality_verdict(stats: ParseStats, rt: Runtime, source: str) -> dg.AssetCheckResult:
-    th = rt.cfg.source(source).quality
-    share = stats.failure_share
-    meta: dict[str, Any] = {"attempted": stats.attempted, "failed": stats.failed, "rejected": stats.rejected,
-                            "failure_share": round(share, 4), "max_failure_share": th.max_failure_share,
-                            "worst_documents": dg.MetadataValue.json(stats.worst[:10]),
-                            "reasons": dg.MetadataValue.json(stats.reasons)}
-    problems = []
-    if stats.attempted and share > th.max_failure_share:
-        problems.append(f"{share:.0%} of {stats.attempted} documents failed to parse "
-                        f"(threshold {th.max_failure_share:.0%})")
-    drift = _word_share_drift(stats, rt, source)
-    if drift is not None:
-        meta["word_share_drift"] = round(drift, 4)
-        if drift > 0.25:
-            problems.append(f"mean word share of the batch fell {drift:.2f} below this source's history")
-    warn = []
+def parse_quality_verdict(stats: ParseStats, rt: Runtime, source: str, gens: list[Generation]) -> dg.AssetCheckResult:
+    """The blocking check (assets.parse_quality): judged from the store's state against a
+    statistical floor, so one bad file never sinks a small sync and a re-run judges the same."""
+    verdict = verdict_for(rt, source, gens)
+    meta: dict[str, Any] = {k: (dg.MetadataValue.json(v) if isinstance(v, list) else v)
+                            for k, v in verdict.metadata.items()}
+    meta.update(attempted=stats.attempted, reasons=dg.MetadataValue.json(stats.reasons))
+    warn = [verdict.description] if verdict.description else []
     if stats.metrics_rows:
         from quality.expectations import validate_batch
 
-        gx = validate_batch(stats.metrics_rows, th)
+        gx = validate_batch(stats.metrics_rows, rt.cfg.source(source).quality)
         meta["great_expectations"] = dg.MetadataValue.json(gx)
         if not gx.get("success", True):
             warn.append("Great Expectations suite reported unexpected documents")
-    if stats.attempted and share > th.warn_failure_share:
-        warn.append(f"{share:.0%} of documents failed")
-    if problems:
+    if verdict.severity == "error":
+        rt.store.set_source_error(source, f"parse_quality: {verdict.description}")
         return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
-                                   description="; ".join(problems), metadata=meta)
+                                   description=verdict.description, metadata=meta)
     if warn:
         return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.WARN,
                                    description="; ".join(warn), metadata=meta)
     return dg.AssetCheckResult(passed=True, metadata=meta)
 
 
-def _word_share_drift(stats: ParseStats, rt: Runtime, source: str) -> float | None:
-    batch = [r["word_share"] for r in stats.metrics_rows if "word_share" in r]
-    if len(batch) < 5:
-        return None
-    batch_docs = {r["doc"] for r in stats.metrics_rows}
-    docs = [d for d in rt.store.documents(source) if d["external_id"] not in batch_docs]
-    live = rt.live()
-    if live is None or not docs:
-        return None
-    hist = [p["metrics"].get("word_share") for p in good_parses(rt, docs, live.versions["parse"]).values()]
-    hist = [h for h in hist if h is not None]
-    if len(hist) < 5:
-        return None
-    return statistics.mean(hist) - statistics.mean(batch)
-
-
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[source_listing],
           check_specs=[dg.AssetCheckSpec("parse_quality", asset="parsed_documents", blocking=True,
-                                         description="Blocks downstream when the batch failure share or "
-                                                     "metric drift crosses the source's thresholds")],
+                                         description="Blocks downstream when the failure share or metric drift "
+                                                     "of the unjudged parses (or, below quality.min_batch, of "
+                                                     "the whole source) crosses the source's thresholds")],
           description="Structured blocks + quality metrics per document; failures go to the dead-letter table.")
 def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource):  # type: ignore[no-untyped-def]
     rt = bindery.runtime
     gens = _targets(context, rt)
-    with _progress(context, "parse", "documents") as progress:
+    with _failures_recorded(rt, context.partition_key, "parse"), \
+            _progress(context, "parse", "documents") as progress:
         stats = run_parse(rt, context.partition_key, gens, progress=progress)
     meta = _meta(stats, gens, "parse")
     meta["reasons"] = dg.MetadataValue.json(stats.reasons)
@@ -142,7 +133,7 @@ def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource
             if vals:
                 meta[f"mean_{key}"] = round(statistics.mean(vals), 4)
     yield dg.MaterializeResult(metadata=meta)
-    yield parse_quality_verdict(stats, rt, context.partition_key)
+    yield parse_quality_verdict(stats, rt, context.partition_key, gens)
 
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[parsed_documents],
@@ -150,7 +141,8 @@ def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource
 def chunks(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
     rt = bindery.runtime
     gens = _targets(context, rt)
-    with _progress(context, "chunk", "documents") as progress:
+    with _failures_recorded(rt, context.partition_key, "chunk"), \
+            _progress(context, "chunk", "documents") as progress:
         stats = run_chunk(rt, context.partition_key, gens, progress=progress)
     return dg.MaterializeResult(metadata=_meta(stats, gens, "chunk"))
 
@@ -160,7 +152,8 @@ def chunks(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.Ma
 def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
     rt = bindery.runtime
     gens = _targets(context, rt)
-    with _progress(context, "context", "chunks") as progress:
+    with _failures_recorded(rt, context.partition_key, "context"), \
+            _progress(context, "context", "chunks") as progress:
         stats = run_context(rt, context.partition_key, gens, progress=progress)
     return dg.MaterializeResult(metadata=_meta(stats, gens, "context"))
 
@@ -170,7 +163,8 @@ def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyResou
 def embeddings(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
     rt = bindery.runtime
     gens = _targets(context, rt)
-    with _progress(context, "embed", "texts") as progress:
+    with _failures_recorded(rt, context.partition_key, "embed"), \
+            _progress(context, "embed", "texts") as progress:
         stats = run_embed(rt, context.partition_key, gens, progress=progress)
     meta = _meta(stats, gens, "embed")
     if stats.model_seconds:
@@ -192,9 +186,10 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):  # typ
     rt = bindery.runtime
     gens = _targets(context, rt)
     names = {g.name for g in gens}
-    delete_only = [g for g in rt.generations(RETAINED) if g.name not in names]
-    with _progress(context, "index", "documents") as progress:
-        stats = run_index(rt, context.partition_key, gens, delete_only, progress=progress)
+    maintain = [g for g in rt.generations(RETAINED) if g.name not in names]  # access changes + deletes
+    with _failures_recorded(rt, context.partition_key, "index"), \
+            _progress(context, "index", "documents") as progress:
+        stats = run_index(rt, context.partition_key, gens, maintain, progress=progress)
     bound = None
     if rt.store.get_binding() is None:
         first = next((g for g in gens if g.status == "building"), None)
@@ -207,7 +202,7 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):  # typ
     lags = sorted(stats.lag_seconds)
     meta: dict[str, Any] = {
         "written_docs": stats.written_docs, "written_chunks": stats.written_chunks,
-        "deleted_docs": stats.deleted_docs, "unchanged_docs": stats.unchanged_docs,
+        "deleted_docs": stats.deleted_docs, "revoked_docs": stats.revoked_docs, "unchanged_docs": stats.unchanged_docs,
         "incomplete_docs": stats.incomplete_docs, "seconds": round(stats.seconds, 3),
         "per_generation": dg.MetadataValue.json(stats.generations),
     }

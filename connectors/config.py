@@ -26,6 +26,7 @@ __all__ = [
     "GateConfig",
     "OrchestrationConfig",
     "ParseConfig",
+    "QueryAuthConfig",
     "QueryConfig",
     "SourceConfig",
     "StageConfigs",
@@ -66,7 +67,9 @@ def check_database_url(url: str) -> None:
 class ParseQualityThresholds(_Strict):
     """Per-source limits for the parse-quality gate."""
 
-    max_failure_share: float = Field(0.3, ge=0, le=1)  # batch share of failed docs -> ERROR
+    max_failure_share: float = Field(0.3, ge=0, le=1)  # share of failed docs -> ERROR
+    # fewer documents than this are judged with the whole source, and never fail the check
+    min_batch: int = Field(20, ge=1)
     warn_failure_share: float = Field(0.05, ge=0, le=1)
     min_chars_per_page: float = 20.0  # below -> page counted as empty
     min_alnum_share: float = 0.5
@@ -88,7 +91,11 @@ class SourceConfig(_Strict):
     min_count: int = Field(1, ge=0)
     min_ratio: float = Field(0.5, ge=0, le=1)
     max_file_mb: float = Field(100.0, gt=0, allow_inf_nan=False)
-    acl: list[str] = Field(default_factory=list)  # principals allowed when the source gives none
+    # local: follow symlinks whose target lies outside `root` (off: they are skipped, with a
+    # dead letter saying so, so a link can never publish files from elsewhere unnoticed)
+    follow_external_symlinks: bool = False
+    # Principals of items the source gives no ACL (connectors.acl): unset = public, [] = nobody.
+    acl: list[str] | None = None
     quality: ParseQualityThresholds = Field(default_factory=ParseQualityThresholds)
 
     @field_validator("root")
@@ -190,6 +197,44 @@ class GateConfig(_Strict):
     k: int = Field(50, ge=1)
 
 
+class ApiKeyConfig(_Strict):
+    """One API key of the query service, stored hashed (`bindery hash-key` prints the hash)."""
+
+    name: str = ""  # a label for operators and logs, never a secret
+    hash: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    principals: list[str] = Field(default_factory=list)  # [] = public documents only
+
+
+class JwtConfig(_Strict):
+    """JWT bearer tokens: HS256 with a secret read from the environment variable named here
+    (never the YAML), and/or RS256 with the public keys of a JWKS file."""
+
+    hs256_secret_env: str | None = None
+    jwks_file: str | None = None
+    principals_claim: str = "groups"  # a dotted path; the value is a list or a comma/space-separated string
+    include_subject: bool = False  # add the `sub` claim as a principal too
+    audience: str | None = None
+    issuer: str | None = None
+    leeway_seconds: float = Field(30.0, ge=0)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.hs256_secret_env or self.jwks_file)
+
+
+class QueryAuthConfig(_Strict):
+    """Who is asking. `credentials` (default): the principals come from a verified API key or
+    JWT, and a request without one is refused (401). `trusted-principal`: the `principal` field
+    of the request body is believed — only behind a gateway that authenticates and sets it."""
+
+    mode: Literal["credentials", "trusted-principal"] = "credentials"
+    api_keys: list[ApiKeyConfig] = Field(default_factory=list)
+    jwt: JwtConfig = Field(default_factory=JwtConfig)
+    # principals allowed into the web console's operator views (generations, gate reports, dead
+    # letters name documents of every source); empty = nobody
+    operators: list[str] = Field(default_factory=list)
+
+
 class QueryConfig(_Strict):
     k: int = Field(10, ge=1, le=200)
     candidates: int = Field(50, ge=1, le=1000)  # over-retrieval per retriever
@@ -199,6 +244,8 @@ class QueryConfig(_Strict):
     # a gentle diversity prior (1.0 disables) so one long document cannot fill the whole top-k.
     same_doc_decay: float = Field(0.97, gt=0, le=1)
     poll_seconds: float = Field(0.5, gt=0)
+    auth: QueryAuthConfig = Field(default_factory=QueryAuthConfig)
+    max_body_bytes: int = Field(65536, ge=1024)  # larger request bodies are refused (413) unread
 
     @model_validator(mode="after")
     def _k_within_candidates(self) -> QueryConfig:
@@ -354,6 +401,7 @@ def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> Binde
     cfg.data_dir = _resolve(base, cfg.data_dir) or cfg.data_dir
     cfg.gate.queries = _resolve(base, cfg.gate.queries)
     cfg.orchestration.workspace = _resolve(base, cfg.orchestration.workspace)
+    cfg.query.auth.jwt.jwks_file = _resolve(base, cfg.query.auth.jwt.jwks_file)
     names = [s.name for s in cfg.sources]
     if len(set(names)) != len(names):
         raise ConfigError(f"invalid configuration: duplicate source names in {names}")

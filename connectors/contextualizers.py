@@ -21,6 +21,11 @@ Every prefix is trimmed to ``max_prefix_tokens`` (about words x 1.3, or a caller
 The Anthropic provider was tested against a local HTTP stub that follows the public Messages API
 (``tests/anthropic_stub.py``: auth, version header, prompt-cache usage, 5xx/529 retries), not
 against the live service.
+
+Failures are of two kinds: `ContextError` for one document (a 400 for its text, a 5xx that
+outlasted the retries), which dead-letters that document, and `ProviderUnavailable` when no
+request can succeed (rejected key, unknown model, exhausted quota, unreachable endpoint), which
+fails the run with the reason rather than dead-lettering every document.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ __all__ = [
     "NoopContextualizer",
     "OfflineContextualizer",
     "PrefixResult",
+    "ProviderUnavailable",
     "approx_tokens",
     "make_contextualizer",
     "summary_sentence",
@@ -81,6 +87,20 @@ class ContextError(BinderyError):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+class ProviderUnavailable(ContextError):
+    """The provider refuses or cannot be reached for *every* request, not for one document:
+    the key is rejected (401/403), the model does not exist (404), the quota is spent (429
+    after the SDK's retries) or the endpoint is unreachable. The pipeline fails the run with
+    this reason instead of dead-lettering every document."""
+
+    reason = "context-provider"
+
+
+# HTTP statuses that say nothing about the document being sent: no later request will succeed.
+PROVIDER_WIDE_STATUSES = {401: "the API key was rejected", 403: "the API key may not use this model",
+                          404: "no such model or endpoint", 429: "rate limit or quota exhausted after retries"}
 
 
 @dataclass
@@ -438,12 +458,23 @@ class AnthropicContextualizer:
         try:
             msg = self._client.messages.create(**self.request_params(doc, chunk))
         except anthropic.APIStatusError as e:
+            if e.status_code in PROVIDER_WIDE_STATUSES:
+                raise ProviderUnavailable(
+                    f"Anthropic API error {e.status_code} ({PROVIDER_WIDE_STATUSES[e.status_code]}) for model "
+                    f"{self.config.model!r}: {e.message}. Nothing can be contextualised until this is fixed "
+                    f"(check {API_KEY_ENV}, stages.context.model and the account's limits)",
+                    status=e.status_code,
+                ) from e
             raise ContextError(
                 f"Anthropic API error {e.status_code} on chunk {ordinal} of "
                 f"{doc.title or 'untitled document'!r}: {e.message}",
                 status=e.status_code,
             ) from e
-        except anthropic.APIError as e:  # connection failures, timeouts, bad responses
+        except (anthropic.APIConnectionError, anthropic.APITimeoutError) as e:
+            raise ProviderUnavailable(
+                f"Anthropic API endpoint {self._client.base_url} unreachable after retries: {e.message}"
+            ) from e
+        except anthropic.APIError as e:  # a malformed response
             raise ContextError(
                 f"Anthropic API request failed on chunk {ordinal} of {doc.title or 'untitled document'!r}: {e.message}"
             ) from e

@@ -286,9 +286,9 @@ def cmd_query(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
     store = _store(cfg)
     gen = _generation(store, a.generation)
-    r = GenerationRetriever(cfg, gen)
+    r = GenerationRetriever(cfg, gen, store)
     try:
-        filters = make_filters(a.principal, a.source or None)
+        filters = make_filters(a.principal, a.source or None, known_sources=[s.name for s in cfg.sources])
         return r.search(a.text, a.k, filters).to_json()
     finally:
         r.close()
@@ -328,7 +328,10 @@ def _dlq_retry(cfg: BinderyConfig, store: Any, a: argparse.Namespace) -> dict[st
     runner.run_sources("sync", sorted({e["source"] for e in entries}))
     still = {d["doc_id"] for d in store.dead_letters()}
     left = [e["external_id"] for e in entries if e["doc_id"] in still]
-    return {"retried": len(entries), "resolved": len(entries) - len(left), "still_failing": left}
+    out = {"retried": len(entries), "resolved": len(entries) - len(left), "still_failing": left}
+    if left:
+        raise CommandFailed(f"{len(left)} of {len(entries)} still failing: {', '.join(left[:5])}", out)
+    return out
 
 
 def cmd_verify(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
@@ -372,6 +375,16 @@ def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     except KeyboardInterrupt:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
+
+
+def cmd_hash_key(a: argparse.Namespace) -> dict[str, str]:
+    """The configured form of a query-service API key (read from stdin, or a new random one)."""
+    from query_service.auth import hash_key, new_key
+
+    key = new_key() if a.new else sys.stdin.readline().strip()
+    if not key:
+        raise ConfigError("no key on standard input (pipe one in, or pass --new to make one)")
+    return {"key": key, "hash": hash_key(key)} if a.new else {"hash": hash_key(key)}
 
 
 COMMANDS: dict[str, Callable[[BinderyConfig, argparse.Namespace], Any]] = {
@@ -494,6 +507,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="run the query service")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
+    s = sub.add_parser("hash-key", help="hash a query-service API key for query.auth.api_keys (key on stdin)")
+    s.add_argument("--new", action="store_true", help="generate a new random key and print it with its hash")
     s = sub.add_parser("ui", help="run the Dagster UI on this configuration")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=_port, default=3000, help="port (default 3000)")
@@ -557,9 +572,12 @@ def _one_line(text: str) -> str:
 def _dispatch(a: argparse.Namespace) -> int:
     """Run one command; map Bindery's errors to exit codes (1 failed, 2 usage/configuration)."""
     try:
-        cfg = load_config(a.config)
-        preflight(cfg, a)
-        result = COMMANDS[a.command](cfg, a)
+        if a.command == "hash-key":  # needs no configuration
+            result = cmd_hash_key(a)
+        else:
+            cfg = load_config(a.config)
+            preflight(cfg, a)
+            result = COMMANDS[a.command](cfg, a)
     except CommandFailed as e:
         e.payload.setdefault("error", str(e))
         _emit(a, e.payload)

@@ -40,9 +40,22 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
         if not o.success:
             errors[o.partition] = o.error or "failed"
     b = store.get_binding()
+    errors.update(_nothing_indexed([o.partition for o in outcomes if o.success], store, b))
     return {"generation": b["generation_id"] if b else None, "sources": sources, "recomputed": recomputed,
             "written": written, "seconds": round(seconds, 3), "timings": timings, "errors": errors,
             "dead_letters": store.counts()["dead_letters"], "_checks": checks}
+
+
+def _nothing_indexed(sources: list[str], store: DocumentStore, binding: dict[str, Any] | None) -> dict[str, str]:
+    """Sources whose run succeeded but that have documents and none of them in the live index:
+    a sync that indexes nothing must not say it succeeded."""
+    out = {}
+    for name in sources:
+        docs = store.documents(name)
+        if docs and not (binding and store.index_state(binding["generation_id"], name)):
+            out[name] = (f"nothing could be indexed: none of the {len(docs)} documents of {name!r} is searchable "
+                         "(see `bindery dlq`)")
+    return out
 
 
 def _pct(values: list[float], q: float) -> float | None:

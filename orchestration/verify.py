@@ -1,5 +1,7 @@
 """`bindery verify`: the document store, the vector index and the keyword index of every
-retained generation must hold exactly the same chunk ids — no duplicates, no orphans.
+retained generation must hold exactly the same chunk ids — no duplicates, no orphans — and
+every indexed chunk must carry its document's current ACL from the store, in both indexes
+(an index that kept a revoked principal would serve it after a rollback).
 
 Repair rebuilds a drifted generation's indexes from the store alone (cached embeddings and
 contexts: no source access, no model calls for unchanged content) — the store is the truth.
@@ -18,27 +20,42 @@ from connectors.store import DocumentStore
 
 
 def expected_chunk_ids(store: DocumentStore, gen: dict[str, Any]) -> set[str]:
+    return set(expected_acls(store, gen))
+
+
+def expected_acls(store: DocumentStore, gen: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """chunk id -> the ACL its document has in the store now, for the chunks `gen` should hold."""
     state = store.index_state(gen["id"])
     rows = store.chunks_for(list(state), gen["stage_versions"]["chunk"])
-    return {r["chunk_id"] for r in rows}
+    acl_of = {did: tuple(sorted(d["acl"])) for did, d in store.get_documents(list(state)).items()}
+    return {r["chunk_id"]: acl_of.get(r["doc_id"], ()) for r in rows}
+
+
+def _acl_mismatches(expected: dict[str, tuple[str, ...]], indexed: dict[str, tuple[str, ...]]) -> int:
+    """Chunks present in both whose indexed ACL differs from the store's."""
+    return sum(1 for c, a in indexed.items() if c in expected and expected[c] != a)
 
 
 def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) -> dict[str, Any]:
     rt = Runtime(cfg, store)
     report: dict[str, Any] = {"consistent": True, "generations": {}}
     for g in rt.generations(RETAINED):
-        expected = expected_chunk_ids(store, g.row)
+        acls = expected_acls(store, g.row)
+        expected = set(acls)
         with writer_lock(cfg, g.name):
             pair = open_writer(cfg, g.row, None)
             try:
-                vec, kw = pair.vector.chunk_ids(), pair.keyword.chunk_ids()
+                vec_acls, kw_acls = pair.vector.acls(), pair.keyword.acls()
                 vec_n, kw_n = pair.vector.count(), pair.keyword.count()
             finally:
                 pair.close()
+        vec, kw = set(vec_acls), set(kw_acls)
         problems = {
             "missing_in_vector": len(expected - vec), "orphans_in_vector": len(vec - expected),
             "missing_in_keyword": len(expected - kw), "orphans_in_keyword": len(kw - expected),
             "duplicates_in_vector": vec_n - len(vec), "duplicates_in_keyword": kw_n - len(kw),
+            "acl_mismatch_in_vector": _acl_mismatches(acls, vec_acls),
+            "acl_mismatch_in_keyword": _acl_mismatches(acls, kw_acls),
         }
         ok = not any(problems.values())
         report["generations"][g.name] = {"chunks": len(expected), "consistent": ok, **problems}

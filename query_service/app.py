@@ -1,73 +1,206 @@
 """The query service: FastAPI over `LiveRetriever`.
 
-`POST /search` {query, k, filters, principal} -> hits with provenance and a trace.
-`GET /healthz` (process up), `GET /readyz` (binding loaded, engines open), `GET /binding`.
-Bad input is a 4xx with a message, never a 500; no live binding is a 503.
+`POST /search` {query, k, filters} -> hits with provenance and a trace, for the principals of a
+verified credential (query_service.auth; or the body's `principal` in `trusted-principal` mode).
+`GET /healthz` (process up), `GET /readyz` (binding loaded, engines open), `GET /binding`,
+`GET /metrics` (Prometheus), `GET /docs` and `/redoc` (served from local assets, no CDN).
+
+Every request and response is a typed pydantic model, so the OpenAPI schema says what each
+field is. Bad input is a 4xx with a message, never a 500: 401 without a valid credential, 413
+for a body over `query.max_body_bytes` (refused before it is parsed), 422 for a malformed body
+(including text that is not valid Unicode), 400 for a well-formed but unanswerable query (an
+unknown source); no live binding is a 503.
 """
 
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException, Request, Response, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.security import APIKeyHeader, HTTPBearer
+from fastapi_offline import FastAPIOffline
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
 
 from connectors.config import BinderyConfig, load_config
 from connectors.errors import BindingError, QueryError
+from connectors.indexes.base import Filters
+from query_service.auth import Authenticator, Unauthorized
 from query_service.console import console_router
+from query_service.middleware import BodyLimit, RecordRequests, ServiceMetrics
 from query_service.retrieval import LiveRetriever, make_filters
+
+__all__ = ["SearchRequest", "SearchResponse", "app_from_env", "create_app"]
+
+
+# Length-constrained strings: pydantic then also refuses text that is not valid Unicode (a lone
+# surrogate from a JSON "\ud800" escape), which no index can match and tantivy would reject.
+Text = Annotated[str, Field(min_length=1, max_length=1024)]
 
 
 class SearchFilters(BaseModel):
+    """Restrictions applied identically to both retrievers. An empty list matches nothing."""
+
     model_config = ConfigDict(extra="forbid")
-    sources: list[str] | None = None
-    docs: list[str] | None = None
-    exclude_docs: list[str] | None = None
+    sources: list[Text] | None = Field(None, max_length=256, description="only these sources")
+    docs: list[Text] | None = Field(None, max_length=1000, description="only these documents (paths)")
+    exclude_docs: list[Text] | None = Field(None, max_length=1000, description="never these documents")
 
 
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    query: str = Field(min_length=1, max_length=4000)
+    query: Annotated[str, Field(min_length=1, max_length=4000)]
     k: int = Field(10, ge=1, le=200)
     filters: SearchFilters = Field(default_factory=SearchFilters)
-    principal: str | list[str] = Field(
-        description="who is asking; chunks are returned only if their ACL names one of these "
-        "principals or is public. Use a non-privileged name (e.g. 'anonymous') for public-only.")
+    principal: Text | list[Text] | None = Field(
+        None, description="only in `trusted-principal` mode (behind a gateway that sets it): who is asking. "
+        "Otherwise the principals come from the credential and this field is refused.")
+
+
+class ScoredChunk(BaseModel):
+    chunk_id: str
+    score: float
+
+
+class HitModel(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    chunk_id: str
+    doc: str = Field(description="the document's path relative to its source root")
+    source: str
+    score: float = Field(description="fused score")
+    text: str
+    heading_path: list[str]
+    page: int | None = None
+    uri: str | None = None
+    ranks: dict[str, int] = Field(description="rank per retriever (dense, sparse)")
+
+
+class TraceModel(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    dense: list[ScoredChunk] = Field(default_factory=list)
+    sparse: list[ScoredChunk] = Field(default_factory=list)
+    binding: dict[str, Any] = Field(default_factory=dict)
+    timings: dict[str, float] = Field(default_factory=dict)
+
+
+class SearchResponse(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    generation: int
+    generation_name: str
+    hits: list[HitModel]
+    trace: TraceModel
+    reason: str | None = Field(None, description="why there are no hits")
+
+
+class ErrorResponse(BaseModel):
+    error: str | None = None
+    detail: str | list[str]
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Ready(BaseModel):
+    ready: bool
+    generation: int | None = None
+    name: str | None = None
+    version: int | None = None
+    reason: str | None = None
+    warning: str | None = None
+
+
+class BindingInfo(BaseModel):
+    alias: str
+    generation: int
+    previous: int | None
+    flipped_at: float
+    version: int
+    name: str | None
+    embedder_id: str | None
+    stage_versions: dict[str, str] | None
+    served_generation: int | None
+    served_version: int | None
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse, "description": why} for code, why in (
+        (400, "a well-formed query that cannot be answered (unknown source, bad principal)"),
+        (401, "no valid credential"), (413, "request body too large"), (422, "malformed request"),
+        (503, "no live binding, or the binding cannot be served"))}
+
+_bearer = HTTPBearer(auto_error=False, description="an API key or a JWT")
+_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="an API key")
 
 
 def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None = None) -> FastAPI:
+    conf = cfg or load_config()
+    auth = Authenticator(conf.query.auth)  # fails at startup on a missing secret or JWKS file
     state: dict[str, Any] = {}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
-        conf = cfg or load_config()
         state["retriever"] = retriever or LiveRetriever(conf)
         yield
         if retriever is None:
             state["retriever"].close()
 
-    app = FastAPI(title="Bindery query service", lifespan=lifespan)
+    app = FastAPIOffline(title="Bindery query service", lifespan=lifespan,
+                         description="Hybrid retrieval (dense + BM25, reciprocal rank fusion) over the live "
+                                     "generation, with ACLs enforced from a verified credential.")
+    metrics = ServiceMetrics()
+    app.add_middleware(BodyLimit, max_bytes=conf.query.max_body_bytes)
+    app.add_middleware(RecordRequests, metrics=metrics)  # outermost: counts the 413s too
 
     @app.exception_handler(RequestValidationError)
     async def _bad_request(_req: Request, exc: RequestValidationError) -> JSONResponse:
         msgs = [f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}" for e in exc.errors()]
+        metrics.errors.labels("invalid-request").inc()
         return JSONResponse(status_code=422, content={"error": "bad request", "detail": msgs})
 
     def _retriever() -> LiveRetriever:
         return state["retriever"]
 
-    # CONSOLE-AUTH SEAM: once the service authenticates callers, pass the dependency `/search`
-    # uses as `auth=` so the console's data endpoints sit behind the same check.
-    app.include_router(console_router(lambda: _retriever().store, auth=None))
+    def caller(request: Request, _b: Any = Security(_bearer), _k: Any = Security(_api_key)) -> tuple[str, ...] | None:
+        """The verified principals, or None in trusted-principal mode (the body says who)."""
+        if auth.trusted_principal:
+            return None
+        try:
+            return auth.principals(request.headers.get("authorization"), request.headers.get("x-api-key"))
+        except Unauthorized as e:
+            metrics.errors.labels("unauthorized").inc()
+            raise HTTPException(401, str(e), headers={"WWW-Authenticate": "Bearer"}) from e
 
-    @app.get("/healthz")
+    def filters_for(req: SearchRequest, principals: tuple[str, ...] | None) -> Filters:
+        if principals is None:
+            who: str | list[str] | None = req.principal
+        elif req.principal is not None:
+            raise QueryError("`principal` is only accepted in trusted-principal mode; "
+                             "the credential says who is asking")
+        else:
+            who = list(principals)
+        f = req.filters
+        return make_filters(who, f.sources, f.docs, f.exclude_docs, known_sources=[s.name for s in conf.sources],
+                            allow_no_principal=principals is not None)
+
+    def operator(principals: tuple[str, ...] | None = Depends(caller)) -> None:
+        """The console's operator views (generations, gate reports, dead letters) name documents of
+        every source: they need a credential holding one of `query.auth.operators`. In
+        trusted-principal mode the gateway in front decides who reaches them."""
+        if principals is not None and not set(principals) & set(conf.query.auth.operators):
+            raise HTTPException(403, "the console's operator views need a credential whose principals include "
+                                     "one of query.auth.operators")
+
+    app.include_router(console_router(lambda: _retriever().store, auth=operator))
+
+    @app.get("/healthz", response_model=Health)
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz")
+    @app.get("/readyz", response_model=Ready, responses={503: {"model": Ready}})
     def readyz() -> JSONResponse:
         r = _retriever()
         cur = r.current
@@ -76,7 +209,7 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
         return JSONResponse(content={"ready": True, "generation": cur.gen["id"], "name": cur.gen["name"],
                                      "version": cur.version, "warning": r.last_error})
 
-    @app.get("/binding")
+    @app.get("/binding", response_model=BindingInfo, responses={503: _ERRORS[503]})
     def binding() -> dict[str, Any]:
         r = _retriever()
         b = r.store.get_binding()
@@ -90,15 +223,28 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
                 "served_generation": served.gen["id"] if served else None,
                 "served_version": served.version if served else None}
 
-    @app.post("/search")
-    def search(req: SearchRequest) -> dict[str, Any]:
+    @app.post("/search", response_model=SearchResponse, responses=_ERRORS)
+    def search(req: SearchRequest, principals: tuple[str, ...] | None = Depends(caller)) -> dict[str, Any]:
+        m = metrics
         try:
-            filters = make_filters(req.principal, req.filters.sources, req.filters.docs, req.filters.exclude_docs)
-            return _retriever().search(req.query, req.k, filters).to_json()
+            out = _retriever().search(req.query, req.k, filters_for(req, principals)).to_json()
         except QueryError as e:
+            m.errors.labels("bad-query").inc()
             raise HTTPException(400, str(e)) from e
         except BindingError as e:
+            m.errors.labels("no-binding").inc()
             raise HTTPException(503, str(e)) from e
+        m.hits.observe(len(out["hits"]))
+        return out
+
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus() -> Response:
+        m = metrics
+        cur = _retriever().current
+        if cur is not None:
+            m.generation.set(cur.gen["id"])
+            m.binding_version.set(cur.version or 0)
+        return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
 

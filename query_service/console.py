@@ -96,17 +96,23 @@ def console_router(store_of: Callable[[], DocumentStore], auth: Callable[..., An
 
     api = APIRouter(prefix="/console/api", dependencies=[Depends(auth)] if auth else [])
 
+    def store_or_503() -> DocumentStore:
+        store = store_of()
+        if not store.initialised():
+            raise HTTPException(503, "nothing has been synced yet: run `bindery sync` first")
+        return store
+
     @api.get("/generations")
     def api_generations() -> dict[str, Any]:
-        return generations(store_of())
+        return generations(store_or_503())
 
     @api.get("/evals")
     def api_evals() -> dict[str, Any]:
-        return evals(store_of())
+        return evals(store_or_503())
 
     @api.get("/dead-letters")
     def api_dead_letters() -> list[dict[str, Any]]:
-        return dead_letters(store_of())
+        return dead_letters(store_or_503())
 
     router.include_router(api)
     return router

@@ -9,6 +9,11 @@ candidates).
 
 Retrieval: dense (Qdrant) and BM25 (tantivy) over-retrieve `candidates` each, in parallel,
 with the same filters; reciprocal rank fusion; an optional score floor.
+
+Access is checked twice: the indexes filter on the ACL they hold, and every answer is then
+re-checked against the document store's current ACL and deleted state
+(`enforce_current_access`, one primary-key SELECT per query), so no generation — a stale one
+restored by a rollback included — can ever widen access.
 """
 
 from __future__ import annotations
@@ -20,10 +25,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from connectors.acl import allows
 from connectors.config import BinderyConfig, EmbedConfig
 from connectors.embedder import Embedder
 from connectors.errors import BindingError, ConfigError, EmbedderUnavailable, QueryError
 from connectors.generations import IndexPair, open_reader
+from connectors.identity import doc_id
 from connectors.indexes.base import Filters
 from connectors.store import DocumentStore
 from query_service.fusion import Fused, rrf
@@ -194,17 +201,56 @@ def diversify(fused: list[Fused], payloads: dict[str, dict[str, Any]], decay: fl
     return sorted(out, key=lambda f: (-f.score, min(f.ranks.values()), f.chunk_id))
 
 
+def check_text(value: str) -> str:
+    """`value` itself when it is valid Unicode text; QueryError otherwise (a lone surrogate,
+    e.g. from a JSON ``"\\ud800"`` escape, which no index can match and tantivy rejects)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise QueryError(f"{value.encode('utf-8', 'backslashreplace').decode()[:80]!r} is not valid Unicode "
+                         "text (it contains a lone surrogate)") from None
+    return value
+
+
 def make_filters(principal: str | list[str] | None, sources: list[str] | None = None,
-                 docs: list[str] | None = None, exclude_docs: list[str] | None = None) -> Filters:
-    if principal is None or principal == [] or principal == "":
+                 docs: list[str] | None = None, exclude_docs: list[str] | None = None, *,
+                 known_sources: list[str] | None = None, allow_no_principal: bool = False) -> Filters:
+    """Filters for one query. Fail closed: no principal is refused, unless the caller is
+    authenticated and simply holds none (`allow_no_principal`: public documents only). An
+    empty `sources` or `docs` list matches nothing; a source not in `known_sources` is an error."""
+    if principal is None or principal == "" or (principal == [] and not allow_no_principal):
         raise QueryError("a principal is required: no identity, no results")
     principals = tuple([principal] if isinstance(principal, str) else principal)
-    return Filters(principals=principals, sources=tuple(sources) if sources else None,
-                   docs=tuple(docs) if docs else None, exclude_docs=tuple(exclude_docs or ()))
+    for value in (*principals, *(sources or ()), *(docs or ()), *(exclude_docs or ())):
+        check_text(value)
+    if sources and known_sources is not None:
+        unknown = sorted(set(sources) - set(known_sources))
+        if unknown:
+            raise QueryError(f"unknown source(s) {', '.join(map(repr, unknown))} "
+                             f"(configured: {', '.join(known_sources) or 'none'})")
+    return Filters(principals=principals, sources=tuple(sources) if sources is not None else None,
+                   docs=tuple(docs) if docs is not None else None, exclude_docs=tuple(exclude_docs or ()))
+
+
+def enforce_current_access(store: DocumentStore, result: SearchResult, filters: Filters) -> SearchResult:
+    """Drop hits whose document the store says is deleted, unknown, or not readable by the
+    caller now. An index that lags the store (a generation a rollback restored, a write that
+    failed) can then never serve what the store no longer allows."""
+    if not result.hits:
+        return result
+    principals = filters.principals or ()
+    acl_now = store.current_acls({doc_id(h.source, h.doc) for h in result.hits})
+    kept = [h for h in result.hits if allows(acl_now.get(doc_id(h.source, h.doc), ()), principals)]
+    if len(kept) != len(result.hits):
+        result.trace["access_dropped"] = len(result.hits) - len(kept)
+        result.hits = kept
+        if not kept:
+            result.reason = "no matching chunks"
+    return result
 
 
 def _check_query(query: str, k: int) -> str:
-    q = (query or "").strip()
+    q = check_text((query or "").strip())
     if not q:
         raise QueryError("query is empty")
     if len(q) > 4000:
@@ -217,15 +263,21 @@ def _check_query(query: str, k: int) -> str:
 class GenerationRetriever:
     """Serves one fixed generation from its published snapshot (used by evals and the gate)."""
 
-    def __init__(self, cfg: BinderyConfig, gen: dict[str, Any]):
+    def __init__(self, cfg: BinderyConfig, gen: dict[str, Any], store: DocumentStore | None = None):
         self.cfg = cfg
         self.served = _Served(cfg, gen, None)
+        self._own_store = store is None
+        self.store = store or DocumentStore(cfg.database_url, migrate=False)
 
     def search(self, query: str, k: int = 10, filters: Filters | None = None) -> SearchResult:
-        return self.served.search(_check_query(query, k), k, filters or Filters(), self.cfg.query)
+        filters = filters or Filters()
+        result = self.served.search(_check_query(query, k), k, filters, self.cfg.query)
+        return enforce_current_access(self.store, result, filters)
 
     def close(self) -> None:
         self.served.retire()
+        if self._own_store:
+            self.store.dispose()
 
 
 class LiveRetriever:
@@ -249,7 +301,7 @@ class LiveRetriever:
     def refresh(self) -> bool:
         """Open the bound generation if the binding moved; True when a swap happened."""
         with self._swap:
-            b = self.store.get_binding()
+            b = self.store.get_binding() if self.store.initialised() else None
             if b is None:
                 self.last_error = "no live binding yet: run `bindery sync` first"
                 return False
@@ -280,15 +332,17 @@ class LiveRetriever:
 
     def search(self, query: str, k: int = 10, filters: Filters | None = None) -> SearchResult:
         q = _check_query(query, k)
+        filters = filters or Filters()
         for _ in range(3):
             served = self._current
             if served is None:
                 raise BindingError(self.last_error or "no live binding")
             if served.acquire():
                 try:
-                    return served.search(q, k, filters or Filters(), self.cfg.query)
+                    result = served.search(q, k, filters, self.cfg.query)
                 finally:
                     served.release()
+                return enforce_current_access(self.store, result, filters)
         raise BindingError("the live generation changed repeatedly during the request; retry")
 
     def close(self) -> None:

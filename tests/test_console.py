@@ -22,6 +22,7 @@ from fastapi.testclient import TestClient
 
 from connectors.config import load_config
 from connectors.store import DocumentStore
+from query_service.auth import hash_key
 from query_service.console import console_router
 from tests.bindery_fixture import Deployment
 
@@ -76,10 +77,30 @@ def test_data_endpoints_report_the_store_and_sit_behind_the_auth_dependency(tmp_
     store.dispose()
 
 
+def test_operator_views_need_an_operator_credential(tmp_path: Path) -> None:
+    """Through the real app: the console's data name documents of every source, so a reader's
+    key is refused (403), no key is 401, and only a key holding an operator principal reads them."""
+    from query_service.app import create_app
+
+    keys = [{"name": "ops", "hash": hash_key(OPERATOR_KEY), "principals": ["operator"]},
+            {"name": "reader", "hash": hash_key("reader-key"), "principals": ["hr-team"]}]
+    dep = Deployment(tmp_path, query={"poll_seconds": 0.1, "auth": {"api_keys": keys, "operators": ["operator"]}})
+    with TestClient(create_app(load_config(dep.config_path))) as client:
+        assert client.get("/console/api/dead-letters").status_code == 401
+        assert client.get("/console/api/dead-letters", headers={"X-API-Key": "reader-key"}).status_code == 403
+        # nothing synced yet: the service runs and says so instead of failing
+        assert client.get("/console/api/dead-letters", headers={"X-API-Key": OPERATOR_KEY}).status_code == 503
+        assert client.get("/readyz").status_code == 503
+        assert client.get("/console/").status_code == 200  # the page itself holds no data
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+OPERATOR_KEY = "console-operator-key"
 
 
 @pytest.fixture
@@ -89,7 +110,8 @@ def service(tmp_path: Path) -> Iterator[tuple[str, Deployment]]:
 
     from query_service.app import create_app
 
-    dep = Deployment(tmp_path)
+    keys = [{"name": "ops", "hash": hash_key(OPERATOR_KEY), "principals": ["operator"]}]
+    dep = Deployment(tmp_path, query={"poll_seconds": 0.1, "auth": {"api_keys": keys, "operators": ["operator"]}})
     dep.write("broken/truncated.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >>\n")  # a dead letter to show
     dep.cli("sync")
     port = _free_port()
@@ -123,6 +145,8 @@ def test_console_in_headless_chromium(service: tuple[str, Deployment], tmp_path:
         page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
         page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+        # the key an operator typed into the page earlier in this browser session
+        page.add_init_script(f"sessionStorage.setItem('bindery-api-key', '{OPERATOR_KEY}')")
         page.goto(f"{base}/console/")
         page.wait_for_selector("#generations-table tbody tr td")
         page.fill("#query", "How long does the XR-4471 battery last?")

@@ -48,3 +48,20 @@ def test_a_provider_outage_dead_letters_documents_and_the_run_goes_on(
         dep.cli("sync")
         assert dep.cli("dlq") == []
         assert dep.cli("query", "ERR-0x1F", "-k", "1")["hits"][0]["doc"] == "ops/errors.html"
+
+
+def test_a_rejected_key_fails_the_sync_with_the_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 9: with a key the provider rejects, the sync used to dead-letter every document
+    and exit 0 with no errors. A provider-wide failure is a run failure with its reason."""
+    with AnthropicStub(api_key="sk-test") as stub:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-revoked")
+        dep = Deployment(tmp_path, stages={"context": {"provider": "anthropic", "base_url": stub.base_url}})
+        out = dep.cli("sync", expect=1)
+        assert "401" in out["errors"]["docs"] and "ANTHROPIC_API_KEY" in out["errors"]["docs"]
+        assert len(stub.message_requests) == 1  # it stopped at the first refusal
+        assert [d for d in dep.cli("dlq") if d["stage"] == "context"] == []  # not N document failures
+        status = dep.cli("status")
+        assert "401" in status["sources"]["docs"]["last_error"] and status["live"] is None
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        assert dep.cli("sync")["errors"] == {}
+        assert dep.cli("query", "ERR-0x1F", "-k", "1")["hits"][0]["doc"] == "ops/errors.html"

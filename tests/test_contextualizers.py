@@ -358,3 +358,49 @@ def test_stub_accepts_x_api_key_and_rejects_missing_version() -> None:
             urllib.request.urlopen(bad, timeout=5)
         assert info.value.code == 400
         assert json.loads(info.value.read())["error"]["type"] == "invalid_request_error"
+
+
+# -- provider-wide failures are not document failures ------------------------------------------
+
+
+@pytest.mark.parametrize("status", [401, 403, 404, 429])
+def test_provider_wide_statuses_raise_provider_unavailable(
+        stub: AnthropicStub, monkeypatch: pytest.MonkeyPatch, status: int) -> None:
+    from connectors.contextualizers import ProviderUnavailable
+
+    c = _anthropic(stub, monkeypatch, max_retries=1)
+    stub.fail(status, times=100)
+    with pytest.raises(ProviderUnavailable) as info:
+        c.contextualize(LONG_DOC, CHUNKS[:1])
+    assert info.value.status == status and str(status) in str(info.value)
+    c.close()
+
+
+def test_a_rejected_key_and_an_unreachable_endpoint_are_provider_wide(
+        stub: AnthropicStub, monkeypatch: pytest.MonkeyPatch) -> None:
+    from connectors.contextualizers import ProviderUnavailable
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-wrong")
+    c = AnthropicContextualizer(ContextConfig(provider="anthropic", base_url=stub.base_url), max_retries=0)
+    with pytest.raises(ProviderUnavailable, match="401"):
+        c.contextualize(LONG_DOC, CHUNKS[:1])
+    c.close()
+    with AnthropicStub() as s:
+        dead_url = s.base_url
+    c = AnthropicContextualizer(ContextConfig(provider="anthropic", base_url=dead_url), max_retries=0, timeout=2.0)
+    with pytest.raises(ProviderUnavailable, match="unreachable"):
+        c.contextualize(LONG_DOC, CHUNKS[:1])
+    c.close()
+
+
+@pytest.mark.parametrize("status", [400, 413, 500, 529])
+def test_per_document_statuses_stay_document_failures(
+        stub: AnthropicStub, monkeypatch: pytest.MonkeyPatch, status: int) -> None:
+    from connectors.contextualizers import ProviderUnavailable
+
+    c = _anthropic(stub, monkeypatch, max_retries=0)
+    stub.fail(status, times=100)
+    with pytest.raises(ContextError) as info:
+        c.contextualize(LONG_DOC, CHUNKS[:1])
+    assert not isinstance(info.value, ProviderUnavailable) and info.value.status == status
+    c.close()

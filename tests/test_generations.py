@@ -85,9 +85,12 @@ def test_syncs_reach_the_building_candidate(dep: Deployment) -> None:
 
 def test_queries_follow_flips_without_errors_and_each_answer_has_one_generation(dep: Deployment) -> None:
     cfg = load_config(dep.config_path)
-    cand = dep.cli("reindex", "--force")["candidate"]
+    # Another chunk version: every chunk id of the candidate differs from generation 1's, so an
+    # answer that mixed the two generations would show (with an identical rebuild it could not).
+    dep.set_stage("chunk", max_tokens=64)
+    cand = dep.cli("reindex")["candidate"]
     chunks_of = {1: chunk_sets(dep, 1)["vector"], cand: chunk_sets(dep, cand)["vector"]}
-    assert not (chunks_of[1] & chunks_of[cand]) or chunks_of[1] == chunks_of[cand]
+    assert chunks_of[1] and chunks_of[cand] and not (chunks_of[1] & chunks_of[cand])
     retriever = LiveRetriever(cfg)
     errors: list[str] = []
     answers: list[tuple[int, set[str]]] = []
@@ -107,7 +110,7 @@ def test_queries_follow_flips_without_errors_and_each_answer_has_one_generation(
         t.start()
     try:
         time.sleep(1.0)
-        dep.cli("promote")
+        dep.cli("promote", "--force", "--reason", "the test needs a different generation live")
         t0 = time.monotonic()
         while retriever.current.gen["id"] != cand:
             assert time.monotonic() - t0 < 2.0, "the flip was not picked up within two seconds"
@@ -127,6 +130,7 @@ def test_queries_follow_flips_without_errors_and_each_answer_has_one_generation(
     assert errors == []
     gens = {g for g, _ in answers}
     assert gens == {1, cand} and len(answers) > 20
+    assert all(ids for _, ids in answers)  # every answer had hits to check
     for gen, ids in answers:
         assert ids <= chunks_of[gen], "a response mixed chunks of two generations"
 

@@ -237,15 +237,11 @@ def test_ole_file_without_native_parser_goes_to_the_fallback():
     assert d.format == "fallback" and "OLE" in d.label
 
 
-def test_fallback_failure_is_unsupported_with_the_reason(monkeypatch):
-    import assets.parsing.fallback as fb
-
-    def boom(**kwargs):
-        raise ImportError("partition_doc() needs LibreOffice (soffice)")
-
-    monkeypatch.setattr(fb, "_partition", boom)
+def test_an_unreadable_legacy_office_file_is_unsupported_with_the_reason():
+    """The real fallback on bytes no parser can read (no monkeypatch: what users get)."""
     ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600)
-    with pytest.raises(UnsupportedFormat, match=r"unstructured could not read it.*soffice"):
+    reason = r"old\.doc: legacy Office \(OLE\) file .*unstructured could not read it"
+    with pytest.raises(UnsupportedFormat, match=reason):
         parse_document(ole, "old.doc", CFG)
 
 

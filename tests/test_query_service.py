@@ -3,6 +3,7 @@ filters on both retrievers, 4xx on bad input, fail-closed identity, embedder mis
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from fastapi.testclient import TestClient
 from connectors.config import load_config
 from connectors.store import DocumentStore
 from query_service.app import create_app
+from query_service.auth import hash_key
 from query_service.fusion import rrf
 from query_service.retrieval import LiveRetriever
 from tests.bindery_fixture import Deployment
@@ -25,16 +27,42 @@ def test_rrf_matches_the_formula_and_is_deterministic() -> None:
     assert rrf({"x": ["b", "a"], "y": ["a", "b"]}) == rrf({"y": ["a", "b"], "x": ["b", "a"]})
 
 
+ANON_KEY, HR_KEY = "bk_anonymous-caller", "bk_hr-team-caller"
+JWT_SECRET = "hs256-secret-for-the-query-service-tests-0123456789"
+AUTH = {"api_keys": [{"name": "anon", "hash": hash_key(ANON_KEY), "principals": []},
+                     {"name": "hr", "hash": hash_key(HR_KEY), "principals": ["hr-team"]}],
+        "jwt": {"hs256_secret_env": "BINDERY_QS_JWT", "principals_claim": "groups"}}
+
+
+class Client:
+    """A TestClient that sends one caller's API key on every request."""
+
+    def __init__(self, client: TestClient, retriever: LiveRetriever, key: str = ANON_KEY):
+        self.client = client
+        self.retriever = retriever
+        self.key = key
+
+    def get(self, url: str, **kw):  # type: ignore[no-untyped-def]
+        return self.client.get(url, **kw)
+
+    def post(self, url: str, key: str | None = None, **kw):  # type: ignore[no-untyped-def]
+        headers = {"X-API-Key": key or self.key, **kw.pop("headers", {})}
+        return self.client.post(url, headers=headers, **kw)
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    dep = Deployment(tmp_path_factory.mktemp("qs"))
+    mp = pytest.MonkeyPatch()
+    mp.setenv("BINDERY_QS_JWT", JWT_SECRET)
+    dep = Deployment(tmp_path_factory.mktemp("qs"), query={"poll_seconds": 0.1, "auth": AUTH})
     (dep.root / "people" / ".bindery-acl").write_text("hr-team\n")
     dep.cli("sync")
     cfg = load_config(dep.config_path)
     retriever = LiveRetriever(cfg)
     with TestClient(create_app(cfg, retriever)) as client:
-        yield dep, client
+        yield dep, Client(client, retriever)
     retriever.close()
+    mp.undo()
 
 
 pytestmark = pytest.mark.slow
@@ -51,7 +79,7 @@ def test_health_ready_and_binding(served) -> None:  # type: ignore[no-untyped-de
 
 def test_search_returns_provenance_and_a_trace(served) -> None:  # type: ignore[no-untyped-def]
     _, c = served
-    r = c.post("/search", json={"query": "ERR-0x1F", "k": 3, "principal": "anonymous"})
+    r = c.post("/search", json={"query": "ERR-0x1F", "k": 3})
     assert r.status_code == 200
     body = r.json()
     top = body["hits"][0]
@@ -67,26 +95,25 @@ def test_search_returns_provenance_and_a_trace(served) -> None:  # type: ignore[
 def test_acl_filters_apply_to_both_retrievers(served) -> None:  # type: ignore[no-untyped-def]
     _, c = served
     body = {"query": "Lyon office Part-Dieu", "k": 10}
-    public = c.post("/search", json={**body, "principal": "anonymous"}).json()
+    public = c.post("/search", json=body).json()
     assert all(h["doc"] != "people/lyon.md" for h in public["hits"])
-    hr = c.post("/search", json={**body, "principal": ["hr-team"]}).json()
+    hr = c.post("/search", key=HR_KEY, json=body).json()
     assert hr["hits"][0]["doc"] == "people/lyon.md"
     assert hr["hits"][0]["ranks"].keys() == {"dense", "sparse"}
-    only = c.post("/search", json={**body, "principal": "hr-team", "filters": {"docs": ["ops/oncall.txt"]}}).json()
+    only = c.post("/search", key=HR_KEY, json={**body, "filters": {"docs": ["ops/oncall.txt"]}}).json()
     assert {h["doc"] for h in only["hits"]} == {"ops/oncall.txt"}
     assert {t["chunk_id"] for t in only["trace"]["dense"]} == {t["chunk_id"] for t in only["trace"]["sparse"]} or \
         not only["trace"]["sparse"]
 
 
 @pytest.mark.parametrize("payload,status", [
-    ({"query": "x", "k": 3}, 422),  # no principal: no identity, no results
-    ({"query": "", "principal": "a"}, 422),
-    ({"query": "x", "k": 0, "principal": "a"}, 422),
-    ({"query": "x", "k": 10_000, "principal": "a"}, 422),
-    ({"query": "x", "principal": "a", "filters": {"bogus": 1}}, 422),
-    ({"query": "   ", "principal": "a"}, 400),
-    ({"query": "x", "principal": []}, 400),
-    ({"query": "AND OR NOT ( [ { :\\ ~ * ?", "principal": "a"}, 200),
+    ({"query": "", "k": 3}, 422),
+    ({"query": "x", "k": 0}, 422),
+    ({"query": "x", "k": 10_000}, 422),
+    ({"query": "x", "filters": {"bogus": 1}}, 422),
+    ({"query": "x", "principal": "a"}, 400),  # the credential says who is asking
+    ({"query": "   "}, 400),
+    ({"query": "AND OR NOT ( [ { :\\ ~ * ?"}, 200),
 ])
 def test_bad_input_is_a_4xx_never_a_500(served, payload, status) -> None:  # type: ignore[no-untyped-def]
     _, c = served
@@ -101,6 +128,73 @@ def test_non_json_body_is_a_4xx(served) -> None:  # type: ignore[no-untyped-def]
     assert c.post("/search", content=b"not json", headers={"content-type": "application/json"}).status_code == 422
 
 
+def test_a_jwt_carries_its_principals_to_both_retrievers(served) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    import jwt
+
+    _, c = served
+    body = {"query": "Lyon office Part-Dieu", "k": 10}
+    token = jwt.encode({"groups": ["hr-team"], "exp": time.time() + 60}, JWT_SECRET, algorithm="HS256")
+    r = c.client.post("/search", json=body, headers={"Authorization": f"Bearer {token}"})
+    assert r.json()["hits"][0]["doc"] == "people/lyon.md"
+    other = jwt.encode({"groups": ["sales"], "exp": time.time() + 60}, JWT_SECRET, algorithm="HS256")
+    r = c.client.post("/search", json=body, headers={"Authorization": f"Bearer {other}"})
+    assert all(h["doc"] != "people/lyon.md" for h in r.json()["hits"])
+    assert c.client.post("/search", json={**body, "principal": "hr-team"}).status_code == 401
+
+
+@pytest.fixture(scope="module")
+def trusted(served):  # type: ignore[no-untyped-def]
+    """The same deployment behind a gateway: the body's `principal` is believed."""
+    dep, c = served
+    cfg = load_config(dep.config_path)
+    cfg.query.auth.mode = "trusted-principal"
+    with TestClient(create_app(cfg, c.retriever)) as client:
+        yield client
+
+
+@pytest.mark.parametrize("payload,field", [
+    ({"principal": "\ud800"}, "principal"),
+    ({"principal": ["hr-team", "x\udfff"]}, "principal"),
+    ({"principal": "a", "filters": {"docs": ["ops/\ud800.md"]}}, "filters.docs.0"),
+    ({"principal": "a", "filters": {"sources": ["\udc80"]}}, "filters.sources.0"),
+    ({"principal": "a", "filters": {"exclude_docs": ["\ud83d"]}}, "filters.exclude_docs.0"),
+    ({"principal": "a", "query": "battery \ud800"}, "query"),
+])
+def test_lone_surrogates_are_a_422_not_a_500(trusted, payload, field) -> None:  # type: ignore[no-untyped-def]
+    raw = json.dumps({"query": "battery", "k": 3, **payload})  # json escapes keep the lone surrogate
+    r = trusted.post("/search", content=raw.encode(), headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert any(d.startswith(field) and "unicode" in d for d in r.json()["detail"]), r.json()
+
+
+def test_a_lone_surrogate_in_a_token_claim_is_a_400_not_a_500(served) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    import jwt
+
+    _, c = served
+    token = jwt.encode({"groups": ["\ud800"], "exp": time.time() + 60}, JWT_SECRET, algorithm="HS256")
+    r = c.client.post("/search", json={"query": "battery"}, headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 400 and "lone surrogate" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("filters", [{"docs": []}, {"sources": []}])
+def test_an_empty_filter_list_means_nothing(served, filters) -> None:  # type: ignore[no-untyped-def]
+    _, c = served
+    r = c.post("/search", key=HR_KEY, json={"query": "battery XR-4471 office", "k": 10, "filters": filters})
+    assert r.status_code == 200 and r.json()["hits"] == []
+    assert r.json()["trace"]["dense"] == [] and r.json()["trace"]["sparse"] == []
+    assert c.post("/search", key=HR_KEY, json={"query": "battery XR-4471 office", "k": 10}).json()["hits"]
+
+
+def test_an_unknown_source_is_a_400_naming_it(served) -> None:  # type: ignore[no-untyped-def]
+    _, c = served
+    r = c.post("/search", json={"query": "battery", "filters": {"sources": ["docs", "nope"]}})
+    assert r.status_code == 400 and "'nope'" in r.json()["detail"] and "docs" in r.json()["detail"]
+
+
 def test_a_query_embedder_mismatch_is_a_hard_error(tmp_path: Path) -> None:
     dep = Deployment(tmp_path)
     dep.cli("sync")
@@ -112,6 +206,7 @@ def test_a_query_embedder_mismatch_is_a_hard_error(tmp_path: Path) -> None:
 
     retrieval._EMBEDDERS.clear()
     r = LiveRetriever(cfg, follow=False)
+    cfg.query.auth.mode = "trusted-principal"
     with TestClient(create_app(cfg, r)) as c:
         assert c.get("/readyz").status_code == 503
         resp = c.post("/search", json={"query": "battery", "principal": "a"})
@@ -129,3 +224,12 @@ def test_diversify_decays_repeated_documents_only() -> None:
     out = diversify(fused, payloads, 0.9)
     assert [f.chunk_id for f in out] == ["a1", "b1", "a2"]
     assert out[2].score == pytest.approx(0.029 * 0.9)
+
+
+def test_metrics_name_the_generation_served(served) -> None:  # type: ignore[no-untyped-def]
+    _, c = served
+    assert c.post("/search", json={"query": "battery"}).status_code == 200
+    body = c.get("/metrics").text
+    assert "bindery_generation_served 1.0" in body
+    assert 'bindery_http_requests_total{method="POST",route="/search",status="200"}' in body
+    assert "bindery_search_hits_count" in body

@@ -117,11 +117,17 @@ def test_symlinks_followed_loops_and_broken_links_skipped(tree: Path, tmp_path: 
     (tree / "sub/deeper/up").symlink_to(tree / "sub", target_is_directory=True)
     (tree / "link.txt").symlink_to(outside)
     (tree / "broken.txt").symlink_to(tmp_path / "missing")
-    ids = listing(src(tree))
-    assert "link.txt" in ids
+    ids = listing(src(tree, follow_external_symlinks=True))
+    assert "link.txt" in ids and ids["link.txt"].problem is None
     assert "broken.txt" not in ids
     assert not any("loop" in i or "/up/" in i for i in ids)
-    assert src(tree).read(ids["link.txt"]) == b"via link"
+    assert src(tree, follow_external_symlinks=True).read(ids["link.txt"]) == b"via link"
+    # by default a link out of the root is listed with its reason, and never read
+    ids = listing(src(tree))
+    assert ids["link.txt"].problem is not None and ids["link.txt"].problem[0] == "external-symlink"
+    assert ids["sub/b.md"].problem is None
+    with pytest.raises(SourceError, match="outside the source root"):
+        src(tree).read(ids["link.txt"])
 
 
 # -- ACL -------------------------------------------------------------------------------------

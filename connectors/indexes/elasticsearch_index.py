@@ -299,6 +299,27 @@ class ElasticsearchIndex:
                     return out
                 after = hits[-1]["sort"]
 
+    def acls(self) -> dict[str, tuple[str, ...]]:
+        """chunk id -> its indexed ACL (sorted), paged like :meth:`chunk_ids` (for `bindery verify`)."""
+        out: dict[str, tuple[str, ...]] = {}
+        after: list[Any] | None = None
+        with self._errors("list ACLs"):
+            while True:
+                resp = self._client.search(
+                    index=self.index_name,
+                    query={"match_all": {}},
+                    size=_PAGE,
+                    sort=[{"chunk_id": "asc"}],
+                    search_after=after,
+                    source={"includes": ["acl"]},
+                    track_total_hits=False,
+                )
+                hits = resp["hits"]["hits"]
+                out.update((hit["_id"], tuple(sorted(hit.get("_source", {}).get("acl") or ()))) for hit in hits)
+                if len(hits) < _PAGE:
+                    return out
+                after = hits[-1]["sort"]
+
     def count(self) -> int:
         """Searchable chunks (as of the last refresh); 0 while the index does not exist yet,
         as in every adapter, so a first sync into an empty cluster needs no special case."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -136,17 +136,24 @@ class QdrantEdgeIndex:
         recs = self.shard.retrieve([point_id(c) for c in chunk_ids], with_payload=True, with_vector=False)
         return {r.payload["chunk_id"]: dict(r.payload) for r in recs if r.payload}
 
-    def chunk_ids(self) -> set[str]:
+    def _scroll(self, fields: list[str]) -> Iterator[dict[str, Any]]:
+        """Every point's payload (only `fields`), page by page."""
         if self.shard is None:
-            return set()
-        out: set[str] = set()
+            return
         offset = None
         while True:
-            recs, offset = self.shard.scroll(qe.ScrollRequest(offset=offset, limit=4096, with_payload=["chunk_id"],
+            recs, offset = self.shard.scroll(qe.ScrollRequest(offset=offset, limit=4096, with_payload=fields,
                                                               with_vector=False))
-            out.update(r.payload["chunk_id"] for r in recs if r.payload)
+            yield from (r.payload for r in recs if r.payload)
             if offset is None:
-                return out
+                return
+
+    def chunk_ids(self) -> set[str]:
+        return {p["chunk_id"] for p in self._scroll(["chunk_id"])}
+
+    def acls(self) -> dict[str, tuple[str, ...]]:
+        """chunk id -> its indexed ACL (sorted), read from the payloads (for `bindery verify`)."""
+        return {p["chunk_id"]: tuple(sorted(p.get("acl") or ())) for p in self._scroll(["chunk_id", "acl"])}
 
     def count(self) -> int:
         return 0 if self.shard is None else int(self.shard.count(qe.CountRequest(exact=True)))

@@ -95,6 +95,7 @@ class QdrantIndex:
         return models.Filter(must=must, must_not=must_not or None)
 
     def search(self, vector: Sequence[float], k: int, filters: Filters) -> list[ScoredId]:
+        """Nearest chunks under `filters` (an empty `sources`/`docs` tuple matches nothing)."""
         flt = self._filter(filters)  # refuses a missing identity even on an empty index
         if filters.matches_nothing or not self.client.collection_exists(self.collection):
             return []
@@ -119,6 +120,19 @@ class QdrantIndex:
             pts, offset = self.client.scroll(self.collection, limit=2048, offset=offset,
                                              with_payload=["chunk_id"], with_vectors=False)
             out.update(p.payload["chunk_id"] for p in pts if p.payload)
+            if offset is None:
+                return out
+
+    def acls(self) -> dict[str, tuple[str, ...]]:
+        """chunk id -> its indexed ACL (sorted), read from the payloads (for `bindery verify`)."""
+        if not self.client.collection_exists(self.collection):
+            return {}
+        out: dict[str, tuple[str, ...]] = {}
+        offset = None
+        while True:
+            pts, offset = self.client.scroll(self.collection, limit=2048, offset=offset,
+                                             with_payload=["chunk_id", "acl"], with_vectors=False)
+            out.update((p.payload["chunk_id"], tuple(sorted(p.payload.get("acl") or ()))) for p in pts if p.payload)
             if offset is None:
                 return out
 

@@ -249,6 +249,27 @@ class TantivyIndex:
         terms = searcher.terms_with_prefix("chunk_id", "", filter_query=tantivy.Query.all_query())
         return {term for term, count in terms if count > 0}
 
+    def acls(self) -> dict[str, tuple[str, ...]]:
+        """chunk id -> its indexed ACL (sorted), for `bindery verify`.
+
+        ``acl`` is indexed, not stored, so this reads the term dictionary: one term query per
+        distinct principal (few), collecting the chunk ids that carry it. A chunk with an
+        empty ACL carries no term and maps to ``()``.
+        """
+        self._check_open()
+        searcher = self._index.searcher()
+        out: dict[str, list[str]] = {c: [] for c in self.chunk_ids()}
+        if not out:
+            return {}
+        live = tantivy.Query.all_query()
+        for principal, count in searcher.terms_with_prefix("acl", "", filter_query=live):
+            if count <= 0:
+                continue
+            q = tantivy.Query.term_query(self._schema, "acl", principal, index_option="basic")
+            for _score, addr in searcher.search(q, limit=len(out), count=False).hits:
+                out.setdefault(str(searcher.doc(addr).get_first("chunk_id")), []).append(principal)
+        return {c: tuple(sorted(p)) for c, p in out.items()}
+
     def count(self) -> int:
         """Live (committed, not deleted) chunks as of the last reload."""
         self._check_open()

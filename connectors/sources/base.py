@@ -25,6 +25,9 @@ class SourceEntry:
     modified_at: float  # unix seconds
     acl: tuple[str, ...] = ()
     metadata: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    # Set when the source lists the item but will not serve it (e.g. a symlink out of the
+    # source root): (reason code, message). The listing dead-letters it; the rest goes on.
+    problem: tuple[str, str] | None = field(default=None, compare=False)
 
 
 class Source(Protocol):

@@ -1,14 +1,17 @@
 """A local (or NFS-mounted) folder as a source.
 
 Listing walks the root with `os.scandir`, entries sorted by name, so the order is stable. Hidden
-files and folders (name starting with `.`) are skipped; symlinks are followed, except a link back
-to a folder that is already being walked (a loop), which is skipped. `external_id` is the POSIX
+files and folders (name starting with `.`) are skipped. Symlinks whose target stays inside the
+root are followed, except a link back to a folder that is already being walked (a loop), which
+is skipped; a symlink whose target lies outside the root is followed only with the source's
+`follow_external_symlinks: true`, and otherwise listed with a `problem` (the listing
+dead-letters it with the reason), so a link can never publish files from elsewhere unnoticed. `external_id` is the POSIX
 path relative to the root; `fingerprint` is `"{mtime_ns}-{size}"`.
 
-ACL: the nearest `.bindery-acl` file (one principal per line, `#` comments and blank lines
-ignored) in the item's folder or any folder above it, up to the root, wins; else the source's
-configured `acl`; else `("*",)` (public). A sidecar that lists nobody yields `()`: no principal
-may see those documents (fail closed). `metadata["acl_from"]` says where an ACL came from.
+ACL (semantics in connectors.acl): the nearest `.bindery-acl` file in the item's folder or any
+folder above it, up to the root, wins; else the source's configured `acl`; else public. A
+sidecar that lists nobody yields `()`: no principal may see those documents (fail closed).
+`metadata["acl_from"]` says where an ACL came from.
 
 Failure rules (a failed listing must never look like an empty one, or the delete sweep would
 remove everything): a missing or unreadable root, an unreadable subfolder or an unreadable
@@ -26,6 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from connectors import acl as acls
+from connectors.acl import PUBLIC_ACL, SIDECAR, Acl
 from connectors.config import SourceConfig
 from connectors.errors import ConfigError, SourceError, TooLarge
 from connectors.sources.base import SourceEntry
@@ -35,14 +40,7 @@ __all__ = ["ACL_SIDECAR", "PUBLIC_ACL", "LocalFolderSource"]
 
 log = logging.getLogger(__name__)
 
-ACL_SIDECAR = ".bindery-acl"
-PUBLIC_ACL: tuple[str, ...] = ("*",)
-
-
-@dataclass(frozen=True)
-class _Acl:
-    principals: tuple[str, ...]
-    origin: str  # "sidecar:<relative path>", "config" or "default"
+ACL_SIDECAR = SIDECAR
 
 
 @dataclass(frozen=True)
@@ -50,7 +48,8 @@ class _Item:
     rel: str
     path: str
     st: os.stat_result
-    acl: _Acl
+    acl: Acl
+    problem: tuple[str, str] | None = None
 
 
 def _reason(e: OSError) -> str:
@@ -69,24 +68,23 @@ class LocalFolderSource:
         self.root = Path(cfg.root).absolute()
         self.max_bytes = int(cfg.max_file_mb * 1024 * 1024)
         self._filter = PathFilter(cfg.include, cfg.exclude)
-        self._default_acl = (
-            _Acl(tuple(cfg.acl), "config") if cfg.acl else _Acl(PUBLIC_ACL, "default")
-        )
+        self._default_acl = acls.source_default(cfg)
+        self.follow_external = cfg.follow_external_symlinks
+        self._real_root = os.path.realpath(self.root)
 
     # -- listing -------------------------------------------------------------------------
 
     def _fail(self, what: str, path: str | Path, e: OSError) -> SourceError:
         return SourceError(f"source {self.name!r}: cannot {what} {path}: {_reason(e)}")
 
-    def _read_sidecar(self, path: str, rel_dir: str) -> _Acl:
+    def _read_sidecar(self, path: str, rel_dir: str) -> Acl:
         try:
-            with open(path, encoding="utf-8") as f:
-                lines = [ln.strip() for ln in f]
+            with open(path, "rb") as f:
+                principals = acls.parse_sidecar(f.read())
         except (OSError, UnicodeDecodeError) as e:
             reason = _reason(e) if isinstance(e, OSError) else f"not UTF-8 text ({e.reason})"
             raise SourceError(f"source {self.name!r}: cannot read ACL file {path}: {reason}") from e
-        principals = tuple(dict.fromkeys(ln for ln in lines if ln and not ln.startswith("#")))
-        return _Acl(principals, f"sidecar:{rel_dir}{ACL_SIDECAR}")
+        return Acl(principals, f"sidecar:{rel_dir}{ACL_SIDECAR}")
 
     def _walk(self) -> Iterator[_Item]:
         """Files under the root that pass the include/exclude filter, in a stable order."""
@@ -99,7 +97,7 @@ class LocalFolderSource:
         yield from self._walk_dir(str(self.root), "", self._default_acl, {_dir_key(root_st)})
 
     def _walk_dir(
-        self, path: str, rel_dir: str, acl: _Acl, ancestors: set[tuple[int, int]]
+        self, path: str, rel_dir: str, acl: Acl, ancestors: set[tuple[int, int]]
     ) -> Iterator[_Item]:
         try:
             with os.scandir(path) as it:
@@ -125,6 +123,12 @@ class LocalFolderSource:
                 continue
             except OSError as err:
                 raise self._fail("stat", de.path, err) from err
+            if de.is_symlink() and not self.follow_external and not self._inside(de.path):
+                if stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and self._filter(rel)):
+                    yield _Item(rel, de.path, st, acl, ("external-symlink", (
+                        f"{rel} is a symlink to {os.path.realpath(de.path)}, outside the source root; "
+                        "skipped (set follow_external_symlinks: true on the source to follow it)")))
+                continue
             if stat.S_ISDIR(st.st_mode):
                 key = _dir_key(st)
                 if key in ancestors:
@@ -146,6 +150,7 @@ class LocalFolderSource:
                 modified_at=st.st_mtime,
                 acl=item.acl.principals,
                 metadata={"acl_from": item.acl.origin},
+                problem=item.problem,
             )
 
     def describe(self, entry: SourceEntry) -> SourceEntry:
@@ -154,12 +159,22 @@ class LocalFolderSource:
 
     # -- reading -------------------------------------------------------------------------
 
+    def _inside(self, path: str | Path) -> bool:
+        """Whether `path`, symlinks resolved, lies under the (resolved) root."""
+        real = os.path.realpath(path)
+        return real == self._real_root or real.startswith(self._real_root + os.sep)
+
     def path_of(self, entry: SourceEntry) -> Path:
-        """The file behind an entry; refuses ids that would escape the root."""
+        """The file behind an entry; refuses ids that would escape the root (by `..`, or by a
+        symlink out of it unless the source follows those)."""
         rel = PurePosixPath(entry.external_id)
         if rel.is_absolute() or ".." in rel.parts or not rel.parts:
             raise SourceError(f"source {self.name!r}: invalid external id {entry.external_id!r}")
-        return self.root.joinpath(*rel.parts)
+        path = self.root.joinpath(*rel.parts)
+        if not self.follow_external and not self._inside(path):
+            raise SourceError(f"source {self.name!r}: {entry.external_id} leads outside the source root "
+                              "(follow_external_symlinks is off)")
+        return path
 
     def read(self, entry: SourceEntry) -> bytes:
         """The file's current bytes. SourceError if unreadable; TooLarge over `max_file_mb`."""

@@ -39,11 +39,11 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
+from connectors.acl import parse_list, source_default
 from connectors.config import SourceConfig
 from connectors.errors import ConfigError, SourceError, TooLarge
 from connectors.sources.base import SourceEntry
 from connectors.sources.globs import PathFilter
-from connectors.sources.local import PUBLIC_ACL
 
 __all__ = ["DEFAULT_REGION", "S3Source", "parse_acl"]
 
@@ -65,9 +65,7 @@ def _new_client(endpoint_url: str | None, region: str, config: Config) -> Any:
         return _session.client("s3", endpoint_url=endpoint_url, region_name=region, config=config)
 
 
-def parse_acl(value: str) -> tuple[str, ...]:
-    """`"alice, group:eng,"` -> `("alice", "group:eng")` (order kept, duplicates dropped)."""
-    return tuple(dict.fromkeys(p.strip() for p in value.split(",") if p.strip()))
+parse_acl = parse_list  # `"alice, group:eng,"` -> `("alice", "group:eng")` (connectors.acl)
 
 
 def _etag(raw: str) -> str:
@@ -105,7 +103,7 @@ class S3Source:
         self.page_size = page_size
         self.max_bytes = int(cfg.max_file_mb * 1024 * 1024)
         self._filter = PathFilter(cfg.include, cfg.exclude)
-        self._default_acl = tuple(cfg.acl) if cfg.acl else PUBLIC_ACL
+        self._default = source_default(cfg)
         self._client = client or _new_client(
             cfg.endpoint_url,
             cfg.region or DEFAULT_REGION,
@@ -196,8 +194,7 @@ class S3Source:
         if "acl" in user:
             acl, origin = parse_acl(user["acl"]), "metadata"
         else:
-            acl = self._default_acl
-            origin = "default" if acl == PUBLIC_ACL else "config"
+            acl, origin = self._default.principals, self._default.origin
         meta = {f"x-amz-meta-{k}": v for k, v in user.items()}
         meta["acl_from"] = origin
         if head.get("ContentType"):

@@ -30,6 +30,8 @@ sources = sa.Table(
     sa.Column("last_good_listing_count", sa.Integer),
     sa.Column("last_error", sa.Text),
     sa.Column("probe", sa.String(64)),
+    # parses created after this form the batch the parse-quality check judges (moves on a pass)
+    sa.Column("parse_accepted_at", _ts),
 )
 
 documents = sa.Table(
@@ -170,6 +172,9 @@ index_state = sa.Table(
     sa.Column("digest", sa.String(32), nullable=False),
     sa.Column("chunks", sa.Integer, nullable=False),
     sa.Column("indexed_at", _ts, nullable=False),
+    # the document's ACL hash when written here: an ACL change that cannot be rewritten into
+    # this generation removes the document from it (never left under its old ACL)
+    sa.Column("acl_hash", sa.String(16)),
 )
 
 dead_letters = sa.Table(

@@ -70,6 +70,11 @@ class DocumentStore:
         return sa.engine.make_url(self.url).render_as_string(hide_password=True)
 
     # -- schema -------------------------------------------------------------------------
+    def initialised(self) -> bool:
+        """Whether a writer has created the schema yet. Readers (the query service) never
+        migrate; on a fresh data dir they report "nothing synced yet" instead of failing."""
+        return sa.inspect(self.engine).has_table(t.bindings.name)
+
     def migrate(self) -> None:
         """Bring the schema to head through Alembic (never create_all on a live database)."""
         from alembic import command
@@ -154,6 +159,18 @@ class DocumentStore:
             for batch in _batches(ids):
                 q = sa.select(t.documents).where(t.documents.c.doc_id.in_(batch))
                 out.update({r["doc_id"]: dict(r) for r in c.execute(q).mappings()})
+        return out
+
+    def current_acls(self, doc_ids: Iterable[str]) -> dict[str, list[str]]:
+        """doc_id -> current ACL, for documents that exist and are not deleted (one indexed
+        SELECT on the primary key per batch; the query service calls it once per query)."""
+        ids = list(doc_ids)
+        out: dict[str, list[str]] = {}
+        with self.engine.connect() as c:
+            for batch in _batches(ids):
+                q = sa.select(t.documents.c.doc_id, t.documents.c.acl).where(
+                    t.documents.c.doc_id.in_(batch), t.documents.c.deleted_at.is_(None))
+                out.update({r[0]: list(r[1] or ()) for r in c.execute(q)})
         return out
 
     def upsert_documents(self, rows: list[dict[str, Any]]) -> None:
@@ -406,6 +423,22 @@ class DocumentStore:
                     q = q.where(t.dead_letters.c.stage.in_(list(stages)))
                 n += c.execute(q.values(resolved_at=time.time())).rowcount or 0
         return n
+
+    def delete_dead_letters(self, ids: Sequence[int]) -> None:
+        """Remove dead-letter rows by id (their item no longer exists: nothing to retry)."""
+        with self.tx() as c:
+            for batch in _batches(ids):
+                c.execute(t.dead_letters.delete().where(t.dead_letters.c.id.in_(batch)))
+
+    def set_parse_accepted(self, name: str, at: float) -> None:
+        """Parses created up to `at` passed the source's parse-quality check."""
+        with self.tx() as c:
+            c.execute(t.sources.update().where(t.sources.c.name == name).values(parse_accepted_at=at))
+
+    def set_source_error(self, name: str, error: str | None) -> None:
+        """Record why the last sync of a source failed (`bindery status` shows it)."""
+        with self.tx() as c:
+            c.execute(t.sources.update().where(t.sources.c.name == name).values(last_error=error))
 
     def dead_letter_docs(self, stages: Iterable[str]) -> set[str]:
         """Documents with an unresolved dead letter at one of `stages` (to resolve on success)."""

@@ -1,0 +1,132 @@
+"""The blocking `parse_quality` check: is a source's parsing systematically broken?
+
+A share of failures says something only over enough documents: one random-bytes file among two
+new ones is "50 % failed" and means nothing. So the check judges a set of documents against a
+statistical floor (`quality.min_batch`, 20 by default):
+
+- the *batch* is every current document of the source whose parse (for the run's parse
+  versions) was created after the source's `parse_accepted_at`, i.e. the parses no passing
+  check has judged yet (a document with no parse row at all, e.g. unreadable, counts too);
+- a batch of at least `min_batch` documents is judged on its own (a parser regression that
+  breaks every new PDF is caught even in a large healthy source);
+- a smaller batch is judged with the source's whole current population, cached failures
+  included;
+- a judged set smaller than `min_batch` never fails the check (ERROR), it warns.
+
+The verdict depends on the store's state only, never on what this run happened to compute, so
+re-running a failed sync gives the same verdict: `parse_accepted_at` moves only when the check
+passes or warns, never when it fails. The mean word share of the batch is also compared with
+the rest of the source (drift), under the same floor.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from assets.parse_stage import file_format
+from assets.runtime import Generation, Runtime
+from connectors.config import ParseQualityThresholds
+
+__all__ = ["QualityVerdict", "accept", "judge", "quality_rows", "verdict_for"]
+
+DRIFT_LIMIT = 0.25  # mean word share of a batch this far below the rest of the source: ERROR
+
+
+@dataclass(frozen=True)
+class ParseRow:
+    """One (document, parse version) of the source as the check sees it."""
+
+    doc: str  # external id
+    failed: bool  # failed, rejected, or no parse at all
+    created_at: float | None  # None: no parse row (never judged)
+    word_share: float | None = None
+    reason: str | None = None
+
+
+@dataclass
+class QualityVerdict:
+    severity: str  # "ok" | "warn" | "error"
+    description: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def quality_rows(rt: Runtime, source: str, gens: list[Generation]) -> list[ParseRow]:
+    """Every current document of `source` under every parse version the run targets."""
+    docs = [d for d in rt.store.documents(source) if d["content_hash"]]
+    rows: list[ParseRow] = []
+    for pver in sorted({g.versions["parse"] for g in gens}):
+        keys = {d["external_id"]: (d["content_hash"], pver, file_format(d["external_id"])) for d in docs}
+        parses = rt.store.get_parses(keys.values())
+        for ext, key in keys.items():
+            p = parses.get(key)
+            if p is None:
+                rows.append(ParseRow(ext, True, None, reason="not parsed"))
+                continue
+            ok = p["status"] == "ok"
+            rows.append(ParseRow(ext, not ok, p["created_at"], (p["metrics"] or {}).get("word_share") if ok else None,
+                                 None if ok else f"{p['reason']}: {p['error']}"[:300]))
+    return rows
+
+
+def _share(rows: list[ParseRow]) -> float:
+    return sum(r.failed for r in rows) / len(rows) if rows else 0.0
+
+
+def _drift(batch: list[ParseRow], rest: list[ParseRow]) -> float | None:
+    now = [r.word_share for r in batch if r.word_share is not None]
+    before = [r.word_share for r in rest if r.word_share is not None]
+    if len(now) < 5 or len(before) < 5:
+        return None
+    return statistics.mean(before) - statistics.mean(now)
+
+
+def judge(rows: list[ParseRow], accepted_at: float | None, th: ParseQualityThresholds) -> QualityVerdict:
+    """The verdict over `rows` (module docstring). Pure: the same rows give the same verdict."""
+    batch = [r for r in rows if r.created_at is None or accepted_at is None or r.created_at > accepted_at]
+    judged_batch = len(batch) >= th.min_batch
+    judged = batch if judged_batch else rows
+    share = _share(judged)
+    can_fail = len(judged) >= th.min_batch
+    meta: dict[str, Any] = {
+        "judged": "batch" if judged_batch else "population", "judged_docs": len(judged),
+        "failed": sum(r.failed for r in judged), "failure_share": round(share, 4),
+        "batch_docs": len(batch), "population_docs": len(rows), "min_batch": th.min_batch,
+        "max_failure_share": th.max_failure_share,
+        "worst_documents": [{"doc": r.doc, "reason": r.reason} for r in judged if r.failed][:10]}
+    what = f"{share:.0%} of {len(judged)} documents ({meta['judged']}) failed to parse"
+    errors: list[str] = []
+    warns: list[str] = []
+    if share > th.max_failure_share:
+        (errors if can_fail else warns).append(
+            f"{what} (threshold {th.max_failure_share:.0%})"
+            + ("" if can_fail else f"; below the floor of {th.min_batch} documents this only warns"))
+    elif share > th.warn_failure_share:
+        warns.append(what)
+    drift = _drift(batch, [r for r in rows if r not in batch]) if judged_batch else None
+    if drift is not None:
+        meta["word_share_drift"] = round(drift, 4)
+        if drift > DRIFT_LIMIT:
+            errors.append(f"mean word share of the batch fell {drift:.2f} below the rest of this source")
+    if errors:
+        return QualityVerdict("error", "; ".join(errors), meta)
+    return QualityVerdict("warn" if warns else "ok", "; ".join(warns), meta)
+
+
+def verdict_for(rt: Runtime, source: str, gens: list[Generation]) -> QualityVerdict:
+    """Judge `source` now; a verdict that does not fail accepts the batch (`accept`)."""
+    th = rt.cfg.source(source).quality
+    accepted_at = (rt.store.get_source(source) or {}).get("parse_accepted_at")
+    now = time.time()
+    verdict = judge(quality_rows(rt, source, gens), accepted_at, th)
+    if verdict.severity != "error":
+        accept(rt, source, now)
+    return verdict
+
+
+def accept(rt: Runtime, source: str, at: float) -> None:
+    """Parses created up to `at` have been judged acceptable: later checks leave them out of
+    the batch."""
+    rt.store.set_parse_accepted(source, at)

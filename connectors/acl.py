@@ -1,0 +1,77 @@
+"""Access control semantics, in one place. Sources, the listing, both indexes, the query service
+and `bindery verify` all import them from here.
+
+An ACL is a tuple of principals (user names, group names: opaque strings compared exactly).
+
+* ``("*",)`` — `PUBLIC`: anyone may read the document.
+* ``()`` — nobody may read it (fail closed). A sidecar that lists nobody, an S3 ``acl``
+  metadata value that is empty, and ``acl: []`` in a source's configuration all mean this.
+* Where an ACL comes from, nearest first: a local folder's ``.bindery-acl`` sidecar (one
+  principal per line, ``#`` comments, blank lines ignored; the nearest one in the file's folder
+  or above wins), or an S3 object's ``acl`` user metadata (comma-separated); else the source's
+  configured ``acl``; else, when ``acl`` is not set at all, public.
+
+A caller may read a document when its ACL is public or names one of the caller's principals
+(`allows`). Naming ``*`` as a caller gives access to public documents only, never to
+documents whose ACL is empty.
+
+Text is decoded BOM-safe (``utf-8-sig``): a sidecar saved by an editor that writes a byte-order
+mark keeps its first principal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from connectors.config import SourceConfig
+
+__all__ = ["PUBLIC", "PUBLIC_ACL", "SIDECAR", "Acl", "allows", "normalise", "parse_list", "parse_sidecar",
+           "source_default"]
+
+PUBLIC = "*"  # the principal meaning "anyone"
+PUBLIC_ACL: tuple[str, ...] = (PUBLIC,)
+NOBODY: tuple[str, ...] = ()
+SIDECAR = ".bindery-acl"  # the per-folder ACL file of local sources
+
+
+@dataclass(frozen=True)
+class Acl:
+    """Principals plus where they came from (``sidecar:<path>``, ``metadata``, ``config``,
+    ``default``), shown to operators as ``metadata["acl_from"]``."""
+
+    principals: tuple[str, ...]
+    origin: str
+
+
+def normalise(principals: Iterable[str]) -> tuple[str, ...]:
+    """Stripped, blank ones dropped, duplicates dropped, order kept."""
+    return tuple(dict.fromkeys(p.strip().lstrip("\ufeff").strip() for p in principals
+                               if p.strip().lstrip("\ufeff").strip()))
+
+
+def parse_sidecar(data: bytes) -> tuple[str, ...]:
+    """The principals of a ``.bindery-acl`` file. Raises UnicodeDecodeError when it is not UTF-8
+    (the listing then fails: a sidecar we cannot read must never mean "public")."""
+    text = data.decode("utf-8-sig")
+    return normalise(ln for ln in text.splitlines() if not ln.strip().startswith("#"))
+
+
+def parse_list(value: str) -> tuple[str, ...]:
+    """A comma-separated metadata value: ``"alice, group:eng,"`` -> ``("alice", "group:eng")``."""
+    return normalise(value.split(","))
+
+
+def source_default(cfg: SourceConfig) -> Acl:
+    """The ACL of items that carry none: the configured ``acl`` (``[]`` = nobody), else public."""
+    if cfg.acl is None:
+        return Acl(PUBLIC_ACL, "default")
+    return Acl(normalise(cfg.acl), "config")
+
+
+def allows(acl: Iterable[str], principals: Iterable[str]) -> bool:
+    """Whether a caller with `principals` may read a document whose ACL is `acl`."""
+    have = set(acl)
+    return PUBLIC in have or bool(have & set(principals))

@@ -1,0 +1,170 @@
+"""Who is asking: the principals of a query service request, from a verified credential.
+
+Two modes (`query.auth.mode`):
+
+- ``credentials`` (default): the caller presents an API key (``X-API-Key: KEY`` or
+  ``Authorization: Bearer KEY``) or a JWT (``Authorization: Bearer <jwt>``). API keys are
+  configured as SHA-256 hashes with the principals they stand for (``bindery hash-key`` prints
+  one); JWTs are verified with PyJWT against an HS256 secret read from the environment variable
+  the configuration names, or against the RS256 public keys of a JWKS file, and their
+  principals come from a configured claim. No valid credential: `Unauthorized` (HTTP 401).
+- ``trusted-principal``: the request body's ``principal`` is believed as is. Only for a
+  deployment behind a gateway that authenticates callers and sets it.
+
+API keys are random and long, so one SHA-256 is the right hash (a slow password hash would add
+nothing but latency); the comparison runs over every configured hash in constant time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jwt
+
+from connectors.config import QueryAuthConfig
+from connectors.errors import BinderyError, ConfigError
+
+__all__ = ["Authenticator", "Unauthorized", "hash_key", "new_key"]
+
+_HASH_PREFIX = "sha256:"
+
+
+class Unauthorized(BinderyError):
+    """No valid credential (HTTP 401)."""
+
+    reason = "unauthorized"
+
+
+def hash_key(key: str) -> str:
+    """The form an API key is configured in: ``sha256:<hex>``."""
+    return _HASH_PREFIX + hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def new_key() -> str:
+    """A fresh random API key (256 bits, URL-safe)."""
+    return "bk_" + secrets.token_urlsafe(32)
+
+
+def _looks_like_jwt(token: str) -> bool:
+    return token.count(".") == 2 and all(token.split("."))
+
+
+def _claim(claims: Mapping[str, Any], path: str) -> Any:
+    value: Any = claims
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _as_principals(value: Any) -> tuple[str, ...]:
+    """A claim value as principals: a list of strings, or one comma/space-separated string."""
+    if value is None:
+        return ()
+    items = value.replace(",", " ").split() if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(p, str) for p in items):
+        raise Unauthorized("the token's principals claim is not a string or a list of strings")
+    return tuple(dict.fromkeys(p.strip() for p in items if p.strip()))
+
+
+class Authenticator:
+    """Resolves credentials to principals for one configuration. Secrets are read once, at
+    construction: a missing environment variable or JWKS file is a `ConfigError` at startup,
+    never a surprise on the first request."""
+
+    def __init__(self, cfg: QueryAuthConfig, environ: Mapping[str, str] | None = None):
+        self.cfg = cfg
+        env = os.environ if environ is None else environ
+        self._keys = [(k.hash, tuple(k.principals), k.name) for k in cfg.api_keys]
+        self._hs_secret: str | None = None
+        self._jwks: jwt.PyJWKSet | None = None
+        j = cfg.jwt
+        if j.hs256_secret_env:
+            secret = env.get(j.hs256_secret_env)
+            if not secret:
+                raise ConfigError(f"query.auth.jwt.hs256_secret_env: the environment variable "
+                                  f"{j.hs256_secret_env} is not set")
+            self._hs_secret = secret
+        if j.jwks_file:
+            try:
+                self._jwks = jwt.PyJWKSet.from_json(Path(j.jwks_file).read_text())
+            except (OSError, ValueError, jwt.PyJWTError) as e:
+                raise ConfigError(f"query.auth.jwt.jwks_file: cannot load {j.jwks_file}: {e}") from None
+
+    @property
+    def trusted_principal(self) -> bool:
+        return self.cfg.mode == "trusted-principal"
+
+    def principals(self, authorization: str | None, api_key: str | None) -> tuple[str, ...]:
+        """The caller's principals, from an ``Authorization`` header value or an API key."""
+        bearer = None
+        if authorization:
+            scheme, _, token = authorization.strip().partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Unauthorized("the Authorization header must be 'Bearer <token>'")
+            bearer = token.strip()
+        if bearer and _looks_like_jwt(bearer) and self.cfg.jwt.enabled:
+            return self._from_jwt(bearer)
+        key = api_key or bearer
+        if not key:
+            raise Unauthorized("a credential is required: an API key (X-API-Key) or a bearer token")
+        return self._from_key(key)
+
+    def _from_key(self, key: str) -> tuple[str, ...]:
+        presented = hash_key(key).encode()
+        found: tuple[str, ...] | None = None
+        for stored, principals, _name in self._keys:  # no early exit: constant time per key
+            if hmac.compare_digest(presented, stored.encode()):
+                found = principals
+        if found is None:
+            raise Unauthorized("invalid credential")
+        return found
+
+    def _from_jwt(self, token: str) -> tuple[str, ...]:
+        j = self.cfg.jwt
+        try:
+            header = jwt.get_unverified_header(token)
+            alg = header.get("alg")
+            if alg == "HS256" and self._hs_secret is not None:
+                key: Any = self._hs_secret
+            elif alg == "RS256" and self._jwks is not None:
+                key = self._jwks_key(header.get("kid"))
+            else:
+                raise Unauthorized(f"token algorithm {alg!r} is not accepted here")
+            claims = jwt.decode(token, key, algorithms=[alg], audience=j.audience, issuer=j.issuer,
+                                leeway=j.leeway_seconds, options={"require": ["exp"]})
+        except jwt.PyJWTError as e:
+            raise Unauthorized(f"invalid token: {e}") from None
+        principals = _as_principals(_claim(claims, j.principals_claim))
+        if j.include_subject and isinstance(claims.get("sub"), str) and claims["sub"]:
+            principals = tuple(dict.fromkeys((claims["sub"], *principals)))
+        return principals
+
+    def _jwks_key(self, kid: str | None) -> Any:
+        assert self._jwks is not None
+        keys = [k for k in self._jwks.keys if kid is None or k.key_id == kid]
+        if kid is None and len(keys) != 1:
+            raise Unauthorized("the token names no key id (kid) and the JWKS holds several keys")
+        if not keys:
+            raise Unauthorized(f"no key {kid!r} in the configured JWKS")
+        return keys[0].key
+
+
+def jwks_of_public_key(public_pem: bytes, kid: str) -> str:
+    """A JWKS document for one RSA public key (for operators and tests)."""
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    key = load_pem_public_key(public_pem)
+    if not isinstance(key, RSAPublicKey):
+        raise ConfigError("an RS256 JWKS needs an RSA public key")
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key))
+    return json.dumps({"keys": [{**jwk, "kid": kid, "use": "sig", "alg": "RS256"}]})

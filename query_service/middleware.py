@@ -1,0 +1,132 @@
+"""ASGI middleware of the query service: a request-body size limit enforced before anything
+parses the body, and Prometheus metrics for every request.
+
+`BodyLimit` refuses a body larger than `max_bytes` with 413: at once when ``Content-Length``
+says so, else (chunked uploads) as soon as the bytes received pass the limit, so an oversized
+body is never buffered whole. `RecordRequests` counts requests by route and status, observes latency,
+into a `ServiceMetrics` registry, which `/metrics` renders.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["BodyLimit", "RecordRequests", "ServiceMetrics"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+async def _reply(send: Send, status: int, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimit:
+    """Refuse request bodies over `max_bytes` with 413, before they are read or parsed."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_large = {"error": "request too large",
+                     "detail": f"the request body is over the limit of {self.max_bytes} bytes"}
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None:
+            try:
+                if int(declared) > self.max_bytes:
+                    await _reply(send, 413, too_large)
+                    return
+            except ValueError:
+                await _reply(send, 400, {"error": "bad request", "detail": "invalid Content-Length"})
+                return
+        seen = 0
+        started = refused = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen, refused
+            message = await receive()
+            if message["type"] == "http.request" and not refused:
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    # answer now and tell the app the client went away: it stops reading and
+                    # whatever it would still send is dropped (it must not parse a partial body)
+                    refused = True
+                    if not started:
+                        await _reply(send, 413, too_large)
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if refused:
+                return
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        await self.app(scope, limited_receive, guarded_send)
+
+
+class ServiceMetrics:
+    """Prometheus metrics of one app, in their own registry (several apps never collide)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter("bindery_http_requests", "HTTP requests by route and status",
+                                ["method", "route", "status"], registry=self.registry)
+        self.latency = Histogram("bindery_http_request_duration_seconds", "HTTP request latency by route",
+                                 ["method", "route"], registry=self.registry,
+                                 buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
+        self.errors = Counter("bindery_search_errors", "Refused or failed searches by reason", ["reason"],
+                              registry=self.registry)
+        self.generation = Gauge("bindery_generation_served", "Id of the generation the service answers from",
+                                registry=self.registry)
+        self.binding_version = Gauge("bindery_binding_version_served", "Binding version being served",
+                                     registry=self.registry)
+        self.hits = Histogram("bindery_search_hits", "Hits returned per search", registry=self.registry,
+                              buckets=(0, 1, 3, 5, 10, 20, 50, 100, 200))
+
+
+class RecordRequests:
+    """Counts every HTTP request by route template and status, and observes its latency."""
+
+    def __init__(self, app: ASGIApp, metrics: ServiceMetrics):
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500
+        t0 = time.perf_counter()
+
+        async def recording_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, recording_send)
+        finally:
+            route = scope.get("route")
+            # the route template, never the raw path: fuzzed or scanned URLs must not create series
+            name = getattr(route, "path", None) or "unmatched"
+            method = scope.get("method", "")
+            self.metrics.requests.labels(method, name, str(status)).inc()
+            self.metrics.latency.labels(method, name).observe(time.perf_counter() - t0)

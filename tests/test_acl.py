@@ -1,0 +1,158 @@
+"""ACL semantics, defined once in `connectors.acl`: what a sidecar, a metadata value and a source
+default mean, and who may read a document. Fail closed everywhere: an empty ACL is nobody."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from connectors import acl
+from connectors.config import config_from_dict
+from connectors.sources import LocalFolderSource
+
+
+def _source(tmp_path: Path, **extra: object):  # type: ignore[no-untyped-def]
+    cfg = config_from_dict({"sources": [{"name": "s", "kind": "local", "root": str(tmp_path), **extra}]})
+    return cfg.sources[0]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("alice\nbob\n", ("alice", "bob")),
+    ("\ufeffalice\nbob\n", ("alice", "bob")),  # a byte-order mark never hides the first principal
+    ("# who\n\n  alice  \nalice\r\ngroup:eng\r\n", ("alice", "group:eng")),
+    ("# nobody may read this folder\n", ()),
+    ("", ()),
+])
+def test_sidecar_text(text: str, expected: tuple[str, ...]) -> None:
+    assert acl.parse_sidecar(text.encode("utf-8")) == expected
+
+
+def test_sidecar_that_is_not_utf8_is_an_error() -> None:
+    with pytest.raises(UnicodeDecodeError):
+        acl.parse_sidecar(b"\xff\xfe\x00bad")
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("alice, group:eng,", ("alice", "group:eng")),
+    ("\ufeffalice", ("alice",)),
+    ("", ()),
+    (" , ", ()),
+])
+def test_metadata_value(value: str, expected: tuple[str, ...]) -> None:
+    assert acl.parse_list(value) == expected
+
+
+def test_source_default_unset_is_public_and_empty_list_is_nobody(tmp_path: Path) -> None:
+    assert acl.source_default(_source(tmp_path)) == acl.Acl((acl.PUBLIC,), "default")
+    assert acl.source_default(_source(tmp_path, acl=[])) == acl.Acl((), "config")
+    assert acl.source_default(_source(tmp_path, acl=["hr", "hr"])) == acl.Acl(("hr",), "config")
+
+
+def test_empty_config_acl_means_nobody_in_the_listing(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("hello")
+    (entry,) = LocalFolderSource(_source(tmp_path, acl=[])).list()
+    assert entry.acl == ()
+    (entry,) = LocalFolderSource(_source(tmp_path)).list()
+    assert entry.acl == ("*",)
+
+
+@pytest.mark.parametrize("doc_acl,principals,ok", [
+    (("*",), ("anyone",), True),
+    (("alice",), ("alice",), True),
+    (("alice",), ("bob", "alice"), True),
+    (("alice",), ("bob",), False),
+    ((), ("alice",), False),
+    ((), ("*",), False),  # nobody means nobody, not even a caller naming the public principal
+    (("alice",), (), False),
+])
+def test_allows(doc_acl: tuple[str, ...], principals: tuple[str, ...], ok: bool) -> None:
+    assert acl.allows(doc_acl, principals) is ok
+
+
+def test_bom_sidecar_in_a_listing(tmp_path: Path) -> None:
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "brief.md").write_text("secret")
+    (tmp_path / "team" / ".bindery-acl").write_bytes("\ufeffbob\ncarol\n".encode())
+    (entry,) = LocalFolderSource(_source(tmp_path)).list()
+    assert entry.acl == ("bob", "carol")
+
+
+# -- every index reports the ACL each chunk carries (what `bindery verify` compares) ---------
+
+
+def _acl_records():  # type: ignore[no-untyped-def]
+    from connectors.indexes.base import IndexRecord
+
+    return [IndexRecord("c1", "d1", "s", "a.md", "alpha", vector=[1.0, 0.0], acl=("bob", "alice")),
+            IndexRecord("c2", "d2", "s", "b.md", "beta", vector=[0.0, 1.0], acl=()),
+            IndexRecord("c3", "d3", "s", "c.md", "gamma", vector=[1.0, 1.0], acl=("*",))]
+
+
+EXPECTED_ACLS = {"c1": ("alice", "bob"), "c2": (), "c3": ("*",)}
+
+
+def test_tantivy_reports_indexed_acls(tmp_path: Path) -> None:
+    from connectors.indexes.tantivy_index import TantivyIndex
+
+    with TantivyIndex(tmp_path / "kw") as ix:
+        ix.upsert(_acl_records())
+        ix.commit()
+        assert ix.acls() == EXPECTED_ACLS
+        ix.delete_docs(["d1"])
+        ix.commit()
+        assert ix.acls() == {"c2": (), "c3": ("*",)}
+
+
+def test_qdrant_reports_indexed_acls(tmp_path: Path) -> None:
+    from connectors.indexes.qdrant_index import QdrantIndex
+
+    ix = QdrantIndex(path=str(tmp_path / "vec"), dim=2)
+    try:
+        ix.upsert(_acl_records())
+        assert ix.acls() == EXPECTED_ACLS
+    finally:
+        ix.close()
+
+
+def test_elasticsearch_reports_indexed_acls() -> None:
+    from connectors.indexes.elasticsearch_index import ElasticsearchIndex
+    from tests.es_stub import ESStub
+
+    with ESStub() as stub:
+        ix = ElasticsearchIndex(stub.url, "chunks_acl", timeout=5)
+        try:
+            ix.upsert(_acl_records())
+            ix.commit()
+            assert ix.acls() == EXPECTED_ACLS
+        finally:
+            ix.close()
+
+
+def test_empty_filter_lists_match_nothing_in_every_index(tmp_path: Path) -> None:
+    """`"docs": []` means nothing, never "no filter" — in make_filters and in each adapter."""
+    from connectors.indexes.base import Filters
+    from connectors.indexes.elasticsearch_index import build_query
+    from connectors.indexes.qdrant_index import QdrantIndex
+    from connectors.indexes.tantivy_index import TantivyIndex
+    from query_service.retrieval import make_filters
+
+    assert make_filters("alice", docs=[]).docs == () and make_filters("alice", sources=[]).sources == ()
+    assert make_filters("alice").docs is None
+    everyone = ("alice", "bob")
+    vec = QdrantIndex(path=str(tmp_path / "vec"), dim=2)
+    try:
+        vec.upsert(_acl_records())
+        assert len(vec.search([1.0, 1.0], 10, Filters(principals=everyone))) == 2  # c2's ACL is nobody
+        for empty in (Filters(principals=everyone, docs=()), Filters(principals=everyone, sources=())):
+            assert vec.search([1.0, 1.0], 10, empty) == []
+    finally:
+        vec.close()
+    with TantivyIndex(tmp_path / "kw") as kw:
+        kw.upsert(_acl_records())
+        kw.commit()
+        assert kw.search("alpha gamma", 10, Filters(principals=everyone))
+        assert kw.search("alpha gamma", 10, Filters(principals=everyone, docs=())) == []
+        assert kw.search("alpha gamma", 10, Filters(principals=everyone, sources=())) == []
+    assert build_query("alpha", Filters(principals=everyone, docs=())) is None
+    assert build_query("alpha", Filters(principals=everyone, sources=())) is None

@@ -1,0 +1,119 @@
+"""One file never blocks a source: a name that is not UTF-8, has a newline or is very long, a
+symlink out of the source root — each is indexed or dead-lettered with its reason while the
+rest of the source syncs, and the dead letters of files that are gone are cleared.
+
+The listing tests run the real listing stage on a real folder and SQLite store (no model);
+the end-to-end test runs the CLI on a live source.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assets.listing import run_listing
+from assets.runtime import Runtime
+from connectors.config import config_from_dict
+from connectors.store import DocumentStore
+from tests.bindery_fixture import Deployment
+
+BAD = b"bad\xffname.txt"
+LONG_DIR = "/".join(["d" * 200] * 6)  # a path of about 1,400 characters: over the 1,024 the store keeps
+
+
+def _folder(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "good.txt").write_text("A good file about zebras crossing the river every spring.\n")
+    with open(os.fsencode(root) + b"/" + BAD, "wb") as f:
+        f.write(b"The bad name file is about okapis.\n")
+    (root / "new\nline.txt").write_text("A file whose name has a newline talks about narwhals.\n")
+    (root / LONG_DIR).mkdir(parents=True)
+    (root / LONG_DIR / "deep.txt").write_text("A deep file about axolotls.\n")
+    return root
+
+
+def _rt(tmp_path: Path, **source: Any) -> Runtime:
+    cfg = config_from_dict({"data_dir": str(tmp_path / "data"),
+                            "sources": [{"name": "s", "kind": "local", "root": str(tmp_path / "src"), **source}]})
+    return Runtime(cfg, DocumentStore(cfg.database_url))
+
+
+def _dead(rt: Runtime) -> dict[str, dict[str, Any]]:
+    return {d["external_id"]: d for d in rt.store.dead_letters(source="s")}
+
+
+def test_odd_names_are_indexed_or_dead_lettered_and_the_rest_syncs(tmp_path: Path) -> None:
+    _folder(tmp_path / "src")
+    rt = _rt(tmp_path)
+    res = run_listing(rt, "s")
+    assert res.counts["new"] == 2 and res.counts["failed"] == 2
+    assert {d["external_id"] for d in rt.store.documents("s")} == {"good.txt", "new\nline.txt"}
+    dead = _dead(rt)
+    assert dead["bad\\xffname.txt"]["reason"] == "bad-name"
+    assert "not valid UTF-8" in dead["bad\\xffname.txt"]["error"]
+    (long_id,) = [k for k in dead if k.startswith("ddd")]
+    assert dead[long_id]["reason"] == "bad-name" and len(long_id) <= 1024
+    assert "1024" in dead[long_id]["error"] and LONG_DIR in dead[long_id]["error"]
+    assert rt.store.get_source("s")["last_error"] is None
+    assert run_listing(rt, "s").counts["failed"] == 2  # stable: the same two, nothing duplicated
+    assert len(rt.store.dead_letters(source="s")) == 2
+
+
+def test_dead_letters_of_files_that_vanished_are_cleared(tmp_path: Path) -> None:
+    src = _folder(tmp_path / "src")
+    rt = _rt(tmp_path)
+    run_listing(rt, "s")
+    os.rename(os.fsencode(src) + b"/" + BAD, src / "renamed.txt")
+    shutil.rmtree(src / ("d" * 200))
+    res = run_listing(rt, "s")
+    assert res.counts["failed"] == 0 and res.counts["new"] == 1
+    assert _dead(rt) == {}
+
+
+def test_symlinks_out_of_the_root_are_a_per_source_choice(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "inside.txt").write_text("inside the root")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("outside the root")
+    (src / "link.txt").symlink_to(outside / "secret.txt")
+    (src / "linkdir").symlink_to(outside, target_is_directory=True)
+    (src / "alias.txt").symlink_to(src / "inside.txt")  # stays inside: always followed
+    rt = _rt(tmp_path)
+    res = run_listing(rt, "s")
+    assert {d["external_id"] for d in rt.store.documents("s")} == {"inside.txt", "alias.txt"}
+    assert res.counts["failed"] == 2
+    dead = _dead(rt)
+    assert set(dead) == {"link.txt", "linkdir"}
+    assert all(d["reason"] == "external-symlink" and "follow_external_symlinks" in d["error"] for d in dead.values())
+
+    rt = _rt(tmp_path, follow_external_symlinks=True)
+    run_listing(rt, "s")
+    assert {d["external_id"] for d in rt.store.documents("s")} == {
+        "inside.txt", "alias.txt", "link.txt", "linkdir/secret.txt"}
+    assert _dead(rt) == {}  # the skipped links were listed this time: their dead letters are gone
+
+
+@pytest.mark.slow
+def test_a_live_source_keeps_syncing_around_odd_files(tmp_path: Path) -> None:
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    _folder(dep.root / "odd")
+    dep.write("ops/oncall.txt", "On-call engineers now acknowledge a page within five minutes.\n")
+    (dep.root / "people" / "lyon.md").unlink()
+    out = dep.cli("sync")
+    assert out["errors"] == {} and out["sources"]["docs"]["failed"] == 2
+    assert out["sources"]["docs"]["deleted"] == 1 and out["sources"]["docs"]["updated"] == 1
+    hits = dep.cli("query", "narwhals zebras Lyon on-call page minutes", "-k", "20")["hits"]
+    docs = {h["doc"] for h in hits}
+    assert {"odd/new\nline.txt", "odd/good.txt", "ops/oncall.txt"} <= docs and "people/lyon.md" not in docs
+    assert {d["doc"] for d in dep.cli("dlq")} == {"odd/bad\\xffname.txt", next(
+        d["doc"] for d in dep.cli("dlq") if d["doc"].startswith("odd/ddd"))}
+    status = dep.cli("status")
+    assert status["dead_letters"] == 2 and status["sources"]["docs"]["last_error"] is None
+    assert dep.cli("verify")["consistent"] is True

@@ -1,0 +1,129 @@
+"""The blocking parse-quality check judges against a statistical floor: one bad file never sinks a
+small sync, a systematic failure still blocks, and a re-run gives the same verdict.
+
+`judge` is pure (the rows in, a verdict out); the end-to-end tests run the issue's repro through
+the CLI on a real deployment.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from assets.parse_quality import ParseRow, judge
+from connectors.config import ParseQualityThresholds
+from tests.bindery_fixture import Deployment
+
+TH = ParseQualityThresholds()  # max_failure_share 0.3, warn 0.05, min_batch 20
+
+
+def rows(ok: int, failed: int, at: float | None = 10.0, prefix: str = "d") -> list[ParseRow]:
+    return ([ParseRow(f"{prefix}ok{i}", False, at, 0.9) for i in range(ok)]
+            + [ParseRow(f"{prefix}bad{i}", True, at, reason="format-mismatch: x") for i in range(failed)])
+
+
+def test_one_bad_file_in_a_small_batch_of_a_small_source_only_warns() -> None:
+    pop = rows(6, 0, at=1.0, prefix="old") + rows(1, 1, at=10.0)
+    v = judge(pop, accepted_at=5.0, th=TH)
+    assert v.severity == "warn" and v.metadata["judged"] == "population" and v.metadata["judged_docs"] == 8
+    v = judge(rows(1, 1), accepted_at=None, th=TH)  # a first sync of two files, one broken: 50 %
+    assert v.severity == "warn" and "below the floor of 20" in v.description
+
+
+def test_a_small_batch_is_judged_with_the_whole_source() -> None:
+    healthy = rows(40, 0, at=1.0, prefix="old")
+    assert judge(healthy + rows(1, 1), accepted_at=5.0, th=TH).severity == "ok"  # 1 of 42
+    broken = rows(10, 20, at=1.0, prefix="old")  # the source itself is mostly broken
+    v = judge(broken + rows(1, 1), accepted_at=5.0, th=TH)
+    assert v.severity == "error" and v.metadata["judged"] == "population"
+
+
+def test_a_batch_above_the_floor_is_judged_alone() -> None:
+    healthy = rows(500, 0, at=1.0, prefix="old")
+    v = judge(healthy + rows(0, 25), accepted_at=5.0, th=TH)
+    assert v.severity == "error" and v.metadata["judged"] == "batch" and v.metadata["failure_share"] == 1.0
+    assert len(v.metadata["worst_documents"]) == 10
+
+
+def test_the_verdict_depends_on_state_not_on_the_run() -> None:
+    """A failed check does not accept its batch, so the same rows are judged again."""
+    pop = rows(500, 0, at=1.0, prefix="old") + rows(0, 25, at=10.0)
+    first = judge(pop, accepted_at=5.0, th=TH)
+    again = judge(pop, accepted_at=5.0, th=TH)
+    assert first.severity == again.severity == "error" and first.metadata == again.metadata
+    # once accepted (an operator raised the threshold, a pass moved the mark), it is history
+    assert judge(pop, accepted_at=20.0, th=TH).severity == "ok"
+
+
+def test_unparsed_documents_count_as_failed_and_unjudged() -> None:
+    pop = rows(30, 0, at=1.0, prefix="old") + [ParseRow(f"gone{i}", True, None) for i in range(21)]
+    v = judge(pop, accepted_at=5.0, th=TH)
+    assert v.severity == "error" and v.metadata["batch_docs"] == 21
+
+
+def test_drift_needs_a_batch_above_the_floor() -> None:
+    low = [ParseRow(f"n{i}", False, 10.0, 0.3) for i in range(19)]
+    hist = [ParseRow(f"o{i}", False, 1.0, 0.9) for i in range(30)]
+    assert judge(hist + low, accepted_at=5.0, th=TH).severity == "ok"  # 19 < floor: not judged
+    low.append(ParseRow("n19", False, 10.0, 0.3))
+    v = judge(hist + low, accepted_at=5.0, th=TH)
+    assert v.severity == "error" and "word share" in v.description
+
+
+# -- end to end --------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_one_good_and_one_random_file_keep_the_sync_green(tmp_path: Path) -> None:
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    dep.write("new/good.md", "# Heron\n\nThe grey heron nests in tall trees near the lake every spring.\n")
+    dep.write("new/random.txt", os.urandom(3000))
+    out = dep.cli("sync")
+    assert out["errors"] == {} and out["sources"]["docs"]["new"] == 2
+    assert "new/good.md" in {h["doc"] for h in dep.cli("query", "grey heron nests", "-k", "5")["hits"]}
+    assert {d["doc"] for d in dep.cli("dlq")} == {"new/random.txt"}
+    assert dep.cli("sync")["errors"] == {}  # and again: the same verdict
+
+
+@pytest.mark.slow
+def test_a_systematic_failure_blocks_on_every_run_until_fixed(tmp_path: Path) -> None:
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    for i in range(24):
+        dep.write(f"junk/{i}.txt", bytes([0, 1, 2, 3, 255]) * 200)
+    first = dep.cli("sync", expect=1)
+    assert "parse_quality" in first["error"] and "100% of 24 documents (batch)" in first["error"]
+    again = dep.cli("sync", expect=1)  # the failures are cached, the verdict is not
+    assert again["error"] == first["error"]
+    assert "parse_quality" in dep.cli("status")["sources"]["docs"]["last_error"]
+    for i in range(24):
+        (dep.root / f"junk/{i}.txt").unlink()
+    assert dep.cli("sync", "--allow-mass-delete")["errors"] == {}
+    assert dep.cli("status")["sources"]["docs"]["last_error"] is None
+
+
+@pytest.mark.slow
+def test_dlq_retry_of_a_file_that_still_fails_says_so(tmp_path: Path) -> None:
+    dep = Deployment(tmp_path)
+    dep.write("notes/scan.txt", b"\x00\x01\x02" * 300)
+    dep.cli("sync")
+    out = dep.cli("dlq", "retry", "--doc", "notes/scan.txt", expect=1)
+    assert out["still_failing"] == ["notes/scan.txt"] and out["resolved"] == 0
+    (dep.root / "notes/scan.txt").write_text("The scanner note, now typed out as plain text for everyone.\n")
+    assert dep.cli("dlq", "retry", "--doc", "notes/scan.txt") == {"retried": 1, "resolved": 1,
+                                                                   "still_failing": []}
+
+
+@pytest.mark.slow
+def test_a_sync_that_indexes_nothing_does_not_say_it_succeeded(tmp_path: Path) -> None:
+    dep = Deployment(tmp_path)
+    for rel in list((dep.root).rglob("*")):
+        if rel.is_file():
+            rel.unlink()
+    dep.write("a.txt", os.urandom(2000))
+    dep.write("b.txt", os.urandom(2000))
+    out = dep.cli("sync", expect=1)  # below the check's floor: it only warns, but nothing is searchable
+    assert "nothing could be indexed" in out["errors"]["docs"] and out["generation"] is None
