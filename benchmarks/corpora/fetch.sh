@@ -12,7 +12,7 @@ set -euo pipefail
 dest=${1:-$HOME/.cache/bench-corpora}
 shift || true
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands r_manuals_pdf)
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands pdf_docs)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$dest"
@@ -57,10 +57,14 @@ for set in "${sets[@]}"; do
     cp "$x/usr/share/doc/git-doc/"git*.html "$dest/$set/html/"
     y=$(fetch fish-common 3.6.0-3.1+deb12u1)
     cp "$y/usr/share/fish/completions/git.fish" "$dest/_extra/$set/" ;;
-  r_manuals_pdf)  # The R manuals as PDF (texinfo via pdfTeX, with bookmarks)
+  pdf_docs)  # Six R manuals (single column) + six two-column LaTeX guides/templates; 213 MB download
     x=$(fetch r-doc-pdf 4.2.2.20221110-2); fresh $set
-    mkdir -p "$dest/$set/pdf"
-    for m in R-FAQ R-admin R-data R-intro R-ints R-lang; do cp "$x/usr/share/R/doc/manual/$m.pdf" "$dest/$set/pdf/"; done ;;
+    mkdir -p "$dest/$set/r-manuals" "$dest/$set/articles"
+    for m in R-FAQ R-admin R-data R-intro R-ints R-lang; do cp "$x/usr/share/R/doc/manual/$m.pdf" "$dest/$set/r-manuals/"; done
+    y=$(fetch texlive-publishers-doc 2022.20230122-4)/usr/share/doc/texlive-doc/latex
+    cp "$y/revtex/auguide/auguide4-2.pdf" "$y/mnras/mnras_guide.pdf" "$y/acmart/samples/sample-sigconf.pdf" \
+       "$y/asmeconf/asmeconf-template.pdf" "$y/asmejour/asmejour-template.pdf" \
+       "$y/quantumarticle/quantum-template.pdf" "$dest/$set/articles/" ;;
   *) echo "unknown set: $set" >&2; exit 2 ;;
   esac
   echo "$set: $(find "$dest/$set" -type f | wc -l) files -> $dest/$set"
