@@ -13,10 +13,10 @@ export UNSTRUCTURED_DISABLE_NOTICE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup system-deps run test check ui serve bench parse-report clean help
+.PHONY: setup system-deps run test check ui serve bench devsets naive parse-report clean help
 
 help:
-	@echo "make run | test | check | ui | serve | bench CORPUS=dir QUERIES=file | parse-report DIR=dir | clean"
+	@echo "make run | test | check | ui | serve | bench CORPUS=dir QUERIES=file | devsets | naive [SETS=...] | parse-report DIR=dir | clean"
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -64,6 +64,16 @@ QUERIES ?=
 bench: setup
 	@test -n "$(CORPUS)" || { echo "usage: make bench CORPUS=dir QUERIES=file.jsonl"; exit 2; }
 	$(BIN)/python -m benchmarks.ingest --corpus $(CORPUS) $(if $(QUERIES),--queries $(QUERIES))
+
+# Real dev corpora for benchmarks/evalsets (Debian packages; see benchmarks/evalsets/README.md).
+CORPORA ?= $(HOME)/.cache/bench-corpora
+SETS ?= python_faq redis_commands debian_faq flex_manual git_commands pdf_docs
+devsets:
+	benchmarks/corpora/fetch.sh $(CORPORA) $(SETS)
+
+naive: setup
+	for s in $(SETS); do $(BIN)/python -m benchmarks.naive --corpus $(CORPORA)/$$s \
+	  --queries benchmarks/evalsets/$$s.jsonl || exit 1; done
 
 DIR ?= sample/corpus
 parse-report: setup
