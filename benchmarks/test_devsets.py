@@ -55,7 +55,8 @@ def test_bm25_prefers_the_rare_term_and_lowercases() -> None:
 
 def test_page_text_html_and_email(tmp_path: Path) -> None:
     html = tmp_path / "a.html"
-    html.write_text("<html><head><style>p{x:1}</style></head><body><nav>Home</nav><p>Hello <b>world</b></p></body></html>")
+    html.write_text("<html><head><style>p{x:1}</style></head>"
+                    "<body><nav>Home</nav><p>Hello <b>world</b></p></body></html>")
     assert page_text(html).split() == ["Home", "Hello", "world"]
     mail = tmp_path / "m.eml"
     mail.write_text("From: a@b\nSubject: s\nContent-Type: text/plain\n\nbody line\n> quoted\n")
