@@ -11,9 +11,10 @@ Two kinds of query, both written by the manual's authors, neither a copy of a he
 
 - ``index-term``: every entry of the manual's concept index ("start conditions, using BEGIN",
   "YY_INPUT, overriding"). The index points at an anchor inside a page; gold = that page + the
-  opening words of the text right after the anchor, so the hit must hold the indexed passage, not
-  just the page. Entries whose wording is the page's own title are dropped (they would be heading
-  questions), and at most `PER_PAGE` entries are kept per page (the first ones in index order), so
+  opening words of the text right after the anchor (within the first paragraph, list item or
+  example that follows it), so the hit must hold the indexed passage, not just the page.
+  Entries whose wording is the page's own title are dropped (they would be heading questions),
+  and at most `PER_PAGE` entries are kept per page (the first ones in index order), so
   the few longest chapters do not dominate the set.
 - ``faq-question``: the titles of the FAQ chapter's nodes that are questions ("Can I fake
   multi-byte character support?"); gold = the page + the opening words of the answer.
@@ -27,7 +28,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bs4 import BeautifulSoup, Tag
+from bs4 import BeautifulSoup, PageElement, Tag
 
 from benchmarks.corpora.evalset_tools import Case, opening_words, write_checked
 from evals.evalset import normalise
@@ -42,12 +43,27 @@ def _title(soup: BeautifulSoup) -> str:
     return " ".join(h.get_text().split()) if h else ""
 
 
+BLOCKS = ("p", "pre", "li", "dt", "dd", "td", "th", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote")
+
+
+def _block_of(node: PageElement) -> Tag | None:
+    return node.find_parent(BLOCKS)
+
+
 def _text_after(anchor: Tag) -> str:
-    """Up to 30 words of text that follow ``anchor`` in document order."""
+    """Up to 30 words of text that follow ``anchor`` in document order, within the first block
+    element (paragraph, list item, example...) that holds any: a snippet that ran on into the
+    next block would be split by any chunker that respects structure."""
     words: list[str] = []
+    block: Tag | None = None
     for s in anchor.find_all_next(string=True):
-        if s.find_parent(["script", "style"]):
+        if not s.strip() or s.find_parent(["script", "style"]):
             continue
+        here = _block_of(s)
+        if block is None:
+            block = here
+        elif here is not block:
+            break
         words += s.split()
         if len(words) >= 30:
             break
