@@ -16,8 +16,9 @@ the generator finds the title's words on that page nearest to that point (the he
 running header or a cross-reference) and takes the next words of the page in reading order as
 the gold snippet. The snippet is cut before the first word whose text a careful parser would
 change (a ligature such as "ﬁ", a word hyphenated across a line end), so the same snippet is
-found in a naive extraction and in a repaired one; at least `MIN_WORDS` words must remain and
-the snippet must not run past the page, or the entry is skipped.
+found in a naive extraction and in a repaired one, and it ends with the first text block after
+the heading (a structure-aware chunker may rightly split there); at least `MIN_WORDS` words must
+remain, or the entry is skipped.
 
 Titles used twice in the set ("Introduction", "References") are ambiguous and dropped, as are
 outline entries for contents, index and bibliography pages. At most `PER_DOC` entries are kept per
@@ -88,9 +89,11 @@ def _snippet(page: pymupdf.Page, title: str, point: pymupdf.Point) -> str | None
     if best is None:
         return None
     words: list[str] = []
-    for tok, _, _, bad in toks[best[1] :]:
-        if bad or len(words) == SNIPPET_WORDS:
-            break
+    block = None
+    for tok, _, word, bad in toks[best[1] :]:
+        if bad or len(words) == SNIPPET_WORDS or (block is not None and word[5] != block):
+            break  # a snippet stays inside the first text block (paragraph) after the heading
+        block = word[5]
         words.append(tok)
     return " ".join(words) if len(words) >= MIN_WORDS else None
 
