@@ -8,6 +8,9 @@ by ``fetch.sh``, then calls `write_checked`, which refuses to write a set in whi
   ``benchmarks.naive.page_text`` extracts: what any pipeline starts from);
 - two cases share an id, or the file does not load with `evals.evalset.load_eval_set`.
 
+``python -m benchmarks.corpora.evalset_tools [CORPORA]`` runs the same checks on every committed
+set in ``benchmarks/evalsets`` against the corpora laid out by ``fetch.sh``.
+
 It also reports (never refuses) snippets that Bindery's own parser does not reproduce, so a gold
 label that no chunk of the product could ever contain is visible rather than silently unreachable.
 """
@@ -91,3 +94,21 @@ def write_checked(cases: Sequence[Case], root: Path, out: Path) -> None:
     cats = Counter(c.category for c in loaded)
     print(f"{out}: {len(loaded)} cases, {len({g.doc for c in loaded for g in c.gold})} gold docs, "
           f"{len(soft)} snippets not in Bindery's parse; categories {dict(sorted(cats.items()))}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Check every committed set against its corpus; exit 1 if any has a hard problem."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    corpora = Path(args[0]) if args else Path.home() / ".cache" / "bench-corpora"
+    failed = 0
+    for path in sorted((Path(__file__).resolve().parent.parent / "evalsets").glob("*.jsonl")):
+        cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        hard, soft = _problems(cases, corpora / path.stem)
+        failed += bool(hard)
+        print(f"{path.stem}: {len(cases)} cases, {len(hard)} problems, "
+              f"{len(soft)} snippets not in Bindery's parse" + "".join(f"\n  {h}" for h in hard[:10]))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
