@@ -29,6 +29,7 @@ import yaml
 
 from orchestration.cli import main as cli
 
+_OWN_DAGSTER_HOME = os.environ.get("DAGSTER_HOME")  # set by the caller: then every set shares it
 EVALSETS = Path(__file__).resolve().parent / "evalsets"
 DEFAULT_CORPORA = Path.home() / ".cache" / "bench-corpora"
 
@@ -53,6 +54,10 @@ def run_set(name: str, corpora: Path, work: Path) -> dict[str, Any]:
         "sources": [{"name": name, "kind": "local", "root": str((corpora / name).resolve())}],
         "gate": {"queries": str(EVALSETS / f"{name}.jsonl")},
     }))
+    # Bindery keeps its Dagster instance under the data dir and exports DAGSTER_HOME on first use;
+    # drop what the previous set exported so each set runs on its own instance.
+    if _OWN_DAGSTER_HOME is None:
+        os.environ.pop("DAGSTER_HOME", None)
     sync = _cli(config, "sync")
     result = {"set": name, "sync": sync, "eval": _cli(config, "eval")}
     (here / "eval.json").write_text(json.dumps(result, indent=2))
