@@ -13,10 +13,10 @@ export UNSTRUCTURED_DISABLE_NOTICE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup system-deps run test check ui serve bench bench-peers bench-scale parse-report reliability clean help
+.PHONY: setup system-deps run test check ui serve bench bench-peers bench-scale devsets naive parse-report reliability clean help
 
 help:
-	@echo "make run | test | check | ui | serve | bench CORPUS=dir QUERIES=file | parse-report DIR=dir | reliability | clean"
+	@echo "make run | test | check | ui | serve | bench CORPUS=dir QUERIES=file | bench-peers | bench-scale | devsets | naive [SETS=...] | parse-report DIR=dir | reliability | clean"
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -83,7 +83,7 @@ bench: setup
 PEERS := .venv-peers
 PEERS_STAMP := $(PEERS)/.installed-$(shell cat benchmarks/peers/requirements.txt | sha1sum | cut -c1-10)
 PEERS_CORPUS ?= $(HOME)/.cache/bench-corpora/redis_commands
-PEERS_QUERIES ?= /work/shared/evaldata/redis_commands.jsonl
+PEERS_QUERIES ?= benchmarks/evalsets/redis_commands.jsonl
 PEERS_REPEATS ?= 3
 $(PEERS_STAMP): benchmarks/peers/requirements.txt
 	test -x $(PEERS)/bin/python || $(PY) -m venv $(PEERS)
@@ -102,6 +102,16 @@ SCALE_SIZES_LOCAL ?= 10000,20000
 SCALE_ENGINES ?= qdrant-edge,qdrant-local
 bench-scale: setup
 	$(BIN)/python -m benchmarks.scale --sizes $(SCALE_SIZES) --sizes-local $(SCALE_SIZES_LOCAL) --engines $(SCALE_ENGINES)
+
+# Real dev corpora for benchmarks/evalsets (Debian packages; see benchmarks/evalsets/README.md).
+CORPORA ?= $(HOME)/.cache/bench-corpora
+SETS ?= python_faq redis_commands debian_faq flex_manual git_commands pdf_docs
+devsets:
+	benchmarks/corpora/fetch.sh $(CORPORA) $(SETS)
+
+naive: setup
+	for s in $(SETS); do $(BIN)/python -m benchmarks.naive --corpus $(CORPORA)/$$s \
+	  --queries benchmarks/evalsets/$$s.jsonl || exit 1; done
 
 DIR ?= sample/corpus
 parse-report: setup

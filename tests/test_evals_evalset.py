@@ -11,7 +11,7 @@ import pytest
 from connectors.errors import ConfigError
 from evals.evalset import DEFAULT_CATEGORY, EvalCase, Gold, load_eval_set, normalise
 
-EVALDATA = Path("/work/shared/evaldata")
+EVALDATA = Path(__file__).resolve().parent.parent / "benchmarks" / "evalsets"
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from evals.evalset import EvalCase, Gold, load_eval_set
 from evals.metrics import METRIC_NAMES, Hit
 from evals.runner import EvalReport, format_table, run_eval, to_hit
 
-EVALDATA = Path("/work/shared/evaldata")
+EVALDATA = Path(__file__).resolve().parent.parent / "benchmarks" / "evalsets"
 
 
 @dataclass

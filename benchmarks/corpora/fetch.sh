@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Fetch the real document corpora of the dev eval sets in ../evalsets, from Debian 12's packages.
+# Usage: benchmarks/corpora/fetch.sh [DEST] [SET...]
+#   DEST  default $HOME/.cache/bench-corpora;  SET  default: all of the sets below.
+# Result: DEST/<set>/ is a source root (the "doc" paths of evalsets/<set>.jsonl are relative to it);
+#         DEST/_extra/<set>/ holds material a generator reads but that must not be indexed
+#         (indexes and completion files that contain the queries' wording).
+# Each package is asked for at the version the eval sets were made from; if the archive no longer
+# has it (a point release replaced it), the current version is taken and a warning printed: check
+# the generator's output (it refuses gold labels that no longer occur) before trusting old numbers.
+set -euo pipefail
+dest=${1:-$HOME/.cache/bench-corpora}
+shift || true
+sets=("$@")
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands pdf_docs)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$dest"
+[ -n "$(ls /var/lib/apt/lists/ 2>/dev/null | grep -v lock)" ] || apt-get update -qq
+
+# fetch PKG VERSION: download and unpack one package into $work/PKG, print where it went.
+fetch() {
+  local pkg=$1 version=$2
+  mkdir -p "$work/dl"
+  if ! (cd "$work/dl" && apt-get download -qq "$pkg=$version" 2>/dev/null); then
+    echo "warning: $pkg $version is no longer in the archive; taking the current version" >&2
+    (cd "$work/dl" && apt-get download -qq "$pkg")
+  fi
+  dpkg-deb -x "$work/dl/${pkg}_"*.deb "$work/$pkg"
+  echo "$pkg $(dpkg-deb -f "$work/dl/${pkg}_"*.deb Version)" >>"$work/versions"
+  echo "$work/$pkg"
+}
+
+fresh() { rm -rf "$dest/$1" "$dest/_extra/$1"; mkdir -p "$dest/$1"; }
+
+for set in "${sets[@]}"; do
+  case $set in
+  python_faq)  # Python 3.11 FAQ, Sphinx HTML (9 pages)
+    x=$(fetch python3.11-doc 3.11.2-6+deb12u9); fresh $set
+    cp -r "$x/usr/share/doc/python3.11/html/faq" "$dest/$set/faq" ;;
+  redis_commands)  # Redis command docs shipped with iredis, Markdown (372 files)
+    x=$(fetch iredis 1.13.0-1); fresh $set
+    cp -r "$x/usr/lib/python3/dist-packages/iredis/data/commands" "$dest/$set/commands"
+    rm -f "$dest/$set/commands/__init__.py" ;;
+  debian_faq)  # The Debian FAQ, DocBook XHTML, one page per chapter (17 pages)
+    x=$(fetch debian-faq 11.1); fresh $set
+    mkdir -p "$dest/$set/FAQ"
+    cp "$x/usr/share/doc/debian/FAQ/"*.en.html "$dest/$set/FAQ/" ;;
+  flex_manual)  # GNU flex manual, texinfo HTML, one page per node; its index pages kept apart
+    x=$(fetch flex-doc 2.6.4-8.2); fresh $set
+    mkdir -p "$dest/$set/html" "$dest/_extra/$set"
+    cp "$x/usr/share/doc/flex-doc/html/"*.html "$dest/$set/html/"
+    mv "$dest/$set/html/"{Concept-Index,Indices}.html "$dest/$set/html/"Index-of-*.html "$dest/_extra/$set/" ;;
+  git_commands)  # Git manual pages as HTML (git-doc); fish's git completions for the queries
+    x=$(fetch git-doc 1:2.39.5-0+deb12u3); fresh $set
+    mkdir -p "$dest/$set/html" "$dest/_extra/$set"
+    cp "$x/usr/share/doc/git-doc/"git*.html "$dest/$set/html/"
+    y=$(fetch fish-common 3.6.0-3.1+deb12u1)
+    cp "$y/usr/share/fish/completions/git.fish" "$dest/_extra/$set/" ;;
+  pdf_docs)  # Six R manuals (single column) + six two-column LaTeX guides/templates; 213 MB download
+    x=$(fetch r-doc-pdf 4.2.2.20221110-2); fresh $set
+    mkdir -p "$dest/$set/r-manuals" "$dest/$set/articles"
+    for m in R-FAQ R-admin R-data R-intro R-ints R-lang; do cp "$x/usr/share/R/doc/manual/$m.pdf" "$dest/$set/r-manuals/"; done
+    y=$(fetch texlive-publishers-doc 2022.20230122-4)/usr/share/doc/texlive-doc/latex
+    cp "$y/revtex/auguide/auguide4-2.pdf" "$y/mnras/mnras_guide.pdf" "$y/acmart/samples/sample-sigconf.pdf" \
+       "$y/asmeconf/asmeconf-template.pdf" "$y/asmejour/asmejour-template.pdf" \
+       "$y/quantumarticle/quantum-template.pdf" "$dest/$set/articles/" ;;
+  *) echo "unknown set: $set" >&2; exit 2 ;;
+  esac
+  echo "$set: $(find "$dest/$set" -type f | wc -l) files -> $dest/$set"
+done
+echo "packages:"; sed 's/^/  /' "$work/versions"
