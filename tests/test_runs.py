@@ -27,9 +27,15 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def dep(tmp_path: Path) -> Deployment:
+    # `broken` passes the CLI's checks (its root exists) and fails inside its run: its ACL file
+    # is not text, so its listing fails in the daemon's worker.
+    broken = tmp_path / "broken-source"
+    broken.mkdir()
+    (broken / ".bindery-acl").write_bytes(b"\xff\xfe\xfa not text")
+    (broken / "a.md").write_text("# A\n\nSome text.\n")
     return Deployment(tmp_path, sources=[
         {"name": "docs", "kind": "local", "root": str(tmp_path / "corpus"), "min_ratio": 0.5},
-        {"name": "broken", "kind": "local", "root": str(tmp_path / "no-such-folder")}])
+        {"name": "broken", "kind": "local", "root": str(broken)}])
 
 
 @pytest.fixture
@@ -66,7 +72,7 @@ def _finished(dep: Deployment, run_ids: set[str], timeout: float = 400) -> dict[
 def test_submitted_runs_go_through_the_daemon_queue(dep: Deployment, daemon: subprocess.Popen[bytes]) -> None:
     # --wait follows both runs; one source is broken, so the command fails, naming it.
     out = dep.cli("sync", "--submit", "--wait", expect=1)
-    assert set(out["errors"]) == {"broken"} and "no-such-folder" in out["errors"]["broken"]
+    assert set(out["errors"]) == {"broken"} and ".bindery-acl" in out["errors"]["broken"]
     assert out["sources"]["docs"]["new"] == 6 and out["recomputed"]["embed"] > 0
     assert out["generation"] == 1  # the daemon's worker built and bound generation 1
     listed = {r["run_id"]: r for r in dep.cli("runs")["runs"]}
