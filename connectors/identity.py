@@ -16,7 +16,7 @@ __all__ = ["chunk_id", "content_hash", "doc_id", "point_id", "short_hash", "stag
 
 # Bump a stage's code version when its code changes what it outputs: every cached output of
 # that stage (and only that stage and what depends on it) is then recomputed.
-STAGE_CODE_VERSIONS = {"parse": "5", "chunk": "2", "context": "1", "embed": "1"}
+STAGE_CODE_VERSIONS = {"parse": "6", "chunk": "2", "context": "1", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

@@ -123,10 +123,16 @@ def _owned_by_bindery(path: Path) -> bool:
     return text.startswith(GENERATED_MARK) or text == _LEGACY_YAML
 
 
+# The DAGSTER_HOME this process set itself (Dagster reads the variable): it is not the user's
+# choice, so a second configuration used in the same process still gets its own instance.
+_SET_HERE: str | None = None
+
+
 def dagster_home(cfg: BinderyConfig) -> Path:
-    """The instance folder (`$DAGSTER_HOME`, else `data_dir/dagster_home`) with a current
-    `dagster.yaml`. A file Bindery did not write is left exactly as it is."""
-    home = Path(os.environ.get("DAGSTER_HOME") or cfg.data_path / "dagster_home")
+    """The instance folder (`$DAGSTER_HOME` when the user set it, else `data_dir/dagster_home`)
+    with a current `dagster.yaml`. A file Bindery did not write is left exactly as it is."""
+    env = os.environ.get("DAGSTER_HOME")
+    home = Path(env if env and env != _SET_HERE else cfg.data_path / "dagster_home")
     home.mkdir(parents=True, exist_ok=True)
     yaml_path = home / "dagster.yaml"
     if _owned_by_bindery(yaml_path):
@@ -155,8 +161,9 @@ def _ensure_schema(url: str, schema: str) -> None:
 
 def get_instance(cfg: BinderyConfig) -> dg.DagsterInstance:
     """The instance every CLI command uses; its PostgreSQL schema is created on first use."""
+    global _SET_HERE
     home = dagster_home(cfg)
-    os.environ["DAGSTER_HOME"] = str(home)
+    os.environ["DAGSTER_HOME"] = _SET_HERE = str(home)
     pg = postgres_target(cfg)
     if pg is not None and (home / "dagster.yaml").read_text().startswith(GENERATED_MARK):
         _ensure_schema(*pg)

@@ -180,3 +180,20 @@ def test_a_cli_sync_is_visible_to_a_separate_webserver_on_the_same_database(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_two_configurations_in_one_process_get_their_own_instances(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first `get_instance` sets DAGSTER_HOME for Dagster; a second configuration used in the
+    same process (a benchmark over several corpora, a test) must not land on the first one's
+    instance, where a partition sync would delete the other's partitions. A DAGSTER_HOME the
+    user set stays the user's choice."""
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    a = config_from_dict({"data_dir": str(tmp_path / "a")})
+    b = config_from_dict({"data_dir": str(tmp_path / "b")})
+    with get_instance(a) as first:
+        assert Path(first.root_directory) == tmp_path / "a" / "dagster_home"
+    with get_instance(b) as second:
+        assert Path(second.root_directory) == tmp_path / "b" / "dagster_home"
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "mine"))
+    assert dagster_home(a) == tmp_path / "mine"

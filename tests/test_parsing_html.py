@@ -139,3 +139,20 @@ def test_html_parse_speed_20kb_page():
     per_doc_ms = (time.perf_counter() - start) * 100
     assert len([b for b in r.blocks if b.kind == "heading"]) == 25
     assert per_doc_ms < 100, f"{per_doc_ms:.1f} ms per 20 KB page"  # target < 20 ms
+
+
+def test_a_long_id_made_of_the_content_s_own_words_is_not_chrome():
+    """texinfo names each node's div after its title: an id such as "How-do-I-skip-as-many-chars"
+    holds "skip" as a word of the content, not a skip-link marker, and its text must survive;
+    a short marker id still marks chrome."""
+    html = """<html><head><title>FAQ</title></head><body>
+<div class="nav-panel">Next: Other questions</div>
+<div class="section-level-extent" id="How-do-I-skip-as-many-chars-as-possible_003f">
+<h2>How do I skip as many chars as possible?</h2>
+<p>Use a start condition and a rule that matches one or more characters at a time.</p>
+</div>
+<div id="skip-link">Skip to content</div>
+</body></html>"""
+    text = _all_text(parse_document(html.encode(), "faq/skip.html", CFG))
+    assert "start condition and a rule" in text
+    assert "Skip to content" not in text and "Other questions" not in text

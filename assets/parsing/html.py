@@ -142,8 +142,19 @@ _TRAILING_ANCHOR = re.compile(r"\s*[¶#§]\s*$")
 _MAX_DEPTH = 150
 
 
+# A chrome marker is a short class or id ("nav", "sidebar-toc", "skip-link"). A longer id is a
+# slug of the content's own words (texinfo names every node's div after its title: "How do I
+# skip as many chars as possible?" becomes an id holding "skip"), never a marker.
+_MAX_MARKER_WORDS = 3
+_WORD_SPLIT = re.compile(r"[\s_-]+")
+
+
 def _attrs(el: etree._Element) -> str:
-    return f"{el.get('class', '')} {el.get('id', '')}"
+    """The element's class names and its id, the id only when it is short enough to be a marker."""
+    ident = el.get("id", "")
+    if len([w for w in _WORD_SPLIT.split(ident) if w]) > _MAX_MARKER_WORDS:
+        ident = ""
+    return f"{el.get('class', '')} {ident}"
 
 
 def _is_chrome(el: etree._Element, keep_headers: bool) -> bool:
