@@ -30,6 +30,7 @@ from connectors.identity import content_hash, doc_id, short_hash
 from connectors.sources import make_source
 from connectors.sources.base import Source, SourceEntry
 
+# What a sync does to each listed document, in reporting order; `orchestration/report.py` imports it.
 CLASSES = ("new", "updated", "unchanged", "moved", "acl", "deleted", "failed")
 
 # Sources whose listing omits ACLs (S3) are trusted by fingerprint + modification time, and S3's

@@ -71,10 +71,14 @@ class ParseQualityThresholds(_Strict):
     # fewer documents than this are judged with the whole source, and never fail the check
     min_batch: int = Field(20, ge=1)
     warn_failure_share: float = Field(0.05, ge=0, le=1)
-    min_chars_per_page: float = 20.0  # below -> page counted as empty
+    # a document's mean extracted characters per page below this fails it (a page counts as empty
+    # below quality.metrics.EMPTY_PAGE_CHARS, a fixed constant, not this threshold)
+    min_chars_per_page: float = 20.0
     min_alnum_share: float = 0.5
     min_word_share: float = 0.4  # share of tokens that look like dictionary-ish words
     max_repeated_line_share: float = 0.5
+    # more than this share of empty pages is almost always an unOCRed scan or a broken text layer
+    max_empty_page_share: float = Field(0.5, ge=0, le=1)
 
 
 class SourceConfig(_Strict):

@@ -5,10 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from assets.listing import CLASSES  # the change classes are the listing's; one definition
 from connectors.config import BinderyConfig
 from connectors.store import DocumentStore
-
-CLASSES = ("new", "updated", "unchanged", "moved", "acl", "deleted", "failed")
 
 
 def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> dict[str, Any]:

@@ -16,21 +16,15 @@ from typing import Any
 
 from connectors.config import ParseQualityThresholds
 
-__all__ = ["DEFAULT_MAX_EMPTY_PAGE_SHARE", "expectation_specs", "validate_batch"]
-
-# ParseQualityThresholds has no field for this yet; a document with more than half of its
-# pages empty is almost always an unOCRed scan or a broken text layer.
-DEFAULT_MAX_EMPTY_PAGE_SHARE = 0.5
-
+__all__ = ["expectation_specs", "validate_batch"]
 
 def expectation_specs(t: ParseQualityThresholds) -> list[tuple[str, dict[str, Any]]]:
     """(column, {min_value | max_value}) pairs checked for every document."""
-    max_empty = getattr(t, "max_empty_page_share", DEFAULT_MAX_EMPTY_PAGE_SHARE)
     return [
         ("alnum_share", {"min_value": t.min_alnum_share}),
         ("word_share", {"min_value": t.min_word_share}),
         ("chars_per_page", {"min_value": t.min_chars_per_page}),
-        ("empty_page_share", {"max_value": max_empty}),
+        ("empty_page_share", {"max_value": t.max_empty_page_share}),
         ("repeated_line_share", {"max_value": t.max_repeated_line_share}),
     ]
 

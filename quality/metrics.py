@@ -15,7 +15,7 @@ from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from assets.parsing.types import ParseResult
+    from connectors.documents import ParseResult
 
 __all__ = ["EMPTY_PAGE_CHARS", "document_metrics", "measurable_text", "page_metrics", "word_share"]
 

@@ -21,8 +21,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import itertools
 
 from assets.chunking import ChunkDraft, chunk_blocks, chunk_stats, document_text
-from assets.parsing.types import Block
 from connectors.config import ChunkConfig
+from connectors.documents import Block
 from connectors.errors import ConfigError
 from connectors.tokenizer import TokenCounter, get_tokenizer
 

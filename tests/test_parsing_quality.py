@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from assets.parsing.report import main as report_main
-from assets.parsing.types import Block, ParseResult
 from connectors.config import ParseQualityThresholds
+from connectors.documents import Block, ParseResult
 from quality.expectations import validate_batch
 from quality.metrics import document_metrics, page_metrics, word_share
 from tests.fixtures import docgen

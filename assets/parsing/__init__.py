@@ -28,8 +28,8 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 
 from assets.parsing.sniff import decode_text, detect_format
-from assets.parsing.types import Block, ParseResult
 from connectors.config import ParseConfig
+from connectors.documents import Block, ParseResult
 from connectors.errors import EmptyDocument, ParseError, TooLarge, UnsupportedFormat
 from quality.metrics import document_metrics
 

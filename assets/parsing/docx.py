@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from assets.parsing.textutil import clean_inline, markdown_table, normalize_text, table_header_lines
-from assets.parsing.types import Block, ParseResult
+from connectors.documents import Block, ParseResult
 from connectors.errors import CorruptDocument
 
 __all__ = ["parse_docx"]

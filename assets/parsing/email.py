@@ -31,7 +31,7 @@ from assets.parsing.html import html_blocks
 from assets.parsing.sniff import EXTENSIONS
 from assets.parsing.text import text_blocks
 from assets.parsing.textutil import clean_inline, normalize_text
-from assets.parsing.types import Block, ParseResult
+from connectors.documents import Block, ParseResult
 from connectors.errors import ParseError
 
 __all__ = ["parse_email", "parse_mbox", "split_mbox", "split_quoted"]

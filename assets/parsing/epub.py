@@ -25,7 +25,7 @@ from assets.parsing.html import html_blocks
 from assets.parsing.odf import read_member
 from assets.parsing.sniff import decode_text, html_declared_charset
 from assets.parsing.textutil import clean_inline
-from assets.parsing.types import Block, ParseResult
+from connectors.documents import Block, ParseResult
 from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, ParseError
 
 __all__ = ["parse_epub"]

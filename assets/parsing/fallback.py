@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from assets.parsing.textutil import clean_inline, normalize_text, table_header_lines
-from assets.parsing.types import Block, ParseResult
+from connectors.documents import Block, ParseResult
 from connectors.errors import UnsupportedFormat
 
 __all__ = ["elements_to_blocks", "parse_fallback"]

@@ -25,7 +25,7 @@ from lxml import etree
 
 from assets.parsing.sniff import decode_text, html_declared_charset
 from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
-from assets.parsing.types import Block, BlockKind, ParseResult
+from connectors.documents import Block, BlockKind, ParseResult
 from connectors.errors import EmptyDocument
 
 __all__ = ["html_blocks", "parse_html"]

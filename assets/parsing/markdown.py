@@ -18,7 +18,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
-from assets.parsing.types import Block, ParseResult
+from connectors.documents import Block, ParseResult
 from connectors.errors import ParseError
 
 __all__ = ["parse_markdown", "split_front_matter"]

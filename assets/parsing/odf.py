@@ -29,7 +29,7 @@ from lxml import etree
 
 from assets.parsing.tabular import sheet_blocks
 from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
-from assets.parsing.types import Block, ParseResult
+from connectors.documents import Block, ParseResult
 from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, TooLarge
 
 __all__ = ["parse_odf", "read_member"]

@@ -43,8 +43,8 @@ from assets.parsing.textutil import (
     normalize_text,
     table_header_lines,
 )
-from assets.parsing.types import Block, BlockKind, ParseResult
 from connectors.config import ParseConfig
+from connectors.documents import Block, BlockKind, ParseResult
 from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, NeedsOCR
 from quality.metrics import measurable_text, page_metrics, word_share
 

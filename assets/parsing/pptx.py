@@ -16,7 +16,7 @@ import zipfile
 from typing import Any
 
 from assets.parsing.textutil import clean_inline, markdown_table, normalize_text, table_header_lines
-from assets.parsing.types import Block, ParseResult
+from connectors.documents import Block, ParseResult
 from connectors.errors import CorruptDocument, EmptyDocument
 
 __all__ = ["parse_pptx"]

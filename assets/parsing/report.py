@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from assets.parsing import parse_document
-from assets.parsing.types import ParseResult
 from connectors.config import ParseConfig
+from connectors.documents import ParseResult
 from connectors.errors import ParseError
 
 __all__ = ["main", "report_file", "walk"]

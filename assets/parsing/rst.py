@@ -23,7 +23,7 @@ import re
 
 from assets.parsing.sniff import decode_text
 from assets.parsing.textutil import clean_inline, markdown_table, normalize_chars, table_header_lines
-from assets.parsing.types import Block, ParseResult
+from connectors.documents import Block, ParseResult
 
 __all__ = ["parse_rst", "rst_blocks"]
 

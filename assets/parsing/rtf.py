@@ -14,7 +14,7 @@ import re
 
 from assets.parsing.text import text_blocks
 from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
-from assets.parsing.types import Block, ParseResult
+from connectors.documents import Block, ParseResult
 from connectors.errors import CorruptDocument
 
 __all__ = ["parse_rtf", "rtf_to_text"]

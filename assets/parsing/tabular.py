@@ -25,7 +25,7 @@ from typing import Any
 
 from assets.parsing.sniff import decode_text
 from assets.parsing.textutil import clean_inline, table_row_groups
-from assets.parsing.types import Block, ParseResult
+from connectors.documents import Block, ParseResult
 
 __all__ = ["cell_text", "looks_like_header", "parse_delimited", "sheet_blocks"]
 

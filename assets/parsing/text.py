@@ -14,7 +14,7 @@ import re
 
 from assets.parsing.sniff import decode_text
 from assets.parsing.textutil import clean_inline, join_lines, normalize_chars
-from assets.parsing.types import Block, ParseResult
+from connectors.documents import Block, ParseResult
 
 __all__ = ["parse_text", "text_blocks"]
 

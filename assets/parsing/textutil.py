@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from assets.parsing.types import Block
+    from connectors.documents import Block
 
 __all__ = [
     "LIGATURES",
@@ -161,7 +161,7 @@ def table_row_groups(
     has `table_header` (header + separator lines), `rows` ([first, last] data-row numbers,
     counting from `first_row`) and `columns`, plus whatever `meta` adds.
     """
-    from assets.parsing.types import Block
+    from connectors.documents import Block
 
     head = [clean_inline("" if c is None else str(c)) for c in header]
     width = max([len(head)] + [len(r) for r in rows]) if (head or rows) else 0

@@ -1,35 +1,7 @@
-"""What a parser produces: ordered, typed blocks with provenance, plus quality metrics."""
+"""Compatibility re-export: parse records now live in `connectors.documents` (below assets and quality)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from connectors.documents import Block, BlockKind, ParseResult
 
-BlockKind = Literal["title", "heading", "paragraph", "list_item", "table", "code", "caption"]
-
-
-@dataclass
-class Block:
-    kind: BlockKind
-    text: str  # tables: GitHub-flavoured Markdown with the header row
-    level: int = 0  # heading level (1 = top); 0 for non-headings
-    page: int | None = None  # 1-based page for paginated formats
-    meta: dict[str, Any] = field(default_factory=dict)  # e.g. {"route": "ocr"}, {"attachment": name}
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Block:
-        return cls(**d)
-
-
-@dataclass
-class ParseResult:
-    blocks: list[Block]
-    title: str | None = None
-    format: str = "text"  # detected format: pdf, html, markdown, text, email, docx
-    metadata: dict[str, Any] = field(default_factory=dict)  # email subject/from/date/thread ids, ...
-    metrics: dict[str, Any] = field(default_factory=dict)  # document-level metrics
-    page_metrics: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+__all__ = ["Block", "BlockKind", "ParseResult"]

@@ -15,7 +15,7 @@ import zipfile
 from typing import Any
 
 from assets.parsing.tabular import cell_text, sheet_blocks
-from assets.parsing.types import Block, ParseResult
+from connectors.documents import Block, ParseResult
 from connectors.errors import CorruptDocument, EmptyDocument
 
 __all__ = ["parse_xlsx"]

@@ -31,7 +31,7 @@ from assets.parsing.textutil import (
     table_header_lines,
     table_row_groups,
 )
-from assets.parsing.types import Block, ParseResult
+from connectors.documents import Block, ParseResult
 from connectors.errors import CorruptDocument
 
 __all__ = ["parse_xml"]

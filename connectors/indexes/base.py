@@ -26,7 +26,9 @@ class IndexRecord:
     doc_id: str
     source: str
     external_id: str  # document path relative to its source root
-    text: str  # what the keyword index analyses: contextual prefix + display text
+    # what the keyword index analyses: the file name's words, then the chunk's final text
+    # (contextual prefix + chunk text); built by assets.index_stage.index_text
+    text: str
     vector: Sequence[float] | None = None
     acl: tuple[str, ...] = (PUBLIC,)
     payload: dict[str, Any] = field(default_factory=dict)  # heading_path, page, display_text, ...
