@@ -13,10 +13,10 @@ export UNSTRUCTURED_DISABLE_NOTICE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup system-deps run test check ui serve bench bench-peers bench-scale devsets naive parse-report reliability clean help
+.PHONY: setup system-deps run test test-fast check ui serve bench bench-peers bench-scale devsets naive parse-report reliability clean help
 
 help:
-	@echo "make run | test | check | ui | serve | bench CORPUS=dir QUERIES=file | bench-peers | bench-scale | devsets | naive [SETS=...] | parse-report DIR=dir | reliability | clean"
+	@echo "make run | test | test-fast | check | ui | serve | bench CORPUS=dir QUERIES=file | bench-peers | bench-scale | devsets | naive [SETS=...] | parse-report DIR=dir | reliability | clean"
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -55,8 +55,16 @@ run: setup
 	@echo "--- second sync (nothing changed, so nothing is recomputed):"
 	$(BIN)/bindery --config $(CONFIG) sync
 
+# The full suite CI runs, spread over the cores (pytest-xdist; one file per worker keeps module
+# fixtures such as a built Bindery instance shared). Tests are isolated: tmp_path, a private
+# PostgreSQL schema per test, one moto server per worker.
 test: setup
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --dist loadfile
+
+# The edit-test loop: everything but the `slow` tests (embedding model, whole Dagster jobs,
+# subprocesses); parsing, chunking, store, fusion, metrics, asset checks. Under 2 minutes on 2 cores.
+test-fast: setup
+	$(BIN)/pytest -q -m "not slow" -n 2 --dist loadfile
 
 # Long runs: SIGKILL trials, schemathesis fuzzing, the lifecycle state machine, ACL probes; one table.
 reliability: setup

@@ -160,6 +160,7 @@ def _subprocess(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           env=env, cwd=cwd, timeout=120)
 
 
+@pytest.mark.slow  # two CLI subprocesses, each importing Dagster
 def test_internal_error_is_one_line_without_debug_and_a_traceback_with_it(tmp_path: Path,
                                                                           base: dict[str, Any]) -> None:
     """A store that is not a database at all is nothing the CLI anticipates: still one line

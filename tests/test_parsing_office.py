@@ -237,6 +237,7 @@ def test_ole_file_without_native_parser_goes_to_the_fallback():
     assert d.format == "fallback" and "OLE" in d.label
 
 
+@pytest.mark.slow  # ~13 s: loads unstructured's partitioners
 def test_an_unreadable_legacy_office_file_is_unsupported_with_the_reason():
     """The real fallback on bytes no parser can read (no monkeypatch: what users get)."""
     ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600)

@@ -176,6 +176,7 @@ def test_payloads_chunk_ids_and_count(backend: VectorBackend) -> None:
         "id-team.md", "docs", "team.md", ["alice", "bob"], ["H"], None)
 
 
+@pytest.mark.slow  # ~13 s on qdrant-local (600 points through its pure-Python search)
 def test_many_points_are_searched_and_listed(backend: VectorBackend) -> None:
     w = backend.writer()
     recs = [rec(f"d{i // 4}.md", i % 4, acl=(f"g{i % 7}",), seed=100 + i) for i in range(600)]
