@@ -145,7 +145,7 @@ def _unchanged(src: Source, old: dict[str, Any], entry: SourceEntry, default_acl
     an ACL they took from the source's configuration must still match that configuration."""
     if old["fingerprint"] != entry.fingerprint or old["source_modified_at"] != entry.modified_at:
         return False
-    if getattr(src, "needs_describe", False):
+    if src.needs_describe:
         return (old["metadata"] or {}).get("acl_from") == "metadata" or old["acl"] == default_acl
     return _acl_of(entry) == old["acl"]
 
@@ -161,100 +161,110 @@ def change_class(live_old: dict[str, Any] | None, chash: str, acl: list[str], me
     return "moved" if chash in gone_hashes else "new"
 
 
-def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = False,
-                source: Source | None = None) -> ListingResult:
-    started = time.perf_counter()
-    scfg = rt.cfg.source(source_name)
-    rt.store.upsert_source(scfg.name, scfg.kind, scfg.model_dump(mode="json"))
-    src = source or make_source(scfg)
+def _list_source(rt: Runtime, scfg: SourceConfig, src: Source) -> list[SourceEntry]:
+    """Everything the source lists; a listing that cannot complete is recorded and re-raised."""
     try:
-        listed = list(src.list())
+        return list(src.list())
     except SourceError as e:
         rt.store.record_listing(scfg.name, None, ok=False, error=str(e))
         rt.store.add_event("listing-failed", str(e), source=scfg.name)
         raise
-    problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]
-    entries = [e for e in listed if entry_problem(e) is None]
-    known = {d["external_id"]: d for d in rt.store.documents(scfg.name, include_deleted=True)}
-    listed_ids = {e.external_id for e in entries}
-    live_known = {k: d for k, d in known.items() if d["deleted_at"] is None}
-    gone = [d for k, d in live_known.items() if k not in listed_ids]
+
+
+def _guard_deletes(rt: Runtime, scfg: SourceConfig, listed: int, gone: int, allow_mass_delete: bool) -> None:
+    """The delete guard: refuse (and record why) a sweep that looks like a broken listing."""
     prior = rt.store.get_source(scfg.name) or {}
-    unsafe = check_delete_safety(scfg, len(entries), len(gone), prior.get("last_good_listing_count"))
+    unsafe = check_delete_safety(scfg, listed, gone, prior.get("last_good_listing_count"))
     if unsafe and not allow_mass_delete:
         msg = f"delete sweep aborted: {unsafe}. Nothing was changed. Re-run with --allow-mass-delete if intended."
-        rt.store.record_listing(scfg.name, len(entries), ok=False, error=msg)
+        rt.store.record_listing(scfg.name, listed, ok=False, error=msg)
         rt.store.add_event("delete-sweep-aborted", msg, source=scfg.name,
-                           details={"listed": len(entries), "would_delete": len(gone),
+                           details={"listed": listed, "would_delete": gone,
                                     "last_good": prior.get("last_good_listing_count")})
         raise UnsafeDeleteError(msg)
     if unsafe:
         rt.store.add_event("mass-delete-allowed", f"operator override: {unsafe}", source=scfg.name)
 
-    res = ListingResult(scfg.name, len(entries))
-    res.counts["failed"] += len(problems)
-    _dead_letter_problems(rt, scfg.name, problems)
-    now = time.time()
-    gone_by_hash: dict[str, dict[str, Any]] = {d["content_hash"]: d for d in gone if d["content_hash"]}
-    rows: list[dict[str, Any]] = []
-    touched: list[str] = []
-    spool = rt.cfg.data_path / "spool"
-    default_acl = _default_acl(scfg)
-    for entry in entries:
-        old = known.get(entry.external_id)
-        did = doc_id(scfg.name, entry.external_id)
-        live_old = old if old is not None and old["deleted_at"] is None else None
-        alive = live_old is not None
-        if live_old is not None and _unchanged(src, live_old, entry, default_acl):
-            touched.append(did)
-            res.counts["unchanged"] += 1
-            continue
-        fingerprint = entry.fingerprint
-        if getattr(src, "needs_describe", False):
-            described_at = time.time()
-            try:
-                entry = src.describe(entry)  # type: ignore[attr-defined]
-            except SourceError as e:
-                res.counts["failed"] += 1
-                rt.store.add_dead_letter(doc_id=did, source=scfg.name, external_id=entry.external_id,
-                                         stage="listing", reason=e.reason, error=str(e))
-                if alive:
-                    touched.append(did)
-                continue
-            fingerprint = entry.fingerprint
-            if described_at < entry.modified_at + RACY_SECONDS:
-                fingerprint += RACY_MARK
-        acl = _acl_of(entry)
-        base = {"doc_id": did, "source": scfg.name, "external_id": entry.external_id, "uri": entry.uri,
-                "fingerprint": fingerprint, "size": entry.size, "acl": acl,
-                "acl_hash": short_hash(acl, 16), "metadata": dict(entry.metadata),
-                "source_modified_at": entry.modified_at, "last_seen": now, "deleted_at": None,
-                "first_seen": old["first_seen"] if old else now}
-        try:
-            data = src.read(entry)  # raises TooLarge past the source's max_file_mb
-        except (SourceError, TooLarge) as e:
-            res.counts["failed"] += 1
-            rt.store.add_dead_letter(doc_id=did, source=scfg.name, external_id=entry.external_id,
-                                     stage="listing", reason=getattr(e, "reason", "source"), error=str(e),
-                                     trace=traceback.format_exc())
-            if alive:
-                touched.append(did)  # keep what is indexed; only the new version is missing
-            continue
-        chash = content_hash(data)
-        cls = change_class(live_old, chash, acl, dict(entry.metadata), gone_by_hash)
-        if live_old is not None and cls in ("acl", "unchanged"):
-            changed_at = now if cls == "acl" else live_old["changed_at"]
-        else:
-            changed_at = now
-            spool.mkdir(parents=True, exist_ok=True)
-            if not (spool / chash).exists():
-                (spool / chash).write_bytes(data)
-        res.counts[cls] += 1
-        if cls != "unchanged":
-            res.changed_ids.append(did)
-        rows.append({**base, "content_hash": chash, "changed_at": changed_at})
-    rt.store.upsert_documents(rows)
-    rt.store.touch_documents(touched, now)
+
+@dataclass
+class _Sweep:
+    """What one listing pass accumulates: the result, rows to write, documents only touched."""
+
+    res: ListingResult
+    known: dict[str, dict[str, Any]]
+    gone_by_hash: dict[str, dict[str, Any]]
+    default_acl: list[str]
+    now: float
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    touched: list[str] = field(default_factory=list)
+
+
+def _failed(rt: Runtime, sw: _Sweep, scfg: SourceConfig, entry: SourceEntry, did: str, alive: bool,
+            e: SourceError | TooLarge, trace: str | None = None) -> None:
+    """A listed item that could not be described or read: dead-lettered; an indexed previous
+    version stays (only the new version is missing)."""
+    sw.res.counts["failed"] += 1
+    rt.store.add_dead_letter(doc_id=did, source=scfg.name, external_id=entry.external_id,
+                             stage="listing", reason=e.reason, error=str(e), trace=trace)
+    if alive:
+        sw.touched.append(did)
+
+
+def _described(src: Source, entry: SourceEntry) -> tuple[SourceEntry, str]:
+    """The entry with ACL and metadata, and the fingerprint to store (marked racy when the
+    description was taken too close to the object's modification)."""
+    if not src.needs_describe:
+        return entry, entry.fingerprint
+    described_at = time.time()
+    entry = src.describe(entry)
+    racy = described_at < entry.modified_at + RACY_SECONDS
+    return entry, entry.fingerprint + (RACY_MARK if racy else "")
+
+
+def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry: SourceEntry) -> None:
+    """Classify one listed item: unchanged by the cheap test, else describe, read, hash, spool
+    new bytes, and queue its document row."""
+    old = sw.known.get(entry.external_id)
+    did = doc_id(scfg.name, entry.external_id)
+    live_old = old if old is not None and old["deleted_at"] is None else None
+    if live_old is not None and _unchanged(src, live_old, entry, sw.default_acl):
+        sw.touched.append(did)
+        sw.res.counts["unchanged"] += 1
+        return
+    try:
+        entry, fingerprint = _described(src, entry)
+    except SourceError as e:
+        _failed(rt, sw, scfg, entry, did, live_old is not None, e)
+        return
+    try:
+        data = src.read(entry)  # raises TooLarge past the source's max_file_mb
+    except (SourceError, TooLarge) as e:
+        _failed(rt, sw, scfg, entry, did, live_old is not None, e, traceback.format_exc())
+        return
+    acl = _acl_of(entry)
+    chash = content_hash(data)
+    cls = change_class(live_old, chash, acl, dict(entry.metadata), sw.gone_by_hash)
+    if live_old is not None and cls in ("acl", "unchanged"):
+        changed_at = sw.now if cls == "acl" else live_old["changed_at"]
+    else:
+        changed_at = sw.now
+        spool = rt.cfg.data_path / "spool"
+        spool.mkdir(parents=True, exist_ok=True)
+        if not (spool / chash).exists():
+            (spool / chash).write_bytes(data)
+    sw.res.counts[cls] += 1
+    if cls != "unchanged":
+        sw.res.changed_ids.append(did)
+    sw.rows.append({"doc_id": did, "source": scfg.name, "external_id": entry.external_id, "uri": entry.uri,
+                    "fingerprint": fingerprint, "size": entry.size, "acl": acl,
+                    "acl_hash": short_hash(acl, 16), "metadata": dict(entry.metadata),
+                    "source_modified_at": entry.modified_at, "last_seen": sw.now, "deleted_at": None,
+                    "first_seen": old["first_seen"] if old else sw.now,
+                    "content_hash": chash, "changed_at": changed_at})
+
+
+def _sweep_deletes(rt: Runtime, res: ListingResult, gone: list[dict[str, Any]], now: float) -> None:
+    """Remove documents no longer listed (the guard has already approved the count)."""
     res.deleted_ids = [d["doc_id"] for d in gone]
     res.counts["deleted"] = len(gone)
     if gone:
@@ -263,6 +273,34 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
         # chunks (a deleted document is never swept twice)
         rt.store.purge_documents(res.deleted_ids)
         rt.store.mark_deleted(res.deleted_ids, now)
+
+
+def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = False,
+                source: Source | None = None) -> ListingResult:
+    """List a source, classify every item (CLASSES), store new bytes in the spool, write the
+    document rows, dead-letter unreadable items and sweep deletions behind the delete guard."""
+    started = time.perf_counter()
+    scfg = rt.cfg.source(source_name)
+    rt.store.upsert_source(scfg.name, scfg.kind, scfg.model_dump(mode="json"))
+    src = source or make_source(scfg)
+    listed = _list_source(rt, scfg, src)
+    problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]
+    entries = [e for e in listed if entry_problem(e) is None]
+    known = {d["external_id"]: d for d in rt.store.documents(scfg.name, include_deleted=True)}
+    listed_ids = {e.external_id for e in entries}
+    gone = [d for k, d in known.items() if d["deleted_at"] is None and k not in listed_ids]
+    _guard_deletes(rt, scfg, len(entries), len(gone), allow_mass_delete)
+
+    res = ListingResult(scfg.name, len(entries))
+    res.counts["failed"] += len(problems)
+    _dead_letter_problems(rt, scfg.name, problems)
+    sw = _Sweep(res, known, {d["content_hash"]: d for d in gone if d["content_hash"]}, _default_acl(scfg),
+                time.time())
+    for entry in entries:
+        _sweep_entry(rt, sw, scfg, src, entry)
+    rt.store.upsert_documents(sw.rows)
+    rt.store.touch_documents(sw.touched, sw.now)
+    _sweep_deletes(rt, res, gone, sw.now)
     _clear_stale_dead_letters(rt, scfg.name, listed, problems)
     rt.store.record_listing(scfg.name, len(entries), ok=True, probe=None)
     res.seconds = time.perf_counter() - started
