@@ -78,7 +78,8 @@ def _without_parse(docs: list[dict[str, Any]], have: dict[tuple[str, str, str], 
     return [d for d in docs if parse_key(d, parse_version) not in have]
 
 
-def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,
+# not yet split (issue 13): 91 lines, the next candidate after run_listing
+def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # length: not yet split
               progress: Progress = NO_PROGRESS) -> ParseStats:
     started = time.perf_counter()
     scfg = rt.cfg.source(source_name)

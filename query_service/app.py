@@ -136,7 +136,9 @@ _bearer = HTTPBearer(auto_error=False, description="an API key or a JWT")
 _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="an API key")
 
 
-def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None = None) -> FastAPI:
+# The routes are closures over one app's retriever, limits and auth; splitting them out would
+# thread that state through module globals.
+def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None = None) -> FastAPI:  # noqa: C901  # length: route closures
     conf = cfg or load_config()
     auth = Authenticator(conf.query.auth)  # fails at startup on a missing secret or JWKS file
     state: dict[str, Any] = {}
