@@ -1,0 +1,85 @@
+"""`report.human`: what a person reads when the CLI runs without `--json`.
+
+Every CLI test passes `--json`, so without these the human renderings were never run. The inputs
+are the `--json` contracts the CLI builds (same keys), the outputs what the terminal shows.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from orchestration.report import human, table
+
+
+def _sync(**over: Any) -> dict[str, Any]:
+    r: dict[str, Any] = {
+        "sources": {"docs": {"new": 2, "updated": 0, "unchanged": 5, "moved": 0, "acl": 0, "deleted": 1, "failed": 0}},
+        "recomputed": {"parse": 2, "chunk": 2, "context": 0, "embed": 2},
+        "written": {"documents": 2, "chunks": 9, "deleted": 1},
+        "errors": {}, "dead_letters": 0, "generation": "g1", "seconds": 1.5, "candidate": None,
+    }
+    r.update(over)
+    return r
+
+
+def test_sync_lists_what_changed_and_the_live_generation() -> None:
+    out = human("sync", _sync()).splitlines()
+    assert out[0] == "source docs: 2 new, 5 unchanged, 1 deleted"
+    assert out[1] == "recomputed: parse 2, chunk 2, context 0, embed 2"
+    assert out[2] == "indexes: 2 documents written (9 chunks), 1 removed"
+    assert out[-1] == "live generation: g1   (1.5 s)"
+
+
+def test_a_quiet_sync_says_nothing_changed_and_shows_failed_checks_and_candidates() -> None:
+    r = _sync(recomputed=dict.fromkeys(("parse", "chunk", "context", "embed"), 0),
+              written={"documents": 0, "chunks": 0, "deleted": 0}, dead_letters=3, candidate=7,
+              candidate_name="g7",
+              _checks={"docs": {"parse_quality": {"passed": False, "severity": "WARN", "description": "50 %"}}})
+    out = human("sync", r)
+    assert "nothing changed: nothing was recomputed" in out
+    assert "check parse_quality [docs]: WARN: 50 %" in out
+    assert "dead letters: 3 (see `bindery dlq`)" in out
+    assert "candidate generation: g7 (id 7); run `bindery promote` to judge and flip" in out
+
+
+def test_a_failed_source_is_flagged_not_reported_as_empty() -> None:
+    r = _sync(sources={"docs": dict.fromkeys(("new", "updated", "unchanged"), 0)}, errors={"docs": "boom"},
+              recomputed={"parse": 0}, written={})
+    assert human("sync", r).splitlines()[0] == "source docs: FAILED (see below)"
+
+
+def test_reindex_without_a_candidate_prints_its_message() -> None:
+    assert human("reindex", {"candidate": None, "message": "stage versions unchanged"}) == "stage versions unchanged"
+
+
+def test_query_hits_show_rank_provenance_and_a_flattened_snippet() -> None:
+    hit = {"score": 0.0325, "source": "docs", "doc": "manual.md", "page": 3, "heading_path": ["Power", "Battery"],
+           "ranks": {"dense": 1, "bm25": 2}, "text": "The XR-4471\nlasts   11 hours."}
+    out = human("query", {"generation": 4, "generation_name": "g4", "hits": [hit]}).splitlines()
+    assert out == ["generation 4 (g4)",
+                   "1. [0.0325] docs:manual.md p.3  (Power > Battery)  [dense #1, bm25 #2]",
+                   "   The XR-4471 lasts 11 hours."]
+    empty = human("query", {"generation": 4, "generation_name": "g4", "hits": [], "reason": "no match"})
+    assert empty.splitlines()[-1] == "no results: no match"
+
+
+def test_dlq_renders_empty_rows_and_retry() -> None:
+    assert human("dlq", []) == "dead-letter table is empty"
+    rows = [{"at": 0, "source": "docs", "doc": "a.pdf", "stage": "parse", "reason": "corrupt", "error": "bad\nxref"}]
+    out = human("dlq", rows).splitlines()
+    assert out[0].split() == ["at", "source", "document", "stage", "reason", "error"]
+    assert out[2].split()[-4:] == ["parse", "corrupt", "bad", "xref"] and "never" in out[2]
+    retry = human("dlq", {"retried": 2, "resolved": 1, "still_failing": ["a.pdf"]})
+    assert retry == "retried 2, resolved 1; still failing: a.pdf"
+
+
+def test_a_command_without_a_renderer_prints_indented_json() -> None:
+    r = {"b": 1, "a": [1, 2]}
+    assert json.loads(human("no-such-command", r)) == r
+    assert human("no-such-command", r).startswith("{\n  ")
+
+
+def test_table_right_aligns_numbers_and_marks_missing_values() -> None:
+    out = table(["name", "docs"], [["alpha", 1200], ["b", None]]).splitlines()
+    assert out == ["name    docs", "-----  -----", "alpha  1,200", "b          -"]
