@@ -27,6 +27,7 @@ from connectors.acl import source_default
 from connectors.config import SourceConfig
 from connectors.errors import SourceError, TooLarge, UnsafeDeleteError
 from connectors.identity import content_hash, doc_id, short_hash
+from connectors.shards import Shard
 from connectors.sources import make_source
 from connectors.sources.base import Source, SourceEntry
 
@@ -161,7 +162,10 @@ def change_class(live_old: dict[str, Any] | None, chash: str, acl: list[str], me
 
 
 def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = False,
-                source: Source | None = None) -> ListingResult:
+                source: Source | None = None, shard: Shard | None = None) -> ListingResult:
+    """List the source, judge the listing, and apply its diff (module docstring). With a
+    `shard`, the whole listing is still taken and judged by the delete-safety guard, and only
+    the shard's own documents are then written or deleted (connectors.shards)."""
     started = time.perf_counter()
     scfg = rt.cfg.source(source_name)
     rt.store.upsert_source(scfg.name, scfg.kind, scfg.model_dump(mode="json"))
@@ -191,10 +195,15 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
         rt.store.add_event("mass-delete-allowed", f"operator override: {unsafe}", source=scfg.name)
 
     res = ListingResult(scfg.name, len(entries))
+    gone_by_hash: dict[str, dict[str, Any]] = {d["content_hash"]: d for d in gone if d["content_hash"]}
+    all_problems = problems  # dead letters are cleared against the whole listing
+    if shard is not None:  # judged whole above; from here on only this shard's documents
+        entries = [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
+        problems = [(e, p) for e, p in problems if shard.holds(doc_id(scfg.name, e.external_id))]
+        gone = [d for d in gone if shard.holds(d["doc_id"])]
     res.counts["failed"] += len(problems)
     _dead_letter_problems(rt, scfg.name, problems)
     now = time.time()
-    gone_by_hash: dict[str, dict[str, Any]] = {d["content_hash"]: d for d in gone if d["content_hash"]}
     rows: list[dict[str, Any]] = []
     touched: list[str] = []
     spool = rt.cfg.data_path / "spool"
@@ -262,7 +271,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
         # chunks (a deleted document is never swept twice)
         rt.store.purge_documents(res.deleted_ids)
         rt.store.mark_deleted(res.deleted_ids, now)
-    _clear_stale_dead_letters(rt, scfg.name, listed, problems)
-    rt.store.record_listing(scfg.name, len(entries), ok=True, probe=None)
+    _clear_stale_dead_letters(rt, scfg.name, listed, all_problems)
+    rt.store.record_listing(scfg.name, res.listed, ok=True, probe=None)  # the whole listing, even for a shard
     res.seconds = time.perf_counter() - started
     return res
