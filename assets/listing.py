@@ -27,6 +27,7 @@ from connectors.acl import source_default
 from connectors.config import SourceConfig
 from connectors.errors import SourceError, TooLarge, UnsafeDeleteError
 from connectors.identity import content_hash, doc_id, short_hash
+from connectors.shards import Shard
 from connectors.sources import make_source
 from connectors.sources.base import Source, SourceEntry
 
@@ -276,9 +277,11 @@ def _sweep_deletes(rt: Runtime, res: ListingResult, gone: list[dict[str, Any]], 
 
 
 def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = False,
-                source: Source | None = None) -> ListingResult:
+                source: Source | None = None, shard: Shard | None = None) -> ListingResult:
     """List a source, classify every item (CLASSES), store new bytes in the spool, write the
-    document rows, dead-letter unreadable items and sweep deletions behind the delete guard."""
+    document rows, dead-letter unreadable items and sweep deletions behind the delete guard.
+    With a `shard`, the whole listing is still taken and judged by the delete-safety guard, and
+    only the shard's own documents are then written or deleted (connectors.shards)."""
     started = time.perf_counter()
     scfg = rt.cfg.source(source_name)
     rt.store.upsert_source(scfg.name, scfg.kind, scfg.model_dump(mode="json"))
@@ -292,16 +295,21 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     _guard_deletes(rt, scfg, len(entries), len(gone), allow_mass_delete)
 
     res = ListingResult(scfg.name, len(entries))
+    gone_by_hash = {d["content_hash"]: d for d in gone if d["content_hash"]}
+    all_problems = problems  # dead letters are cleared against the whole listing
+    if shard is not None:  # judged whole above; from here on only this shard's documents
+        entries = [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
+        problems = [(e, p) for e, p in problems if shard.holds(doc_id(scfg.name, e.external_id))]
+        gone = [d for d in gone if shard.holds(d["doc_id"])]
     res.counts["failed"] += len(problems)
     _dead_letter_problems(rt, scfg.name, problems)
-    sw = _Sweep(res, known, {d["content_hash"]: d for d in gone if d["content_hash"]}, _default_acl(scfg),
-                time.time())
+    sw = _Sweep(res, known, gone_by_hash, _default_acl(scfg), time.time())
     for entry in entries:
         _sweep_entry(rt, sw, scfg, src, entry)
     rt.store.upsert_documents(sw.rows)
     rt.store.touch_documents(sw.touched, sw.now)
     _sweep_deletes(rt, res, gone, sw.now)
-    _clear_stale_dead_letters(rt, scfg.name, listed, problems)
-    rt.store.record_listing(scfg.name, len(entries), ok=True, probe=None)
+    _clear_stale_dead_letters(rt, scfg.name, listed, all_problems)
+    rt.store.record_listing(scfg.name, res.listed, ok=True, probe=None)  # the whole listing, even for a shard
     res.seconds = time.perf_counter() - started
     return res

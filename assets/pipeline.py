@@ -31,6 +31,7 @@ from assets.progress import LogSink, StageProgress
 from assets.resource import BinderyResource
 from assets.runtime import RETAINED, Generation, Runtime, Target
 from connectors.generations import bind_live
+from connectors.shards import ShardStore, parse_key
 
 SOURCES = dg.DynamicPartitionsDefinition(name="sources")
 TARGET_TAG = "bindery/target"
@@ -53,6 +54,16 @@ def _failures_recorded(rt: Runtime, source: str, stage: str) -> Iterator[None]:
     except Exception as e:
         rt.store.set_source_error(source, f"{stage}: {type(e).__name__}: {e}"[:2000])
         raise
+
+
+def _scoped(context: dg.AssetExecutionContext, bindery: BinderyResource) -> tuple[Runtime, str]:
+    """The runtime a stage works through and the source it works on: for a shard partition
+    (connectors.shards) a runtime whose store picks only the shard's documents."""
+    rt = bindery.runtime
+    source, shard = parse_key(context.partition_key)
+    if shard is None:
+        return rt, source
+    return Runtime(rt.cfg, ShardStore(rt.store, shard)), source
 
 
 def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]:
@@ -80,8 +91,9 @@ def _meta(stats: Any, gens: list[Generation], stage: str | None) -> dict[str, An
 def source_listing(context: dg.AssetExecutionContext, config: ListingConfig,
                    bindery: BinderyResource) -> dg.MaterializeResult:
     rt = bindery.runtime
-    with _failures_recorded(rt, context.partition_key, "listing"):
-        res = run_listing(rt, context.partition_key, allow_mass_delete=config.allow_mass_delete)
+    source, shard = parse_key(context.partition_key)
+    with _failures_recorded(rt, source, "listing"):
+        res = run_listing(rt, source, allow_mass_delete=config.allow_mass_delete, shard=shard)
     return dg.MaterializeResult(metadata={
         "listed": res.listed, **{f"docs_{k}": v for k, v in res.counts.items()},
         "seconds": round(res.seconds, 3),
@@ -120,11 +132,11 @@ def parse_quality_verdict(stats: ParseStats, rt: Runtime, source: str, gens: lis
                                                      "the whole source) crosses the source's thresholds")],
           description="Structured blocks + quality metrics per document; failures go to the dead-letter table.")
 def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource):  # type: ignore[no-untyped-def]
-    rt = bindery.runtime
+    rt, src = _scoped(context, bindery)
     gens = _targets(context, rt)
-    with _failures_recorded(rt, context.partition_key, "parse"), \
+    with _failures_recorded(rt, src, "parse"), \
             _progress(context, "parse", "documents") as progress:
-        stats = run_parse(rt, context.partition_key, gens, progress=progress)
+        stats = run_parse(rt, src, gens, progress=progress)
     meta = _meta(stats, gens, "parse")
     meta["reasons"] = dg.MetadataValue.json(stats.reasons)
     if stats.metrics_rows:
@@ -133,39 +145,39 @@ def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource
             if vals:
                 meta[f"mean_{key}"] = round(statistics.mean(vals), 4)
     yield dg.MaterializeResult(metadata=meta)
-    yield parse_quality_verdict(stats, rt, context.partition_key, gens)
+    yield parse_quality_verdict(stats, rt, src, gens)
 
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[parsed_documents],
           description="Structure-aware chunks cut from stored parses (never re-parses).")
 def chunks(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
-    rt = bindery.runtime
+    rt, src = _scoped(context, bindery)
     gens = _targets(context, rt)
-    with _failures_recorded(rt, context.partition_key, "chunk"), \
+    with _failures_recorded(rt, src, "chunk"), \
             _progress(context, "chunk", "documents") as progress:
-        stats = run_chunk(rt, context.partition_key, gens, progress=progress)
+        stats = run_chunk(rt, src, gens, progress=progress)
     return dg.MaterializeResult(metadata=_meta(stats, gens, "chunk"))
 
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[chunks],
           description="Contextual prefixes per chunk, cached by content and context version.")
 def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
-    rt = bindery.runtime
+    rt, src = _scoped(context, bindery)
     gens = _targets(context, rt)
-    with _failures_recorded(rt, context.partition_key, "context"), \
+    with _failures_recorded(rt, src, "context"), \
             _progress(context, "context", "chunks") as progress:
-        stats = run_context(rt, context.partition_key, gens, progress=progress)
+        stats = run_context(rt, src, gens, progress=progress)
     return dg.MaterializeResult(metadata=_meta(stats, gens, "context"))
 
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"pytorch"}, deps=[contextual_prefixes],
           description="Vectors per (final chunk text, embedder id); the model loads only when needed.")
 def embeddings(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
-    rt = bindery.runtime
+    rt, src = _scoped(context, bindery)
     gens = _targets(context, rt)
-    with _failures_recorded(rt, context.partition_key, "embed"), \
+    with _failures_recorded(rt, src, "embed"), \
             _progress(context, "embed", "texts") as progress:
-        stats = run_embed(rt, context.partition_key, gens, progress=progress)
+        stats = run_embed(rt, src, gens, progress=progress)
     meta = _meta(stats, gens, "embed")
     if stats.model_seconds:
         meta["texts_per_second"] = round(stats.embedded / stats.model_seconds, 1)
@@ -183,13 +195,13 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):  # typ
     """Both indexes are written in one step so they never disagree about a document, then a
     snapshot is published for the query service. On a fresh system the first generation is
     bound here: there is nothing to compare it with."""
-    rt = bindery.runtime
+    rt, src = _scoped(context, bindery)
     gens = _targets(context, rt)
     names = {g.name for g in gens}
     maintain = [g for g in rt.generations(RETAINED) if g.name not in names]  # access changes + deletes
-    with _failures_recorded(rt, context.partition_key, "index"), \
+    with _failures_recorded(rt, src, "index"), \
             _progress(context, "index", "documents") as progress:
-        stats = run_index(rt, context.partition_key, gens, maintain, progress=progress)
+        stats = run_index(rt, src, gens, maintain, progress=progress)
     bound = None
     if rt.store.get_binding() is None:
         first = next((g for g in gens if g.status == "building"), None)

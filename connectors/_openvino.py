@@ -135,9 +135,11 @@ class OpenVinoRunner:
         self.tokenizer.enable_truncation(max_length=self.max_seq_length)
         self.tokenizer.no_padding()  # padded per batch below, to the batch's longest text
         self.pad_id = self.tokenizer.token_to_id("[PAD]") or 0
-        compiled = ov.Core().compile_model(
-            str(_ir_path(folder, cache_dir)), "CPU",
-            {"INFERENCE_PRECISION_HINT": _PRECISION_HINT[precision], "PERFORMANCE_HINT": "LATENCY"})
+        props: dict[str, object] = {"INFERENCE_PRECISION_HINT": _PRECISION_HINT[precision],
+                                    "PERFORMANCE_HINT": "LATENCY"}
+        if os.environ.get("BINDERY_OV_THREADS"):  # a worker held to N cores (benchmarks.shard_fanout)
+            props["INFERENCE_NUM_THREADS"] = int(os.environ["BINDERY_OV_THREADS"])
+        compiled = ov.Core().compile_model(str(_ir_path(folder, cache_dir)), "CPU", props)
         self.request = compiled.create_infer_request()
         self._lock = threading.Lock()  # one infer request: concurrent queries take turns
         self.inputs = {i.get_any_name() for i in compiled.inputs}

@@ -101,6 +101,9 @@ class SourceConfig(_Strict):
     # Principals of items the source gives no ACL (connectors.acl): unset = public, [] = nobody.
     acl: list[str] | None = None
     quality: ParseQualityThresholds = Field(default_factory=ParseQualityThresholds)
+    # Split the source's work into this many stable shards (connectors.shards), one partition
+    # each, so a backfill fans out over that many runs; 1 = one partition named after the source.
+    shards: int = Field(1, ge=1, le=1024)
 
     @field_validator("root")
     @classmethod

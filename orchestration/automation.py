@@ -16,6 +16,7 @@ from assets.pipeline import SOURCES
 from assets.resource import BinderyResource
 from connectors.errors import ConfigError, SourceError
 from connectors.identity import short_hash
+from connectors.shards import all_partition_keys, partition_keys
 from connectors.sources import make_source
 from orchestration.jobs import sync_job
 
@@ -52,12 +53,12 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
                 context.log.warning(f"probe of {s.name} failed: {e}")
                 continue
             if cursor.get(s.name) != fp:
-                runs.append(dg.RunRequest(partition_key=s.name, run_key=f"{s.name}:{fp}",
-                                          tags={"bindery/trigger": "sensor"}))
+                runs += [dg.RunRequest(partition_key=key, run_key=f"{key}:{fp}", tags={"bindery/trigger": "sensor"})
+                         for key in partition_keys(s)]
                 cursor[s.name] = fp
         return dg.SensorResult(
             run_requests=runs, cursor=json.dumps(cursor, sort_keys=True),
-            dynamic_partitions_requests=partition_requests(context.instance, [s.name for s in cfg.sources]),
+            dynamic_partitions_requests=partition_requests(context.instance, all_partition_keys(cfg)),
             skip_reason=skipped[0] if skipped and not runs else None,
         )
 
@@ -78,7 +79,7 @@ def build_schedule(default_on: bool, cron: str) -> dg.ScheduleDefinition:
                  default_status=dg.DefaultScheduleStatus.RUNNING if default_on else dg.DefaultScheduleStatus.STOPPED,
                  description="Full reconciliation of every configured source.")
     def reconcile_schedule(context: dg.ScheduleEvaluationContext, bindery: BinderyResource) -> list[dg.RunRequest]:
-        names = [s.name for s in bindery.config.sources]
+        names = all_partition_keys(bindery.config)
         existing = set(context.instance.get_dynamic_partitions("sources"))
         missing = [n for n in names if n not in existing]
         if missing:

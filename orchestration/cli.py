@@ -78,9 +78,12 @@ def _store(cfg: BinderyConfig):  # type: ignore[no-untyped-def]
 
 
 def _source_names(cfg: BinderyConfig, only: list[str] | None) -> list[str]:
+    """The partitions to run: one per source, or one per shard of a sharded source."""
+    from connectors.shards import all_partition_keys
+
     if not cfg.sources:
         raise ConfigError("no sources configured: add one under `sources:` in the configuration")
-    return [cfg.source(s).name for s in only] if only else [s.name for s in cfg.sources]
+    return all_partition_keys(cfg, [cfg.source(s).name for s in only] if only else None)
 
 
 def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from assets.listing import CLASSES  # the change classes are the listing's; one definition
 from connectors.config import BinderyConfig
+from connectors.shards import parse_key
 from connectors.store import DocumentStore
 
 
@@ -49,8 +50,11 @@ def _nothing_indexed(sources: list[str], store: DocumentStore, binding: dict[str
     """Sources whose run succeeded but that have documents and none of them in the live index:
     a sync that indexes nothing must not say it succeeded."""
     out = {}
-    for name in sources:
+    for key in sources:
+        name, shard = parse_key(key)
         docs = store.documents(name)
+        if shard is not None:  # a shard that holds no documents has nothing to index
+            docs = [d for d in docs if shard.holds(d["doc_id"])]
         if docs and not (binding and store.index_state(binding["generation_id"], name)):
             out[name] = (f"nothing could be indexed: none of the {len(docs)} documents of {name!r} is searchable "
                          "(see `bindery dlq`)")

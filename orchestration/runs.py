@@ -30,6 +30,7 @@ import dagster as dg
 
 from connectors.config import BinderyConfig
 from connectors.errors import BinderyError, ConfigError
+from connectors.shards import all_partition_keys
 from orchestration.automation import partition_requests
 from orchestration.definitions import build_definitions
 from orchestration.instance import get_instance
@@ -153,7 +154,7 @@ class Runner:
                              "the next run resumes from what the document store holds")
 
     def _sync_partitions(self) -> None:
-        for req in partition_requests(self.instance, [s.name for s in self.cfg.sources]):
+        for req in partition_requests(self.instance, all_partition_keys(self.cfg)):
             if isinstance(req, dg.AddDynamicPartitionsRequest):
                 self.instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
             elif isinstance(req, dg.DeleteDynamicPartitionsRequest):

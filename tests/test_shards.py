@@ -1,0 +1,169 @@
+"""Sharded sources (connectors.shards): `shards: N` splits a source's work into N stable
+partitions without changing what gets indexed.
+
+Two layers: the split and the listing against a real folder and store (fast, no model), and
+the real Dagster sync job through the CLI (the model loads): 4 shards index exactly the chunk
+ids 1 shard does, a failing shard leaves the others' documents published, and changing N
+loses nothing and recomputes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import assets.pipeline
+from assets.listing import run_listing
+from assets.runtime import Runtime
+from connectors.config import config_from_dict
+from connectors.errors import UnsafeDeleteError
+from connectors.identity import doc_id
+from connectors.shards import Shard, ShardStore, all_partition_keys, parse_key, shard_of
+from tests.bindery_fixture import DOCS
+from tests.sync_helpers import LocalDeployment, assert_converged, hits, index_sets, store_of
+
+slow = pytest.mark.slow
+
+# -- the split ------------------------------------------------------------------------------
+
+
+def test_every_document_falls_in_exactly_one_stable_shard() -> None:
+    ids = [doc_id("docs", f"file-{i}.md") for i in range(400)]
+    for n in (1, 2, 4, 7):
+        shards = [Shard("docs", k, n) for k in range(n)]
+        for d in ids:
+            assert sum(s.holds(d) for s in shards) == 1
+    # sha256, not Python's per-process salted hash(): the same id always lands in the same shard
+    assert shard_of(doc_id("docs", "a.md"), 4) == shard_of(doc_id("docs", "a.md"), 4) == 1
+    counts = [sum(shard_of(d, 4) == k for d in ids) for k in range(4)]
+    assert min(counts) > 60, counts  # roughly even: no shard is starved
+
+
+def test_partition_keys_round_trip() -> None:
+    cfg = config_from_dict({"sources": [{"name": "big", "root": "/x", "shards": 3},
+                                        {"name": "small", "root": "/y"}]})
+    keys = all_partition_keys(cfg)
+    assert keys == ["big:shard-0-of-3", "big:shard-1-of-3", "big:shard-2-of-3", "small"]
+    assert parse_key("big:shard-2-of-3") == ("big", Shard("big", 2, 3))
+    assert parse_key("small") == ("small", None)
+    assert all_partition_keys(cfg, ["small"]) == ["small"]
+
+
+# -- the listing: judged whole, applied per shard ---------------------------------------------
+
+
+def _folder(tmp: Path, n: int = 12) -> tuple[Path, Runtime]:
+    root = tmp / "corpus"
+    root.mkdir()
+    for i in range(n):
+        (root / f"d{i:02}.md").write_text(f"# Document {i}\n\nBody of document number {i}.\n")
+    cfg = config_from_dict({"data_dir": str(tmp / "data"), "sources": [
+        {"name": "docs", "kind": "local", "root": str(root), "shards": 4, "min_ratio": 0.5}]})
+    return root, Runtime(cfg)
+
+
+def _list_all_shards(rt: Runtime, **kw: Any) -> None:
+    for k in range(4):
+        run_listing(rt, "docs", shard=Shard("docs", k, 4), **kw)
+
+
+def test_shard_listings_together_record_the_whole_source(tmp_path: Path) -> None:
+    root, rt = _folder(tmp_path)
+    run_listing(rt, "docs", shard=Shard("docs", 0, 4))
+    first = {d["doc_id"] for d in rt.store.documents("docs")}
+    assert first and all(shard_of(d, 4) == 0 for d in first)  # shard 0 wrote only its own documents
+    _list_all_shards(rt)
+    assert {d["external_id"] for d in rt.store.documents("docs")} == {p.name for p in root.iterdir()}
+    narrowed = ShardStore(rt.store, Shard("docs", 0, 4))
+    assert {d["doc_id"] for d in narrowed.documents("docs")} == first
+
+
+def test_delete_guard_judges_the_whole_listing_not_the_shard(tmp_path: Path) -> None:
+    root, rt = _folder(tmp_path)
+    _list_all_shards(rt)
+    before = {d["doc_id"] for d in rt.store.documents("docs")}
+    # remove 7 of 12 (below min_ratio 50%), all outside one shard: that shard alone deletes nothing
+    spared = next(k for k in range(4) if any(shard_of(d, 4) == k for d in before))
+    victims = [p for p in sorted(root.iterdir()) if shard_of(doc_id("docs", p.name), 4) != spared][:7]
+    assert len(victims) == 7
+    for p in victims:
+        p.unlink()
+    for k in range(4):  # every shard refuses, the spared one included: the whole listing shrank
+        with pytest.raises(UnsafeDeleteError, match="shrank to 5 items from 12"):
+            run_listing(rt, "docs", shard=Shard("docs", k, 4))
+    assert {d["doc_id"] for d in rt.store.documents("docs")} == before  # nothing deleted
+    _list_all_shards(rt, allow_mass_delete=True)
+    assert len(rt.store.documents("docs")) == 5
+
+
+# -- the whole pipeline through the CLI ---------------------------------------------------------
+
+
+def _sharded(tmp: Path, shards: int) -> LocalDeployment:
+    dep = LocalDeployment(tmp)
+    dep.config["sources"][0]["shards"] = shards
+    dep.save()
+    return dep
+
+
+@slow
+def test_four_shards_index_exactly_what_one_shard_does(tmp_path: Path) -> None:
+    one, four = _sharded(tmp_path / "one", 1), _sharded(tmp_path / "four", 4)
+    out1, out4 = one.cli("sync"), four.cli("sync")
+    assert list(out1["sources"]) == ["docs"]
+    assert sorted(out4["sources"]) == [f"docs:shard-{k}-of-4" for k in range(4)]
+    assert sum(c["new"] for c in out4["sources"].values()) == out1["sources"]["docs"]["new"] == len(DOCS)
+    s1, s4 = assert_converged(one), assert_converged(four)
+    assert s1["store"] == s4["store"] == s4["vector"] == s4["keyword"]
+    assert hits(four, "heavy carrier payload")[0]["doc"] == "robots/xr5200.md"
+
+
+@slow
+def test_a_failing_shard_leaves_the_other_shards_published(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    dep = _sharded(tmp_path, 4)
+    doomed = shard_of(doc_id("docs", "robots/xr5200.md"), 4)  # shard 3 holds only this document
+    real = assets.pipeline.run_chunk
+
+    def failing_chunk(rt: Runtime, source: str, *a: Any, **kw: Any) -> Any:
+        shard = getattr(rt.store, "shard", None)
+        if shard is not None and shard.index == doomed:
+            raise RuntimeError("injected chunker failure")
+        return real(rt, source, *a, **kw)
+
+    monkeypatch.setattr(assets.pipeline, "run_chunk", failing_chunk)
+    out = dep.cli("sync", expect=1)
+    assert list(out["errors"]) == [f"docs:shard-{doomed}-of-4"]
+    indexed = {h["doc"] for q in ("robot", "firmware rollback", "Lyon office", "on-call", "error codes")
+               for h in hits(dep, q)}
+    assert "robots/xr5200.md" not in indexed
+    assert {"robots/xr4471.md", "ops/firmware.md", "people/lyon.md"} <= indexed
+    monkeypatch.setattr(assets.pipeline, "run_chunk", real)
+    dep.cli("sync")  # the failed shard catches up; the others find their work done
+    assert_converged(dep)
+    assert hits(dep, "heavy carrier payload")[0]["doc"] == "robots/xr5200.md"
+
+
+@slow
+def test_resharding_loses_nothing_and_recomputes_nothing(tmp_path: Path) -> None:
+    dep = _sharded(tmp_path, 4)
+    dep.cli("sync")
+    before = assert_converged(dep)
+    for n in (3, 1, 2):
+        dep.config["sources"][0]["shards"] = n
+        dep.save()
+        out = dep.cli("sync")
+        assert out["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}, n
+        assert out["written"]["deleted"] == 0 and out["written"]["documents"] == 0, n
+        assert sum(c["unchanged"] for c in out["sources"].values()) == len(DOCS), n
+        after = assert_converged(dep)
+        assert after["store"] == before["store"] and after["vector"] == before["vector"], n
+    store = store_of(dep)
+    try:
+        assert len(store.documents("docs")) == len(DOCS)
+    finally:
+        store.dispose()
+    assert parse_key(f"docs:shard-0-of-{2}")[1] == Shard("docs", 0, 2)
+    assert index_sets(dep)["gen"]["name"] == before["gen"]["name"]  # the same live generation throughout
