@@ -13,23 +13,26 @@ from pathlib import Path
 import pytest
 
 from benchmarks.corpora.evalset_tools import opening_words, write_checked
+from benchmarks.corpora.gen_mail_ham import own_words
 from benchmarks.naive import bm25_rankings, chunk_words, page_text, rrf
 from evals.evalset import load_eval_set
 
 EVALSETS = Path(__file__).parent / "evalsets"
 SETS = sorted(EVALSETS.glob("*.jsonl"))
+SIZES = {"mail_ham": (500, 800)}  # one question per usable reply, sampled down to 650
 
 
 def test_every_set_is_present() -> None:
     names = {p.stem for p in SETS}
     assert {"python_faq", "redis_commands", "debian_faq", "flex_manual", "git_commands",
-            "pdf_docs"} <= names
+            "pdf_docs", "mail_ham"} <= names
 
 
 @pytest.mark.parametrize("path", SETS, ids=lambda p: p.stem)
 def test_set_loads_and_is_labelled(path: Path) -> None:
     cases = load_eval_set(path)
-    assert 100 <= len(cases) <= 400
+    low, high = SIZES.get(path.stem, (100, 400))
+    assert low <= len(cases) <= high
     assert all(c.gold for c in cases)
     assert len({c.query.lower() for c in cases}) >= 0.9 * len(cases)  # few duplicate questions
 
@@ -81,3 +84,22 @@ def test_write_checked_refuses_a_snippet_not_in_the_document(tmp_path: Path) -> 
 
 def test_opening_words_normalises() -> None:
     assert opening_words("The “quick”, brown-fox jumps!", 3) == "the quick brown"
+
+
+def test_mail_questions_use_only_the_replys_own_words() -> None:
+    body = ("Hi all,\nOn Thu, 22 Aug 2002, Tim wrote:\n> the quoted parent text here\n"
+            "--] more quoted words from FoRK\n"
+            "I tried the new package and the daemon still crashes on start.\n"
+            "Any idea why that happens here?\nCheers,\nGreg\n-- \nsignature line words here\n"
+            "_______________________________________________\nlist footer unsubscribe words\n")
+    q = own_words(body)
+    assert q == ("I tried the new package and the daemon still crashes on start. "
+                 "Any idea why that happens here?")
+    assert "quoted" not in q and "wrote" not in q and "footer" not in q and "signature" not in q
+
+
+def test_mail_questions_exclude_the_reply_and_point_at_another_message() -> None:
+    cases = load_eval_set(EVALSETS / "mail_ham.jsonl")
+    for c in cases:
+        assert c.exclude_docs and c.gold[0].doc not in c.exclude_docs
+        assert not c.query.lstrip().startswith(">")

@@ -353,6 +353,15 @@ class PricesConfig(_Strict):
     cache_read_per_mtok: float = Field(0.10, ge=0, allow_inf_nan=False)
 
 
+class TuneConfig(_Strict):
+    """`bindery tune`: the settings space (dotted key -> values to try; empty = the default
+    space in `evals.tune`), the budget (trials, or minutes as "10m") and the split's seed."""
+
+    space: dict[str, list[Any]] = Field(default_factory=dict)
+    budget: str | int = 24
+    seed: int = 8
+
+
 class BinderyConfig(_Strict):
     data_dir: str = ".bindery"
     sources: list[SourceConfig] = Field(default_factory=list)
@@ -365,6 +374,7 @@ class BinderyConfig(_Strict):
     orchestration: OrchestrationConfig = Field(default_factory=OrchestrationConfig)
     config_path: str | None = None  # where it was loaded from; relative paths resolve there
     prices: PricesConfig = Field(default_factory=PricesConfig)
+    tune: TuneConfig = Field(default_factory=TuneConfig)
 
     @property
     def data_path(self) -> Path:

@@ -284,6 +284,26 @@ def cmd_eval(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
             "_table": report.eval_table(rep)}
 
 
+def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
+    """Search query-time retrieval settings on the eval set (see `evals.tune`); store a `tune`
+    event with every trial, print the trials table (or return it with --json)."""
+    from evals.tune import format_trials, parse_budget, run_tune
+
+    store = _store(cfg)
+    gen = _generation(store, a.generation)
+    budget = parse_budget(a.budget) if a.budget else None
+    result = run_tune(cfg, store, gen, budget=budget, seed=a.seed, queries=a.queries)
+    out = result.to_json()
+    best = out["best"]
+    store.add_event("tune", f"{len(result.trials)} trials on generation {gen['name']}; best "
+                    f"{best['settings']} (tune {result.metric} {best['tune'][result.metric]:.3f}, "
+                    f"check {best['check'][result.metric]:.3f})", details={**out, "generation": gen["id"]})
+    if a.json:
+        return {"generation": gen["id"], **out}
+    print(format_trials(result))
+    return None
+
+
 def cmd_query(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from query_service.retrieval import GenerationRetriever, make_filters
 
@@ -394,6 +414,7 @@ COMMANDS: dict[str, Callable[[BinderyConfig, argparse.Namespace], Any]] = {
     "sync": cmd_sync, "reindex": cmd_reindex, "promote": cmd_promote, "rollback": cmd_rollback,
     "eval": cmd_eval, "query": cmd_query, "status": cmd_status, "dlq": cmd_dlq, "verify": cmd_verify,
     "gc": cmd_gc, "serve": cmd_serve, "ui": cmd_ui, "runs": cmd_runs, "plan": cmd_plan, "evalset": cmd_evalset,
+    "tune": cmd_tune,
 }
 
 
@@ -481,6 +502,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("rollback", help="restore the previous generation")
     s.add_argument("--by", help="who is rolling back (default: $USER)")
     s = sub.add_parser("eval", help="run an eval set against a generation")
+    s.add_argument("--queries", help="eval set (JSONL); default: gate.queries")
+    s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
+    s = sub.add_parser("tune", help="search retrieval settings on the eval set (tuning half), report the checking half")
+    s.add_argument("--budget", help="trials (24) or minutes (10m); default: tune.budget")
+    s.add_argument("--seed", type=int, default=None, help="split and trial-order seed; default: tune.seed")
     s.add_argument("--queries", help="eval set (JSONL); default: gate.queries")
     s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
     s = sub.add_parser("query", help="search the live generation")

@@ -12,7 +12,7 @@ set -euo pipefail
 dest=${1:-$HOME/.cache/bench-corpora}
 shift || true
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands pdf_docs)
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands pdf_docs mail_ham)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$dest"
@@ -65,6 +65,9 @@ for set in "${sets[@]}"; do
     cp "$y/revtex/auguide/auguide4-2.pdf" "$y/mnras/mnras_guide.pdf" "$y/acmart/samples/sample-sigconf.pdf" \
        "$y/asmeconf/asmeconf-template.pdf" "$y/asmejour/asmejour-template.pdf" \
        "$y/quantumarticle/quantum-template.pdf" "$dest/$set/articles/" ;;
+  mail_ham)  # SpamAssassin easy_ham: 2,403 real list messages of 2002 (jwz's threading test data)
+    x=$(fetch golang-github-gatherstars-com-jwz-dev 1.3.0-3); fresh $set
+    cp -r "$x/usr/share/gocode/src/github.com/gatherstars-com/jwz/test/testdata/ham" "$dest/$set/ham" ;;
   *) echo "unknown set: $set" >&2; exit 2 ;;
   esac
   echo "$set: $(find "$dest/$set" -type f | wc -l) files -> $dest/$set"

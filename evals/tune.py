@@ -1,0 +1,245 @@
+"""`bindery tune`: search a declared space of retrieval settings on the gate's eval set.
+
+The eval set is split (`evals.split`, stratified by category, fixed seed) into a tuning half and a
+checking half. Every trial is scored on both, but the best trial is chosen on the tuning half
+only (gate metric, then the secondary metric, then the earlier trial), so the checking half
+judges the choice without having shaped it. Trial 0 is always the configuration as it is (the
+defaults), so "does tuning beat the defaults on the checking half?" is read off one table.
+
+Scope of this version: **query-time settings** (dotted keys under ``query.``, e.g.
+``query.candidates``, ``query.rrf_k``, ``query.same_doc_decay``). A trial of query-time settings
+is served from the live generation's published indexes with the trial's query configuration, so
+it costs no parse, chunk, prefix or embedding: the trial table counts the parse and embedding
+rows the store gained during each trial (``parsed``/``embedded``) to show it. Query embeddings
+are computed once per question and re-used by every trial (they do not depend on query-time
+settings). Keys that change ingestion (``stages.*``) are refused with a clear message: building
+one candidate generation per trial through the stage caches is not implemented yet.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+
+from connectors.config import BinderyConfig
+from connectors.errors import ConfigError
+from connectors.indexes.base import Filters
+from connectors.store import DocumentStore
+from connectors.store import schema as t
+from evals.evalset import load_eval_set
+from evals.runner import run_eval
+from evals.split import EvalSplit, split_cases
+
+__all__ = ["DEFAULT_SPACE", "Budget", "Trial", "TuneResult", "apply_settings", "format_trials", "parse_budget",
+           "run_tune", "trial_settings"]
+
+# Query-time knobs whose useful ranges are wide enough that the defaults are not obviously best.
+DEFAULT_SPACE: dict[str, list[Any]] = {
+    "query.candidates": [20, 50, 100, 200],
+    "query.rrf_k": [10, 30, 60, 100],
+    "query.same_doc_decay": [0.5, 0.8, 0.97, 1.0],
+}
+QUERY_TIME = ("query.",)
+_SKIP = ("query.auth", "query.poll_seconds", "query.max_body_bytes", "query.k")  # not retrieval quality
+_MINUTES = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*m(?:in)?\s*$")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much tuning to do: a number of trials, or a wall-clock limit in seconds."""
+
+    trials: int | None = None
+    seconds: float | None = None
+
+    def exhausted(self, done: int, elapsed: float) -> bool:
+        if self.trials is not None and done >= self.trials:
+            return True
+        return self.seconds is not None and elapsed >= self.seconds
+
+
+def parse_budget(value: str | int) -> Budget:
+    """``12`` -> 12 trials; ``"10m"`` -> ten minutes of trials (at least one trial always runs)."""
+    text = str(value).strip()
+    if text.isdigit() and int(text) >= 1:
+        return Budget(trials=int(text))
+    m = _MINUTES.match(text)
+    if m and float(m.group(1)) > 0:
+        return Budget(seconds=float(m.group(1)) * 60)
+    raise ConfigError(f"tune budget {value!r}: give a number of trials (12) or minutes (10m)")
+
+
+def _check_key(cfg: BinderyConfig, key: str) -> None:
+    if not key.startswith(QUERY_TIME) or key.startswith(_SKIP):
+        raise ConfigError(
+            f"tune key {key!r}: this version tunes query-time retrieval settings (query.candidates, "
+            "query.rrf_k, query.same_doc_decay, ...); settings that change ingestion need one candidate "
+            "generation per trial, which is not implemented yet")
+    node: Any = cfg.model_dump()
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise ConfigError(f"tune key {key!r} is not a configuration setting")
+        node = node[part]
+
+
+def apply_settings(cfg: BinderyConfig, settings: Mapping[str, Any]) -> BinderyConfig:
+    """A copy of ``cfg`` with each dotted key set (validated like a loaded configuration)."""
+    data = cfg.model_dump()
+    for key, value in settings.items():
+        _check_key(cfg, key)
+        node = data
+        *path, last = key.split(".")
+        for part in path:
+            node = node[part]
+        node[last] = value
+    try:
+        return BinderyConfig.model_validate(data)
+    except Exception as exc:  # pydantic's message names the field and the bad value
+        raise ConfigError(f"tune settings {dict(settings)} are not a valid configuration: {exc}") from exc
+
+
+def trial_settings(cfg: BinderyConfig, space: Mapping[str, Sequence[Any]], seed: int) -> list[dict[str, Any]]:
+    """The trials to run, in order: the current values first, then the grid shuffled by ``seed``."""
+    for key in space:
+        _check_key(cfg, key)
+    current = _current(cfg, list(space))
+    grid = [dict(zip(space, combo, strict=True)) for combo in itertools.product(*space.values())]
+    rest = [s for s in grid if s != current]
+    random.Random(seed).shuffle(rest)
+    return [current, *rest]
+
+
+def _current(cfg: BinderyConfig, keys: Sequence[str]) -> dict[str, Any]:
+    data: Any = cfg.model_dump()
+    out: dict[str, Any] = {}
+    for key in keys:
+        node = data
+        for part in key.split("."):
+            node = node[part]
+        out[key] = node
+    return out
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One scored setting: metrics on both halves, its cost, and what it recomputed."""
+
+    settings: dict[str, Any]
+    tune: dict[str, float]
+    check: dict[str, float]
+    seconds: float
+    parsed: int  # parse rows the store gained during the trial (0: every parse re-used)
+    embedded: int  # embedding rows the store gained during the trial (0: every embedding re-used)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"settings": self.settings, "tune": self.tune, "check": self.check,
+                "seconds": round(self.seconds, 3), "parsed": self.parsed, "embedded": self.embedded}
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """All trials, the index of the best (chosen on the tuning half) and the split's sizes."""
+
+    trials: list[Trial]
+    best: int
+    metric: str
+    secondary: str
+    split: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"trials": [tr.to_json() for tr in self.trials], "best": self.trials[self.best].to_json(),
+                "best_index": self.best, "metric": self.metric, "secondary_metric": self.secondary,
+                "split": self.split}
+
+
+class _QueryVectors:
+    """Memoises query embeddings across trials (they depend on the query and the embed model only)."""
+
+    def __init__(self, embed_query: Callable[[str], np.ndarray]):
+        self._embed = embed_query
+        self._seen: dict[str, np.ndarray] = {}
+
+    def __call__(self, text: str) -> np.ndarray:
+        if text not in self._seen:
+            self._seen[text] = self._embed(text)
+        return self._seen[text]
+
+
+def _rows(store: DocumentStore) -> tuple[int, int]:
+    with store.engine.connect() as c:
+        parsed = c.execute(sa.select(sa.func.count()).select_from(t.parses)).scalar_one()
+        embedded = c.execute(sa.select(sa.func.count()).select_from(t.embeddings)).scalar_one()
+    return int(parsed), int(embedded)
+
+
+def _best(trials: Sequence[Trial], metric: str, secondary: str) -> int:
+    """Highest tuning-half metric, then secondary metric; ties keep the earlier trial (defaults)."""
+    return max(range(len(trials)), key=lambda i: (trials[i].tune[metric], trials[i].tune[secondary], -i))
+
+
+def run_tune(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], *,
+             space: Mapping[str, Sequence[Any]] | None = None, budget: Budget | None = None,
+             seed: int | None = None, queries: str | None = None) -> TuneResult:
+    """Run the trials against generation ``gen`` and choose the best on the tuning half."""
+    from evals.promotion import all_principals
+    from query_service.retrieval import GenerationRetriever
+
+    path = queries or cfg.gate.queries
+    if not path:
+        raise ConfigError("no eval set: pass --queries FILE or set gate.queries in bindery.yaml")
+    seed = cfg.tune.seed if seed is None else seed
+    budget = budget or parse_budget(cfg.tune.budget)
+    settings = trial_settings(cfg, space or cfg.tune.space or DEFAULT_SPACE, seed)
+    split = split_cases(load_eval_set(path), seed=seed)
+    filters = Filters(principals=all_principals(store))
+    retriever = GenerationRetriever(cfg, gen, store)
+    retriever.served.embedder.embed_query = _QueryVectors(retriever.served.embedder.embed_query)  # type: ignore[method-assign]
+    trials: list[Trial] = []
+    start = time.perf_counter()
+    try:
+        for s in settings:
+            if trials and budget.exhausted(len(trials), time.perf_counter() - start):
+                break
+            retriever.cfg = apply_settings(cfg, s)
+            trials.append(_trial(s, split, lambda q, n: retriever.search(q, n, filters).hits, store, cfg.gate.k))
+    finally:
+        retriever.close()
+    return TuneResult(trials, _best(trials, cfg.gate.metric, cfg.gate.secondary_metric), cfg.gate.metric,
+                      cfg.gate.secondary_metric, {"tune": len(split.tune), "check": len(split.check)})
+
+
+def _trial(settings: dict[str, Any], split: EvalSplit, search: Any, store: DocumentStore, k: int) -> Trial:
+    before = _rows(store)
+    t0 = time.perf_counter()
+    tune = run_eval(split.tune, search, k=k)
+    check = run_eval(split.check, search, k=k)
+    after = _rows(store)
+    return Trial(settings, _round(tune.metrics), _round(check.metrics), time.perf_counter() - t0,
+                 after[0] - before[0], after[1] - before[1])
+
+
+def _round(metrics: Mapping[str, float]) -> dict[str, float]:
+    return {k: round(v, 4) for k, v in metrics.items()}
+
+
+def format_trials(result: TuneResult) -> str:
+    """A fixed-width table: one row per trial, the chosen one marked ``*``."""
+    keys = list(result.trials[0].settings)
+    m, s = result.metric, result.secondary
+    head = ["#", *keys, f"tune {m}", f"tune {s}", f"check {m}", f"check {s}", "parsed", "embedded", "s"]
+    rows = [[("*" if i == result.best else "") + str(i), *(str(tr.settings[k]) for k in keys),
+             f"{tr.tune[m]:.3f}", f"{tr.tune[s]:.3f}", f"{tr.check[m]:.3f}", f"{tr.check[s]:.3f}",
+             str(tr.parsed), str(tr.embedded), f"{tr.seconds:.1f}"] for i, tr in enumerate(result.trials)]
+    widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
+    lines = ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in [head, *rows]]
+    note = (f"split: {result.split.get('tune')} tuning / {result.split.get('check')} checking cases; "
+            f"best (*) chosen on the tuning half only")
+    return "\n".join([*lines, note])
+
