@@ -264,6 +264,9 @@ class QueryConfig(_Strict):
     # document's rank is that of its best chunk; its further chunks are dropped, so k results
     # name up to k distinct documents. Measured in docs/retrieval.md.
     max_chunks_per_doc: int = Field(1, ge=0)
+    # A query that is a pasted message loses its quoted lines, attribution lines, signature and
+    # list footer before retrieval (the same rules the e-mail parser uses to mark side text).
+    strip_message_noise: bool = True
     poll_seconds: float = Field(0.5, gt=0)
     auth: QueryAuthConfig = Field(default_factory=QueryAuthConfig)
     max_body_bytes: int = Field(65536, ge=1024)  # larger request bodies are refused (413) unread

@@ -22,7 +22,8 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # it existed stay valid).
 # chunk 3: side text (quoted history, signatures, list footers) left out of chunks; a short
 # document kept whole; token counts stored.
-STAGE_CODE_VERSIONS = {"parse": "6", "chunk": "3", "context": "1", "embed": "1"}
+# parse 7: e-mail signatures and list footers become one block marked {"side": "footer"}.
+STAGE_CODE_VERSIONS = {"parse": "7", "chunk": "3", "context": "1", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from assets.parsing.email import strip_message_noise
 from connectors.acl import allows
 from connectors.config import BinderyConfig, EmbedConfig
 from connectors.embedder import Embedder
@@ -135,6 +136,8 @@ class _Served:
     def search(self, query: str, k: int, filters: Filters, qcfg: Any) -> SearchResult:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
+        if qcfg.strip_message_noise:
+            query = strip_message_noise(query)
 
         def dense() -> list[Any]:
             s = time.perf_counter()

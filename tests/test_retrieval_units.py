@@ -102,3 +102,37 @@ def test_unused_parse_language_does_not_reparse() -> None:
     assert a["parse"] == b["parse"] and a["chunk"] == b["chunk"]
     c = stage_versions(StageConfigs.model_validate({"parse": {"ocr": False}}))
     assert c["parse"] != a["parse"]
+
+
+LIST_MESSAGE = (
+    b"From: a@example.org\r\nTo: list@lists.example.org\r\nSubject: zlib build fails\r\n"
+    b"Message-ID: <m2@example.org>\r\nIn-Reply-To: <m1@example.org>\r\n\r\n"
+    b"The zlib build fails on OWNWORDS with a linker error.\r\n\r\n"
+    b"On Thu, 3 Jan 2002, Bob wrote:\r\n> QUOTEDTEXT from the parent\r\n\r\n"
+    b"-- \r\nAlice SIGNATURETEXT\r\n"
+    b"_______________________________________________\r\nFoo mailing list\r\n"
+    b"https://lists.example.org/listinfo/foo\r\n"
+)
+
+
+def test_signature_and_list_footer_are_side_text_not_indexed() -> None:
+    r = parse_document(LIST_MESSAGE, "m2.eml", ParseConfig())
+    side = [b for b in r.blocks if b.meta.get("side")]
+    assert side and "SIGNATURETEXT" in side[0].text and "mailing list" in side[0].text  # kept for display
+    parse = {"blocks": [b.to_dict() for b in r.blocks], "title": r.title}
+    rows = chunk_rows({"doc_id": "d", "content_hash": "h"}, parse, ChunkConfig(), "c", "p")
+    text = " ".join(row["embed_text"] for row in rows)
+    assert "OWNWORDS" in text
+    assert "SIGNATURETEXT" not in text and "listinfo" not in text and "QUOTEDTEXT" not in text
+
+
+def test_pasted_message_query_loses_quotes_attribution_and_footer() -> None:
+    from assets.parsing.email import strip_message_noise
+
+    pasted = LIST_MESSAGE.decode().split("\r\n\r\n", 1)[1].replace("\r\n", "\n")
+    cleaned = strip_message_noise(pasted)
+    assert "OWNWORDS" in cleaned
+    for noise in ("QUOTEDTEXT", "wrote:", "SIGNATURETEXT", "mailing list", "listinfo"):
+        assert noise not in cleaned
+    assert strip_message_noise("how do I unsubscribe from a mailing list?") == (
+        "how do I unsubscribe from a mailing list?")
