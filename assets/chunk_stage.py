@@ -48,7 +48,7 @@ def chunk_rows(doc: dict[str, Any], parse: dict[str, Any], chunk_cfg: ChunkConfi
         "ordinal": c.ordinal, "kind": c.kind, "display_text": c.display_text,
         "embed_text": c.embed_text, "text_hash": text_hash(c.display_text),
         "heading_path": list(c.heading_path), "page": c.page, "char_start": c.char_start,
-        "char_end": c.char_end, "tokens": getattr(c, "tokens", None), "parent_id": c.parent_id,
+        "char_end": c.char_end, "tokens": c.n_tokens, "parent_id": c.parent_id,
     } for c in drafts]
 
 

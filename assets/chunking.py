@@ -43,7 +43,7 @@ from statistics import fmean
 from typing import Any, Literal
 
 from assets.parsing.types import Block
-from connectors.config import ChunkConfig
+from connectors.config import ChunkConfig, EmbedConfig
 from connectors.tokenizer import SplitMode, TokenCounter, get_tokenizer
 
 __all__ = ["ChunkDraft", "ChunkKind", "chunk_blocks", "chunk_stats", "document_text"]
@@ -165,8 +165,8 @@ def chunk_blocks(
     level-1 heading equal to it is not repeated. `counter` overrides the tokenizer named by
     `config.tokenizer` (tests, or callers that hold one already).
     """
-    tok = counter or get_tokenizer(config.tokenizer)
-    sections = _sections(blocks, title, config.max_tokens, tok)
+    tok = counter or get_tokenizer(config.tokenizer or EmbedConfig().model)
+    sections = _sections(blocks, title, config.max_tokens, tok, keep_side=config.index_side_text)
     sep = tok.separator_cost
     groups: list[list[_Part]] = []
     for section in sections:
@@ -174,13 +174,35 @@ def chunk_blocks(
         units = _units(section, budget, config.overlap_tokens, tok)
         groups.extend([p] for p in _pack(section, units, budget, sep))
     groups = _merge_small(groups, config, sep)
+    if config.keep_short_docs_whole:
+        groups = _whole_if_fits(groups, config.max_tokens, sep)
     return _finish(groups, config.max_tokens, tok)
 
 
+def is_side_text(block: Block) -> bool:
+    """A block the parser marked as text around the document's own words: quoted history
+    (e-mail), a signature, a mailing-list footer, navigation. Kept for display, not indexed."""
+    return bool(block.meta.get("quoted") or block.meta.get("side"))
+
+
+def _whole_if_fits(groups: list[list[_Part]], max_tokens: int, sep: int) -> list[list[_Part]]:
+    """One group when the whole document fits `max_tokens`: a short message, FAQ entry or
+    command page is one unit to a reader, and splitting it by headings only scatters its
+    evidence over chunks that each match the query less well."""
+    if len(groups) < 2:
+        return groups
+    parts = [p for g in groups for p in g]
+    if not all(p.first and p.last for p in parts):
+        return groups  # a section already cut in pieces: the document is long
+    total = sum(_part_tokens(p, sep) for p in parts) + sep * (len(parts) - 1)
+    return [parts] if total <= max_tokens else groups
+
+
 def _sections(
-    blocks: list[Block], title: str | None, max_tokens: int, tok: TokenCounter
+    blocks: list[Block], title: str | None, max_tokens: int, tok: TokenCounter, *, keep_side: bool = True
 ) -> list[_Section]:
-    """Walk the blocks into sections with heading paths; drop blank blocks and headingless runs."""
+    """Walk the blocks into sections with heading paths; drop blank blocks, headingless runs and
+    (unless `keep_side`) side text. Offsets still count every block, so they index the document."""
     # stack of (level, text, from_a_block); the document title roots it until a title block
     stack: list[tuple[int, str, bool]] = [(0, _oneline(title), False)] if title else []
     sections: list[_Section] = []
@@ -199,7 +221,7 @@ def _sections(
                 stack = [e for e in stack if e[0] < level] + [(level, text, True)]
             current = None
             continue
-        if not text.strip():
+        if not text.strip() or (not keep_side and is_side_text(block)):
             continue
         if current is None:
             line = stack[-1][1] if stack and stack[-1][2] else ""

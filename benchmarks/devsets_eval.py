@@ -44,16 +44,29 @@ def _cli(config: Path, *args: str) -> dict[str, Any]:
     return out
 
 
-def run_set(name: str, corpora: Path, work: Path) -> dict[str, Any]:
+def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Set dotted keys from ``KEY=VALUE`` strings (VALUE read as YAML), e.g.
+    ``query.max_chunks_per_doc=0`` or ``stages.context.provider=none``."""
+    for item in overrides:
+        key, _, raw = item.partition("=")
+        *path, leaf = key.split(".")
+        node = config
+        for part in path:
+            node = node.setdefault(part, {})
+        node[leaf] = yaml.safe_load(raw)
+    return config
+
+
+def run_set(name: str, corpora: Path, work: Path, overrides: list[str] | None = None) -> dict[str, Any]:
     """Sync ``corpora/name`` into ``work/name`` and evaluate it on ``evalsets/name.jsonl``."""
     here = work / name
     here.mkdir(parents=True, exist_ok=True)
     config = here / "bindery.yaml"
-    config.write_text(yaml.safe_dump({
+    config.write_text(yaml.safe_dump(apply_overrides({
         "data_dir": str((here / "data").resolve()),
         "sources": [{"name": name, "kind": "local", "root": str((corpora / name).resolve())}],
         "gate": {"queries": str(EVALSETS / f"{name}.jsonl")},
-    }))
+    }, overrides or [])))
     # Bindery keeps its Dagster instance under the data dir and exports DAGSTER_HOME on first use;
     # drop what the previous set exported so each set runs on its own instance.
     if _OWN_DAGSTER_HOME is None:
@@ -76,11 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("sets", nargs="*", help="set names (default: every evalsets/*.jsonl)")
     p.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
     p.add_argument("--work", type=Path, default=Path("bench-out") / "devsets")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key (dotted, YAML value); repeatable")
     a = p.parse_args(argv)
     names = a.sets or sorted(x.stem for x in EVALSETS.glob("*.jsonl"))
     print("set              cases recall@10·MRR@10  per category")
     for name in names:
-        print(_row(run_set(name, a.corpora, a.work)), flush=True)
+        print(_row(run_set(name, a.corpora, a.work, a.overrides)), flush=True)
     return 0
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["IDENTIFIER_RE", "MAX_IDENTIFIER_LEN", "identifiers", "sanitize_query"]
+__all__ = ["IDENTIFIER_RE", "IDENT_BOOST", "MAX_IDENTIFIER_LEN", "identifiers", "sanitize_query"]
 
 #: A candidate token: ASCII alphanumeric/underscore runs joined by single inner separators
 #: (``-`` ``.`` ``:`` ``/``). A separator must be followed by another run, so the full stop or
@@ -89,6 +89,11 @@ def _components(token: str) -> list[str]:
         if len(dotted) > 1:
             out.extend(dotted)
     return out
+
+
+#: Weight of an exact identifier match relative to the BM25 text score; the one definition both
+#: keyword adapters (tantivy, Elasticsearch) read, so they rank identifiers alike.
+IDENT_BOOST = 2.0
 
 
 def identifiers(text: str) -> list[str]:

@@ -129,7 +129,7 @@ class ParseConfig(_Strict):
     ocr_dpi: int = Field(300, ge=50, le=1200)  # tesseract reads badly below ~70 dpi
     ocr_language: str = "eng"
     strip_headers_footers: bool = True
-    language: str = "en"
+    language: str = "en"  # read by no parser today; kept out of the parse version (connectors.versions)
 
 
 class ChunkConfig(_Strict):
@@ -138,7 +138,15 @@ class ChunkConfig(_Strict):
     max_tokens: int = Field(200, ge=16, le=8192)
     overlap_tokens: int = Field(30, ge=0)
     min_tokens: int = Field(24, ge=0)  # merge smaller sibling sections up to max_tokens
-    tokenizer: str = "all-MiniLM-L6-v2"
+    # None follows `embed.model` (resolved by StageConfigs): chunks are sized in the word pieces
+    # of the model that embeds them. Set it only to size chunks for another model.
+    tokenizer: str | None = None
+    # A document whose whole text fits max_tokens stays ONE chunk (one e-mail, one FAQ entry,
+    # one command page) instead of one chunk per heading section.
+    keep_short_docs_whole: bool = True
+    # Side text (quoted history, signatures, list footers: blocks the parsers mark) stays in the
+    # parse for display but is left out of the chunks, hence out of embeddings and BM25.
+    index_side_text: bool = False
 
     @model_validator(mode="after")
     def _within_max(self) -> ChunkConfig:
@@ -188,6 +196,12 @@ class StageConfigs(_Strict):
     chunk: ChunkConfig = Field(default_factory=ChunkConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
     embed: EmbedConfig = Field(default_factory=EmbedConfig)
+
+    @model_validator(mode="after")
+    def _tokenizer_follows_model(self) -> StageConfigs:
+        if self.chunk.tokenizer is None:
+            self.chunk = self.chunk.model_copy(update={"tokenizer": self.embed.model})
+        return self
 
     @classmethod
     def recorded(cls, raw: dict[str, Any]) -> StageConfigs:
@@ -250,6 +264,17 @@ class QueryConfig(_Strict):
     # Each further chunk of a document already ranked has its fused score multiplied by this:
     # a gentle diversity prior (1.0 disables) so one long document cannot fill the whole top-k.
     same_doc_decay: float = Field(0.97, gt=0, le=1)
+    # Weighted RRF: each retriever's 1/(rrf_k + rank) is multiplied by its weight.
+    dense_weight: float = Field(1.0, ge=0)
+    sparse_weight: float = Field(1.0, ge=0)
+    # At most this many chunks of one document in the returned top-k (0 = no limit). The
+    # document's rank is that of its best chunk; its further chunks are dropped. Off by default:
+    # on long documents (FAQ pages, PDFs) the answer is a section, and 1 per document cut Python
+    # FAQ recall@10 from 1.000 to 0.820 (docs/retrieval.md); short documents are one chunk anyway.
+    max_chunks_per_doc: int = Field(0, ge=0)
+    # A query that is a pasted message loses its quoted lines, attribution lines, signature and
+    # list footer before retrieval (the same rules the e-mail parser uses to mark side text).
+    strip_message_noise: bool = True
     poll_seconds: float = Field(0.5, gt=0)
     auth: QueryAuthConfig = Field(default_factory=QueryAuthConfig)
     max_body_bytes: int = Field(65536, ge=1024)  # larger request bodies are refused (413) unread

@@ -35,7 +35,7 @@ import numpy as np
 
 from connectors.config import EmbedConfig
 from connectors.errors import ConfigError, EmbedderMismatch, EmbedderUnavailable
-from connectors.identity import short_hash
+from connectors.identity import STAGE_CODE_VERSIONS, short_hash
 
 __all__ = ["Embedder", "cpu_has_bf16", "embedder_id", "resolve_embed", "resolve_model_path"]
 
@@ -91,6 +91,8 @@ def embedder_id(cfg: EmbedConfig) -> str:
     ident: dict[str, Any] = {"model": r.model, "q": r.query_prefix, "d": r.document_prefix, "n": r.normalize}
     if (r.backend, r.precision) != _LEGACY:
         ident.update(backend=r.backend, precision=r.precision)
+    if STAGE_CODE_VERSIONS["embed"] != "1":  # a bump re-embeds; "1" keeps recorded ids valid
+        ident["code"] = STAGE_CODE_VERSIONS["embed"]
     return f"{r.model.split('/')[-1]}-{short_hash(ident, 8)}"
 
 

@@ -12,11 +12,18 @@ import json
 import uuid
 from typing import Any
 
-__all__ = ["chunk_id", "content_hash", "doc_id", "point_id", "short_hash", "stage_version", "text_hash"]
+__all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_id", "short_hash", "stage_version",
+           "text_hash"]
 
-# Bump a stage's code version when its code changes what it outputs: every cached output of
-# that stage (and only that stage and what depends on it) is then recomputed.
-STAGE_CODE_VERSIONS = {"parse": "6", "chunk": "2", "context": "1", "embed": "1"}
+# The one home of stage code versions. Bump a stage's code version when its code changes what
+# it outputs: every cached output of that stage (and only that stage and what depends on it) is
+# then recomputed. parse/chunk/context feed `stage_version`; embed feeds
+# `connectors.embedder.embedder_id` (which leaves it out while it is "1", so ids recorded before
+# it existed stay valid).
+# chunk 3: side text (quoted history, signatures, list footers) left out of chunks; a short
+# document kept whole; token counts stored.
+# parse 7: e-mail signatures and list footers become one block marked {"side": "footer"}.
+STAGE_CODE_VERSIONS = {"parse": "7", "chunk": "3", "context": "1", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

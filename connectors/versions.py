@@ -3,7 +3,9 @@
 parse -> chunk chain (a parse change re-cuts chunks); contexts and embeddings are keyed by
 content hashes, so their versions depend on their own config only: an embedder change keeps
 every chunk and every contextual prefix, a chunker change keeps every parse.
-Throughput-only knobs (batch size, device, concurrency) never enter a version.
+Throughput-only knobs (batch size, device, concurrency) never enter a version, nor does
+`parse.language` (no parser reads it; changing it must not re-parse everything).
+Query-time knobs live in `QueryConfig` and never enter a stage version.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from connectors.identity import short_hash, stage_version
 
 __all__ = ["generation_key", "stage_configs_dump", "stage_versions"]
 
-_THROUGHPUT_ONLY = {"embed": {"batch_size", "device"}, "context": {"concurrency"}}
+_THROUGHPUT_ONLY = {"embed": {"batch_size", "device"}, "context": {"concurrency"}, "parse": {"language"}}
 
 
 def stage_configs_dump(stages: StageConfigs) -> dict[str, Any]:

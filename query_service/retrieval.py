@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from assets.parsing.email import strip_message_noise
 from connectors.acl import allows
 from connectors.config import BinderyConfig, EmbedConfig
 from connectors.embedder import Embedder
@@ -135,6 +136,8 @@ class _Served:
     def search(self, query: str, k: int, filters: Filters, qcfg: Any) -> SearchResult:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
+        if qcfg.strip_message_noise:
+            query = strip_message_noise(query)
 
         def dense() -> list[Any]:
             s = time.perf_counter()
@@ -155,7 +158,7 @@ class _Served:
         dense_hits, sparse_hits = fd.result(), fs.result()
         s = time.perf_counter()
         fused = rrf({"dense": [h.chunk_id for h in dense_hits], "sparse": [h.chunk_id for h in sparse_hits]},
-                    k=qcfg.rrf_k)
+                    k=qcfg.rrf_k, weights={"dense": qcfg.dense_weight, "sparse": qcfg.sparse_weight})
         reason = None
         if qcfg.score_floor > 0:
             kept = [f for f in fused if f.score >= qcfg.score_floor]
@@ -166,7 +169,8 @@ class _Served:
         s = time.perf_counter()
         payloads = self.pair.vector.payloads([f.chunk_id for f in fused])
         timings["payloads_ms"] = (time.perf_counter() - s) * 1000
-        fused = diversify(fused, payloads, qcfg.same_doc_decay)[:k]
+        fused = per_document(diversify(fused, payloads, qcfg.same_doc_decay), payloads,
+                             qcfg.max_chunks_per_doc)[:k]
         hits = []
         for f in fused:
             p = payloads.get(f.chunk_id)
@@ -199,6 +203,25 @@ def diversify(fused: list[Fused], payloads: dict[str, dict[str, Any]], decay: fl
         seen[doc] = n + 1
         out.append(f._replace(score=f.score * decay**n))
     return sorted(out, key=lambda f: (-f.score, min(f.ranks.values()), f.chunk_id))
+
+
+def per_document(fused: list[Fused], payloads: dict[str, dict[str, Any]], limit: int) -> list[Fused]:
+    """Keep at most `limit` chunks of each document (in fused order; 0 keeps all).
+
+    The top-k is a list of documents to read: a second chunk of a document already listed
+    takes a slot another document could use (issue 8: on e-mail, several chunks of one message
+    filled the top 10). A document ranks where its best chunk ranks.
+    """
+    if limit <= 0:
+        return fused
+    seen: dict[str, int] = {}
+    out = []
+    for f in fused:
+        doc = (payloads.get(f.chunk_id) or {}).get("doc_id", f.chunk_id)
+        seen[doc] = seen.get(doc, 0) + 1
+        if seen[doc] <= limit:
+            out.append(f)
+    return out
 
 
 def check_text(value: str) -> str:

@@ -193,7 +193,7 @@ NESTED_PATHS = [
 
 
 def test_nested_heading_paths(tok: TokenCounter) -> None:
-    drafts = chunk_blocks(NESTED, ChunkConfig(min_tokens=0), counter=tok)
+    drafts = chunk_blocks(NESTED, ChunkConfig(min_tokens=0, keep_short_docs_whole=False), counter=tok)
     assert [d.heading_path for d in drafts] == NESTED_PATHS
     # each chunk opens with its own heading line, then the section's text
     assert [d.display_text.split("\n")[0] for d in drafts] == [p[-1] for p in NESTED_PATHS]
@@ -219,7 +219,7 @@ def test_nested_heading_paths(tok: TokenCounter) -> None:
     ],
 )  # fmt: skip
 def test_heading_path_rules(tok, blocks, title, paths) -> None:
-    drafts = chunk_blocks(blocks, ChunkConfig(min_tokens=0), title, counter=tok)
+    drafts = chunk_blocks(blocks, ChunkConfig(min_tokens=0, keep_short_docs_whole=False), title, counter=tok)
     assert [d.heading_path for d in drafts] == paths
 
 
@@ -509,7 +509,7 @@ def test_blank_documents_make_no_chunks(tok: TokenCounter) -> None:
 
 
 def test_chunk_stats(tok: TokenCounter) -> None:
-    drafts = chunk_blocks(NESTED, ChunkConfig(min_tokens=0), counter=tok)
+    drafts = chunk_blocks(NESTED, ChunkConfig(min_tokens=0, keep_short_docs_whole=False), counter=tok)
     stats = chunk_stats(drafts)
     assert stats["count"] == 6 and stats["by_kind"] == {"text": 6}
     assert stats["max_tokens"] == max(d.n_tokens for d in drafts)

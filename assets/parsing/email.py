@@ -34,7 +34,7 @@ from assets.parsing.textutil import clean_inline, normalize_text
 from connectors.documents import Block, ParseResult
 from connectors.errors import ParseError
 
-__all__ = ["parse_email", "parse_mbox", "split_mbox", "split_quoted"]
+__all__ = ["parse_email", "parse_mbox", "split_mbox", "split_quoted", "split_side", "strip_message_noise"]
 
 AttachmentParser = Callable[[bytes, str], ParseResult]
 
@@ -89,6 +89,39 @@ def split_quoted(text: str) -> tuple[str, str]:
         main.append(line)
         i += 1
     return "\n".join(main), normalize_text("\n".join(quoted))
+
+
+_SIG_DELIM = re.compile(r"^-- ?$")
+_RULE = re.compile(r"^\s*(?:_{5,}|-{5,}|={5,})\s*$")
+_FOOTER_HINT = re.compile(
+    r"mailing list|listinfo|/lists?[./]|unsubscribe|you received this message because|"
+    r"sent from my (?:iphone|ipad|android)|posting guide", re.IGNORECASE)
+
+
+def split_side(text: str) -> tuple[str, str]:
+    """(a message's own words, its side text): a signature below the "-- " delimiter and a
+    mailing-list footer (a rule line followed within four lines by list boilerplate, or such
+    boilerplate in the last three lines) match every message of a list, so they are kept for
+    display but not indexed (see `assets.chunking.is_side_text`)."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        rule_footer = _RULE.match(line) and any(_FOOTER_HINT.search(x) for x in lines[i + 1:i + 5])
+        if _SIG_DELIM.match(line) or rule_footer:
+            return "\n".join(lines[:i]).rstrip(), normalize_text("\n".join(lines[i:]))
+    tail = [i for i, line in enumerate(lines[-3:], start=max(0, len(lines) - 3)) if _FOOTER_HINT.search(line)]
+    if tail and tail[0] > 0:
+        return "\n".join(lines[:tail[0]]).rstrip(), normalize_text("\n".join(lines[tail[0]:]))
+    return text, ""
+
+
+def strip_message_noise(query: str) -> str:
+    """A query that is a pasted message, reduced to the writer's own words: quoted lines,
+    attribution lines ("On ... wrote:"), signature and list footer removed. A query with none
+    of these comes back unchanged; one made only of noise also comes back unchanged."""
+    main, _ = split_quoted(query)
+    main, _ = split_side(main)
+    main = main.strip()
+    return main if main else query
 
 
 def _header(msg: Message, name: str) -> str:
@@ -168,7 +201,11 @@ def _body_blocks(msg: EmailMessage) -> tuple[list[Block], str]:
             return [], ""
         return blocks, normalize_text("\n\n".join(quotes))
     main, quoted = split_quoted(content)
-    return text_blocks(main), quoted
+    main, side = split_side(main)
+    blocks = text_blocks(main)
+    if side:
+        blocks.append(Block("paragraph", side, meta={"side": "footer"}))
+    return blocks, quoted
 
 
 def _shift(blocks: list[Block], by: int) -> list[Block]:

@@ -36,14 +36,12 @@ from typing import Any, Self
 from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError, TransportError
 from elasticsearch.helpers import BulkIndexError, bulk
 
-from connectors.analysis import identifiers, sanitize_query
+from connectors.analysis import IDENT_BOOST, identifiers, sanitize_query
 from connectors.errors import IndexError_, QueryError
 from connectors.indexes.base import PUBLIC, Filters, IndexRecord, ScoredId
 
 __all__ = ["IDENT_BOOST", "INDEX_MAPPINGS", "ElasticsearchIndex", "index_settings"]
 
-#: Weight of an exact identifier match relative to the BM25 text score (same as tantivy).
-IDENT_BOOST = 2.0
 _BULK_CHUNK = 500
 _DELETE_BATCH = 1_000  # doc ids per delete_by_query (terms queries allow 65,536)
 _PAGE = 5_000  # chunk ids per page when listing all of them

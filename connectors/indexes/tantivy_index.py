@@ -41,7 +41,7 @@ from typing import Self
 
 import tantivy
 
-from connectors.analysis import identifiers, sanitize_query
+from connectors.analysis import IDENT_BOOST, identifiers, sanitize_query
 from connectors.errors import IndexError_, QueryError
 from connectors.indexes.base import PUBLIC, Filters, IndexRecord, ScoredId
 
@@ -49,8 +49,6 @@ __all__ = ["IDENT_BOOST", "TantivyIndex", "build_schema"]
 
 log = logging.getLogger(__name__)
 
-#: Weight of an exact identifier match relative to the BM25 text score.
-IDENT_BOOST = 2.0
 
 _FIELDS = ("chunk_id", "doc_id", "source", "external_id", "acl", "text", "ident")
 _MIN_HEAP_PER_THREAD_MB = 16  # tantivy refuses tiny per-thread budgets; stay well above
