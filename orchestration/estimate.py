@@ -126,7 +126,7 @@ def llm_estimate(cfg: BinderyConfig, targets: list[Generation],
     from connectors.tokenizer import get_tokenizer
 
     ccfg = anthropic[0].stages.context
-    count = get_tokenizer(cfg.stages.chunk.tokenizer).count
+    count = get_tokenizer(cfg.stages.chunk.tokenizer or cfg.stages.embed.model).count
     calls = cache_write = cache_read = uncached = 0
     for doc, chunks in docs:
         doc_tokens = count(f"{doc.title or ''}\n{doc.full_text}")
