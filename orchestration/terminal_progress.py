@@ -46,6 +46,16 @@ def _columns(stream: TextIO) -> int:
         return 0
 
 
+def _print_line(line: str, stream: TextIO | None) -> None:
+    """One progress line. The default stream is looked up at each line (whoever replaced
+    sys.stderr since — a test's capture — is the one shown), and a display that has gone away
+    never fails the stage it reports on."""
+    try:
+        print(line, file=stream or sys.stderr, flush=True)
+    except (ValueError, OSError):
+        pass
+
+
 def show_progress(stream: TextIO | None = None) -> None:
     """From now on every stage of this process reports to `stream` (default stderr), and only
     there: a process that runs several commands (tests, benchmarks) keeps one display."""
@@ -59,7 +69,7 @@ def show_progress(stream: TextIO | None = None) -> None:
         add_sink_factory(bar)
     else:
         def lines(stage: str, source: str, unit: str) -> ProgressSink:
-            return LogSink(lambda line: print(line, file=out, flush=True), stage, source, unit,
+            return LogSink(lambda line: _print_line(line, stream), stage, source, unit,
                            every=PIPE_EVERY_SECONDS)
 
         add_sink_factory(lines)

@@ -25,7 +25,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from assets.parsing.email import strip_message_noise
 from connectors.acl import allows
 from connectors.config import BinderyConfig, EmbedConfig
 from connectors.embedder import Embedder
@@ -33,6 +32,7 @@ from connectors.errors import BindingError, ConfigError, EmbedderUnavailable, Qu
 from connectors.generations import IndexPair, open_reader
 from connectors.identity import doc_id
 from connectors.indexes.base import Filters
+from connectors.message_text import strip_message_noise
 from connectors.store import DocumentStore
 from query_service.fusion import Fused, rrf
 

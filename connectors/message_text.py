@@ -1,0 +1,90 @@
+"""What in a message's text is the writer's own words, and what is side text: quoted history,
+attribution lines ("On ... wrote:"), signatures and mailing-list footers.
+
+Both sides of the index use it: the e-mail parser (`assets.parsing.email`) marks side text as
+blocks that are shown but not indexed, and the query service strips the same noise from a query
+that is a pasted message. It lives here, below both layers, for that reason.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["split_quoted", "split_side", "strip_message_noise"]
+
+_WROTE = r"(?:wrote|schrieb|a écrit|escribió|ha scritto|schreef)\s*:\s*$"
+_ATTRIBUTION_START = re.compile(r"^\s*(?:On|Am|Le|El|Il|Op)\s", re.IGNORECASE)
+_ATTRIBUTION = re.compile(r"^\s*(?:On|Am|Le|El|Il|Op)\s.*" + _WROTE, re.IGNORECASE)
+_WROTE_END = re.compile(_WROTE, re.IGNORECASE)
+_ORIGINAL = re.compile(r"^\s*-{2,}\s*(?:Original Message|Forwarded message)\s*-{2,}\s*$", re.I)
+_OUTLOOK_HEADER = re.compile(r"^\s*(?:From|Von|De):\s", re.IGNORECASE)
+
+
+def split_quoted(text: str) -> tuple[str, str]:
+    """(the new text of a plain-text message, its quoted history as written)."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    main: list[str] = []
+    quoted: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.lstrip().startswith(">"):
+            quoted.append(re.sub(r"^\s*(?:>\s?)+", "", line))
+            i += 1
+            continue
+        if _ATTRIBUTION.match(line):
+            quoted.append(line.strip())
+            i += 1
+            continue
+        if (
+            _ATTRIBUTION_START.match(line)
+            and i + 1 < len(lines)
+            and _WROTE_END.search(lines[i + 1])
+        ):
+            quoted.extend([line.strip(), lines[i + 1].strip()])  # attribution wrapped in two
+            i += 2
+            continue
+        if _ORIGINAL.match(line) or (
+            _OUTLOOK_HEADER.match(line)
+            and any(
+                re.match(r"^\s*(?:Sent|Date|Gesendet|Envoyé):\s", ln) for ln in lines[i : i + 4]
+            )
+        ):
+            quoted.extend(lines[i:])  # everything below an Outlook reply header is history
+            break
+        main.append(line)
+        i += 1
+    return "\n".join(main), "\n".join(quoted)
+
+
+_SIG_DELIM = re.compile(r"^-- ?$")
+_RULE = re.compile(r"^\s*(?:_{5,}|-{5,}|={5,})\s*$")
+_FOOTER_HINT = re.compile(
+    r"mailing list|listinfo|/lists?[./]|unsubscribe|you received this message because|"
+    r"sent from my (?:iphone|ipad|android)|posting guide", re.IGNORECASE)
+
+
+def split_side(text: str) -> tuple[str, str]:
+    """(a message's own words, its side text): a signature below the "-- " delimiter and a
+    mailing-list footer (a rule line followed within four lines by list boilerplate, or such
+    boilerplate in the last three lines) match every message of a list, so they are kept for
+    display but not indexed (see `assets.chunking.is_side_text`)."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        rule_footer = _RULE.match(line) and any(_FOOTER_HINT.search(x) for x in lines[i + 1:i + 5])
+        if _SIG_DELIM.match(line) or rule_footer:
+            return "\n".join(lines[:i]).rstrip(), "\n".join(lines[i:])
+    tail = [i for i, line in enumerate(lines[-3:], start=max(0, len(lines) - 3)) if _FOOTER_HINT.search(line)]
+    if tail and tail[0] > 0:
+        return "\n".join(lines[:tail[0]]).rstrip(), "\n".join(lines[tail[0]:])
+    return text, ""
+
+
+def strip_message_noise(query: str) -> str:
+    """A query that is a pasted message, reduced to the writer's own words: quoted lines,
+    attribution lines ("On ... wrote:"), signature and list footer removed. A query with none
+    of these comes back unchanged; one made only of noise also comes back unchanged."""
+    main, _ = split_quoted(query)
+    main, _ = split_side(main)
+    main = main.strip()
+    return main if main else query
