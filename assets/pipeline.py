@@ -131,7 +131,7 @@ def parse_quality_verdict(stats: ParseStats, rt: Runtime, source: str, gens: lis
                                                      "of the unjudged parses (or, below quality.min_batch, of "
                                                      "the whole source) crosses the source's thresholds")],
           description="Structured blocks + quality metrics per document; failures go to the dead-letter table.")
-def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource):  # type: ignore[no-untyped-def]
+def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource):
     rt, src = _scoped(context, bindery)
     gens = _targets(context, rt)
     with _failures_recorded(rt, src, "parse"), \
@@ -191,7 +191,7 @@ def embeddings(context: dg.AssetExecutionContext, bindery: BinderyResource) -> d
            dg.AssetSpec("keyword_index", deps=[embeddings], kinds={"tantivy"}, freshness_policy=INDEX_FRESHNESS,
                         description="BM25 index of the generation (tantivy), same chunk ids.")],
 )
-def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):  # type: ignore[no-untyped-def]
+def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):
     """Both indexes are written in one step so they never disagree about a document, then a
     snapshot is published for the query service. On a fresh system the first generation is
     bound here: there is nothing to compare it with."""

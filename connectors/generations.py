@@ -56,7 +56,7 @@ def vector_engine(cfg: BinderyConfig, gen: dict[str, Any]) -> VectorEngine:
     records neither (not yet created) uses the configured engine."""
     recorded = gen.get("vector_engine")
     if recorded:
-        return recorded  # type: ignore[no-any-return]
+        return recorded
     location = gen.get("vector_index")
     if not location:
         return cfg.backends.vector

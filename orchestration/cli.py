@@ -39,7 +39,7 @@ class CommandFailed(Exception):
 _DEBUG = False  # --debug: tracebacks and Dagster's full run log on the terminal
 
 
-def _runner(cfg: BinderyConfig):  # type: ignore[no-untyped-def]
+def _runner(cfg: BinderyConfig):
     from orchestration.runs import Runner
 
     return Runner(cfg, debug=_DEBUG)
@@ -71,7 +71,7 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
             raise ConfigError(f"gate.{key}: unknown metric {value!r} (one of: {', '.join(METRIC_NAMES)})")
 
 
-def _store(cfg: BinderyConfig):  # type: ignore[no-untyped-def]
+def _store(cfg: BinderyConfig):
     from connectors.store import DocumentStore
 
     return DocumentStore(cfg.database_url)

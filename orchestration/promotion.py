@@ -33,7 +33,7 @@ class PromotionConfig(dg.Config):
                                          description="Refuses a candidate that is worse than live on the eval set")],
           description="Eval set run on live and candidate, compared paired per query.")
 def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
-                    bindery: BinderyResource):  # type: ignore[no-untyped-def]
+                    bindery: BinderyResource):
     rt = bindery.runtime
     cand = candidate_row(rt.store, config.candidate)
     report: GateReport | None

@@ -144,7 +144,7 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
     state: dict[str, Any] = {}
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
+    async def lifespan(app: FastAPI):
         state["retriever"] = retriever or LiveRetriever(conf)
         yield
         if retriever is None:

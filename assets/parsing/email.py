@@ -121,9 +121,9 @@ def _body_part(msg: EmailMessage) -> tuple[MIMEPart | None, str]:
             and not part.is_attachment()
             and not any(part is t for t in tried)
         ):
-            content = _text_content(part)  # type: ignore[arg-type]
+            content = _text_content(part)
             if content.strip():
-                return part, content  # type: ignore[return-value]
+                return part, content
     return None, ""
 
 
@@ -224,7 +224,7 @@ def _parse_message(raw: bytes, warnings: list[str]) -> EmailMessage:
     the stdlib then sees no parts at all and the body would be lost. The boundary actually
     used is the first "--token" line of the body.
     """
-    msg: EmailMessage = _PARSER.parsebytes(raw)  # type: ignore[assignment]
+    msg: EmailMessage = _PARSER.parsebytes(raw)
     if msg.get_content_maintype() != "multipart" or not any(
         isinstance(d, email_errors.StartBoundaryNotFoundDefect) for d in msg.defects
     ):
@@ -239,7 +239,7 @@ def _parse_message(raw: bytes, warnings: list[str]) -> EmailMessage:
         return msg
     used = m.group(1)
     fixed = head.replace(declared.encode("ascii", "replace"), used.removesuffix(b"--")) + body
-    repaired: EmailMessage = _PARSER.parsebytes(fixed)  # type: ignore[assignment]
+    repaired: EmailMessage = _PARSER.parsebytes(fixed)
     if repaired.is_multipart() and list(repaired.iter_parts()):
         warnings.append(
             f"email: multipart boundary {declared!r} is never used; parts split on "
@@ -254,7 +254,7 @@ def parse_email(data: bytes, parse_attachment: AttachmentParser) -> ParseResult:
     warnings: list[str] = []
     msg = _parse_message(data.removeprefix(codecs.BOM_UTF8), warnings)
     warnings += [f"email: {d.__class__.__name__}" for d in msg.defects[:3]]
-    blocks, meta = _message(msg, 0, parse_attachment, warnings)  # type: ignore[arg-type]
+    blocks, meta = _message(msg, 0, parse_attachment, warnings)
     return ParseResult(
         blocks=blocks,
         title=meta["subject"] or None,
@@ -277,7 +277,7 @@ def parse_mbox(data: bytes, parse_attachment: AttachmentParser) -> ParseResult:
     warnings: list[str] = []
     for raw in split_mbox(data.removeprefix(codecs.BOM_UTF8)):
         msg = _parse_message(raw, warnings)
-        body, meta = _message(msg, 1, parse_attachment, warnings)  # type: ignore[arg-type]
+        body, meta = _message(msg, 1, parse_attachment, warnings)
         heading_meta = {k: meta[k] for k in ("message_id", "from", "date", "thread_id")}
         blocks.append(
             Block("heading", meta["subject"] or "(no subject)", level=1, meta=heading_meta)

@@ -69,7 +69,7 @@ def _load() -> Callable[..., list[Any]]:
 
             nlp = spacy.blank("en")
             nlp.add_pipe("sentencizer")
-            tokenize._get_nlp = lambda: nlp  # type: ignore[attr-defined,assignment]
+            tokenize._get_nlp = lambda: nlp  # type: ignore[assignment]  # swapping the cached loader for ours
             from unstructured.partition.auto import partition
 
             logging.getLogger("unstructured").addHandler(_collector)
