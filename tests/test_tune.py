@@ -115,3 +115,20 @@ def test_ingestion_keys_and_bad_budgets_are_refused(synced: Deployment) -> None:
     with pytest.raises(ConfigError):
         parse_budget("soon")
     assert parse_budget("10m").seconds == 600 and parse_budget(3).trials == 3
+
+
+def test_tune_job_runs_in_dagster_with_the_trials_table(synced: Deployment) -> None:
+    from connectors.config import load_config
+    from orchestration.runs import Runner
+
+    synced.config["tune"] = {"space": {"query.rrf_k": [10, 60]}, "budget": 2}
+    synced.save()
+    res = Runner(load_config(synced.config_path)).run("tune", run_config={"ops": {"tune_settings": {"config": {}}}})
+    assert res.success, res.error
+    store = DocumentStore(f"sqlite:///{synced.data / 'bindery.db'}", migrate=False)
+    try:
+        event = store.events("tune", limit=1)[0]
+    finally:
+        store.dispose()
+    assert "Dagster job" in event["message"]
+    assert [t["settings"] for t in event["details"]["trials"]] == [{"query.rrf_k": 60}, {"query.rrf_k": 10}]
