@@ -24,6 +24,8 @@ def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery
     if binding is None:
         raise BindingError("no live generation yet: run `bindery sync`")
     gen = rt.store.get_generation(binding["generation_id"])
+    if gen is None:
+        raise BindingError(f"the live binding names generation {binding['generation_id']}, which is gone")
     result = run_tune(rt.cfg, rt.store, gen, budget=parse_budget(config.budget) if config.budget else None)
     out = result.to_json()
     rt.store.add_event("tune", f"{len(result.trials)} trials (Dagster job)", details={**out, "generation": gen["id"]})
