@@ -8,6 +8,7 @@ import dagster as dg
 from assets.pipeline import SOURCES, STAGE_ASSETS, TARGET_TAG
 from orchestration.plan_job import plan_job
 from orchestration.promotion import PROMOTION_ASSETS
+from orchestration.tune_job import tune_job
 
 _STAGES = dg.AssetSelection.assets(*STAGE_ASSETS)
 
@@ -28,4 +29,5 @@ promote_job = dg.define_asset_job(
     description="Judge the candidate on the eval set against live; flip the binding if the gate passes.",
 )
 
-JOBS: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = [sync_job, reindex_job, promote_job, plan_job]
+JOBS: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = [sync_job, reindex_job, promote_job, plan_job,
+                                                                tune_job]

@@ -20,7 +20,7 @@ def test_definitions_snapshot(tmp_path: Path) -> None:
         "parsed_documents", "source_listing", "vector_index"]
     checks = sorted(f"{k.asset_key.to_user_string()}:{k.name}" for k in graph.asset_check_keys)
     assert checks == ["generation_eval:eval_gate", "parsed_documents:parse_quality"]
-    assert sorted(j.name for j in defs.jobs) == ["plan", "promote", "reindex", "sync"]  # type: ignore[union-attr]
+    assert sorted(j.name for j in defs.jobs) == ["plan", "promote", "reindex", "sync", "tune"]  # type: ignore[union-attr]
     assert [s.name for s in defs.sensors] == ["source_change_sensor"]  # type: ignore[union-attr]
     assert [s.name for s in defs.schedules] == ["reconcile_schedule"]  # type: ignore[union-attr]
     reindex = defs.resolve_job_def("reindex")

@@ -6,13 +6,19 @@ ignored, a split that depends on file order), or if a category were left out of 
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from evals.evalset import EvalCase, Gold
+from connectors.errors import ConfigError
+from connectors.store import DocumentStore
+from evals.evalset import EvalCase, Gold, load_eval_set
 from evals.split import split_cases
+from evals.tune import parse_budget
+from tests.bindery_fixture import Deployment
 
 
 def _cases(counts: dict[str, int]) -> list[EvalCase]:
@@ -50,3 +56,79 @@ def test_split_does_not_depend_on_file_order_and_follows_the_seed() -> None:
 def test_fraction_outside_the_open_interval_is_refused() -> None:
     with pytest.raises(ValueError):
         split_cases(_cases({"a": 4}), fraction=1.0)
+
+
+# --- bindery tune on a real, synced deployment ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def synced(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
+    dep = Deployment(tmp_path_factory.mktemp("tune"))
+    dep.config["tune"] = {"space": {"query.rrf_k": [10, 60], "query.same_doc_decay": [0.5, 0.97]}, "budget": 4}
+    dep.save()
+    dep.cli("sync")
+    return dep
+
+
+def test_tune_reports_both_halves_and_recomputes_nothing(synced: Deployment) -> None:
+    out = synced.cli("tune")
+    assert len(out["trials"]) == 4
+    assert out["trials"][0]["settings"] == {"query.rrf_k": 60, "query.same_doc_decay": 0.97}  # defaults first
+    assert out["split"]["tune"] + out["split"]["check"] == 8
+    for trial in out["trials"]:
+        assert set(trial) >= {"settings", "tune", "check", "seconds"}
+        assert trial["parsed"] == 0 and trial["embedded"] == 0  # query-time trials: no ingestion
+    assert out["best"] == out["trials"][out["best_index"]]
+    store = DocumentStore(f"sqlite:///{synced.data / 'bindery.db'}", migrate=False)
+    try:
+        event = store.events("tune", limit=1)[0]
+    finally:
+        store.dispose()
+    assert len(event["details"]["trials"]) == 4
+
+
+def test_choice_does_not_depend_on_the_checking_half(synced: Deployment, tmp_path: Path) -> None:
+    """Relabel every checking-half case to an impossible gold: the choice and tuning scores stay."""
+    cases = load_eval_set(synced.eval_path)
+    check_ids = {c.id for c in split_cases(cases).check}
+    rows = [json.loads(line) for line in synced.eval_path.read_text().splitlines()]
+    for row in rows:
+        if row["id"] in check_ids:
+            row["gold"] = [{"doc": "robots/xr4471.md", "text": "words no chunk contains"}]
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    first = synced.cli("tune")
+    second = synced.cli("tune", "--queries", str(broken))
+    assert [t["tune"] for t in first["trials"]] == [t["tune"] for t in second["trials"]]
+    assert first["best"]["settings"] == second["best"]["settings"]
+    assert all(t["check"]["recall@10"] == 0.0 for t in second["trials"])
+
+
+def test_ingestion_keys_and_bad_budgets_are_refused(synced: Deployment) -> None:
+    synced.config["tune"] = {"space": {"stages.chunk.max_tokens": [100, 300]}}
+    synced.save()
+    try:
+        err = synced.cli("tune", expect=2)
+    finally:
+        synced.config["tune"] = {"space": {"query.rrf_k": [10, 60]}, "budget": 2}
+        synced.save()
+    assert "ingestion" in err["error"]
+    with pytest.raises(ConfigError):
+        parse_budget("soon")
+    assert parse_budget("10m").seconds == 600 and parse_budget(3).trials == 3
+
+
+def test_tune_job_runs_in_dagster_with_the_trials_table(synced: Deployment) -> None:
+    from connectors.config import load_config
+    from orchestration.runs import Runner
+
+    synced.config["tune"] = {"space": {"query.rrf_k": [10, 60]}, "budget": 2}
+    synced.save()
+    res = Runner(load_config(synced.config_path)).run("tune", run_config={"ops": {"tune_settings": {"config": {}}}})
+    assert res.success, res.error
+    store = DocumentStore(f"sqlite:///{synced.data / 'bindery.db'}", migrate=False)
+    try:
+        event = store.events("tune", limit=1)[0]
+    finally:
+        store.dispose()
+    assert "Dagster job" in event["message"]
+    assert [t["settings"] for t in event["details"]["trials"]] == [{"query.rrf_k": 60}, {"query.rrf_k": 10}]

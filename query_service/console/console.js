@@ -152,9 +152,11 @@ async function loadEvals() {
     lineChart($("#eval-chart"), e.generations.map((g) => g.name),
       SERIES.map((m) => ({ name: m, values: e.generations.map((g) => g.metrics[m]) })));
     const trials = e.tune_trials;
+    // `bindery tune` stores each half as {metric: value}; a bare number is accepted too
+    const half = (t, k) => (typeof t[k] === "number" ? t[k] : (t[k] || {})[SERIES[0]]);
     lineChart($("#tune-chart"), trials.map((t, i) => t.name || `trial ${i + 1}`),
-      ["tune", "check"].filter((k) => trials.some((t) => typeof t[k] === "number"))
-        .map((k) => ({ name: `${k} half`, values: trials.map((t) => t[k]) })));
+      ["tune", "check"].filter((k) => trials.some((t) => typeof half(t, k) === "number"))
+        .map((k) => ({ name: `${k} half ${SERIES[0]}`, values: trials.map((t) => half(t, k)) })));
   } catch (err) {
     $("#eval-chart").replaceChildren(el("p", { class: "error" }, err.message));
   }

@@ -1,0 +1,46 @@
+"""The `tune` job: `bindery tune` in the Dagster UI, the trials table as run metadata.
+
+Launch it from the UI (Jobs -> tune) with an optional `budget` ("12" trials or "10m"); the step's
+output carries the trials table (markdown), the whole result as JSON, and the best trial's
+tuning- and checking-half metrics. Like the CLI it stores a `tune` event with every trial.
+"""
+
+# no `from __future__ import annotations`: Dagster resolves the op's config class from its annotation
+import dagster as dg
+
+from assets.resource import BinderyResource
+from connectors.errors import BindingError
+from evals.tune import format_trials, parse_budget, run_tune
+
+
+class TuneJobConfig(dg.Config):
+    budget: str = ""  # default: tune.budget
+
+
+@dg.op(description="Search retrieval settings on the eval set; choose on the tuning half, report both.")
+def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery: BinderyResource) -> dg.Output[None]:
+    rt = bindery.runtime
+    binding = rt.store.get_binding()
+    if binding is None:
+        raise BindingError("no live generation yet: run `bindery sync`")
+    gen = rt.store.get_generation(binding["generation_id"])
+    if gen is None:
+        raise BindingError(f"the live binding names generation {binding['generation_id']}, which is gone")
+    result = run_tune(rt.cfg, rt.store, gen, budget=parse_budget(config.budget) if config.budget else None)
+    out = result.to_json()
+    rt.store.add_event("tune", f"{len(result.trials)} trials (Dagster job)", details={**out, "generation": gen["id"]})
+    best = out["best"]
+    meta: dict[str, dg.RawMetadataValue] = {
+        "trials": dg.MetadataValue.md(f"```\n{format_trials(result)}\n```"),
+        "result": dg.MetadataValue.json(out),
+        "best_settings": dg.MetadataValue.json(best["settings"]),
+        f"best_tune_{result.metric}": best["tune"][result.metric],
+        f"best_check_{result.metric}": best["check"][result.metric],
+    }
+    return dg.Output(None, metadata=meta)
+
+
+@dg.job(name="tune", executor_def=dg.in_process_executor,
+        description="Search query-time retrieval settings on the eval set (as `bindery tune`).")
+def tune_job() -> None:
+    tune_settings()
