@@ -126,7 +126,10 @@ def parse_quality_verdict(stats: ParseStats, rt: Runtime, source: str, gens: lis
 
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[source_listing],
+          # partitions_def: each evaluation records its source (or shard) partition, so the UI
+          # shows which partition a verdict is about
           check_specs=[dg.AssetCheckSpec("parse_quality", asset="parsed_documents", blocking=True,
+                                         partitions_def=SOURCES,
                                          description="Blocks downstream when the failure share or metric drift "
                                                      "of the unjudged parses (or, below quality.min_batch, of "
                                                      "the whole source) crosses the source's thresholds")],
