@@ -202,6 +202,7 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         out["error"] = res.error
         raise CommandFailed(res.error or "promotion failed", out)
     out["forced"] = bool(res.metadata.get("index_binding", {}).get("forced"))
+    out["gate_check"] = res.checks.get("eval_gate")  # a forced flip shows as a failed WARN check, with why
     return out
 
 

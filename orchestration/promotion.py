@@ -58,12 +58,17 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
     forced = config.force and not verdict["passed"]
     if forced and not config.reason:
         raise dg.Failure("a forced promotion needs a reason")
+    # A forced promotion is a failed gate the operator overrode: it shows as a failed check of
+    # WARN severity (which does not block the flip), never as a green pass, with who and why.
     yield dg.AssetCheckResult(
-        passed=verdict["passed"] or forced,
-        severity=dg.AssetCheckSeverity.ERROR,
-        description=("FORCED by {}: {}".format(config.forced_by or "operator", config.reason) if forced
+        passed=bool(verdict["passed"]),
+        severity=dg.AssetCheckSeverity.WARN if forced else dg.AssetCheckSeverity.ERROR,
+        description=("FORCED by {}: {} (gate: {})".format(config.forced_by or "operator", config.reason,
+                                                          "; ".join(verdict["reasons"])) if forced
                      else "; ".join(verdict["reasons"])),
-        metadata={"regressed": len(verdict.get("regressed", [])), "improved": len(verdict.get("improved", []))},
+        metadata={"regressed": len(verdict.get("regressed", [])), "improved": len(verdict.get("improved", [])),
+                  "forced": forced, "forced_by": (config.forced_by or "operator") if forced else "",
+                  "forced_reason": (config.reason or "") if forced else "", "candidate": cand["name"]},
     )
 
 

@@ -84,7 +84,10 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
     live = store.get_generation(b["generation_id"]) if b else None
     prev = store.get_generation(b["previous_generation_id"]) if b and b["previous_generation_id"] else None
     building = store.generations(("building",))
-    cand = building[-1] if building else None
+    # Before anything is live, the generation being built is the first build, not a candidate
+    # waiting for the gate: it binds itself when its first index is published.
+    first = building[-1] if building and live is None else None
+    cand = building[-1] if building and live is not None else None
     counts = store.counts()
     state = store.index_state(live["id"]) if live else {}
     docs = store.documents()
@@ -101,11 +104,11 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
             "lag_p50_s": _pct(lags, 0.5), "lag_p95_s": _pct(lags, 0.95),
         }
     return {"live": live["id"] if live else None, "candidate": cand["id"] if cand else None,
-            "previous": prev["id"] if prev else None,
+            "previous": prev["id"] if prev else None, "first_build": first["id"] if first else None,
             "documents": counts["documents"], "chunks": (live or {}).get("counts", {}).get("chunks", 0),
             "dead_letters": counts["dead_letters"], "sources": by_source,
             "generations": {"live": _gen_summary(live), "previous": _gen_summary(prev),
-                            "candidate": _gen_summary(cand)},
+                            "candidate": _gen_summary(cand), "first_build": _gen_summary(first)},
             "binding": ({"version": b["version"], "flipped_at": b["flipped_at"], "flipped_by": b["flipped_by"]}
                         if b else None),
             "events": [{"kind": e["kind"], "message": e["message"], "at": e["at"]} for e in store.events(limit=5)]}
@@ -203,8 +206,8 @@ def _gate_word(g: dict[str, Any]) -> str:
 
 
 def _human_status(r: dict[str, Any]) -> str:
-    gens = [[role, g["id"], g["name"], g["status"], g["counts"].get("documents"), g["counts"].get("chunks"),
-             f"{g['age_hours']:.1f} h", _gate_word(g)]
+    gens = [[role.replace("_", " "), g["id"], g["name"], g["status"], g["counts"].get("documents"),
+             g["counts"].get("chunks"), f"{g['age_hours']:.1f} h", _gate_word(g)]
             for role, g in r["generations"].items() if g]
     lines = ["generations"]
     lines += ["  " + x for x in table(["role", "id", "name", "status", "documents", "chunks", "age", "gate"],

@@ -98,6 +98,7 @@ def outcome_from_events(job: str, partition: str | None, run_id: str, success: b
         elif ev.event_type_value == "ASSET_CHECK_EVALUATION" and data is not None:
             out.checks[data.check_name] = {"passed": data.passed, "severity": data.severity.value,
                                            "description": data.description,
+                                           "partition": getattr(data, "partition", None),
                                            "metadata": {k: _value(v) for k, v in data.metadata.items()}}
     if not success:
         out.error = _first_error(events) or "run failed (see the Dagster UI for the run log)"

@@ -183,3 +183,16 @@ def test_failed_sync_summary_does_not_claim_nothing_changed() -> None:
 def test_table_aligns_numbers_right() -> None:
     out = report.table(["name", "n"], [["a", 5], ["bbb", 12345]]).splitlines()
     assert out[0] == "name       n" and out[2] == "a          5" and out[3] == "bbb   12,345"
+
+
+def test_status_calls_the_very_first_build_a_first_build_not_a_candidate(dep: Deployment,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from assets.runtime import Runtime
+    from connectors.config import load_config
+
+    Runtime(load_config(dep.config_path)).ensure_candidate()  # what a first sync creates before it binds
+    code, out, _ = run(capsys, "--config", str(dep.config_path), "--json", "status")
+    doc = json.loads(out)
+    assert code == 0 and doc["live"] is None and doc["candidate"] is None and doc["first_build"] == 1
+    code, out, _ = run(capsys, "--config", str(dep.config_path), "status")
+    assert code == 0 and "first build" in out

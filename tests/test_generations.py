@@ -44,6 +44,11 @@ def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -
 
     out = dep.cli("promote", "--force", "--reason", "testing a forced flip", "--by", "alice")
     assert out["promoted"] and out["live"] == cand and out["forced"]
+    # the UI shows the override as what it is: a failed gate (WARN, not blocking), never a green pass
+    check = out["gate_check"]
+    assert check["passed"] is False and check["severity"] == "WARN"
+    assert check["description"].startswith("FORCED by alice: testing a forced flip (gate: ")
+    assert check["metadata"]["forced"] is True and check["metadata"]["forced_reason"] == "testing a forced flip"
     g = _store(dep).get_generation(cand)
     assert (g["forced_by"], g["force_reason"]) == ("alice", "testing a forced flip")
     assert any(e["kind"] == "forced-promotion" for e in dep.cli("status")["events"])

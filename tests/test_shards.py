@@ -118,6 +118,21 @@ def test_four_shards_index_exactly_what_one_shard_does(tmp_path: Path) -> None:
     s1, s4 = assert_converged(one), assert_converged(four)
     assert s1["store"] == s4["store"] == s4["vector"] == s4["keyword"]
     assert hits(four, "heavy carrier payload")[0]["doc"] == "robots/xr5200.md"
+    assert _check_partitions(four) == set(out4["sources"])  # each verdict names its shard
+
+
+def _check_partitions(dep: LocalDeployment) -> set[str | None]:
+    """Partitions the stored parse_quality evaluations name (what the UI shows per verdict)."""
+    import dagster as dg
+
+    from connectors.config import load_config
+    from orchestration.instance import get_instance
+
+    instance = get_instance(load_config(dep.config_path))
+    key = dg.AssetCheckKey(dg.AssetKey("parsed_documents"), "parse_quality")
+    records = instance.event_log_storage.get_asset_check_execution_history(key, limit=50)
+    return {r.event.dagster_event.event_specific_data.partition for r in records
+            if r.event is not None and r.event.dagster_event is not None}
 
 
 @slow
