@@ -48,7 +48,9 @@ def chunk_rows(doc: dict[str, Any], parse: dict[str, Any], chunk_cfg: ChunkConfi
         "ordinal": c.ordinal, "kind": c.kind, "display_text": c.display_text,
         "embed_text": c.embed_text, "text_hash": text_hash(c.display_text),
         "heading_path": list(c.heading_path), "page": c.page, "char_start": c.char_start,
-        "char_end": c.char_end, "tokens": c.n_tokens, "parent_id": c.parent_id,
+        "char_end": c.char_end, "tokens": c.n_tokens,
+        # the unit (small-to-big) is named by its first chunk; that chunk holds the unit's text
+        "parent_id": chunk_id(doc["doc_id"], chunk_version, c.unit_start), "unit_text": c.unit_text,
     } for c in drafts]
 
 

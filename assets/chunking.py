@@ -31,6 +31,13 @@ Algorithm
     6. Every chunk is re-counted with the tokenizer and the count stored in `n_tokens`. The
        packing estimates are exact for WordPiece (whitespace costs no tokens); a tokenizer that
        spends tokens on joins could overrun them, so an over-long chunk is cut again there.
+    7. Chunks are grouped into *units* (small-to-big, `group_units`): the largest piece of the
+       heading tree that fits `parent_max_tokens` — the whole document when it fits (a message,
+       a command page, a manual node), else a section with its subsections (a FAQ entry), else
+       runs of consecutive chunks of one section. Chunks are what is embedded and matched; the
+       unit is what a query returns. Every chunk records its unit's first ordinal
+       (`unit_start`); the first chunk of a unit of several chunks carries the unit's text
+       (`unit_text`: the document text its chunks span, led by its heading line).
 
 The output is deterministic: the same blocks and configuration give identical drafts.
 """
@@ -69,7 +76,9 @@ class ChunkDraft:
     char_end: int
     kind: ChunkKind
     n_tokens: int = 0  # word pieces of embed_text, special tokens excluded
-    parent_id: str | None = None  # reserved for parent/child retrieval
+    lead: str = ""  # the heading line display_text starts with ("" for none)
+    unit_start: int = 0  # ordinal of the first chunk of this chunk's unit (step 7)
+    unit_text: str | None = None  # on a unit's first chunk when the unit has several chunks
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -176,7 +185,61 @@ def chunk_blocks(
     groups = _merge_small(groups, config, sep)
     if config.keep_short_docs_whole:
         groups = _whole_if_fits(groups, config.max_tokens, sep)
-    return _finish(groups, config.max_tokens, tok)
+    drafts = _finish(groups, config.max_tokens, tok)
+    group_units(drafts, document_text(blocks), config.parent_max_tokens)
+    return drafts
+
+
+def group_units(drafts: list[ChunkDraft], doc_text: str, budget: int) -> None:
+    """Step 7 of the module docstring, in place: set `unit_start` on every draft and `unit_text`
+    on the first draft of each unit of several. `budget` 0 makes every chunk its own unit."""
+    units: list[list[ChunkDraft]] = []
+
+    def split(run: list[ChunkDraft], depth: int) -> None:
+        if budget <= 0:
+            units.extend([d] for d in run)
+            return
+        if len(run) == 1 or sum(d.n_tokens for d in run) <= budget:
+            units.append(run)
+            return
+        groups: list[list[ChunkDraft]] = []
+        keys: list[str | None] = []
+        for d in run:  # consecutive runs sharing the heading at this depth
+            key = d.heading_path[depth] if len(d.heading_path) > depth else None
+            if not groups or key != keys[-1]:
+                groups.append([])
+                keys.append(key)
+            groups[-1].append(d)
+        if all(k is None for k in keys):  # no structure left: runs of consecutive chunks
+            units.extend(_runs(run, budget))
+        elif len(groups) == 1:
+            split(run, depth + 1)
+        else:
+            for g in groups:
+                split(g, depth + 1)
+
+    if drafts:
+        split(drafts, 0)
+    for unit in units:
+        for d in unit:
+            d.unit_start = unit[0].ordinal
+        if len(unit) > 1:
+            body = doc_text[min(d.char_start for d in unit) : max(d.char_end for d in unit)]
+            unit[0].unit_text = f"{unit[0].lead}\n{body}" if unit[0].lead else body
+
+
+def _runs(run: list[ChunkDraft], budget: int) -> list[list[ChunkDraft]]:
+    """Consecutive chunks packed greedily into runs of at most `budget` tokens."""
+    out: list[list[ChunkDraft]] = []
+    used = 0
+    for d in run:
+        if out and used + d.n_tokens <= budget:
+            out[-1].append(d)
+            used += d.n_tokens
+        else:
+            out.append([d])
+            used = d.n_tokens
+    return out
 
 
 def is_side_text(block: Block) -> bool:
@@ -429,7 +492,7 @@ def _finish(groups: list[list[_Part]], max_tokens: int, tok: TokenCounter) -> li
                     ordinal=len(drafts), display_text=piece, embed_text=piece,
                     heading_path=path, page=min(pages, default=None),
                     page_end=max(pages, default=None), char_start=start, char_end=end,
-                    kind=kind, n_tokens=m,
+                    kind=kind, n_tokens=m, lead=g[0].section.line,
                 )
             )  # fmt: skip
     return drafts

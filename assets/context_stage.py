@@ -15,6 +15,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from assets.chunking import is_side_text
 from assets.parse_stage import good_parses
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
@@ -25,6 +26,7 @@ from connectors.contextualizers import (
     make_contextualizer,
     summary_sentence,
 )
+from connectors.documents import Block
 from connectors.identity import text_hash
 
 
@@ -89,9 +91,7 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation], *,
 
         for did, doc_chunks in missing.items():
             parse = parses.get(did)
-            full_text = "\n\n".join(b["text"] for b in (parse or {}).get("blocks") or [])
-            doc = DocumentContext(title=(parse or {}).get("title"), summary=summary_sentence(full_text),
-                                  full_text=full_text)
+            doc = document_context(parse)
             try:
                 results = ctx.contextualize(doc, [ChunkContext(list(c["heading_path"]), c["display_text"])
                                                   for c in doc_chunks])
@@ -124,6 +124,21 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation], *,
         flush()
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def document_context(parse: dict[str, Any] | None) -> DocumentContext:
+    """What a contextualiser knows of a document, from its stored parse (the stage and `bindery
+    plan` both build it here): its title, its whole text, and a summary sentence of its own words."""
+    blocks = (parse or {}).get("blocks") or []
+    return DocumentContext(title=(parse or {}).get("title"), summary=summary_sentence(own_text(blocks)),
+                           full_text="\n\n".join(b["text"] for b in blocks))
+
+
+def own_text(blocks: list[dict[str, Any]]) -> str:
+    """The document's own running text: no headings (a FAQ page's first question is no summary
+    of the page) and no side text (a reply's summary must not be the message it quotes)."""
+    return "\n\n".join(b["text"] for b in blocks if b["kind"] not in ("title", "heading")
+                       and not is_side_text(Block.from_dict(b)))
 
 
 def embed_text_of(chunk: dict[str, Any], prefix: str | None) -> str:

@@ -74,17 +74,39 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> tup
         d = docs[did]
         if any(c["chunk_id"] not in texts or text_hash(texts[c["chunk_id"]]) not in vectors for c in cs):
             continue
+        unit_texts = _unit_index_texts(d, cs, texts)
         recs = [IndexRecord(
             chunk_id=c["chunk_id"], doc_id=did, source=d["source"], external_id=d["external_id"],
             text=index_text(d, texts[c["chunk_id"]]),
             vector=from_bytes(vectors[text_hash(texts[c["chunk_id"]])]).tolist(),
             acl=tuple(d["acl"]),
-            payload={"display_text": c["display_text"], "heading_path": c["heading_path"], "page": c["page"],
-                     "ordinal": c["ordinal"], "kind": c["kind"], "uri": d["uri"]},
+            payload=_payload(d, c),
+            heading=" ".join(c["heading_path"]),
+            unit_text=unit_texts.get(c["chunk_id"]),
         ) for c in cs]
         records[did] = recs
-        digests[did] = doc_digest(d, [(r.chunk_id, r.text) for r in recs])
+        digests[did] = doc_digest(d, cs, texts)
     return records, digests
+
+
+def _payload(doc: dict[str, Any], chunk: dict[str, Any]) -> dict[str, Any]:
+    """What a vector point shows besides its filter fields: display text and provenance, its
+    unit (the chunk id of the unit's first chunk) and, on that first chunk, the unit's text."""
+    out = {"display_text": chunk["display_text"], "heading_path": chunk["heading_path"], "page": chunk["page"],
+           "ordinal": chunk["ordinal"], "kind": chunk["kind"], "uri": doc["uri"],
+           "unit": chunk.get("parent_id") or chunk["chunk_id"]}
+    if chunk.get("unit_text"):
+        out["unit_text"] = chunk["unit_text"]
+    return out
+
+
+def _unit_index_texts(doc: dict[str, Any], chunks: list[dict[str, Any]], texts: dict[str, str]) -> dict[str, str]:
+    """First chunk id of each unit -> what the unit-level keyword field reads: the file name's
+    words and the final texts of the unit's chunks (no side text: chunks hold none)."""
+    members: dict[str, list[str]] = defaultdict(list)
+    for c in chunks:
+        members[c.get("parent_id") or c["chunk_id"]].append(texts[c["chunk_id"]])
+    return {head: f"{name_terms(doc['external_id'])}\n" + "\n".join(ts) for head, ts in members.items()}
 
 
 def index_text(doc: dict[str, Any], final_text: str) -> str:
@@ -92,11 +114,15 @@ def index_text(doc: dict[str, Any], final_text: str) -> str:
     return f"{name_terms(doc['external_id'])}\n{final_text}"
 
 
-def doc_digest(doc: dict[str, Any], texts: list[tuple[str, str]]) -> str:
-    """What a document holds in an index, from its (chunk id, index text) pairs: a document
-    is rewritten only when this changes."""
-    return short_hash([doc["external_id"], doc["uri"], doc["acl_hash"],
-                       [(cid, text_hash(text)) for cid, text in texts]], 32)
+def doc_digest(doc: dict[str, Any], chunks: list[dict[str, Any]], texts: dict[str, str]) -> str:
+    """What a document holds in an index, from its chunk rows and their final texts (every
+    field both indexes are written with): a document is rewritten only when this changes.
+    `bindery plan` calls it too, so plan and run cannot disagree on what is rewritten."""
+    units = _unit_index_texts(doc, chunks, texts)
+    return short_hash([doc["external_id"], doc["uri"], doc["acl_hash"], [
+        (c["chunk_id"], text_hash(index_text(doc, texts[c["chunk_id"]])), c["heading_path"],
+         c.get("parent_id"), text_hash(c.get("unit_text") or ""), text_hash(units.get(c["chunk_id"], "")))
+        for c in chunks]], 32)
 
 
 @dataclass

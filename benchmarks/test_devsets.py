@@ -19,7 +19,7 @@ from evals.evalset import load_eval_set
 
 EVALSETS = Path(__file__).parent / "evalsets"
 SETS = sorted(EVALSETS.glob("*.jsonl"))
-SIZES = {"mail_ham": (500, 800)}  # one question per usable reply, sampled down to 650
+SIZES = {"mail_ham": (500, 800), "mail_ham_pasted": (500, 800)}  # one question per usable reply, 650
 
 
 def test_every_set_is_present() -> None:

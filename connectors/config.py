@@ -147,6 +147,10 @@ class ChunkConfig(_Strict):
     # Side text (quoted history, signatures, list footers: blocks the parsers mark) stays in the
     # parse for display but is left out of the chunks, hence out of embeddings and BM25.
     index_side_text: bool = False
+    # Small-to-big: chunks are grouped into units (the whole document, a section, or a run of
+    # one section's chunks) of at most this many word pieces; a query ranks units by their best
+    # chunk and returns the unit's text. 0 = every chunk is its own unit (docs/retrieval.md).
+    parent_max_tokens: int = Field(800, ge=0, le=100_000)
 
     @model_validator(mode="after")
     def _within_max(self) -> ChunkConfig:
@@ -261,16 +265,20 @@ class QueryConfig(_Strict):
     candidates: int = Field(50, ge=1, le=1000)  # over-retrieval per retriever
     rrf_k: int = Field(60, ge=1)
     score_floor: float = 0.0  # fused score below which hits are dropped
-    # Each further chunk of a document already ranked has its fused score multiplied by this:
+    # Each further unit of a document already ranked has its fused score multiplied by this:
     # a gentle diversity prior (1.0 disables) so one long document cannot fill the whole top-k.
     same_doc_decay: float = Field(0.97, gt=0, le=1)
-    # Weighted RRF: each retriever's 1/(rrf_k + rank) is multiplied by its weight.
+    # How the retrievers' unit lists are combined (query_service/fusion.py): `zscore` sums each
+    # retriever's standardised scores times its weight; `rrf` sums weight / (rrf_k + rank).
+    fusion: Literal["zscore", "rrf"] = "zscore"
     dense_weight: float = Field(1.0, ge=0)
     sparse_weight: float = Field(1.0, ge=0)
-    # At most this many chunks of one document in the returned top-k (0 = no limit). The
-    # document's rank is that of its best chunk; its further chunks are dropped. Off by default:
+    unit_weight: float = Field(0.6, ge=0)  # BM25 over whole units (0 skips that search)
+    heading_weight: float = Field(0.0, ge=0)  # BM25 over heading paths, added to the chunk-level BM25
+    # At most this many units of one document in the returned top-k (0 = no limit). The
+    # document's rank is that of its best unit; its further units are dropped. Off by default:
     # on long documents (FAQ pages, PDFs) the answer is a section, and 1 per document cut Python
-    # FAQ recall@10 from 1.000 to 0.820 (docs/retrieval.md); short documents are one chunk anyway.
+    # FAQ recall@10 from 1.000 to 0.820 (docs/retrieval.md); short documents are one unit anyway.
     max_chunks_per_doc: int = Field(0, ge=0)
     # A query that is a pasted message loses its quoted lines, attribution lines, signature and
     # list footer before retrieval (the same rules the e-mail parser uses to mark side text).

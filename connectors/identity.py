@@ -22,8 +22,13 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # it existed stay valid).
 # chunk 3: side text (quoted history, signatures, list footers) left out of chunks; a short
 # document kept whole; token counts stored.
+# chunk 4: chunks grouped into units (small-to-big): `parent_id`, `unit_text`.
+# context 2: the offline summary sentence comes from the document's own running text (no
+# headings, no quoted history or other side text).
+# parse 8: more attribution forms ("X wrote:", "X posted:"), initials quoting ("E> ..."), labelled
+# rule lines and Yahoo!/SourceForge list boilerplate as footers.
 # parse 7: e-mail signatures and list footers become one block marked {"side": "footer"}.
-STAGE_CODE_VERSIONS = {"parse": "7", "chunk": "3", "context": "1", "embed": "1"}
+STAGE_CODE_VERSIONS = {"parse": "8", "chunk": "4", "context": "2", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

@@ -16,6 +16,10 @@ _WROTE = r"(?:wrote|schrieb|a écrit|escribió|ha scritto|schreef)\s*:\s*$"
 _ATTRIBUTION_START = re.compile(r"^\s*(?:On|Am|Le|El|Il|Op)\s", re.IGNORECASE)
 _ATTRIBUTION = re.compile(r"^\s*(?:On|Am|Le|El|Il|Op)\s.*" + _WROTE, re.IGNORECASE)
 _WROTE_END = re.compile(_WROTE, re.IGNORECASE)
+# "Tim Peters wrote:", "At 1:16 AM -0400 on 10/3/02, Gary Murphy wrote:", "Martin A posted:"
+_SAYS = re.compile(r"^\s*\S.{0,160}\b(?:wrote|writes|posted|said|schrieb|a écrit|escribió)\s*:\s*$", re.I)
+# Initials quoting ("E> ...", "GLM> ...", as some mail readers of the time wrote them)
+_INITIALS_QUOTE = re.compile(r"^\s*[A-Z]{1,5}>")
 _ORIGINAL = re.compile(r"^\s*-{2,}\s*(?:Original Message|Forwarded message)\s*-{2,}\s*$", re.I)
 _OUTLOOK_HEADER = re.compile(r"^\s*(?:From|Von|De):\s", re.IGNORECASE)
 
@@ -28,11 +32,11 @@ def split_quoted(text: str) -> tuple[str, str]:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if line.lstrip().startswith(">"):
-            quoted.append(re.sub(r"^\s*(?:>\s?)+", "", line))
+        if line.lstrip().startswith(">") or _INITIALS_QUOTE.match(line):
+            quoted.append(re.sub(r"^\s*(?:[A-Z]{0,5}>\s?)+", "", line))
             i += 1
             continue
-        if _ATTRIBUTION.match(line):
+        if _ATTRIBUTION.match(line) or _SAYS.match(line):
             quoted.append(line.strip())
             i += 1
             continue
@@ -57,24 +61,32 @@ def split_quoted(text: str) -> tuple[str, str]:
     return "\n".join(main), "\n".join(quoted)
 
 
-_SIG_DELIM = re.compile(r"^-- ?$")
-_RULE = re.compile(r"^\s*(?:_{5,}|-{5,}|={5,})\s*$")
+_SIG_DELIM = re.compile(r"^(?:- )?-- ?$")  # "- --" is the delimiter dash-escaped by PGP clearsigning
+_PGP_HEAD = re.compile(r"^-----BEGIN PGP SIGNED MESSAGE-----\s*\n(?:Hash: .*\n)?", re.M)
+_PGP_SIG = re.compile(r"^-----BEGIN PGP SIGNATURE-----.*?(?:^-----END PGP SIGNATURE-----\s*$|\Z)", re.M | re.S)
+# A rule line, possibly with a label in it ("---- Yahoo! Groups Sponsor ----~-->")
+_RULE = re.compile(r"^\s*(?:_{5,}|-{5,}|={5,}|~{5,})(?:.*(?:_{3,}|-{3,}|={3,}|~-->))?\s*$")
 _FOOTER_HINT = re.compile(
     r"mailing list|listinfo|/lists?[./]|unsubscribe|you received this message because|"
-    r"sent from my (?:iphone|ipad|android)|posting guide", re.IGNORECASE)
+    r"sent from my (?:iphone|ipad|android)|posting guide|groups sponsor|yahoo! groups|egroups\.com|"
+    r"sponsored by|this sf\.net email", re.IGNORECASE)
+_TAIL_LINES = 6  # list boilerplate within the last lines ends a message even without a rule
 
 
 def split_side(text: str) -> tuple[str, str]:
     """(a message's own words, its side text): a signature below the "-- " delimiter and a
     mailing-list footer (a rule line followed within four lines by list boilerplate, or such
-    boilerplate in the last three lines) match every message of a list, so they are kept for
+    boilerplate in the last six lines) match every message of a list, so they are kept for
     display but not indexed (see `assets.chunking.is_side_text`)."""
-    lines = text.split("\n")
+    lines = _PGP_HEAD.sub("", text).split("\n")
     for i, line in enumerate(lines):
-        rule_footer = _RULE.match(line) and any(_FOOTER_HINT.search(x) for x in lines[i + 1:i + 5])
+        if line.startswith("-----BEGIN PGP SIGNATURE-----"):  # armour: side text from here on
+            return "\n".join(lines[:i]).rstrip(), _PGP_SIG.sub("", "\n".join(lines[i:])).strip()
+        rule_footer = _RULE.match(line) and any(_FOOTER_HINT.search(x) for x in lines[i:i + 5])
         if _SIG_DELIM.match(line) or rule_footer:
             return "\n".join(lines[:i]).rstrip(), "\n".join(lines[i:])
-    tail = [i for i, line in enumerate(lines[-3:], start=max(0, len(lines) - 3)) if _FOOTER_HINT.search(line)]
+    tail = [i for i, line in enumerate(lines[-_TAIL_LINES:], start=max(0, len(lines) - _TAIL_LINES))
+            if _FOOTER_HINT.search(line)]
     if tail and tail[0] > 0:
         return "\n".join(lines[:tail[0]]).rstrip(), "\n".join(lines[tail[0]:])
     return text, ""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import getpass
 import time
+from dataclasses import replace
 from typing import Any
 
 from connectors.config import BinderyConfig
@@ -21,10 +22,10 @@ from connectors.indexes.base import PUBLIC, Filters
 from connectors.store import DocumentStore
 from evals.evalset import load_eval_set
 from evals.gate import GateReport, compare, first_generation_report
-from evals.runner import EvalReport, run_eval
-from query_service.retrieval import GenerationRetriever
+from evals.runner import EvalReport, ExcludingSearchFn, run_eval
+from query_service.retrieval import GenerationRetriever, Hit
 
-__all__ = ["collect_garbage", "evaluate", "judge", "promote", "rollback"]
+__all__ = ["collect_garbage", "evaluate", "excluding_search", "judge", "promote", "rollback"]
 
 
 def all_principals(store: DocumentStore) -> tuple[str, ...]:
@@ -42,9 +43,16 @@ def evaluate(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], quer
     filters = Filters(principals=all_principals(store))
     retriever = GenerationRetriever(cfg, gen)
     try:
-        return run_eval(cases, lambda q, n: retriever.search(q, n, filters).hits, k=k or cfg.gate.k)
+        return run_eval(cases, excluding_search(retriever, filters), k=k or cfg.gate.k, excluding=True)
     finally:
         retriever.close()
+
+
+def excluding_search(retriever: GenerationRetriever, filters: Filters) -> ExcludingSearchFn:
+    """The eval's search: every case's excluded documents are filtered out of retrieval."""
+    def search(query: str, k: int, exclude: tuple[str, ...]) -> list[Hit]:
+        return retriever.search(query, k, replace(filters, exclude_docs=exclude)).hits
+    return search
 
 
 def candidate_row(store: DocumentStore, candidate_id: int | None = None) -> dict[str, Any]:

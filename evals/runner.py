@@ -5,9 +5,12 @@ hybrid retrieval the query service serves, bound to the generation under test â€
 comes back. Hits may be objects with ``.doc`` / ``.text`` attributes or mappings with ``"doc"`` /
 ``"text"`` keys; ``doc`` is the document's external id (path relative to its source root).
 
-Excluded documents are dropped from each result list before scoring; they still take part in
-retrieval, so a case with many excluded chunks sees fewer than ``k`` scored hits. When ``k`` is
-below a recall cutoff (say ``k=20`` and recall@50), that cutoff sees only ``k`` hits.
+Excluded documents are dropped from each result list before scoring. A search that takes a
+third argument (``search(query, k, exclude_docs)``, `ExcludingSearchFn`, ``excluding=True``) is
+asked to leave them out of retrieval itself, as Bindery's own eval does: an excluded document
+(a reply that holds the query verbatim) then lends no evidence to anything else, which fusion,
+unit grouping or thread neighbours could otherwise pass on. When ``k`` is below a recall cutoff
+(say ``k=20`` and recall@50), that cutoff sees only ``k`` hits.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from evals.metrics import (
     score_case,
 )
 
-__all__ = ["EvalReport", "HitLike", "HitObject", "SearchFn", "format_table", "run_eval", "to_hit"]
+__all__ = ["EvalReport", "ExcludingSearchFn", "HitLike", "HitObject", "SearchFn", "format_table", "run_eval",
+           "to_hit"]
 
 _ROUND = 6  # digits kept in JSON; comparisons use the unrounded values
 
@@ -42,6 +46,7 @@ class HitObject(Protocol):
 
 HitLike = HitObject | Mapping[str, Any]
 SearchFn = Callable[[str, int], Sequence[HitLike]]
+ExcludingSearchFn = Callable[[str, int, tuple[str, ...]], Sequence[HitLike]]
 
 
 def to_hit(raw: HitLike) -> Hit:
@@ -117,8 +122,10 @@ class EvalReport:
         return cls.from_cases([CaseResult.from_json(c) for c in d["per_case"]])
 
 
-def run_eval(cases: Iterable[EvalCase], search: SearchFn, k: int = 50) -> EvalReport:
-    """Search every case's query for ``k`` hits, score each case and aggregate.
+def run_eval(cases: Iterable[EvalCase], search: SearchFn | ExcludingSearchFn, k: int = 50, *,
+             excluding: bool = False) -> EvalReport:
+    """Search every case's query for ``k`` hits, score each case and aggregate. With
+    ``excluding``, ``search`` is an `ExcludingSearchFn` and gets each case's ``exclude_docs``.
 
     A search error propagates: a partial eval must never feed the promotion gate.
     """
@@ -126,7 +133,9 @@ def run_eval(cases: Iterable[EvalCase], search: SearchFn, k: int = 50) -> EvalRe
         raise ConfigError(f"eval k must be at least 1, got {k}")
     per_case = []
     for case in cases:
-        hits = [to_hit(h) for h in search(case.query, k)]
+        raw = (search(case.query, k, case.exclude_docs) if excluding  # type: ignore[call-arg]
+               else search(case.query, k))  # type: ignore[call-arg]
+        hits = [to_hit(h) for h in raw]
         per_case.append(score_case(case, hits))
     return EvalReport.from_cases(per_case)
 

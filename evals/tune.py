@@ -35,6 +35,7 @@ from connectors.indexes.base import Filters
 from connectors.store import DocumentStore
 from connectors.store import schema as t
 from evals.evalset import load_eval_set
+from evals.promotion import all_principals, excluding_search
 from evals.runner import run_eval
 from evals.split import EvalSplit, split_cases
 
@@ -43,9 +44,10 @@ __all__ = ["DEFAULT_SPACE", "Budget", "Trial", "TuneResult", "apply_settings", "
 
 # Query-time knobs whose useful ranges are wide enough that the defaults are not obviously best.
 DEFAULT_SPACE: dict[str, list[Any]] = {
-    "query.candidates": [20, 50, 100, 200],
-    "query.rrf_k": [10, 30, 60, 100],
-    "query.same_doc_decay": [0.5, 0.8, 0.97, 1.0],
+    "query.sparse_weight": [0.5, 1.0, 1.5],
+    "query.unit_weight": [0.0, 0.3, 0.6, 1.0],
+    "query.heading_weight": [0.0, 0.3],
+    "query.same_doc_decay": [0.8, 0.97, 1.0],
 }
 QUERY_TIME = ("query.",)
 _SKIP = ("query.auth", "query.poll_seconds", "query.max_body_bytes", "query.k")  # not retrieval quality
@@ -188,7 +190,6 @@ def run_tune(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], *,
              space: Mapping[str, Sequence[Any]] | None = None, budget: Budget | None = None,
              seed: int | None = None, queries: str | None = None) -> TuneResult:
     """Run the trials against generation ``gen`` and choose the best on the tuning half."""
-    from evals.promotion import all_principals
     from query_service.retrieval import GenerationRetriever
 
     path = queries or cfg.gate.queries
@@ -208,7 +209,7 @@ def run_tune(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], *,
             if trials and budget.exhausted(len(trials), time.perf_counter() - start):
                 break
             retriever.cfg = apply_settings(cfg, s)
-            trials.append(_trial(s, split, lambda q, n: retriever.search(q, n, filters).hits, store, cfg.gate.k))
+            trials.append(_trial(s, split, excluding_search(retriever, filters), store, cfg.gate.k))
     finally:
         retriever.close()
     return TuneResult(trials, _best(trials, cfg.gate.metric, cfg.gate.secondary_metric), cfg.gate.metric,
@@ -218,8 +219,8 @@ def run_tune(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], *,
 def _trial(settings: dict[str, Any], split: EvalSplit, search: Any, store: DocumentStore, k: int) -> Trial:
     before = _rows(store)
     t0 = time.perf_counter()
-    tune = run_eval(split.tune, search, k=k)
-    check = run_eval(split.check, search, k=k)
+    tune = run_eval(split.tune, search, k=k, excluding=True)
+    check = run_eval(split.check, search, k=k, excluding=True)
     after = _rows(store)
     return Trial(settings, _round(tune.metrics), _round(check.metrics), time.perf_counter() - t0,
                  after[0] - before[0], after[1] - before[1])

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assets.chunk_stage import chunk_rows, needs_chunking
-from assets.context_stage import context_input_hash, embed_text_of, missing_contexts
-from assets.index_stage import doc_digest, index_text
+from assets.context_stage import context_input_hash, document_context, embed_text_of, missing_contexts
+from assets.index_stage import doc_digest
 from assets.listing import (
     CLASSES,
     _acl_of,
@@ -41,7 +41,7 @@ from assets.parse_stage import good_parses, pending_parses, validate_parse
 from assets.parsing import parse_document
 from assets.runtime import ACTIVE, RETAINED, Generation, Runtime
 from connectors.config import BinderyConfig, SourceConfig
-from connectors.contextualizers import ChunkContext, DocumentContext, make_contextualizer, summary_sentence
+from connectors.contextualizers import ChunkContext, DocumentContext, make_contextualizer
 from connectors.errors import SourceError, TooLarge
 from connectors.identity import content_hash, doc_id, short_hash, text_hash
 from connectors.sources import make_source
@@ -255,9 +255,7 @@ class StageWalk:
         offline = g.stages.context.provider != "anthropic"
         ctx = make_contextualizer(g.stages.context) if offline else None
         for did, cs in by_doc.items():
-            full_text = "\n\n".join(b["text"] for b in (parses.get(did) or {}).get("blocks") or [])
-            doc = DocumentContext(title=(parses.get(did) or {}).get("title"), summary=summary_sentence(full_text),
-                                  full_text=full_text)
+            doc = document_context(parses.get(did))
             if ctx is None:
                 self.llm_docs.append((doc, cs))
                 self.unknown_texts.update(c["chunk_id"] for c in cs)
@@ -302,8 +300,7 @@ class StageWalk:
             if any(c["chunk_id"] not in texts for c in cs):
                 changed = any(c["chunk_id"] in self.unknown_texts for c in cs)  # an LLM prefix is coming
             else:
-                digest = doc_digest(docs[did], [(c["chunk_id"], index_text(docs[did], texts[c["chunk_id"]]))
-                                                for c in cs])
+                digest = doc_digest(docs[did], cs, texts)
                 changed = state.get(did, {}).get("digest") != digest
             if changed:
                 written += 1

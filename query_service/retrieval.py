@@ -7,8 +7,10 @@ start, so it finishes on the generation it started on; the old readers close whe
 request ends. `GenerationRetriever` serves one fixed generation (the eval gate uses it for
 candidates).
 
-Retrieval: dense (Qdrant) and BM25 (tantivy) over-retrieve `candidates` each, in parallel,
-with the same filters; reciprocal rank fusion; an optional score floor.
+Retrieval: dense (Qdrant) and BM25 (tantivy: chunk level and unit level) over-retrieve
+`candidates` each, in parallel, with the same filters; the lists are turned into units and fused
+(`query_service.ranking`); an optional score floor. A hit is a unit: its text is the unit's,
+its `chunk_id` the unit's best-matching chunk.
 
 Access is checked twice: the indexes filter on the ACL they hold, and every answer is then
 re-checked against the document store's current ACL and deleted state
@@ -26,15 +28,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connectors.acl import allows
-from connectors.config import BinderyConfig, EmbedConfig
+from connectors.config import BinderyConfig, EmbedConfig, QueryConfig
 from connectors.embedder import Embedder
 from connectors.errors import BindingError, ConfigError, EmbedderUnavailable, QueryError
 from connectors.generations import IndexPair, open_reader
 from connectors.identity import doc_id
-from connectors.indexes.base import Filters
+from connectors.indexes.base import Filters, ScoredId
 from connectors.message_text import strip_message_noise
 from connectors.store import DocumentStore
-from query_service.fusion import Fused, rrf
+from query_service.ranking import RankedUnit, rank_units
 
 __all__ = ["GenerationRetriever", "Hit", "LiveRetriever", "SearchResult"]
 
@@ -53,11 +55,14 @@ class Hit:
     page: int | None
     uri: str | None
     ranks: dict[str, int]
+    unit_id: str = ""  # the unit (small-to-big) this hit returns; "" = the chunk alone
+    chunk_text: str = ""  # the matching chunk's own text (`text` is the whole unit's)
 
     def to_json(self) -> dict[str, Any]:
-        return {"chunk_id": self.chunk_id, "doc": self.doc, "source": self.source, "score": self.score,
-                "text": self.text, "heading_path": self.heading_path, "page": self.page, "uri": self.uri,
-                "ranks": self.ranks}
+        return {"chunk_id": self.chunk_id, "unit_id": self.unit_id or self.chunk_id, "doc": self.doc,
+                "source": self.source, "score": self.score, "text": self.text,
+                "chunk_text": self.chunk_text or self.text, "heading_path": self.heading_path,
+                "page": self.page, "uri": self.uri, "ranks": self.ranks}
 
 
 @dataclass
@@ -133,13 +138,13 @@ class _Served:
         if close:
             self.pair.close()
 
-    def search(self, query: str, k: int, filters: Filters, qcfg: Any) -> SearchResult:
+    def search(self, query: str, k: int, filters: Filters, qcfg: QueryConfig) -> SearchResult:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         if qcfg.strip_message_noise:
             query = strip_message_noise(query)
 
-        def dense() -> list[Any]:
+        def dense() -> list[ScoredId]:
             s = time.perf_counter()
             vec = self.embedder.embed_query(query).tolist()
             timings["embed_ms"] = (time.perf_counter() - s) * 1000
@@ -148,42 +153,42 @@ class _Served:
             timings["dense_ms"] = (time.perf_counter() - s) * 1000
             return out
 
-        def sparse() -> list[Any]:
+        def sparse() -> tuple[list[ScoredId], list[ScoredId]]:
             s = time.perf_counter()
-            out = self.pair.keyword.search(query, qcfg.candidates, filters)
+            chunks = self.pair.keyword.search(query, qcfg.candidates, filters, heading_weight=qcfg.heading_weight)
+            units = (self.pair.keyword.search(query, qcfg.candidates, filters, level="unit")
+                     if qcfg.unit_weight > 0 else [])
             timings["sparse_ms"] = (time.perf_counter() - s) * 1000
-            return out
+            return chunks, units
 
         fd, fs = _POOL.submit(dense), _POOL.submit(sparse)
-        dense_hits, sparse_hits = fd.result(), fs.result()
+        dense_hits, (sparse_hits, unit_hits) = fd.result(), fs.result()
         s = time.perf_counter()
-        fused = rrf({"dense": [h.chunk_id for h in dense_hits], "sparse": [h.chunk_id for h in sparse_hits]},
-                    k=qcfg.rrf_k, weights={"dense": qcfg.dense_weight, "sparse": qcfg.sparse_weight})
+        ids = list(dict.fromkeys(h.chunk_id for h in (*dense_hits, *sparse_hits, *unit_hits)))
+        payloads = self.pair.vector.payloads(ids)
+        timings["payloads_ms"] = (time.perf_counter() - s) * 1000
+        s = time.perf_counter()
+        ranked = rank_units(dense_hits, sparse_hits, unit_hits, payloads, qcfg)
         reason = None
         if qcfg.score_floor > 0:
-            kept = [f for f in fused if f.score >= qcfg.score_floor]
-            if fused and not kept:
+            kept = [r for r in ranked if r.score >= qcfg.score_floor]
+            if ranked and not kept:
                 reason = f"no result above the score floor {qcfg.score_floor}"
-            fused = kept
+            ranked = kept
+        ranked = ranked[:k]
         timings["fusion_ms"] = (time.perf_counter() - s) * 1000
-        s = time.perf_counter()
-        payloads = self.pair.vector.payloads([f.chunk_id for f in fused])
-        timings["payloads_ms"] = (time.perf_counter() - s) * 1000
-        fused = per_document(diversify(fused, payloads, qcfg.same_doc_decay), payloads,
-                             qcfg.max_chunks_per_doc)[:k]
-        hits = []
-        for f in fused:
-            p = payloads.get(f.chunk_id)
-            if p is None:  # present in one index only: never serve a chunk we cannot show
-                continue
-            hits.append(Hit(f.chunk_id, p["external_id"], p["source"], round(f.score, 6), p["display_text"],
-                            list(p.get("heading_path") or []), p.get("page"), p.get("uri"), f.ranks))
+        heads = [r.unit_id for r in ranked if r.unit_id not in payloads]
+        if heads:  # a unit's text lives on its first chunk, which may not have matched itself
+            payloads = {**payloads, **self.pair.vector.payloads(heads)}
+        hits = [h for h in (_hit(r, payloads) for r in ranked) if h is not None]
         if not hits and reason is None:
             reason = "no matching chunks"
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         trace = {
             "dense": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in dense_hits[:k]],
             "sparse": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in sparse_hits[:k]],
+            "unit": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in unit_hits[:k]],
+            "fusion": qcfg.fusion,
             "binding": {"generation": self.gen["id"], "name": self.gen["name"], "version": self.version,
                         "embedder_id": self.gen["embedder_id"]},
             "timings": {k_: round(v, 2) for k_, v in timings.items()},
@@ -191,37 +196,17 @@ class _Served:
         return SearchResult(self.gen, hits, trace, reason if not hits else None)
 
 
-def diversify(fused: list[Fused], payloads: dict[str, dict[str, Any]], decay: float) -> list[Fused]:
-    """Multiply the score of the n-th chunk of a document (in fused order) by decay**(n-1)."""
-    if decay >= 1.0:
-        return fused
-    seen: dict[str, int] = {}
-    out = []
-    for f in fused:
-        doc = (payloads.get(f.chunk_id) or {}).get("doc_id", f.chunk_id)
-        n = seen.get(doc, 0)
-        seen[doc] = n + 1
-        out.append(f._replace(score=f.score * decay**n))
-    return sorted(out, key=lambda f: (-f.score, min(f.ranks.values()), f.chunk_id))
-
-
-def per_document(fused: list[Fused], payloads: dict[str, dict[str, Any]], limit: int) -> list[Fused]:
-    """Keep at most `limit` chunks of each document (in fused order; 0 keeps all).
-
-    The top-k is a list of documents to read: a second chunk of a document already listed
-    takes a slot another document could use (issue 8: on e-mail, several chunks of one message
-    filled the top 10). A document ranks where its best chunk ranks.
-    """
-    if limit <= 0:
-        return fused
-    seen: dict[str, int] = {}
-    out = []
-    for f in fused:
-        doc = (payloads.get(f.chunk_id) or {}).get("doc_id", f.chunk_id)
-        seen[doc] = seen.get(doc, 0) + 1
-        if seen[doc] <= limit:
-            out.append(f)
-    return out
+def _hit(r: RankedUnit, payloads: dict[str, dict[str, Any]]) -> Hit | None:
+    """The answer for one unit: its text (the unit's, else its one chunk's) and provenance from
+    the unit's first chunk; None when a chunk is present in one index only (never served)."""
+    chunk = payloads.get(r.chunk_id)
+    head = payloads.get(r.unit_id) or chunk
+    if chunk is None or head is None:
+        return None
+    text = head.get("unit_text") or (head["display_text"] if r.unit_id != r.chunk_id else chunk["display_text"])
+    return Hit(r.chunk_id, chunk["external_id"], chunk["source"], round(r.score, 6), text,
+               list(head.get("heading_path") or []), head.get("page"), head.get("uri"), r.ranks,
+               unit_id=r.unit_id, chunk_text=chunk["display_text"])
 
 
 def check_text(value: str) -> str:

@@ -15,6 +15,7 @@ refused with 400 ``media_type_header_exception``, as a real cluster does. It imp
   ``match``, ``term``, ``terms``, ``match_all``, ``ids``; ``size``, ``from``, ``sort``,
   ``search_after``, ``_source``
 * ``POST /{index}/_delete_by_query``, ``GET|POST /{index}/_count``
+* ``PUT /{index}/_mapping`` (adds fields; refuses to change one)
 * ``POST /_aliases`` (all actions validated first, then applied together), ``GET /_alias/{name}``
 
 Scoring is NOT Elasticsearch's: ``match`` scores the number of query words found in the field
@@ -124,6 +125,8 @@ class ESStub:
                 return 200, {"_shards": {"total": 1, "successful": 1, "failed": 0}}
             if len(parts) == 1:
                 return self._index_op(method, parts[0], params, body)
+            if parts[-1] == "_mapping" and method in ("PUT", "POST"):
+                return 200, self._put_mapping(parts[0], body or {})
             if parts[-1] == "_search":
                 return 200, self._search(parts[0], body or {})
             if parts[-1] == "_count":
@@ -163,6 +166,21 @@ class ESStub:
                 members.discard(name)
             return 200, {"acknowledged": True}
         raise StubError(405, "method_not_allowed", f"{method} /{name}")
+
+    def _put_mapping(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """``PUT /{index}/_mapping``: new fields are added; changing an existing one is refused."""
+        props = self.indices[self._write_target_name(name)].mappings.setdefault("properties", {})
+        for fld, spec in (body.get("properties") or {}).items():
+            if fld in props and props[fld] != spec:
+                raise StubError(400, "illegal_argument_exception", f"mapper [{fld}] cannot be changed")
+            props[fld] = spec
+        return {"acknowledged": True}
+
+    def _write_target_name(self, name: str) -> str:
+        targets = self._resolve(name)
+        if len(targets) != 1:
+            raise StubError(400, "illegal_argument_exception", f"no write index for [{name}]")
+        return targets[0]
 
     def _resolve(self, name: str) -> list[str]:
         if name in self.indices:

@@ -103,6 +103,7 @@ def test_bulk_lines_are_well_formed_with_chunk_id_as_id(
         "acl": ["user:bob", "group:eng"],
         "text": text,
         "ident": identifiers(text),
+        "heading": "",
     }
     assert lines[2] == {"index": {"_index": "chunks_g1_abc123", "_id": "c2"}}
 
@@ -317,3 +318,21 @@ def _filter_cases() -> list[tuple[Filters, set[str]]]:
         (Filters(principals=("user:bob",), exclude_docs=("b.md",)), {"pub", "other"}),
         (Filters(sources=("nowhere",)), set()),
     ]
+
+
+def test_an_index_created_before_units_gets_their_fields_and_keeps_working(stub: ESStub) -> None:
+    import copy
+
+    from connectors.indexes.elasticsearch_index import INDEX_MAPPINGS, index_settings
+
+    old = copy.deepcopy(INDEX_MAPPINGS)
+    del old["properties"]["heading"], old["properties"]["unit"]
+    with ElasticsearchIndex(stub.url, "chunks_old", timeout=5) as setup:  # as an older release made it
+        setup._client.indices.create(index="chunks_old", mappings=old, settings=index_settings())
+    with ElasticsearchIndex(stub.url, "chunks_old", timeout=5) as ix:
+        ix.upsert([IndexRecord("a", "d", "docs", "d.md", "pump reset", heading="Pump",
+                               unit_text="pump reset then prime")])  # strict mapping: fails without the fields
+        ix.commit()
+        assert ids(ix.search("prime", 5, Filters(), level="unit")) == ["a"]
+    (put,) = stub.calls("PUT", "/chunks_old/_mapping")
+    assert set(put.body["properties"]) == {"heading", "unit"}

@@ -220,3 +220,38 @@ def test_read_only_in_another_process_while_this_one_writes(tmp_path: Path) -> N
     assert "already has a writer" in out["writer"]
     writer.commit()
     writer.close()
+
+
+def test_unit_level_search_returns_units_by_their_first_chunk(index: TantivyIndex) -> None:
+    index.upsert([
+        IndexRecord("u1", "d1", "docs", "d1.md", "how to reset the pump", heading="Pump > Reset",
+                    unit_text="how to reset the pump then prime the impeller and bleed the seals"),
+        IndexRecord("u1b", "d1", "docs", "d1.md", "prime the impeller and bleed the seals", heading="Pump > Reset"),
+        IndexRecord("u2", "d2", "docs", "d2.md", "the impeller of the fan", heading="Fan",
+                    unit_text="the impeller of the fan"),
+    ])
+    index.commit()
+    # the unit field holds a unit's whole text, so a query spread over its chunks finds it first
+    assert ids(index.search("reset impeller seals", 5, Filters(), level="unit")) == ["u1", "u2"]
+    # chunk level never returns unit-level matches of chunks that only carry the unit text
+    assert set(ids(index.search("reset impeller seals", 5, Filters()))) == {"u1", "u1b", "u2"}
+    # a heading weight lifts chunks whose heading path matches
+    assert ids(index.search("fan", 5, Filters(), heading_weight=2.0))[0] == "u2"
+
+
+def test_an_index_written_before_units_still_opens_writes_and_searches(tmp_path: Path) -> None:
+    import tantivy
+
+    sb = tantivy.SchemaBuilder()  # the schema before units: no heading, no unit field
+    for name in ("chunk_id", "doc_id"):
+        sb.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic")
+    for name in ("source", "external_id", "acl", "ident"):
+        sb.add_text_field(name, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("text", tokenizer_name="en_stem", index_option="position")
+    (tmp_path / "old").mkdir()
+    tantivy.Index(sb.build(), str(tmp_path / "old"))
+    with TantivyIndex(tmp_path / "old") as old:
+        old.upsert([IndexRecord("a", "d", "docs", "d.md", "pump reset", heading="Pump", unit_text="pump reset")])
+        old.commit()
+        assert ids(old.search("pump", 5, Filters(), heading_weight=1.0)) == ["a"]
+        assert old.search("pump", 5, Filters(), level="unit") == []

@@ -216,14 +216,17 @@ def test_a_query_embedder_mismatch_is_a_hard_error(tmp_path: Path) -> None:
 
 def test_diversify_decays_repeated_documents_only() -> None:
     from query_service.fusion import Fused
-    from query_service.retrieval import diversify
+    from query_service.ranking import diversify
 
     fused = [Fused("a1", 0.030, {"d": 1}), Fused("a2", 0.029, {"d": 2}), Fused("b1", 0.0285, {"d": 3})]
-    payloads = {"a1": {"doc_id": "A"}, "a2": {"doc_id": "A"}, "b1": {"doc_id": "B"}}
-    assert [f.chunk_id for f in diversify(fused, payloads, 1.0)] == ["a1", "a2", "b1"]
-    out = diversify(fused, payloads, 0.9)
+    doc = {"a1": "A", "a2": "A", "b1": "B"}.__getitem__
+    assert [f.chunk_id for f in diversify(fused, doc, 1.0)] == ["a1", "a2", "b1"]
+    out = diversify(fused, doc, 0.9)
     assert [f.chunk_id for f in out] == ["a1", "b1", "a2"]
     assert out[2].score == pytest.approx(0.029 * 0.9)
+    # z-score fusion gives negative scores: a repeated document must still move down
+    neg = [Fused("a1", -0.1, {"d": 1}), Fused("a2", -0.2, {"d": 2}), Fused("b1", -0.21, {"d": 3})]
+    assert [f.chunk_id for f in diversify(neg, doc, 0.9)] == ["a1", "b1", "a2"]
 
 
 def test_metrics_name_the_generation_served(served) -> None:  # type: ignore[no-untyped-def]

@@ -16,8 +16,10 @@ from assets.parsing.types import Block
 from connectors.config import ChunkConfig, ParseConfig, StageConfigs
 from connectors.tokenizer import TokenCounter, get_tokenizer
 from connectors.versions import stage_versions
-from query_service.fusion import Fused, rrf
-from query_service.retrieval import per_document
+from connectors.config import QueryConfig
+from connectors.indexes.base import ScoredId
+from query_service.fusion import Fused, rrf, zscore
+from query_service.ranking import per_document, rank_units
 from tests.fixtures import docgen
 
 
@@ -78,9 +80,9 @@ def test_long_document_still_splits_on_structure(tok: TokenCounter) -> None:
 
 def test_one_document_never_takes_two_top_k_slots() -> None:
     fused = [Fused("a1", 0.03, {"d": 1}), Fused("a2", 0.029, {"d": 2}), Fused("b1", 0.028, {"d": 3})]
-    payloads = {"a1": {"doc_id": "A"}, "a2": {"doc_id": "A"}, "b1": {"doc_id": "B"}}
-    assert [f.chunk_id for f in per_document(fused, payloads, 1)] == ["a1", "b1"]
-    assert [f.chunk_id for f in per_document(fused, payloads, 0)] == ["a1", "a2", "b1"]
+    doc = {"a1": "A", "a2": "A", "b1": "B"}.__getitem__
+    assert [f.chunk_id for f in per_document(fused, doc, 1)] == ["a1", "b1"]
+    assert [f.chunk_id for f in per_document(fused, doc, 0)] == ["a1", "a2", "b1"]
 
 
 def test_weighted_rrf_follows_the_weights() -> None:
@@ -136,3 +138,92 @@ def test_pasted_message_query_loses_quotes_attribution_and_footer() -> None:
         assert noise not in cleaned
     assert strip_message_noise("how do I unsubscribe from a mailing list?") == (
         "how do I unsubscribe from a mailing list?")
+
+
+# -- units (small-to-big) ------------------------------------------------------------------------
+
+FAQ_PAGE = [Block("title", "Programming FAQ")] + [
+    b for n in range(6) for b in (
+        Block("heading", f"Question {n}: how do I do thing {n}?", level=2),
+        Block("paragraph", " ".join([f"answer{n} opening words explain thing {n} in detail."] * 14)),
+        Block("paragraph", " ".join([f"more{n} text about the same thing {n}."] * 12)))]
+
+
+def test_a_section_split_in_chunks_is_one_unit_with_its_whole_text(tok: TokenCounter) -> None:
+    cfg = ChunkConfig(max_tokens=120, overlap_tokens=0, parent_max_tokens=400)
+    drafts = chunk_blocks(FAQ_PAGE, cfg, counter=tok)
+    by_unit: dict[int, list] = {}
+    for d in drafts:
+        by_unit.setdefault(d.unit_start, []).append(d)
+    assert len(drafts) > len(by_unit) >= 6  # some sections took several chunks, each one unit
+    for start, members in by_unit.items():
+        assert len({tuple(d.heading_path) for d in members}) == 1  # a unit never spans two questions
+        head = members[0]
+        assert head.ordinal == start
+        if len(members) > 1:  # the unit's text holds every member's body, once, led by its heading
+            assert head.unit_text and head.unit_text.startswith(head.lead)
+            for d in members:
+                body = d.display_text.split("\n", 1)[1] if d.lead else d.display_text
+                assert body[:60] in head.unit_text
+        else:
+            assert head.unit_text is None
+
+
+def test_a_document_that_fits_the_unit_budget_is_one_unit(tok: TokenCounter) -> None:
+    drafts = chunk_blocks(FAQ_PAGE, ChunkConfig(max_tokens=120, overlap_tokens=0, parent_max_tokens=100_000),
+                          counter=tok)
+    assert len(drafts) > 1 and {d.unit_start for d in drafts} == {0}
+    assert drafts[0].unit_text and "Question 0" in drafts[0].unit_text and "Question 5" in drafts[0].unit_text
+
+
+def test_unit_budget_zero_makes_every_chunk_its_own_unit(tok: TokenCounter) -> None:
+    drafts = chunk_blocks(FAQ_PAGE, ChunkConfig(max_tokens=120, overlap_tokens=0, parent_max_tokens=0), counter=tok)
+    assert [d.unit_start for d in drafts] == [d.ordinal for d in drafts]
+    assert all(d.unit_text is None for d in drafts)
+
+
+def test_chunk_rows_name_the_unit_by_its_first_chunk(tok: TokenCounter) -> None:
+    parse = {"blocks": [b.to_dict() for b in FAQ_PAGE], "title": "Programming FAQ"}
+    rows = chunk_rows({"doc_id": "d1", "content_hash": "h"}, parse,
+                      ChunkConfig(max_tokens=120, overlap_tokens=0, parent_max_tokens=400), "chunk-x", "parse-x")
+    ids = {r["chunk_id"] for r in rows}
+    assert all(r["parent_id"] in ids for r in rows)
+    heads = {r["parent_id"] for r in rows}
+    assert all((r["unit_text"] is not None) == (r["chunk_id"] in heads and
+                                                sum(x["parent_id"] == r["chunk_id"] for x in rows) > 1)
+               for r in rows)
+
+
+def test_zscore_fusion_keeps_how_much_better_a_candidate_is() -> None:
+    # dense: x is far ahead; sparse: y barely ahead of x. RRF calls it a tie, z-scores do not.
+    dense = [("x", 0.9), ("y", 0.5), ("z", 0.49), ("w", 0.48)]
+    sparse = [("y", 10.0), ("x", 9.9), ("z", 1.0), ("w", 0.5)]
+    assert zscore({"dense": dense, "sparse": sparse})[0].chunk_id == "x"
+    assert zscore({"dense": dense, "sparse": sparse}, {"dense": 0.0})[0].chunk_id == "y"
+    # an id one retriever did not return gets that retriever's lowest standardised score
+    fused = {f.chunk_id: f for f in zscore({"dense": dense, "sparse": [("y", 3.0), ("x", 1.0)]})}
+    assert set(fused) == {"x", "y", "z", "w"} and fused["z"].ranks == {"dense": 3}
+    assert fused["x"].score > fused["z"].score
+
+
+def test_units_rank_once_at_their_best_chunk_and_return_their_first_chunk() -> None:
+    payloads = {"a1": {"doc_id": "A", "unit": "a1"}, "a2": {"doc_id": "A", "unit": "a1"},
+                "b1": {"doc_id": "B", "unit": "b1"}, "c1": {"doc_id": "C"}}
+    dense = [ScoredId("a2", 0.9), ScoredId("a1", 0.8), ScoredId("b1", 0.5), ScoredId("c1", 0.1)]
+    sparse = [ScoredId("a1", 5.0), ScoredId("b1", 4.0)]
+    ranked = rank_units(dense, sparse, [], payloads, QueryConfig(same_doc_decay=1.0))
+    assert [r.unit_id for r in ranked] == ["a1", "b1", "c1"]  # a1 and a2 are one unit: one slot
+    assert ranked[0].chunk_id == "a2"  # ... shown at the chunk that matched best
+    assert ranked[0].ranks == {"dense": 1, "sparse": 1}
+    rrf_ranked = rank_units(dense, sparse, [], payloads, QueryConfig(fusion="rrf", same_doc_decay=1.0))
+    assert [r.unit_id for r in rrf_ranked][:2] == ["a1", "b1"]
+
+
+def test_unit_level_bm25_is_a_third_list() -> None:
+    payloads = {"a1": {"doc_id": "A", "unit": "a1"}, "b1": {"doc_id": "B", "unit": "b1"},
+                "c1": {"doc_id": "C", "unit": "c1"}}
+    dense = [ScoredId("a1", 0.6), ScoredId("b1", 0.59), ScoredId("c1", 0.2)]
+    sparse = [ScoredId("a1", 2.0), ScoredId("b1", 1.9), ScoredId("c1", 0.1)]
+    units = [ScoredId("b1", 8.0), ScoredId("a1", 1.0), ScoredId("c1", 0.5)]
+    assert rank_units(dense, sparse, [], payloads, QueryConfig())[0].unit_id == "a1"
+    assert rank_units(dense, sparse, units, payloads, QueryConfig())[0].unit_id == "b1"

@@ -24,6 +24,7 @@ title goes to `ParseResult.title`. PDF blocks carry 1-based `page` and meta["rou
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
@@ -205,10 +206,17 @@ def _parse(data: bytes, filename: str, config: ParseConfig, depth: int) -> Parse
     result.blocks = [b for b in result.blocks if b.text.strip()]
     if not result.blocks:
         raise EmptyDocument(f"{name}: no text could be extracted ({detected.format})")
-    if not result.title:
-        result.title = next((b.text for b in result.blocks if b.kind == "heading"), None)
+    if not result.title:  # a heading that opens the document, else its file name as words
+        opening = result.blocks[0]
+        result.title = opening.text if opening.kind == "heading" else file_title(name)
     result.metrics = document_metrics(result, len(data))
     return result
+
+
+def file_title(name: str) -> str | None:
+    """A title from a file name ("acl-setuser.md" -> "acl setuser"), for documents that state
+    none: a command page or a note usually says what it is only in its name."""
+    return re.sub(r"[-_.\s]+", " ", PurePosixPath(name).stem).strip() or None
 
 
 def parse_document(

@@ -135,7 +135,8 @@ def parse_markdown(text: str) -> ParseResult:
     front, body, warning = split_front_matter(text)
     blocks = _blocks(_MD.parse(body))
     h1 = next((b.text for b in blocks if b.kind == "heading" and b.level == 1), None)
-    first = next((b.text for b in blocks if b.kind == "heading"), None)
+    # a heading that opens the document names it; a later one names only its section
+    first = blocks[0].text if blocks and blocks[0].kind == "heading" else None
     fm_title = front.get("title")
     title = clean_inline(str(fm_title)) if fm_title else (h1 or first)
     metadata: dict[str, Any] = {"front_matter": front} if front else {}

@@ -21,6 +21,10 @@ Gold = the parent message (any chunk of it); the reply itself is in ``exclude_do
 the query verbatim, so finding it says nothing). Category = the list, short name; lists with
 fewer than `MIN_PER_LIST` questions are pooled as ``other``. At most `LIMIT` questions, drawn
 with a fixed seed.
+
+The same replies also make ``mail_ham_pasted.jsonl``: each reply whole, as a person would paste
+it (only the quoted history removed; attribution lines, greetings, signature and list footer
+kept), the kind of question that carries noise matching every message of a list.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from pathlib import Path
 from benchmarks.corpora.evalset_tools import Case, write_checked
 
 OUT = Path(__file__).resolve().parent.parent / "evalsets" / "mail_ham.jsonl"
+OUT_PASTED = OUT.with_name("mail_ham_pasted.jsonl")
+MAX_PASTED_CHARS = 3500  # the query service takes at most 4,000 characters
 SEED = 8
 LIMIT = 650
 MAX_LINES = 3
@@ -85,6 +91,24 @@ def own_words(body: str) -> str:
     return " ".join(words)
 
 
+HISTORY = re.compile(r"^(-{3,} ?Original Message|-{3,} ?Forwarded|Begin forwarded message)", re.I)
+
+
+def pasted(body: str) -> str:
+    """A reply as a person pastes it into a search box: everything but the quoted history (the
+    ``>``-quoted lines and what follows an "Original Message" marker). Attribution lines,
+    greetings, the signature and the list footer stay, as they do in a pasted message."""
+    lines: list[str] = []
+    for raw in body.splitlines():
+        if HISTORY.match(raw.strip()):
+            break
+        if QUOTED.match(raw):
+            continue
+        lines.append(raw.rstrip())
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    return text[:MAX_PASTED_CHARS].rsplit(" ", 1)[0] if len(text) > MAX_PASTED_CHARS else text
+
+
 def list_name(msg: Message) -> str:
     """A short name of the list a message went to (List-Id, else Mailing-List, else Sender)."""
     for header in ("List-Id", "Mailing-List", "X-Mailing-List", "Sender", "To"):
@@ -124,7 +148,7 @@ def cases(root: Path) -> list[Case]:
             short += 1
             continue
         out.append({"query": query, "gold": [{"doc": parent, "text": None}],
-                    "category": list_name(msg), "exclude_docs": [doc]})
+                    "category": list_name(msg), "exclude_docs": [doc], "pasted": pasted(_plain_body(msg))})
     counts = Counter(c["category"] for c in out)
     for c in out:
         if counts[c["category"]] < MIN_PER_LIST:
@@ -135,9 +159,15 @@ def cases(root: Path) -> list[Case]:
 
 
 def main() -> int:
+    """Writes both sets from the same sampled replies: `mail_ham.jsonl` (the opening of each
+    reply's own words) and `mail_ham_pasted.jsonl` (the whole reply as pasted, noise included:
+    what the query service's `strip_message_noise` must cope with)."""
     corpora = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.home() / ".cache" / "bench-corpora"
     root = corpora / "mail_ham"
-    write_checked(cases(root), root, OUT)
+    picked = cases(root)
+    write_checked([{k: v for k, v in c.items() if k != "pasted"} for c in picked], root, OUT)
+    write_checked([{**{k: v for k, v in c.items() if k != "pasted"}, "id": c["id"].replace("mail-", "pasted-"),
+                    "query": c["pasted"]} for c in picked], root, OUT_PASTED)
     return 0
 
 

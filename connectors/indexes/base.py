@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from connectors.acl import PUBLIC  # the ACL principal meaning "anyone" (semantics: connectors.acl)
 
@@ -31,7 +31,11 @@ class IndexRecord:
     text: str
     vector: Sequence[float] | None = None
     acl: tuple[str, ...] = (PUBLIC,)
-    payload: dict[str, Any] = field(default_factory=dict)  # heading_path, page, display_text, ...
+    payload: dict[str, Any] = field(default_factory=dict)  # heading_path, page, display_text, unit, ...
+    heading: str = ""  # the chunk's heading path as words: the keyword index's `heading` field
+    # On the first chunk of each unit (small-to-big): the unit's words (its chunks' texts), which
+    # the keyword index's `unit` field reads; `search(..., level="unit")` ranks units by it.
+    unit_text: str | None = None
 
     def vector_payload(self) -> dict[str, Any]:
         """What a vector point stores: the filter fields, the chunk id and the display payload."""
@@ -55,6 +59,9 @@ class Filters:
         return self.sources == () or self.docs == ()
 
 
+SearchLevel = Literal["chunk", "unit"]
+
+
 class ScoredId(NamedTuple):
     chunk_id: str
     score: float
@@ -64,7 +71,12 @@ class KeywordIndex(Protocol):
     def upsert(self, records: Iterable[IndexRecord]) -> int: ...
     def delete_docs(self, doc_ids: Iterable[str]) -> None: ...
     def commit(self) -> None: ...
-    def search(self, query: str, k: int, filters: Filters) -> list[ScoredId]: ...
+    def search(self, query: str, k: int, filters: Filters, *, level: SearchLevel = "chunk",
+               heading_weight: float = 0.0) -> list[ScoredId]:
+        """BM25 best first. ``level="chunk"``: chunk text (+ ``heading_weight`` x the heading
+        field, + exact identifiers); ``level="unit"``: the unit field, one hit per unit, named
+        by its first chunk (an index written before units existed returns ``[]``)."""
+        ...
     def chunk_ids(self) -> set[str]: ...
     def acls(self) -> dict[str, tuple[str, ...]]: ...
     def count(self) -> int: ...

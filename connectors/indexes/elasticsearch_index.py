@@ -38,7 +38,7 @@ from elasticsearch.helpers import BulkIndexError, bulk
 
 from connectors.analysis import IDENT_BOOST, identifiers, sanitize_query
 from connectors.errors import IndexError_, QueryError
-from connectors.indexes.base import PUBLIC, Filters, IndexRecord, ScoredId
+from connectors.indexes.base import PUBLIC, Filters, IndexRecord, ScoredId, SearchLevel
 
 __all__ = ["IDENT_BOOST", "INDEX_MAPPINGS", "ElasticsearchIndex", "index_settings"]
 
@@ -62,8 +62,12 @@ INDEX_MAPPINGS: dict[str, Any] = {
         "acl": {"type": "keyword"},
         "text": {"type": "text", "analyzer": "bindery_english"},
         "ident": {"type": "keyword", "normalizer": "bindery_lowercase"},
+        "heading": {"type": "text", "analyzer": "bindery_english"},
+        "unit": {"type": "text", "analyzer": "bindery_english"},
     },
 }
+# Fields added with units (small-to-big): put into an index created before them (additive).
+_UNIT_FIELDS = ("heading", "unit")
 
 
 def index_settings(shards: int = 1, replicas: int | None = None) -> dict[str, Any]:
@@ -134,6 +138,9 @@ class ElasticsearchIndex:
         """Create the index with explicit mappings and settings; False if it already exists."""
         with self._errors("create index"):
             if self._client.indices.exists(index=self.index_name):
+                # an index created before units: add their fields (additive, idempotent)
+                self._client.indices.put_mapping(index=self.index_name, properties={
+                    f: INDEX_MAPPINGS["properties"][f] for f in _UNIT_FIELDS})
                 self._ensured = True
                 return False
             try:
@@ -220,6 +227,8 @@ class ElasticsearchIndex:
                     "acl": list(rec.acl),  # empty: matches no filter, nobody sees the chunk
                     "text": rec.text,
                     "ident": identifiers(rec.text),
+                    "heading": rec.heading,
+                    **({"unit": rec.unit_text} if rec.unit_text is not None else {}),
                 },
             }
 
@@ -253,8 +262,10 @@ class ElasticsearchIndex:
 
     # -- reads ---------------------------------------------------------------------------
 
-    def search(self, query: str, k: int, filters: Filters) -> list[ScoredId]:
-        """BM25 ``match`` on ``text`` plus boosted exact ``ident`` terms; filters in ``filter``.
+    def search(self, query: str, k: int, filters: Filters, *, level: SearchLevel = "chunk",
+               heading_weight: float = 0.0) -> list[ScoredId]:
+        """BM25 ``match`` on ``text`` (plus ``heading`` x ``heading_weight``) plus boosted exact
+        ``ident`` terms, or at ``level="unit"`` a ``match`` on ``unit``; filters in ``filter``.
 
         Semantics match :meth:`TantivyIndex.search`: ``principals=None`` raises
         :class:`QueryError` (fail closed), public chunks always pass the ACL filter, a blank
@@ -262,7 +273,7 @@ class ElasticsearchIndex:
         """
         if k < 1:
             raise QueryError(f"k must be at least 1, got {k}")
-        body = build_query(query, filters)
+        body = build_query(query, filters, level=level, heading_weight=heading_weight)
         if body is None:
             return []
         with self._errors("search"):
@@ -365,7 +376,8 @@ class ElasticsearchIndex:
             ) from exc
 
 
-def build_query(query: str, filters: Filters) -> dict[str, Any] | None:
+def build_query(query: str, filters: Filters, *, level: SearchLevel = "chunk",
+                heading_weight: float = 0.0) -> dict[str, Any] | None:
     """The ``bool`` query for ``query`` under ``filters``; ``None`` when nothing can match.
 
     ``should``: a ``match`` on ``text`` and one boosted ``term`` per identifier (a ``term``
@@ -379,10 +391,16 @@ def build_query(query: str, filters: Filters) -> dict[str, Any] | None:
     text = sanitize_query(query)
     if not text or filters.sources == () or filters.docs == ():
         return None
-    should: list[dict[str, Any]] = [{"match": {"text": {"query": text}}}]
-    should += [
-        {"term": {"ident": {"value": ident, "boost": IDENT_BOOST}}} for ident in identifiers(query)
-    ]
+    should: list[dict[str, Any]]
+    if level == "unit":
+        should = [{"match": {"unit": {"query": text}}}]
+    else:
+        should = [{"match": {"text": {"query": text}}}]
+        if heading_weight > 0:
+            should.append({"match": {"heading": {"query": text, "boost": heading_weight}}})
+        should += [
+            {"term": {"ident": {"value": ident, "boost": IDENT_BOOST}}} for ident in identifiers(query)
+        ]
     filter_: list[dict[str, Any]] = [{"terms": {"acl": sorted({PUBLIC, *filters.principals})}}]
     if filters.sources is not None:
         filter_.append({"terms": {"source": list(filters.sources)}})

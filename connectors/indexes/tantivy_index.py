@@ -12,7 +12,12 @@ field           tokenizer    stored  why
 ``acl``         raw          no      multi-valued, one value per principal; filter
 ``text``        en_stem      no      BM25 over the chunk text (stemmed, lowercased)
 ``ident``       raw          no      multi-valued exact identifiers; SHOULD, idf-weighted
+``heading``     en_stem      no      the chunk's heading path; BM25 x ``heading_weight``
+``unit``        en_stem      no      on a unit's first chunk: the unit's words (``level="unit"``)
 ==============  ===========  ======  =================================================
+
+``heading`` and ``unit`` came with units (small-to-big); an index written before them lacks
+both and still opens: its chunk search ignores the heading weight and its unit search is empty.
 
 ``ident`` design: each token from :func:`connectors.analysis.identifiers` is added as its own
 value of a field using tantivy's built-in ``raw`` tokenizer, so every value is exactly one term
@@ -43,7 +48,7 @@ import tantivy
 
 from connectors.analysis import IDENT_BOOST, identifiers, sanitize_query
 from connectors.errors import IndexError_, QueryError
-from connectors.indexes.base import PUBLIC, Filters, IndexRecord, ScoredId
+from connectors.indexes.base import PUBLIC, Filters, IndexRecord, ScoredId, SearchLevel
 
 __all__ = ["IDENT_BOOST", "TantivyIndex", "build_schema"]
 
@@ -51,6 +56,7 @@ log = logging.getLogger(__name__)
 
 
 _FIELDS = ("chunk_id", "doc_id", "source", "external_id", "acl", "text", "ident")
+_UNIT_FIELDS = ("heading", "unit")  # absent from indexes written before units
 _MIN_HEAP_PER_THREAD_MB = 16  # tantivy refuses tiny per-thread budgets; stay well above
 
 
@@ -64,6 +70,8 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("acl", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("text", tokenizer_name="en_stem", index_option="position")
     sb.add_text_field("ident", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("heading", tokenizer_name="en_stem", index_option="position")
+    sb.add_text_field("unit", tokenizer_name="en_stem", index_option="position")
     return sb.build()
 
 
@@ -93,9 +101,9 @@ class TantivyIndex:
     def _open(self) -> tantivy.Index:
         try:
             exists = self.path.is_dir() and tantivy.Index.exists(str(self.path))
-            if self.read_only:
-                if not exists:
-                    raise IndexError_(f"no tantivy index at {self.path} (opened read-only)")
+            if self.read_only and not exists:
+                raise IndexError_(f"no tantivy index at {self.path} (opened read-only)")
+            if exists:  # with the schema it was written with (one from before units has fewer fields)
                 index = tantivy.Index.open(str(self.path))
             else:
                 self.path.mkdir(parents=True, exist_ok=True)
@@ -103,6 +111,7 @@ class TantivyIndex:
         except (OSError, ValueError) as exc:
             raise IndexError_(f"cannot open tantivy index at {self.path}: {exc}") from exc
         _check_schema(index, self.path)
+        self._has_units = all(_has_field(index, f) for f in _UNIT_FIELDS)
         return index
 
     def _check_open(self) -> None:
@@ -144,7 +153,7 @@ class TantivyIndex:
             if not rec.chunk_id:
                 raise IndexError_(f"record of doc {rec.doc_id!r} has an empty chunk_id")
             writer.delete_documents_by_term("chunk_id", rec.chunk_id)
-            writer.add_document(_to_document(rec))
+            writer.add_document(_to_document(rec, units=self._has_units))
             n += 1
         self._dirty = self._dirty or n > 0
         return n
@@ -174,8 +183,11 @@ class TantivyIndex:
 
     # -- reads ---------------------------------------------------------------------------
 
-    def search(self, query: str, k: int, filters: Filters) -> list[ScoredId]:
-        """BM25 over ``text`` plus boosted exact ``ident`` matches, best first.
+    def search(self, query: str, k: int, filters: Filters, *, level: SearchLevel = "chunk",
+               heading_weight: float = 0.0) -> list[ScoredId]:
+        """BM25 best first: at ``level="chunk"`` over ``text`` (plus ``heading_weight`` x the
+        ``heading`` field) plus boosted exact ``ident`` matches; at ``level="unit"`` over the
+        ``unit`` field, which only a unit's first chunk carries (one hit per unit).
 
         Filters are MUST clauses with zero score: they restrict, never re-rank. ``principals``
         of ``None`` raises :class:`QueryError` (fail closed); public chunks (ACL ``"*"``) always
@@ -189,13 +201,21 @@ class TantivyIndex:
         text = sanitize_query(query)
         if not text or filters.sources == () or filters.docs == ():
             return []
+        if level == "unit" and not self._has_units:
+            return []
+        fields = ["unit"] if level == "unit" else ["text"]
+        boosts = {}
+        if level == "chunk" and heading_weight > 0 and self._has_units:
+            fields.append("heading")
+            boosts["heading"] = heading_weight
         try:
-            relevance = self._index.parse_query(text, ["text"])
+            relevance = self._index.parse_query(text, fields, field_boosts=boosts)
         except ValueError as exc:  # sanitize_query should make this unreachable
             raise QueryError(f"query could not be parsed: {exc}") from exc
         searcher = self._index.searcher()
         should = [(tantivy.Occur.Should, relevance)]
-        should += [(tantivy.Occur.Should, q) for q in self._ident_queries(searcher, query)]
+        if level == "chunk":
+            should += [(tantivy.Occur.Should, q) for q in self._ident_queries(searcher, query)]
         clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
         principals = sorted({PUBLIC, *filters.principals})
         clauses.append((tantivy.Occur.Must, self._term_filter("acl", principals)))
@@ -301,7 +321,7 @@ class TantivyIndex:
         self.close()
 
 
-def _to_document(rec: IndexRecord) -> tantivy.Document:
+def _to_document(rec: IndexRecord, *, units: bool = True) -> tantivy.Document:
     doc = tantivy.Document()
     doc.add_text("chunk_id", rec.chunk_id)
     doc.add_text("doc_id", rec.doc_id)
@@ -312,7 +332,19 @@ def _to_document(rec: IndexRecord) -> tantivy.Document:
     doc.add_text("text", rec.text)
     for ident in identifiers(rec.text):
         doc.add_text("ident", ident)
+    if units:  # an index written before units has no such fields
+        doc.add_text("heading", rec.heading)
+        if rec.unit_text is not None:
+            doc.add_text("unit", rec.unit_text)
     return doc
+
+
+def _has_field(index: tantivy.Index, field: str) -> bool:
+    try:
+        tantivy.Query.term_query(index.schema, field, "x")
+    except ValueError:
+        return False
+    return True
 
 
 def _check_schema(index: tantivy.Index, path: Path) -> None:

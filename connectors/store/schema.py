@@ -92,7 +92,8 @@ chunks = sa.Table(
     sa.Column("char_start", sa.Integer),
     sa.Column("char_end", sa.Integer),
     sa.Column("tokens", sa.Integer),
-    sa.Column("parent_id", sa.String(32)),
+    sa.Column("parent_id", sa.String(32)),  # the chunk id of the first chunk of this chunk's unit
+    sa.Column("unit_text", sa.Text),  # on a unit's first chunk, when the unit has several (0004)
     sa.Index("ix_chunks_doc_version", "doc_id", "chunk_version"),
 )
 

@@ -1,0 +1,119 @@
+"""From retriever hits to a ranked list of units (small-to-big), the reader's answers.
+
+The indexes match *chunks* (what fits the embedder's window); a query returns *units*: the whole
+document, a section or a run of one section's chunks, grouped at chunking time
+(`assets.chunking.group_units`; each chunk's payload names its unit by the unit's first chunk).
+
+1. Each retriever's chunk list becomes a unit list: a unit sits at its best chunk's place with
+   that chunk's score (several matching chunks of one unit no longer take several slots).
+   The keyword index's unit-level list (BM25 over whole units) is a third list.
+2. The lists are fused (`query_service.fusion`: z-score by default, or RRF).
+3. A document's further units are discounted by `same_doc_decay` per unit already listed, and
+   at most `max_chunks_per_doc` units of one document are kept (0: no limit).
+
+A chunk without a `unit` in its payload (an index written before units) is its own unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from connectors.config import QueryConfig
+from connectors.indexes.base import ScoredId
+from query_service.fusion import Fused, rrf, zscore
+
+__all__ = ["RankedUnit", "diversify", "per_document", "rank_units", "unit_of"]
+
+Payloads = Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class RankedUnit:
+    unit_id: str  # the chunk id of the unit's first chunk
+    chunk_id: str  # the unit's best-matching chunk
+    score: float
+    ranks: dict[str, int]  # retriever -> the unit's 1-based rank in that retriever's unit list
+
+
+def unit_of(chunk_id: str, payloads: Payloads) -> str:
+    return str((payloads.get(chunk_id) or {}).get("unit") or chunk_id)
+
+
+def _to_units(hits: Sequence[ScoredId], payloads: Payloads) -> tuple[list[tuple[str, float]], dict[str, str]]:
+    """(unit id, score) best first, each unit once at its best chunk; and unit -> that chunk."""
+    units: list[tuple[str, float]] = []
+    best: dict[str, str] = {}
+    for h in hits:
+        u = unit_of(h.chunk_id, payloads)
+        if u not in best:
+            best[u] = h.chunk_id
+            units.append((u, h.score))
+    return units, best
+
+
+def rank_units(dense: Sequence[ScoredId], sparse: Sequence[ScoredId], unit_sparse: Sequence[ScoredId],
+               payloads: Payloads, qcfg: QueryConfig) -> list[RankedUnit]:
+    """Steps 1-3 of the module docstring. `payloads` must hold every chunk id in the three lists."""
+    d_units, d_best = _to_units(dense, payloads)
+    s_units, s_best = _to_units(sparse, payloads)
+    lists = {"dense": d_units, "sparse": s_units}
+    if unit_sparse:
+        lists["unit"] = [(h.chunk_id, h.score) for h in unit_sparse]
+    weights = {"dense": qcfg.dense_weight, "sparse": qcfg.sparse_weight, "unit": qcfg.unit_weight}
+    if qcfg.fusion == "zscore":
+        fused = zscore(lists, weights)
+    else:
+        fused = rrf({name: [u for u, _ in items] for name, items in lists.items()}, k=qcfg.rrf_k, weights=weights)
+
+    def best_chunk(f: Fused) -> str:
+        d, s = f.ranks.get("dense"), f.ranks.get("sparse")
+        if d is not None and (s is None or d <= s):
+            return d_best[f.chunk_id]
+        return s_best[f.chunk_id] if s is not None else f.chunk_id
+
+    chunk_of = {f.chunk_id: best_chunk(f) for f in fused}
+
+    def doc_of(unit: str) -> str:
+        return str((payloads.get(chunk_of[unit]) or {}).get("doc_id", unit))
+
+    ranked = per_document(diversify(fused, doc_of, qcfg.same_doc_decay), doc_of, qcfg.max_chunks_per_doc)
+    return [RankedUnit(f.chunk_id, chunk_of[f.chunk_id], f.score, f.ranks) for f in ranked]
+
+
+def diversify(fused: list[Fused], doc_of: Callable[[str], str], decay: float) -> list[Fused]:
+    """Multiply the score of the n-th entry of a document (in fused order) by decay**(n-1).
+
+    A score below zero (z-score fusion) is divided instead, so a later entry of a document
+    always moves down, never up."""
+    if decay >= 1.0:
+        return fused
+    seen: dict[str, int] = {}
+    out = []
+    for f in fused:
+        doc = doc_of(f.chunk_id)
+        n = seen.get(doc, 0)
+        seen[doc] = n + 1
+        factor = decay**n
+        out.append(f._replace(score=f.score * factor if f.score >= 0 else f.score / factor))
+    return sorted(out, key=lambda f: (-f.score, min(f.ranks.values()), f.chunk_id))
+
+
+def per_document(fused: list[Fused], doc_of: Callable[[str], str], limit: int) -> list[Fused]:
+    """Keep at most `limit` entries of each document (in fused order; 0 keeps all).
+
+    The top-k is a list of things to read: a further unit of a document already listed takes a
+    slot another document could use (issue 8: on e-mail, several chunks of one message filled
+    the top 10). A document ranks where its best unit ranks.
+    """
+    if limit <= 0:
+        return fused
+    seen: dict[str, int] = {}
+    out = []
+    for f in fused:
+        doc = doc_of(f.chunk_id)
+        seen[doc] = seen.get(doc, 0) + 1
+        if seen[doc] <= limit:
+            out.append(f)
+    return out
