@@ -31,6 +31,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from assets.embed_stage import final_texts
+from assets.parse_stage import parse_key
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.embedder import from_bytes
@@ -68,6 +69,7 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> tup
     by_doc: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for c in chunks:
         by_doc[c["doc_id"]].append(c)
+    threads = thread_keys(rt, [docs[did] for did in by_doc], g.versions["parse"])
     records: dict[str, list[IndexRecord]] = {}
     digests: dict[str, str] = {}
     for did, cs in by_doc.items():
@@ -75,28 +77,56 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> tup
         if any(c["chunk_id"] not in texts or text_hash(texts[c["chunk_id"]]) not in vectors for c in cs):
             continue
         unit_texts = _unit_index_texts(d, cs, texts)
+        message_id, reply_to = threads.get(did, (None, None))
         recs = [IndexRecord(
             chunk_id=c["chunk_id"], doc_id=did, source=d["source"], external_id=d["external_id"],
             text=index_text(d, texts[c["chunk_id"]]),
             vector=from_bytes(vectors[text_hash(texts[c["chunk_id"]])]).tolist(),
             acl=tuple(d["acl"]),
-            payload=_payload(d, c),
+            payload=_payload(d, c, message_id, reply_to),
             heading=" ".join(c["heading_path"]),
             unit_text=unit_texts.get(c["chunk_id"]),
+            message_id=message_id, reply_to=reply_to,
         ) for c in cs]
         records[did] = recs
         digests[did] = doc_digest(d, cs, texts)
     return records, digests
 
 
-def _payload(doc: dict[str, Any], chunk: dict[str, Any]) -> dict[str, Any]:
+def _payload(doc: dict[str, Any], chunk: dict[str, Any], message_id: str | None = None,
+             reply_to: str | None = None) -> dict[str, Any]:
     """What a vector point shows besides its filter fields: display text and provenance, its
-    unit (the chunk id of the unit's first chunk) and, on that first chunk, the unit's text."""
+    unit (the chunk id of the unit's first chunk), on that first chunk the unit's text, and an
+    e-mail's thread keys."""
     out = {"display_text": chunk["display_text"], "heading_path": chunk["heading_path"], "page": chunk["page"],
            "ordinal": chunk["ordinal"], "kind": chunk["kind"], "uri": doc["uri"],
            "unit": chunk.get("parent_id") or chunk["chunk_id"]}
     if chunk.get("unit_text"):
         out["unit_text"] = chunk["unit_text"]
+    if message_id:
+        out["message_id"] = message_id
+    if reply_to:
+        out["reply_to"] = reply_to
+    return out
+
+
+ThreadKeys = tuple[str | None, str | None]  # (Message-ID, the Message-ID it replies to)
+
+
+def thread_keys(rt: Runtime, docs: list[dict[str, Any]], parse_version: str) -> dict[str, ThreadKeys]:
+    """doc_id -> (Message-ID, the Message-ID it replies to) for single-message e-mails: the
+    In-Reply-To, else the last of References. Read from the parse's metadata, not its blocks."""
+    keys = {d["doc_id"]: parse_key(d, parse_version) for d in docs if d["content_hash"]}
+    meta = rt.store.parse_metadata(keys.values())
+    out: dict[str, ThreadKeys] = {}
+    for did, key in keys.items():
+        messages = (meta.get(key) or {}).get("messages") or []
+        if len(messages) != 1:  # a whole mbox is no single message of a thread
+            continue
+        m = messages[0]
+        parent = m.get("in_reply_to") or ((m.get("references") or [None])[-1])
+        if m.get("message_id") or parent:
+            out[did] = (m.get("message_id"), parent if parent != m.get("message_id") else None)
     return out
 
 
@@ -119,7 +149,8 @@ def doc_digest(doc: dict[str, Any], chunks: list[dict[str, Any]], texts: dict[st
     field both indexes are written with): a document is rewritten only when this changes.
     `bindery plan` calls it too, so plan and run cannot disagree on what is rewritten."""
     units = _unit_index_texts(doc, chunks, texts)
-    return short_hash([doc["external_id"], doc["uri"], doc["acl_hash"], [
+    # the content hash stands for what is read from the parse besides the chunks (thread keys)
+    return short_hash([doc["external_id"], doc["uri"], doc["acl_hash"], doc["content_hash"], [
         (c["chunk_id"], text_hash(index_text(doc, texts[c["chunk_id"]])), c["heading_path"],
          c.get("parent_id"), text_hash(c.get("unit_text") or ""), text_hash(units.get(c["chunk_id"], "")))
         for c in chunks]], 32)

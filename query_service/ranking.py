@@ -8,7 +8,11 @@ document, a section or a run of one section's chunks, grouped at chunking time
    that chunk's score (several matching chunks of one unit no longer take several slots).
    The keyword index's unit-level list (BM25 over whole units) is a third list.
 2. The lists are fused (`query_service.fusion`: z-score by default, or RRF).
-3. A document's further units are discounted by `same_doc_decay` per unit already listed, and
+3. E-mail threads (`thread_weight`): a message's parent and its replies gain a share of its
+   standing (weight x its lead over the list's last unit), so the message a matching reply
+   answers, or the replies to a matching question, come up with it; a neighbour no retriever
+   found enters the list this way.
+4. A document's further units are discounted by `same_doc_decay` per unit already listed, and
    at most `max_chunks_per_doc` units of one document are kept (0: no limit).
 
 A chunk without a `unit` in its payload (an index written before units) is its own unit.
@@ -24,7 +28,7 @@ from connectors.config import QueryConfig
 from connectors.indexes.base import ScoredId
 from query_service.fusion import Fused, rrf, zscore
 
-__all__ = ["RankedUnit", "diversify", "per_document", "rank_units", "unit_of"]
+__all__ = ["Neighbours", "RankedUnit", "diversify", "per_document", "rank_units", "thread_bonus", "unit_of"]
 
 Payloads = Mapping[str, Mapping[str, Any]]
 
@@ -53,9 +57,14 @@ def _to_units(hits: Sequence[ScoredId], payloads: Payloads) -> tuple[list[tuple[
     return units, best
 
 
+# (unit, its best chunk) of every fused unit -> unit -> the units of its thread neighbours; the
+# callable also puts the neighbours' payloads into the payloads it was given.
+Neighbours = Callable[[Sequence[tuple[str, str]]], dict[str, list[str]]]
+
+
 def rank_units(dense: Sequence[ScoredId], sparse: Sequence[ScoredId], unit_sparse: Sequence[ScoredId],
-               payloads: Payloads, qcfg: QueryConfig) -> list[RankedUnit]:
-    """Steps 1-3 of the module docstring. `payloads` must hold every chunk id in the three lists."""
+               payloads: Payloads, qcfg: QueryConfig, neighbours: Neighbours | None = None) -> list[RankedUnit]:
+    """Steps 1-4 of the module docstring. `payloads` must hold every chunk id in the three lists."""
     d_units, d_best = _to_units(dense, payloads)
     s_units, s_best = _to_units(sparse, payloads)
     lists = {"dense": d_units, "sparse": s_units}
@@ -74,12 +83,35 @@ def rank_units(dense: Sequence[ScoredId], sparse: Sequence[ScoredId], unit_spars
         return s_best[f.chunk_id] if s is not None else f.chunk_id
 
     chunk_of = {f.chunk_id: best_chunk(f) for f in fused}
+    if neighbours is not None and qcfg.thread_weight > 0 and fused:
+        fused = thread_bonus(fused, neighbours([(f.chunk_id, chunk_of[f.chunk_id]) for f in fused]),
+                             qcfg.thread_weight)
+        chunk_of.update({f.chunk_id: f.chunk_id for f in fused if f.chunk_id not in chunk_of})
 
     def doc_of(unit: str) -> str:
         return str((payloads.get(chunk_of[unit]) or {}).get("doc_id", unit))
 
     ranked = per_document(diversify(fused, doc_of, qcfg.same_doc_decay), doc_of, qcfg.max_chunks_per_doc)
     return [RankedUnit(f.chunk_id, chunk_of[f.chunk_id], f.score, f.ranks) for f in ranked]
+
+
+def thread_bonus(fused: list[Fused], neighbours: Mapping[str, Sequence[str]], weight: float) -> list[Fused]:
+    """Step 3: each unit's neighbours gain weight x (its score - the lowest fused score); a
+    neighbour keeps the largest share it is offered, and one not yet listed starts from the
+    lowest score (ranked "thread": the rank of the unit that brought it)."""
+    if not neighbours:
+        return fused
+    base = min(f.score for f in fused)
+    by_id = {f.chunk_id: f for f in fused}
+    bonus: dict[str, tuple[float, int]] = {}
+    for rank, f in enumerate(fused, start=1):
+        for n in neighbours.get(f.chunk_id, ()):
+            share = weight * (f.score - base)
+            if n != f.chunk_id and share > bonus.get(n, (0.0, 0))[0]:
+                bonus[n] = (share, rank)
+    out = [f._replace(score=f.score + bonus[f.chunk_id][0]) if f.chunk_id in bonus else f for f in fused]
+    out += [Fused(n, base + b, {"thread": r}) for n, (b, r) in bonus.items() if n not in by_id]
+    return sorted(out, key=lambda f: (-f.score, min(f.ranks.values()), f.chunk_id))
 
 
 def diversify(fused: list[Fused], doc_of: Callable[[str], str], decay: float) -> list[Fused]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,7 @@ __all__ = ["GenerationRetriever", "Hit", "LiveRetriever", "SearchResult"]
 
 _EMBEDDERS: dict[str, Embedder] = {}
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="retrieve")
+_THREAD_LOOKUP_LIMIT = 2000  # chunks of thread neighbours fetched per query at most
 
 
 @dataclass
@@ -168,7 +170,8 @@ class _Served:
         payloads = self.pair.vector.payloads(ids)
         timings["payloads_ms"] = (time.perf_counter() - s) * 1000
         s = time.perf_counter()
-        ranked = rank_units(dense_hits, sparse_hits, unit_hits, payloads, qcfg)
+        ranked = rank_units(dense_hits, sparse_hits, unit_hits, payloads, qcfg,
+                            neighbours=lambda pairs: self._thread_neighbours(pairs, payloads, filters))
         reason = None
         if qcfg.score_floor > 0:
             kept = [r for r in ranked if r.score >= qcfg.score_floor]
@@ -194,6 +197,37 @@ class _Served:
             "timings": {k_: round(v, 2) for k_, v in timings.items()},
         }
         return SearchResult(self.gen, hits, trace, reason if not hits else None)
+
+
+    def _thread_neighbours(self, pairs: Sequence[tuple[str, str]], payloads: dict[str, dict[str, Any]],
+                           filters: Filters) -> dict[str, list[str]]:
+        """unit -> the first units of its message's parent and replies (`ranking.Neighbours`),
+        found through the keyword index's thread fields under the query's own filters."""
+        keys = {u: payloads.get(c) or {} for u, c in pairs}
+        wanted = sorted({m for p in keys.values() for m in (p.get("message_id"), p.get("reply_to")) if m})
+        if not wanted:
+            return {}
+        found = self.pair.keyword.thread_neighbours(wanted, _THREAD_LOOKUP_LIMIT, filters)
+        payloads.update(self.pair.vector.payloads([c for c in found if c not in payloads]))
+        first: dict[str, tuple[int, str, dict[str, Any]]] = {}  # message id -> its first chunk
+        for c in found:
+            p = payloads.get(c)
+            if p and p.get("message_id") and (p["message_id"] not in first or p["ordinal"] < first[p["message_id"]][0]):
+                first[p["message_id"]] = (p["ordinal"], c, p)
+        replies: dict[str, set[str]] = {}
+        for _, c, p in first.values():
+            if p.get("reply_to"):
+                replies.setdefault(p["reply_to"], set()).add(str(p.get("unit") or c))
+        out: dict[str, list[str]] = {}
+        for u, p in keys.items():
+            near = set(replies.get(p.get("message_id") or "", ()))
+            parent = first.get(p.get("reply_to") or "")
+            if parent:
+                near.add(str(parent[2].get("unit") or parent[1]))
+            near.discard(u)
+            if near:
+                out[u] = sorted(near)
+        return out
 
 
 def _hit(r: RankedUnit, payloads: dict[str, dict[str, Any]]) -> Hit | None:

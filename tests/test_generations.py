@@ -32,8 +32,9 @@ def _store(dep: Deployment) -> DocumentStore:
 
 
 def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -> None:
-    # 16-token chunks cut every gold answer apart: recall collapses.
-    dep.set_stage("chunk", max_tokens=16, overlap_tokens=0, min_tokens=0)
+    # 16-token chunks, each its own unit, cut every gold answer apart: recall collapses. (With
+    # units on, a unit still returns the whole section and the gate would rightly pass it.)
+    dep.set_stage("chunk", max_tokens=16, overlap_tokens=0, min_tokens=0, parent_max_tokens=0)
     cand = dep.cli("reindex")["candidate"]
     out = dep.cli("promote", expect=1)
     assert out["promoted"] is False and out["live"] == 1

@@ -255,3 +255,21 @@ def test_an_index_written_before_units_still_opens_writes_and_searches(tmp_path:
         old.commit()
         assert ids(old.search("pump", 5, Filters(), heading_weight=1.0)) == ["a"]
         assert old.search("pump", 5, Filters(), level="unit") == []
+
+
+def test_thread_neighbours_find_parents_and_replies_under_the_filters(index: TantivyIndex) -> None:
+    index.upsert([
+        IndexRecord("p", "dp", "docs", "p.eml", "question", message_id="<p@x>"),
+        IndexRecord("r1", "dr1", "docs", "r1.eml", "answer", message_id="<r1@x>", reply_to="<p@x>"),
+        IndexRecord("r2", "dr2", "docs", "r2.eml", "secret answer", message_id="<r2@x>", reply_to="<p@x>",
+                    acl=("alice",)),
+        IndexRecord("o", "do", "docs", "o.eml", "other", message_id="<o@x>"),
+    ])
+    index.commit()
+    # the parent of r1 by its id, the replies of p by their reply_to
+    assert sorted(index.thread_neighbours(["<p@x>"], 10, Filters())) == ["p", "r1"]
+    assert sorted(index.thread_neighbours(["<p@x>"], 10, Filters(principals=("alice",)))) == ["p", "r1", "r2"]
+    assert index.thread_neighbours(["<p@x>"], 10, Filters(exclude_docs=("p.eml", "r1.eml"))) == []
+    assert index.thread_neighbours([], 10, Filters()) == []
+    with pytest.raises(QueryError):
+        index.thread_neighbours(["<p@x>"], 10, Filters(principals=None))

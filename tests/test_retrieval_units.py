@@ -13,11 +13,10 @@ from assets.chunk_stage import chunk_rows
 from assets.chunking import chunk_blocks
 from assets.parsing import parse_document
 from assets.parsing.types import Block
-from connectors.config import ChunkConfig, ParseConfig, StageConfigs
+from connectors.config import ChunkConfig, ParseConfig, QueryConfig, StageConfigs
+from connectors.indexes.base import ScoredId
 from connectors.tokenizer import TokenCounter, get_tokenizer
 from connectors.versions import stage_versions
-from connectors.config import QueryConfig
-from connectors.indexes.base import ScoredId
 from query_service.fusion import Fused, rrf, zscore
 from query_service.ranking import per_document, rank_units
 from tests.fixtures import docgen
@@ -227,3 +226,29 @@ def test_unit_level_bm25_is_a_third_list() -> None:
     units = [ScoredId("b1", 8.0), ScoredId("a1", 1.0), ScoredId("c1", 0.5)]
     assert rank_units(dense, sparse, [], payloads, QueryConfig())[0].unit_id == "a1"
     assert rank_units(dense, sparse, units, payloads, QueryConfig())[0].unit_id == "b1"
+
+
+def test_a_matching_reply_lifts_the_message_it_answers() -> None:
+    # the reply r matches best; its parent p matched only weakly; o is unrelated
+    payloads = {"r": {"doc_id": "R", "unit": "r"}, "o": {"doc_id": "O", "unit": "o"},
+                "p": {"doc_id": "P", "unit": "p"}, "x": {"doc_id": "X", "unit": "x"}}
+    dense = [ScoredId("r", 0.9), ScoredId("o", 0.5), ScoredId("x", 0.45), ScoredId("p", 0.4)]
+    sparse = [ScoredId("r", 9.0), ScoredId("o", 3.0), ScoredId("x", 2.9), ScoredId("p", 2.0)]
+
+    def neighbours(pairs):  # type: ignore[no-untyped-def]
+        assert ("r", "r") in pairs
+        return {"r": ["p"], "p": ["r"]}
+
+    plain = [r.unit_id for r in rank_units(dense, sparse, [], payloads, QueryConfig(thread_weight=0.0),
+                                           neighbours=neighbours)]
+    lifted = [r.unit_id for r in rank_units(dense, sparse, [], payloads, QueryConfig(), neighbours=neighbours)]
+    assert plain.index("p") > plain.index("o") and lifted[:2] == ["r", "p"]
+
+
+def test_a_thread_neighbour_no_retriever_found_enters_the_list() -> None:
+    from query_service.ranking import thread_bonus
+
+    fused = [Fused("r", 2.0, {"dense": 1}), Fused("o", 0.0, {"dense": 2}), Fused("z", -1.0, {"dense": 3})]
+    out = thread_bonus(fused, {"r": ["p"]}, 0.5)
+    assert [f.chunk_id for f in out] == ["r", "p", "o", "z"] and out[1].ranks == {"thread": 1}
+    assert out[1].score == pytest.approx(-1.0 + 0.5 * 3.0)

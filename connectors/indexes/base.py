@@ -36,6 +36,10 @@ class IndexRecord:
     # On the first chunk of each unit (small-to-big): the unit's words (its chunks' texts), which
     # the keyword index's `unit` field reads; `search(..., level="unit")` ranks units by it.
     unit_text: str | None = None
+    # E-mail threads: this message's Message-ID and the one it replies to (In-Reply-To, else the
+    # last of References); `thread_neighbours` finds a message's parent and replies by them.
+    message_id: str | None = None
+    reply_to: str | None = None
 
     def vector_payload(self) -> dict[str, Any]:
         """What a vector point stores: the filter fields, the chunk id and the display payload."""
@@ -76,6 +80,11 @@ class KeywordIndex(Protocol):
         """BM25 best first. ``level="chunk"``: chunk text (+ ``heading_weight`` x the heading
         field, + exact identifiers); ``level="unit"``: the unit field, one hit per unit, named
         by its first chunk (an index written before units existed returns ``[]``)."""
+        ...
+    def thread_neighbours(self, message_ids: Sequence[str], k: int, filters: Filters) -> list[str]:
+        """Chunk ids of the messages that have one of `message_ids` as their own id or as the id
+        they reply to (parents and replies), under the same filters; ``[]`` for an index
+        written before thread fields existed."""
         ...
     def chunk_ids(self) -> set[str]: ...
     def acls(self) -> dict[str, tuple[str, ...]]: ...

@@ -28,7 +28,7 @@ removes and adds the alias in one atomic ``_aliases`` request.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Self
@@ -64,10 +64,12 @@ INDEX_MAPPINGS: dict[str, Any] = {
         "ident": {"type": "keyword", "normalizer": "bindery_lowercase"},
         "heading": {"type": "text", "analyzer": "bindery_english"},
         "unit": {"type": "text", "analyzer": "bindery_english"},
+        "msgid": {"type": "keyword"},
+        "reply_to": {"type": "keyword"},
     },
 }
-# Fields added with units (small-to-big): put into an index created before them (additive).
-_UNIT_FIELDS = ("heading", "unit")
+# Fields added with units and thread neighbours: put into an index created before them (additive).
+_UNIT_FIELDS = ("heading", "unit", "msgid", "reply_to")
 
 
 def index_settings(shards: int = 1, replicas: int | None = None) -> dict[str, Any]:
@@ -229,6 +231,8 @@ class ElasticsearchIndex:
                     "ident": identifiers(rec.text),
                     "heading": rec.heading,
                     **({"unit": rec.unit_text} if rec.unit_text is not None else {}),
+                    **({"msgid": rec.message_id} if rec.message_id else {}),
+                    **({"reply_to": rec.reply_to} if rec.reply_to else {}),
                 },
             }
 
@@ -284,6 +288,22 @@ class ElasticsearchIndex:
             except BadRequestError as exc:
                 raise QueryError(f"Elasticsearch rejected the query: {_error_type(exc)}") from exc
         return [ScoredId(hit["_id"], float(hit["_score"] or 0.0)) for hit in resp["hits"]["hits"]]
+
+    def thread_neighbours(self, message_ids: Sequence[str], k: int, filters: Filters) -> list[str]:
+        """Chunk ids of messages whose ``msgid`` or ``reply_to`` is in `message_ids` (see
+        `KeywordIndex.thread_neighbours`), under the same filters as `search`."""
+        ids = sorted({m for m in message_ids if m})
+        body = build_filter_query(filters)
+        if not ids or body is None:
+            return []
+        body["bool"]["should"] = [{"terms": {"msgid": ids}}, {"terms": {"reply_to": ids}}]
+        body["bool"]["minimum_should_match"] = 1
+        with self._errors("thread lookup"):
+            if not self._client.indices.exists(index=self.index_name):
+                return []
+            resp = self._client.search(index=self.index_name, query=body, size=k, source=False,
+                                       track_total_hits=False)
+        return [hit["_id"] for hit in resp["hits"]["hits"]]
 
     def chunk_ids(self) -> set[str]:
         """Every searchable chunk id, paged with ``search_after`` on ``chunk_id``."""
@@ -401,12 +421,26 @@ def build_query(query: str, filters: Filters, *, level: SearchLevel = "chunk",
         should += [
             {"term": {"ident": {"value": ident, "boost": IDENT_BOOST}}} for ident in identifiers(query)
         ]
+    body = build_filter_query(filters)
+    if body is None:
+        return None
+    body["bool"].update(should=should, minimum_should_match=1)
+    return body
+
+
+def build_filter_query(filters: Filters) -> dict[str, Any] | None:
+    """A ``bool`` query holding only ``filters`` (``filter`` clauses score nothing; ``must_not``
+    drops excluded documents); ``None`` when nothing can match. Fail closed without principals."""
+    if filters.principals is None:
+        raise QueryError("keyword search without a principal is refused (fail closed)")
+    if filters.matches_nothing:
+        return None
     filter_: list[dict[str, Any]] = [{"terms": {"acl": sorted({PUBLIC, *filters.principals})}}]
     if filters.sources is not None:
         filter_.append({"terms": {"source": list(filters.sources)}})
     if filters.docs is not None:
         filter_.append({"terms": {"external_id": list(filters.docs)}})
-    bool_: dict[str, Any] = {"should": should, "minimum_should_match": 1, "filter": filter_}
+    bool_: dict[str, Any] = {"filter": filter_}
     if filters.exclude_docs:
         bool_["must_not"] = [{"terms": {"external_id": list(filters.exclude_docs)}}]
     return {"bool": bool_}

@@ -14,10 +14,13 @@ field           tokenizer    stored  why
 ``ident``       raw          no      multi-valued exact identifiers; SHOULD, idf-weighted
 ``heading``     en_stem      no      the chunk's heading path; BM25 x ``heading_weight``
 ``unit``        en_stem      no      on a unit's first chunk: the unit's words (``level="unit"``)
+``msgid``       raw          no      an e-mail's Message-ID (``thread_neighbours``)
+``reply_to``    raw          no      the Message-ID it replies to (``thread_neighbours``)
 ==============  ===========  ======  =================================================
 
-``heading`` and ``unit`` came with units (small-to-big); an index written before them lacks
-both and still opens: its chunk search ignores the heading weight and its unit search is empty.
+``heading``, ``unit``, ``msgid`` and ``reply_to`` came with units (small-to-big) and thread
+neighbours; an index written before them lacks them and still opens: its chunk search ignores
+the heading weight, and its unit search and thread lookups are empty.
 
 ``ident`` design: each token from :func:`connectors.analysis.identifiers` is added as its own
 value of a field using tantivy's built-in ``raw`` tokenizer, so every value is exactly one term
@@ -39,7 +42,7 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -56,7 +59,7 @@ log = logging.getLogger(__name__)
 
 
 _FIELDS = ("chunk_id", "doc_id", "source", "external_id", "acl", "text", "ident")
-_UNIT_FIELDS = ("heading", "unit")  # absent from indexes written before units
+_UNIT_FIELDS = ("heading", "unit", "msgid", "reply_to")  # absent from indexes written before units
 _MIN_HEAP_PER_THREAD_MB = 16  # tantivy refuses tiny per-thread budgets; stay well above
 
 
@@ -72,6 +75,8 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("ident", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("heading", tokenizer_name="en_stem", index_option="position")
     sb.add_text_field("unit", tokenizer_name="en_stem", index_option="position")
+    sb.add_text_field("msgid", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("reply_to", tokenizer_name="raw", index_option="basic")
     return sb.build()
 
 
@@ -216,21 +221,40 @@ class TantivyIndex:
         should = [(tantivy.Occur.Should, relevance)]
         if level == "chunk":
             should += [(tantivy.Occur.Should, q) for q in self._ident_queries(searcher, query)]
-        clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
-        principals = sorted({PUBLIC, *filters.principals})
-        clauses.append((tantivy.Occur.Must, self._term_filter("acl", principals)))
-        if filters.sources is not None:
-            clauses.append((tantivy.Occur.Must, self._term_filter("source", filters.sources)))
-        if filters.docs is not None:
-            clauses.append((tantivy.Occur.Must, self._term_filter("external_id", filters.docs)))
-        if filters.exclude_docs:
-            excluded = self._term_filter("external_id", filters.exclude_docs)
-            clauses.append((tantivy.Occur.MustNot, excluded))
+        clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should)), *self._filter_clauses(filters)]
         result = searcher.search(tantivy.Query.boolean_query(clauses), limit=k, count=False)
         return [
             ScoredId(str(searcher.doc(addr).get_first("chunk_id")), float(score))
             for score, addr in result.hits
         ]
+
+    def thread_neighbours(self, message_ids: Sequence[str], k: int, filters: Filters) -> list[str]:
+        """Chunk ids of messages whose own id or replied-to id is in `message_ids` (see
+        `KeywordIndex.thread_neighbours`), under `filters` (fail closed as `search`)."""
+        self._check_open()
+        if filters.principals is None:
+            raise QueryError("keyword search without a principal is refused (fail closed)")
+        ids = sorted({m for m in message_ids if m})
+        if not ids or not self._has_units or filters.matches_nothing:
+            return []
+        either = tantivy.Query.boolean_query([(tantivy.Occur.Should, self._term_filter("msgid", ids)),
+                                              (tantivy.Occur.Should, self._term_filter("reply_to", ids))])
+        clauses = [(tantivy.Occur.Must, either), *self._filter_clauses(filters)]
+        searcher = self._index.searcher()
+        result = searcher.search(tantivy.Query.boolean_query(clauses), limit=k, count=False)
+        return [str(searcher.doc(addr).get_first("chunk_id")) for _score, addr in result.hits]
+
+    def _filter_clauses(self, filters: Filters) -> list[tuple[tantivy.Occur, tantivy.Query]]:
+        """The filters as zero-score MUST / MUST NOT clauses (ACL: public chunks always pass)."""
+        principals = sorted({PUBLIC, *(filters.principals or ())})
+        clauses = [(tantivy.Occur.Must, self._term_filter("acl", principals))]
+        if filters.sources is not None:
+            clauses.append((tantivy.Occur.Must, self._term_filter("source", filters.sources)))
+        if filters.docs is not None:
+            clauses.append((tantivy.Occur.Must, self._term_filter("external_id", filters.docs)))
+        if filters.exclude_docs:
+            clauses.append((tantivy.Occur.MustNot, self._term_filter("external_id", filters.exclude_docs)))
+        return clauses
 
     def _ident_queries(self, searcher: tantivy.Searcher, query: str) -> list[tantivy.Query]:
         """One query per identifier in ``query`` that occurs in the index.
@@ -336,6 +360,10 @@ def _to_document(rec: IndexRecord, *, units: bool = True) -> tantivy.Document:
         doc.add_text("heading", rec.heading)
         if rec.unit_text is not None:
             doc.add_text("unit", rec.unit_text)
+        if rec.message_id:
+            doc.add_text("msgid", rec.message_id)
+        if rec.reply_to:
+            doc.add_text("reply_to", rec.reply_to)
     return doc
 
 

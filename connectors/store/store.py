@@ -221,6 +221,22 @@ class DocumentStore:
         wanted = set(keys)
         return {k: v for k, v in out.items() if k in wanted}
 
+    def parse_metadata(self, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+        """(content hash, parse version, format) -> the parse's `doc_metadata`, for good parses,
+        without reading their blocks (the index stage needs e-mail thread keys only)."""
+        keys = list(keys)
+        wanted = set(keys)
+        out: dict[tuple[str, str, str], dict[str, Any]] = {}
+        cols = (t.parses.c.content_hash, t.parses.c.parse_version, t.parses.c.format, t.parses.c.doc_metadata)
+        with self.engine.connect() as c:
+            for batch in _batches(sorted({k[0] for k in keys})):
+                q = sa.select(*cols).where(t.parses.c.content_hash.in_(batch), t.parses.c.status == "ok")
+                for r in c.execute(q):
+                    key = (r.content_hash, r.parse_version, r.format)
+                    if key in wanted:
+                        out[key] = r.doc_metadata or {}
+        return out
+
     def put_parses(self, rows: list[dict[str, Any]]) -> None:
         with self.tx() as c:
             self._upsert(c, t.parses, rows)
