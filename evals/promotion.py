@@ -25,7 +25,7 @@ from evals.gate import GateReport, compare, first_generation_report
 from evals.runner import EvalReport, ExcludingSearchFn, run_eval
 from query_service.retrieval import GenerationRetriever, Hit
 
-__all__ = ["collect_garbage", "evaluate", "excluding_search", "judge", "promote", "rollback"]
+__all__ = ["collect_garbage", "drop_candidate", "evaluate", "excluding_search", "judge", "promote", "rollback"]
 
 
 def all_principals(store: DocumentStore) -> tuple[str, ...]:
@@ -164,3 +164,16 @@ def collect_garbage(cfg: BinderyConfig, store: DocumentStore) -> list[str]:
         removed = store.drop_chunk_versions_except(kept)
         store.add_event("gc", f"dropped generations {', '.join(dropped)} and {removed} chunk rows only they used")
     return dropped
+
+
+def drop_candidate(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], *, reason: str) -> None:
+    """Drop a building generation no one will promote (a judged `bindery tune` trial): its files
+    and index state go, its row stays as `dropped`. Its cached chunks and embeddings stay too (a
+    later trial or reindex re-uses them; `bindery gc` removes what nothing uses)."""
+    if gen["status"] not in ("building", "retired"):
+        raise BindingError(f"generation {gen['name']} is {gen['status']}: only a candidate can be dropped")
+    drop_generation_files(cfg, gen["name"])
+    store.update_generation(gen["id"], status="dropped", vector_snapshot=None, keyword_snapshot=None,
+                            retired_at=time.time())
+    store.clear_index_state(gen["id"], list(store.index_state(gen["id"])))
+    store.add_event("candidate-dropped", f"candidate {gen['name']} dropped: {reason}")

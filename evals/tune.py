@@ -6,14 +6,14 @@ only (gate metric, then the secondary metric, then the earlier trial), so the ch
 judges the choice without having shaped it. Trial 0 is always the configuration as it is (the
 defaults), so "does tuning beat the defaults on the checking half?" is read off one table.
 
-Scope of this version: **query-time settings** (dotted keys under ``query.``, e.g.
-``query.candidates``, ``query.rrf_k``, ``query.same_doc_decay``). A trial of query-time settings
-is served from the live generation's published indexes with the trial's query configuration, so
-it costs no parse, chunk, prefix or embedding: the trial table counts the parse and embedding
-rows the store gained during each trial (``parsed``/``embedded``) to show it. Query embeddings
-are computed once per question and re-used by every trial (they do not depend on query-time
-settings). Keys that change ingestion (``stages.*``) are refused with a clear message: building
-one candidate generation per trial through the stage caches is not implemented yet.
+This module runs the trials of **query-time settings** (dotted keys under ``query.``, e.g.
+``query.unit_weight``, ``query.same_doc_decay``) on one generation: each is served from that
+generation's published indexes with the trial's query configuration, so it costs no parse,
+chunk, prefix or embedding; the trial table counts the parse and embedding rows the store gained
+(``parsed``/``embedded``) to show it. Query embeddings are computed once per question and re-used
+by every trial. Keys that change ingestion (``stages.*``: chunk sizes, unit budget, prefixes)
+need one generation per distinct setting: `orchestration.tuning` builds those through the stage
+caches and calls `run_tune` on each (`INGESTION`, `split_space`).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from evals.promotion import all_principals, excluding_search
 from evals.runner import run_eval
 from evals.split import EvalSplit, split_cases
 
-__all__ = ["DEFAULT_SPACE", "Budget", "Trial", "TuneResult", "apply_settings", "format_trials", "parse_budget",
-           "run_tune", "trial_settings"]
+__all__ = ["DEFAULT_SPACE", "INGESTION", "Budget", "Trial", "TuneResult", "apply_settings", "format_trials",
+           "parse_budget", "run_tune", "split_space", "store_rows", "trial_settings"]
 
 # Query-time knobs whose useful ranges are wide enough that the defaults are not obviously best.
 DEFAULT_SPACE: dict[str, list[Any]] = {
@@ -50,6 +50,7 @@ DEFAULT_SPACE: dict[str, list[Any]] = {
     "query.same_doc_decay": [0.8, 0.97, 1.0],
 }
 QUERY_TIME = ("query.",)
+INGESTION = ("stages.chunk.", "stages.context.", "stages.embed.")  # tuned through one generation each
 _SKIP = ("query.auth", "query.poll_seconds", "query.max_body_bytes", "query.k")  # not retrieval quality
 _MINUTES = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*m(?:in)?\s*$")
 
@@ -78,12 +79,19 @@ def parse_budget(value: str | int) -> Budget:
     raise ConfigError(f"tune budget {value!r}: give a number of trials (12) or minutes (10m)")
 
 
-def _check_key(cfg: BinderyConfig, key: str) -> None:
-    if not key.startswith(QUERY_TIME) or key.startswith(_SKIP):
+def split_space(space: Mapping[str, Sequence[Any]]) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """(ingestion keys, query-time keys) of a tune space."""
+    ingest = {k: list(v) for k, v in space.items() if k.startswith(INGESTION)}
+    return ingest, {k: list(v) for k, v in space.items() if k not in ingest}
+
+
+def _check_key(cfg: BinderyConfig, key: str, *, ingestion: bool = False) -> None:
+    allowed = QUERY_TIME + (INGESTION if ingestion else ())
+    if not key.startswith(allowed) or key.startswith(_SKIP):
         raise ConfigError(
-            f"tune key {key!r}: this version tunes query-time retrieval settings (query.candidates, "
-            "query.rrf_k, query.same_doc_decay, ...); settings that change ingestion need one candidate "
-            "generation per trial, which is not implemented yet")
+            f"tune key {key!r}: tune searches query-time retrieval settings (query.unit_weight, "
+            "query.same_doc_decay, ...) and, through one generation each, chunking, prefix and "
+            "embedding settings (stages.chunk.*, stages.context.*, stages.embed.*)")
     node: Any = cfg.model_dump()
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -91,26 +99,29 @@ def _check_key(cfg: BinderyConfig, key: str) -> None:
         node = node[part]
 
 
-def apply_settings(cfg: BinderyConfig, settings: Mapping[str, Any]) -> BinderyConfig:
+def apply_settings(cfg: BinderyConfig, settings: Mapping[str, Any], *, ingestion: bool = False) -> BinderyConfig:
     """A copy of ``cfg`` with each dotted key set (validated like a loaded configuration)."""
     data = cfg.model_dump()
     for key, value in settings.items():
-        _check_key(cfg, key)
+        _check_key(cfg, key, ingestion=ingestion)
         node = data
         *path, last = key.split(".")
         for part in path:
             node = node[part]
         node[last] = value
     try:
-        return BinderyConfig.model_validate(data)
+        out = BinderyConfig.model_validate(data)
     except Exception as exc:  # pydantic's message names the field and the bad value
         raise ConfigError(f"tune settings {dict(settings)} are not a valid configuration: {exc}") from exc
+    out.config_path = cfg.config_path
+    return out
 
 
-def trial_settings(cfg: BinderyConfig, space: Mapping[str, Sequence[Any]], seed: int) -> list[dict[str, Any]]:
+def trial_settings(cfg: BinderyConfig, space: Mapping[str, Sequence[Any]], seed: int, *,
+                   ingestion: bool = False) -> list[dict[str, Any]]:
     """The trials to run, in order: the current values first, then the grid shuffled by ``seed``."""
     for key in space:
-        _check_key(cfg, key)
+        _check_key(cfg, key, ingestion=ingestion)
     current = _current(cfg, list(space))
     grid = [dict(zip(space, combo, strict=True)) for combo in itertools.product(*space.values())]
     rest = [s for s in grid if s != current]
@@ -174,7 +185,8 @@ class _QueryVectors:
         return self._seen[text]
 
 
-def _rows(store: DocumentStore) -> tuple[int, int]:
+def store_rows(store: DocumentStore) -> tuple[int, int]:
+    """(parse rows, embedding rows) in the store: what a trial computed is the difference."""
     with store.engine.connect() as c:
         parsed = c.execute(sa.select(sa.func.count()).select_from(t.parses)).scalar_one()
         embedded = c.execute(sa.select(sa.func.count()).select_from(t.embeddings)).scalar_one()
@@ -197,7 +209,7 @@ def run_tune(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], *,
         raise ConfigError("no eval set: pass --queries FILE or set gate.queries in bindery.yaml")
     seed = cfg.tune.seed if seed is None else seed
     budget = budget or parse_budget(cfg.tune.budget)
-    settings = trial_settings(cfg, space or cfg.tune.space or DEFAULT_SPACE, seed)
+    settings = trial_settings(cfg, space if space is not None else cfg.tune.space or DEFAULT_SPACE, seed)
     split = split_cases(load_eval_set(path), seed=seed)
     filters = Filters(principals=all_principals(store))
     retriever = GenerationRetriever(cfg, gen, store)
@@ -217,11 +229,11 @@ def run_tune(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], *,
 
 
 def _trial(settings: dict[str, Any], split: EvalSplit, search: Any, store: DocumentStore, k: int) -> Trial:
-    before = _rows(store)
+    before = store_rows(store)
     t0 = time.perf_counter()
     tune = run_eval(split.tune, search, k=k, excluding=True)
     check = run_eval(split.check, search, k=k, excluding=True)
-    after = _rows(store)
+    after = store_rows(store)
     return Trial(settings, _round(tune.metrics), _round(check.metrics), time.perf_counter() - t0,
                  after[0] - before[0], after[1] - before[1])
 

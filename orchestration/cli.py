@@ -288,13 +288,23 @@ def cmd_eval(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
     """Search query-time retrieval settings on the eval set (see `evals.tune`); store a `tune`
     event with every trial, print the trials table (or return it with --json)."""
-    from evals.tune import format_trials, parse_budget, run_tune
+    from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, run_tune, split_space
+    from orchestration.tuning import tune_generations
 
     store = _store(cfg)
     gen = _generation(store, a.generation)
     budget = parse_budget(a.budget) if a.budget else None
-    result = run_tune(cfg, store, gen, budget=budget, seed=a.seed, queries=a.queries)
+    ingestion, _ = split_space(cfg.tune.space or DEFAULT_SPACE)
+    built = None
+    if ingestion or a.build:
+        if gen["status"] != "live":
+            raise ConfigError("tune --generation: ingestion settings are tried against the live generation")
+        result, built = tune_generations(cfg, store, gen, build=a.build, budget=budget, seed=a.seed,
+                                         queries=a.queries)
+    else:
+        result = run_tune(cfg, store, gen, budget=budget, seed=a.seed, queries=a.queries)
     out = result.to_json()
+    out["built"] = {"id": built["id"], "name": built["name"]} if built else None
     best = out["best"]
     store.add_event("tune", f"{len(result.trials)} trials on generation {gen['name']}; best "
                     f"{best['settings']} (tune {result.metric} {best['tune'][result.metric]:.3f}, "
@@ -302,6 +312,11 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     if a.json:
         return {"generation": gen["id"], **out}
     print(format_trials(result))
+    if built:
+        print(f"built candidate {built['name']} from {best['settings']}: copy these settings into "
+              f"{cfg.config_path or 'bindery.yaml'}, then `bindery promote` (the gate judges it)")
+    elif a.build:
+        print("the configuration as it stands scored best: nothing to build")
     return None
 
 
@@ -509,7 +524,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--budget", help="trials (24) or minutes (10m); default: tune.budget")
     s.add_argument("--seed", type=int, default=None, help="split and trial-order seed; default: tune.seed")
     s.add_argument("--queries", help="eval set (JSONL); default: gate.queries")
-    s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
+    s.add_argument("--generation", default="live", type=_generation_arg,
+                   help="live, candidate or a generation id (query-time keys only)")
+    s.add_argument("--build", action="store_true",
+                   help="build the best ingestion setting as a candidate generation for `bindery promote`")
     s = sub.add_parser("query", help="search the live generation")
     s.add_argument("text", help="what to search for")
     s.add_argument("-k", type=_positive_int, default=5, help="number of hits (default 5)")

@@ -3,6 +3,9 @@
 Launch it from the UI (Jobs -> tune) with an optional `budget` ("12" trials or "10m"); the step's
 output carries the trials table (markdown), the whole result as JSON, and the best trial's
 tuning- and checking-half metrics. Like the CLI it stores a `tune` event with every trial.
+The job tries the space's query-time keys on the live generation; ingestion keys (which need a
+generation built per setting, each a run of its own) are left to `bindery tune`, and the step's
+metadata says which were left out.
 """
 
 # no `from __future__ import annotations`: Dagster resolves the op's config class from its annotation
@@ -10,7 +13,7 @@ import dagster as dg
 
 from assets.resource import BinderyResource
 from connectors.errors import BindingError
-from evals.tune import format_trials, parse_budget, run_tune
+from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, run_tune, split_space
 
 
 class TuneJobConfig(dg.Config):
@@ -26,7 +29,9 @@ def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery
     gen = rt.store.get_generation(binding["generation_id"])
     if gen is None:
         raise BindingError(f"the live binding names generation {binding['generation_id']}, which is gone")
-    result = run_tune(rt.cfg, rt.store, gen, budget=parse_budget(config.budget) if config.budget else None)
+    ingestion, query_space = split_space(rt.cfg.tune.space or DEFAULT_SPACE)
+    result = run_tune(rt.cfg, rt.store, gen, space=query_space,
+                      budget=parse_budget(config.budget) if config.budget else None)
     out = result.to_json()
     rt.store.add_event("tune", f"{len(result.trials)} trials (Dagster job)", details={**out, "generation": gen["id"]})
     best = out["best"]
@@ -36,6 +41,7 @@ def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery
         "best_settings": dg.MetadataValue.json(best["settings"]),
         f"best_tune_{result.metric}": best["tune"][result.metric],
         f"best_check_{result.metric}": best["check"][result.metric],
+        "ingestion_keys_left_to_the_cli": dg.MetadataValue.json(sorted(ingestion)),
     }
     return dg.Output(None, metadata=meta)
 

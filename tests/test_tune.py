@@ -103,18 +103,56 @@ def test_choice_does_not_depend_on_the_checking_half(synced: Deployment, tmp_pat
     assert all(t["check"]["recall@10"] == 0.0 for t in second["trials"])
 
 
-def test_ingestion_keys_and_bad_budgets_are_refused(synced: Deployment) -> None:
-    synced.config["tune"] = {"space": {"stages.chunk.max_tokens": [100, 300]}}
+def test_bad_keys_and_budgets_are_refused(synced: Deployment) -> None:
+    synced.config["tune"] = {"space": {"stages.parse.ocr": [True, False]}}
     synced.save()
     try:
         err = synced.cli("tune", expect=2)
     finally:
         synced.config["tune"] = {"space": {"query.rrf_k": [10, 60]}, "budget": 2}
         synced.save()
-    assert "ingestion" in err["error"]
+    assert "stages.chunk" in err["error"]
     with pytest.raises(ConfigError):
         parse_budget("soon")
     assert parse_budget("10m").seconds == 600 and parse_budget(3).trials == 3
+
+
+@pytest.fixture(scope="module")
+def cut_apart(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
+    """A deployment whose chunks are cut too small, each its own unit: tuning can only improve it."""
+    dep = Deployment(tmp_path_factory.mktemp("tune-ingest"))
+    dep.set_stage("chunk", max_tokens=24, overlap_tokens=0, min_tokens=0, parent_max_tokens=0)
+    dep.config["tune"] = {"space": {"stages.chunk.parent_max_tokens": [0, 800],
+                                    "query.same_doc_decay": [0.97, 0.5]}, "budget": 4}
+    dep.save()
+    dep.cli("sync")
+    return dep
+
+
+def test_ingestion_settings_are_tuned_through_one_generation_each(cut_apart: Deployment) -> None:
+    out = cut_apart.cli("tune")
+    settings = [t["settings"] for t in out["trials"]]
+    assert [s["stages.chunk.parent_max_tokens"] for s in settings] == [0, 0, 800, 800]  # as it stands first
+    assert settings[0]["query.same_doc_decay"] == 0.97
+    # the unit budget changes no chunk text: the trial generation re-uses every parse and embedding
+    assert all(t["parsed"] == 0 and t["embedded"] == 0 for t in out["trials"])
+    assert out["built"] is None
+    store = DocumentStore(f"sqlite:///{cut_apart.data / 'bindery.db'}", migrate=False)
+    try:
+        statuses = [g["status"] for g in store.generations()]
+    finally:
+        store.dispose()
+    assert statuses.count("live") == 1 and "building" not in statuses  # judged trials are dropped
+
+
+def test_tune_build_leaves_the_best_as_a_candidate_the_gate_passes(cut_apart: Deployment) -> None:
+    out = cut_apart.cli("tune", "--build")
+    assert out["best"]["settings"]["stages.chunk.parent_max_tokens"] == 800  # whole sections beat 24-token bits
+    assert out["built"] is not None
+    status = cut_apart.cli("status")
+    assert status["candidate"] == out["built"]["id"]
+    promoted = cut_apart.cli("promote")
+    assert promoted["promoted"] and promoted["live"] == out["built"]["id"] and not promoted["forced"]
 
 
 def test_tune_job_runs_in_dagster_with_the_trials_table(synced: Deployment) -> None:

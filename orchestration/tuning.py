@@ -1,0 +1,148 @@
+"""`bindery tune` across ingestion settings: one generation per distinct chunking/prefix/embedding
+setting, query-time trials on each (`evals.tune.run_tune`), one table.
+
+The space's keys split in two (`evals.tune.split_space`): ingestion keys (``stages.chunk.*``,
+``stages.context.*``, ``stages.embed.*``) and query-time keys. The ingestion settings are tried in
+the seeded trial order, the configuration as it stands first (served by the live generation).
+Every other setting is built as a candidate generation by the ordinary `reindex` job from a
+trial configuration (written under ``data_dir/tune/``), so it re-uses every cached parse, chunk,
+prefix and embedding and computes only what the setting changes; the store rows it added are
+counted on that setting's first trial (``parsed``/``embedded``). The query-time trials then run
+on it. The budget (trials or minutes) covers the whole search.
+
+A trial generation is dropped once judged (its indexes; the caches it filled stay). With ``build``,
+the best ingestion setting is built once more at the end (from those caches: index writes only)
+and left as the building candidate, with its trial configuration recorded, for the normal gate
+(`bindery promote`); nothing is built when the configuration as it stands is best. A candidate
+that exists before tuning is refused rather than superseded: it is someone's reindex.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from assets.runtime import Generation, Runtime
+from connectors.config import BinderyConfig, load_config
+from connectors.errors import BinderyError, BindingError
+from connectors.identity import short_hash
+from connectors.store import DocumentStore
+from evals.promotion import drop_candidate
+from evals.tune import (
+    DEFAULT_SPACE,
+    Budget,
+    Trial,
+    TuneResult,
+    apply_settings,
+    parse_budget,
+    run_tune,
+    split_space,
+    store_rows,
+    trial_settings,
+)
+
+__all__ = ["TrialBuildFailed", "tune_generations"]
+
+
+class TrialBuildFailed(BinderyError):
+    """The reindex of one ingestion setting failed; its candidate was dropped."""
+
+
+def tune_generations(cfg: BinderyConfig, store: DocumentStore, live: dict[str, Any], *, build: bool = False,
+                     budget: Budget | None = None, seed: int | None = None,
+                     queries: str | None = None) -> tuple[TuneResult, dict[str, Any] | None]:
+    """Run the search (module docstring); returns the result and, with `build`, the candidate
+    generation row left for the gate (None when the configuration as it stands is best)."""
+    ingest, query_space = split_space(cfg.tune.space or DEFAULT_SPACE)
+    seed = cfg.tune.seed if seed is None else seed
+    budget = budget or parse_budget(cfg.tune.budget)
+    settings = trial_settings(cfg, ingest, seed, ingestion=True)
+    if len(settings) > 1 and store.generations(("building",)):
+        raise BindingError("a candidate generation is being built: promote it or let it be superseded "
+                           "before tuning ingestion settings (tune builds its own candidates)")
+    trials: list[Trial] = []
+    best: tuple[int, int] | None = None  # (index into trials, index into settings)
+    result: TuneResult | None = None
+    started = time.perf_counter()
+    for n, ing in enumerate(settings):
+        left = _left(budget, len(trials), time.perf_counter() - started, len(settings) - n)
+        if left is None:
+            break
+        gen, gcfg, cost = (live, cfg, (0, 0, 0.0)) if n == 0 else _build(cfg, store, ing)
+        try:
+            result = run_tune(gcfg, store, gen, space=query_space, budget=left, seed=seed, queries=queries)
+        finally:
+            if n > 0:  # judged: its caches stay, its indexes go (a --build rebuilds the best from them)
+                drop_candidate(cfg, store, gen, reason="tune: trial generation judged")
+        first = len(trials)
+        for i, tr in enumerate(result.trials):
+            extra = cost if i == 0 else (0, 0, 0.0)
+            trials.append(replace(tr, settings={**ing, **tr.settings}, parsed=tr.parsed + extra[0],
+                                  embedded=tr.embedded + extra[1], seconds=tr.seconds + extra[2]))
+        if best is None or _key(trials[first + result.best], cfg) > _key(trials[best[0]], cfg):
+            best = (first + result.best, n)
+    assert best is not None and result is not None, "the configuration as it stands is always tried"
+    kept = None
+    if build and best[1] > 0:  # every cached parse, chunk, prefix and embedding of it is there
+        kept = _build(cfg, store, settings[best[1]])[0]
+        store.add_event("tune-candidate", f"tune built candidate {kept['name']} from {settings[best[1]]}",
+                        details={"settings": trials[best[0]].settings})
+    out = TuneResult(trials, best[0], cfg.gate.metric, cfg.gate.secondary_metric, result.split)
+    return out, kept
+
+
+def _key(tr: Trial, cfg: BinderyConfig) -> tuple[float, float]:
+    return tr.tune[cfg.gate.metric], tr.tune[cfg.gate.secondary_metric]
+
+
+def _left(budget: Budget, done: int, elapsed: float, settings_left: int) -> Budget | None:
+    """This ingestion setting's share of what is left of the budget; None when it is spent."""
+    if budget.exhausted(done, elapsed):
+        return None
+    if budget.trials is not None:
+        return Budget(trials=max(1, (budget.trials - done) // settings_left))
+    assert budget.seconds is not None
+    return Budget(seconds=max(1.0, (budget.seconds - elapsed) / settings_left))
+
+
+def _build(cfg: BinderyConfig, store: DocumentStore, ing: dict[str, Any]) -> tuple[
+        dict[str, Any], BinderyConfig, tuple[int, int, float]]:
+    """Reindex one ingestion setting into a candidate; (its row, its configuration, (parse rows,
+    embedding rows, seconds) it added)."""
+    from orchestration.report import sync_summary
+    from orchestration.runs import Runner
+
+    tcfg = _trial_config(cfg, ing)
+    rt = Runtime(tcfg, store)
+    cand: Generation = rt.ensure_candidate()
+    before, t0 = store_rows(store), time.perf_counter()
+    outcomes, seconds = Runner(tcfg).run_sources("reindex", [s.name for s in tcfg.sources],
+                                                 tags={"bindery/candidate": cand.name, "bindery/tune": "1"})
+    summary = sync_summary(outcomes, seconds, store)
+    if summary["errors"]:
+        drop_candidate(cfg, store, cand.row, reason="tune: its reindex failed")
+        raise TrialBuildFailed(f"tune: building {ing} failed: " +
+                               "; ".join(f"{k}: {v}" for k, v in summary["errors"].items()))
+    after = store_rows(store)
+    row = store.get_generation(cand.id)
+    assert row is not None
+    return row, tcfg, (after[0] - before[0], after[1] - before[1], time.perf_counter() - t0)
+
+
+def _trial_config(cfg: BinderyConfig, ing: dict[str, Any]) -> BinderyConfig:
+    """The configuration with `ing` applied, written under data_dir/tune/ (the reindex job loads
+    its configuration from a file) and loaded back from there."""
+    tcfg = apply_settings(cfg, ing, ingestion=True)
+    folder = cfg.data_path / "tune"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"trial-{short_hash(ing, 12)}.yaml"
+    data = tcfg.model_dump(mode="json", exclude={"config_path"})
+    path.write_text("# written by `bindery tune` for one trial generation; safe to delete\n" +
+                    yaml.safe_dump(data, sort_keys=False))
+    return load_config(Path(path))
+
+
