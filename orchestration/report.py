@@ -16,6 +16,7 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
     sources: dict[str, dict[str, int]] = {}
     recomputed = {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
     written = {"documents": 0, "chunks": 0, "deleted": 0}
+    truncated = 0  # final texts longer than the embedder reads: their ends were not embedded
     timings: dict[str, float] = {}
     errors: dict[str, str] = {}
     checks: dict[str, Any] = {}
@@ -27,6 +28,7 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
         recomputed["chunk"] += int(m.get("chunks", {}).get("chunked", 0))
         recomputed["context"] += int(m.get("contextual_prefixes", {}).get("computed", 0))
         recomputed["embed"] += int(m.get("embeddings", {}).get("embedded", 0))
+        truncated += int(m.get("embeddings", {}).get("truncated", 0))
         idx = m.get("vector_index", {})
         written["documents"] += int(idx.get("written_docs", 0))
         written["chunks"] += int(idx.get("written_chunks", 0))
@@ -42,8 +44,8 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
     b = store.get_binding()
     errors.update(_nothing_indexed([o.partition for o in outcomes if o.success], store, b))
     return {"generation": b["generation_id"] if b else None, "sources": sources, "recomputed": recomputed,
-            "written": written, "seconds": round(seconds, 3), "timings": timings, "errors": errors,
-            "dead_letters": store.counts()["dead_letters"], "_checks": checks}
+            "written": written, "truncated": truncated, "seconds": round(seconds, 3), "timings": timings,
+            "errors": errors, "dead_letters": store.counts()["dead_letters"], "_checks": checks}
 
 
 def _nothing_indexed(sources: list[str], store: DocumentStore, binding: dict[str, Any] | None) -> dict[str, str]:
@@ -172,6 +174,9 @@ def _human_sync(r: dict[str, Any]) -> str:
                 lines.append(f"check {name} [{src}]: {c['severity']}: {c['description']}")
     if r.get("dead_letters"):
         lines.append(f"dead letters: {r['dead_letters']} (see `bindery dlq`)")
+    if r.get("truncated"):
+        lines.append(f"warning: {r['truncated']} embedded texts were longer than the embedding model reads; "
+                     "their ends are in BM25 only (lower stages.chunk.max_tokens or context.max_prefix_tokens)")
     if r.get("candidate") is not None:
         lines.append(f"candidate generation: {r.get('candidate_name')} (id {r['candidate']}); "
                      "run `bindery promote` to judge and flip")

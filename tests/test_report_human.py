@@ -83,3 +83,26 @@ def test_a_command_without_a_renderer_prints_indented_json() -> None:
 def test_table_right_aligns_numbers_and_marks_missing_values() -> None:
     out = table(["name", "docs"], [["alpha", 1200], ["b", None]]).splitlines()
     assert out == ["name    docs", "-----  -----", "alpha  1,200", "b          -"]
+
+
+def test_texts_longer_than_the_embedder_reads_are_reported() -> None:
+    from types import SimpleNamespace
+
+    from orchestration.report import sync_summary
+
+    class _Store:
+        def get_binding(self) -> None:
+            return None
+
+        def counts(self) -> dict[str, int]:
+            return {"dead_letters": 0}
+
+        def documents(self, source: str) -> list[dict[str, Any]]:
+            return []
+
+    run = SimpleNamespace(partition="docs", success=True, error=None, checks={},
+                          metadata={"embeddings": {"embedded": 5, "truncated": 2}})
+    summary = sync_summary([run], 1.0, _Store())  # type: ignore[arg-type]
+    assert summary["truncated"] == 2
+    assert "warning: 2 embedded texts were longer than the embedding model reads" in human("sync", _sync(truncated=2))
+    assert "warning" not in human("sync", _sync(truncated=0))
