@@ -275,6 +275,7 @@ class QueryConfig(_Strict):
     sparse_weight: float = Field(1.0, ge=0)
     unit_weight: float = Field(0.6, ge=0)  # BM25 over whole units (0 skips that search)
     heading_weight: float = Field(0.0, ge=0)  # BM25 over heading paths, added to the chunk-level BM25
+    plain_weight: float = Field(1.0, ge=0)  # BM25 over the unstemmed words, added at both levels
     # E-mail: a message's parent and replies gain this share of its lead (0 = off; see ranking.py)
     thread_weight: float = Field(0.5, ge=0)
     # At most this many units of one document in the returned top-k (0 = no limit). The

@@ -157,8 +157,10 @@ class _Served:
 
         def sparse() -> tuple[list[ScoredId], list[ScoredId]]:
             s = time.perf_counter()
-            chunks = self.pair.keyword.search(query, qcfg.candidates, filters, heading_weight=qcfg.heading_weight)
-            units = (self.pair.keyword.search(query, qcfg.candidates, filters, level="unit")
+            chunks = self.pair.keyword.search(query, qcfg.candidates, filters, heading_weight=qcfg.heading_weight,
+                                              plain_weight=qcfg.plain_weight)
+            units = (self.pair.keyword.search(query, qcfg.candidates, filters, level="unit",
+                                              plain_weight=qcfg.plain_weight)
                      if qcfg.unit_weight > 0 else [])
             timings["sparse_ms"] = (time.perf_counter() - s) * 1000
             return chunks, units

@@ -104,6 +104,7 @@ def test_bulk_lines_are_well_formed_with_chunk_id_as_id(
         "text": text,
         "ident": identifiers(text),
         "heading": "",
+        "text_plain": text,
     }
     assert lines[2] == {"index": {"_index": "chunks_g1_abc123", "_id": "c2"}}
 
@@ -335,4 +336,4 @@ def test_an_index_created_before_units_gets_their_fields_and_keeps_working(stub:
         ix.commit()
         assert ids(ix.search("prime", 5, Filters(), level="unit")) == ["a"]
     (put,) = stub.calls("PUT", "/chunks_old/_mapping")
-    assert set(put.body["properties"]) == {"heading", "unit"}
+    assert set(put.body["properties"]) == {"heading", "text_plain", "unit", "unit_plain", "msgid", "reply_to"}

@@ -273,3 +273,15 @@ def test_thread_neighbours_find_parents_and_replies_under_the_filters(index: Tan
     assert index.thread_neighbours([], 10, Filters()) == []
     with pytest.raises(QueryError):
         index.thread_neighbours(["<p@x>"], 10, Filters(principals=None))
+
+
+def test_the_unstemmed_field_rewards_the_exact_word(index: TantivyIndex) -> None:
+    # "configured" and "configuration" share the stem "configur": stemmed BM25 cannot tell them
+    # apart; the unstemmed field scores the exact word the query used
+    index.upsert([rec("exact", "the configured value"), rec("other", "the configuration value")])
+    index.commit()
+    stemmed = index.search("configured", 5, Filters())
+    assert {h.chunk_id for h in stemmed} == {"exact", "other"}
+    assert stemmed[0].score == pytest.approx(stemmed[1].score, rel=0.2)
+    plain = index.search("configured", 5, Filters(), plain_weight=1.0)
+    assert plain[0].chunk_id == "exact" and plain[0].score > plain[1].score * 1.5

@@ -63,13 +63,15 @@ INDEX_MAPPINGS: dict[str, Any] = {
         "text": {"type": "text", "analyzer": "bindery_english"},
         "ident": {"type": "keyword", "normalizer": "bindery_lowercase"},
         "heading": {"type": "text", "analyzer": "bindery_english"},
+        "text_plain": {"type": "text", "analyzer": "standard"},
         "unit": {"type": "text", "analyzer": "bindery_english"},
+        "unit_plain": {"type": "text", "analyzer": "standard"},
         "msgid": {"type": "keyword"},
         "reply_to": {"type": "keyword"},
     },
 }
 # Fields added with units and thread neighbours: put into an index created before them (additive).
-_UNIT_FIELDS = ("heading", "unit", "msgid", "reply_to")
+_UNIT_FIELDS = ("heading", "text_plain", "unit", "unit_plain", "msgid", "reply_to")
 
 
 def index_settings(shards: int = 1, replicas: int | None = None) -> dict[str, Any]:
@@ -230,7 +232,8 @@ class ElasticsearchIndex:
                     "text": rec.text,
                     "ident": identifiers(rec.text),
                     "heading": rec.heading,
-                    **({"unit": rec.unit_text} if rec.unit_text is not None else {}),
+                    "text_plain": rec.text,
+                    **({"unit": rec.unit_text, "unit_plain": rec.unit_text} if rec.unit_text is not None else {}),
                     **({"msgid": rec.message_id} if rec.message_id else {}),
                     **({"reply_to": rec.reply_to} if rec.reply_to else {}),
                 },
@@ -267,7 +270,7 @@ class ElasticsearchIndex:
     # -- reads ---------------------------------------------------------------------------
 
     def search(self, query: str, k: int, filters: Filters, *, level: SearchLevel = "chunk",
-               heading_weight: float = 0.0) -> list[ScoredId]:
+               heading_weight: float = 0.0, plain_weight: float = 0.0) -> list[ScoredId]:
         """BM25 ``match`` on ``text`` (plus ``heading`` x ``heading_weight``) plus boosted exact
         ``ident`` terms, or at ``level="unit"`` a ``match`` on ``unit``; filters in ``filter``.
 
@@ -277,7 +280,7 @@ class ElasticsearchIndex:
         """
         if k < 1:
             raise QueryError(f"k must be at least 1, got {k}")
-        body = build_query(query, filters, level=level, heading_weight=heading_weight)
+        body = build_query(query, filters, level=level, heading_weight=heading_weight, plain_weight=plain_weight)
         if body is None:
             return []
         with self._errors("search"):
@@ -397,7 +400,7 @@ class ElasticsearchIndex:
 
 
 def build_query(query: str, filters: Filters, *, level: SearchLevel = "chunk",
-                heading_weight: float = 0.0) -> dict[str, Any] | None:
+                heading_weight: float = 0.0, plain_weight: float = 0.0) -> dict[str, Any] | None:
     """The ``bool`` query for ``query`` under ``filters``; ``None`` when nothing can match.
 
     ``should``: a ``match`` on ``text`` and one boosted ``term`` per identifier (a ``term``
@@ -412,6 +415,7 @@ def build_query(query: str, filters: Filters, *, level: SearchLevel = "chunk",
     if not text or filters.sources == () or filters.docs == ():
         return None
     should: list[dict[str, Any]]
+    field = "unit" if level == "unit" else "text"
     if level == "unit":
         should = [{"match": {"unit": {"query": text}}}]
     else:
@@ -421,6 +425,8 @@ def build_query(query: str, filters: Filters, *, level: SearchLevel = "chunk",
         should += [
             {"term": {"ident": {"value": ident, "boost": IDENT_BOOST}}} for ident in identifiers(query)
         ]
+    if plain_weight > 0:
+        should.append({"match": {f"{field}_plain": {"query": text, "boost": plain_weight}}})
     body = build_filter_query(filters)
     if body is None:
         return None

@@ -13,14 +13,20 @@ field           tokenizer    stored  why
 ``text``        en_stem      no      BM25 over the chunk text (stemmed, lowercased)
 ``ident``       raw          no      multi-valued exact identifiers; SHOULD, idf-weighted
 ``heading``     en_stem      no      the chunk's heading path; BM25 x ``heading_weight``
+``text_plain``  default      no      the same text unstemmed; BM25 x ``plain_weight``, added
 ``unit``        en_stem      no      on a unit's first chunk: the unit's words (``level="unit"``)
+``unit_plain``  default      no      the same unit text unstemmed
 ``msgid``       raw          no      an e-mail's Message-ID (``thread_neighbours``)
 ``reply_to``    raw          no      the Message-ID it replies to (``thread_neighbours``)
 ==============  ===========  ======  =================================================
 
-``heading``, ``unit``, ``msgid`` and ``reply_to`` came with units (small-to-big) and thread
-neighbours; an index written before them lacks them and still opens: its chunk search ignores
-the heading weight, and its unit search and thread lookups are empty.
+Why both a stemmed and an unstemmed field: stemming helps where a query says "configuring" and the
+text "configured" (the flex manual, e-mail), and hurts where exact words carry the meaning (option
+descriptions in command references, PDFs); the sum of both was better than either on the dev sets
+(docs/retrieval.md). ``heading``, ``text_plain``, ``unit``, ``unit_plain``, ``msgid`` and
+``reply_to`` came with units (small-to-big) and thread neighbours; an index written before them
+lacks them and still opens: its chunk search reads ``text`` alone, and its unit search and thread
+lookups are empty.
 
 ``ident`` design: each token from :func:`connectors.analysis.identifiers` is added as its own
 value of a field using tantivy's built-in ``raw`` tokenizer, so every value is exactly one term
@@ -59,7 +65,8 @@ log = logging.getLogger(__name__)
 
 
 _FIELDS = ("chunk_id", "doc_id", "source", "external_id", "acl", "text", "ident")
-_UNIT_FIELDS = ("heading", "unit", "msgid", "reply_to")  # absent from indexes written before units
+# absent from indexes written before units
+_UNIT_FIELDS = ("heading", "text_plain", "unit", "unit_plain", "msgid", "reply_to")
 _MIN_HEAP_PER_THREAD_MB = 16  # tantivy refuses tiny per-thread budgets; stay well above
 
 
@@ -74,7 +81,9 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("text", tokenizer_name="en_stem", index_option="position")
     sb.add_text_field("ident", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("heading", tokenizer_name="en_stem", index_option="position")
+    sb.add_text_field("text_plain", tokenizer_name="default", index_option="position")
     sb.add_text_field("unit", tokenizer_name="en_stem", index_option="position")
+    sb.add_text_field("unit_plain", tokenizer_name="default", index_option="position")
     sb.add_text_field("msgid", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("reply_to", tokenizer_name="raw", index_option="basic")
     return sb.build()
@@ -189,10 +198,11 @@ class TantivyIndex:
     # -- reads ---------------------------------------------------------------------------
 
     def search(self, query: str, k: int, filters: Filters, *, level: SearchLevel = "chunk",
-               heading_weight: float = 0.0) -> list[ScoredId]:
+               heading_weight: float = 0.0, plain_weight: float = 0.0) -> list[ScoredId]:
         """BM25 best first: at ``level="chunk"`` over ``text`` (plus ``heading_weight`` x the
         ``heading`` field) plus boosted exact ``ident`` matches; at ``level="unit"`` over the
-        ``unit`` field, which only a unit's first chunk carries (one hit per unit).
+        ``unit`` field, which only a unit's first chunk carries (one hit per unit). At either
+        level ``plain_weight`` adds the unstemmed field's BM25 with that weight.
 
         Filters are MUST clauses with zero score: they restrict, never re-rank. ``principals``
         of ``None`` raises :class:`QueryError` (fail closed); public chunks (ACL ``"*"``) always
@@ -213,6 +223,10 @@ class TantivyIndex:
         if level == "chunk" and heading_weight > 0 and self._has_units:
             fields.append("heading")
             boosts["heading"] = heading_weight
+        if plain_weight > 0 and self._has_units:
+            plain = f"{fields[0]}_plain"
+            fields.append(plain)
+            boosts[plain] = plain_weight
         try:
             relevance = self._index.parse_query(text, fields, field_boosts=boosts)
         except ValueError as exc:  # sanitize_query should make this unreachable
@@ -358,8 +372,10 @@ def _to_document(rec: IndexRecord, *, units: bool = True) -> tantivy.Document:
         doc.add_text("ident", ident)
     if units:  # an index written before units has no such fields
         doc.add_text("heading", rec.heading)
+        doc.add_text("text_plain", rec.text)
         if rec.unit_text is not None:
             doc.add_text("unit", rec.unit_text)
+            doc.add_text("unit_plain", rec.unit_text)
         if rec.message_id:
             doc.add_text("msgid", rec.message_id)
         if rec.reply_to:
