@@ -23,7 +23,7 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from connectors.config import BinderyConfig, check_paths, load_config
+from connectors.config import AutomationConfig, BinderyConfig, check_paths, load_config
 from connectors.errors import BinderyError, ConfigError, GateRefused
 from orchestration import report
 
@@ -49,12 +49,14 @@ def _runner(cfg: BinderyConfig):
 _LISTING_COMMANDS = ("sync", "reindex", "plan")
 
 
+_DEFAULT_CRON = AutomationConfig().reconcile_cron
+
+
 def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     """Configuration facts no schema can check, verified before anything runs, each a one-line
     ConfigError naming its key: the file system (`data_dir`, source roots) and the values only
     Dagster or the gate can judge (the reconcile cron, the gate metrics)."""
     from evals.metrics import METRIC_NAMES
-    from orchestration.automation import check_cron
 
     only: list[str] | None = None
     if a.command in ("sync", "plan", "query"):
@@ -77,7 +79,10 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
         from evals.tune import check_tune_config
 
         check_tune_config(cfg, a.budget)
-    check_cron(cfg.automation.reconcile_cron, "automation.reconcile_cron")
+    if cfg.automation.reconcile_cron != _DEFAULT_CRON:  # Dagster judges it; the default needs no Dagster import
+        from orchestration.automation import check_cron
+
+        check_cron(cfg.automation.reconcile_cron, "automation.reconcile_cron")
     for key, value in (("metric", cfg.gate.metric), ("secondary_metric", cfg.gate.secondary_metric)):
         if value not in METRIC_NAMES:
             raise ConfigError(f"gate.{key}: unknown metric {value!r} (one of: {', '.join(METRIC_NAMES)})")
@@ -179,8 +184,6 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
 def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     """What the next sync or reindex would do; writes nothing and starts no run."""
     from assets.runtime import Runtime
-    from orchestration.estimate import throughput
-    from orchestration.instance import get_instance
     from orchestration.plan import compute_plan
 
     rt = Runtime(cfg)
@@ -188,7 +191,12 @@ def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         live = rt.live()
         return {"kind": "reindex", "candidate": None, "message":
                 f"nothing to reindex: the configuration matches live generation {live.name if live else '-'}"}
-    history = throughput(get_instance(cfg)) if (cfg.data_path / "dagster_home").exists() else None
+    history = None
+    if (cfg.data_path / "dagster_home").exists():  # past runs to learn from (and only then import Dagster)
+        from orchestration.estimate import throughput
+        from orchestration.instance import get_instance
+
+        history = throughput(get_instance(cfg))
     _source_names(cfg, a.source)  # an unknown source is a usage error
     return compute_plan(cfg, rt, a.kind, a.source, allow_mass_delete=a.allow_mass_delete, history=history)
 

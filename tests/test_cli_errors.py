@@ -203,9 +203,16 @@ def test_data_dir_that_cannot_be_created(tmp_path: Path, capsys: pytest.CaptureF
 
 @pytest.mark.parametrize("command", ["serve", "ui"])
 def test_port_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any],
-                     command: str) -> None:
+                     command: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
+    import uvicorn
+
+    def started(*args: Any, **kw: Any) -> None:
+        raise AssertionError("the service was started on a port in use")
+
+    monkeypatch.setattr(uvicorn, "run", started)  # a regression fails here instead of serving forever
+    monkeypatch.setattr(subprocess, "Popen", started)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
