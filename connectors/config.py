@@ -504,7 +504,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> BinderyConfig:
 
 
 def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: bool = True) -> None:
-    """What the file system must hold before a run: `data_dir` a folder (or creatable) and
+    """What the file system must hold before a run: `data_dir` a folder (created if missing) and
     (with `roots`) every local source's `root` an existing, readable folder. Not part of `load_config`,
     which the query service and the Dagster code location also call: an unmounted source
     folder must not stop them, only the runs that would list it (and their safe-delete
@@ -515,6 +515,10 @@ def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: 
         raise ConfigError(f"data_dir: {existing} is a file, not a folder")
     if existing is not None and not os.access(existing, os.W_OK):
         raise ConfigError(f"data_dir: {existing} is not writable")
+    try:  # what access() cannot tell: a read-only or virtual file system (/proc), an odd mount
+        data.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"data_dir: cannot create {data}: {e.strerror or e}") from None
     for i, s in enumerate(cfg.sources):
         if not roots or s.kind != "local" or (sources and s.name not in sources):
             continue

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
+from pydantic import ValidationError
 
 from connectors.config import BinderyConfig
 from connectors.errors import ConfigError
@@ -39,8 +40,8 @@ from evals.promotion import all_principals, excluding_search
 from evals.runner import run_eval
 from evals.split import EvalSplit, split_cases
 
-__all__ = ["DEFAULT_SPACE", "INGESTION", "Budget", "Trial", "TuneResult", "apply_settings", "format_trials",
-           "parse_budget", "run_tune", "split_space", "store_rows", "trial_settings"]
+__all__ = ["DEFAULT_SPACE", "INGESTION", "Budget", "Trial", "TuneResult", "apply_settings", "check_tune_config",
+           "format_trials", "parse_budget", "run_tune", "split_space", "store_rows", "trial_settings"]
 
 # Query-time knobs whose useful ranges are wide enough that the defaults are not obviously best.
 DEFAULT_SPACE: dict[str, list[Any]] = {
@@ -83,6 +84,37 @@ def split_space(space: Mapping[str, Sequence[Any]]) -> tuple[dict[str, list[Any]
     """(ingestion keys, query-time keys) of a tune space."""
     ingest = {k: list(v) for k, v in space.items() if k.startswith(INGESTION)}
     return ingest, {k: list(v) for k, v in space.items() if k not in ingest}
+
+
+def check_tune_config(cfg: BinderyConfig, budget: str | None = None) -> None:
+    """`tune.budget` (or `--budget`) and every key and value of `tune.space`, checked before a
+    trial runs (and before the model loads), each mistake one ConfigError naming its key."""
+    where, value = ("--budget", budget) if budget else ("tune.budget", cfg.tune.budget)
+    try:
+        parse_budget(value)
+    except ConfigError:
+        raise ConfigError(f"{where}: {value!r} is not a budget: give a number of trials (12) "
+                          "or minutes (10m)") from None
+    for key, values in cfg.tune.space.items():
+        name = f"tune.space.{key}"
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{name}: give a non-empty list of values to try (got {values!r})")
+        try:
+            _check_key(cfg, key, ingestion=True)
+        except ConfigError as e:  # "tune key 'x': why" -> "tune.space.x: why"
+            raise ConfigError(f"{name}: {str(e).removeprefix(f'tune key {key!r}').lstrip(': ')}") from None
+        for v in values:
+            data = cfg.model_dump()
+            node = data
+            *path, last = key.split(".")
+            for part in path:
+                node = node[part]
+            node[last] = v
+            try:
+                BinderyConfig.model_validate(data)
+            except ValidationError as exc:
+                problem = "; ".join(" ".join(str(err["msg"]).split()) for err in exc.errors())
+                raise ConfigError(f"{name}: value {v!r} is not valid: {problem}") from None
 
 
 def _check_key(cfg: BinderyConfig, key: str, *, ingestion: bool = False) -> None:

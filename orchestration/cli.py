@@ -23,7 +23,7 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from connectors.config import BinderyConfig, check_paths, load_config
+from connectors.config import AutomationConfig, BinderyConfig, check_paths, load_config
 from connectors.errors import BinderyError, ConfigError, GateRefused
 from orchestration import report
 
@@ -49,26 +49,67 @@ def _runner(cfg: BinderyConfig):
 _LISTING_COMMANDS = ("sync", "reindex", "plan")
 
 
+_DEFAULT_CRON = AutomationConfig().reconcile_cron
+
+
 def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     """Configuration facts no schema can check, verified before anything runs, each a one-line
     ConfigError naming its key: the file system (`data_dir`, source roots) and the values only
     Dagster or the gate can judge (the reconcile cron, the gate metrics)."""
     from evals.metrics import METRIC_NAMES
-    from orchestration.automation import check_cron
 
     only: list[str] | None = None
-    if a.command in ("sync", "plan"):
+    if a.command in ("sync", "plan", "query"):
         only = a.source or None
     elif a.command == "dlq":
         only = [a.source] if a.source else None
+    if a.command == "plan" and a.kind == "reindex" and only:
+        raise ConfigError("--source: plan reindex covers every source (a reindex builds all of them); "
+                          "--source is for plan sync")
     listing = a.command in _LISTING_COMMANDS or (a.command == "dlq" and a.action == "retry")
     for name in only or []:
-        cfg.source(name)  # an unknown source is a usage error before any run
-    check_paths(cfg, only, roots=listing)
-    check_cron(cfg.automation.reconcile_cron, "automation.reconcile_cron")
+        try:
+            cfg.source(name)  # an unknown source is a usage error before any run
+        except ConfigError as e:
+            raise ConfigError(f"--source: {e}") from None
+    check_paths(cfg, only if a.command != "query" else None, roots=listing)
+    if a.command in ("serve", "ui"):
+        check_port(a.host, a.port)
+    if a.command == "tune":
+        from evals.tune import check_tune_config
+
+        check_tune_config(cfg, a.budget)
+    if cfg.automation.reconcile_cron != _DEFAULT_CRON:  # Dagster judges it; the default needs no Dagster import
+        from orchestration.automation import check_cron
+
+        check_cron(cfg.automation.reconcile_cron, "automation.reconcile_cron")
     for key, value in (("metric", cfg.gate.metric), ("secondary_metric", cfg.gate.secondary_metric)):
         if value not in METRIC_NAMES:
             raise ConfigError(f"gate.{key}: unknown metric {value!r} (one of: {', '.join(METRIC_NAMES)})")
+        cutoff = int(value.rsplit("@", 1)[1])
+        if cfg.gate.k < cutoff:  # the eval retrieves gate.k hits: fewer make value@N a value@k in disguise
+            raise ConfigError(f"gate.k ({cfg.gate.k}) must be at least the cutoff of gate.{key} {value!r} ({cutoff}): "
+                              f"the eval retrieves only gate.k hits per question")
+
+
+def check_port(host: str, port: int) -> None:
+    """`serve` and `ui` need their address free: a port in use is a one-line usage error before
+    the service loads anything (uvicorn would load the model, then log the bind error and exit 3)."""
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise ConfigError(f"--host {host}: cannot resolve it ({e.strerror})") from None
+    family, kind, proto, _, addr = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            s.bind(addr)
+        except OSError as e:
+            what = "is already in use" if e.errno == errno.EADDRINUSE else f"cannot be used: {e.strerror}"
+            raise ConfigError(f"--port {port}: {host}:{port} {what} (choose another --port)") from None
 
 
 def _store(cfg: BinderyConfig):
@@ -112,6 +153,8 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
         rt.store.add_event("forced-rebuild", "operator rebuilt an identical candidate")
     if a.submit and a.promote and not a.wait:
         raise ConfigError("reindex --submit --promote needs --wait (the gate judges a finished candidate)")
+    if a.promote:
+        check_eval_set(cfg, rt.store)  # before the build, not after it
     cand = rt.ensure_candidate()
     runner = _runner(cfg)
     tags = {"bindery/candidate": cand.name}
@@ -129,15 +172,18 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
     if out["errors"]:
         raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
     if a.promote:
-        out["promotion"] = cmd_promote(cfg, argparse.Namespace(force=False, reason=None, candidate=cand.id, by=None))
+        try:
+            out["promotion"] = cmd_promote(cfg, argparse.Namespace(force=False, reason=None, candidate=cand.id,
+                                                                   by=None))
+        except CommandFailed as e:  # built but not promoted: the build's summary and the gate's report
+            out["promotion"] = e.payload
+            raise CommandFailed(f"candidate {cand.name} built, not promoted: {e}", out) from None
     return out
 
 
 def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     """What the next sync or reindex would do; writes nothing and starts no run."""
     from assets.runtime import Runtime
-    from orchestration.estimate import throughput
-    from orchestration.instance import get_instance
     from orchestration.plan import compute_plan
 
     rt = Runtime(cfg)
@@ -145,7 +191,12 @@ def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         live = rt.live()
         return {"kind": "reindex", "candidate": None, "message":
                 f"nothing to reindex: the configuration matches live generation {live.name if live else '-'}"}
-    history = throughput(get_instance(cfg)) if (cfg.data_path / "dagster_home").exists() else None
+    history = None
+    if (cfg.data_path / "dagster_home").exists():  # past runs to learn from (and only then import Dagster)
+        from orchestration.estimate import throughput
+        from orchestration.instance import get_instance
+
+        history = throughput(get_instance(cfg))
     _source_names(cfg, a.source)  # an unknown source is a usage error
     return compute_plan(cfg, rt, a.kind, a.source, allow_mass_delete=a.allow_mass_delete, history=history)
 
@@ -159,8 +210,14 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from evals.draft import draft_cases
 
     out = Path(a.out)
+    if out.is_dir():
+        raise ConfigError(f"--out {out} is a folder: give the path of a JSONL file to write")
     if out.exists() and not a.force:
         raise ConfigError(f"--out {out} already exists (pass --force to overwrite it)")
+    try:  # before any drafting (an LLM writer spends money): a place the file cannot go is a usage error
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"--out {out}: cannot create its folder: {e.strerror or e}") from None
     store = _store(cfg)
     gen = _generation(store, "live")
     docs = {d["doc_id"]: d["external_id"] for d in store.documents()}
@@ -177,10 +234,28 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     finally:
         if writer is not None:
             writer.close()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases), encoding="utf-8")
+    try:
+        out.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases), encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"--out {out}: cannot write it: {e.strerror or e}") from None
     return {"out": str(out), "cases": len(cases), "by_kind": dict(Counter(c["category"] for c in cases)),
             "provider": "anthropic" if writer is not None else "offline", "generation": gen["id"]}
+
+
+def check_eval_set(cfg: BinderyConfig, store: Any) -> None:
+    """The gate's eval set, checked before anything is built or judged: `gate.queries` unset
+    (once a generation is live: the gate needs it), missing, unreadable or malformed is a
+    configuration mistake (exit 2) naming the key, not a failed promotion run."""
+    from evals.evalset import load_eval_set
+
+    if cfg.gate.queries:
+        try:
+            load_eval_set(cfg.gate.queries)
+        except ConfigError as e:
+            raise ConfigError(f"gate.queries: {e}") from None
+    elif store.get_binding() is not None:
+        raise ConfigError("gate.queries: no eval set configured, and the gate judges a candidate against live on it "
+                          "(`bindery evalset draft` proposes one; or promote with --force --reason)")
 
 
 def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
@@ -189,6 +264,8 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     if a.force and not a.reason:
         raise ConfigError("a forced promotion needs --reason")
     store = _store(cfg)
+    if not a.force:
+        check_eval_set(cfg, store)
     cand = candidate_row(store, a.candidate)  # fails early and clearly when there is none
     conf = {"candidate": cand["id"], "force": bool(a.force), "reason": a.reason,
             "forced_by": a.by or os.environ.get("USER") or "cli"}
@@ -434,10 +511,16 @@ COMMANDS: dict[str, Callable[[BinderyConfig, argparse.Namespace], Any]] = {
 }
 
 
+_ARGV: list[str] = []  # the arguments being parsed, for _Parser.error's --json
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports a usage mistake in one line (exit 2), not usage + error."""
+    """argparse that reports a usage mistake in one line (exit 2), not usage + error; with
+    `--json` anywhere on the line also `{"error": ..., "reason": "usage"}` on stdout."""
 
     def error(self, message: str) -> NoReturn:
+        if "--json" in _ARGV:
+            print(json.dumps({"error": message, "reason": "usage"}))
         self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
@@ -456,6 +539,18 @@ def _port(value: str) -> int:
     if n > 65535:
         raise argparse.ArgumentTypeError(f"not a TCP port: {n}")
     return n
+
+
+# Dagster's run statuses (dagster.DagsterRunStatus), spelled for `runs --status`; checked
+# against Dagster's own list by the tests, kept here so parsing needs no Dagster import.
+RUN_STATUSES = ("queued", "not_started", "managed", "starting", "started", "suspended", "success", "failure",
+                "canceling", "canceled")
+
+
+def _run_status(value: str) -> str:
+    if value.lower() in RUN_STATUSES:
+        return value.lower()
+    raise argparse.ArgumentTypeError(f"unknown run status {value!r} (one of: {', '.join(RUN_STATUSES)})")
 
 
 def _generation_arg(value: str) -> str:
@@ -551,7 +646,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     s = sub.add_parser("runs", help="queued, running and finished runs of the Dagster instance")
     s.add_argument("--limit", type=_positive_int, default=20, help="at most this many runs (default 20)")
-    s.add_argument("--status", action="append", help="only runs in this status (repeatable): queued, started, ...")
+    s.add_argument("--status", action="append", type=_run_status,
+                   help="only runs in this status (repeatable): queued, started, success, failure, ...")
     s = sub.add_parser("serve", help="run the query service")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
@@ -572,12 +668,15 @@ def _submit_options(s: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     _share_common_options(parser)
+    _ARGV[:] = sys.argv[1:] if argv is None else argv
     a = parser.parse_args(argv)
     for key, default in {"config": None, "json": False, "debug": False}.items():
         a.__dict__.setdefault(key, default)
     if a.command == "query" and not a.principal:
         a.principal = ["*"]
     if a.__dict__.get("wait") and not a.submit:
+        if a.json:
+            print(json.dumps({"error": "--wait needs --submit", "reason": "usage"}))
         print(f"bindery {a.command}: --wait needs --submit", file=sys.stderr)
         return 2
     global _DEBUG
@@ -587,10 +686,16 @@ def main(argv: list[str] | None = None) -> int:
 
         show_progress()
     try:
-        return _dispatch(a)
+        code = _dispatch(a)
+        sys.stdout.flush()  # a pipe's reader that left shows here, inside the handlers below
+        return code
     except KeyboardInterrupt:
         print(f"bindery {a.command}: {_interrupted()}", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `bindery status | head`: the reader left; say nothing, as cat would
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
     except Exception as e:  # an internal error: one line, the traceback only on request
         if a.debug:
             raise

@@ -9,13 +9,14 @@ tokens of the prefixes a plan would compute, priced with `prices:` from bindery.
 
 from __future__ import annotations
 
-from typing import Any
-
-import dagster as dg
+from typing import TYPE_CHECKING, Any
 
 from assets.runtime import Generation
 from connectors.config import BinderyConfig
 from connectors.contextualizers import DocumentContext
+
+if TYPE_CHECKING:  # Dagster is imported only to read history: a first plan (no history) never loads it
+    import dagster as dg
 
 __all__ = ["HISTORY_RUNS", "estimate_seconds", "llm_estimate", "throughput"]
 
@@ -32,11 +33,15 @@ _STAGE_ASSETS = {
 
 
 def _value(v: Any) -> Any:
+    import dagster as dg
+
     return v.value if isinstance(v, dg.MetadataValue) else v
 
 
 def _recent(instance: dg.DagsterInstance, asset: str, key: str) -> list[dict[str, Any]]:
     """Metadata of the most recent materialisations of `asset` that computed something."""
+    import dagster as dg
+
     out = []
     for rec in instance.fetch_materializations(dg.AssetKey(asset), limit=200).records:
         mat = rec.asset_materialization

@@ -187,7 +187,15 @@ def _human_sync(r: dict[str, Any]) -> str:
 def _human_reindex(r: dict[str, Any]) -> str:
     if r.get("candidate") is None:  # nothing to rebuild
         return r.get("message") or "nothing to reindex"
-    return _human_sync(r)
+    built = _human_sync(r)
+    promotion = r.get("promotion")
+    if promotion is None:  # `reindex` without --promote: the candidate waits for `bindery promote`
+        return built
+    # `reindex --promote`: the gate's verdict replaces the "run `bindery promote`" hint and the
+    # live generation the build started from
+    lines = [ln for ln in built.splitlines() if not ln.startswith(("candidate generation:", "live generation:"))]
+    lines.append(f"candidate generation: {r.get('candidate_name')} (id {r['candidate']}) built in {r.get('seconds')} s")
+    return "\n".join([*lines, _human_promote(promotion)])
 
 
 def _human_query(r: dict[str, Any]) -> str:
@@ -315,10 +323,29 @@ def _human_evalset(r: dict[str, Any]) -> str:
             "review them (fix or delete), then set gate.queries to the file")
 
 
+def _human_verify(r: dict[str, Any]) -> str:
+    """One line per generation: consistent, or each kind of drift with its count."""
+    lines = []
+    for name, g in r.get("generations", {}).items():
+        problems = [f"{k.replace('_', ' ')} {v:,}" for k, v in g.items()
+                    if k not in ("chunks", "consistent", "repaired") and isinstance(v, int) and v]
+        state = "consistent" if g.get("consistent") else "DRIFTED: " + ", ".join(problems)
+        mark = " (repaired)" if g.get("repaired") else ""
+        lines.append(f"{name}: {g.get('chunks', 0):,} chunks, {state}{mark}")
+    if not lines:
+        return "no generations to verify"
+    repaired = any(g.get("repaired") for g in r["generations"].values())
+    if r.get("consistent"):
+        verdict = "store and indexes are consistent"
+    else:
+        verdict = "store and indexes had drifted; rebuilt" if repaired else "store and indexes drifted"
+    return "\n".join([*lines, verdict])
+
+
 _HUMAN: dict[str, Any] = {
     "sync": _human_sync, "reindex": _human_reindex, "eval": _human_eval, "query": _human_query,
     "status": _human_status, "dlq": _human_dlq, "promote": _human_promote, "rollback": _human_rollback,
-    "plan": _human_plan, "evalset": _human_evalset,
+    "plan": _human_plan, "evalset": _human_evalset, "verify": _human_verify,
 }
 
 

@@ -79,7 +79,22 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("duplicate sources", {"sources": [{"name": "a", "root": "/tmp"}, {"name": "a", "root": "/tmp"}]},
      ["status"], ("duplicate source",)),
     ("s3 without bucket", {"sources": [{"name": "b", "kind": "s3"}]}, ["status"], ("'b'", "bucket")),
-    ("unknown source", {}, ["sync", "--source", "nope"], ("unknown source 'nope'",)),
+    ("unknown source", {}, ["sync", "--source", "nope"], ("--source", "unknown source 'nope'")),
+    # found by the operator audit (issue 11): each was exit 1, or a late failure, or several lines
+    ("query unknown source", {}, ["query", "x", "--source", "nope"], ("--source", "unknown source 'nope'")),
+    ("plan reindex --source", {}, ["plan", "reindex", "--source", "docs"], ("--source", "plan sync")),
+    ("gate.k below the metric's cutoff", {"gate": {"k": 5}}, ["status"], ("gate.k", "'recall@10'")),
+    ("tune.budget", {"tune": {"budget": "soon"}}, ["tune"], ("tune.budget", "'soon'")),
+    ("tune.space unknown key", {"tune": {"space": {"query.nope": [1]}}}, ["tune"], ("tune.space.query.nope",)),
+    ("tune.space key tune cannot try", {"tune": {"space": {"stages.parse.ocr": [False]}}}, ["tune"],
+     ("tune.space.stages.parse.ocr", "stages.chunk")),
+    ("tune.space bad ingestion value", {"tune": {"space": {"stages.chunk.max_tokens": [200, 4]}}}, ["tune"],
+     ("tune.space.stages.chunk.max_tokens", "4")),
+    ("tune.space bad value", {"tune": {"space": {"query.dense_weight": [1.0, -1]}}}, ["tune"],
+     ("tune.space.query.dense_weight", "-1")),
+    ("tune.space empty list", {"tune": {"space": {"query.rrf_k": []}}}, ["tune"], ("tune.space.query.rrf_k",)),
+    ("promote: gate.queries missing", {"gate": {"queries": "/nonexistent/eval.jsonl"}}, ["promote"],
+     ("gate.queries", "cannot read")),
 ]
 
 
@@ -138,6 +153,9 @@ def test_config_missing_and_bad_yaml(tmp_path: Path, capsys: pytest.CaptureFixtu
     (["dlq", "retry"], ("--doc", "--all")),
     (["promote", "--force"], ("--reason",)),
     (["eval"], ("--queries", "gate.queries")),
+    (["runs", "--status", "bogus"], ("--status", "'bogus'")),
+    (["tune", "--budget", "soon"], ("--budget", "'soon'")),
+    (["evalset", "draft", "--out", "."], ("--out", "is a folder")),
 ])
 def test_usage_mistake_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any],
                                           argv: list[str], named: tuple[str, ...]) -> None:
@@ -176,3 +194,85 @@ def test_internal_error_is_one_line_without_debug_and_a_traceback_with_it(tmp_pa
     assert len(lines) == 1 and "--debug" in lines[0], lines
     debug = _subprocess("--config", cfg, "status", "--debug", cwd=tmp_path)
     assert debug.returncode == 1 and "Traceback" in debug.stderr
+
+
+def test_data_dir_that_cannot_be_created(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         base: dict[str, Any]) -> None:
+    """/proc refuses a mkdir even to root, which access() does not tell: a one-line data_dir error."""
+    cfg = write(tmp_path, {**base, "data_dir": "/proc/bindery-test/data"})
+    assert_one_line(*run_cli(capsys, "--config", cfg, "status"), "data_dir", "/proc")
+
+
+@pytest.mark.parametrize("command", ["serve", "ui"])
+def test_port_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any],
+                     command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    import uvicorn
+
+    def started(*args: Any, **kw: Any) -> None:
+        raise AssertionError("the service was started on a port in use")
+
+    monkeypatch.setattr(uvicorn, "run", started)  # a regression fails here instead of serving forever
+    monkeypatch.setattr(subprocess, "Popen", started)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code, text = run_cli(capsys, "--config", write(tmp_path, base), command, "--port", str(port))
+    assert_one_line(code, text, f"--port {port}", "already in use")
+
+
+def test_reindex_promote_checks_the_eval_set_before_building(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             base: dict[str, Any]) -> None:
+    from connectors.config import load_config
+    from connectors.store import DocumentStore
+
+    (tmp_path / "eval.jsonl").write_text('{"id": "a", "query": \n')
+    cfg = write(tmp_path, {**base, "gate": {"queries": str(tmp_path / "eval.jsonl")}})
+    assert_one_line(*run_cli(capsys, "--config", cfg, "reindex", "--promote"), "gate.queries", "eval.jsonl:1")
+    store = DocumentStore(load_config(cfg).database_url)
+    try:
+        assert store.generations() == []  # nothing was built
+    finally:
+        store.dispose()
+
+
+def test_usage_mistake_with_json_prints_the_error_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         base: dict[str, Any]) -> None:
+    import json
+
+    code = None
+    try:
+        main(["--config", write(tmp_path, base), "query", "x", "--generation", "abc", "--json"])
+    except SystemExit as e:
+        code = e.code
+    out = capsys.readouterr()
+    assert code == 2
+    assert json.loads(out.out) == {"error": "argument --generation: expected live, candidate or a generation id "
+                                            "(a number), got 'abc'", "reason": "usage"}
+    assert len(out.err.strip().splitlines()) == 1
+
+
+def test_run_statuses_are_dagsters() -> None:
+    import dagster as dg
+
+    from orchestration.cli import RUN_STATUSES
+
+    assert set(RUN_STATUSES) == {s.value.lower() for s in dg.DagsterRunStatus}
+
+
+@pytest.mark.slow  # a CLI subprocess importing Dagster
+def test_a_closed_pipe_ends_quietly(tmp_path: Path, base: dict[str, Any]) -> None:
+    """`bindery status | head -1`: the reader leaves early; no "internal error: BrokenPipeError"."""
+    cfg = write(tmp_path, base)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r, w = os.pipe()
+    os.close(r)  # a reader that has already gone
+    try:
+        proc = subprocess.run([sys.executable, "-m", "orchestration.cli", "--config", cfg, "status"], stdout=w,
+                              stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path, timeout=120)
+    finally:
+        os.close(w)
+    assert proc.returncode == 141, proc.stderr
+    assert proc.stderr == ""

@@ -155,6 +155,31 @@ def test_plan_job_in_dagster_carries_the_same_plan(tmp_path: Path) -> None:
     assert meta["parse_to_compute"].value == 1 and "plan for a sync" in meta["summary"].value
 
 
+def test_a_first_plan_never_imports_dagster(tmp_path: Path) -> None:
+    """A plan before the first sync has no history to read: it must not pay Dagster's import and
+    instance start (seconds, most of a small plan's time; issue 11 wants a plan under 5 % of the
+    sync). A subprocess, because this test process has Dagster loaded already."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    dep = LocalDeployment(tmp_path)
+    code = ("import json, sys\n"
+            "from orchestration.cli import main\n"
+            f"rc = main(['--config', {str(dep.config_path)!r}, 'plan', '--json'])\n"
+            "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'dagster')\n"
+            "print(json.dumps({'rc': rc, 'dagster': loaded}))\n")
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    lines = proc.stdout.strip().splitlines()
+    assert proc.returncode == 0, proc.stderr
+    last = json.loads(lines[-1])
+    assert last["rc"] == 0 and json.loads("\n".join(lines[:-1]))["recomputed"]["parse"] == 6
+    assert last["dagster"] == [], last["dagster"][:5]
+
+
 def test_estimate_says_when_there_is_no_history() -> None:
     stages = {"parse": {"compute": 10}, "embed": {"compute": 100}, "chunk": {"compute": 0}}
     none = estimate_seconds(stages, None)

@@ -106,3 +106,29 @@ def test_texts_longer_than_the_embedder_reads_are_reported() -> None:
     assert summary["truncated"] == 2
     assert "warning: 2 embedded texts were longer than the embedding model reads" in human("sync", _sync(truncated=2))
     assert "warning" not in human("sync", _sync(truncated=0))
+
+
+def test_reindex_with_promote_shows_the_verdict_not_a_hint_to_promote() -> None:
+    """`reindex --promote` ran the gate: no "run `bindery promote`", no stale live generation."""
+    refused = {"promoted": False, "live": 1, "previous": None, "candidate": 2,
+               "report": {"passed": False, "reasons": ["gate not run: no eval set"]}}
+    out = human("reindex", _sync(candidate=2, candidate_name="g2", generation=1, promotion=refused))
+    assert "run `bindery promote`" not in out and "live generation:" not in out
+    assert "candidate generation: g2 (id 2) built in 1.5 s" in out
+    assert out.splitlines()[-1] == "not promoted: generation 1 stays live"
+    ok = {"promoted": True, "live": 2, "previous": 1, "candidate": 2, "forced": False, "report": {}}
+    assert human("reindex", _sync(candidate=2, candidate_name="g2", promotion=ok)).endswith(
+        "promoted: generation 2 is live, 1 kept as previous (`bindery rollback` to go back)")
+
+
+def test_verify_is_one_line_per_generation_and_a_verdict() -> None:
+    clean = {"g1": {"chunks": 658, "consistent": True, "missing_in_vector": 0, "orphans_in_keyword": 0}}
+    assert human("verify", {"consistent": True, "generations": clean}) == (
+        "g1: 658 chunks, consistent\nstore and indexes are consistent")
+    drifted = {"g2": {"chunks": 10, "consistent": False, "missing_in_vector": 3, "orphans_in_keyword": 1}}
+    out = human("verify", {"consistent": False, "generations": drifted})
+    assert out.splitlines()[0] == "g2: 10 chunks, DRIFTED: missing in vector 3, orphans in keyword 1"
+    assert out.endswith("drifted")
+    drifted["g2"]["repaired"] = True
+    assert "(repaired)" in human("verify", {"consistent": False, "generations": drifted})
+    assert human("verify", {"consistent": True, "generations": {}}) == "no generations to verify"
