@@ -30,8 +30,7 @@ from assets.parse_quality import verdict_for
 from assets.parse_stage import ParseStats, run_parse
 from assets.progress import LogSink, StageProgress
 from assets.resource import BinderyResource
-from assets.runtime import RETAINED, Generation, Runtime, Target
-from connectors.generations import bind_live
+from assets.runtime import Generation, Runtime, Target
 from connectors.shards import ShardStore, parse_key
 
 SOURCES = dg.DynamicPartitionsDefinition(name="sources")
@@ -68,8 +67,10 @@ def _scoped(context: dg.AssetExecutionContext, bindery: BinderyResource) -> tupl
 
 
 def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]:
+    """The generations this run writes (connectors.lifecycle): the tag `bindery/target` says
+    whether it is a sync or a reindex."""
     target: Target = "candidate" if context.run.tags.get(TARGET_TAG) == "candidate" else "sync"
-    return rt.targets(target)
+    return rt.lifecycle.targets(target)
 
 
 def _progress(context: dg.AssetExecutionContext, stage: str, unit: str) -> StageProgress:
@@ -204,23 +205,14 @@ def embeddings(context: dg.AssetExecutionContext, bindery: BinderyResource) -> d
 def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):
     """Both indexes are written in one step so they never disagree about a document, then a
     snapshot is published for the query service. On a fresh system the first generation is
-    bound here: there is nothing to compare it with."""
+    bound once its index is published (`Lifecycle.bind_first`): there is nothing to compare it with."""
     rt, src = _scoped(context, bindery)
     gens = _targets(context, rt)
-    names = {g.name for g in gens}
-    maintain = [g for g in rt.generations(RETAINED) if g.name not in names]  # access changes + deletes
+    maintain = rt.lifecycle.maintained(gens)  # access changes + deletes
     with _failures_recorded(rt, src, "index"), \
             _progress(context, "index", "documents") as progress:
         stats = run_index(rt, src, gens, maintain, progress=progress)
-    bound = None
-    if rt.store.get_binding() is None:
-        first = next((g for g in gens if g.status == "building"), None)
-        published = first is not None and (rt.store.get_generation(first.id) or {}).get("published_at")
-        if first is not None and published:  # never bind a generation readers cannot open
-            bind_live(rt.cfg, rt.store, first.row, by="first-sync")
-            rt.store.update_generation(first.id, eval_report={
-                "passed": True, "reasons": ["first generation: nothing to compare with"]})
-            bound = first.name
+    bound = rt.lifecycle.bind_first(gens)
     lags = sorted(stats.lag_seconds)
     meta: dict[str, Any] = {
         "written_docs": stats.written_docs, "written_chunks": stats.written_chunks,

@@ -37,9 +37,8 @@ from connectors.indexes.base import KeywordIndex, VectorIndex
 if TYPE_CHECKING:
     from connectors.indexes.elasticsearch_index import ElasticsearchIndex
     from connectors.indexes.qdrant_index import QdrantIndex
-    from connectors.store import DocumentStore
 
-__all__ = ["GenerationPaths", "IndexPair", "bind_live", "drop_generation_files", "is_embedded", "open_reader",
+__all__ = ["GenerationPaths", "IndexPair", "drop_generation_files", "is_embedded", "open_reader",
            "open_writer", "point_live_aliases", "publish", "vector_engine", "writer_lock"]
 
 _EMBEDDED: dict[str, str] = {"qdrant-edge": "edge", "qdrant-local": "qdrant"}  # engine -> working dir name
@@ -272,8 +271,9 @@ def elasticsearch(cfg: BinderyConfig, index_name: str) -> ElasticsearchIndex:
 def point_live_aliases(cfg: BinderyConfig, name: str) -> dict[str, str]:
     """Move `backends.live_alias` to generation `name` on each server backend, each engine in
     one atomic request (Elasticsearch `_aliases` remove+add, Qdrant one alias-operations call).
-    Called right after the binding row flips: the row is the truth, the alias lets other
-    readers follow it. Returns {backend: alias} for the aliases moved; embedded engines have none."""
+    Called right after the binding row flips (`connectors.lifecycle.bind_live`): the row is the
+    truth, the alias lets other readers follow it. Returns {backend: alias} for the aliases
+    moved; embedded engines have none."""
     alias = cfg.backends.live_alias
     moved: dict[str, str] = {}
     if cfg.backends.vector == "qdrant-server":
@@ -288,21 +288,6 @@ def point_live_aliases(cfg: BinderyConfig, name: str) -> dict[str, str]:
             kw.point_alias(alias)
         moved["elasticsearch"] = alias
     return moved
-
-
-def bind_live(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], **flip: Any) -> dict[str, Any]:
-    """Flip the binding row to `gen` (one transaction; `flip` goes to `store.flip_binding`),
-    then move the server aliases in the same step. The row is the truth: an alias that fails
-    to move is recorded as an `alias-move-failed` event and reported under `alias_error`,
-    never undoes the flip, and is moved again by the next flip."""
-    binding = store.flip_binding(gen["id"], **flip)
-    try:
-        binding["aliases"] = point_live_aliases(cfg, gen["name"])
-    except Exception as e:  # any engine error: the flip stands, the drift is visible
-        binding["alias_error"] = f"{type(e).__name__}: {e}"
-        store.add_event("alias-move-failed", f"generation {gen['name']} is live but {cfg.backends.live_alias} "
-                                             f"was not moved: {binding['alias_error']}")
-    return binding
 
 
 def drop_generation_files(cfg: BinderyConfig, name: str) -> None:

@@ -3,9 +3,10 @@
     vector_index + keyword_index (all sources) -> generation_eval [check eval_gate, blocking]
       -> index_binding
 
-`generation_eval` runs the eval set on live and candidate and stores the paired report on the
-candidate. The blocking `eval_gate` check fails when the gate refuses, so `index_binding` (the
-flip) does not run. A forced promotion passes the check with who and why recorded.
+`generation_eval` runs the eval set on live and candidate (evals.promotion.judge) and stores the
+paired report on the candidate. The blocking `eval_gate` check fails when the gate refuses, so `index_binding` (the
+flip, `Lifecycle.promote` through evals.promotion.promote) does not run. A forced promotion
+shows as a failed WARN check, with who and why recorded.
 """
 
 
@@ -16,7 +17,7 @@ import dagster as dg
 from assets.resource import BinderyResource
 from connectors.errors import ConfigError, GateRefused
 from evals.gate import GateReport, format_gate
-from evals.promotion import candidate_row, judge, promote
+from evals.promotion import judge, promote
 
 GROUP = "generations"
 
@@ -35,7 +36,7 @@ class PromotionConfig(dg.Config):
 def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
                     bindery: BinderyResource):
     rt = bindery.runtime
-    cand = candidate_row(rt.store, config.candidate)
+    cand = rt.lifecycle.resolve(config.candidate)
     report: GateReport | None
     try:
         report = judge(rt.cfg, rt.store, cand)
@@ -43,7 +44,7 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
         if not config.force:
             raise
         verdict: dict[str, Any] = {"passed": False, "reasons": [f"gate not run: {e}"]}
-        rt.store.update_generation(cand["id"], eval_report=verdict)
+        rt.lifecycle.record_verdict(cand["id"], verdict)
         report = None
     else:
         verdict = report.to_json()
@@ -77,7 +78,7 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
 def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig,
                   bindery: BinderyResource) -> dg.MaterializeResult:
     rt = bindery.runtime
-    cand = candidate_row(rt.store, config.candidate)
+    cand = rt.lifecycle.resolve(config.candidate)
     verdict = cand.get("eval_report") or {}
     try:
         out = promote(rt.cfg, rt.store, candidate_id=cand["id"], force=config.force, reason=config.reason,

@@ -12,7 +12,6 @@ metadata says which were left out.
 import dagster as dg
 
 from assets.resource import BinderyResource
-from connectors.errors import BindingError
 from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, run_tune, split_space
 
 
@@ -23,12 +22,7 @@ class TuneJobConfig(dg.Config):
 @dg.op(description="Search retrieval settings on the eval set; choose on the tuning half, report both.")
 def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery: BinderyResource) -> dg.Output[None]:
     rt = bindery.runtime
-    binding = rt.store.get_binding()
-    if binding is None:
-        raise BindingError("no live generation yet: run `bindery sync`")
-    gen = rt.store.get_generation(binding["generation_id"])
-    if gen is None:
-        raise BindingError(f"the live binding names generation {binding['generation_id']}, which is gone")
+    gen = rt.lifecycle.resolve("live")
     ingestion, query_space = split_space(rt.cfg.tune.space or DEFAULT_SPACE)
     result = run_tune(rt.cfg, rt.store, gen, space=query_space,
                       budget=parse_budget(config.budget) if config.budget else None)
