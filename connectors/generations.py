@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +38,9 @@ if TYPE_CHECKING:
     from connectors.indexes.elasticsearch_index import ElasticsearchIndex
     from connectors.indexes.qdrant_index import QdrantIndex
 
-__all__ = ["GenerationPaths", "IndexPair", "drop_generation_files", "is_embedded", "open_reader",
-           "open_writer", "point_live_aliases", "publish", "vector_engine", "writer_lock"]
+__all__ = ["GenerationPaths", "IndexPair", "drop_generation_files", "is_embedded", "open_keyword_writer",
+           "open_reader", "open_vector_writer", "open_writer", "point_live_aliases", "publish", "vector_engine",
+           "writer_lock", "writer_pair"]
 
 _EMBEDDED: dict[str, str] = {"qdrant-edge": "edge", "qdrant-local": "qdrant"}  # engine -> working dir name
 
@@ -148,29 +149,51 @@ def _open_vector(cfg: BinderyConfig, gen: dict[str, Any], path: str | None, dim:
     return qdrant_server(cfg, gen["name"], dim)
 
 
-def _open(cfg: BinderyConfig, gen: dict[str, Any], vector_path: str | None, keyword_path: str | None,
-          *, read_only: bool, dim: int | None) -> tuple[VectorIndex, KeywordIndex]:
-    vec = _open_vector(cfg, gen, vector_path, dim)
+def _open_keyword(cfg: BinderyConfig, gen: dict[str, Any], path: str | None, *, read_only: bool) -> KeywordIndex:
     if cfg.backends.keyword == "tantivy":
         from connectors.indexes.tantivy_index import TantivyIndex
 
-        assert keyword_path is not None
-        kw: KeywordIndex = TantivyIndex(keyword_path, read_only=read_only)
-    else:
-        kw = elasticsearch(cfg, gen["name"])
-    return vec, kw
+        assert path is not None
+        return TantivyIndex(path, read_only=read_only)
+    return elasticsearch(cfg, gen["name"])
+
+
+def _open(cfg: BinderyConfig, gen: dict[str, Any], vector_path: str | None, keyword_path: str | None,
+          *, read_only: bool, dim: int | None) -> tuple[VectorIndex, KeywordIndex]:
+    vec = _open_vector(cfg, gen, vector_path, dim)
+    return vec, _open_keyword(cfg, gen, keyword_path, read_only=read_only)
+
+
+def open_vector_writer(cfg: BinderyConfig, gen: dict[str, Any], dim: int | None) -> VectorIndex:
+    """Open a generation's working vector index for writing, with the engine that built it."""
+    engine = vector_engine(cfg, gen)
+    vec_path = GenerationPaths.of(cfg, gen["name"]).vector(engine) if is_embedded(engine) else None
+    if engine == "qdrant-local" and vec_path is not None:
+        vec_path.mkdir(parents=True, exist_ok=True)
+    return _open_vector(cfg, gen, str(vec_path) if vec_path else None, dim)
+
+
+def open_keyword_writer(cfg: BinderyConfig, gen: dict[str, Any]) -> KeywordIndex:
+    """Open a generation's working keyword index for writing."""
+    path = GenerationPaths.of(cfg, gen["name"]).keyword
+    path.mkdir(parents=True, exist_ok=True)
+    return _open_keyword(cfg, gen, str(path), read_only=False)
 
 
 def open_writer(cfg: BinderyConfig, gen: dict[str, Any], dim: int | None) -> IndexPair:
     """Open a generation's working indexes for writing. Hold `writer_lock` around its use."""
-    paths = GenerationPaths.of(cfg, gen["name"])
-    engine = vector_engine(cfg, gen)
-    vec_path = paths.vector(engine) if is_embedded(engine) else None
-    if engine == "qdrant-local" and vec_path is not None:
-        vec_path.mkdir(parents=True, exist_ok=True)
-    paths.keyword.mkdir(parents=True, exist_ok=True)
-    vec, kw = _open(cfg, gen, str(vec_path) if vec_path else None, str(paths.keyword), read_only=False, dim=dim)
-    return IndexPair(vec, kw, gen)
+    return writer_pair(gen, open_vector_writer(cfg, gen, dim), lambda: open_keyword_writer(cfg, gen))
+
+
+def writer_pair(gen: dict[str, Any], vector: VectorIndex, keyword: Callable[[], KeywordIndex]) -> IndexPair:
+    """`vector` and the keyword index `keyword()` opens as one pair; the vector index is closed
+    again when the keyword index cannot be opened."""
+    try:
+        kw = keyword()
+    except BaseException:
+        vector.close()
+        raise
+    return IndexPair(vector, kw, gen)
 
 
 def publish(cfg: BinderyConfig, gen: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -11,7 +11,8 @@ metadata says which were left out.
 # no `from __future__ import annotations`: Dagster resolves the op's config class from its annotation
 import dagster as dg
 
-from assets.resource import BinderyResource
+from assets.resources import BinderyConfigResource, DocumentStoreResource
+from connectors.lifecycle import Lifecycle
 from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, run_tune, split_space
 
 
@@ -20,14 +21,16 @@ class TuneJobConfig(dg.Config):
 
 
 @dg.op(description="Search retrieval settings on the eval set; choose on the tuning half, report both.")
-def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery: BinderyResource) -> dg.Output[None]:
-    rt = bindery.runtime
-    gen = rt.lifecycle.resolve("live")
-    ingestion, query_space = split_space(rt.cfg.tune.space or DEFAULT_SPACE)
-    result = run_tune(rt.cfg, rt.store, gen, space=query_space,
+def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery: BinderyConfigResource,
+                  store: DocumentStoreResource) -> dg.Output[None]:
+    cfg = bindery.config
+    gen = Lifecycle(cfg, store.store).resolve("live")
+    ingestion, query_space = split_space(cfg.tune.space or DEFAULT_SPACE)
+    result = run_tune(cfg, store.store, gen, space=query_space,
                       budget=parse_budget(config.budget) if config.budget else None)
     out = result.to_json()
-    rt.store.add_event("tune", f"{len(result.trials)} trials (Dagster job)", details={**out, "generation": gen["id"]})
+    store.store.add_event("tune", f"{len(result.trials)} trials (Dagster job)",
+                          details={**out, "generation": gen["id"]})
     best = out["best"]
     meta: dict[str, dg.RawMetadataValue] = {
         "trials": dg.MetadataValue.md(f"```\n{format_trials(result)}\n```"),
