@@ -23,7 +23,6 @@ from connectors.contextualizers import (
     ChunkContext,
     DocumentContext,
     ProviderUnavailable,
-    make_contextualizer,
     summary_sentence,
 )
 from connectors.documents import Block
@@ -75,7 +74,7 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation], *,
         if not missing:
             continue
         progress.total(len(todo))
-        ctx = make_contextualizer(g.stages.context)
+        ctx = rt.contextualiser(g.stages.context)
         parses = good_parses(rt, [docs[d] for d in missing], g.versions["parse"])
         dead = rt.store.dead_letter_docs(("context",))
         pending: list[dict[str, Any]] = []

@@ -14,7 +14,7 @@ from typing import Any
 from assets.context_stage import context_input_hash, embed_text_of
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
-from connectors.embedder import Embedder, to_bytes
+from connectors.embedder import to_bytes
 from connectors.identity import text_hash
 
 _FLUSH = 512  # texts per model call + store write: bounded memory, steady progress
@@ -67,7 +67,7 @@ def run_embed(rt: Runtime, source_name: str, gens: list[Generation], *,
         if not missing:
             continue
         progress.total(len(missing))
-        embedder = Embedder(g.stages.embed, cache_dir=rt.cfg.data_path / "models")
+        embedder = rt.embedder(g.stages.embed)
         limit = embedder.max_seq_length
         from connectors.tokenizer import get_tokenizer
 

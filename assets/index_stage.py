@@ -35,7 +35,7 @@ from assets.parse_stage import parse_key
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.embedder import from_bytes
-from connectors.generations import open_writer, publish, writer_lock
+from connectors.generations import publish, writer_lock
 from connectors.identity import short_hash, text_hash
 from connectors.indexes.base import IndexRecord
 
@@ -212,7 +212,7 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
         progress.total(len(changed) + len(gone))
         with writer_lock(rt.cfg, g.name):
             dim = next((len(rs[0].vector or []) for rs in records.values() if rs), None)
-            pair = open_writer(rt.cfg, g.row, dim)
+            pair = rt.open_writer(g.row, dim)
             try:
                 # An empty index (a first build) holds nothing to delete, and a filtered delete
                 # is a full scan in Qdrant local mode. Otherwise every changed document is

@@ -7,7 +7,8 @@ Every asset is partitioned by source (dynamic partitions, one per configured sou
 document). The data lives in the document store and the indexes; each asset returns what it
 did — counts, cache hits, timings, its stage versions — as materialisation metadata. Which
 generations a run writes to comes from the run tag `bindery/target`: absent for a sync (live +
-any building candidate), `candidate` for a reindex.
+any building candidate), `candidate` for a reindex (`connectors.lifecycle` decides). Each asset
+names the resources it reaches outside systems through (`assets/resources.py`).
 """
 
 
@@ -29,9 +30,16 @@ from assets.listing import run_listing
 from assets.parse_quality import verdict_for
 from assets.parse_stage import ParseStats, run_parse
 from assets.progress import LogSink, StageProgress
-from assets.resource import BinderyResource
-from assets.runtime import RETAINED, Generation, Runtime, Target
-from connectors.generations import bind_live
+from assets.resources import (
+    BinderyConfigResource,
+    ContextualiserResource,
+    DocumentStoreResource,
+    EmbedderResource,
+    KeywordIndexResource,
+    VectorIndexResource,
+    runtime,
+)
+from assets.runtime import Generation, Runtime, Target
 from connectors.shards import ShardStore, parse_key
 
 SOURCES = dg.DynamicPartitionsDefinition(name="sources")
@@ -57,19 +65,20 @@ def _failures_recorded(rt: Runtime, source: str, stage: str) -> Iterator[None]:
         raise
 
 
-def _scoped(context: dg.AssetExecutionContext, bindery: BinderyResource) -> tuple[Runtime, str]:
+def _scoped(context: dg.AssetExecutionContext, rt: Runtime) -> tuple[Runtime, str]:
     """The runtime a stage works through and the source it works on: for a shard partition
     (connectors.shards) a runtime whose store picks only the shard's documents."""
-    rt = bindery.runtime
     source, shard = parse_key(context.partition_key)
     if shard is None:
         return rt, source
-    return Runtime(rt.cfg, ShardStore(rt.store, shard)), source
+    return rt.scoped(ShardStore(rt.store, shard)), source
 
 
 def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]:
+    """The generations this run writes (connectors.lifecycle): the tag `bindery/target` says
+    whether it is a sync or a reindex."""
     target: Target = "candidate" if context.run.tags.get(TARGET_TAG) == "candidate" else "sync"
-    return rt.targets(target)
+    return rt.lifecycle.targets(target)
 
 
 def _progress(context: dg.AssetExecutionContext, stage: str, unit: str) -> StageProgress:
@@ -89,9 +98,9 @@ def _meta(stats: Any, gens: list[Generation], stage: str | None) -> dict[str, An
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"},
           description="Lists the source and classifies every item; the safe delete sweep lives here.")
-def source_listing(context: dg.AssetExecutionContext, config: ListingConfig,
-                   bindery: BinderyResource) -> dg.MaterializeResult:
-    rt = bindery.runtime
+def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bindery: BinderyConfigResource,
+                   store: DocumentStoreResource) -> dg.MaterializeResult:
+    rt = runtime(bindery, store)
     source, shard = parse_key(context.partition_key)
     with _failures_recorded(rt, source, "listing"):
         res = run_listing(rt, source, allow_mass_delete=config.allow_mass_delete, shard=shard)
@@ -141,8 +150,9 @@ with warnings.catch_warnings():
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[source_listing],
           check_specs=[PARSE_QUALITY],
           description="Structured blocks + quality metrics per document; failures go to the dead-letter table.")
-def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource):
-    rt, src = _scoped(context, bindery)
+def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyConfigResource,
+                     store: DocumentStoreResource):
+    rt, src = _scoped(context, runtime(bindery, store))
     gens = _targets(context, rt)
     with _failures_recorded(rt, src, "parse"), \
             _progress(context, "parse", "documents") as progress:
@@ -160,8 +170,9 @@ def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[parsed_documents],
           description="Structure-aware chunks cut from stored parses (never re-parses).")
-def chunks(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
-    rt, src = _scoped(context, bindery)
+def chunks(context: dg.AssetExecutionContext, bindery: BinderyConfigResource,
+           store: DocumentStoreResource) -> dg.MaterializeResult:
+    rt, src = _scoped(context, runtime(bindery, store))
     gens = _targets(context, rt)
     with _failures_recorded(rt, src, "chunk"), \
             _progress(context, "chunk", "documents") as progress:
@@ -171,8 +182,9 @@ def chunks(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.Ma
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[chunks],
           description="Contextual prefixes per chunk, cached by content and context version.")
-def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
-    rt, src = _scoped(context, bindery)
+def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource,
+                        store: DocumentStoreResource, contextualiser: ContextualiserResource) -> dg.MaterializeResult:
+    rt, src = _scoped(context, runtime(bindery, store, contextualiser=contextualiser))
     gens = _targets(context, rt)
     with _failures_recorded(rt, src, "context"), \
             _progress(context, "context", "chunks") as progress:
@@ -182,8 +194,9 @@ def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyResou
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"pytorch"}, deps=[contextual_prefixes],
           description="Vectors per (final chunk text, embedder id); the model loads only when needed.")
-def embeddings(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
-    rt, src = _scoped(context, bindery)
+def embeddings(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, store: DocumentStoreResource,
+               embedder: EmbedderResource) -> dg.MaterializeResult:
+    rt, src = _scoped(context, runtime(bindery, store, embedder=embedder))
     gens = _targets(context, rt)
     with _failures_recorded(rt, src, "embed"), \
             _progress(context, "embed", "texts") as progress:
@@ -201,26 +214,18 @@ def embeddings(context: dg.AssetExecutionContext, bindery: BinderyResource) -> d
            dg.AssetSpec("keyword_index", deps=[embeddings], kinds={"tantivy"}, freshness_policy=INDEX_FRESHNESS,
                         description="BM25 index of the generation (tantivy), same chunk ids.")],
 )
-def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):
+def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, store: DocumentStoreResource,
+            vector_index: VectorIndexResource, keyword_index: KeywordIndexResource):
     """Both indexes are written in one step so they never disagree about a document, then a
     snapshot is published for the query service. On a fresh system the first generation is
-    bound here: there is nothing to compare it with."""
-    rt, src = _scoped(context, bindery)
+    bound once its index is published (`Lifecycle.bind_first`): there is nothing to compare it with."""
+    rt, src = _scoped(context, runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index))
     gens = _targets(context, rt)
-    names = {g.name for g in gens}
-    maintain = [g for g in rt.generations(RETAINED) if g.name not in names]  # access changes + deletes
+    maintain = rt.lifecycle.maintained(gens)  # access changes + deletes
     with _failures_recorded(rt, src, "index"), \
             _progress(context, "index", "documents") as progress:
         stats = run_index(rt, src, gens, maintain, progress=progress)
-    bound = None
-    if rt.store.get_binding() is None:
-        first = next((g for g in gens if g.status == "building"), None)
-        published = first is not None and (rt.store.get_generation(first.id) or {}).get("published_at")
-        if first is not None and published:  # never bind a generation readers cannot open
-            bind_live(rt.cfg, rt.store, first.row, by="first-sync")
-            rt.store.update_generation(first.id, eval_report={
-                "passed": True, "reasons": ["first generation: nothing to compare with"]})
-            bound = first.name
+    bound = rt.lifecycle.bind_first(gens)
     lags = sorted(stats.lag_seconds)
     meta: dict[str, Any] = {
         "written_docs": stats.written_docs, "written_chunks": stats.written_chunks,

@@ -1,110 +1,80 @@
-"""What every stage needs: the configuration, the document store, and the generations a run
-writes to.
+"""What every stage needs: the configuration, the document store, the generation lifecycle
+(`connectors.lifecycle`: which generations a run writes and maintains), and the outside systems
+a stage calls — the embedder, the contextualiser, the vector and the keyword index.
 
-A *sync* keeps the live generation current and, while a candidate is being built, the
-candidate too (dual-write), so a promoted candidate is never staler than what it replaces.
-Each generation is processed with the stage configuration recorded on it, not the one in the
-YAML file: changing `bindery.yaml` changes what the next *reindex* builds, never silently the
-live index. A *reindex* targets the candidate built from the current configuration.
+Each outside system is reached through a factory the `Runtime` is given, defaulting to the one
+the configuration names. The Dagster resources (`assets/resources.py`, one per system) hand in
+theirs, so a deployment or a test replaces one system without touching the stages. The stage
+configuration a factory receives is the one recorded on the generation being built
+(`Generation.stages`), never silently the YAML file's.
 """
 
 from __future__ import annotations
 
-import fcntl
-import time
-from dataclasses import dataclass
-from functools import cached_property
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from connectors.config import BinderyConfig, StageConfigs
-from connectors.generations import physical_names
+from connectors.config import BinderyConfig, ContextConfig, EmbedConfig
+from connectors.generations import IndexPair, open_keyword_writer, open_vector_writer, writer_pair
+from connectors.lifecycle import ACTIVE, RETAINED, Generation, Lifecycle, Target
 from connectors.store import DocumentStore
-from connectors.versions import generation_key, stage_configs_dump, stage_versions
 
-Target = Literal["sync", "candidate"]
-ACTIVE = ("live", "building")  # statuses a sync writes to
-RETAINED = ("live", "building", "previous")  # statuses whose indexes deletes must reach
+if TYPE_CHECKING:
+    from connectors.contextualizers import Contextualizer
+    from connectors.embedder import Embedder
+    from connectors.indexes.base import KeywordIndex, VectorIndex
 
+__all__ = ["ACTIVE", "RETAINED", "ContextualiserFactory", "EmbedderFactory", "Generation", "KeywordWriterFactory",
+           "Runtime", "Target", "VectorWriterFactory", "open_contextualiser", "open_embedder"]
 
-@dataclass(frozen=True)
-class Generation:
-    id: int
-    name: str
-    status: str
-    stages: StageConfigs
-    versions: dict[str, str]
-    row: dict[str, Any]
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Generation:
-        return cls(row["id"], row["name"], row["status"], StageConfigs.recorded(row["stage_configs"]),
-                   dict(row["stage_versions"]), row)
+EmbedderFactory = Callable[[EmbedConfig], "Embedder"]
+ContextualiserFactory = Callable[[ContextConfig], "Contextualizer"]
+VectorWriterFactory = Callable[[dict[str, Any], "int | None"], "VectorIndex"]  # (generation row, dim)
+KeywordWriterFactory = Callable[[dict[str, Any]], "KeywordIndex"]  # generation row
 
 
 class Runtime:
-    def __init__(self, cfg: BinderyConfig, store: DocumentStore | None = None):
+    def __init__(self, cfg: BinderyConfig, store: DocumentStore | None = None, *,
+                 embedders: EmbedderFactory | None = None, contextualisers: ContextualiserFactory | None = None,
+                 vector_writers: VectorWriterFactory | None = None,
+                 keyword_writers: KeywordWriterFactory | None = None):
         self.cfg = cfg
         self.store = store or DocumentStore(cfg.database_url)
+        self.lifecycle = Lifecycle(cfg, self.store)
+        self._embedders = embedders or (lambda config: open_embedder(cfg, config))
+        self._contextualisers = contextualisers or open_contextualiser
+        self._vector_writers = vector_writers or (lambda gen, dim: open_vector_writer(cfg, gen, dim))
+        self._keyword_writers = keyword_writers or (lambda gen: open_keyword_writer(cfg, gen))
 
-    @cached_property
-    def current_versions(self) -> dict[str, str]:
-        return stage_versions(self.cfg.stages)
+    def scoped(self, store: DocumentStore) -> Runtime:
+        """The same configuration and outside systems over another view of the store (a
+        shard's, `connectors.shards.ShardStore`)."""
+        return Runtime(self.cfg, store, embedders=self._embedders, contextualisers=self._contextualisers,
+                       vector_writers=self._vector_writers, keyword_writers=self._keyword_writers)
 
-    def generations(self, statuses: tuple[str, ...]) -> list[Generation]:
-        return [Generation.from_row(r) for r in self.store.generations(statuses)]
+    def embedder(self, config: EmbedConfig) -> Embedder:
+        """The embedder for a generation's recorded embed configuration (its model loads lazily)."""
+        return self._embedders(config)
 
-    def live(self) -> Generation | None:
-        b = self.store.get_binding()
-        if not b:
-            return None
-        row = self.store.get_generation(b["generation_id"])
-        return Generation.from_row(row) if row else None
+    def contextualiser(self, config: ContextConfig) -> Contextualizer:
+        """The contextualiser for a generation's recorded context configuration."""
+        return self._contextualisers(config)
 
-    def candidate(self) -> Generation | None:
-        gens = self.generations(("building",))
-        return gens[-1] if gens else None
+    def open_writer(self, gen: dict[str, Any], dim: int | None) -> IndexPair:
+        """A generation's working vector and keyword indexes, for writing (hold
+        `connectors.generations.writer_lock` around their use)."""
+        return writer_pair(gen, self._vector_writers(gen, dim), lambda: self._keyword_writers(gen))
 
-    def targets(self, target: Target) -> list[Generation]:
-        """Generations this run writes to, creating generation 1 on a fresh system."""
-        if target == "candidate":
-            return [self.ensure_candidate()]
-        gens = self.generations(ACTIVE)
-        return gens or [self.ensure_candidate()]
 
-    def ensure_candidate(self) -> Generation:
-        """The building generation for the current configuration: reused if one exists for
-        exactly these stage versions, else created (an older, different candidate is retired).
-        A file lock makes concurrent partition runs agree on one candidate."""
-        versions = self.current_versions
-        lock_path = self.cfg.data_path / ".generations.lock"
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(lock_path, "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                for g in self.generations(("building",)):
-                    if g.versions == versions:
-                        return g
-                    self.store.update_generation(g.id, status="retired", retired_at=time.time())
-                    self.store.add_event("candidate-superseded",
-                                         f"candidate {g.name} superseded by a new configuration")
-                n = len(self.store.generations()) + 1
-                name = f"g{n}_{generation_key(versions)}"
-                vec, kw = physical_names(self.cfg, name)
-                gen_id = self.store.create_generation({
-                    "name": name, "status": "building", "stage_versions": versions,
-                    "stage_configs": stage_configs_dump(self.cfg.stages), "embedder_id": versions["embed"],
-                    "vector_index": vec, "vector_engine": self.cfg.backends.vector, "keyword_index": kw,
-                    "counts": {}, "created_at": time.time(),
-                })
-                row = self.store.get_generation(gen_id)
-                assert row is not None
-                return Generation.from_row(row)
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+def open_embedder(cfg: BinderyConfig, config: EmbedConfig) -> Embedder:
+    """The configured embedder for `config` (converted models cached under data_dir/models)."""
+    from connectors.embedder import Embedder
 
-    def config_drift(self) -> list[str]:
-        """Stages whose current configuration differs from the live generation's."""
-        live = self.live()
-        if live is None:
-            return []
-        return [s for s, v in self.current_versions.items() if live.versions.get(s) != v]
+    return Embedder(config, cache_dir=cfg.data_path / "models")
+
+
+def open_contextualiser(config: ContextConfig) -> Contextualizer:
+    """The configured contextual-prefix provider for `config`."""
+    from connectors.contextualizers import make_contextualizer
+
+    return make_contextualizer(config)

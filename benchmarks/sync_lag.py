@@ -39,7 +39,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import dagster as dg
 import yaml
 
-from assets.resource import BinderyResource
+from assets.resources import BinderyConfigResource
 from connectors.config import load_config
 from orchestration.automation import build_sensor
 from orchestration.cli import main as cli
@@ -101,7 +101,7 @@ class SensorTicker:
         instance = get_instance(self.cfg)
         t0 = time.perf_counter()
         with dg.build_sensor_context(instance=instance, cursor=self.cursor,
-                                     resources={"bindery": BinderyResource(config_path=str(self.config))}) as ctx:
+                                     resources={"bindery": BinderyConfigResource(config_path=str(self.config))}) as ctx:
             result = self.sensor(ctx)
         dt = time.perf_counter() - t0
         self.cursor = result.cursor

@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +37,10 @@ from connectors.indexes.base import KeywordIndex, VectorIndex
 if TYPE_CHECKING:
     from connectors.indexes.elasticsearch_index import ElasticsearchIndex
     from connectors.indexes.qdrant_index import QdrantIndex
-    from connectors.store import DocumentStore
 
-__all__ = ["GenerationPaths", "IndexPair", "bind_live", "drop_generation_files", "is_embedded", "open_reader",
-           "open_writer", "point_live_aliases", "publish", "vector_engine", "writer_lock"]
+__all__ = ["GenerationPaths", "IndexPair", "drop_generation_files", "is_embedded", "open_keyword_writer",
+           "open_reader", "open_vector_writer", "open_writer", "point_live_aliases", "publish", "vector_engine",
+           "writer_lock", "writer_pair"]
 
 _EMBEDDED: dict[str, str] = {"qdrant-edge": "edge", "qdrant-local": "qdrant"}  # engine -> working dir name
 
@@ -149,29 +149,51 @@ def _open_vector(cfg: BinderyConfig, gen: dict[str, Any], path: str | None, dim:
     return qdrant_server(cfg, gen["name"], dim)
 
 
-def _open(cfg: BinderyConfig, gen: dict[str, Any], vector_path: str | None, keyword_path: str | None,
-          *, read_only: bool, dim: int | None) -> tuple[VectorIndex, KeywordIndex]:
-    vec = _open_vector(cfg, gen, vector_path, dim)
+def _open_keyword(cfg: BinderyConfig, gen: dict[str, Any], path: str | None, *, read_only: bool) -> KeywordIndex:
     if cfg.backends.keyword == "tantivy":
         from connectors.indexes.tantivy_index import TantivyIndex
 
-        assert keyword_path is not None
-        kw: KeywordIndex = TantivyIndex(keyword_path, read_only=read_only)
-    else:
-        kw = elasticsearch(cfg, gen["name"])
-    return vec, kw
+        assert path is not None
+        return TantivyIndex(path, read_only=read_only)
+    return elasticsearch(cfg, gen["name"])
+
+
+def _open(cfg: BinderyConfig, gen: dict[str, Any], vector_path: str | None, keyword_path: str | None,
+          *, read_only: bool, dim: int | None) -> tuple[VectorIndex, KeywordIndex]:
+    vec = _open_vector(cfg, gen, vector_path, dim)
+    return vec, _open_keyword(cfg, gen, keyword_path, read_only=read_only)
+
+
+def open_vector_writer(cfg: BinderyConfig, gen: dict[str, Any], dim: int | None) -> VectorIndex:
+    """Open a generation's working vector index for writing, with the engine that built it."""
+    engine = vector_engine(cfg, gen)
+    vec_path = GenerationPaths.of(cfg, gen["name"]).vector(engine) if is_embedded(engine) else None
+    if engine == "qdrant-local" and vec_path is not None:
+        vec_path.mkdir(parents=True, exist_ok=True)
+    return _open_vector(cfg, gen, str(vec_path) if vec_path else None, dim)
+
+
+def open_keyword_writer(cfg: BinderyConfig, gen: dict[str, Any]) -> KeywordIndex:
+    """Open a generation's working keyword index for writing."""
+    path = GenerationPaths.of(cfg, gen["name"]).keyword
+    path.mkdir(parents=True, exist_ok=True)
+    return _open_keyword(cfg, gen, str(path), read_only=False)
 
 
 def open_writer(cfg: BinderyConfig, gen: dict[str, Any], dim: int | None) -> IndexPair:
     """Open a generation's working indexes for writing. Hold `writer_lock` around its use."""
-    paths = GenerationPaths.of(cfg, gen["name"])
-    engine = vector_engine(cfg, gen)
-    vec_path = paths.vector(engine) if is_embedded(engine) else None
-    if engine == "qdrant-local" and vec_path is not None:
-        vec_path.mkdir(parents=True, exist_ok=True)
-    paths.keyword.mkdir(parents=True, exist_ok=True)
-    vec, kw = _open(cfg, gen, str(vec_path) if vec_path else None, str(paths.keyword), read_only=False, dim=dim)
-    return IndexPair(vec, kw, gen)
+    return writer_pair(gen, open_vector_writer(cfg, gen, dim), lambda: open_keyword_writer(cfg, gen))
+
+
+def writer_pair(gen: dict[str, Any], vector: VectorIndex, keyword: Callable[[], KeywordIndex]) -> IndexPair:
+    """`vector` and the keyword index `keyword()` opens as one pair; the vector index is closed
+    again when the keyword index cannot be opened."""
+    try:
+        kw = keyword()
+    except BaseException:
+        vector.close()
+        raise
+    return IndexPair(vector, kw, gen)
 
 
 def publish(cfg: BinderyConfig, gen: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -272,8 +294,9 @@ def elasticsearch(cfg: BinderyConfig, index_name: str) -> ElasticsearchIndex:
 def point_live_aliases(cfg: BinderyConfig, name: str) -> dict[str, str]:
     """Move `backends.live_alias` to generation `name` on each server backend, each engine in
     one atomic request (Elasticsearch `_aliases` remove+add, Qdrant one alias-operations call).
-    Called right after the binding row flips: the row is the truth, the alias lets other
-    readers follow it. Returns {backend: alias} for the aliases moved; embedded engines have none."""
+    Called right after the binding row flips (`connectors.lifecycle.bind_live`): the row is the
+    truth, the alias lets other readers follow it. Returns {backend: alias} for the aliases
+    moved; embedded engines have none."""
     alias = cfg.backends.live_alias
     moved: dict[str, str] = {}
     if cfg.backends.vector == "qdrant-server":
@@ -288,21 +311,6 @@ def point_live_aliases(cfg: BinderyConfig, name: str) -> dict[str, str]:
             kw.point_alias(alias)
         moved["elasticsearch"] = alias
     return moved
-
-
-def bind_live(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], **flip: Any) -> dict[str, Any]:
-    """Flip the binding row to `gen` (one transaction; `flip` goes to `store.flip_binding`),
-    then move the server aliases in the same step. The row is the truth: an alias that fails
-    to move is recorded as an `alias-move-failed` event and reported under `alias_error`,
-    never undoes the flip, and is moved again by the next flip."""
-    binding = store.flip_binding(gen["id"], **flip)
-    try:
-        binding["aliases"] = point_live_aliases(cfg, gen["name"])
-    except Exception as e:  # any engine error: the flip stands, the drift is visible
-        binding["alias_error"] = f"{type(e).__name__}: {e}"
-        store.add_event("alias-move-failed", f"generation {gen['name']} is live but {cfg.backends.live_alias} "
-                                             f"was not moved: {binding['alias_error']}")
-    return binding
 
 
 def drop_generation_files(cfg: BinderyConfig, name: str) -> None:

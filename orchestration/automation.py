@@ -13,7 +13,7 @@ import json
 import dagster as dg
 
 from assets.pipeline import SOURCES
-from assets.resource import BinderyResource
+from assets.resources import BinderyConfigResource
 from connectors.errors import ConfigError, SourceError
 from connectors.identity import short_hash
 from connectors.shards import all_partition_keys, partition_keys
@@ -39,7 +39,7 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
     @dg.sensor(job=sync_job, minimum_interval_seconds=interval,
                default_status=dg.DefaultSensorStatus.RUNNING if default_on else dg.DefaultSensorStatus.STOPPED,
                description="Requests a sync for each source whose listing fingerprint changed.")
-    def source_change_sensor(context: dg.SensorEvaluationContext, bindery: BinderyResource) -> dg.SensorResult:
+    def source_change_sensor(context: dg.SensorEvaluationContext, bindery: BinderyConfigResource) -> dg.SensorResult:
         cfg = bindery.config
         cursor = json.loads(context.cursor) if context.cursor else {}
         runs, skipped = [], []
@@ -78,7 +78,8 @@ def build_schedule(default_on: bool, cron: str) -> dg.ScheduleDefinition:
     @dg.schedule(job=sync_job, cron_schedule=cron,
                  default_status=dg.DefaultScheduleStatus.RUNNING if default_on else dg.DefaultScheduleStatus.STOPPED,
                  description="Full reconciliation of every configured source.")
-    def reconcile_schedule(context: dg.ScheduleEvaluationContext, bindery: BinderyResource) -> list[dg.RunRequest]:
+    def reconcile_schedule(context: dg.ScheduleEvaluationContext,
+                           bindery: BinderyConfigResource) -> list[dg.RunRequest]:
         names = all_partition_keys(bindery.config)
         existing = set(context.instance.get_dynamic_partitions("sources"))
         missing = [n for n in names if n not in existing]

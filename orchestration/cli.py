@@ -118,6 +118,13 @@ def _store(cfg: BinderyConfig):
     return DocumentStore(cfg.database_url)
 
 
+def _lifecycle(cfg: BinderyConfig):
+    """The generation lifecycle over this configuration's document store."""
+    from connectors.lifecycle import Lifecycle
+
+    return Lifecycle(cfg, _store(cfg))
+
+
 def _source_names(cfg: BinderyConfig, only: list[str] | None) -> list[str]:
     """The partitions to run: one per source, or one per shard of a sharded source."""
     from connectors.shards import all_partition_keys
@@ -140,22 +147,20 @@ def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
 
 
 def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
-    from assets.runtime import Runtime
-
-    rt = Runtime(cfg)
-    live = rt.live()
-    if live is not None and not rt.config_drift() and not a.force:
+    lifecycle = _lifecycle(cfg)
+    live = lifecycle.live()
+    if live is not None and not lifecycle.config_drift() and not a.force:
         # not a failure: there is simply nothing to build (and nothing to promote)
         return {"candidate": None, "live": live.id, "changed_stages": [],
                 "message": f"nothing to reindex: the configuration matches live generation {live.name} "
                            "(use --force to rebuild anyway)"}
-    if a.force and live is not None and not rt.config_drift():
-        rt.store.add_event("forced-rebuild", "operator rebuilt an identical candidate")
+    if a.force and live is not None and not lifecycle.config_drift():
+        lifecycle.store.add_event("forced-rebuild", "operator rebuilt an identical candidate")
     if a.submit and a.promote and not a.wait:
         raise ConfigError("reindex --submit --promote needs --wait (the gate judges a finished candidate)")
     if a.promote:
-        check_eval_set(cfg, rt.store)  # before the build, not after it
-    cand = rt.ensure_candidate()
+        check_eval_set(cfg, lifecycle.store)  # before the build, not after it
+    cand = lifecycle.ensure_candidate()
     runner = _runner(cfg)
     tags = {"bindery/candidate": cand.name}
     if a.submit and not a.wait:
@@ -165,10 +170,10 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
         outcomes, seconds = _submit_and_wait(runner, "reindex", _source_names(cfg, None), tags=tags)
     else:
         outcomes, seconds = runner.run_sources("reindex", _source_names(cfg, None), tags=tags)
-    out = report.sync_summary(outcomes, seconds, rt.store)
+    out = report.sync_summary(outcomes, seconds, lifecycle.store)
     out["candidate"] = cand.id
     out["candidate_name"] = cand.name
-    out["changed_stages"] = rt.config_drift()
+    out["changed_stages"] = lifecycle.config_drift()
     if out["errors"]:
         raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
     if a.promote:
@@ -187,10 +192,10 @@ def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from orchestration.plan import compute_plan
 
     rt = Runtime(cfg)
-    if a.kind == "reindex" and rt.live() is not None and not rt.config_drift():
-        live = rt.live()
+    live = rt.lifecycle.live()
+    if a.kind == "reindex" and live is not None and not rt.lifecycle.config_drift():
         return {"kind": "reindex", "candidate": None, "message":
-                f"nothing to reindex: the configuration matches live generation {live.name if live else '-'}"}
+                f"nothing to reindex: the configuration matches live generation {live.name}"}
     history = None
     if (cfg.data_path / "dagster_home").exists():  # past runs to learn from (and only then import Dagster)
         from orchestration.estimate import throughput
@@ -219,7 +224,7 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     except OSError as e:
         raise ConfigError(f"--out {out}: cannot create its folder: {e.strerror or e}") from None
     store = _store(cfg)
-    gen = _generation(store, "live")
+    gen = _generation(cfg, store, "live")
     docs = {d["doc_id"]: d["external_id"] for d in store.documents()}
     by_doc: dict[str, list[dict[str, Any]]] = {}
     for c in store.chunks_for(list(docs), gen["stage_versions"]["chunk"]):
@@ -259,14 +264,13 @@ def check_eval_set(cfg: BinderyConfig, store: Any) -> None:
 
 
 def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
-    from evals.promotion import candidate_row
-
     if a.force and not a.reason:
         raise ConfigError("a forced promotion needs --reason")
-    store = _store(cfg)
+    lifecycle = _lifecycle(cfg)
+    store = lifecycle.store
     if not a.force:
         check_eval_set(cfg, store)
-    cand = candidate_row(store, a.candidate)  # fails early and clearly when there is none
+    cand = lifecycle.resolve(a.candidate)  # fails early and clearly when there is none
     conf = {"candidate": cand["id"], "force": bool(a.force), "reason": a.reason,
             "forced_by": a.by or os.environ.get("USER") or "cli"}
     run_config = {"ops": {"generation_eval": {"config": conf}, "index_binding": {"config": conf}}}
@@ -325,29 +329,15 @@ def cmd_runs(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
 
 
 def cmd_rollback(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
-    from evals.promotion import rollback
-
     # "promoted" stays in the JSON (the contract's promote/rollback shape); people read "rolled back"
-    return {**rollback(cfg, _store(cfg), by=a.by), "rolled_back": True}
+    return {**_lifecycle(cfg).rollback(by=a.by), "rolled_back": True}
 
 
-def _generation(store: Any, which: str) -> dict[str, Any]:
-    from connectors.errors import BindingError
+def _generation(cfg: BinderyConfig, store: Any, which: str) -> dict[str, Any]:
+    """The row of `--generation`: live, candidate or an id (connectors.lifecycle)."""
+    from connectors.lifecycle import Lifecycle
 
-    if which == "live":
-        b = store.get_binding()
-        if b is None:
-            raise BindingError("no live generation yet: run `bindery sync`")
-        return store.get_generation(b["generation_id"])
-    if which == "candidate":
-        building = store.generations(("building",))
-        if not building:
-            raise BindingError("no candidate generation: run `bindery reindex`")
-        return building[-1]
-    row = store.get_generation(int(which))
-    if row is None:
-        raise BindingError(f"no generation {which}")
-    return row
+    return Lifecycle(cfg, store).resolve(which)
 
 
 def cmd_eval(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
@@ -356,7 +346,7 @@ def cmd_eval(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     if not (a.queries or cfg.gate.queries):
         raise ConfigError("no eval set: pass --queries FILE or set gate.queries in bindery.yaml")
     store = _store(cfg)
-    gen = _generation(store, a.generation)
+    gen = _generation(cfg, store, a.generation)
     rep = evaluate(cfg, store, gen, queries=a.queries)
     return {"generation": gen["id"], "generation_name": gen["name"], **rep.to_json(),
             "_table": report.eval_table(rep)}
@@ -369,7 +359,7 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     from orchestration.tuning import tune_generations
 
     store = _store(cfg)
-    gen = _generation(store, a.generation)
+    gen = _generation(cfg, store, a.generation)
     budget = parse_budget(a.budget) if a.budget else None
     ingestion, _ = split_space(cfg.tune.space or DEFAULT_SPACE)
     built = None
@@ -401,7 +391,7 @@ def cmd_query(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from query_service.retrieval import GenerationRetriever, make_filters
 
     store = _store(cfg)
-    gen = _generation(store, a.generation)
+    gen = _generation(cfg, store, a.generation)
     r = GenerationRetriever(cfg, gen, store)
     try:
         filters = make_filters(a.principal, a.source or None, known_sources=[s.name for s in cfg.sources])
@@ -460,10 +450,8 @@ def cmd_verify(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_gc(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
-    from evals.promotion import collect_garbage
-
-    store = _store(cfg)
-    return {"dropped": collect_garbage(cfg, store), "caches": store.gc_orphan_caches()}
+    lifecycle = _lifecycle(cfg)
+    return {"dropped": lifecycle.collect_garbage(), "caches": lifecycle.store.gc_orphan_caches()}
 
 
 def cmd_serve(cfg: BinderyConfig, a: argparse.Namespace) -> None:

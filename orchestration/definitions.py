@@ -1,6 +1,6 @@
-"""The Dagster code location: the asset graph, its jobs, sensor and schedule, and the one
-resource they share. Policy (what runs automatically) comes from `automation:` in
-bindery.yaml, applied here once.
+"""The Dagster code location: the asset graph, its jobs, sensor and schedule, and one resource
+per outside system. Policy (what runs automatically) comes from `automation:` in bindery.yaml,
+applied here once.
 """
 
 from __future__ import annotations
@@ -10,12 +10,34 @@ import os
 import dagster as dg
 
 from assets.pipeline import STAGE_ASSETS
-from assets.resource import BinderyResource
+from assets.resources import (
+    BinderyConfigResource,
+    ContextualiserResource,
+    DocumentStoreResource,
+    EmbedderResource,
+    KeywordIndexResource,
+    VectorIndexResource,
+)
 from connectors.config import AutomationConfig, load_config
 from connectors.errors import ConfigError
 from orchestration.automation import build_schedule, build_sensor, check_cron
 from orchestration.jobs import JOBS
 from orchestration.promotion import PROMOTION_ASSETS
+
+
+def resources(config_path: str | None = None) -> dict[str, dg.ConfigurableResource]:
+    """The resources every asset, job, sensor and schedule draws on, all reading one
+    bindery.yaml (`config_path`, default `$BINDERY_CONFIG` at run time). A test or a
+    deployment replaces one system by binding another resource to its key."""
+    bindery = BinderyConfigResource(config_path=config_path or dg.EnvVar("BINDERY_CONFIG"))
+    return {
+        "bindery": bindery,
+        "store": DocumentStoreResource(bindery=bindery),
+        "vector_index": VectorIndexResource(bindery=bindery),
+        "keyword_index": KeywordIndexResource(bindery=bindery),
+        "embedder": EmbedderResource(bindery=bindery),
+        "contextualiser": ContextualiserResource(),
+    }
 
 
 def build_definitions(config_path: str | None = None,
@@ -27,14 +49,12 @@ def build_definitions(config_path: str | None = None,
         check_cron(auto.reconcile_cron, "automation.reconcile_cron")
     except ConfigError:
         auto = AutomationConfig()  # the UI must still load; runs will report the config error
-    resource = (BinderyResource(config_path=config_path) if config_path
-                else BinderyResource(config_path=dg.EnvVar("BINDERY_CONFIG")))
     return dg.Definitions(
         assets=[*STAGE_ASSETS, *PROMOTION_ASSETS],
         jobs=JOBS,
         sensors=[build_sensor(auto.sensor, auto.sensor_interval_seconds)],
         schedules=[build_schedule(auto.reconcile, auto.reconcile_cron)],
-        resources={"bindery": resource},
+        resources=resources(config_path),
         loggers=loggers,
     )
 

@@ -39,14 +39,13 @@ from assets.listing import (
 )
 from assets.parse_stage import good_parses, pending_parses, validate_parse
 from assets.parsing import parse_document
-from assets.runtime import ACTIVE, RETAINED, Generation, Runtime
+from assets.runtime import Generation, Runtime
 from connectors.config import BinderyConfig, SourceConfig
 from connectors.contextualizers import ChunkContext, DocumentContext, make_contextualizer
 from connectors.errors import SourceError, TooLarge
 from connectors.identity import content_hash, doc_id, short_hash, text_hash
 from connectors.sources import make_source
 from connectors.sources.base import Source
-from connectors.versions import generation_key, stage_configs_dump
 
 __all__ = ["STAGES", "compute_plan"]
 
@@ -129,29 +128,6 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
                         "source_modified_at": entry.modified_at})
     sp.changes["deleted"] = len(gone)
     return sp
-
-
-# -- the generations a run would write ---------------------------------------------------------
-
-
-def target_generations(rt: Runtime, kind: str) -> tuple[list[Generation], list[Generation]]:
-    """(generations the run writes, retained generations that only receive deletes), as
-    `Runtime.targets` would pick them — but a generation that does not exist yet is only
-    described, never created."""
-    if kind == "reindex":
-        cand = next((g for g in rt.generations(("building",)) if g.versions == rt.current_versions), None)
-        targets = [cand or _future_generation(rt)]
-    else:
-        targets = rt.generations(ACTIVE) or [_future_generation(rt)]
-    names = {g.name for g in targets}
-    return targets, [g for g in rt.generations(RETAINED) if g.name not in names]
-
-
-def _future_generation(rt: Runtime) -> Generation:
-    versions = rt.current_versions
-    name = f"g{len(rt.store.generations()) + 1}_{generation_key(versions)}"
-    return Generation(0, name, "building", rt.cfg.stages, dict(versions),
-                      {"id": 0, "name": name, "stage_configs": stage_configs_dump(rt.cfg.stages)})
 
 
 # -- the stages, simulated -------------------------------------------------------------------
@@ -332,7 +308,7 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
     """The plan as the `--json` contract (docs/json-contract.md); `history` is seconds per item
     per stage measured in past runs (`orchestration.history.throughput`)."""
     started = time.perf_counter()
-    targets, delete_only = target_generations(rt, kind)
+    targets, delete_only = rt.lifecycle.preview_targets(kind)  # describes, never creates
     names = sources or [s.name for s in cfg.sources]
     if kind == "reindex":
         names = [s.name for s in cfg.sources]

@@ -9,7 +9,7 @@ writes nothing to the store or the indexes.
 import dagster as dg
 from pydantic import Field
 
-from assets.resource import BinderyResource
+from assets.resources import BinderyConfigResource, DocumentStoreResource, runtime
 from orchestration.estimate import throughput
 from orchestration.plan import compute_plan
 from orchestration.report import human
@@ -21,8 +21,9 @@ class PlanConfig(dg.Config):
 
 
 @dg.op(description="What the next sync or reindex would do: changes, work per stage, time, LLM cost.")
-def plan_next_run(context: dg.OpExecutionContext, config: PlanConfig, bindery: BinderyResource) -> dg.Output[None]:
-    rt = bindery.runtime
+def plan_next_run(context: dg.OpExecutionContext, config: PlanConfig, bindery: BinderyConfigResource,
+                  store: DocumentStoreResource) -> dg.Output[None]:
+    rt = runtime(bindery, store)
     plan = compute_plan(rt.cfg, rt, config.kind, config.sources or None, history=throughput(context.instance))
     meta: dict[str, dg.RawMetadataValue] = {
         "summary": dg.MetadataValue.md(f"```\n{human('plan', plan)}\n```"),

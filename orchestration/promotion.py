@@ -3,9 +3,10 @@
     vector_index + keyword_index (all sources) -> generation_eval [check eval_gate, blocking]
       -> index_binding
 
-`generation_eval` runs the eval set on live and candidate and stores the paired report on the
-candidate. The blocking `eval_gate` check fails when the gate refuses, so `index_binding` (the
-flip) does not run. A forced promotion passes the check with who and why recorded.
+`generation_eval` runs the eval set on live and candidate (evals.promotion.judge) and stores the
+paired report on the candidate. The blocking `eval_gate` check fails when the gate refuses, so `index_binding` (the
+flip, `Lifecycle.promote` through evals.promotion.promote) does not run. A forced promotion
+shows as a failed WARN check, with who and why recorded.
 """
 
 
@@ -13,10 +14,11 @@ from typing import Any
 
 import dagster as dg
 
-from assets.resource import BinderyResource
+from assets.resources import BinderyConfigResource, DocumentStoreResource
 from connectors.errors import ConfigError, GateRefused
+from connectors.lifecycle import Lifecycle
 from evals.gate import GateReport, format_gate
-from evals.promotion import candidate_row, judge, promote
+from evals.promotion import judge, promote
 
 GROUP = "generations"
 
@@ -33,17 +35,17 @@ class PromotionConfig(dg.Config):
                                          description="Refuses a candidate that is worse than live on the eval set")],
           description="Eval set run on live and candidate, compared paired per query.")
 def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
-                    bindery: BinderyResource):
-    rt = bindery.runtime
-    cand = candidate_row(rt.store, config.candidate)
+                    bindery: BinderyConfigResource, store: DocumentStoreResource):
+    cfg, lifecycle = bindery.config, Lifecycle(bindery.config, store.store)
+    cand = lifecycle.resolve(config.candidate)
     report: GateReport | None
     try:
-        report = judge(rt.cfg, rt.store, cand)
+        report = judge(cfg, store.store, cand)
     except ConfigError as e:  # e.g. no eval set: only a forced promotion may go on
         if not config.force:
             raise
         verdict: dict[str, Any] = {"passed": False, "reasons": [f"gate not run: {e}"]}
-        rt.store.update_generation(cand["id"], eval_report=verdict)
+        lifecycle.record_verdict(cand["id"], verdict)
         report = None
     else:
         verdict = report.to_json()
@@ -74,13 +76,12 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
 
 @dg.asset(group_name=GROUP, deps=[generation_eval], kinds={"python"},
           description="The live binding: one transaction moves generation, indexes and embedder id together.")
-def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig,
-                  bindery: BinderyResource) -> dg.MaterializeResult:
-    rt = bindery.runtime
-    cand = candidate_row(rt.store, config.candidate)
+def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig, bindery: BinderyConfigResource,
+                  store: DocumentStoreResource) -> dg.MaterializeResult:
+    cand = Lifecycle(bindery.config, store.store).resolve(config.candidate)
     verdict = cand.get("eval_report") or {}
     try:
-        out = promote(rt.cfg, rt.store, candidate_id=cand["id"], force=config.force, reason=config.reason,
+        out = promote(bindery.config, store.store, candidate_id=cand["id"], force=config.force, reason=config.reason,
                       by=config.forced_by or f"dagster-run:{context.run_id[:8]}", verdict=verdict)
     except GateRefused as e:
         raise dg.Failure(str(e), metadata={"report": dg.MetadataValue.json(e.report)}) from e

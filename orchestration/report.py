@@ -7,6 +7,7 @@ from typing import Any
 
 from assets.listing import CLASSES  # the change classes are the listing's; one definition
 from connectors.config import BinderyConfig
+from connectors.lifecycle import Generation, Lifecycle
 from connectors.shards import parse_key
 from connectors.store import DocumentStore
 
@@ -81,15 +82,17 @@ def _gen_summary(g: dict[str, Any] | None) -> dict[str, Any] | None:
                      "forced_by": g.get("forced_by"), "force_reason": g.get("force_reason")}}
 
 
+def _row(gen: Generation | None) -> dict[str, Any] | None:
+    return gen.row if gen else None
+
+
 def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
+    lifecycle = Lifecycle(cfg, store)
     b = store.get_binding()
-    live = store.get_generation(b["generation_id"]) if b else None
-    prev = store.get_generation(b["previous_generation_id"]) if b and b["previous_generation_id"] else None
-    building = store.generations(("building",))
+    live, prev = _row(lifecycle.live()), _row(lifecycle.previous())
     # Before anything is live, the generation being built is the first build, not a candidate
     # waiting for the gate: it binds itself when its first index is published.
-    first = building[-1] if building and live is None else None
-    cand = building[-1] if building and live is not None else None
+    first, cand = _row(lifecycle.first_build()), _row(lifecycle.candidate())
     counts = store.counts()
     state = store.index_state(live["id"]) if live else {}
     docs = store.documents()

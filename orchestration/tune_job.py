@@ -11,8 +11,8 @@ metadata says which were left out.
 # no `from __future__ import annotations`: Dagster resolves the op's config class from its annotation
 import dagster as dg
 
-from assets.resource import BinderyResource
-from connectors.errors import BindingError
+from assets.resources import BinderyConfigResource, DocumentStoreResource
+from connectors.lifecycle import Lifecycle
 from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, run_tune, split_space
 
 
@@ -21,19 +21,16 @@ class TuneJobConfig(dg.Config):
 
 
 @dg.op(description="Search retrieval settings on the eval set; choose on the tuning half, report both.")
-def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery: BinderyResource) -> dg.Output[None]:
-    rt = bindery.runtime
-    binding = rt.store.get_binding()
-    if binding is None:
-        raise BindingError("no live generation yet: run `bindery sync`")
-    gen = rt.store.get_generation(binding["generation_id"])
-    if gen is None:
-        raise BindingError(f"the live binding names generation {binding['generation_id']}, which is gone")
-    ingestion, query_space = split_space(rt.cfg.tune.space or DEFAULT_SPACE)
-    result = run_tune(rt.cfg, rt.store, gen, space=query_space,
+def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery: BinderyConfigResource,
+                  store: DocumentStoreResource) -> dg.Output[None]:
+    cfg = bindery.config
+    gen = Lifecycle(cfg, store.store).resolve("live")
+    ingestion, query_space = split_space(cfg.tune.space or DEFAULT_SPACE)
+    result = run_tune(cfg, store.store, gen, space=query_space,
                       budget=parse_budget(config.budget) if config.budget else None)
     out = result.to_json()
-    rt.store.add_event("tune", f"{len(result.trials)} trials (Dagster job)", details={**out, "generation": gen["id"]})
+    store.store.add_event("tune", f"{len(result.trials)} trials (Dagster job)",
+                          details={**out, "generation": gen["id"]})
     best = out["best"]
     meta: dict[str, dg.RawMetadataValue] = {
         "trials": dg.MetadataValue.md(f"```\n{format_trials(result)}\n```"),

@@ -26,12 +26,11 @@ from typing import Any
 
 import yaml
 
-from assets.runtime import Generation, Runtime
 from connectors.config import BinderyConfig, load_config
 from connectors.errors import BinderyError, BindingError
 from connectors.identity import short_hash
+from connectors.lifecycle import Generation, Lifecycle
 from connectors.store import DocumentStore
-from evals.promotion import drop_candidate
 from evals.tune import (
     DEFAULT_SPACE,
     Budget,
@@ -61,7 +60,7 @@ def tune_generations(cfg: BinderyConfig, store: DocumentStore, live: dict[str, A
     seed = cfg.tune.seed if seed is None else seed
     budget = budget or parse_budget(cfg.tune.budget)
     settings = trial_settings(cfg, ingest, seed, ingestion=True)
-    if len(settings) > 1 and store.generations(("building",)):
+    if len(settings) > 1 and Lifecycle(cfg, store).building() is not None:
         raise BindingError("a candidate generation is being built: promote it or let it be superseded "
                            "before tuning ingestion settings (tune builds its own candidates)")
     trials: list[Trial] = []
@@ -77,7 +76,7 @@ def tune_generations(cfg: BinderyConfig, store: DocumentStore, live: dict[str, A
             result = run_tune(gcfg, store, gen, space=query_space, budget=left, seed=seed, queries=queries)
         finally:
             if n > 0:  # judged: its caches stay, its indexes go (a --build rebuilds the best from them)
-                drop_candidate(cfg, store, gen, reason="tune: trial generation judged")
+                Lifecycle(cfg, store).drop_candidate(gen, reason="tune: trial generation judged")
         first = len(trials)
         for i, tr in enumerate(result.trials):
             extra = cost if i == 0 else (0, 0, 0.0)
@@ -117,14 +116,13 @@ def _build(cfg: BinderyConfig, store: DocumentStore, ing: dict[str, Any]) -> tup
     from orchestration.runs import Runner
 
     tcfg = _trial_config(cfg, ing)
-    rt = Runtime(tcfg, store)
-    cand: Generation = rt.ensure_candidate()
+    cand: Generation = Lifecycle(tcfg, store).ensure_candidate()
     before, t0 = store_rows(store), time.perf_counter()
     outcomes, seconds = Runner(tcfg).run_sources("reindex", [s.name for s in tcfg.sources],
                                                  tags={"bindery/candidate": cand.name, "bindery/tune": "1"})
     summary = sync_summary(outcomes, seconds, store)
     if summary["errors"]:
-        drop_candidate(cfg, store, cand.row, reason="tune: its reindex failed")
+        Lifecycle(cfg, store).drop_candidate(cand.row, reason="tune: its reindex failed")
         raise TrialBuildFailed(f"tune: building {ing} failed: " +
                                "; ".join(f"{k}: {v}" for k, v in summary["errors"].items()))
     after = store_rows(store)

@@ -13,9 +13,10 @@ import shutil
 from typing import Any
 
 from assets.index_stage import run_index
-from assets.runtime import RETAINED, Runtime
+from assets.runtime import Runtime
 from connectors.config import BinderyConfig
 from connectors.generations import GenerationPaths, is_embedded, open_writer, publish, vector_engine, writer_lock
+from connectors.lifecycle import RETAINED
 from connectors.store import DocumentStore
 
 
@@ -39,7 +40,7 @@ def _acl_mismatches(expected: dict[str, tuple[str, ...]], indexed: dict[str, tup
 def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) -> dict[str, Any]:
     rt = Runtime(cfg, store)
     report: dict[str, Any] = {"consistent": True, "generations": {}}
-    for g in rt.generations(RETAINED):
+    for g in rt.lifecycle.generations(RETAINED):
         acls = expected_acls(store, g.row)
         expected = set(acls)
         with writer_lock(cfg, g.name):
@@ -75,7 +76,7 @@ def _rebuild(rt: Runtime, gen: dict[str, Any]) -> None:
             shutil.rmtree(paths.vector(vector_engine(rt.cfg, gen)), ignore_errors=True)
         shutil.rmtree(paths.keyword, ignore_errors=True)
         rt.store.clear_index_state(gen["id"], list(rt.store.index_state(gen["id"])))
-    g = next(x for x in rt.generations(RETAINED) if x.id == gen["id"])
+    g = next(x for x in rt.lifecycle.generations(RETAINED) if x.id == gen["id"])
     for s in rt.cfg.sources:
         run_index(rt, s.name, [g])
     with writer_lock(rt.cfg, gen["name"]):

@@ -187,10 +187,12 @@ def test_table_aligns_numbers_right() -> None:
 
 def test_status_calls_the_very_first_build_a_first_build_not_a_candidate(dep: Deployment,
                                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    from assets.runtime import Runtime
     from connectors.config import load_config
+    from connectors.lifecycle import Lifecycle
+    from connectors.store import DocumentStore
 
-    Runtime(load_config(dep.config_path)).ensure_candidate()  # what a first sync creates before it binds
+    cfg = load_config(dep.config_path)
+    Lifecycle(cfg, DocumentStore(cfg.database_url)).ensure_candidate()  # what a first sync creates before it binds
     code, out, _ = run(capsys, "--config", str(dep.config_path), "--json", "status")
     doc = json.loads(out)
     assert code == 0 and doc["live"] is None and doc["candidate"] is None and doc["first_build"] == 1

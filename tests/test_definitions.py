@@ -1,5 +1,5 @@
-"""A snapshot of the Dagster wiring, so a change to assets, checks, jobs, sensors or schedules
-is visible in review (the layering rules are in tests/test_layers.py)."""
+"""A snapshot of the Dagster wiring, so a change to assets, checks, jobs, sensors, schedules or
+resources is visible in review (the layering rules are in tests/test_layers.py)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,29 @@ def test_definitions_snapshot(tmp_path: Path) -> None:
     assert reindex.tags["bindery/target"] == "candidate"
     spec = graph.get(dg.AssetKey("vector_index"))
     assert spec.partitions_def is not None and spec.partitions_def.name == "sources"  # type: ignore[attr-defined]
+
+
+def test_one_resource_per_outside_system(tmp_path: Path) -> None:
+    """The resources, and which asset reaches which outside system: a stage that starts using
+    another system shows up here (and in the UI's resource view)."""
+    cfg = tmp_path / "bindery.yaml"
+    cfg.write_text(f"data_dir: {tmp_path}/data\nsources: [{{name: docs, kind: local, root: {tmp_path}}}]\n")
+    defs = build_definitions(str(cfg))
+    assert sorted(defs.resources or {}) == ["bindery", "contextualiser", "embedder", "keyword_index", "store",
+                                            "vector_index"]
+    graph = defs.resolve_asset_graph()
+    uses = {k.to_user_string(): sorted(defs.resolve_assets_def(k).required_resource_keys - {"io_manager"})
+            for k in graph.get_all_asset_keys()}
+    assert uses == {
+        "source_listing": ["bindery", "store"], "parsed_documents": ["bindery", "store"],
+        "chunks": ["bindery", "store"], "contextual_prefixes": ["bindery", "contextualiser", "store"],
+        "embeddings": ["bindery", "embedder", "store"],
+        "vector_index": ["bindery", "keyword_index", "store", "vector_index"],
+        "keyword_index": ["bindery", "keyword_index", "store", "vector_index"],
+        "generation_eval": ["bindery", "store"], "index_binding": ["bindery", "store"],
+    }
+    for job in ("plan", "tune"):
+        assert sorted(defs.resolve_job_def(job).required_resource_keys - {"io_manager"}) == ["bindery", "store"]
 
 
 def test_sensor_and_schedule_follow_configuration(tmp_path: Path) -> None:

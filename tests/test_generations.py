@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from connectors.config import load_config
+from connectors.lifecycle import Lifecycle
 from connectors.store import DocumentStore
-from evals.promotion import collect_garbage
 from query_service.retrieval import LiveRetriever
 from tests.bindery_fixture import Deployment
 from tests.test_pipeline import chunk_sets
@@ -150,7 +150,7 @@ def test_gc_never_drops_live_or_previous(dep: Deployment) -> None:
         dep.cli("reindex", "--force")
         dep.cli("promote")
     b = store.get_binding()
-    dropped = collect_garbage(cfg, store)
+    dropped = Lifecycle(cfg, store).collect_garbage()
     assert dropped
     statuses = {g["id"]: g["status"] for g in store.generations()}
     assert statuses[b["generation_id"]] == "live" and statuses[b["previous_generation_id"]] == "previous"

@@ -14,7 +14,7 @@ import dagster as dg
 import yaml
 
 from assets.pipeline import parsed_documents, source_listing
-from assets.resource import BinderyResource
+from orchestration.definitions import resources
 
 PROSE = ("The battery of the field unit lasts about eleven hours when the radio is idle and the "
          "screen is dimmed; charging takes two hours from a standard wall adapter. ")
@@ -31,7 +31,7 @@ def _config(tmp_path: Path, corpus: Path, **quality: object) -> str:
 def _check(config_path: str, instance: dg.DagsterInstance) -> dg.AssetCheckEvaluation:
     """Materialise listing + parse for partition `docs`; the one parse_quality evaluation."""
     result = dg.materialize([source_listing, parsed_documents], partition_key="docs", instance=instance,
-                            resources={"bindery": BinderyResource(config_path=config_path)},
+                            resources=resources(config_path),
                             raise_on_error=False)
     evaluations = result.get_asset_check_evaluations()
     assert [e.check_name for e in evaluations] == ["parse_quality"]

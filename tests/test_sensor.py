@@ -17,7 +17,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from assets.resource import BinderyResource
+from assets.resources import BinderyConfigResource
 from orchestration.automation import build_schedule, build_sensor
 from tests.sync_helpers import LocalDeployment, assert_converged, hits
 
@@ -50,8 +50,9 @@ class Sensor:
 
     def tick(self) -> Tick:
         # entered, so the resources it builds are torn down (and leave no Dagster context behind)
+        bindery = BinderyConfigResource(config_path=str(self.config_path))
         with dg.build_sensor_context(instance=self.instance, cursor=self.cursor,
-                                     resources={"bindery": BinderyResource(config_path=str(self.config_path))}) as ctx:
+                                     resources={"bindery": bindery}) as ctx:
             result = self.sensor(ctx)
         assert isinstance(result, dg.SensorResult)
         self.cursor = result.cursor
@@ -238,7 +239,7 @@ def test_reconcile_schedule_requests_every_source_and_registers_partitions(conf:
     schedule = build_schedule(False, "0 3 * * *")
     with dg.instance_for_test() as instance:  # schedules need an instance with a ref
         with dg.build_schedule_context(instance=instance,
-                                       resources={"bindery": BinderyResource(config_path=str(conf.path))}) as ctx:
+                                       resources={"bindery": BinderyConfigResource(config_path=str(conf.path))}) as ctx:
             reqs = schedule(ctx)
             assert sorted(r.partition_key for r in reqs) == ["docs", "wiki"]
             assert all(r.tags == {"bindery/trigger": "schedule"} for r in reqs)

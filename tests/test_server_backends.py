@@ -18,8 +18,8 @@ import pytest
 
 from connectors.config import load_config
 from connectors.generations import GenerationPaths
+from connectors.lifecycle import Lifecycle
 from connectors.store import DocumentStore
-from evals.promotion import collect_garbage
 from tests.bindery_fixture import Deployment
 from tests.es_stub import ESStub
 from tests.qdrant_stub import QdrantStub
@@ -109,7 +109,7 @@ def test_flips_move_both_aliases_in_one_request_each_and_gc_leaves_nothing(
     cfg = load_config(dep.config_path)
     cfg.retention.keep_generations, cfg.retention.rollback_window_hours = 2, 0
     store = DocumentStore(cfg.database_url)
-    dropped = collect_garbage(cfg, store)
+    dropped = Lifecycle(cfg, store).collect_garbage()
     kept = {g["name"] for g in store.generations() if g["status"] != "dropped"}
     assert dropped and len(kept) == 2
     assert set(qdrant.collections) == kept and set(es.indices) == kept
@@ -126,7 +126,7 @@ def test_gc_on_embedded_engines_leaves_no_files_of_dropped_generations(tmp_path:
     cfg = load_config(dep.config_path)
     cfg.retention.keep_generations, cfg.retention.rollback_window_hours = 2, 0
     store = DocumentStore(cfg.database_url)
-    dropped = collect_garbage(cfg, store)
+    dropped = Lifecycle(cfg, store).collect_garbage()
     assert len(dropped) == 2
     for name in dropped:
         paths = GenerationPaths.of(cfg, name)

@@ -1,0 +1,337 @@
+"""The generation lifecycle, in one place: create -> build -> judge -> flip -> rollback -> gc.
+
+A generation is one complete build of the indexes from one stage configuration. Its status
+moves through a small state machine, and every move is made here (the binding row itself is
+flipped in one transaction by `DocumentStore.flip_binding`):
+
+    building --(first index published, nothing live)--------> live      (the first binding)
+    building --(gate passes, or a forced promotion)----------> live      (the old live: previous)
+    live     --(a newer generation promoted)-----------------> previous  (the old previous: retired)
+    previous --(rollback)------------------------------------> live      (the rolled-back one: previous)
+    building --(a reindex with another configuration)--------> retired   (superseded)
+    retired  --(past the rollback window, or over the budget)-> dropped  (gc: indexes deleted)
+    building --(a judged `bindery tune` trial)----------------> dropped  (drop_candidate)
+
+- **create**: `ensure_candidate` reuses the building generation for exactly the current stage
+  versions or creates one (a different, older candidate is retired); `describe_candidate` is
+  the same answer for `bindery plan`, which must not create anything.
+- **build**: `targets` are the generations a run writes (a sync: live + a building candidate,
+  or generation 1 on a fresh system; a reindex: the candidate); `maintained` are the other
+  retained generations, which receive access changes and deletes only.
+- **judge** needs the eval runner and the query service, so it lives in `evals/promotion.py`;
+  it records its verdict through `record_verdict` and flips through `promote`.
+- **flip**: `bind_first` binds a fresh system's first generation once its index is published
+  (there is nothing to compare it with); `promote` flips to a judged (or forced) candidate.
+- **rollback** restores the previous generation; **gc** drops retired generations past the
+  rollback window, never the live or the previous one; `drop_candidate` drops a candidate no
+  one will promote (a judged tune trial).
+
+Each generation is processed with the stage configuration recorded on it (`Generation.stages`),
+not the one in the YAML file: changing `bindery.yaml` changes what the next *reindex* builds,
+never silently the live index. No Dagster here and no query service: the CLI, the Dagster
+assets and the evals all call this module.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import getpass
+import time
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
+
+from connectors.config import BinderyConfig, StageConfigs
+from connectors.errors import BindingError, ConfigError, GateRefused
+from connectors.generations import drop_generation_files, is_embedded, physical_names, point_live_aliases, vector_engine
+from connectors.store import DocumentStore
+from connectors.versions import generation_key, stage_configs_dump, stage_versions
+
+__all__ = ["ACTIVE", "RETAINED", "Generation", "Lifecycle", "Target", "bind_live"]
+
+Target = Literal["sync", "candidate"]
+ACTIVE = ("live", "building")  # statuses a sync writes to
+RETAINED = ("live", "building", "previous")  # statuses whose indexes deletes must reach
+FIRST_GENERATION = "first generation: nothing to compare with"
+
+
+@dataclass(frozen=True)
+class Generation:
+    id: int
+    name: str
+    status: str
+    stages: StageConfigs
+    versions: dict[str, str]
+    row: dict[str, Any]
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Generation:
+        return cls(row["id"], row["name"], row["status"], StageConfigs.recorded(row["stage_configs"]),
+                   dict(row["stage_versions"]), row)
+
+
+def bind_live(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], **flip: Any) -> dict[str, Any]:
+    """Flip the binding row to `gen` (one transaction; `flip` goes to `store.flip_binding`),
+    then move the server aliases in the same step. The row is the truth: an alias that fails
+    to move is recorded as an `alias-move-failed` event and reported under `alias_error`,
+    never undoes the flip, and is moved again by the next flip."""
+    binding = store.flip_binding(gen["id"], **flip)
+    try:
+        binding["aliases"] = point_live_aliases(cfg, gen["name"])
+    except Exception as e:  # any engine error: the flip stands, the drift is visible
+        binding["alias_error"] = f"{type(e).__name__}: {e}"
+        store.add_event("alias-move-failed", f"generation {gen['name']} is live but {cfg.backends.live_alias} "
+                                             f"was not moved: {binding['alias_error']}")
+    return binding
+
+
+def _aliases(binding: dict[str, Any]) -> dict[str, Any]:
+    """What `bind_live` did with the server aliases, for the JSON output."""
+    return {k: binding[k] for k in ("aliases", "alias_error") if k in binding}
+
+
+class Lifecycle:
+    """Every state change of generations, and every lookup of one, for one configuration and
+    one document store."""
+
+    def __init__(self, cfg: BinderyConfig, store: DocumentStore):
+        self.cfg = cfg
+        self.store = store
+
+    # -- lookups --------------------------------------------------------------------------
+
+    @cached_property
+    def current_versions(self) -> dict[str, str]:
+        """The stage versions the current configuration builds."""
+        return stage_versions(self.cfg.stages)
+
+    def generations(self, statuses: tuple[str, ...]) -> list[Generation]:
+        return [Generation.from_row(r) for r in self.store.generations(statuses)]
+
+    def _bound(self, key: str) -> Generation | None:
+        b = self.store.get_binding()
+        if not b or b[key] is None:
+            return None
+        row = self.store.get_generation(b[key])
+        return Generation.from_row(row) if row else None
+
+    def live(self) -> Generation | None:
+        return self._bound("generation_id")
+
+    def previous(self) -> Generation | None:
+        """The generation a rollback would restore."""
+        return self._bound("previous_generation_id")
+
+    def building(self) -> Generation | None:
+        """The newest building generation: the candidate, or before anything is live the
+        first build (which binds itself when its first index is published)."""
+        gens = self.generations(("building",))
+        return gens[-1] if gens else None
+
+    def candidate(self) -> Generation | None:
+        """The newest building generation while a generation is live: what the gate judges."""
+        return self.building() if self.store.get_binding() is not None else None
+
+    def first_build(self) -> Generation | None:
+        """The newest building generation while nothing is live yet."""
+        return self.building() if self.store.get_binding() is None else None
+
+    def resolve(self, which: str | int | None) -> dict[str, Any]:
+        """The row of `which`: "live", "candidate" (the newest building generation; also when
+        `which` is None) or a generation id. Raises BindingError naming what to run."""
+        if which == "live":
+            gen = self.live()
+            if gen is None:
+                raise BindingError("no live generation yet: run `bindery sync`")
+            return gen.row
+        if which is None or which == "candidate":
+            gen = self.building()
+            if gen is None:
+                raise BindingError("no candidate generation: run `bindery reindex` first")
+            return gen.row
+        row = self.store.get_generation(int(which))
+        if row is None:
+            raise BindingError(f"no generation {which}")
+        return row
+
+    def config_drift(self) -> list[str]:
+        """Stages whose current configuration differs from the live generation's."""
+        live = self.live()
+        if live is None:
+            return []
+        return [s for s, v in self.current_versions.items() if live.versions.get(s) != v]
+
+    # -- create -----------------------------------------------------------------------------
+
+    def _next_name(self) -> str:
+        return f"g{len(self.store.generations()) + 1}_{generation_key(self.current_versions)}"
+
+    def ensure_candidate(self) -> Generation:
+        """The building generation for the current configuration: reused if one exists for
+        exactly these stage versions, else created (an older, different candidate is retired).
+        A file lock makes concurrent partition runs agree on one candidate."""
+        versions = self.current_versions
+        lock_path = self.cfg.data_path / ".generations.lock"
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock_path, "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                for g in self.generations(("building",)):
+                    if g.versions == versions:
+                        return g
+                    self.store.update_generation(g.id, status="retired", retired_at=time.time())
+                    self.store.add_event("candidate-superseded",
+                                         f"candidate {g.name} superseded by a new configuration")
+                name = self._next_name()
+                vec, kw = physical_names(self.cfg, name)
+                gen_id = self.store.create_generation({
+                    "name": name, "status": "building", "stage_versions": versions,
+                    "stage_configs": stage_configs_dump(self.cfg.stages), "embedder_id": versions["embed"],
+                    "vector_index": vec, "vector_engine": self.cfg.backends.vector, "keyword_index": kw,
+                    "counts": {}, "created_at": time.time(),
+                })
+                row = self.store.get_generation(gen_id)
+                assert row is not None
+                return Generation.from_row(row)
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def describe_candidate(self) -> Generation:
+        """What `ensure_candidate` would return, without creating anything: the matching
+        building generation, or a description (id 0) of the one it would create."""
+        versions = self.current_versions
+        found = next((g for g in self.generations(("building",)) if g.versions == versions), None)
+        if found is not None:
+            return found
+        name = self._next_name()
+        return Generation(0, name, "building", self.cfg.stages, dict(versions),
+                          {"id": 0, "name": name, "stage_configs": stage_configs_dump(self.cfg.stages)})
+
+    # -- build ------------------------------------------------------------------------------
+
+    def targets(self, target: Target) -> list[Generation]:
+        """Generations this run writes to, creating generation 1 on a fresh system."""
+        if target == "candidate":
+            return [self.ensure_candidate()]
+        gens = self.generations(ACTIVE)
+        return gens or [self.ensure_candidate()]
+
+    def maintained(self, targets: list[Generation]) -> list[Generation]:
+        """The retained generations a run does not write but must keep correct: access
+        changes and deletes reach them (a rollback must never widen access)."""
+        names = {g.name for g in targets}
+        return [g for g in self.generations(RETAINED) if g.name not in names]
+
+    def preview_targets(self, kind: str) -> tuple[list[Generation], list[Generation]]:
+        """(generations a `kind` run would write, generations it would maintain), as `targets`
+        would pick them — but a generation that does not exist yet is only described."""
+        if kind == "reindex":
+            targets = [self.describe_candidate()]
+        else:
+            targets = self.generations(ACTIVE) or [self.describe_candidate()]
+        return targets, self.maintained(targets)
+
+    # -- judge (the verdict; judging itself is evals.promotion.judge) ------------------------
+
+    def record_verdict(self, gen_id: int, verdict: dict[str, Any]) -> None:
+        """Store the gate's verdict on the generation it judged (`promote` reads it back)."""
+        self.store.update_generation(gen_id, eval_report=verdict)
+
+    # -- flip -------------------------------------------------------------------------------
+
+    def bind_first(self, gens: list[Generation], *, by: str = "first-sync") -> str | None:
+        """On a fresh system (nothing bound), bind the building generation among `gens` once
+        readers can open it — its index is published. Returns its name when it was bound."""
+        if self.store.get_binding() is not None:
+            return None
+        first = next((g for g in gens if g.status == "building"), None)
+        if first is None or not (self.store.get_generation(first.id) or {}).get("published_at"):
+            return None  # never bind a generation readers cannot open
+        bind_live(self.cfg, self.store, first.row, by=by)
+        self.record_verdict(first.id, {"passed": True, "reasons": [FIRST_GENERATION]})
+        return first.name
+
+    def check_promotable(self, cand: dict[str, Any], *, force: bool, reason: str | None) -> None:
+        """Refuse, before any judging, a promotion that cannot happen."""
+        if cand["status"] not in ("building", "previous", "retired"):
+            raise BindingError(f"generation {cand['id']} is {cand['status']}; only a candidate can be promoted")
+        if not cand.get("vector_snapshot") and is_embedded(vector_engine(self.cfg, cand)):
+            raise BindingError(f"candidate {cand['name']} has no indexed data yet; finish its reindex first")
+        if force and not reason:
+            raise ConfigError("a forced promotion needs --reason")
+
+    def promote(self, cand: dict[str, Any], verdict: dict[str, Any], *, force: bool = False,
+                reason: str | None = None, by: str | None = None) -> dict[str, Any]:
+        """Flip to `cand` if its `verdict` passed, or when forced — a forced promotion records
+        who forced it and why. Raises GateRefused (with the verdict) otherwise."""
+        who = by or getpass.getuser()
+        if not verdict["passed"] and not force:
+            self.store.add_event("gate-refused", f"candidate {cand['name']} refused: {'; '.join(verdict['reasons'])}",
+                                 details=verdict)
+            raise GateRefused(f"gate refused candidate {cand['name']}: {'; '.join(verdict['reasons'])}", verdict)
+        forced = {"by": who, "reason": reason} if force and not verdict["passed"] else None
+        if forced:
+            self.store.add_event("forced-promotion", f"{who} forced promotion of {cand['name']}: {reason}",
+                                 details={"report": verdict})
+        binding = bind_live(self.cfg, self.store, cand, by=who, forced=forced)
+        self.store.add_event("promoted", f"{cand['name']} is live (previous: {binding['previous_generation_id']})")
+        return {"promoted": True, "live": binding["generation_id"], "previous": binding["previous_generation_id"],
+                "forced": bool(forced), "report": verdict, **_aliases(binding)}
+
+    # -- rollback ---------------------------------------------------------------------------
+
+    def rollback(self, *, by: str | None = None) -> dict[str, Any]:
+        """Restore the previous generation in one step; the one rolled back from becomes previous."""
+        b = self.store.get_binding()
+        if b is None or b["previous_generation_id"] is None:
+            raise BindingError("nothing to roll back to: no previous generation is kept")
+        prev = self.store.get_generation(b["previous_generation_id"])
+        if prev is None or prev["status"] == "dropped":
+            raise BindingError(f"previous generation {b['previous_generation_id']} no longer exists")
+        who = by or getpass.getuser()
+        binding = bind_live(self.cfg, self.store, prev, by=who, previous_id=b["generation_id"])
+        self.store.add_event("rollback", f"{who} rolled back from generation {b['generation_id']} to {prev['id']}")
+        return {"promoted": True, "live": binding["generation_id"], "previous": binding["previous_generation_id"],
+                "report": {"rollback": True}, **_aliases(binding)}
+
+    # -- gc ---------------------------------------------------------------------------------
+
+    def expired(self, now: float | None = None) -> list[dict[str, Any]]:
+        """Retired generations past the rollback window, or beyond `keep_generations`
+        (counting the live and the previous one, which are never expired)."""
+        b = self.store.get_binding()
+        protected = {b["generation_id"], b["previous_generation_id"]} if b else set()
+        window = self.cfg.retention.rollback_window_hours * 3600
+        now = time.time() if now is None else now
+        retired = [g for g in self.store.generations(("retired",)) if g["id"] not in protected]
+        keep_budget = max(self.cfg.retention.keep_generations - len(protected - {None}), 0)
+        return [g for i, g in enumerate(sorted(retired, key=lambda g: g["retired_at"] or 0, reverse=True))
+                if (now - (g["retired_at"] or 0)) > window or i >= keep_budget]
+
+    def collect_garbage(self) -> list[str]:
+        """Drop the expired generations (their indexes, snapshots and index state on every
+        backend) and the chunk rows only they used; returns their names."""
+        dropped = []
+        for g in self.expired():
+            drop_generation_files(self.cfg, g["name"])
+            self.store.update_generation(g["id"], status="dropped", vector_snapshot=None, keyword_snapshot=None)
+            self.store.clear_index_state(g["id"], list(self.store.index_state(g["id"])))
+            dropped.append(g["name"])
+        if dropped:
+            kept = {g["stage_versions"]["chunk"] for g in self.store.generations() if g["status"] != "dropped"}
+            removed = self.store.drop_chunk_versions_except(kept)
+            self.store.add_event("gc", f"dropped generations {', '.join(dropped)} "
+                                       f"and {removed} chunk rows only they used")
+        return dropped
+
+    def drop_candidate(self, gen: dict[str, Any], *, reason: str) -> None:
+        """Drop a building generation no one will promote (a judged `bindery tune` trial): its files
+        and index state go, its row stays as `dropped`. Its cached chunks and embeddings stay too (a
+        later trial or reindex re-uses them; `bindery gc` removes what nothing uses)."""
+        if gen["status"] not in ("building", "retired"):
+            raise BindingError(f"generation {gen['name']} is {gen['status']}: only a candidate can be dropped")
+        drop_generation_files(self.cfg, gen["name"])
+        self.store.update_generation(gen["id"], status="dropped", vector_snapshot=None, keyword_snapshot=None,
+                                     retired_at=time.time())
+        self.store.clear_index_state(gen["id"], list(self.store.index_state(gen["id"])))
+        self.store.add_event("candidate-dropped", f"candidate {gen['name']} dropped: {reason}")

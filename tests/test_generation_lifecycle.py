@@ -1,0 +1,106 @@
+"""`connectors.lifecycle` alone: the generation state machine on a real SQLite store, without
+indexes, models or Dagster (the whole pipeline around it is tests/test_generations.py and the
+model-based tests/test_lifecycle.py)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from connectors.config import BinderyConfig, config_from_dict
+from connectors.errors import BindingError, ConfigError, GateRefused
+from connectors.lifecycle import Lifecycle
+from connectors.store import DocumentStore
+
+PASSED = {"passed": True, "reasons": ["better"]}
+REFUSED = {"passed": False, "reasons": ["worse"]}
+
+
+def _cfg(tmp_path: Path, max_tokens: int = 200, **extra: object) -> BinderyConfig:
+    return config_from_dict({"data_dir": str(tmp_path / "data"), "sources": [],
+                             "stages": {"chunk": {"max_tokens": max_tokens}}, **extra})
+
+
+def _published(lc: Lifecycle, gen_id: int) -> None:
+    lc.store.update_generation(gen_id, published_at=time.time(), vector_snapshot="/snap")
+
+
+def test_a_fresh_system_builds_generation_one_and_binds_it_once_published(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path)
+    lc = Lifecycle(cfg, DocumentStore(cfg.database_url))
+    with pytest.raises(BindingError, match="no live generation yet"):
+        lc.resolve("live")
+    with pytest.raises(BindingError, match="no candidate generation"):
+        lc.resolve(None)
+    planned, maintained = lc.preview_targets("sync")
+    assert [g.id for g in planned] == [0] and maintained == [] and lc.store.generations() == []  # described only
+    (first,) = lc.targets("sync")
+    assert first.status == "building" and first.name == planned[0].name
+    assert lc.first_build() == first and lc.candidate() is None
+    assert lc.bind_first([first]) is None  # nothing published: readers could not open it
+    _published(lc, first.id)
+    assert lc.bind_first([first]) == first.name
+    live = lc.live()
+    assert live is not None and live.id == first.id and live.status == "live"
+    assert (lc.store.get_generation(first.id) or {})["eval_report"]["passed"] is True
+    assert lc.bind_first([first]) is None  # bound once
+    assert [g.id for g in lc.targets("sync")] == [first.id]
+
+
+def test_candidate_promotion_rollback_and_gc(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path)
+    store = DocumentStore(cfg.database_url)
+    lc = Lifecycle(cfg, store)
+    (g1,) = lc.targets("sync")
+    _published(lc, g1.id)
+    lc.bind_first([g1])
+    assert lc.config_drift() == [] and lc.candidate() is None
+
+    retention = {"keep_generations": 3, "rollback_window_hours": 1}
+    lc2 = Lifecycle(_cfg(tmp_path, max_tokens=100, retention=retention), store)  # another chunker: g2
+    assert "chunk" in lc2.config_drift()
+    assert lc2.describe_candidate().id == 0
+    (g2,) = lc2.targets("candidate")
+    assert lc2.ensure_candidate() == g2 and lc2.describe_candidate() == g2  # reused, never duplicated
+    assert [g.id for g in lc2.targets("sync")] == [g1.id, g2.id]  # a sync dual-writes
+    assert [g.id for g in lc2.maintained([g2])] == [g1.id]  # a reindex maintains live
+    assert lc2.candidate() == g2 and lc2.resolve("candidate")["id"] == g2.id
+
+    with pytest.raises(BindingError, match="no indexed data"):
+        lc2.check_promotable(g2.row, force=False, reason=None)
+    _published(lc2, g2.id)
+    cand = lc2.resolve(g2.id)
+    with pytest.raises(ConfigError, match="needs --reason"):
+        lc2.check_promotable(cand, force=True, reason=None)
+    with pytest.raises(GateRefused):
+        lc2.promote(cand, REFUSED)
+    assert lc2.live() == lc.live() and store.events(limit=1)[0]["kind"] == "gate-refused"
+    out = lc2.promote(cand, REFUSED, force=True, reason="hotfix", by="ops")
+    assert out["forced"] and out["live"] == g2.id and out["previous"] == g1.id
+    assert (store.get_generation(g2.id) or {})["forced_by"] == "ops"
+    with pytest.raises(BindingError, match="only a candidate"):
+        lc2.check_promotable(store.get_generation(g2.id) or {}, force=False, reason=None)
+
+    back = lc2.rollback(by="ops")
+    assert back["live"] == g1.id and back["previous"] == g2.id
+    live, previous = lc2.live(), lc2.previous()
+    assert live is not None and previous is not None and (live.id, previous.id) == (g1.id, g2.id)
+
+    g3 = Lifecycle(_cfg(tmp_path, max_tokens=300), store).ensure_candidate()
+    g4 = Lifecycle(_cfg(tmp_path, max_tokens=400), store).ensure_candidate()  # supersedes g3
+    assert (store.get_generation(g3.id) or {})["status"] == "retired"
+    assert lc2.expired() == []  # inside the rollback window, within the budget
+    assert [g["id"] for g in lc2.expired(now=time.time() + 7200)] == [g3.id]
+    assert lc2.collect_garbage() == []
+    store.update_generation(g3.id, retired_at=time.time() - 7200)
+    assert lc2.collect_garbage() == [g3.name]
+    assert (store.get_generation(g3.id) or {})["status"] == "dropped"
+    with pytest.raises(BindingError, match="no generation 99"):
+        lc2.resolve("99")
+
+    lc2.drop_candidate(g4.row, reason="a judged tune trial")
+    assert (store.get_generation(g4.id) or {})["status"] == "dropped" and lc2.building() is None
+    with pytest.raises(BindingError, match="only a candidate can be dropped"):
+        lc2.drop_candidate(store.get_generation(g1.id) or {}, reason="no")
