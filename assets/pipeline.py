@@ -90,7 +90,7 @@ def _meta(stats: Any, gens: list[Generation], stage: str | None) -> dict[str, An
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"},
           description="Lists the source and classifies every item; the safe delete sweep lives here.")
 def source_listing(context: dg.AssetExecutionContext, config: ListingConfig,
-                   bindery: BinderyResource) -> dg.MaterializeResult:
+                   bindery: BinderyResource) -> dg.MaterializeResult[Any]:
     rt = bindery.runtime
     source, shard = parse_key(context.partition_key)
     with _failures_recorded(rt, source, "listing"):
@@ -141,7 +141,9 @@ with warnings.catch_warnings():
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[source_listing],
           check_specs=[PARSE_QUALITY],
           description="Structured blocks + quality metrics per document; failures go to the dead-letter table.")
-def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource):
+def parsed_documents(
+    context: dg.AssetExecutionContext, bindery: BinderyResource
+) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
     rt, src = _scoped(context, bindery)
     gens = _targets(context, rt)
     with _failures_recorded(rt, src, "parse"), \
@@ -160,7 +162,7 @@ def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyResource
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[parsed_documents],
           description="Structure-aware chunks cut from stored parses (never re-parses).")
-def chunks(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
+def chunks(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult[Any]:
     rt, src = _scoped(context, bindery)
     gens = _targets(context, rt)
     with _failures_recorded(rt, src, "chunk"), \
@@ -171,7 +173,7 @@ def chunks(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.Ma
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[chunks],
           description="Contextual prefixes per chunk, cached by content and context version.")
-def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
+def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult[Any]:
     rt, src = _scoped(context, bindery)
     gens = _targets(context, rt)
     with _failures_recorded(rt, src, "context"), \
@@ -182,7 +184,7 @@ def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyResou
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"pytorch"}, deps=[contextual_prefixes],
           description="Vectors per (final chunk text, embedder id); the model loads only when needed.")
-def embeddings(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult:
+def embeddings(context: dg.AssetExecutionContext, bindery: BinderyResource) -> dg.MaterializeResult[Any]:
     rt, src = _scoped(context, bindery)
     gens = _targets(context, rt)
     with _failures_recorded(rt, src, "embed"), \
@@ -201,7 +203,7 @@ def embeddings(context: dg.AssetExecutionContext, bindery: BinderyResource) -> d
            dg.AssetSpec("keyword_index", deps=[embeddings], kinds={"tantivy"}, freshness_policy=INDEX_FRESHNESS,
                         description="BM25 index of the generation (tantivy), same chunk ids.")],
 )
-def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource):
+def indexes(context: dg.AssetExecutionContext, bindery: BinderyResource) -> Iterator[dg.MaterializeResult[Any]]:
     """Both indexes are written in one step so they never disagree about a document, then a
     snapshot is published for the query service. On a fresh system the first generation is
     bound here: there is nothing to compare it with."""

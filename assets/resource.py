@@ -13,7 +13,7 @@ from assets.runtime import Runtime
 from connectors.config import BinderyConfig, load_config
 
 
-class BinderyResource(dg.ConfigurableResource):
+class BinderyResource(dg.ConfigurableResource["BinderyResource"]):
     """Loads `bindery.yaml` once per process and hands out the shared `Runtime`."""
 
     config_path: str

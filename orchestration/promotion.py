@@ -9,6 +9,7 @@ flip) does not run. A forced promotion passes the check with who and why recorde
 """
 
 
+from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
@@ -33,7 +34,7 @@ class PromotionConfig(dg.Config):
                                          description="Refuses a candidate that is worse than live on the eval set")],
           description="Eval set run on live and candidate, compared paired per query.")
 def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
-                    bindery: BinderyResource):
+                    bindery: BinderyResource) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
     rt = bindery.runtime
     cand = candidate_row(rt.store, config.candidate)
     report: GateReport | None
@@ -75,7 +76,7 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
 @dg.asset(group_name=GROUP, deps=[generation_eval], kinds={"python"},
           description="The live binding: one transaction moves generation, indexes and embedder id together.")
 def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig,
-                  bindery: BinderyResource) -> dg.MaterializeResult:
+                  bindery: BinderyResource) -> dg.MaterializeResult[Any]:
     rt = bindery.runtime
     cand = candidate_row(rt.store, config.candidate)
     verdict = cand.get("eval_report") or {}
