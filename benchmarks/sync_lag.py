@@ -91,7 +91,7 @@ def _step_seconds(instance: dg.DagsterInstance) -> dict[str, float]:
 
 
 class SensorTicker:
-    def __init__(self, config: Path):
+    def __init__(self, config: Path) -> None:
         self.cfg = load_config(config)
         self.config = config
         self.sensor = build_sensor(False, 30)

@@ -104,7 +104,8 @@ class S3Deployment(Deployment):
 
     kind = "s3"
 
-    def __init__(self, tmp: Path, s3: Any, endpoint: str, *, source: dict[str, Any] | None = None, **overrides: Any):
+    def __init__(self, tmp: Path, s3: Any, endpoint: str, *, source: dict[str, Any] | None = None,
+                 **overrides: Any) -> None:
         super().__init__(tmp, **overrides)
         shutil.rmtree(self.root)  # the folder corpus of the base class is not used
         self.s3 = s3

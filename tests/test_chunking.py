@@ -69,7 +69,7 @@ def table(rows: int, cols: int = 3) -> str:
     return "\n".join([head, rule, *body])
 
 
-def check_invariants(blocks: list[Block], drafts: list[ChunkDraft], cfg: ChunkConfig, counter):
+def check_invariants(blocks: list[Block], drafts: list[ChunkDraft], cfg: ChunkConfig, counter) -> None:
     """What every chunking result must satisfy, whatever the input."""
     doc = document_text(blocks)
     assert [d.ordinal for d in drafts] == list(range(len(drafts)))

@@ -65,7 +65,7 @@ def _env() -> dict[str, str]:
 
 
 class CrashDeployment(LocalDeployment):
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path) -> None:
         super().__init__(tmp)
         for rel, text in EXTRA_DOCS.items():
             self.write(rel, text)

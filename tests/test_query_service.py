@@ -37,7 +37,7 @@ AUTH = {"api_keys": [{"name": "anon", "hash": hash_key(ANON_KEY), "principals": 
 class Client:
     """A TestClient that sends one caller's API key on every request."""
 
-    def __init__(self, client: TestClient, retriever: LiveRetriever, key: str = ANON_KEY):
+    def __init__(self, client: TestClient, retriever: LiveRetriever, key: str = ANON_KEY) -> None:
         self.client = client
         self.retriever = retriever
         self.key = key

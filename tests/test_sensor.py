@@ -25,7 +25,7 @@ from tests.sync_helpers import LocalDeployment, assert_converged, hits
 class Tick:
     """One sensor evaluation, applied to the instance the way the daemon applies it."""
 
-    def __init__(self, result: dg.SensorResult, instance: dg.DagsterInstance):
+    def __init__(self, result: dg.SensorResult, instance: dg.DagsterInstance) -> None:
         self.result = result
         self.runs = {r.partition_key: r for r in result.run_requests or []}
         self.cursor: dict[str, str] = json.loads(result.cursor or "{}")
@@ -42,7 +42,7 @@ class Tick:
 
 
 class Sensor:
-    def __init__(self, config_path: Path, instance: dg.DagsterInstance | None = None):
+    def __init__(self, config_path: Path, instance: dg.DagsterInstance | None = None) -> None:
         self.config_path = config_path
         self.instance = instance or dg.DagsterInstance.ephemeral()
         self.sensor = build_sensor(False, 30)
@@ -64,7 +64,7 @@ class Sensor:
 class Config:
     """A bindery.yaml with several folder (and optionally S3) sources; no model is loaded."""
 
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
         self.path = tmp / "bindery.yaml"
         self.raw: dict[str, Any] = {"data_dir": str(tmp / "data"), "sources": []}

@@ -60,7 +60,7 @@ def test_check_delete_safety(listed: int, would_delete: int, last_good: int | No
 
 
 class Folder:
-    def __init__(self, tmp: Path, n: int = 10, **source: Any):
+    def __init__(self, tmp: Path, n: int = 10, **source: Any) -> None:
         self.root = tmp / "corpus"
         self.root.mkdir()
         for i in range(n):
@@ -174,7 +174,7 @@ class FailsMidway:
 
     needs_describe = False
 
-    def __init__(self, real: Any, after: int):
+    def __init__(self, real: Any, after: int) -> None:
         self.real, self.after, self.name = real, after, real.name
 
     def list(self) -> Iterator[SourceEntry]:
