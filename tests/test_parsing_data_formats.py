@@ -9,6 +9,7 @@ import pytest
 from assets.parsing import parse_document
 from assets.parsing.sniff import detect_format
 from connectors.config import ParseConfig
+from connectors.documents import ParseResult
 from connectors.errors import CorruptDocument, EmptyDocument, FormatMismatch
 from quality.metrics import word_share
 from tests.fixtures import docgen
@@ -16,7 +17,7 @@ from tests.fixtures import docgen
 CFG = ParseConfig()
 
 
-def _kinds(result):
+def _kinds(result: ParseResult) -> list[tuple[str, str]]:
     return [(b.kind, b.text) for b in result.blocks]
 
 
@@ -35,7 +36,7 @@ def _kinds(result):
         ("a.rst", b"Title\n=====\n\ntext\n", "rst"),
     ],
 )
-def test_text_formats_route_by_extension(name, data, fmt) -> None:
+def test_text_formats_route_by_extension(name: str, data: bytes, fmt: str) -> None:
     assert detect_format(data, name).format == fmt
 
 

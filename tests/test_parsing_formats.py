@@ -29,7 +29,7 @@ def test_binary_named_txt_is_format_mismatch() -> None:
 
 
 @pytest.mark.parametrize("data", [b"", b"   \n\t\r\n ", "\ufeff  \n".encode()])
-def test_empty_and_whitespace_are_empty(data) -> None:
+def test_empty_and_whitespace_are_empty(data: bytes) -> None:
     with pytest.raises(EmptyDocument, match="empty"):
         parse_document(data, "empty.txt", CFG)
 

@@ -6,6 +6,7 @@ import time
 
 from assets.parsing import parse_document
 from connectors.config import ParseConfig
+from connectors.documents import ParseResult
 from tests.fixtures import docgen
 
 CFG = ParseConfig()
@@ -22,7 +23,7 @@ CHROME_MARKERS = [
 ]
 
 
-def _all_text(result) -> str:
+def _all_text(result: ParseResult) -> str:
     return "\n".join(b.text for b in result.blocks)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable
 
 import pytest
 
@@ -45,7 +46,7 @@ def _rezip(data: bytes, replace: dict[str, bytes]) -> bytes:
         (lambda: docgen.RTF_DOC, "rtf"),
     ],
 )
-def test_packages_are_recognised_from_their_bytes(make, fmt) -> None:
+def test_packages_are_recognised_from_their_bytes(make: Callable[[], bytes], fmt: str) -> None:
     data = make()
     assert detect_format(data, f"file.{fmt}").format == fmt
     mislabelled = detect_format(data, "download.bin")
@@ -55,7 +56,7 @@ def test_packages_are_recognised_from_their_bytes(make, fmt) -> None:
 
 
 @pytest.mark.parametrize("ext", ["pptx", "xlsx", "odt", "epub"])
-def test_truncated_package_is_corrupt_with_reason(ext) -> None:
+def test_truncated_package_is_corrupt_with_reason(ext: str) -> None:
     data = {
         "pptx": docgen.pptx_deck,
         "xlsx": docgen.xlsx_workbook,
@@ -246,7 +247,7 @@ def test_an_unreadable_legacy_office_file_is_unsupported_with_the_reason() -> No
         parse_document(ole, "old.doc", CFG)
 
 
-def test_fallback_elements_become_blocks(monkeypatch) -> None:
+def test_fallback_elements_become_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     from unstructured.documents.elements import (
         ElementMetadata,
         Footer,

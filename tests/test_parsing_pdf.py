@@ -9,6 +9,7 @@ from assets.parsing.ocr import find_tessdata
 from assets.parsing.pdf_layout import Line, Region, columns_of, reading_order
 from assets.parsing.textutil import fix_ligatures, join_lines, normalize_text
 from connectors.config import ParseConfig
+from connectors.documents import ParseResult
 from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, NeedsOCR
 from tests.fixtures import docgen
 
@@ -20,7 +21,7 @@ needs_tesseract = pytest.mark.skipif(
 )
 
 
-def _text(result) -> str:
+def _text(result: ParseResult) -> str:
     return "\n".join(b.text for b in result.blocks)
 
 
@@ -113,7 +114,7 @@ def test_needs_ocr_when_disabled_names_the_pages() -> None:
     assert "disabled" in str(e.value)
 
 
-def test_needs_ocr_when_tesseract_missing(monkeypatch) -> None:
+def test_needs_ocr_when_tesseract_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     import assets.parsing.pdf as pdf
 
     monkeypatch.setattr(pdf, "find_tessdata", lambda language: None)

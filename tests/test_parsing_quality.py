@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from assets.parsing.report import main as report_main
 from connectors.config import ParseQualityThresholds
 from connectors.documents import Block, ParseResult
@@ -74,7 +76,7 @@ def test_validate_batch_flags_bad_documents() -> None:
     assert validate_batch([], t)["success"] is True
 
 
-def test_parse_report_cli(tmp_path: Path, capsys) -> None:
+def test_parse_report_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "guide.md").write_bytes(docgen.MARKDOWN.encode())
     (tmp_path / "docs" / "table.pdf").write_bytes(docgen.pdf_table())
