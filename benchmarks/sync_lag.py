@@ -104,6 +104,7 @@ class SensorTicker:
                                      resources={"bindery": BinderyResource(config_path=str(self.config))}) as ctx:
             result = self.sensor(ctx)
         dt = time.perf_counter() - t0
+        assert isinstance(result, dg.SensorResult)
         self.cursor = result.cursor
         for req in result.dynamic_partitions_requests or []:
             if isinstance(req, dg.AddDynamicPartitionsRequest):
