@@ -69,9 +69,9 @@ def run_chunk(rt: Runtime, source_name: str, gens: list[Generation], *,
         parses = good_parses(rt, docs, pver)
         current = rt.store.chunk_keys(list(parses), cver)
         dead = rt.store.dead_letter_docs(("chunk",))
-        pending: dict[str, list[dict]] = {}
+        pending: dict[str, list[dict[str, Any]]] = {}
 
-        def flush(cver: str = cver, pending: dict[str, list[dict]] = pending, dead: set[str] = dead) -> None:
+        def flush(cver: str = cver, pending: dict[str, list[dict[str, Any]]] = pending, dead: set[str] = dead) -> None:
             rt.store.replace_chunks(cver, pending)
             rt.store.resolve_dead_letters([d for d in pending if d in dead], stages=("chunk",))
             progress.advance(len(pending))

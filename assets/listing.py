@@ -148,7 +148,7 @@ def _unchanged(src: Source, old: dict[str, Any], entry: SourceEntry, default_acl
         return False
     if src.needs_describe:
         return (old["metadata"] or {}).get("acl_from") == "metadata" or old["acl"] == default_acl
-    return _acl_of(entry) == old["acl"]
+    return bool(_acl_of(entry) == old["acl"])
 
 
 def change_class(live_old: dict[str, Any] | None, chash: str, acl: list[str], metadata: dict[str, Any],

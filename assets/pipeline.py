@@ -99,7 +99,7 @@ def _meta(stats: Any, gens: list[Generation], stage: str | None) -> dict[str, An
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"},
           description="Lists the source and classifies every item; the safe delete sweep lives here.")
 def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bindery: BinderyConfigResource,
-                   store: DocumentStoreResource) -> dg.MaterializeResult:
+                   store: DocumentStoreResource) -> dg.MaterializeResult[Any]:
     rt = runtime(bindery, store)
     source, shard = parse_key(context.partition_key)
     with _failures_recorded(rt, source, "listing"):
@@ -151,7 +151,7 @@ with warnings.catch_warnings():
           check_specs=[PARSE_QUALITY],
           description="Structured blocks + quality metrics per document; failures go to the dead-letter table.")
 def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyConfigResource,
-                     store: DocumentStoreResource):
+                     store: DocumentStoreResource) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
     rt, src = _scoped(context, runtime(bindery, store))
     gens = _targets(context, rt)
     with _failures_recorded(rt, src, "parse"), \
@@ -171,7 +171,7 @@ def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyConfigRe
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[parsed_documents],
           description="Structure-aware chunks cut from stored parses (never re-parses).")
 def chunks(context: dg.AssetExecutionContext, bindery: BinderyConfigResource,
-           store: DocumentStoreResource) -> dg.MaterializeResult:
+           store: DocumentStoreResource) -> dg.MaterializeResult[Any]:
     rt, src = _scoped(context, runtime(bindery, store))
     gens = _targets(context, rt)
     with _failures_recorded(rt, src, "chunk"), \
@@ -183,7 +183,8 @@ def chunks(context: dg.AssetExecutionContext, bindery: BinderyConfigResource,
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"}, deps=[chunks],
           description="Contextual prefixes per chunk, cached by content and context version.")
 def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource,
-                        store: DocumentStoreResource, contextualiser: ContextualiserResource) -> dg.MaterializeResult:
+                        store: DocumentStoreResource, contextualiser: ContextualiserResource
+                        ) -> dg.MaterializeResult[Any]:
     rt, src = _scoped(context, runtime(bindery, store, contextualiser=contextualiser))
     gens = _targets(context, rt)
     with _failures_recorded(rt, src, "context"), \
@@ -195,7 +196,7 @@ def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyConfi
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"pytorch"}, deps=[contextual_prefixes],
           description="Vectors per (final chunk text, embedder id); the model loads only when needed.")
 def embeddings(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, store: DocumentStoreResource,
-               embedder: EmbedderResource) -> dg.MaterializeResult:
+               embedder: EmbedderResource) -> dg.MaterializeResult[Any]:
     rt, src = _scoped(context, runtime(bindery, store, embedder=embedder))
     gens = _targets(context, rt)
     with _failures_recorded(rt, src, "embed"), \
@@ -215,7 +216,8 @@ def embeddings(context: dg.AssetExecutionContext, bindery: BinderyConfigResource
                         description="BM25 index of the generation (tantivy), same chunk ids.")],
 )
 def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, store: DocumentStoreResource,
-            vector_index: VectorIndexResource, keyword_index: KeywordIndexResource):
+            vector_index: VectorIndexResource, keyword_index: KeywordIndexResource
+            ) -> Iterator[dg.MaterializeResult[Any]]:
     """Both indexes are written in one step so they never disagree about a document, then a
     snapshot is published for the query service. On a fresh system the first generation is
     bound once its index is published (`Lifecycle.bind_first`): there is nothing to compare it with."""

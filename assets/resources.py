@@ -38,7 +38,7 @@ __all__ = ["BinderyConfigResource", "ContextualiserResource", "DocumentStoreReso
            "KeywordIndexResource", "VectorIndexResource", "runtime"]
 
 
-class BinderyConfigResource(dg.ConfigurableResource):
+class BinderyConfigResource(dg.ConfigurableResource["BinderyConfigResource"]):
     """bindery.yaml, loaded once per run (Dagster builds resources afresh for every run)."""
 
     config_path: str
@@ -52,7 +52,7 @@ class BinderyConfigResource(dg.ConfigurableResource):
         return self._config
 
 
-class DocumentStoreResource(dg.ConfigurableResource):
+class DocumentStoreResource(dg.ConfigurableResource["DocumentStoreResource"]):
     """The document store at `backends.database_url` (default: SQLite under data_dir)."""
 
     bindery: BinderyConfigResource
@@ -66,7 +66,7 @@ class DocumentStoreResource(dg.ConfigurableResource):
         return self._store
 
 
-class VectorIndexResource(dg.ConfigurableResource):
+class VectorIndexResource(dg.ConfigurableResource["VectorIndexResource"]):
     """Generations' vector indexes, each opened with the engine that built it (`backends.vector`
     for new ones: Qdrant Edge, Qdrant local mode, or a Qdrant server)."""
 
@@ -76,7 +76,7 @@ class VectorIndexResource(dg.ConfigurableResource):
         return open_vector_writer(self.bindery.config, gen, dim)
 
 
-class KeywordIndexResource(dg.ConfigurableResource):
+class KeywordIndexResource(dg.ConfigurableResource["KeywordIndexResource"]):
     """Generations' keyword (BM25) indexes (`backends.keyword`: tantivy or Elasticsearch)."""
 
     bindery: BinderyConfigResource
@@ -85,7 +85,7 @@ class KeywordIndexResource(dg.ConfigurableResource):
         return open_keyword_writer(self.bindery.config, gen)
 
 
-class EmbedderResource(dg.ConfigurableResource):
+class EmbedderResource(dg.ConfigurableResource["EmbedderResource"]):
     """The embedding model for a generation's recorded embed configuration (converted models
     cached under data_dir/models; the model loads only when something is embedded)."""
 
@@ -95,7 +95,7 @@ class EmbedderResource(dg.ConfigurableResource):
         return open_embedder(self.bindery.config, config)
 
 
-class ContextualiserResource(dg.ConfigurableResource):
+class ContextualiserResource(dg.ConfigurableResource["ContextualiserResource"]):
     """The contextual-prefix provider for a generation's recorded context configuration
     (`anthropic` reads its API key from the environment when it is made)."""
 

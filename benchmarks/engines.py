@@ -40,11 +40,20 @@ from connectors.store import DocumentStore
 from orchestration.cli import main as cli
 
 
+def _live_generation(store: DocumentStore) -> dict[str, Any]:
+    """The live generation's row; the sync before this bound one."""
+    binding = store.get_binding()
+    gen = store.get_generation(binding["generation_id"]) if binding else None
+    if gen is None:
+        raise SystemExit("no live generation: the sync bound none")
+    return gen
+
+
 def _cli(config: Path, *args: str) -> dict[str, Any]:
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         code = cli(["--config", str(config), "--json", *args])
-    out = json.loads(buf.getvalue() or "{}")
+    out: dict[str, Any] = json.loads(buf.getvalue() or "{}")
     if code != 0:
         raise SystemExit(f"bindery {' '.join(args)} exited {code}: {out.get('error')}")
     return out
@@ -70,7 +79,7 @@ def _final_texts(cfg: BinderyConfig) -> tuple[dict[str, Any], list[str]]:
     from assets.runtime import Runtime
 
     store = DocumentStore(cfg.database_url)
-    gen = store.get_generation(store.get_binding()["generation_id"])
+    gen = _live_generation(store)
     chunks = store.chunks_for([d["doc_id"] for d in store.documents()], gen["stage_versions"]["chunk"])
     texts = list(dict.fromkeys(final_texts(Runtime(cfg, store), chunks, gen["stage_versions"]["context"]).values()))
     return gen, texts
@@ -137,7 +146,7 @@ def query_timings(cfg: BinderyConfig, queries: list[str]) -> dict[str, Any]:
     from query_service.retrieval import GenerationRetriever, make_filters
 
     store = DocumentStore(cfg.database_url)
-    gen = store.get_generation(store.get_binding()["generation_id"])
+    gen = _live_generation(store)
     r = GenerationRetriever(cfg, gen)
     filters = make_filters(["alice", "ops-team"])  # every query is ACL-filtered, as in production
     steps: dict[str, list[float]] = {}

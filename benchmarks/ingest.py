@@ -36,11 +36,20 @@ from connectors.store import DocumentStore
 from orchestration.cli import main as cli
 
 
+def _live_generation(store: DocumentStore) -> dict[str, Any]:
+    """The live generation's row; the sync before this bound one."""
+    binding = store.get_binding()
+    gen = store.get_generation(binding["generation_id"]) if binding else None
+    if gen is None:
+        raise SystemExit("no live generation: the sync bound none")
+    return gen
+
+
 def _cli(config: Path, *args: str) -> dict[str, Any]:
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         code = cli(["--config", str(config), "--json", *args])
-    out = json.loads(buf.getvalue() or "{}")
+    out: dict[str, Any] = json.loads(buf.getvalue() or "{}")
     if code != 0:
         print(f"bindery {' '.join(args)} exited {code}: {out.get('error')}", file=sys.stderr)
     return out
@@ -68,7 +77,7 @@ def run(corpus: Path, queries: Path | None, work: Path, repeats: int) -> dict[st
     t_first = time.perf_counter() - t0
 
     store = DocumentStore(cfg.database_url)
-    gen = store.get_generation(store.get_binding()["generation_id"])
+    gen = _live_generation(store)
     from assets.embed_stage import final_texts
     from assets.runtime import Runtime
 
@@ -114,7 +123,7 @@ def _latency(cfg: Any, gen: dict[str, Any], queries: Path, repeats: int) -> dict
     qs = [c.query for c in load_eval_set(queries)][:200]
     r = GenerationRetriever(cfg, gen)
     served = r.served
-    vecs = {q: served.embedder.embed_query(q) for q in qs}
+    vecs = {q: served.embedder.embed_query(q).tolist() for q in qs}  # as the service passes them
     from connectors.indexes.base import Filters
 
     full, bare = [], []

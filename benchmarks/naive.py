@@ -93,7 +93,7 @@ def _pdf_text(path: Path) -> str:
 
 def _email_text(raw: bytes) -> str:
     msg = email.message_from_bytes(raw, policy=email.policy.default)
-    body = msg.get_body(preferencelist=("plain", "html"))  # type: ignore[attr-defined]
+    body = msg.get_body(preferencelist=("plain", "html"))
     if body is None:
         return ""
     text = body.get_content()

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -55,12 +55,14 @@ def _disk_mb(path: Path) -> float:
 def _vectors(n: int, seed: int, centres: np.ndarray) -> np.ndarray:
     rng = np.random.default_rng(seed)
     v = centres[rng.integers(0, len(centres), n)] + 0.35 * rng.standard_normal((n, DIM)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    unit: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return unit
 
 
 def _centres() -> np.ndarray:
     c = np.random.default_rng(0).standard_normal((2000, DIM)).astype(np.float32)
-    return c / np.linalg.norm(c, axis=1, keepdims=True)
+    unit: np.ndarray = c / np.linalg.norm(c, axis=1, keepdims=True)
+    return unit
 
 
 def _records(start: int, vecs: np.ndarray) -> list[Any]:
@@ -155,7 +157,7 @@ def _child(*args: str) -> dict[str, Any]:
                          check=False, env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
     if out.returncode != 0:
         raise SystemExit(f"scale {args} failed: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return cast(dict[str, Any], json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def _fit(xs: list[int], ys: list[float], at: int) -> float:

@@ -91,7 +91,7 @@ def _step_seconds(instance: dg.DagsterInstance) -> dict[str, float]:
 
 
 class SensorTicker:
-    def __init__(self, config: Path):
+    def __init__(self, config: Path) -> None:
         self.cfg = load_config(config)
         self.config = config
         self.sensor = build_sensor(False, 30)
@@ -104,6 +104,7 @@ class SensorTicker:
                                      resources={"bindery": BinderyConfigResource(config_path=str(self.config))}) as ctx:
             result = self.sensor(ctx)
         dt = time.perf_counter() - t0
+        assert isinstance(result, dg.SensorResult)
         self.cursor = result.cursor
         for req in result.dynamic_partitions_requests or []:
             if isinstance(req, dg.AddDynamicPartitionsRequest):

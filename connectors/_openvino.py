@@ -169,8 +169,10 @@ class OpenVinoRunner:
             type_ids[r, : len(t)] = t
             mask[r, : len(x)] = 1
         feed = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": type_ids}
-        hidden = self.request.infer({k: v for k, v in feed.items() if k in self.inputs})[0].astype(np.float32)
+        outputs = self.request.infer({k: v for k, v in feed.items() if k in self.inputs})
+        hidden: np.ndarray = outputs[0].astype(np.float32)
         if self.pooling == "cls":
             return hidden[:, 0]
         m = mask[:, :, None].astype(np.float32)
-        return (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+        pooled: np.ndarray = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+        return pooled

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -192,7 +192,7 @@ class Embedder:
         return self._encode([self.cfg.document_prefix + t for t in texts])
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._encode([self.cfg.query_prefix + text])[0]
+        return cast(np.ndarray, self._encode([self.cfg.query_prefix + text])[0])
 
     def check(self, expected_id: str) -> None:
         if self.id != expected_id:

@@ -23,6 +23,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class BinderyError(Exception):
     """Base class of every error Bindery raises on purpose."""
@@ -97,7 +99,7 @@ class EmbedderUnavailable(BindingError):
 class GateRefused(BinderyError):
     reason = "gate-refused"
 
-    def __init__(self, message: str, report: dict | None = None):
+    def __init__(self, message: str, report: dict[str, Any] | None = None):
         super().__init__(message)
         self.report = report or {}
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from connectors.config import BinderyConfig, VectorEngine
 from connectors.errors import BindingError, ConfigError, IndexError_
@@ -56,7 +56,7 @@ def vector_engine(cfg: BinderyConfig, gen: dict[str, Any]) -> VectorEngine:
     records neither (not yet created) uses the configured engine."""
     recorded = gen.get("vector_engine")
     if recorded:
-        return recorded
+        return cast(VectorEngine, recorded)
     location = gen.get("vector_index")
     if not location:
         return cfg.backends.vector

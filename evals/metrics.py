@@ -26,7 +26,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from evals.evalset import EvalCase, Gold, normalise
 
@@ -80,7 +80,7 @@ class CaseResult:
     def __getitem__(self, metric: str) -> float:
         return self.values[metric]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "category": self.category,
@@ -92,7 +92,7 @@ class CaseResult:
         }
 
     @classmethod
-    def from_json(cls, d: Mapping) -> CaseResult:
+    def from_json(cls, d: Mapping[str, Any]) -> CaseResult:
         return cls(
             id=str(d["id"]),
             category=str(d["category"]),

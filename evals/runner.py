@@ -38,10 +38,12 @@ _ROUND = 6  # digits kept in JSON; comparisons use the unrounded values
 
 @runtime_checkable
 class HitObject(Protocol):
-    """Anything with ``.doc`` (external id) and ``.text`` attributes."""
+    """Anything with ``.doc`` (external id) and ``.text`` attributes (read-only suffices)."""
 
-    doc: str
-    text: str
+    @property
+    def doc(self) -> str: ...
+    @property
+    def text(self) -> str: ...
 
 
 HitLike = HitObject | Mapping[str, Any]

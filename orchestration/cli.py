@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -26,6 +26,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from connectors.config import AutomationConfig, BinderyConfig, check_paths, load_config
 from connectors.errors import BinderyError, ConfigError, GateRefused
 from orchestration import report
+
+if TYPE_CHECKING:
+    from connectors.lifecycle import Lifecycle
+    from connectors.store import DocumentStore
+    from orchestration.runs import Runner, RunOutcome
 
 
 class CommandFailed(Exception):
@@ -39,7 +44,7 @@ class CommandFailed(Exception):
 _DEBUG = False  # --debug: tracebacks and Dagster's full run log on the terminal
 
 
-def _runner(cfg: BinderyConfig):
+def _runner(cfg: BinderyConfig) -> Runner:
     from orchestration.runs import Runner
 
     return Runner(cfg, debug=_DEBUG)
@@ -112,13 +117,13 @@ def check_port(host: str, port: int) -> None:
             raise ConfigError(f"--port {port}: {host}:{port} {what} (choose another --port)") from None
 
 
-def _store(cfg: BinderyConfig):
+def _store(cfg: BinderyConfig) -> DocumentStore:
     from connectors.store import DocumentStore
 
     return DocumentStore(cfg.database_url)
 
 
-def _lifecycle(cfg: BinderyConfig):
+def _lifecycle(cfg: BinderyConfig) -> Lifecycle:
     """The generation lifecycle over this configuration's document store."""
     from connectors.lifecycle import Lifecycle
 
@@ -287,13 +292,13 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def _submit_and_wait(runner: Any, job: str, sources: list[str], **kw: Any) -> tuple[list[Any], float]:
+def _submit_and_wait(runner: Runner, job: str, sources: list[str], **kw: Any) -> tuple[list[RunOutcome], float]:
     """Enqueue runs for the daemon and follow them to the end, progress on stderr."""
     runs = runner.submit_sources(job, sources, **kw)
     return runner.follow(runs, echo=lambda line: print(line, file=sys.stderr, flush=True))
 
 
-def _submit(cfg: BinderyConfig, runner: Any, a: argparse.Namespace, job: str, sources: list[str],
+def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str, sources: list[str],
             extra: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any] | None:
     """`--submit`: enqueue one run per source for the daemon. With `--wait`, follow them and
     answer like an in-process sync (non-zero exit if any failed); without, list what was queued."""
@@ -412,7 +417,7 @@ def cmd_dlq(cfg: BinderyConfig, a: argparse.Namespace) -> Any:
              "error": d["error"], "at": d["at"]} for d in store.dead_letters(source=a.source)]
 
 
-def _dlq_retry(cfg: BinderyConfig, store: Any, a: argparse.Namespace) -> dict[str, Any]:
+def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) -> dict[str, Any]:
     """Forget cached failures of the chosen dead letters and sync their sources again;
     documents that now succeed leave the table."""
 

@@ -6,6 +6,7 @@ applied here once.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import dagster as dg
 
@@ -25,7 +26,7 @@ from orchestration.jobs import JOBS
 from orchestration.promotion import PROMOTION_ASSETS
 
 
-def resources(config_path: str | None = None) -> dict[str, dg.ConfigurableResource]:
+def resources(config_path: str | None = None) -> dict[str, dg.ConfigurableResource[Any]]:
     """The resources every asset, job, sensor and schedule draws on, all reading one
     bindery.yaml (`config_path`, default `$BINDERY_CONFIG` at run time). A test or a
     deployment replaces one system by binding another resource to its key."""

@@ -10,6 +10,7 @@ shows as a failed WARN check, with who and why recorded.
 """
 
 
+from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
@@ -35,7 +36,8 @@ class PromotionConfig(dg.Config):
                                          description="Refuses a candidate that is worse than live on the eval set")],
           description="Eval set run on live and candidate, compared paired per query.")
 def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
-                    bindery: BinderyConfigResource, store: DocumentStoreResource):
+                    bindery: BinderyConfigResource, store: DocumentStoreResource
+                    ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
     cfg, lifecycle = bindery.config, Lifecycle(bindery.config, store.store)
     cand = lifecycle.resolve(config.candidate)
     report: GateReport | None
@@ -77,7 +79,7 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
 @dg.asset(group_name=GROUP, deps=[generation_eval], kinds={"python"},
           description="The live binding: one transaction moves generation, indexes and embedder id together.")
 def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig, bindery: BinderyConfigResource,
-                  store: DocumentStoreResource) -> dg.MaterializeResult:
+                  store: DocumentStoreResource) -> dg.MaterializeResult[Any]:
     cand = Lifecycle(bindery.config, store.store).resolve(config.candidate)
     verdict = cand.get("eval_report") or {}
     try:

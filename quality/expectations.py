@@ -12,9 +12,12 @@ GX takes seconds to import, so it is imported inside the function, never at modu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectors.config import ParseQualityThresholds
+
+if TYPE_CHECKING:
+    from great_expectations.data_context import EphemeralDataContext
 
 __all__ = ["expectation_specs", "validate_batch"]
 
@@ -29,13 +32,13 @@ def expectation_specs(t: ParseQualityThresholds) -> list[tuple[str, dict[str, An
     ]
 
 
-def _context():  # GX types are imported lazily
+def _context() -> EphemeralDataContext:  # GX is imported lazily
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    return gx, context
+    return context
 
 
 def validate_batch(
@@ -53,6 +56,7 @@ def validate_batch(
     specs = expectation_specs(t)
     if not metrics_rows:
         return {"success": True, "warn": False, "documents": 0, "results": []}
+    import great_expectations as gx
     import pandas as pd
 
     columns = [id_column] + [c for c, _ in specs]
@@ -60,7 +64,7 @@ def validate_batch(
     df[id_column] = df[id_column].astype(str)
     for column, _ in specs:
         df[column] = pd.to_numeric(df[column], errors="coerce")
-    gx, context = _context()
+    context = _context()
     asset = context.data_sources.add_pandas("bindery").add_dataframe_asset("parse_metrics")
     batch = asset.add_batch_definition_whole_dataframe("batch").get_batch(
         batch_parameters={"dataframe": df}
@@ -77,13 +81,15 @@ def validate_batch(
     )
     results = []
     for er in run.results:
-        kwargs = er.expectation_config.kwargs
+        config = er.expectation_config
+        assert config is not None  # GX records the configuration on every result of a suite run
+        kwargs = config.kwargs
         res = er.result or {}
         share = (res.get("unexpected_percent") or 0.0) / 100
         docs = [str(item.get(id_column)) for item in res.get("unexpected_index_list") or []]
         results.append(
             {
-                "expectation": er.expectation_config.type,
+                "expectation": config.type,
                 "column": kwargs.get("column"),
                 "min_value": kwargs.get("min_value"),
                 "max_value": kwargs.get("max_value"),

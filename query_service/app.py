@@ -14,6 +14,7 @@ unknown source); no live binding is a 503.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -141,10 +142,10 @@ _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="an API 
 def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None = None) -> FastAPI:  # noqa: C901  # length: route closures
     conf = cfg or load_config()
     auth = Authenticator(conf.query.auth)  # fails at startup on a missing secret or JWKS file
-    state: dict[str, Any] = {}
+    state: dict[str, LiveRetriever] = {}
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state["retriever"] = retriever or LiveRetriever(conf)
         yield
         if retriever is None:

@@ -84,7 +84,7 @@ EVAL = [
 
 
 class Deployment:
-    def __init__(self, tmp: Path, **overrides: Any):
+    def __init__(self, tmp: Path, **overrides: Any) -> None:
         self.root = tmp / "corpus"
         self.data = tmp / "data"
         self.config_path = tmp / "bindery.yaml"

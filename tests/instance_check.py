@@ -5,12 +5,13 @@ to anything: the instance schema (`dagster_instance_config`), then each configur
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from dagster._config import validate_config
 from dagster._core.instance.config import dagster_instance_config
 from dagster._serdes import class_from_code_pointer
+from dagster._serdes.config_class import ConfigurableClass
 
 _STORAGE_CLASSES = {
     "postgres": ("dagster_postgres", "DagsterPostgresStorage"),
@@ -30,7 +31,7 @@ def validate_instance_yaml(path: Path) -> dict[str, Any]:
         module, cls = _STORAGE_CLASSES[kind]
         blocks.append((module, cls, conf))
     for module, cls, conf in blocks:
-        klass = class_from_code_pointer(module, cls)
+        klass = cast(type[ConfigurableClass], class_from_code_pointer(module, cls))
         result = validate_config(klass.config_type(), conf)
         if not result.success:
             raise AssertionError(f"{path}: {module}.{cls} config invalid: "

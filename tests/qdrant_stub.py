@@ -37,7 +37,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal, cast, overload
 from urllib.parse import parse_qs, unquote, urlsplit
 
 VERSION = "1.19.0"
@@ -69,7 +69,7 @@ class Collection:
 
     @property
     def vectors(self) -> dict[str, Any]:
-        return self.config["vectors"]
+        return cast(dict[str, Any], self.config["vectors"])
 
 
 def _normalise_id(pid: Any) -> Any:
@@ -176,6 +176,11 @@ class QdrantStub:
         raise StubError(404, f"stub: no route {method} /{'/'.join(rest)}")
 
     # -- collections and aliases ---------------------------------------------------------
+
+    @overload
+    def _resolve(self, name: str, *, required: Literal[True] = ...) -> str: ...
+    @overload
+    def _resolve(self, name: str, *, required: bool) -> str | None: ...
 
     def _resolve(self, name: str, *, required: bool = True) -> str | None:
         real = self.aliases.get(name, name)

@@ -8,7 +8,7 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 
@@ -23,14 +23,24 @@ def store_of(dep: Deployment) -> DocumentStore:
     return DocumentStore(load_config(dep.config_path).database_url)
 
 
+def generation_row(store: DocumentStore, gen_id: int | None = None) -> dict[str, Any]:
+    """The store row of generation `gen_id` (default: the live one); fails the test if there is none."""
+    if not gen_id:
+        binding = store.get_binding()
+        assert binding is not None, "no live generation"
+        gen_id = binding["generation_id"]
+    gen = store.get_generation(gen_id)
+    assert gen is not None, f"no generation {gen_id}"
+    return gen
+
+
 def index_sets(dep: Deployment, gen_id: int | None = None) -> dict[str, Any]:
     """Chunk ids of one generation (default: live) in the store (chunks of live documents), the
     working vector index and the working keyword index, plus the raw index counts."""
     cfg = load_config(dep.config_path)
     store = DocumentStore(cfg.database_url)
     try:
-        gen_id = gen_id or store.get_binding()["generation_id"]
-        gen = store.get_generation(gen_id)
+        gen = generation_row(store, gen_id)
         live = [d["doc_id"] for d in store.documents()]
         expected = {c["chunk_id"] for c in store.chunks_for(live, gen["stage_versions"]["chunk"])}
         with writer_lock(cfg, gen["name"]):
@@ -92,7 +102,7 @@ def indexed_docs(dep: Deployment) -> set[str]:
 
 
 def hits(dep: Deployment, text: str, *extra: str, k: int = 10) -> list[dict[str, Any]]:
-    return dep.cli("query", text, "-k", str(k), *extra)["hits"]
+    return cast(list[dict[str, Any]], dep.cli("query", text, "-k", str(k), *extra)["hits"])
 
 
 # -- one change API over a folder and a bucket ------------------------------------------------
@@ -104,7 +114,8 @@ class S3Deployment(Deployment):
 
     kind = "s3"
 
-    def __init__(self, tmp: Path, s3: Any, endpoint: str, *, source: dict[str, Any] | None = None, **overrides: Any):
+    def __init__(self, tmp: Path, s3: Any, endpoint: str, *, source: dict[str, Any] | None = None,
+                 **overrides: Any) -> None:
         super().__init__(tmp, **overrides)
         shutil.rmtree(self.root)  # the folder corpus of the base class is not used
         self.s3 = s3
@@ -128,7 +139,7 @@ class S3Deployment(Deployment):
         self.put(rel, text)
 
     def read(self, rel: str) -> str:
-        return self.s3.get_object(Bucket=self.bucket, Key=self.prefix + rel)["Body"].read().decode()
+        return cast(str, self.s3.get_object(Bucket=self.bucket, Key=self.prefix + rel)["Body"].read().decode())
 
     def remove(self, rel: str) -> None:
         self.s3.delete_object(Bucket=self.bucket, Key=self.prefix + rel)
@@ -146,7 +157,7 @@ class S3Deployment(Deployment):
                             Metadata=meta, MetadataDirective="REPLACE")
 
     def etag(self, rel: str) -> str:
-        return self.s3.head_object(Bucket=self.bucket, Key=self.prefix + rel)["ETag"]
+        return cast(str, self.s3.head_object(Bucket=self.bucket, Key=self.prefix + rel)["ETag"])
 
 
 class LocalDeployment(Deployment):

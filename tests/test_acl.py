@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from connectors import acl
-from connectors.config import config_from_dict
+from connectors.config import SourceConfig, config_from_dict
+from connectors.indexes.base import IndexRecord
 from connectors.sources import LocalFolderSource
 
 
-def _source(tmp_path: Path, **extra: object):  # type: ignore[no-untyped-def]
+def _source(tmp_path: Path, **extra: object) -> SourceConfig:
     cfg = config_from_dict({"sources": [{"name": "s", "kind": "local", "root": str(tmp_path), **extra}]})
     return cfg.sources[0]
 
@@ -81,9 +82,7 @@ def test_bom_sidecar_in_a_listing(tmp_path: Path) -> None:
 # -- every index reports the ACL each chunk carries (what `bindery verify` compares) ---------
 
 
-def _acl_records():  # type: ignore[no-untyped-def]
-    from connectors.indexes.base import IndexRecord
-
+def _acl_records() -> list[IndexRecord]:
     return [IndexRecord("c1", "d1", "s", "a.md", "alpha", vector=[1.0, 0.0], acl=("bob", "alice")),
             IndexRecord("c2", "d2", "s", "b.md", "beta", vector=[0.0, 1.0], acl=()),
             IndexRecord("c3", "d3", "s", "c.md", "gamma", vector=[1.0, 1.0], acl=("*",))]

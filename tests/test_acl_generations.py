@@ -9,6 +9,7 @@ current ACL; `bindery verify` compares ACL payloads across the store and every g
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ BRIEF = "# Team B brief\n\nThe walrus project ships its quarterly aquarium plan 
 QUERY = ("query", "walrus project aquarium plan", "-k", "10")
 
 
-def _docs(out: dict) -> set[str]:
+def _docs(out: dict[str, Any]) -> set[str]:
     return {h["doc"] for h in out["hits"]}
 
 
@@ -104,8 +105,10 @@ def test_a_deleted_document_is_never_served_even_if_an_index_still_holds_it(dep:
 # -- helpers: read and tamper with a generation's working indexes ----------------------------
 
 
-def _gen(dep: Deployment, gen_id: int) -> dict:
-    return _store(dep).get_generation(gen_id)
+def _gen(dep: Deployment, gen_id: int) -> dict[str, Any]:
+    gen = _store(dep).get_generation(gen_id)
+    assert gen is not None, f"no generation {gen_id}"
+    return gen
 
 
 def _indexed_acls(dep: Deployment, gen_id: int, external_id: str) -> set[tuple[str, ...]]:

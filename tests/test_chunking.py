@@ -24,7 +24,7 @@ from assets.chunking import ChunkDraft, chunk_blocks, chunk_stats, document_text
 from connectors.config import ChunkConfig
 from connectors.documents import Block
 from connectors.errors import ConfigError
-from connectors.tokenizer import TokenCounter, get_tokenizer
+from connectors.tokenizer import SplitMode, TokenCounter, get_tokenizer
 
 WORDS = (
     "index vector query chunk embed parse token model source sync retrieval document section "
@@ -69,7 +69,7 @@ def table(rows: int, cols: int = 3) -> str:
     return "\n".join([head, rule, *body])
 
 
-def check_invariants(blocks: list[Block], drafts: list[ChunkDraft], cfg: ChunkConfig, counter):
+def check_invariants(blocks: list[Block], drafts: list[ChunkDraft], cfg: ChunkConfig, counter: TokenCounter) -> None:
     """What every chunking result must satisfy, whatever the input."""
     doc = document_text(blocks)
     assert [d.ordinal for d in drafts] == list(range(len(drafts)))
@@ -151,11 +151,11 @@ def test_split_at_falls_back_to_whitespace_then_tokens(tok: TokenCounter) -> Non
 
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("mode", ["text", "code"])
-def test_spans_fit_cover_and_overlap(tok: TokenCounter, seed: int, mode: str) -> None:
+def test_spans_fit_cover_and_overlap(tok: TokenCounter, seed: int, mode: SplitMode) -> None:
     rng = random.Random(seed)
     text = "\n".join(paragraph(rng, rng.randint(1, 6)) for _ in range(30))
     limit, overlap = rng.randint(16, 120), rng.randint(0, 40)
-    spans = tok.spans(text, limit, overlap, mode)  # type: ignore[arg-type]
+    spans = tok.spans(text, limit, overlap, mode)
     assert len(spans) > 1
     assert all(tok.count(text[a:b]) <= limit for a, b in spans)
     assert spans[0][0] == 0 and spans[-1][1] == len(text.rstrip())
@@ -218,7 +218,7 @@ def test_nested_heading_paths(tok: TokenCounter) -> None:
          [["Full"]]),
     ],
 )  # fmt: skip
-def test_heading_path_rules(tok, blocks, title, paths) -> None:
+def test_heading_path_rules(tok: TokenCounter, blocks: list[Block], title: str | None, paths: list[list[str]]) -> None:
     drafts = chunk_blocks(blocks, ChunkConfig(min_tokens=0, keep_short_docs_whole=False), title, counter=tok)
     assert [d.heading_path for d in drafts] == paths
 
@@ -486,7 +486,7 @@ def test_random_documents_keep_every_invariant(tok: TokenCounter, seed: int) -> 
 
 
 @pytest.mark.parametrize("seed", range(10))
-def test_random_documents_with_a_whitespace_counting_tokenizer(spacey, seed: int) -> None:
+def test_random_documents_with_a_whitespace_counting_tokenizer(spacey: TokenCounter, seed: int) -> None:
     """Estimates are exact only for WordPiece; another tokenizer must still never overflow."""
     rng = random.Random(seed)
     blocks = random_document(rng)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from assets.listing import CLASSES
 from connectors.config import load_config
 from connectors.store import DocumentStore
 from connectors.versions import stage_configs_dump, stage_versions
@@ -173,7 +174,7 @@ def test_minimum_detectable_difference_shrinks_with_the_set() -> None:
 
 
 def test_failed_sync_summary_does_not_claim_nothing_changed() -> None:
-    out = report.human("sync", {"sources": {"s3": dict.fromkeys(report.CLASSES, 0)},
+    out = report.human("sync", {"sources": {"s3": dict.fromkeys(CLASSES, 0)},
                                 "recomputed": {"parse": 0, "chunk": 0, "context": 0, "embed": 0},
                                 "written": {"documents": 0, "chunks": 0, "deleted": 0}, "errors": {"s3": "down"},
                                 "generation": None, "seconds": 1.0})

@@ -212,7 +212,7 @@ def _anthropic(
     stub: AnthropicStub, monkeypatch: pytest.MonkeyPatch, *, max_retries: int = 3, **cfg: object
 ) -> AnthropicContextualizer:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-    config = ContextConfig(provider="anthropic", base_url=stub.base_url, **cfg)  # type: ignore[arg-type]
+    config = ContextConfig(provider="anthropic", base_url=stub.base_url, **cfg)
     return AnthropicContextualizer(config, max_retries=max_retries, timeout=10.0)
 
 

@@ -23,14 +23,22 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import dagster as dg
 import pytest
 
 from connectors.config import load_config
 from connectors.generations import GenerationPaths, open_writer, publish, writer_lock
-from tests.sync_helpers import LocalDeployment, assert_converged, hits, index_sets, indexed_docs, store_of
+from tests.sync_helpers import (
+    LocalDeployment,
+    assert_converged,
+    generation_row,
+    hits,
+    index_sets,
+    indexed_docs,
+    store_of,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +73,7 @@ def _env() -> dict[str, str]:
 
 
 class CrashDeployment(LocalDeployment):
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path) -> None:
         super().__init__(tmp)
         for rel, text in EXTRA_DOCS.items():
             self.write(rel, text)
@@ -243,14 +251,15 @@ def _install_hook(hook: str) -> None:
     import assets.pipeline
     from connectors.store.store import DocumentStore
 
-    def die(*_: Any, **__: Any) -> None:
+    def die(*_: Any, **__: Any) -> NoReturn:
         sys.stdout.flush()
         os.kill(os.getpid(), signal.SIGKILL)
+        raise AssertionError("unreachable: the process was killed")
 
     if hook == "purge":
         DocumentStore.purge_documents = die  # type: ignore[method-assign]
     elif hook == "publish":
-        assets.index_stage.publish = die  # type: ignore[assignment]
+        setattr(assets.index_stage, "publish", die)  # the name index_stage calls (from connectors.generations)
     elif hook == "index-state":
         DocumentStore.set_index_state = die  # type: ignore[method-assign]
     elif hook == "snapshot-recorded":
@@ -294,7 +303,7 @@ def test_verify_repair_rebuilds_a_drifted_index_from_the_store(tmp_path: Path) -
     assert dep.cli("verify")["consistent"] is True
     cfg = load_config(dep.config_path)
     store = store_of(dep)
-    gen = store.get_generation(store.get_binding()["generation_id"])
+    gen = generation_row(store)
     victims = [d["doc_id"] for d in store.documents() if d["external_id"] in ("people/lyon.md", "ops/oncall.txt")]
     with writer_lock(cfg, gen["name"]):
         pair = open_writer(cfg, gen, None)

@@ -20,13 +20,14 @@ def test_definitions_snapshot(tmp_path: Path) -> None:
         "parsed_documents", "source_listing", "vector_index"]
     checks = sorted(f"{k.asset_key.to_user_string()}:{k.name}" for k in graph.asset_check_keys)
     assert checks == ["generation_eval:eval_gate", "parsed_documents:parse_quality"]
-    assert sorted(j.name for j in defs.jobs) == ["plan", "promote", "reindex", "sync", "tune"]  # type: ignore[union-attr]
-    assert [s.name for s in defs.sensors] == ["source_change_sensor"]  # type: ignore[union-attr]
-    assert [s.name for s in defs.schedules] == ["reconcile_schedule"]  # type: ignore[union-attr]
+    assert defs.jobs is not None and defs.sensors is not None and defs.schedules is not None
+    assert sorted(j.name for j in defs.jobs) == ["plan", "promote", "reindex", "sync", "tune"]
+    assert [s.name for s in defs.sensors] == ["source_change_sensor"]
+    assert [s.name for s in defs.schedules] == ["reconcile_schedule"]
     reindex = defs.resolve_job_def("reindex")
     assert reindex.tags["bindery/target"] == "candidate"
     spec = graph.get(dg.AssetKey("vector_index"))
-    assert spec.partitions_def is not None and spec.partitions_def.name == "sources"  # type: ignore[attr-defined]
+    assert isinstance(spec.partitions_def, dg.DynamicPartitionsDefinition) and spec.partitions_def.name == "sources"
 
 
 def test_one_resource_per_outside_system(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from connectors.identity import short_hash
 from connectors.store import DocumentStore
 from connectors.versions import stage_configs_dump, stage_versions
 from tests.bindery_fixture import Deployment
+from tests.sync_helpers import generation_row
 
 
 def _openvino_importable() -> bool:
@@ -118,7 +119,7 @@ def test_a_local_mode_data_dir_keeps_serving_until_a_reindex_moves_it_to_edge(tm
     store = DocumentStore(load_config(dep.config_path).database_url)
     # Make generation 1 look as a data dir from before this release recorded it: no engine, and
     # an embed config without backend or precision.
-    g1 = store.get_generation(1)
+    g1 = generation_row(store, 1)
     old_embed = {k: v for k, v in g1["stage_configs"]["embed"].items() if k not in ("backend", "precision")}
     store.update_generation(1, vector_engine=None, stage_configs={**g1["stage_configs"], "embed": old_embed})
     store.bump_binding()
@@ -132,8 +133,8 @@ def test_a_local_mode_data_dir_keeps_serving_until_a_reindex_moves_it_to_edge(tm
     dep.cli("sync")  # an incremental sync still writes generation 1 with local mode
 
     cand = dep.cli("reindex")["candidate"]
-    assert store.get_generation(cand)["vector_engine"] == "qdrant-edge"
+    assert generation_row(store, cand)["vector_engine"] == "qdrant-edge"
     dep.cli("promote", "--force", "--reason", "engine migration", "--by", "test")
     after = dep.cli(*q)
     assert after["generation"] == cand and after["hits"][0]["doc"] == "robots/xr4471.md"
-    assert Path(store.get_generation(cand)["vector_snapshot"]).name == "edge"
+    assert Path(generation_row(store, cand)["vector_snapshot"]).name == "edge"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -144,7 +146,7 @@ def _renamed_last() -> EvalReport:
     [lambda: report(BASE[:99]), _renamed_last],
     ids=["missing", "different-ids"],
 )
-def test_mismatched_cases_raise(candidate) -> None:
+def test_mismatched_cases_raise(candidate: Callable[[], EvalReport]) -> None:
     with pytest.raises(ConfigError, match="different cases"):
         compare(report(BASE), candidate())
 
@@ -163,7 +165,7 @@ def test_changed_query_raises() -> None:
     "kwargs",
     [{"metric": "recall@7"}, {"secondary": "map"}, {"tolerance": -0.1}, {"max_regressions": -1}],
 )
-def test_bad_gate_settings_raise(kwargs: dict) -> None:
+def test_bad_gate_settings_raise(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
         compare(report(BASE), report(BASE), **kwargs)
 

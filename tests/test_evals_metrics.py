@@ -21,7 +21,7 @@ from evals.metrics import (
 )
 
 
-def case(gold: list[Gold], exclude: tuple[str, ...] = (), cid: str = "q", cat: str = "c"):
+def case(gold: list[Gold], exclude: tuple[str, ...] = (), cid: str = "q", cat: str = "c") -> EvalCase:
     return EvalCase(id=cid, query="q?", gold=tuple(gold), category=cat, exclude_docs=exclude)
 
 

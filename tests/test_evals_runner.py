@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from connectors.errors import ConfigError
 from evals.evalset import EvalCase, Gold, load_eval_set
 from evals.metrics import METRIC_NAMES, Hit
-from evals.runner import EvalReport, format_table, run_eval, to_hit
+from evals.runner import EvalReport, SearchFn, format_table, run_eval, to_hit
 
 EVALDATA = Path(__file__).resolve().parent.parent / "benchmarks" / "evalsets"
 
@@ -33,10 +35,10 @@ CASES = [
 ]
 
 
-def search_with(ranked: dict[str, list]) -> tuple[list[tuple[str, int]], object]:
+def search_with(ranked: dict[str, list[Any]]) -> tuple[list[tuple[str, int]], SearchFn]:
     calls: list[tuple[str, int]] = []
 
-    def search(query: str, k: int) -> list:
+    def search(query: str, k: int) -> list[Any]:
         calls.append((query, k))
         return ranked[query][:k]
 
@@ -53,7 +55,7 @@ def search_with(ranked: dict[str, list]) -> tuple[list[tuple[str, int]], object]
     ],
     ids=["dict", "namespace", "dataclass", "Hit"],
 )
-def test_accepts_dicts_and_objects(make) -> None:
+def test_accepts_dicts_and_objects(make: Callable[[str, str | None], Any]) -> None:
     ranked = {
         "first question": [make("z.md", "no"), make("a.md", "So: THE answer.")],
         "second question": [make("b.md", None if make is not Hit else "")],
@@ -94,7 +96,7 @@ def test_json_round_trip_with_per_case() -> None:
 
 
 @pytest.mark.parametrize("bad", [{"text": "x"}, SimpleNamespace(text="x"), {"doc": 3, "text": ""}])
-def test_hit_without_doc_is_a_bug(bad) -> None:
+def test_hit_without_doc_is_a_bug(bad: Any) -> None:
     with pytest.raises(TypeError, match="doc"):
         to_hit(bad)
 
@@ -107,7 +109,7 @@ def test_empty_eval_and_bad_k_refused() -> None:
 
 
 def test_search_errors_propagate() -> None:
-    def broken(query: str, k: int) -> list:
+    def broken(query: str, k: int) -> list[Hit]:
         raise RuntimeError("index closed")
 
     with pytest.raises(RuntimeError, match="index closed"):
@@ -123,7 +125,7 @@ def test_perfect_search_on_real_sets(name: str) -> None:
     for c in cases:
         golds[c.query].extend(c.gold)
 
-    def oracle(query: str, k: int) -> list[dict]:
+    def oracle(query: str, k: int) -> list[dict[str, Any]]:
         return [{"doc": g.doc, "text": f"... {g.text or ''} ..."} for g in golds[query]][:k]
 
     report = run_eval(cases, oracle)

@@ -77,6 +77,7 @@ def test_llm_draft_against_the_anthropic_stub(monkeypatch: pytest.MonkeyPatch) -
             writer.close()
         assert len(cases) == 3 == len(stub.message_requests)
         for case, req in zip(cases, stub.message_requests, strict=True):
+            assert req.body is not None
             prompt = req.body["messages"][0]["content"]
             assert QUESTION_INSTRUCTION in prompt and req.body["model"] == "claude-haiku-4-5"
             assert case["category"] == "llm" and case["query"].startswith("This chunk is from")  # the stub's reply

@@ -15,6 +15,7 @@ from connectors.lifecycle import Lifecycle
 from connectors.store import DocumentStore
 from query_service.retrieval import LiveRetriever
 from tests.bindery_fixture import Deployment
+from tests.sync_helpers import generation_row
 from tests.test_pipeline import chunk_sets
 
 pytestmark = pytest.mark.slow
@@ -31,6 +32,12 @@ def _store(dep: Deployment) -> DocumentStore:
     return DocumentStore(load_config(dep.config_path).database_url)
 
 
+def _served_id(retriever: LiveRetriever) -> int:
+    served = retriever.current
+    assert served is not None, "the retriever serves no generation"
+    return int(served.gen["id"])
+
+
 def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -> None:
     # 16-token chunks, each its own unit, cut every gold answer apart: recall collapses. (With
     # units on, a unit still returns the whole section and the gate would rightly pass it.)
@@ -39,7 +46,7 @@ def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -
     out = dep.cli("promote", expect=1)
     assert out["promoted"] is False and out["live"] == 1
     assert "recall@10 fell" in out["error"] or "regressed" in out["error"]
-    rep = _store(dep).get_generation(cand)["eval_report"]
+    rep = generation_row(_store(dep), cand)["eval_report"]
     assert rep["passed"] is False and rep["regressed"] and rep["live"]["recall@10"] > rep["candidate"]["recall@10"]
     assert dep.cli("status")["live"] == 1
 
@@ -50,7 +57,7 @@ def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -
     assert check["passed"] is False and check["severity"] == "WARN"
     assert check["description"].startswith("FORCED by alice: testing a forced flip (gate: ")
     assert check["metadata"]["forced"] is True and check["metadata"]["forced_reason"] == "testing a forced flip"
-    g = _store(dep).get_generation(cand)
+    g = generation_row(_store(dep), cand)
     assert (g["forced_by"], g["force_reason"]) == ("alice", "testing a forced flip")
     assert any(e["kind"] == "forced-promotion" for e in dep.cli("status")["events"])
 
@@ -118,13 +125,13 @@ def test_queries_follow_flips_without_errors_and_each_answer_has_one_generation(
         time.sleep(1.0)
         dep.cli("promote", "--force", "--reason", "the test needs a different generation live")
         t0 = time.monotonic()
-        while retriever.current.gen["id"] != cand:
+        while _served_id(retriever) != cand:
             assert time.monotonic() - t0 < 2.0, "the flip was not picked up within two seconds"
             time.sleep(0.05)
         time.sleep(1.0)
         dep.cli("rollback")
         t0 = time.monotonic()
-        while retriever.current.gen["id"] != 1:
+        while _served_id(retriever) != 1:
             assert time.monotonic() - t0 < 2.0, "the rollback was not picked up within two seconds"
             time.sleep(0.05)
         time.sleep(1.0)
@@ -150,6 +157,7 @@ def test_gc_never_drops_live_or_previous(dep: Deployment) -> None:
         dep.cli("reindex", "--force")
         dep.cli("promote")
     b = store.get_binding()
+    assert b is not None
     dropped = Lifecycle(cfg, store).collect_garbage()
     assert dropped
     statuses = {g["id"]: g["status"] for g in store.generations()}

@@ -52,8 +52,10 @@ def git_ignored(tmp: Path, patterns: list[str], paths: list[str]) -> set[str]:
 # The one known difference from git (pathspec's GitIgnoreSpec, documented in docs/operations.md):
 # git never looks inside an excluded folder, so `!x/keep.md` cannot bring back a file below `x/`;
 # a path filter has no such walk and takes the negation at its word.
-REINCLUDE_BELOW_EXCLUDED = {("x/", "!x/keep.md"): {"x/keep.md"},
-                            ("**/ignored/**", "!**/keep/**"): {"z/ignored/keep/me.md"}}
+REINCLUDE_BELOW_EXCLUDED: dict[tuple[str, ...], set[str]] = {
+    ("x/", "!x/keep.md"): {"x/keep.md"},
+    ("**/ignored/**", "!**/keep/**"): {"z/ignored/keep/me.md"},
+}
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is the oracle and is not installed")

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from elasticsearch.helpers import actions as es_actions
 
 from connectors.config import config_from_dict
 from connectors.errors import ConfigError, IndexError_, QueryError
@@ -176,7 +175,7 @@ class _Busy(ESStub):
 def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """Backoff sleeps the bulk helper takes (recorded, not slept)."""
     slept: list[float] = []
-    monkeypatch.setattr(es_actions.time, "sleep", slept.append)
+    monkeypatch.setattr("elasticsearch.helpers.actions.time.sleep", slept.append)
     return slept
 
 

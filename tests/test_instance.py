@@ -16,13 +16,13 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import sqlalchemy as sa
 import yaml
 
-from connectors.config import config_from_dict
+from connectors.config import BinderyConfig, config_from_dict
 from connectors.errors import ConfigError
 from orchestration.instance import GENERATED_MARK, dagster_home, get_instance, instance_settings
 from tests.bindery_fixture import Deployment
@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 PG = "postgresql+psycopg://bindery:s3cret@db.internal:5433/bindery"
 
 
-def _cfg(tmp_path: Path, **raw: Any):  # type: ignore[no-untyped-def]
+def _cfg(tmp_path: Path, **raw: Any) -> BinderyConfig:
     return config_from_dict({"data_dir": str(tmp_path / "data"), **raw})
 
 
@@ -123,7 +123,7 @@ def _graphql(port: int, query: str) -> dict[str, Any]:
     with urllib.request.urlopen(req, timeout=30) as resp:
         body = json.loads(resp.read())
     assert "errors" not in body, body
-    return body["data"]
+    return cast(dict[str, Any], body["data"])
 
 
 def _wait_http(port: int, proc: subprocess.Popen[bytes], timeout: float = 180) -> None:

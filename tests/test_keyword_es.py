@@ -18,7 +18,7 @@ import pytest
 from connectors.analysis import identifiers
 from connectors.errors import IndexError_, QueryError
 from connectors.indexes import elasticsearch_index as es_mod
-from connectors.indexes.base import Filters, IndexRecord
+from connectors.indexes.base import Filters, IndexRecord, ScoredId
 from connectors.indexes.elasticsearch_index import ElasticsearchIndex
 from connectors.indexes.tantivy_index import TantivyIndex
 from tests.es_stub import ESStub, StubIndex
@@ -36,7 +36,7 @@ def rec(
     return IndexRecord(chunk_id, doc, source, f"{doc}.md", text, acl=acl)
 
 
-def ids(hits: list) -> list[str]:
+def ids(hits: list[ScoredId]) -> list[str]:
     return [h.chunk_id for h in hits]
 
 

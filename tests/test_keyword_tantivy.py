@@ -7,12 +7,14 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from connectors.errors import IndexError_, QueryError
-from connectors.indexes.base import Filters, IndexRecord
+from connectors.indexes.base import Filters, IndexRecord, ScoredId
 from connectors.indexes.tantivy_index import TantivyIndex
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,12 +36,12 @@ def rec(
     return IndexRecord(chunk_id, doc, source, f"{doc}.md", text, acl=acl)
 
 
-def ids(hits: list) -> list[str]:
+def ids(hits: list[ScoredId]) -> list[str]:
     return [h.chunk_id for h in hits]
 
 
 @pytest.fixture
-def index(tmp_path: Path):
+def index(tmp_path: Path) -> Iterator[TantivyIndex]:
     ix = TantivyIndex(tmp_path / "kw")
     yield ix
     ix.close()
@@ -94,7 +96,7 @@ def test_filters_acl_source_docs_exclude(index: TantivyIndex) -> None:
     )
     index.commit()
 
-    def found(**kw) -> set[str]:
+    def found(**kw: Any) -> set[str]:
         return set(ids(index.search("valve", 10, Filters(**kw))))
 
     assert found() == {"pub", "other"}

@@ -4,6 +4,8 @@ SIGKILLs, and prints the counts."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -23,11 +25,12 @@ def test_replay_odd_names_a_corrupt_file_and_an_acl_change_across_a_promotion() 
     try:
         m.first_sync()
         m.consistent()
-        steps = [lambda: m.add("not-utf8", "b", False), lambda: m.add("newline", "a", False),
-                 lambda: m.add("long", "", False), lambda: m.add("plain", "a", True),  # one corrupt file
-                 m.sync, m.reindex, m.promote,
-                 lambda: m.set_acl("a", ["alice"]), m.sync, m.rollback,
-                 lambda: m.set_acl("a", []), lambda: m.crashed_sync("snapshot-recorded"), m.sync]
+        steps: list[Callable[[], object]] = [
+            lambda: m.add("not-utf8", "b", False), lambda: m.add("newline", "a", False),
+            lambda: m.add("long", "", False), lambda: m.add("plain", "a", True),  # one corrupt file
+            m.sync, m.reindex, m.promote,
+            lambda: m.set_acl("a", ["alice"]), m.sync, m.rollback,
+            lambda: m.set_acl("a", []), lambda: m.crashed_sync("snapshot-recorded"), m.sync]
         for step in steps:
             step()
             m.consistent()

@@ -58,7 +58,8 @@ def test_odd_names_are_indexed_or_dead_lettered_and_the_rest_syncs(tmp_path: Pat
     (long_id,) = [k for k in dead if k.startswith("ddd")]
     assert dead[long_id]["reason"] == "bad-name" and len(long_id) <= 1024
     assert "1024" in dead[long_id]["error"] and LONG_DIR in dead[long_id]["error"]
-    assert rt.store.get_source("s")["last_error"] is None
+    source = rt.store.get_source("s")
+    assert source is not None and source["last_error"] is None
     assert run_listing(rt, "s").counts["failed"] == 2  # stable: the same two, nothing duplicated
     assert len(rt.store.dead_letters(source="s")) == 2
 

@@ -9,6 +9,7 @@ import pytest
 from assets.parsing import parse_document
 from assets.parsing.sniff import detect_format
 from connectors.config import ParseConfig
+from connectors.documents import ParseResult
 from connectors.errors import CorruptDocument, EmptyDocument, FormatMismatch
 from quality.metrics import word_share
 from tests.fixtures import docgen
@@ -16,7 +17,7 @@ from tests.fixtures import docgen
 CFG = ParseConfig()
 
 
-def _kinds(result):
+def _kinds(result: ParseResult) -> list[tuple[str, str]]:
     return [(b.kind, b.text) for b in result.blocks]
 
 
@@ -35,11 +36,11 @@ def _kinds(result):
         ("a.rst", b"Title\n=====\n\ntext\n", "rst"),
     ],
 )
-def test_text_formats_route_by_extension(name, data, fmt):
+def test_text_formats_route_by_extension(name: str, data: bytes, fmt: str) -> None:
     assert detect_format(data, name).format == fmt
 
 
-def test_xhtml_is_html_and_html_error_page_named_json_is_mismatch():
+def test_xhtml_is_html_and_html_error_page_named_json_is_mismatch() -> None:
     xhtml = b'<?xml version="1.0"?>\n<!DOCTYPE html>\n<html xmlns="http://www.w3.org/1999/xhtml">'
     xhtml += b"<body><p>Hi</p></body></html>"
     assert detect_format(xhtml, "page.xhtml").format == "html"
@@ -52,7 +53,7 @@ def test_xhtml_is_html_and_html_error_page_named_json_is_mismatch():
 # ---------------------------------------------------------------- CSV
 
 
-def test_csv_is_a_markdown_table_with_its_header():
+def test_csv_is_a_markdown_table_with_its_header() -> None:
     r = parse_document(docgen.csv_bytes(), "population.csv", CFG)
     assert r.format == "csv" and len(r.blocks) == 1
     table = r.blocks[0]
@@ -63,7 +64,7 @@ def test_csv_is_a_markdown_table_with_its_header():
     assert r.metrics["alnum_share"] > 0.8  # table pipes do not count as junk
 
 
-def test_tsv_and_semicolon_delimiters_are_detected():
+def test_tsv_and_semicolon_delimiters_are_detected() -> None:
     r = parse_document(docgen.csv_bytes(delimiter="\t"), "pop.tsv", CFG)
     assert r.metadata["delimiter"] == "\t" and r.metadata["columns"] == 4
     r = parse_document(docgen.csv_bytes(delimiter=";"), "pop.csv", CFG)
@@ -71,21 +72,21 @@ def test_tsv_and_semicolon_delimiters_are_detected():
     assert "| France | 2023 | 68.2 | Paris |" in r.blocks[0].text
 
 
-def test_csv_without_header_gets_generated_column_names():
+def test_csv_without_header_gets_generated_column_names() -> None:
     r = parse_document(docgen.csv_bytes(docgen.CSV_ROWS[1:]), "nohead.csv", CFG)
     assert r.metadata["header_generated"] is True
     assert r.blocks[0].text.startswith("| column 1 | column 2 | column 3 | column 4 |")
     assert "| France | 2023 | 68.2 | Paris |" in r.blocks[0].text
 
 
-def test_year_header_row_is_a_header():
+def test_year_header_row_is_a_header() -> None:
     data = docgen.csv_bytes([["Region", "2022", "2023"], ["North", "5", "7"], ["South", "3", "4"]])
     r = parse_document(data, "stats.csv", CFG)
     assert r.metadata["header_generated"] is False
     assert r.blocks[0].meta["table_header"].startswith("| Region | 2022 | 2023 |")
 
 
-def test_long_csv_is_split_in_row_groups_that_repeat_the_header():
+def test_long_csv_is_split_in_row_groups_that_repeat_the_header() -> None:
     rows = [["id", "name"]] + [[str(i), f"item {i}"] for i in range(1, 121)]
     r = parse_document(docgen.csv_bytes(rows), "items.csv", CFG)
     tables = [b for b in r.blocks if b.kind == "table"]
@@ -95,14 +96,14 @@ def test_long_csv_is_split_in_row_groups_that_repeat_the_header():
     assert "| 120 | item 120 |" in tables[-1].text
 
 
-def test_quoted_fields_with_delimiters_and_newlines_stay_in_their_cell():
+def test_quoted_fields_with_delimiters_and_newlines_stay_in_their_cell() -> None:
     data = b'name,comment\nann,"likes a, b\nand c"\nbob,"says ""hi"""\n'
     r = parse_document(data, "c.csv", CFG)
     assert "| ann | likes a, b and c |" in r.blocks[0].text
     assert '| bob | says "hi" |' in r.blocks[0].text
 
 
-def test_csv_of_only_separators_is_empty():
+def test_csv_of_only_separators_is_empty() -> None:
     with pytest.raises(EmptyDocument):
         parse_document(b",,,\n,,,\n", "blank.csv", CFG)
 
@@ -110,7 +111,7 @@ def test_csv_of_only_separators_is_empty():
 # ---------------------------------------------------------------- JSON
 
 
-def test_json_flattens_to_key_paths_headings_and_tables():
+def test_json_flattens_to_key_paths_headings_and_tables() -> None:
     r = parse_document(json.dumps(docgen.JSON_DOC).encode(), "catalogue.json", CFG)
     assert r.format == "json" and r.title == "Service catalogue"
     assert _kinds(r) == [
@@ -125,7 +126,7 @@ def test_json_flattens_to_key_paths_headings_and_tables():
     assert r.metrics["word_share"] == 1.0  # key paths count as words
 
 
-def test_json_heterogeneous_array_is_one_paragraph_per_item():
+def test_json_heterogeneous_array_is_one_paragraph_per_item() -> None:
     doc = {"events": [{"type": "start", "at": 1}, {"kind": "stop", "reason": "done", "code": 0}]}
     r = parse_document(json.dumps(doc).encode(), "events.json", CFG)
     paras = [b.text for b in r.blocks if b.kind == "paragraph"]
@@ -135,13 +136,13 @@ def test_json_heterogeneous_array_is_one_paragraph_per_item():
     ]
 
 
-def test_invalid_json_is_indexed_as_text_with_a_warning():
+def test_invalid_json_is_indexed_as_text_with_a_warning() -> None:
     r = parse_document(b'{"a": 1, // a comment\n "b": 2}', "tsconfig.json", CFG)
     assert r.format == "json" and "not valid JSON" in r.warnings[0]
     assert "a comment" in r.blocks[0].text
 
 
-def test_jsonl_homogeneous_records_are_a_table_and_bad_lines_are_reported():
+def test_jsonl_homogeneous_records_are_a_table_and_bad_lines_are_reported() -> None:
     lines = [json.dumps({"q": f"question {i}", "a": f"answer {i}"}) for i in range(3)]
     data = "\n".join([*lines[:2], "{not json", lines[2]]).encode()
     r = parse_document(data, "qa.jsonl", CFG)
@@ -149,7 +150,7 @@ def test_jsonl_homogeneous_records_are_a_table_and_bad_lines_are_reported():
     assert r.metadata["records"] == 3 and "[3]" in r.warnings[0]
 
 
-def test_jsonl_mixed_records_keep_their_line_number():
+def test_jsonl_mixed_records_keep_their_line_number() -> None:
     data = b'{"id": 1, "text": "first"}\n[1, 2]\n"loose string"\n'
     r = parse_document(data, "mixed.jsonl", CFG)
     assert [(b.text, b.meta["record"]) for b in r.blocks] == [
@@ -159,7 +160,7 @@ def test_jsonl_mixed_records_keep_their_line_number():
     ]
 
 
-def test_word_share_accepts_identifiers_but_not_junk():
+def test_word_share_accepts_identifiers_but_not_junk() -> None:
     assert word_share("user.address.city ops@example.com items.0.name") == 1.0
     assert word_share("l.l x.q") == 0.0
 
@@ -167,7 +168,7 @@ def test_word_share_accepts_identifiers_but_not_junk():
 # ---------------------------------------------------------------- XML
 
 
-def test_xml_headings_paragraphs_records_and_no_external_entities():
+def test_xml_headings_paragraphs_records_and_no_external_entities() -> None:
     r = parse_document(docgen.XML_DOC, "guide.xml", CFG)
     assert r.format == "xml" and r.title == "Field Guide"
     assert [(b.kind, b.level, b.text) for b in r.blocks] == [
@@ -182,7 +183,7 @@ def test_xml_headings_paragraphs_records_and_no_external_entities():
     assert "root:" not in "\n".join(b.text for b in r.blocks)  # /etc/passwd never read
 
 
-def test_xml_tables_become_markdown():
+def test_xml_tables_become_markdown() -> None:
     data = b"""<doc><table><title>Sizes</title><tgroup><thead><row><entry>Size</entry>
     <entry>Teeth</entry></row></thead><tbody><row><entry>Small</entry><entry>12</entry></row>
     </tbody></tgroup></table></doc>"""
@@ -193,7 +194,7 @@ def test_xml_tables_become_markdown():
     ]
 
 
-def test_broken_xml_is_recovered_with_a_warning_or_corrupt():
+def test_broken_xml_is_recovered_with_a_warning_or_corrupt() -> None:
     r = parse_document(b"<doc><p>Kept text before the break</p><p>unclosed", "b.xml", CFG)
     assert "Kept text before the break" in r.blocks[0].text and "not well-formed" in r.warnings[0]
     with pytest.raises(CorruptDocument, match="not well-formed"):
@@ -203,7 +204,7 @@ def test_broken_xml_is_recovered_with_a_warning_or_corrupt():
 # ---------------------------------------------------------------- reStructuredText
 
 
-def test_rst_sections_code_lists_notes_and_tables():
+def test_rst_sections_code_lists_notes_and_tables() -> None:
     r = parse_document(docgen.RST_DOC.encode(), "install.rst", CFG)
     assert r.format == "rst" and r.title == "Install Guide"
     got = [(b.kind, b.level, b.text) for b in r.blocks]
@@ -225,7 +226,7 @@ def test_rst_sections_code_lists_notes_and_tables():
     assert r.blocks[8].meta["language"] == "python"
 
 
-def test_rst_grid_table_and_expanded_literal_marker():
+def test_rst_grid_table_and_expanded_literal_marker() -> None:
     text = (
         "Data\n----\n\nSee the table ::\n\n    raw text\n\n"
         "+--------+-------+\n| Name   | Score |\n+========+=======+\n| Ann    | 9     |\n"

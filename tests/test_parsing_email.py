@@ -10,7 +10,7 @@ from tests.fixtures import docgen
 CFG = ParseConfig()
 
 
-def test_alternative_prefers_plain_and_fills_metadata():
+def test_alternative_prefers_plain_and_fills_metadata() -> None:
     r = parse_document(docgen.eml_alternative_with_quote(), "reply.eml", CFG)
     assert r.format == "email" and r.title == "Re: Budget meeting"
     text = "\n".join(b.text for b in r.blocks)
@@ -26,7 +26,7 @@ def test_alternative_prefers_plain_and_fills_metadata():
     assert m["thread_id"] == "<msg0@example.com>"
 
 
-def test_quoted_reply_is_one_separate_block():
+def test_quoted_reply_is_one_separate_block() -> None:
     r = parse_document(docgen.eml_alternative_with_quote(), "reply.eml", CFG)
     quoted = [b for b in r.blocks if b.meta.get("quoted")]
     assert len(quoted) == 1
@@ -36,7 +36,7 @@ def test_quoted_reply_is_one_separate_block():
     assert "QUOTEDTEXT" not in main and "wrote:" not in main
 
 
-def test_html_only_email_goes_through_html_parser():
+def test_html_only_email_goes_through_html_parser() -> None:
     r = parse_document(docgen.eml_html_only(), "news.eml", CFG)
     assert r.blocks[0].kind == "heading" and r.blocks[0].text == "March news"
     assert any("HTMLONLYBODY" in b.text for b in r.blocks if not b.meta.get("quoted"))
@@ -45,7 +45,7 @@ def test_html_only_email_goes_through_html_parser():
     assert r.metadata["thread_id"] == "<news1@example.com>"
 
 
-def test_attachments_parsed_recursively_and_listed():
+def test_attachments_parsed_recursively_and_listed() -> None:
     r = parse_document(docgen.eml_with_attachments(), "report.eml", CFG)
     headings = [b for b in r.blocks if b.kind == "heading" and b.text.startswith("Attachment:")]
     assert [h.text for h in headings] == ["Attachment: report.pdf", "Attachment: notes.txt"]
@@ -62,7 +62,7 @@ def test_attachments_parsed_recursively_and_listed():
     assert r.blocks[0].text == "Please find the report attached. MAINBODY"
 
 
-def test_mbox_messages_become_sections():
+def test_mbox_messages_become_sections() -> None:
     r = parse_document(docgen.mbox_two_messages(), "archive.mbox", CFG)
     assert r.format == "mbox" and r.metadata["message_count"] == 2
     headings = [(b.text, b.level) for b in r.blocks if b.kind == "heading"]
@@ -72,7 +72,7 @@ def test_mbox_messages_become_sections():
     assert r.title == "First message"
 
 
-def test_split_quoted_variants():
+def test_split_quoted_variants() -> None:
     main, quoted = split_quoted(
         "Thanks!\n\nOn Tue, Mar 5, 2024 at 10:00 AM Bob Jones <\nbob@example.com> wrote:\n> old\n"
     )

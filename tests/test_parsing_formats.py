@@ -23,37 +23,37 @@ CFG = ParseConfig()
 # ---------------------------------------------------------------- sniffing and failures
 
 
-def test_binary_named_txt_is_format_mismatch():
+def test_binary_named_txt_is_format_mismatch() -> None:
     with pytest.raises(FormatMismatch, match="looks binary"):
         parse_document(docgen.binary_blob(), "notes.txt", CFG)
 
 
 @pytest.mark.parametrize("data", [b"", b"   \n\t\r\n ", "\ufeff  \n".encode()])
-def test_empty_and_whitespace_are_empty(data):
+def test_empty_and_whitespace_are_empty(data: bytes) -> None:
     with pytest.raises(EmptyDocument, match="empty"):
         parse_document(data, "empty.txt", CFG)
 
 
-def test_unknown_binary_is_unsupported():
+def test_unknown_binary_is_unsupported() -> None:
     with pytest.raises(UnsupportedFormat):
         parse_document(docgen.binary_blob(), "blob.bin", CFG)
     with pytest.raises(UnsupportedFormat, match="PNG image"):
         parse_document(b"\x89PNG\r\n\x1a\n" + bytes(100), "logo.png", CFG)
 
 
-def test_png_named_txt_and_html_named_pdf_are_mismatches():
+def test_png_named_txt_and_html_named_pdf_are_mismatches() -> None:
     with pytest.raises(FormatMismatch, match="PNG image"):
         parse_document(b"\x89PNG\r\n\x1a\n" + bytes(100), "photo.txt", CFG)
     with pytest.raises(FormatMismatch, match="HTML document text"):
         parse_document(b"<html><body>404 Not Found</body></html>", "report.pdf", CFG)
 
 
-def test_unrecognisable_pdf_is_corrupt():
+def test_unrecognisable_pdf_is_corrupt() -> None:
     with pytest.raises(CorruptDocument, match="no %PDF- header"):
         parse_document(docgen.binary_blob(), "report.pdf", CFG)
 
 
-def test_legacy_and_encrypted_office_files():
+def test_legacy_and_encrypted_office_files() -> None:
     ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600)
     with pytest.raises(UnsupportedFormat, match="legacy"):
         parse_document(ole, "old.docx", CFG)
@@ -62,32 +62,32 @@ def test_legacy_and_encrypted_office_files():
         parse_document(encrypted, "locked.docx", CFG)
 
 
-def test_broken_docx_is_corrupt():
+def test_broken_docx_is_corrupt() -> None:
     data = docgen.docx_document()
     with pytest.raises(CorruptDocument):
         parse_document(data[: len(data) // 2], "half.docx", CFG)
 
 
-def test_too_large():
+def test_too_large() -> None:
     with pytest.raises(TooLarge, match="over the"):
         parse_document(b"x" * 2000, "big.txt", CFG, max_bytes=1000)
 
 
-def test_full_html_named_txt_parsed_as_html_with_warning():
+def test_full_html_named_txt_parsed_as_html_with_warning() -> None:
     r = parse_document(
         b"<!DOCTYPE html><html><body><h1>Hi</h1><p>Body.</p></body></html>", "page.txt", CFG
     )
     assert r.format == "html" and r.title == "Hi" and r.warnings
 
 
-def test_detection_without_extension():
+def test_detection_without_extension() -> None:
     assert detect_format(b"# Readme\n\nSome text\n", "README").format == "markdown"
     assert detect_format(b"plain words only\n", "LICENSE").format == "text"
     assert detect_format(docgen.eml_alternative_with_quote(), "message").format == "email"
     assert detect_format(docgen.pdf_simple(), "download").format == "pdf"
 
 
-def test_bom_prefixed_files_are_sniffed():
+def test_bom_prefixed_files_are_sniffed() -> None:
     bom = b"\xef\xbb\xbf"
     page = bom + b"<!DOCTYPE html><html><body><h1>Hi</h1></body></html>"
     assert detect_format(page, "page.txt").format == "html"
@@ -95,7 +95,7 @@ def test_bom_prefixed_files_are_sniffed():
     assert r.format == "email" and r.title == "Newsletter"
 
 
-def test_utf16_text_is_text():
+def test_utf16_text_is_text() -> None:
     r = parse_document("Hello wide world\n".encode("utf-16"), "wide.txt", CFG)
     assert r.blocks[0].text == "Hello wide world"
 
@@ -103,7 +103,7 @@ def test_utf16_text_is_text():
 # ---------------------------------------------------------------- markdown
 
 
-def test_markdown_structure():
+def test_markdown_structure() -> None:
     r = parse_document(docgen.MARKDOWN.encode(), "guide.md", CFG)
     assert r.format == "markdown"
     assert r.title == "Front Matter Title"
@@ -122,14 +122,14 @@ def test_markdown_structure():
     assert items == [("first item", 0), ("second item", 0), ("nested numbered", 1)]
 
 
-def test_markdown_title_falls_back_to_h1_and_hash_in_fence_is_not_heading():
+def test_markdown_title_falls_back_to_h1_and_hash_in_fence_is_not_heading() -> None:
     md = b"```\n# not a heading\n```\n\nIntro\n\n# Real Title\n"
     r = parse_document(md, "x.md", CFG)
     assert r.title == "Real Title"
     assert [b.kind for b in r.blocks] == ["code", "paragraph", "heading"]
 
 
-def test_markdown_embedded_html_keeps_structure():
+def test_markdown_embedded_html_keeps_structure() -> None:
     md = b"# T\n\n<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>\n\n"
     md += b"<!-- a comment -->\n\ntext\n"
     r = parse_document(md, "x.md", CFG)
@@ -143,7 +143,7 @@ def test_markdown_embedded_html_keeps_structure():
 # ---------------------------------------------------------------- plain text
 
 
-def test_latin1_text_keeps_accents():
+def test_latin1_text_keeps_accents() -> None:
     r = parse_document(docgen.latin1_text(), "cafe.txt", CFG)
     assert r.title == "Le café de la gare"
     text = "\n".join(b.text for b in r.blocks)
@@ -151,11 +151,11 @@ def test_latin1_text_keeps_accents():
     assert "\ufffd" not in text
 
 
-def test_short_latin1_decodes_as_western():
+def test_short_latin1_decodes_as_western() -> None:
     assert decode_text("Grüße aus München".encode("latin-1"))[0] == "Grüße aus München"
 
 
-def test_text_headings_lists_and_paragraphs():
+def test_text_headings_lists_and_paragraphs() -> None:
     text = (
         b"INTRODUCTION\n\nThis is wrapped\nprose text.\n\n1. Scope\n\n"
         b"- first point\n- second point\n  continues here\n\n2.1 Details\n\n"
@@ -177,7 +177,7 @@ def test_text_headings_lists_and_paragraphs():
 # ---------------------------------------------------------------- docx
 
 
-def test_docx_structure_in_order():
+def test_docx_structure_in_order() -> None:
     r = parse_document(docgen.docx_document(), "handbook.docx", CFG)
     assert r.format == "docx" and r.title == "Policy Handbook"
     got = [(b.kind, b.level, b.text) for b in r.blocks if b.kind != "table"]

@@ -6,6 +6,7 @@ import time
 
 from assets.parsing import parse_document
 from connectors.config import ParseConfig
+from connectors.documents import ParseResult
 from tests.fixtures import docgen
 
 CFG = ParseConfig()
@@ -22,11 +23,11 @@ CHROME_MARKERS = [
 ]
 
 
-def _all_text(result) -> str:
+def _all_text(result: ParseResult) -> str:
     return "\n".join(b.text for b in result.blocks)
 
 
-def test_chrome_removed_and_structure_kept():
+def test_chrome_removed_and_structure_kept() -> None:
     r = parse_document(docgen.HTML_WITH_CHROME.encode(), "guide.html", CFG)
     text = _all_text(r)
     for marker in CHROME_MARKERS:
@@ -44,7 +45,7 @@ def test_chrome_removed_and_structure_kept():
     assert items[2].meta["depth"] == 1 and items[0].meta["ordered"] is True
 
 
-def test_code_is_verbatim_and_table_is_markdown():
+def test_code_is_verbatim_and_table_is_markdown() -> None:
     r = parse_document(docgen.HTML_WITH_CHROME.encode(), "guide.html", CFG)
     code = next(b for b in r.blocks if b.kind == "code")
     assert code.text == "def attach(widget):\n    return widget.fit(  gear=1)"
@@ -59,7 +60,7 @@ def test_code_is_verbatim_and_table_is_markdown():
     assert any(b.kind == "caption" and b.text == "Sizes" for b in r.blocks)
 
 
-def test_sphinx_page_comes_out_clean():
+def test_sphinx_page_comes_out_clean() -> None:
     r = parse_document(docgen.SPHINX_HTML.encode(), "library/os.path.html", CFG)
     text = _all_text(r)
     for marker in ("¶", "SIDEBARTEXT", "RELATEDNAV", "FOOTERTEXT", "Navigation"):
@@ -79,7 +80,7 @@ def test_sphinx_page_comes_out_clean():
     ]
 
 
-def test_sphinx_nested_signatures_and_admonitions():
+def test_sphinx_nested_signatures_and_admonitions() -> None:
     html = (
         b'<html><body><div class="body" role="main"><h1>mod</h1>'
         b'<dl class="py class"><dt class="sig sig-object py">class Foo<a class="headerlink">#</a>'
@@ -99,7 +100,7 @@ def test_sphinx_nested_signatures_and_admonitions():
     ]
 
 
-def test_page_without_main_uses_body_minus_chrome():
+def test_page_without_main_uses_body_minus_chrome() -> None:
     html = (
         b"<html><body><header><h1>Site</h1></header><nav>NAVTEXT</nav>"
         b"<h2>Real heading</h2><p>Real content here.</p><div>Loose <b>text</b></div>"
@@ -109,7 +110,7 @@ def test_page_without_main_uses_body_minus_chrome():
     assert [b.text for b in r.blocks] == ["Real heading", "Real content here.", "Loose text"]
 
 
-def test_charset_from_meta_and_layout_table():
+def test_charset_from_meta_and_layout_table() -> None:
     html = (
         '<html><head><meta charset="iso-8859-1"></head><body>'
         "<table><tr><td><p>Caf\xe9 cr\xe8me in a layout cell</p></td></tr></table>"
@@ -120,7 +121,7 @@ def test_charset_from_meta_and_layout_table():
     assert r.blocks[0].text == "Café crème in a layout cell"
 
 
-def test_html_parse_speed_20kb_page():
+def test_html_parse_speed_20kb_page() -> None:
     section = (
         "<h2>Section {i}</h2><p>" + "Lorem ipsum dolor sit amet, <a href='#'>consectetur</a> "
         "adipiscing elit. " * 8 + "</p><ul><li>Item one</li><li>Item two</li></ul>"
@@ -141,7 +142,7 @@ def test_html_parse_speed_20kb_page():
     assert per_doc_ms < 100, f"{per_doc_ms:.1f} ms per 20 KB page"  # target < 20 ms
 
 
-def test_a_long_id_made_of_the_content_s_own_words_is_not_chrome():
+def test_a_long_id_made_of_the_content_s_own_words_is_not_chrome() -> None:
     """texinfo names each node's div after its title: an id such as "How-do-I-skip-as-many-chars"
     holds "skip" as a word of the content, not a skip-link marker, and its text must survive;
     a short marker id still marks chrome."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable
 
 import pytest
 
@@ -45,7 +46,7 @@ def _rezip(data: bytes, replace: dict[str, bytes]) -> bytes:
         (lambda: docgen.RTF_DOC, "rtf"),
     ],
 )
-def test_packages_are_recognised_from_their_bytes(make, fmt):
+def test_packages_are_recognised_from_their_bytes(make: Callable[[], bytes], fmt: str) -> None:
     data = make()
     assert detect_format(data, f"file.{fmt}").format == fmt
     mislabelled = detect_format(data, "download.bin")
@@ -55,7 +56,7 @@ def test_packages_are_recognised_from_their_bytes(make, fmt):
 
 
 @pytest.mark.parametrize("ext", ["pptx", "xlsx", "odt", "epub"])
-def test_truncated_package_is_corrupt_with_reason(ext):
+def test_truncated_package_is_corrupt_with_reason(ext: str) -> None:
     data = {
         "pptx": docgen.pptx_deck,
         "xlsx": docgen.xlsx_workbook,
@@ -66,7 +67,7 @@ def test_truncated_package_is_corrupt_with_reason(ext):
         parse_document(data[: len(data) // 2], f"half.{ext}", CFG)
 
 
-def test_plain_zip_named_pptx_is_a_mismatch():
+def test_plain_zip_named_pptx_is_a_mismatch() -> None:
     data = docgen._zip([("readme.txt", b"hello")])
     with pytest.raises(FormatMismatch, match="zip archive"):
         parse_document(data, "slides.pptx", CFG)
@@ -75,7 +76,7 @@ def test_plain_zip_named_pptx_is_a_mismatch():
 # ---------------------------------------------------------------- pptx
 
 
-def test_pptx_slides_headings_lists_tables_and_notes():
+def test_pptx_slides_headings_lists_tables_and_notes() -> None:
     r = parse_document(docgen.pptx_deck(), "roadmap.pptx", CFG)
     assert r.format == "pptx" and r.title == "Roadmap 2025"
     got = [(b.kind, b.page, b.text) for b in r.blocks]
@@ -95,12 +96,12 @@ def test_pptx_slides_headings_lists_tables_and_notes():
     assert r.metadata["slides"] == 4 and r.metadata["slides_without_text"] == [4]
 
 
-def test_pptx_without_text_is_empty():
+def test_pptx_without_text_is_empty() -> None:
     with pytest.raises(EmptyDocument, match="2 slide"):
         parse_document(docgen.pptx_empty_deck(2), "blank.pptx", CFG)
 
 
-def test_pptx_with_damaged_part_is_corrupt():
+def test_pptx_with_damaged_part_is_corrupt() -> None:
     data = _rezip(docgen.pptx_deck(), {"ppt/presentation.xml": b"<not-xml"})
     with pytest.raises(CorruptDocument, match="presentation"):
         parse_document(data, "bad.pptx", CFG)
@@ -109,7 +110,7 @@ def test_pptx_with_damaged_part_is_corrupt():
 # ---------------------------------------------------------------- xlsx
 
 
-def test_xlsx_sheets_titles_and_tables_with_headers():
+def test_xlsx_sheets_titles_and_tables_with_headers() -> None:
     r = parse_document(docgen.xlsx_workbook(), "sales.xlsx", CFG)
     assert r.format == "xlsx" and r.title == "Quarterly sales SHEETTITLE"
     got = [(b.kind, b.text) for b in r.blocks]
@@ -126,12 +127,12 @@ def test_xlsx_sheets_titles_and_tables_with_headers():
     assert any("hidden" in w for w in r.warnings)
 
 
-def test_xlsx_without_values_is_empty():
+def test_xlsx_without_values_is_empty() -> None:
     with pytest.raises(EmptyDocument, match="no cell holds a value"):
         parse_document(docgen.xlsx_workbook(empty=True), "empty.xlsx", CFG)
 
 
-def test_xlsx_uncached_formulas_are_reported():
+def test_xlsx_uncached_formulas_are_reported() -> None:
     import openpyxl
 
     wb = openpyxl.Workbook()
@@ -144,7 +145,7 @@ def test_xlsx_uncached_formulas_are_reported():
     assert any("1 formula cell(s) have no cached value" in w for w in r.warnings)
 
 
-def test_xlsx_with_damaged_sheet_xml_is_corrupt():
+def test_xlsx_with_damaged_sheet_xml_is_corrupt() -> None:
     data = _rezip(docgen.xlsx_workbook(), {"xl/workbook.xml": b"<broken"})
     with pytest.raises(CorruptDocument, match="workbook"):
         parse_document(data, "bad.xlsx", CFG)
@@ -153,7 +154,7 @@ def test_xlsx_with_damaged_sheet_xml_is_corrupt():
 # ---------------------------------------------------------------- odt
 
 
-def test_odt_headings_lists_footnotes_and_tables():
+def test_odt_headings_lists_footnotes_and_tables() -> None:
     r = parse_document(docgen.odt_document(), "policy.odt", CFG)
     assert r.format == "odt" and r.title == "Travel Policy 2025"
     got = [(b.kind, b.level, b.text) for b in r.blocks]
@@ -171,7 +172,7 @@ def test_odt_headings_lists_footnotes_and_tables():
     assert r.blocks[3].meta["footnote"] is True and r.blocks[6].meta["depth"] == 1
 
 
-def test_odt_encrypted_and_missing_content():
+def test_odt_encrypted_and_missing_content() -> None:
     with pytest.raises(EncryptedDocument, match="password"):
         parse_document(docgen.odt_document(encrypted=True), "secret.odt", CFG)
     data = docgen._zip([("mimetype", b"application/vnd.oasis.opendocument.text")])
@@ -182,7 +183,7 @@ def test_odt_encrypted_and_missing_content():
 # ---------------------------------------------------------------- epub
 
 
-def test_epub_chapters_in_spine_order_without_nav():
+def test_epub_chapters_in_spine_order_without_nav() -> None:
     r = parse_document(docgen.epub_book(), "sea.epub", CFG)
     assert r.format == "epub" and r.title == "Sea Stories"
     assert [b.text for b in r.blocks] == [
@@ -195,12 +196,12 @@ def test_epub_chapters_in_spine_order_without_nav():
     assert r.metadata["author"] == "A. Sailor"
 
 
-def test_epub_with_drm_is_encrypted():
+def test_epub_with_drm_is_encrypted() -> None:
     with pytest.raises(EncryptedDocument, match="DRM"):
         parse_document(docgen.epub_book(drm=True), "locked.epub", CFG)
 
 
-def test_epub_without_package_document_is_corrupt():
+def test_epub_without_package_document_is_corrupt() -> None:
     data = docgen._zip([("mimetype", b"application/epub+zip"), ("x.txt", b"hi")])
     with pytest.raises(CorruptDocument, match="container"):
         parse_document(data, "hollow.epub", CFG)
@@ -209,7 +210,7 @@ def test_epub_without_package_document_is_corrupt():
 # ---------------------------------------------------------------- rtf
 
 
-def test_rtf_paragraphs_escapes_and_tables():
+def test_rtf_paragraphs_escapes_and_tables() -> None:
     r = parse_document(docgen.RTF_DOC, "notes.rtf", CFG)
     assert r.format == "rtf" and r.title == "Meeting Notes"
     assert [(b.kind, b.text) for b in r.blocks] == [
@@ -221,7 +222,7 @@ def test_rtf_paragraphs_escapes_and_tables():
     ]
 
 
-def test_text_named_rtf_is_a_mismatch_and_empty_rtf_is_empty():
+def test_text_named_rtf_is_a_mismatch_and_empty_rtf_is_empty() -> None:
     with pytest.raises(FormatMismatch, match="plain text"):
         parse_document(b"just words", "memo.rtf", CFG)
     with pytest.raises(EmptyDocument):
@@ -231,14 +232,14 @@ def test_text_named_rtf_is_a_mismatch_and_empty_rtf_is_empty():
 # ---------------------------------------------------------------- unstructured fallback
 
 
-def test_ole_file_without_native_parser_goes_to_the_fallback():
+def test_ole_file_without_native_parser_goes_to_the_fallback() -> None:
     ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600)
     d = detect_format(ole, "mail.msg")
     assert d.format == "fallback" and "OLE" in d.label
 
 
 @pytest.mark.slow  # ~13 s: loads unstructured's partitioners
-def test_an_unreadable_legacy_office_file_is_unsupported_with_the_reason():
+def test_an_unreadable_legacy_office_file_is_unsupported_with_the_reason() -> None:
     """The real fallback on bytes no parser can read (no monkeypatch: what users get)."""
     ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600)
     reason = r"old\.doc: legacy Office \(OLE\) file .*unstructured could not read it"
@@ -246,7 +247,7 @@ def test_an_unreadable_legacy_office_file_is_unsupported_with_the_reason():
         parse_document(ole, "old.doc", CFG)
 
 
-def test_fallback_elements_become_blocks(monkeypatch):
+def test_fallback_elements_become_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     from unstructured.documents.elements import (
         ElementMetadata,
         Footer,

@@ -9,6 +9,7 @@ from assets.parsing.ocr import find_tessdata
 from assets.parsing.pdf_layout import Line, Region, columns_of, reading_order
 from assets.parsing.textutil import fix_ligatures, join_lines, normalize_text
 from connectors.config import ParseConfig
+from connectors.documents import ParseResult
 from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, NeedsOCR
 from tests.fixtures import docgen
 
@@ -20,11 +21,11 @@ needs_tesseract = pytest.mark.skipif(
 )
 
 
-def _text(result) -> str:
+def _text(result: ParseResult) -> str:
     return "\n".join(b.text for b in result.blocks)
 
 
-def test_two_columns_read_column_by_column():
+def test_two_columns_read_column_by_column() -> None:
     r = parse_document(docgen.pdf_two_column(), "two.pdf", CFG)
     text = _text(r)
     last_left = max(text.index(p) for p in docgen.LEFT_PARAS)
@@ -37,7 +38,7 @@ def test_two_columns_read_column_by_column():
     assert all(b.page == 1 for b in r.blocks)
 
 
-def test_table_becomes_markdown_with_header_row():
+def test_table_becomes_markdown_with_header_row() -> None:
     r = parse_document(docgen.pdf_table(), "table.pdf", CFG)
     tables = [b for b in r.blocks if b.kind == "table"]
     assert len(tables) == 1
@@ -54,7 +55,7 @@ def test_table_becomes_markdown_with_header_row():
     assert r.page_metrics[0]["tables"] == 1 and r.page_metrics[0]["route"] == "layout"
 
 
-def test_split_table_continuation_gets_the_header():
+def test_split_table_continuation_gets_the_header() -> None:
     r = parse_document(docgen.pdf_split_table(), "split.pdf", CFG)
     tables = [b for b in r.blocks if b.kind == "table"]
     assert [t.page for t in tables] == [1, 2]
@@ -65,7 +66,7 @@ def test_split_table_continuation_gets_the_header():
     assert tables[1].meta["continued_from_page"] == 1
 
 
-def test_running_headers_footers_stripped_and_headings_found():
+def test_running_headers_footers_stripped_and_headings_found() -> None:
     r = parse_document(docgen.pdf_headers_footers(), "report.pdf", CFG)
     text = _text(r)
     assert "ACME Corp Annual Report" not in text
@@ -82,13 +83,13 @@ def test_running_headers_footers_stripped_and_headings_found():
     assert r.metrics["repeated_line_share"] == 0
 
 
-def test_headers_kept_when_stripping_disabled():
+def test_headers_kept_when_stripping_disabled() -> None:
     cfg = ParseConfig(strip_headers_footers=False)
     r = parse_document(docgen.pdf_headers_footers(), "report.pdf", cfg)
     assert "ACME Corp Annual Report 2024" in _text(r)
 
 
-def test_hyphenation_repaired_and_compounds_kept():
+def test_hyphenation_repaired_and_compounds_kept() -> None:
     r = parse_document(docgen.pdf_hyphenated(), "h.pdf", CFG)
     text = _text(r)
     assert "information about every document it receives" in text
@@ -96,7 +97,7 @@ def test_hyphenation_repaired_and_compounds_kept():
 
 
 @needs_tesseract
-def test_ocr_recovers_scanned_page():
+def test_ocr_recovers_scanned_page() -> None:
     r = parse_document(docgen.pdf_image_only(), "scan.pdf", CFG)
     words = set(docgen.OCR_TEXT.lower().replace(".", "").split())
     got = set(_text(r).lower().replace(".", "").split())
@@ -107,13 +108,13 @@ def test_ocr_recovers_scanned_page():
     assert all(b.meta["route"] == "ocr" for b in r.blocks)
 
 
-def test_needs_ocr_when_disabled_names_the_pages():
+def test_needs_ocr_when_disabled_names_the_pages() -> None:
     with pytest.raises(NeedsOCR, match=r"page\(s\) 2 of 2") as e:
         parse_document(docgen.pdf_mixed_scanned(), "mixed.pdf", NO_OCR)
     assert "disabled" in str(e.value)
 
 
-def test_needs_ocr_when_tesseract_missing(monkeypatch):
+def test_needs_ocr_when_tesseract_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     import assets.parsing.pdf as pdf
 
     monkeypatch.setattr(pdf, "find_tessdata", lambda language: None)
@@ -121,35 +122,35 @@ def test_needs_ocr_when_tesseract_missing(monkeypatch):
         parse_document(docgen.pdf_image_only(), "scan.pdf", CFG)
 
 
-def test_encrypted_pdf():
+def test_encrypted_pdf() -> None:
     with pytest.raises(EncryptedDocument, match="password"):
         parse_document(docgen.pdf_encrypted(), "secret.pdf", CFG)
 
 
-def test_truncated_pdf_is_corrupt_with_library_message():
+def test_truncated_pdf_is_corrupt_with_library_message() -> None:
     with pytest.raises(CorruptDocument, match="truncated") as e:
         parse_document(docgen.pdf_truncated(), "cut.pdf", CFG)
     assert "xref" in str(e.value)  # MuPDF's own words are passed on
 
 
-def test_garbage_pdf_is_corrupt():
+def test_garbage_pdf_is_corrupt() -> None:
     with pytest.raises(CorruptDocument):
         parse_document(b"%PDF-1.7\n" + bytes(range(256)) * 4, "bad.pdf", CFG)
 
 
-def test_blank_pdf_is_empty():
+def test_blank_pdf_is_empty() -> None:
     with pytest.raises(EmptyDocument, match="no extractable text"):
         parse_document(docgen.pdf_blank(), "blank.pdf", CFG)
 
 
-def test_pdf_named_txt_is_parsed_with_warning():
+def test_pdf_named_txt_is_parsed_with_warning() -> None:
     r = parse_document(docgen.pdf_simple(), "notes.txt", CFG)
     assert r.format == "pdf"
     assert r.title == "Simple Document"
     assert any("named .txt" in w for w in r.warnings)
 
 
-def test_page_metrics_and_document_metrics_filled():
+def test_page_metrics_and_document_metrics_filled() -> None:
     r = parse_document(docgen.pdf_headers_footers(pages=3), "m.pdf", CFG)
     assert [p["page"] for p in r.page_metrics] == [1, 2, 3]
     assert r.metrics["pages"] == 3 and r.metrics["routes"] == {"text": 3}
@@ -157,7 +158,7 @@ def test_page_metrics_and_document_metrics_filled():
     assert r.metrics["word_share"] > 0.8 and r.metrics["alnum_share"] > 0.7
 
 
-def test_text_helpers():
+def test_text_helpers() -> None:
     assert fix_ligatures("\ufb01nd the \ufb02ow, \ufb03x") == "find the flow, ffix"
     assert normalize_text("a\u00a0 b\u200b\r\n\n\n\nc") == "a b\n\nc"
     assert join_lines(["infor-", "mation"]) == "information"
@@ -169,7 +170,7 @@ def _region(x0: float, y0: float, x1: float, y1: float, text: str) -> Region:
     return Region(x0, y0, x1, y1, lines=[Line(text, x0, y0, x1, y1)])
 
 
-def test_layout_columns_and_order_with_spanning_regions():
+def test_layout_columns_and_order_with_spanning_regions() -> None:
     title = _region(50, 40, 545, 60, "Title spanning both columns " * 2)
     l1 = _region(50, 100, 280, 200, "left one " * 12)
     r1 = _region(310, 100, 545, 200, "right one " * 12)
@@ -182,7 +183,7 @@ def test_layout_columns_and_order_with_spanning_regions():
     assert reading_order(regions, cols) == [title, l1, l2, r1, r2, foot]
 
 
-def test_layout_single_column_with_short_lines_is_not_columns():
+def test_layout_single_column_with_short_lines_is_not_columns() -> None:
     body = _region(50, 100, 545, 300, "body text " * 40)
     heading = _region(50, 80, 200, 95, "Heading")
     date = _region(450, 60, 545, 75, "March 3, 2024")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from assets.parsing.report import main as report_main
 from connectors.config import ParseQualityThresholds
 from connectors.documents import Block, ParseResult
@@ -12,7 +14,7 @@ from quality.metrics import document_metrics, page_metrics, word_share
 from tests.fixtures import docgen
 
 
-def test_page_metrics_separate_prose_from_junk():
+def test_page_metrics_separate_prose_from_junk() -> None:
     prose = page_metrics("The quick brown fox jumps over the lazy dog, 12 times in 2024.")
     junk = page_metrics("~|}{ Il1| ;;::: //\\\\ rnrn xzq ^^^ @@@ ¬¬ ©© ")
     assert prose["word_share"] == 1.0 and prose["alnum_share"] > 0.9
@@ -21,7 +23,7 @@ def test_page_metrics_separate_prose_from_junk():
     assert word_share("café naïve I a") == 1.0
 
 
-def test_document_metrics_counts_pages_routes_and_repeats():
+def test_document_metrics_counts_pages_routes_and_repeats() -> None:
     blocks = [
         Block("paragraph", "Real text on the first page of the report.", page=1),
         Block("paragraph", "Confidential draft", page=2),
@@ -41,13 +43,13 @@ def test_document_metrics_counts_pages_routes_and_repeats():
     assert m["chars_per_mb"] == round(m["chars"] / 0.5, 1)
 
 
-def test_unpaginated_document_counts_as_one_page():
+def test_unpaginated_document_counts_as_one_page() -> None:
     r = ParseResult(blocks=[Block("paragraph", "short")], format="text")
     m = document_metrics(r, n_bytes=5)
     assert m["pages"] == 1 and m["empty_page_share"] == 1.0
 
 
-def test_validate_batch_flags_bad_documents():
+def test_validate_batch_flags_bad_documents() -> None:
     good = {
         "alnum_share": 0.9,
         "word_share": 0.9,
@@ -74,7 +76,7 @@ def test_validate_batch_flags_bad_documents():
     assert validate_batch([], t)["success"] is True
 
 
-def test_parse_report_cli(tmp_path: Path, capsys):
+def test_parse_report_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "guide.md").write_bytes(docgen.MARKDOWN.encode())
     (tmp_path / "docs" / "table.pdf").write_bytes(docgen.pdf_table())

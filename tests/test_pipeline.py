@@ -7,14 +7,14 @@ Real engines throughout: SQLite store, Qdrant local, tantivy, the all-MiniLM-L6-
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from connectors.config import load_config
 from connectors.store import DocumentStore
 from tests.bindery_fixture import Deployment
-from tests.sync_helpers import index_sets
+from tests.sync_helpers import generation_row, index_sets
 
 pytestmark = pytest.mark.slow
 
@@ -164,7 +164,7 @@ def test_missing_source_root_fails_without_deleting(dep: Deployment) -> None:
 
 
 def _versions(dep: Deployment, gen_id: int) -> dict[str, Any]:
-    return _store(dep).get_generation(gen_id)["stage_versions"]
+    return cast(dict[str, Any], generation_row(_store(dep), gen_id)["stage_versions"])
 
 
 def test_chunk_config_change_reindexes_without_reparsing(dep: Deployment) -> None:

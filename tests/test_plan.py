@@ -8,7 +8,7 @@ and the Anthropic contextualiser (against the local stub that follows the Messag
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import sqlalchemy as sa
@@ -131,7 +131,7 @@ def test_plan_with_the_anthropic_contextualiser_counts_calls_tokens_and_cost(
         assert plan["recomputed"]["context"] == out["recomputed"]["context"]
         assert plan["recomputed"]["parse"] == out["recomputed"]["parse"]
         assert plan["recomputed"]["embed"] >= out["recomputed"]["embed"]  # LLM prefixes are unknown until written
-        docs = len({r.body["messages"][0]["content"][0]["text"] for r in stub.message_requests})
+        docs = len({(r.body or {})["messages"][0]["content"][0]["text"] for r in stub.message_requests})
         assert llm["cache_write_tokens"] > 0 and llm["cached_input_tokens"] > 0 and docs == 7
         expected = (llm["input_tokens"] * 1.0 + llm["cache_write_tokens"] * 1.25 + llm["cached_input_tokens"] * 0.1
                     + llm["output_tokens"] * 5.0) / 1e6
@@ -149,10 +149,10 @@ def test_plan_job_in_dagster_carries_the_same_plan(tmp_path: Path) -> None:
     res = runner.defs.resolve_job_def("plan").execute_in_process(instance=runner.instance)
     assert res.success
     mat = next(e for e in res.all_events if e.event_type_value == "STEP_OUTPUT")
-    meta = mat.event_specific_data.metadata  # type: ignore[union-attr]
-    ui_plan = meta["plan"].value
+    meta = mat.step_output_data.metadata
+    ui_plan = cast(dict[str, Any], meta["plan"].value)  # a JSON metadata entry
     assert ui_plan["recomputed"] == cli_plan["recomputed"] and ui_plan["sources"] == cli_plan["sources"]
-    assert meta["parse_to_compute"].value == 1 and "plan for a sync" in meta["summary"].value
+    assert meta["parse_to_compute"].value == 1 and "plan for a sync" in cast(str, meta["summary"].value)
 
 
 def test_a_first_plan_never_imports_dagster(tmp_path: Path) -> None:

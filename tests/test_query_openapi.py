@@ -5,6 +5,7 @@ and Prometheus metrics. Runs the real app over an empty store (no model is loade
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ KEY = "bk_openapi-tests"
 
 
 @pytest.fixture
-def client(tmp_path: Path):  # type: ignore[no-untyped-def]
+def client(tmp_path: Path) -> Iterator[TestClient]:
     cfg = config_from_dict({"data_dir": str(tmp_path / "data"),
                             "query": {"auth": {"api_keys": [{"hash": hash_key(KEY), "principals": ["a"]}]}}})
     DocumentStore(cfg.database_url).dispose()

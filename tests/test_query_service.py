@@ -4,7 +4,9 @@ filters on both retrievers, 4xx on bad input, fail-closed identity, embedder mis
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -16,6 +18,9 @@ from query_service.auth import hash_key
 from query_service.fusion import rrf
 from query_service.retrieval import LiveRetriever
 from tests.bindery_fixture import Deployment
+
+if TYPE_CHECKING:
+    from httpx2 import Response  # what starlette's TestClient returns
 
 
 def test_rrf_matches_the_formula_and_is_deterministic() -> None:
@@ -37,21 +42,24 @@ AUTH = {"api_keys": [{"name": "anon", "hash": hash_key(ANON_KEY), "principals": 
 class Client:
     """A TestClient that sends one caller's API key on every request."""
 
-    def __init__(self, client: TestClient, retriever: LiveRetriever, key: str = ANON_KEY):
+    def __init__(self, client: TestClient, retriever: LiveRetriever, key: str = ANON_KEY) -> None:
         self.client = client
         self.retriever = retriever
         self.key = key
 
-    def get(self, url: str, **kw):  # type: ignore[no-untyped-def]
+    def get(self, url: str, **kw: Any) -> Response:
         return self.client.get(url, **kw)
 
-    def post(self, url: str, key: str | None = None, **kw):  # type: ignore[no-untyped-def]
+    def post(self, url: str, key: str | None = None, **kw: Any) -> Response:
         headers = {"X-API-Key": key or self.key, **kw.pop("headers", {})}
         return self.client.post(url, headers=headers, **kw)
 
 
+Served = tuple[Deployment, Client]  # the `served` fixture: a synced deployment and a client of its service
+
+
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     mp = pytest.MonkeyPatch()
     mp.setenv("BINDERY_QS_JWT", JWT_SECRET)
     dep = Deployment(tmp_path_factory.mktemp("qs"), query={"poll_seconds": 0.1, "auth": AUTH})
@@ -68,7 +76,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
 pytestmark = pytest.mark.slow
 
 
-def test_health_ready_and_binding(served) -> None:  # type: ignore[no-untyped-def]
+def test_health_ready_and_binding(served: Served) -> None:
     _, c = served
     assert c.get("/healthz").json() == {"status": "ok"}
     ready = c.get("/readyz").json()
@@ -77,7 +85,7 @@ def test_health_ready_and_binding(served) -> None:  # type: ignore[no-untyped-de
     assert b["generation"] == 1 and b["served_generation"] == 1 and b["embedder_id"]
 
 
-def test_search_returns_provenance_and_a_trace(served) -> None:  # type: ignore[no-untyped-def]
+def test_search_returns_provenance_and_a_trace(served: Served) -> None:
     _, c = served
     r = c.post("/search", json={"query": "ERR-0x1F", "k": 3})
     assert r.status_code == 200
@@ -92,7 +100,7 @@ def test_search_returns_provenance_and_a_trace(served) -> None:  # type: ignore[
     assert tr["sparse"][0]["chunk_id"] == top["chunk_id"]
 
 
-def test_acl_filters_apply_to_both_retrievers(served) -> None:  # type: ignore[no-untyped-def]
+def test_acl_filters_apply_to_both_retrievers(served: Served) -> None:
     _, c = served
     body = {"query": "Lyon office Part-Dieu", "k": 10}
     public = c.post("/search", json=body).json()
@@ -115,7 +123,7 @@ def test_acl_filters_apply_to_both_retrievers(served) -> None:  # type: ignore[n
     ({"query": "   "}, 400),
     ({"query": "AND OR NOT ( [ { :\\ ~ * ?"}, 200),
 ])
-def test_bad_input_is_a_4xx_never_a_500(served, payload, status) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_is_a_4xx_never_a_500(served: Served, payload: dict[str, Any], status: int) -> None:
     _, c = served
     r = c.post("/search", json=payload)
     assert r.status_code == status, r.text
@@ -123,12 +131,12 @@ def test_bad_input_is_a_4xx_never_a_500(served, payload, status) -> None:  # typ
         assert r.json().get("detail")
 
 
-def test_non_json_body_is_a_4xx(served) -> None:  # type: ignore[no-untyped-def]
+def test_non_json_body_is_a_4xx(served: Served) -> None:
     _, c = served
     assert c.post("/search", content=b"not json", headers={"content-type": "application/json"}).status_code == 422
 
 
-def test_a_jwt_carries_its_principals_to_both_retrievers(served) -> None:  # type: ignore[no-untyped-def]
+def test_a_jwt_carries_its_principals_to_both_retrievers(served: Served) -> None:
     import time
 
     import jwt
@@ -145,7 +153,7 @@ def test_a_jwt_carries_its_principals_to_both_retrievers(served) -> None:  # typ
 
 
 @pytest.fixture(scope="module")
-def trusted(served):  # type: ignore[no-untyped-def]
+def trusted(served: Served) -> Iterator[TestClient]:
     """The same deployment behind a gateway: the body's `principal` is believed."""
     dep, c = served
     cfg = load_config(dep.config_path)
@@ -162,14 +170,14 @@ def trusted(served):  # type: ignore[no-untyped-def]
     ({"principal": "a", "filters": {"exclude_docs": ["\ud83d"]}}, "filters.exclude_docs.0"),
     ({"principal": "a", "query": "battery \ud800"}, "query"),
 ])
-def test_lone_surrogates_are_a_422_not_a_500(trusted, payload, field) -> None:  # type: ignore[no-untyped-def]
+def test_lone_surrogates_are_a_422_not_a_500(trusted: TestClient, payload: dict[str, Any], field: str) -> None:
     raw = json.dumps({"query": "battery", "k": 3, **payload})  # json escapes keep the lone surrogate
     r = trusted.post("/search", content=raw.encode(), headers={"content-type": "application/json"})
     assert r.status_code == 422, r.text
     assert any(d.startswith(field) and "unicode" in d for d in r.json()["detail"]), r.json()
 
 
-def test_a_lone_surrogate_in_a_token_claim_is_a_400_not_a_500(served) -> None:  # type: ignore[no-untyped-def]
+def test_a_lone_surrogate_in_a_token_claim_is_a_400_not_a_500(served: Served) -> None:
     import time
 
     import jwt
@@ -181,7 +189,7 @@ def test_a_lone_surrogate_in_a_token_claim_is_a_400_not_a_500(served) -> None:  
 
 
 @pytest.mark.parametrize("filters", [{"docs": []}, {"sources": []}])
-def test_an_empty_filter_list_means_nothing(served, filters) -> None:  # type: ignore[no-untyped-def]
+def test_an_empty_filter_list_means_nothing(served: Served, filters: dict[str, list[str]]) -> None:
     _, c = served
     r = c.post("/search", key=HR_KEY, json={"query": "battery XR-4471 office", "k": 10, "filters": filters})
     assert r.status_code == 200 and r.json()["hits"] == []
@@ -189,7 +197,7 @@ def test_an_empty_filter_list_means_nothing(served, filters) -> None:  # type: i
     assert c.post("/search", key=HR_KEY, json={"query": "battery XR-4471 office", "k": 10}).json()["hits"]
 
 
-def test_an_unknown_source_is_a_400_naming_it(served) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_source_is_a_400_naming_it(served: Served) -> None:
     _, c = served
     r = c.post("/search", json={"query": "battery", "filters": {"sources": ["docs", "nope"]}})
     assert r.status_code == 400 and "'nope'" in r.json()["detail"] and "docs" in r.json()["detail"]
@@ -229,7 +237,7 @@ def test_diversify_decays_repeated_documents_only() -> None:
     assert [f.chunk_id for f in diversify(neg, doc, 0.9)] == ["a1", "b1", "a2"]
 
 
-def test_metrics_name_the_generation_served(served) -> None:  # type: ignore[no-untyped-def]
+def test_metrics_name_the_generation_served(served: Served) -> None:
     _, c = served
     assert c.post("/search", json={"query": "battery"}).status_code == 200
     body = c.get("/metrics").text

@@ -38,7 +38,7 @@ EMBEDDED: list[int] = []
 PREFIXED: list[str] = []
 
 
-class FakeEmbedderResource(dg.ConfigurableResource):
+class FakeEmbedderResource(dg.ConfigurableResource["FakeEmbedderResource"]):
     def embedder(self, config: EmbedConfig) -> Any:
         return _Vectors(EMBEDDED)
 
@@ -51,7 +51,7 @@ class _Prefixes:
         return [PrefixResult(f"from the fake: {doc.title}") for _ in chunks]
 
 
-class FakeContextualiserResource(dg.ConfigurableResource):
+class FakeContextualiserResource(dg.ConfigurableResource["FakeContextualiserResource"]):
     def contextualiser(self, config: ContextConfig) -> Any:
         return _Prefixes()
 

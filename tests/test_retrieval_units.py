@@ -7,10 +7,13 @@ keyed by a knob that changes nothing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pytest
 
 from assets.chunk_stage import chunk_rows
-from assets.chunking import chunk_blocks
+from assets.chunking import ChunkDraft, chunk_blocks
 from assets.parsing import parse_document
 from assets.parsing.types import Block
 from connectors.config import ChunkConfig, ParseConfig, QueryConfig, StageConfigs
@@ -27,7 +30,7 @@ def tok() -> TokenCounter:
     return get_tokenizer("all-MiniLM-L6-v2")
 
 
-def _reply_rows(cfg: ChunkConfig) -> list[dict]:
+def _reply_rows(cfg: ChunkConfig) -> list[dict[str, Any]]:
     r = parse_document(docgen.eml_alternative_with_quote(), "reply.eml", ParseConfig())
     parse = {"blocks": [b.to_dict() for b in r.blocks], "title": r.title}
     doc = {"doc_id": "d1", "content_hash": "h"}
@@ -151,7 +154,7 @@ FAQ_PAGE = [Block("title", "Programming FAQ")] + [
 def test_a_section_split_in_chunks_is_one_unit_with_its_whole_text(tok: TokenCounter) -> None:
     cfg = ChunkConfig(max_tokens=120, overlap_tokens=0, parent_max_tokens=400)
     drafts = chunk_blocks(FAQ_PAGE, cfg, counter=tok)
-    by_unit: dict[int, list] = {}
+    by_unit: dict[int, list[ChunkDraft]] = {}
     for d in drafts:
         by_unit.setdefault(d.unit_start, []).append(d)
     assert len(drafts) > len(by_unit) >= 6  # some sections took several chunks, each one unit
@@ -235,7 +238,7 @@ def test_a_matching_reply_lifts_the_message_it_answers() -> None:
     dense = [ScoredId("r", 0.9), ScoredId("o", 0.5), ScoredId("x", 0.45), ScoredId("p", 0.4)]
     sparse = [ScoredId("r", 9.0), ScoredId("o", 3.0), ScoredId("x", 2.9), ScoredId("p", 2.0)]
 
-    def neighbours(pairs):  # type: ignore[no-untyped-def]
+    def neighbours(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
         assert ("r", "r") in pairs
         return {"r": ["p"], "p": ["r"]}
 

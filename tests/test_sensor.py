@@ -25,9 +25,9 @@ from tests.sync_helpers import LocalDeployment, assert_converged, hits
 class Tick:
     """One sensor evaluation, applied to the instance the way the daemon applies it."""
 
-    def __init__(self, result: dg.SensorResult, instance: dg.DagsterInstance):
+    def __init__(self, result: dg.SensorResult, instance: dg.DagsterInstance) -> None:
         self.result = result
-        self.runs = {r.partition_key: r for r in result.run_requests or []}
+        self.runs = {str(r.partition_key): r for r in result.run_requests or []}  # sensor runs are partitioned
         self.cursor: dict[str, str] = json.loads(result.cursor or "{}")
         self.added: list[str] = []
         self.removed: list[str] = []
@@ -42,7 +42,7 @@ class Tick:
 
 
 class Sensor:
-    def __init__(self, config_path: Path, instance: dg.DagsterInstance | None = None):
+    def __init__(self, config_path: Path, instance: dg.DagsterInstance | None = None) -> None:
         self.config_path = config_path
         self.instance = instance or dg.DagsterInstance.ephemeral()
         self.sensor = build_sensor(False, 30)
@@ -65,7 +65,7 @@ class Sensor:
 class Config:
     """A bindery.yaml with several folder (and optionally S3) sources; no model is loaded."""
 
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
         self.path = tmp / "bindery.yaml"
         self.raw: dict[str, Any] = {"data_dir": str(tmp / "data"), "sources": []}
@@ -192,7 +192,7 @@ def test_failed_probe_is_skipped_and_never_requests_a_sync(conf: Config) -> None
     docs.rename(docs.with_name("docs-away"))
     tick = sensor.tick()
     assert tick.runs == {} and tick.removed == []  # a failing source keeps its partition
-    assert tick.result.skip_reason is not None and "docs" in tick.result.skip_reason.skip_message
+    assert tick.result.skip_reason is not None and "docs" in (tick.result.skip_reason.skip_message or "")
     assert tick.cursor == first.cursor  # nothing recorded for the failing source
     (wiki / "b.md").write_text("# B\n\nanother page\n")
     tick = sensor.tick()
@@ -241,11 +241,14 @@ def test_reconcile_schedule_requests_every_source_and_registers_partitions(conf:
         with dg.build_schedule_context(instance=instance,
                                        resources={"bindery": BinderyConfigResource(config_path=str(conf.path))}) as ctx:
             reqs = schedule(ctx)
-            assert sorted(r.partition_key for r in reqs) == ["docs", "wiki"]
+            assert isinstance(reqs, list)
+            assert sorted(str(r.partition_key) for r in reqs) == ["docs", "wiki"]
             assert all(r.tags == {"bindery/trigger": "schedule"} for r in reqs)
             assert set(instance.get_dynamic_partitions("sources")) == {"docs", "wiki"}
             # unchanged sources are still reconciled: the schedule is the backstop for missed events
-            assert sorted(r.partition_key for r in schedule(ctx)) == ["docs", "wiki"]
+            again = schedule(ctx)
+            assert isinstance(again, list)
+            assert sorted(str(r.partition_key) for r in again) == ["docs", "wiki"]
 
 
 @pytest.mark.slow
@@ -269,7 +272,7 @@ def test_requested_run_executes_through_the_cli_path_and_settles(tmp_path: Path)
             out = runner.run("sync", partition=name, tags=dict(rr.tags))
             assert out.success, out.error
             run = runner.instance.get_run_by_id(out.run_id)
-            assert run.tags["bindery/trigger"] == "sensor" and run.tags["dagster/partition"] == name
+            assert run is not None and run.tags["bindery/trigger"] == "sensor" and run.tags["dagster/partition"] == name
 
     launch(sensor.tick())
     assert sensor.tick().runs == {}

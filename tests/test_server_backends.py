@@ -23,7 +23,7 @@ from connectors.store import DocumentStore
 from tests.bindery_fixture import Deployment
 from tests.es_stub import ESStub
 from tests.qdrant_stub import QdrantStub
-from tests.sync_helpers import assert_converged
+from tests.sync_helpers import assert_converged, generation_row
 
 pytestmark = [pytest.mark.slow, pytest.mark.backends]
 
@@ -53,7 +53,7 @@ def _alias_requests(qdrant: QdrantStub, es: ESStub) -> tuple[list[Any], list[Any
 def _live_name(dep: Deployment) -> str:
     store = DocumentStore(load_config(dep.config_path).database_url)
     try:
-        return store.get_generation(store.get_binding()["generation_id"])["name"]
+        return str(generation_row(store)["name"])
     finally:
         store.dispose()
 

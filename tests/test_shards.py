@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import assets.pipeline
+from assets.chunk_stage import run_chunk
 from assets.listing import run_listing
 from assets.runtime import Runtime
 from connectors.config import config_from_dict
@@ -131,7 +132,7 @@ def _check_partitions(dep: LocalDeployment) -> set[str | None]:
     instance = get_instance(load_config(dep.config_path))
     key = dg.AssetCheckKey(dg.AssetKey("parsed_documents"), "parse_quality")
     records = instance.event_log_storage.get_asset_check_execution_history(key, limit=50)
-    return {r.event.dagster_event.event_specific_data.partition for r in records
+    return {r.event.dagster_event.asset_check_evaluation_data.partition for r in records
             if r.event is not None and r.event.dagster_event is not None}
 
 
@@ -140,7 +141,7 @@ def test_a_failing_shard_leaves_the_other_shards_published(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     dep = _sharded(tmp_path, 4)
     doomed = shard_of(doc_id("docs", "robots/xr5200.md"), 4)  # shard 3 holds only this document
-    real = assets.pipeline.run_chunk
+    real = run_chunk  # the name assets.pipeline calls
 
     def failing_chunk(rt: Runtime, source: str, *a: Any, **kw: Any) -> Any:
         shard = getattr(rt.store, "shard", None)

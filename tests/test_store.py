@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -12,6 +13,7 @@ import sqlalchemy as sa
 from connectors.errors import BindingError
 from connectors.store import DocumentStore
 from connectors.store import schema as t
+from tests.sync_helpers import generation_row
 
 
 def _gen(store: DocumentStore, name: str) -> int:
@@ -20,7 +22,7 @@ def _gen(store: DocumentStore, name: str) -> int:
         "embedder_id": "e1", "vector_index": name, "keyword_index": name, "counts": {}, "created_at": time.time()})
 
 
-def _doc(doc_id: str, **kw):  # type: ignore[no-untyped-def]
+def _doc(doc_id: str, **kw: Any) -> dict[str, Any]:
     now = time.time()
     row = {"doc_id": doc_id, "source": "s", "external_id": f"{doc_id}.md", "uri": f"file:///{doc_id}.md",
            "content_hash": "h-" + doc_id, "fingerprint": "f", "size": 1, "acl": ["*"], "acl_hash": "a",
@@ -64,15 +66,15 @@ def test_flip_keeps_previous_and_rollback_restores(db_url: str) -> None:
     store.flip_binding(g1)
     b = store.flip_binding(g2)
     assert (b["generation_id"], b["previous_generation_id"]) == (g2, g1)
-    assert store.get_generation(g1)["status"] == "previous"
+    assert generation_row(store, g1)["status"] == "previous"
     with pytest.raises(BindingError):
         store.flip_binding(g2)
     b = store.flip_binding(g3)
-    assert store.get_generation(g1)["status"] == "retired"  # only one previous is kept
+    assert generation_row(store, g1)["status"] == "retired"  # only one previous is kept
     b = store.flip_binding(g2, previous_id=g3)  # rollback
     assert (b["generation_id"], b["previous_generation_id"]) == (g2, g3)
-    assert store.get_generation(g2)["status"] == "live"
-    assert store.get_generation(g3)["status"] == "previous"
+    assert generation_row(store, g2)["status"] == "live"
+    assert generation_row(store, g3)["status"] == "previous"
 
 
 def test_concurrent_flips_leave_one_consistent_binding(db_url: str) -> None:
@@ -94,7 +96,7 @@ def test_concurrent_flips_leave_one_consistent_binding(db_url: str) -> None:
         th.join()
     assert not errors
     b = store.get_binding()
-    assert b["version"] == 6
+    assert b is not None and b["version"] == 6
     live = [g for g in store.generations() if g["status"] == "live"]
     assert [g["id"] for g in live] == [b["generation_id"]]
 

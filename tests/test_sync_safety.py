@@ -23,7 +23,7 @@ from assets.runtime import Runtime
 from connectors.config import SourceConfig, config_from_dict
 from connectors.errors import SourceError, UnsafeDeleteError
 from connectors.sources import make_source
-from connectors.sources.base import SourceEntry
+from connectors.sources.base import Source, SourceEntry
 from tests.moto_server import free_port
 from tests.sync_helpers import LocalDeployment, S3Deployment, assert_converged, hits, index_sets, store_of
 
@@ -60,7 +60,7 @@ def test_check_delete_safety(listed: int, would_delete: int, last_good: int | No
 
 
 class Folder:
-    def __init__(self, tmp: Path, n: int = 10, **source: Any):
+    def __init__(self, tmp: Path, n: int = 10, **source: Any) -> None:
         self.root = tmp / "corpus"
         self.root.mkdir()
         for i in range(n):
@@ -174,7 +174,7 @@ class FailsMidway:
 
     needs_describe = False
 
-    def __init__(self, real: Any, after: int):
+    def __init__(self, real: Source, after: int) -> None:
         self.real, self.after, self.name = real, after, real.name
 
     def list(self) -> Iterator[SourceEntry]:

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -75,7 +75,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorBa
 
 def _vec(seed: int) -> list[float]:
     v = np.random.default_rng(seed).standard_normal(DIM)
-    return (v / np.linalg.norm(v)).tolist()
+    return cast(list[float], (v / np.linalg.norm(v)).tolist())
 
 
 def rec(doc: str, n: int, *, acl: tuple[str, ...] = (PUBLIC,), source: str = "docs", seed: int | None = None,

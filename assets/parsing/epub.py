@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import posixpath
 import zipfile
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote
 
 from lxml import etree
@@ -74,7 +74,7 @@ def _opf_path(zf: zipfile.ZipFile) -> str:
     if container is not None:
         for el in container.iter():
             if _local(el) == "rootfile" and el.get("full-path"):
-                return el.get("full-path", "")
+                return cast(str, el.get("full-path", ""))
     opfs = [n for n in zf.namelist() if n.lower().endswith(".opf")]
     if opfs:
         return opfs[0]

@@ -77,7 +77,7 @@ def _preview(result: ParseResult, n_lines: int) -> list[str]:
     return out
 
 
-def report_file(path: Path, root: Path, config: ParseConfig, n_lines: int) -> tuple[str, dict]:
+def report_file(path: Path, root: Path, config: ParseConfig, n_lines: int) -> tuple[str, dict[str, Any]]:
     """(report text, JSON-able record) for one file."""
     rel = path.relative_to(root).as_posix()
     data = path.read_bytes()

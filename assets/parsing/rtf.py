@@ -11,6 +11,7 @@ coming out as "a|b|c|". Every `\\par` ends a paragraph; the plain-text heuristic
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from assets.parsing.text import text_blocks
 from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
@@ -42,7 +43,7 @@ def rtf_to_text(data: bytes) -> str:
 
     raw = data.decode("cp1252", errors="replace")  # RTF is 7-bit; 8-bit bytes are cp1252 text
     try:
-        return strip(_mark_tables(raw), encoding="cp1252", errors="replace")
+        return cast(str, strip(_mark_tables(raw), encoding="cp1252", errors="replace"))
     except (ValueError, IndexError, LookupError, RecursionError) as e:
         raise CorruptDocument(f"RTF cannot be converted: {type(e).__name__}: {e}") from None
 

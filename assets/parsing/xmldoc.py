@@ -21,7 +21,7 @@ CorruptDocument.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from lxml import etree
 
@@ -53,7 +53,7 @@ def _local(el: etree._Element) -> str:
     tag = el.tag
     if not isinstance(tag, str):
         return ""
-    return etree.QName(tag).localname.lower()
+    return cast(str, etree.QName(tag).localname).lower()
 
 
 def _text(el: etree._Element) -> str:

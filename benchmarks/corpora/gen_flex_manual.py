@@ -28,7 +28,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bs4 import BeautifulSoup, PageElement, Tag
+from bs4 import BeautifulSoup, Tag
+from bs4.element import PageElement
 
 from benchmarks.corpora.evalset_tools import Case, opening_words, write_checked
 from evals.evalset import normalise

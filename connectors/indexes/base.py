@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
-from connectors.acl import PUBLIC  # the ACL principal meaning "anyone" (semantics: connectors.acl)
+from connectors.acl import PUBLIC as PUBLIC  # re-exported: the principal "anyone" (semantics: connectors.acl)
 
 # Payload fields every vector point carries and every adapter indexes for filtering.
 FILTER_FIELDS = ("acl", "source", "doc_id", "external_id")

@@ -26,7 +26,7 @@ import dataclasses
 import hashlib
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import boto3
 from botocore.config import Config
@@ -224,7 +224,7 @@ class S3Source:
         try:
             body = self._client.get_object(Bucket=self.bucket, Key=key)["Body"]
             try:
-                return body.read()
+                return cast(bytes, body.read())
             finally:
                 body.close()
         except (BotoCoreError, ClientError) as e:
