@@ -31,6 +31,9 @@ Algorithm
     6. Every chunk is re-counted with the tokenizer and the count stored in `n_tokens`. The
        packing estimates are exact for WordPiece (whitespace costs no tokens); a tokenizer that
        spends tokens on joins could overrun them, so an over-long chunk is cut again there.
+    A document that would give no chunk at all is never left unsearchable: one made only of side
+    text (a reply that only quotes) is chunked with its side text, one made only of headings from
+    the headings' words.
     7. Chunks are grouped into *units* (small-to-big, `group_units`): the largest piece of the
        heading tree that fits `parent_max_tokens` — the whole document when it fits (a message,
        a command page, a manual node), else a section with its subsections (a FAQ entry), else
@@ -176,6 +179,11 @@ def chunk_blocks(
     """
     tok = counter or get_tokenizer(config.tokenizer or EmbedConfig().model)
     sections = _sections(blocks, title, config.max_tokens, tok, keep_side=config.index_side_text)
+    if not sections:  # nothing but side text (a reply that only quotes): better indexed than unsearchable
+        sections = _sections(blocks, title, config.max_tokens, tok, keep_side=True)
+    if not sections:  # headings only: their words are all the document has (same lengths: offsets hold)
+        flat = [Block("paragraph", b.text, page=b.page) for b in blocks]
+        sections = _sections(flat, None, config.max_tokens, tok, keep_side=True)
     sep = tok.separator_cost
     groups: list[list[_Part]] = []
     for section in sections:

@@ -503,9 +503,11 @@ def test_same_input_gives_identical_output(tok: TokenCounter) -> None:
     assert [d.to_dict() for d in first] == [d.to_dict() for d in chunk_blocks(blocks, cfg, "T")]
 
 
-def test_blank_documents_make_no_chunks(tok: TokenCounter) -> None:
+def test_blank_documents_make_no_chunks_and_a_heading_alone_is_its_words(tok: TokenCounter) -> None:
     assert chunk_blocks([], ChunkConfig(), counter=tok) == []
-    assert chunk_blocks([H("Only", 1), P("  "), P("")], ChunkConfig(), counter=tok) == []
+    assert chunk_blocks([P("  "), P("")], ChunkConfig(), counter=tok) == []
+    (only,) = chunk_blocks([H("Only", 1), P("  "), P("")], ChunkConfig(), counter=tok)
+    assert only.embed_text == "Only"
 
 
 def test_chunk_stats(tok: TokenCounter) -> None:

@@ -255,3 +255,14 @@ def test_a_thread_neighbour_no_retriever_found_enters_the_list() -> None:
     out = thread_bonus(fused, {"r": ["p"]}, 0.5)
     assert [f.chunk_id for f in out] == ["r", "p", "o", "z"] and out[1].ranks == {"thread": 1}
     assert out[1].score == pytest.approx(-1.0 + 0.5 * 3.0)
+
+
+def test_a_document_never_gives_zero_chunks(tok: TokenCounter) -> None:
+    only_quoted = [Block("title", "Re: build"), Block("paragraph", "the build fails on arm", meta={"quoted": True})]
+    drafts = chunk_blocks(only_quoted, ChunkConfig(), counter=tok)
+    assert len(drafts) == 1 and "the build fails on arm" in drafts[0].embed_text
+    own = [*only_quoted, Block("paragraph", "fixed in 2.1")]
+    assert all("fails on arm" not in d.embed_text for d in chunk_blocks(own, ChunkConfig(), counter=tok))
+    only_headings = [Block("title", "Index"), Block("heading", "Installing", level=1), Block("heading", "Usage", level=1)]
+    drafts = chunk_blocks(only_headings, ChunkConfig(), counter=tok)
+    assert len(drafts) == 1 and "Installing" in drafts[0].embed_text and "Usage" in drafts[0].embed_text
