@@ -32,6 +32,7 @@ from orchestration.cli import main as cli
 _OWN_DAGSTER_HOME = os.environ.get("DAGSTER_HOME")  # set by the caller: then every set shares it
 EVALSETS = Path(__file__).resolve().parent / "evalsets"
 DEFAULT_CORPORA = Path.home() / ".cache" / "bench-corpora"
+CORPUS_OF = {"mail_ham_pasted": "mail_ham"}  # sets that ask other questions of another set's corpus
 
 
 def _cli(config: Path, *args: str) -> dict[str, Any]:
@@ -64,7 +65,7 @@ def run_set(name: str, corpora: Path, work: Path, overrides: list[str] | None = 
     config = here / "bindery.yaml"
     config.write_text(yaml.safe_dump(apply_overrides({
         "data_dir": str((here / "data").resolve()),
-        "sources": [{"name": name, "kind": "local", "root": str((corpora / name).resolve())}],
+        "sources": [{"name": name, "kind": "local", "root": str((corpora / CORPUS_OF.get(name, name)).resolve())}],
         "gate": {"queries": str(EVALSETS / f"{name}.jsonl")},
     }, overrides or [])))
     # Bindery keeps its Dagster instance under the data dir and exports DAGSTER_HOME on first use;

@@ -263,6 +263,7 @@ def test_a_document_never_gives_zero_chunks(tok: TokenCounter) -> None:
     assert len(drafts) == 1 and "the build fails on arm" in drafts[0].embed_text
     own = [*only_quoted, Block("paragraph", "fixed in 2.1")]
     assert all("fails on arm" not in d.embed_text for d in chunk_blocks(own, ChunkConfig(), counter=tok))
-    only_headings = [Block("title", "Index"), Block("heading", "Installing", level=1), Block("heading", "Usage", level=1)]
+    only_headings = [Block("title", "Index"), Block("heading", "Installing", level=1),
+                     Block("heading", "Usage", level=1)]
     drafts = chunk_blocks(only_headings, ChunkConfig(), counter=tok)
     assert len(drafts) == 1 and "Installing" in drafts[0].embed_text and "Usage" in drafts[0].embed_text
