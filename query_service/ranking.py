@@ -31,6 +31,7 @@ from query_service.fusion import Fused, rrf, zscore
 __all__ = ["Neighbours", "RankedUnit", "diversify", "per_document", "rank_units", "thread_bonus", "unit_of"]
 
 Payloads = Mapping[str, Mapping[str, Any]]
+THREAD_SOURCES = 30  # how many leading units lend their standing to their thread neighbours
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ def rank_units(dense: Sequence[ScoredId], sparse: Sequence[ScoredId], unit_spars
 
     chunk_of = {f.chunk_id: best_chunk(f) for f in fused}
     if neighbours is not None and qcfg.thread_weight > 0 and fused:
-        fused = thread_bonus(fused, neighbours([(f.chunk_id, chunk_of[f.chunk_id]) for f in fused]),
+        top = fused[:THREAD_SOURCES]  # neighbours of the leading units only: one lookup, bounded
+        fused = thread_bonus(fused, neighbours([(f.chunk_id, chunk_of[f.chunk_id]) for f in top]),
                              qcfg.thread_weight)
         chunk_of.update({f.chunk_id: f.chunk_id for f in fused if f.chunk_id not in chunk_of})
 
