@@ -5,15 +5,19 @@ SIGKILLs, and prints the counts."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 from tests.lifecycle import Lifecycle
 
-pytestmark = pytest.mark.slow
+# A failure is shrunk over real CLI runs (Hypothesis gives shrinking up to 5 minutes): the
+# timeout leaves room for that, so a regression is reported as its shortest sequence rather
+# than as pytest-timeout interrupting the shrinker. No explain phase: it traces every line.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 TestLifecycle = Lifecycle.TestCase
 TestLifecycle.settings = settings(max_examples=3, stateful_step_count=10, deadline=None, derandomize=True,
-                                  database=None, suppress_health_check=list(HealthCheck))
+                                  database=None, suppress_health_check=list(HealthCheck),
+                                  phases=[p for p in Phase if p is not Phase.explain])
 
 
 def test_replay_odd_names_a_corrupt_file_and_an_acl_change_across_a_promotion() -> None:
