@@ -19,6 +19,13 @@ access or bring a deleted document back:
 - in any generation, a document whose ACL changed but that cannot be rewritten there is
   removed from it rather than left under its old ACL. A rollback then serves that document
   only after the next sync writes it into the restored generation.
+
+A document a generation does not hold yet is recorded as *pending* there (an index-state row
+with an empty digest) before anything is written, so a run killed after writing but before
+recording leaves a row that says so. The next run rewrites a pending document, or removes it
+where it cannot be rewritten — also when that generation is by then only maintained (a crashed
+sync, then a reindex and a promotion before any sync): no generation keeps chunks that its
+index state does not account for.
 """
 
 from __future__ import annotations
@@ -163,8 +170,8 @@ class _Plan:
     records: dict[str, list[IndexRecord]]
     digests: dict[str, str]
     changed: list[str]  # rewritten (delete by document, then upsert)
-    gone: list[str]  # removed: deleted documents, and ACL changes that cannot be rewritten here
-    revoked: int  # of `gone`: removed because their ACL changed and no records could be written
+    gone: list[str]  # removed: deleted documents, and ACL changes or pending ones that cannot be rewritten here
+    revoked: int  # of `gone`: removed because their ACL changed (or they were pending) and no records could be written
 
 
 def _current_only(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -185,7 +192,8 @@ def _plan(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]], state: di
     changed = [did for did, dg in digests.items() if state.get(did, {}).get("digest") != dg]
     gone = [did for did in state if did not in docs]
     revoked = [did for did, st in state.items()
-               if did in docs and did not in digests and st.get("acl_hash") != docs[did]["acl_hash"]]
+               if did in docs and did not in digests
+               and (not st.get("digest") or st.get("acl_hash") != docs[did]["acl_hash"])]
     return _Plan(records, digests, changed, gone + revoked, len(revoked))
 
 
@@ -211,6 +219,10 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
             continue
         progress.total(len(changed) + len(gone))
         with writer_lock(rt.cfg, g.name):
+            # what this write may leave behind if the process dies before the bookkeeping below
+            rt.store.set_index_pending([
+                {"generation_id": g.id, "doc_id": did, "source": source_name, "digest": "", "chunks": 0,
+                 "indexed_at": time.time(), "acl_hash": docs[did]["acl_hash"]} for did in changed if did not in state])
             dim = next((len(rs[0].vector or []) for rs in records.values() if rs), None)
             pair = rt.open_writer(g.row, dim)
             try:

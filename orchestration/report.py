@@ -58,7 +58,8 @@ def _nothing_indexed(sources: list[str], store: DocumentStore, binding: dict[str
         docs = store.documents(name)
         if shard is not None:  # a shard that holds no documents has nothing to index
             docs = [d for d in docs if shard.holds(d["doc_id"])]
-        if docs and not (binding and store.index_state(binding["generation_id"], name)):
+        state = store.index_state(binding["generation_id"], name) if binding else {}
+        if docs and not any(r["digest"] for r in state.values()):  # pending rows are not indexed
             out[name] = (f"nothing could be indexed: none of the {len(docs)} documents of {name!r} is searchable "
                          "(see `bindery dlq`)")
     return out
@@ -94,7 +95,8 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
     # waiting for the gate: it binds itself when its first index is published.
     first, cand = _row(lifecycle.first_build()), _row(lifecycle.candidate())
     counts = store.counts()
-    state = store.index_state(live["id"]) if live else {}
+    # pending rows (a write that died before recording it) are not indexed documents
+    state = {k: r for k, r in store.index_state(live["id"]).items() if r["digest"]} if live else {}
     docs = store.documents()
     by_source: dict[str, Any] = {}
     for s in cfg.sources:

@@ -411,6 +411,14 @@ class DocumentStore:
         with self.tx() as c:
             self._upsert(c, t.index_state, rows)
 
+    def set_index_pending(self, rows: list[dict[str, Any]]) -> None:
+        """Rows (empty digest) for documents about to be written into a generation that does
+        not hold them yet: a run that dies before `set_index_state` leaves them, and the next run
+        rewrites or removes those documents (assets/index_stage.py)."""
+        if rows:
+            with self.tx() as c:
+                self._upsert(c, t.index_state, rows)
+
     def clear_index_state(self, generation_id: int, doc_ids: Sequence[str]) -> None:
         with self.tx() as c:
             for batch in _batches(doc_ids):
