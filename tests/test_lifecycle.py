@@ -52,8 +52,9 @@ def test_replay_a_sync_killed_before_publishing_then_a_promotion_leaves_no_drift
     try:
         m.first_sync()
         m.consistent()
-        steps = [lambda: m.add("plain", "a", False), lambda: m.crashed_sync("publish"), m.reindex, m.promote,
-                 m.sync, lambda: m.set_acl("a", ["alice"]), m.sync]
+        steps: list[Callable[[], object]] = [
+            lambda: m.add("plain", "a", False), lambda: m.crashed_sync("publish"), m.reindex, m.promote,
+            m.sync, lambda: m.set_acl("a", ["alice"]), m.sync]
         for step in steps:
             step()
             m.consistent()
