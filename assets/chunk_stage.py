@@ -19,6 +19,7 @@ from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.config import ChunkConfig
 from connectors.identity import chunk_id, text_hash
+from connectors.store import DocumentRecord
 
 
 @dataclass
@@ -31,26 +32,26 @@ class ChunkStats:
     seconds: float = 0.0
 
 
-def needs_chunking(current: dict[str, tuple[str, str]], doc: dict[str, Any], parse_version: str) -> bool:
+def needs_chunking(current: dict[str, tuple[str, str]], doc: DocumentRecord, parse_version: str) -> bool:
     """True unless this chunk version's chunks of `doc` were cut from its current content and parse."""
-    return current.get(doc["doc_id"]) != (doc["content_hash"], parse_version)
+    return current.get(doc.doc_id) != (doc.content_hash, parse_version)
 
 
-def chunk_rows(doc: dict[str, Any], parse: dict[str, Any], chunk_cfg: ChunkConfig, chunk_version: str,
+def chunk_rows(doc: DocumentRecord, parse: dict[str, Any], chunk_cfg: ChunkConfig, chunk_version: str,
                parse_version: str) -> list[dict[str, Any]]:
     """The chunk rows of one document from its stored parse (pure: the stage stores them,
     `bindery plan` only looks at their texts)."""
     blocks = [Block.from_dict(b) for b in parse["blocks"] or []]
     drafts = chunk_blocks(blocks, chunk_cfg, title=parse["title"])
     return [{
-        "chunk_id": chunk_id(doc["doc_id"], chunk_version, c.ordinal), "doc_id": doc["doc_id"],
-        "chunk_version": chunk_version, "content_hash": doc["content_hash"], "parse_version": parse_version,
+        "chunk_id": chunk_id(doc.doc_id, chunk_version, c.ordinal), "doc_id": doc.doc_id,
+        "chunk_version": chunk_version, "content_hash": doc.content_hash, "parse_version": parse_version,
         "ordinal": c.ordinal, "kind": c.kind, "display_text": c.display_text,
         "embed_text": c.embed_text, "text_hash": text_hash(c.display_text),
         "heading_path": list(c.heading_path), "page": c.page, "char_start": c.char_start,
         "char_end": c.char_end, "tokens": c.n_tokens,
         # the unit (small-to-big) is named by its first chunk; that chunk holds the unit's text
-        "parent_id": chunk_id(doc["doc_id"], chunk_version, c.unit_start), "unit_text": c.unit_text,
+        "parent_id": chunk_id(doc.doc_id, chunk_version, c.unit_start), "unit_text": c.unit_text,
     } for c in drafts]
 
 
@@ -77,21 +78,21 @@ def run_chunk(rt: Runtime, source_name: str, gens: list[Generation], *,
             progress.advance(len(pending))
             pending.clear()
 
-        todo = [d for d in docs if d["doc_id"] in parses and needs_chunking(current, d, pver)]
-        stats.cached += sum(1 for d in docs if d["doc_id"] in parses) - len(todo)
+        todo = [d for d in docs if d.doc_id in parses and needs_chunking(current, d, pver)]
+        stats.cached += sum(1 for d in docs if d.doc_id in parses) - len(todo)
         progress.total(len(todo))
         for d in todo:
-            p = parses[d["doc_id"]]
+            p = parses[d.doc_id]
             try:
                 rows = chunk_rows(d, p, g.stages.chunk, cver, pver)
             except Exception as e:
                 stats.failed += 1
-                rt.store.add_dead_letter(doc_id=d["doc_id"], source=source_name, external_id=d["external_id"],
+                rt.store.add_dead_letter(doc_id=d.doc_id, source=source_name, external_id=d.external_id,
                                          stage="chunk", reason=f"crash:{type(e).__name__}", error=str(e),
-                                         trace=traceback.format_exc(), content_hash=d["content_hash"])
+                                         trace=traceback.format_exc(), content_hash=d.content_hash)
                 progress.advance(1)
                 continue
-            pending[d["doc_id"]] = rows
+            pending[d.doc_id] = rows
             stats.chunked += 1
             stats.chunks += len(rows)
             if len(pending) >= 64:

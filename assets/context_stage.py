@@ -26,6 +26,7 @@ from connectors.contextualizers import (
     summary_sentence,
 )
 from connectors.documents import Block
+from connectors.errors import BinderyError
 from connectors.identity import text_hash
 
 
@@ -57,7 +58,7 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation], *,
                 progress: Progress = NO_PROGRESS) -> ContextStats:
     started = time.perf_counter()
     stats = ContextStats()
-    docs = {d["doc_id"]: d for d in rt.store.documents(source_name)}
+    docs = {d.doc_id: d for d in rt.store.documents(source_name)}
     done: set[tuple[str, str]] = set()
     for g in gens:
         key = (g.versions["chunk"], g.versions["context"])
@@ -100,10 +101,10 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation], *,
             except Exception as e:
                 stats.failed_docs += 1
                 d = docs[did]
-                rt.store.add_dead_letter(doc_id=did, source=source_name, external_id=d["external_id"],
-                                         stage="context", reason=getattr(e, "reason", "context-failed"),
-                                         error=str(e), trace=traceback.format_exc(),
-                                         content_hash=d["content_hash"])
+                rt.store.add_dead_letter(doc_id=did, source=source_name, external_id=d.external_id,
+                                         stage="context", reason=e.reason if isinstance(e, BinderyError)
+                                         else "context-failed", error=str(e), trace=traceback.format_exc(),
+                                         content_hash=d.content_hash)
                 progress.advance(len(doc_chunks))
                 continue
             now = time.time()

@@ -47,7 +47,7 @@ def run_embed(rt: Runtime, source_name: str, gens: list[Generation], *,
               progress: Progress = NO_PROGRESS) -> EmbedStats:
     started = time.perf_counter()
     stats = EmbedStats()
-    doc_ids = [d["doc_id"] for d in rt.store.documents(source_name)]
+    doc_ids = [d.doc_id for d in rt.store.documents(source_name)]
     done: set[tuple[str, str, str]] = set()
     for g in gens:
         key = (g.versions["chunk"], g.versions["context"], g.versions["embed"])

@@ -45,6 +45,7 @@ from connectors.embedder import from_bytes
 from connectors.generations import publish, writer_lock
 from connectors.identity import short_hash, text_hash
 from connectors.indexes.base import IndexRecord
+from connectors.store import DocumentRecord, IndexStateRecord
 
 
 @dataclass
@@ -67,7 +68,7 @@ def name_terms(external_id: str) -> str:
     return re.sub(r"[-_.\s]+", " ", PurePosixPath(external_id).stem).strip()
 
 
-def _records(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> tuple[
+def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> tuple[
         dict[str, list[IndexRecord]], dict[str, str]]:
     """Complete record sets and digests per document for generation `g`."""
     chunks = rt.store.chunks_for(list(docs), g.versions["chunk"])
@@ -86,10 +87,10 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> tup
         unit_texts = _unit_index_texts(d, cs, texts)
         message_id, reply_to = threads.get(did, (None, None))
         recs = [IndexRecord(
-            chunk_id=c["chunk_id"], doc_id=did, source=d["source"], external_id=d["external_id"],
+            chunk_id=c["chunk_id"], doc_id=did, source=d.source, external_id=d.external_id,
             text=index_text(d, texts[c["chunk_id"]]),
             vector=from_bytes(vectors[text_hash(texts[c["chunk_id"]])]).tolist(),
-            acl=tuple(d["acl"]),
+            acl=tuple(d.acl),
             payload=_payload(d, c, message_id, reply_to),
             heading=" ".join(c["heading_path"]),
             unit_text=unit_texts.get(c["chunk_id"]),
@@ -100,13 +101,13 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> tup
     return records, digests
 
 
-def _payload(doc: dict[str, Any], chunk: dict[str, Any], message_id: str | None = None,
+def _payload(doc: DocumentRecord, chunk: dict[str, Any], message_id: str | None = None,
              reply_to: str | None = None) -> dict[str, Any]:
     """What a vector point shows besides its filter fields: display text and provenance, its
     unit (the chunk id of the unit's first chunk), on that first chunk the unit's text, and an
     e-mail's thread keys."""
     out = {"display_text": chunk["display_text"], "heading_path": chunk["heading_path"], "page": chunk["page"],
-           "ordinal": chunk["ordinal"], "kind": chunk["kind"], "uri": doc["uri"],
+           "ordinal": chunk["ordinal"], "kind": chunk["kind"], "uri": doc.uri,
            "unit": chunk.get("parent_id") or chunk["chunk_id"]}
     if chunk.get("unit_text"):
         out["unit_text"] = chunk["unit_text"]
@@ -120,10 +121,10 @@ def _payload(doc: dict[str, Any], chunk: dict[str, Any], message_id: str | None 
 ThreadKeys = tuple[str | None, str | None]  # (Message-ID, the Message-ID it replies to)
 
 
-def thread_keys(rt: Runtime, docs: list[dict[str, Any]], parse_version: str) -> dict[str, ThreadKeys]:
+def thread_keys(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> dict[str, ThreadKeys]:
     """doc_id -> (Message-ID, the Message-ID it replies to) for single-message e-mails: the
     In-Reply-To, else the last of References. Read from the parse's metadata, not its blocks."""
-    keys = {d["doc_id"]: parse_key(d, parse_version) for d in docs if d["content_hash"]}
+    keys = {d.doc_id: parse_key(d, parse_version) for d in docs if d.content_hash}
     meta = rt.store.parse_metadata(keys.values())
     out: dict[str, ThreadKeys] = {}
     for did, key in keys.items():
@@ -137,27 +138,27 @@ def thread_keys(rt: Runtime, docs: list[dict[str, Any]], parse_version: str) -> 
     return out
 
 
-def _unit_index_texts(doc: dict[str, Any], chunks: list[dict[str, Any]], texts: dict[str, str]) -> dict[str, str]:
+def _unit_index_texts(doc: DocumentRecord, chunks: list[dict[str, Any]], texts: dict[str, str]) -> dict[str, str]:
     """First chunk id of each unit -> what the unit-level keyword field reads: the file name's
     words and the final texts of the unit's chunks (no side text: chunks hold none)."""
     members: dict[str, list[str]] = defaultdict(list)
     for c in chunks:
         members[c.get("parent_id") or c["chunk_id"]].append(texts[c["chunk_id"]])
-    return {head: f"{name_terms(doc['external_id'])}\n" + "\n".join(ts) for head, ts in members.items()}
+    return {head: f"{name_terms(doc.external_id)}\n" + "\n".join(ts) for head, ts in members.items()}
 
 
-def index_text(doc: dict[str, Any], final_text: str) -> str:
+def index_text(doc: DocumentRecord, final_text: str) -> str:
     """What the keyword index reads for a chunk: the file name's words, then the final text."""
-    return f"{name_terms(doc['external_id'])}\n{final_text}"
+    return f"{name_terms(doc.external_id)}\n{final_text}"
 
 
-def doc_digest(doc: dict[str, Any], chunks: list[dict[str, Any]], texts: dict[str, str]) -> str:
+def doc_digest(doc: DocumentRecord, chunks: list[dict[str, Any]], texts: dict[str, str]) -> str:
     """What a document holds in an index, from its chunk rows and their final texts (every
     field both indexes are written with): a document is rewritten only when this changes.
     `bindery plan` calls it too, so plan and run cannot disagree on what is rewritten."""
     units = _unit_index_texts(doc, chunks, texts)
     # the content hash stands for what is read from the parse besides the chunks (thread keys)
-    return short_hash([doc["external_id"], doc["uri"], doc["acl_hash"], doc["content_hash"], [
+    return short_hash([doc.external_id, doc.uri, doc.acl_hash, doc.content_hash, [
         (c["chunk_id"], text_hash(index_text(doc, texts[c["chunk_id"]])), c["heading_path"],
          c.get("parent_id"), text_hash(c.get("unit_text") or ""), text_hash(units.get(c["chunk_id"], "")))
         for c in chunks]], 32)
@@ -174,14 +175,14 @@ class _Plan:
     revoked: int  # of `gone`: removed because their ACL changed (or they were pending) and no records could be written
 
 
-def _current_only(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _current_only(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> dict[str, DocumentRecord]:
     """The documents whose chunks for `g`'s chunk version were cut from their current content:
     a generation that is only maintained never gets content that no longer exists."""
     cut_from = rt.store.chunk_keys(list(docs), g.versions["chunk"])
-    return {did: d for did, d in docs.items() if did in cut_from and cut_from[did][0] == d["content_hash"]}
+    return {did: d for did, d in docs.items() if did in cut_from and cut_from[did][0] == d.content_hash}
 
 
-def _plan(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]], state: dict[str, dict[str, Any]],
+def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: dict[str, IndexStateRecord],
           writing: bool) -> _Plan:
     """Which documents to rewrite and which to remove in generation `g` (module docstring)."""
     if writing:
@@ -189,11 +190,11 @@ def _plan(rt: Runtime, g: Generation, docs: dict[str, dict[str, Any]], state: di
     else:  # maintained: only the documents it holds, only from their current content
         held = {did: docs[did] for did in state if did in docs}
         records, digests = _records(rt, g, _current_only(rt, g, held))
-    changed = [did for did, dg in digests.items() if state.get(did, {}).get("digest") != dg]
+    changed = [did for did, dg in digests.items() if did not in state or state[did].digest != dg]
     gone = [did for did in state if did not in docs]
     revoked = [did for did, st in state.items()
                if did in docs and did not in digests
-               and (not st.get("digest") or st.get("acl_hash") != docs[did]["acl_hash"])]
+               and (not st.digest or st.acl_hash != docs[did].acl_hash)]
     return _Plan(records, digests, changed, gone + revoked, len(revoked))
 
 
@@ -203,7 +204,7 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
     deletes to the generations in `maintain` (module docstring)."""
     started = time.perf_counter()
     stats = IndexStats()
-    docs = {d["doc_id"]: d for d in rt.store.documents(source_name)}
+    docs = {d.doc_id: d for d in rt.store.documents(source_name)}
     for g in gens + (maintain or []):
         writing = g in gens
         state = rt.store.index_state(g.id, source_name)
@@ -222,9 +223,9 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
             # what this write may leave behind if the process dies before the bookkeeping below
             rt.store.set_index_pending([
                 {"generation_id": g.id, "doc_id": did, "source": source_name, "digest": "", "chunks": 0,
-                 "indexed_at": time.time(), "acl_hash": docs[did]["acl_hash"]} for did in changed if did not in state])
+                 "indexed_at": time.time(), "acl_hash": docs[did].acl_hash} for did in changed if did not in state])
             dim = next((len(rs[0].vector or []) for rs in records.values() if rs), None)
-            pair = rt.open_writer(g.row, dim)
+            pair = rt.open_writer(g.record, dim)
             try:
                 # An empty index (a first build) holds nothing to delete, and a filtered delete
                 # is a full scan in Qdrant local mode. Otherwise every changed document is
@@ -240,7 +241,7 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
                 counts = {"chunks": pair.vector.count(), "keyword_chunks": pair.keyword.count()}
             finally:
                 pair.close()
-            vec_snap, kw_snap = publish(rt.cfg, g.row)
+            vec_snap, kw_snap = publish(rt.cfg, g.record)
             now = time.time()
             # Readers first, bookkeeping last: the snapshot is recorded (and live readers told)
             # before the index state says "written". A process killed in between leaves these
@@ -252,7 +253,7 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
             rt.store.clear_index_state(g.id, gone)
             rt.store.set_index_state([
                 {"generation_id": g.id, "doc_id": did, "source": source_name, "digest": digests[did],
-                 "chunks": len(records[did]), "indexed_at": now, "acl_hash": docs[did]["acl_hash"]}
+                 "chunks": len(records[did]), "indexed_at": now, "acl_hash": docs[did].acl_hash}
                 for did in changed])
             counts["documents"] = len(rt.store.index_state(g.id))
             rt.store.update_generation(g.id, counts=counts)
@@ -262,6 +263,6 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
         stats.written_chunks += len(recs)
         stats.deleted_docs += len(gone) - plan.revoked
         if g.status == "live":
-            stats.lag_seconds += [now - docs[did]["changed_at"] for did in changed]
+            stats.lag_seconds += [now - docs[did].changed_at for did in changed]
     stats.seconds = time.perf_counter() - started
     return stats

@@ -30,6 +30,7 @@ from connectors.identity import content_hash, doc_id, short_hash
 from connectors.shards import Shard
 from connectors.sources import make_source
 from connectors.sources.base import Source, SourceEntry
+from connectors.store import DocumentRecord
 
 # What a sync does to each listed document, in reporting order; `orchestration/report.py` imports it.
 CLASSES = ("new", "updated", "unchanged", "moved", "acl", "deleted", "failed")
@@ -81,9 +82,9 @@ def _clear_stale_dead_letters(rt: Runtime, source: str, entries: list[SourceEntr
     listing problems of items now listed without one (a renamed link, a changed option)."""
     listed = {doc_id(source, e.external_id) for e in entries}
     still = {doc_id(source, e.external_id) for e, _ in problems}
-    stale = [d["id"] for d in rt.store.dead_letters(source=source)
-             if d["doc_id"] not in listed
-             or (d["stage"] == "listing" and d["reason"] in PROBLEM_REASONS and d["doc_id"] not in still)]
+    stale = [d.id for d in rt.store.dead_letters(source=source)
+             if d.doc_id not in listed
+             or (d.stage == "listing" and d.reason in PROBLEM_REASONS and d.doc_id not in still)]
     rt.store.delete_dead_letters(stale)
 
 
@@ -104,13 +105,12 @@ def spool_path(rt: Runtime, chash: str) -> Path:
     return rt.cfg.data_path / "spool" / chash
 
 
-def read_content(rt: Runtime, source: Source, doc: dict[str, Any]) -> bytes:
+def read_content(rt: Runtime, source: Source, doc: DocumentRecord) -> bytes:
     """Bytes of a document: from the spool the listing left, else from the source again."""
-    p = spool_path(rt, doc["content_hash"])
-    if p.exists():
+    p = spool_path(rt, doc.content_hash) if doc.content_hash else None
+    if p is not None and p.exists():
         return p.read_bytes()
-    entry = SourceEntry(doc["external_id"], doc["uri"], doc["size"] or 0, doc["fingerprint"] or "",
-                        doc["source_modified_at"] or 0.0)
+    entry = SourceEntry(doc.external_id, doc.uri, doc.size or 0, doc.fingerprint or "", doc.source_modified_at or 0.0)
     return source.read(entry)
 
 
@@ -140,22 +140,22 @@ def _default_acl(scfg: SourceConfig) -> list[str]:
     return sorted(source_default(scfg).principals)
 
 
-def _unchanged(src: Source, old: dict[str, Any], entry: SourceEntry, default_acl: list[str]) -> bool:
+def _unchanged(src: Source, old: DocumentRecord, entry: SourceEntry, default_acl: list[str]) -> bool:
     """Cheap test from the listing alone. Sources whose listing omits ACLs (S3) are compared
     by fingerprint and modification time (a metadata rewrite keeps the ETag, moves the time);
     an ACL they took from the source's configuration must still match that configuration."""
-    if old["fingerprint"] != entry.fingerprint or old["source_modified_at"] != entry.modified_at:
+    if old.fingerprint != entry.fingerprint or old.source_modified_at != entry.modified_at:
         return False
     if src.needs_describe:
-        return (old["metadata"] or {}).get("acl_from") == "metadata" or old["acl"] == default_acl
-    return bool(_acl_of(entry) == old["acl"])
+        return (old.metadata or {}).get("acl_from") == "metadata" or old.acl == default_acl
+    return bool(_acl_of(entry) == old.acl)
 
 
-def change_class(live_old: dict[str, Any] | None, chash: str, acl: list[str], metadata: dict[str, Any],
+def change_class(live_old: DocumentRecord | None, chash: str, acl: list[str], metadata: dict[str, Any],
                  gone_hashes: Container[str]) -> str:
     """The class of a listed item whose bytes were read: `bindery plan` predicts with the same rule."""
-    if live_old is not None and live_old["content_hash"] == chash:
-        meta_changed = acl != list(live_old["acl"]) or metadata != live_old["metadata"]
+    if live_old is not None and live_old.content_hash == chash:
+        meta_changed = acl != list(live_old.acl) or metadata != live_old.metadata
         return "acl" if meta_changed else "unchanged"
     if live_old is not None:
         return "updated"
@@ -174,14 +174,15 @@ def _list_source(rt: Runtime, scfg: SourceConfig, src: Source) -> list[SourceEnt
 
 def _guard_deletes(rt: Runtime, scfg: SourceConfig, listed: int, gone: int, allow_mass_delete: bool) -> None:
     """The delete guard: refuse (and record why) a sweep that looks like a broken listing."""
-    prior = rt.store.get_source(scfg.name) or {}
-    unsafe = check_delete_safety(scfg, listed, gone, prior.get("last_good_listing_count"))
+    prior = rt.store.get_source(scfg.name)
+    last_good = prior.last_good_listing_count if prior else None
+    unsafe = check_delete_safety(scfg, listed, gone, last_good)
     if unsafe and not allow_mass_delete:
         msg = f"delete sweep aborted: {unsafe}. Nothing was changed. Re-run with --allow-mass-delete if intended."
         rt.store.record_listing(scfg.name, listed, ok=False, error=msg)
         rt.store.add_event("delete-sweep-aborted", msg, source=scfg.name,
                            details={"listed": listed, "would_delete": gone,
-                                    "last_good": prior.get("last_good_listing_count")})
+                                    "last_good": last_good})
         raise UnsafeDeleteError(msg)
     if unsafe:
         rt.store.add_event("mass-delete-allowed", f"operator override: {unsafe}", source=scfg.name)
@@ -192,8 +193,8 @@ class _Sweep:
     """What one listing pass accumulates: the result, rows to write, documents only touched."""
 
     res: ListingResult
-    known: dict[str, dict[str, Any]]
-    gone_by_hash: dict[str, dict[str, Any]]
+    known: dict[str, DocumentRecord]
+    gone_by_hash: dict[str, DocumentRecord]
     default_acl: list[str]
     now: float
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -227,7 +228,7 @@ def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry
     new bytes, and queue its document row."""
     old = sw.known.get(entry.external_id)
     did = doc_id(scfg.name, entry.external_id)
-    live_old = old if old is not None and old["deleted_at"] is None else None
+    live_old = old if old is not None and old.deleted_at is None else None
     if live_old is not None and _unchanged(src, live_old, entry, sw.default_acl):
         sw.touched.append(did)
         sw.res.counts["unchanged"] += 1
@@ -246,7 +247,7 @@ def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry
     chash = content_hash(data)
     cls = change_class(live_old, chash, acl, dict(entry.metadata), sw.gone_by_hash)
     if live_old is not None and cls in ("acl", "unchanged"):
-        changed_at = sw.now if cls == "acl" else live_old["changed_at"]
+        changed_at = sw.now if cls == "acl" else live_old.changed_at
     else:
         changed_at = sw.now
         spool = rt.cfg.data_path / "spool"
@@ -256,17 +257,17 @@ def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry
     sw.res.counts[cls] += 1
     if cls != "unchanged":
         sw.res.changed_ids.append(did)
-    sw.rows.append({"doc_id": did, "source": scfg.name, "external_id": entry.external_id, "uri": entry.uri,
-                    "fingerprint": fingerprint, "size": entry.size, "acl": acl,
-                    "acl_hash": short_hash(acl, 16), "metadata": dict(entry.metadata),
-                    "source_modified_at": entry.modified_at, "last_seen": sw.now, "deleted_at": None,
-                    "first_seen": old["first_seen"] if old else sw.now,
-                    "content_hash": chash, "changed_at": changed_at})
+    sw.rows.append(DocumentRecord(
+        doc_id=did, source=scfg.name, external_id=entry.external_id, uri=entry.uri, content_hash=chash,
+        fingerprint=fingerprint, size=entry.size, acl=acl, acl_hash=short_hash(acl, 16),
+        metadata=dict(entry.metadata), source_modified_at=entry.modified_at,
+        first_seen=old.first_seen if old else sw.now, last_seen=sw.now, changed_at=changed_at,
+        deleted_at=None).to_dict())
 
 
-def _sweep_deletes(rt: Runtime, res: ListingResult, gone: list[dict[str, Any]], now: float) -> None:
+def _sweep_deletes(rt: Runtime, res: ListingResult, gone: list[DocumentRecord], now: float) -> None:
     """Remove documents no longer listed (the guard has already approved the count)."""
-    res.deleted_ids = [d["doc_id"] for d in gone]
+    res.deleted_ids = [d.doc_id for d in gone]
     res.counts["deleted"] = len(gone)
     if gone:
         # purge first: a process killed between the two leaves the documents alive, so the next
@@ -289,18 +290,18 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     listed = _list_source(rt, scfg, src)
     problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]
     entries = [e for e in listed if entry_problem(e) is None]
-    known = {d["external_id"]: d for d in rt.store.documents(scfg.name, include_deleted=True)}
+    known = {d.external_id: d for d in rt.store.documents(scfg.name, include_deleted=True)}
     listed_ids = {e.external_id for e in entries}
-    gone = [d for k, d in known.items() if d["deleted_at"] is None and k not in listed_ids]
+    gone = [d for k, d in known.items() if d.deleted_at is None and k not in listed_ids]
     _guard_deletes(rt, scfg, len(entries), len(gone), allow_mass_delete)
 
     res = ListingResult(scfg.name, len(entries))
-    gone_by_hash = {d["content_hash"]: d for d in gone if d["content_hash"]}
+    gone_by_hash = {d.content_hash: d for d in gone if d.content_hash}
     all_problems = problems  # dead letters are cleared against the whole listing
     if shard is not None:  # judged whole above; from here on only this shard's documents
         entries = [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
         problems = [(e, p) for e, p in problems if shard.holds(doc_id(scfg.name, e.external_id))]
-        gone = [d for d in gone if shard.holds(d["doc_id"])]
+        gone = [d for d in gone if shard.holds(d.doc_id)]
     res.counts["failed"] += len(problems)
     _dead_letter_problems(rt, scfg.name, problems)
     sw = _Sweep(res, known, gone_by_hash, _default_acl(scfg), time.time())

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from assets.parse_stage import file_format
+from assets.parse_stage import parse_key
 from assets.runtime import Generation, Runtime
 from connectors.config import ParseQualityThresholds
 
@@ -55,10 +55,10 @@ class QualityVerdict:
 
 def quality_rows(rt: Runtime, source: str, gens: list[Generation]) -> list[ParseRow]:
     """Every current document of `source` under every parse version the run targets."""
-    docs = [d for d in rt.store.documents(source) if d["content_hash"]]
+    docs = [d for d in rt.store.documents(source) if d.content_hash]
     rows: list[ParseRow] = []
     for pver in sorted({g.versions["parse"] for g in gens}):
-        keys = {d["external_id"]: (d["content_hash"], pver, file_format(d["external_id"])) for d in docs}
+        keys = {d.external_id: parse_key(d, pver) for d in docs}
         parses = rt.store.get_parses(keys.values())
         for ext, key in keys.items():
             p = parses.get(key)
@@ -118,7 +118,8 @@ def judge(rows: list[ParseRow], accepted_at: float | None, th: ParseQualityThres
 def verdict_for(rt: Runtime, source: str, gens: list[Generation]) -> QualityVerdict:
     """Judge `source` now; a verdict that does not fail accepts the batch (`accept`)."""
     th = rt.cfg.source(source).quality
-    accepted_at = (rt.store.get_source(source) or {}).get("parse_accepted_at")
+    row = rt.store.get_source(source)
+    accepted_at = row.parse_accepted_at if row else None
     now = time.time()
     verdict = judge(quality_rows(rt, source, gens), accepted_at, th)
     if verdict.severity != "error":

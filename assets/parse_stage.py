@@ -23,6 +23,7 @@ from assets.runtime import Generation, Runtime
 from connectors.config import ParseQualityThresholds
 from connectors.errors import BinderyError, SourceError
 from connectors.sources import make_source
+from connectors.store import DocumentRecord
 
 _FLUSH = 64  # parses per store transaction
 
@@ -62,19 +63,20 @@ def validate_parse(metrics: dict[str, Any], th: ParseQualityThresholds) -> list[
     return problems
 
 
-def parse_key(doc: dict[str, Any], parse_version: str) -> tuple[str, str, str]:
-    """The cache key of a document's parse: its bytes, the parse version, the format."""
-    return (doc["content_hash"], parse_version, file_format(doc["external_id"]))
+def parse_key(doc: DocumentRecord, parse_version: str) -> tuple[str, str, str]:
+    """The cache key of a document's parse: its bytes, the parse version, the format (a document
+    without content has no parse under any key)."""
+    return (doc.content_hash or "", parse_version, file_format(doc.external_id))
 
 
-def pending_parses(rt: Runtime, docs: list[dict[str, Any]], parse_version: str) -> list[dict[str, Any]]:
+def pending_parses(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> list[DocumentRecord]:
     """The documents with no stored parse (ok, failed or rejected) for this parse version:
     what `run_parse` parses and what `bindery plan` predicts it will."""
     return _without_parse(docs, rt.store.get_parses([parse_key(d, parse_version) for d in docs]), parse_version)
 
 
-def _without_parse(docs: list[dict[str, Any]], have: dict[tuple[str, str, str], Any],
-                   parse_version: str) -> list[dict[str, Any]]:
+def _without_parse(docs: list[DocumentRecord], have: dict[tuple[str, str, str], Any],
+                   parse_version: str) -> list[DocumentRecord]:
     return [d for d in docs if parse_key(d, parse_version) not in have]
 
 
@@ -84,7 +86,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
     started = time.perf_counter()
     scfg = rt.cfg.source(source_name)
     stats = ParseStats()
-    docs = [d for d in rt.store.documents(source_name) if d["content_hash"]]
+    docs = [d for d in rt.store.documents(source_name) if d.content_hash]
     source = None
     dead = rt.store.dead_letter_docs(("parse", "listing"))
     pending: list[dict[str, Any]] = []
@@ -101,9 +103,9 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
         have = rt.store.get_parses([parse_key(d, pver) for d in docs])
         for d in docs:  # a copy or a move of a file whose bytes already failed fails all the same
             cached = have.get(parse_key(d, pver))
-            if cached is not None and cached["status"] != "ok" and d["doc_id"] not in dead:
+            if cached is not None and cached["status"] != "ok" and d.doc_id not in dead:
                 _dead_letter_cached(rt, d, cached)
-                dead.add(d["doc_id"])
+                dead.add(d.doc_id)
         todo = _without_parse(docs, have, pver)
         stats.cached += len(docs) - len(todo)
         progress.total(len(todo))
@@ -112,38 +114,38 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
             stats.attempted += 1
             t0 = time.perf_counter()
             row: dict[str, Any] = {  # every key present: rows are written in batches
-                "content_hash": key[0], "parse_version": pver, "format": key[2], "doc_id": d["doc_id"],
+                "content_hash": key[0], "parse_version": pver, "format": key[2], "doc_id": d.doc_id,
                 "created_at": time.time(), "status": "failed", "title": None, "blocks": None, "metrics": None,
                 "page_metrics": None, "doc_metadata": None, "error": None, "reason": None}
             try:
                 source = source or make_source(scfg)
                 data = read_content(rt, source, d)
-                result = parse_document(data, d["external_id"], pcfg)
+                result = parse_document(data, d.external_id, pcfg)
                 problems = validate_parse(result.metrics, scfg.quality)
                 row.update(title=result.title, blocks=[b.to_dict() for b in result.blocks],
                            metrics=result.metrics, page_metrics=result.page_metrics,
                            doc_metadata={**result.metadata, "warnings": result.warnings,
                                          "parsed_format": result.format})
-                metrics_row = {"doc": d["external_id"], **{k: v for k, v in result.metrics.items()
+                metrics_row = {"doc": d.external_id, **{k: v for k, v in result.metrics.items()
                                                             if isinstance(v, (int, float))}}
                 stats.metrics_rows.append(metrics_row)
                 if problems:
                     reason = "low-quality"
                     row.update(status="rejected", reason=reason, error="; ".join(problems))
                     stats.rejected += 1
-                    stats.worst.append({"doc": d["external_id"], "reason": row["error"]})
-                    rt.store.add_dead_letter(doc_id=d["doc_id"], source=source_name, external_id=d["external_id"],
+                    stats.worst.append({"doc": d.external_id, "reason": row["error"]})
+                    rt.store.add_dead_letter(doc_id=d.doc_id, source=source_name, external_id=d.external_id,
                                              stage="parse", reason=reason, error=row["error"],
                                              content_hash=key[0])
                 else:
                     row.update(status="ok")
                     stats.ok += 1
-                    if d["doc_id"] in dead:
-                        resolved.append(d["doc_id"])
+                    if d.doc_id in dead:
+                        resolved.append(d.doc_id)
             except (BinderyError, Exception) as e:
                 if isinstance(e, SourceError):
                     # the source is unreachable now: nothing is known about the bytes, don't cache
-                    rt.store.add_dead_letter(doc_id=d["doc_id"], source=source_name, external_id=d["external_id"],
+                    rt.store.add_dead_letter(doc_id=d.doc_id, source=source_name, external_id=d.external_id,
                                              stage="parse", reason=e.reason, error=str(e),
                                              trace=traceback.format_exc(), content_hash=key[0])
                     stats.failed += 1
@@ -153,8 +155,8 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                 msg = str(e) or type(e).__name__
                 row.update(status="failed", reason=reason, error=msg, blocks=None)
                 stats.failed += 1
-                stats.worst.append({"doc": d["external_id"], "reason": f"{reason}: {msg}"[:300]})
-                rt.store.add_dead_letter(doc_id=d["doc_id"], source=source_name, external_id=d["external_id"],
+                stats.worst.append({"doc": d.external_id, "reason": f"{reason}: {msg}"[:300]})
+                rt.store.add_dead_letter(doc_id=d.doc_id, source=source_name, external_id=d.external_id,
                                          stage="parse", reason=reason, error=msg,
                                          trace=traceback.format_exc(), content_hash=key[0])
             key_reason = row.get("reason") or "ok"
@@ -165,24 +167,24 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                 flush()
         flush()
     for d in docs:  # the spool only bridges listing -> parse
-        p = spool_path(rt, d["content_hash"])
+        p = spool_path(rt, d.content_hash or "")
         if p.exists():
             p.unlink(missing_ok=True)
     stats.seconds = time.perf_counter() - started
     return stats
 
 
-def _dead_letter_cached(rt: Runtime, doc: dict[str, Any], parse: dict[str, Any]) -> None:
+def _dead_letter_cached(rt: Runtime, doc: DocumentRecord, parse: dict[str, Any]) -> None:
     """A document whose bytes already failed (under another name, or before a move) is not
     parsed again, but it fails all the same: it gets its own dead letter."""
-    rt.store.add_dead_letter(doc_id=doc["doc_id"], source=doc["source"], external_id=doc["external_id"],
+    rt.store.add_dead_letter(doc_id=doc.doc_id, source=doc.source, external_id=doc.external_id,
                              stage="parse", reason=parse["reason"] or "parse-failed",
                              error=f"{parse['error'] or 'failed'} (cached result for identical content)",
-                             content_hash=doc["content_hash"])
+                             content_hash=doc.content_hash)
 
 
-def good_parses(rt: Runtime, docs: list[dict[str, Any]], parse_version: str) -> dict[str, dict[str, Any]]:
+def good_parses(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> dict[str, dict[str, Any]]:
     """doc_id -> parse row, for documents whose current content parsed and passed validation."""
-    keys = {d["doc_id"]: parse_key(d, parse_version) for d in docs if d["content_hash"]}
+    keys = {d.doc_id: parse_key(d, parse_version) for d in docs if d.content_hash}
     rows = rt.store.get_parses(keys.values())
     return {did: rows[k] for did, k in keys.items() if k in rows and rows[k]["status"] == "ok"}

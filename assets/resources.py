@@ -27,7 +27,7 @@ from pydantic import PrivateAttr
 from assets.runtime import Runtime, open_contextualiser, open_embedder
 from connectors.config import BinderyConfig, ContextConfig, EmbedConfig, load_config
 from connectors.generations import open_keyword_writer, open_vector_writer
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 
 if TYPE_CHECKING:
     from connectors.contextualizers import Contextualizer
@@ -72,7 +72,7 @@ class VectorIndexResource(dg.ConfigurableResource["VectorIndexResource"]):
 
     bindery: BinderyConfigResource
 
-    def open_writer(self, gen: dict[str, Any], dim: int | None) -> VectorIndex:
+    def open_writer(self, gen: GenerationRecord, dim: int | None) -> VectorIndex:
         return open_vector_writer(self.bindery.config, gen, dim)
 
 
@@ -81,7 +81,7 @@ class KeywordIndexResource(dg.ConfigurableResource["KeywordIndexResource"]):
 
     bindery: BinderyConfigResource
 
-    def open_writer(self, gen: dict[str, Any]) -> KeywordIndex:
+    def open_writer(self, gen: GenerationRecord) -> KeywordIndex:
         return open_keyword_writer(self.bindery.config, gen)
 
 

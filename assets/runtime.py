@@ -12,12 +12,12 @@ configuration a factory receives is the one recorded on the generation being bui
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from connectors.config import BinderyConfig, ContextConfig, EmbedConfig
 from connectors.generations import IndexPair, open_keyword_writer, open_vector_writer, writer_pair
 from connectors.lifecycle import ACTIVE, RETAINED, Generation, Lifecycle, Target
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 
 if TYPE_CHECKING:
     from connectors.contextualizers import Contextualizer
@@ -29,8 +29,8 @@ __all__ = ["ACTIVE", "RETAINED", "ContextualiserFactory", "EmbedderFactory", "Ge
 
 EmbedderFactory = Callable[[EmbedConfig], "Embedder"]
 ContextualiserFactory = Callable[[ContextConfig], "Contextualizer"]
-VectorWriterFactory = Callable[[dict[str, Any], "int | None"], "VectorIndex"]  # (generation row, dim)
-KeywordWriterFactory = Callable[[dict[str, Any]], "KeywordIndex"]  # generation row
+VectorWriterFactory = Callable[[GenerationRecord, "int | None"], "VectorIndex"]  # (generation, dim)
+KeywordWriterFactory = Callable[[GenerationRecord], "KeywordIndex"]
 
 
 class Runtime:
@@ -60,7 +60,7 @@ class Runtime:
         """The contextualiser for a generation's recorded context configuration."""
         return self._contextualisers(config)
 
-    def open_writer(self, gen: dict[str, Any], dim: int | None) -> IndexPair:
+    def open_writer(self, gen: GenerationRecord, dim: int | None) -> IndexPair:
         """A generation's working vector and keyword indexes, for writing (hold
         `connectors.generations.writer_lock` around their use)."""
         return writer_pair(gen, self._vector_writers(gen, dim), lambda: self._keyword_writers(gen))

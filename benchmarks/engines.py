@@ -36,14 +36,14 @@ import yaml
 
 from connectors.config import BinderyConfig, EmbedConfig, load_config
 from connectors.embedder import Embedder
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 from orchestration.cli import main as cli
 
 
-def _live_generation(store: DocumentStore) -> dict[str, Any]:
+def _live_generation(store: DocumentStore) -> GenerationRecord:
     """The live generation's row; the sync before this bound one."""
     binding = store.get_binding()
-    gen = store.get_generation(binding["generation_id"]) if binding else None
+    gen = store.get_generation(binding.generation_id) if binding else None
     if gen is None:
         raise SystemExit("no live generation: the sync bound none")
     return gen
@@ -74,14 +74,14 @@ def _deployment(work: Path, corpus: Path, extra: dict[str, Any] | None = None) -
     return config
 
 
-def _final_texts(cfg: BinderyConfig) -> tuple[dict[str, Any], list[str]]:
+def _final_texts(cfg: BinderyConfig) -> tuple[GenerationRecord, list[str]]:
     from assets.embed_stage import final_texts
     from assets.runtime import Runtime
 
     store = DocumentStore(cfg.database_url)
     gen = _live_generation(store)
-    chunks = store.chunks_for([d["doc_id"] for d in store.documents()], gen["stage_versions"]["chunk"])
-    texts = list(dict.fromkeys(final_texts(Runtime(cfg, store), chunks, gen["stage_versions"]["context"]).values()))
+    chunks = store.chunks_for([d.doc_id for d in store.documents()], gen.stage_versions["chunk"])
+    texts = list(dict.fromkeys(final_texts(Runtime(cfg, store), chunks, gen.stage_versions["context"]).values()))
     return gen, texts
 
 
@@ -159,7 +159,7 @@ def query_timings(cfg: BinderyConfig, queries: list[str]) -> dict[str, Any]:
                     steps.setdefault(k, []).append(v)
     finally:
         r.close()
-    out: dict[str, Any] = {"queries": len(queries), "generation": gen["name"]}
+    out: dict[str, Any] = {"queries": len(queries), "generation": gen.name}
     for k, xs in steps.items():
         out[k] = {"p50": _pct(xs, 0.5), "p95": _pct(xs, 0.95)}
     if "dense_ms" in steps and "embed_ms" in steps:

@@ -32,14 +32,14 @@ import yaml
 
 from connectors.config import load_config
 from connectors.embedder import Embedder
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 from orchestration.cli import main as cli
 
 
-def _live_generation(store: DocumentStore) -> dict[str, Any]:
+def _live_generation(store: DocumentStore) -> GenerationRecord:
     """The live generation's row; the sync before this bound one."""
     binding = store.get_binding()
-    gen = store.get_generation(binding["generation_id"]) if binding else None
+    gen = store.get_generation(binding.generation_id) if binding else None
     if gen is None:
         raise SystemExit("no live generation: the sync bound none")
     return gen
@@ -82,8 +82,8 @@ def run(corpus: Path, queries: Path | None, work: Path, repeats: int) -> dict[st
     from assets.runtime import Runtime
 
     rt = Runtime(cfg, store)
-    chunks = store.chunks_for([d["doc_id"] for d in store.documents()], gen["stage_versions"]["chunk"])
-    texts = list(dict.fromkeys(final_texts(rt, chunks, gen["stage_versions"]["context"]).values()))
+    chunks = store.chunks_for([d.doc_id for d in store.documents()], gen.stage_versions["chunk"])
+    texts = list(dict.fromkeys(final_texts(rt, chunks, gen.stage_versions["context"]).values()))
     t0 = time.perf_counter()
     for i in range(0, len(texts), 512):
         warm.embed_documents(texts[i : i + 512])
@@ -116,7 +116,7 @@ def run(corpus: Path, queries: Path | None, work: Path, repeats: int) -> dict[st
     return result
 
 
-def _latency(cfg: Any, gen: dict[str, Any], queries: Path, repeats: int) -> dict[str, float]:
+def _latency(cfg: Any, gen: GenerationRecord, queries: Path, repeats: int) -> dict[str, float]:
     from evals.evalset import load_eval_set
     from query_service.retrieval import GenerationRetriever
 

@@ -111,7 +111,7 @@ def main() -> int:
     peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     docs = store.counts()["documents"]
     cand = store.get_generation(re["candidate"]) if re.get("candidate") else None
-    chunks = (cand or {}).get("counts", {}).get("chunks", 0)
+    chunks = cand.counts.get("chunks", 0) if cand else 0
     rc = re.get("recomputed", {})
     result.update({
         "documents": docs, "candidate_chunks": chunks, "reindex_exit": code, "reindex_s": round(wall, 1),

@@ -31,9 +31,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from connectors.store.records import GenerationRecord
 
 DIM = 384
 GROUPS = 200
@@ -83,12 +86,12 @@ def _records(start: int, vecs: np.ndarray) -> list[Any]:
     return out
 
 
-def _setup(engine: str, work: Path) -> tuple[Any, dict[str, Any]]:
+def _setup(engine: str, work: Path) -> tuple[Any, GenerationRecord]:
     from connectors.config import config_from_dict
+    from connectors.store.records import GenerationRecord
 
     cfg = config_from_dict({"data_dir": str(work), "backends": {"vector": engine}})
-    gen = {"id": 1, "name": "g1_scale", "vector_engine": engine, "vector_index": ""}
-    return cfg, gen
+    return cfg, GenerationRecord.unrecorded(1, "g1_scale", vector_engine=engine)
 
 
 def build(engine: str, n: int, work: Path) -> dict[str, Any]:
@@ -120,7 +123,7 @@ def probe(engine: str, work: Path, snapshot: str, n_queries: int) -> dict[str, A
     base = _rss_mb()
     t0 = time.perf_counter()
     vec, kw = snapshot.split("|")
-    pair = open_reader(cfg, {**gen, "vector_snapshot": vec, "keyword_snapshot": kw})
+    pair = open_reader(cfg, gen.replace(vector_snapshot=vec, keyword_snapshot=kw))
     t_open = time.perf_counter() - t0
     rss_open = _rss_mb() - base
     qv = _vectors(n_queries, 999, _centres())

@@ -28,11 +28,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from connectors.config import BinderyConfig, VectorEngine
 from connectors.errors import BindingError, ConfigError, IndexError_
 from connectors.indexes.base import KeywordIndex, VectorIndex
+from connectors.store.records import GenerationRecord
 
 if TYPE_CHECKING:
     from connectors.indexes.elasticsearch_index import ElasticsearchIndex
@@ -50,14 +51,14 @@ def is_embedded(engine: str) -> bool:
     return engine in _EMBEDDED
 
 
-def vector_engine(cfg: BinderyConfig, gen: dict[str, Any]) -> VectorEngine:
+def vector_engine(cfg: BinderyConfig, gen: GenerationRecord) -> VectorEngine:
     """The vector engine that built `gen`. Rows from before engines were recorded were built by
     local mode (their vector index is a path) or by a server (a collection name); a row that
     records neither (not yet created) uses the configured engine."""
-    recorded = gen.get("vector_engine")
+    recorded = gen.vector_engine
     if recorded:
         return cast(VectorEngine, recorded)
-    location = gen.get("vector_index")
+    location = gen.vector_index
     if not location:
         return cfg.backends.vector
     return "qdrant-local" if os.path.isabs(str(location)) else "qdrant-server"
@@ -90,7 +91,7 @@ class GenerationPaths:
 class IndexPair:
     vector: VectorIndex
     keyword: KeywordIndex
-    generation: dict[str, Any]
+    generation: GenerationRecord
     _cleanup: list[Path] = field(default_factory=list)
 
     def close(self) -> None:
@@ -135,7 +136,7 @@ def writer_lock(cfg: BinderyConfig, name: str, timeout: float = 600.0) -> Iterat
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _open_vector(cfg: BinderyConfig, gen: dict[str, Any], path: str | None, dim: int | None) -> VectorIndex:
+def _open_vector(cfg: BinderyConfig, gen: GenerationRecord, path: str | None, dim: int | None) -> VectorIndex:
     engine = vector_engine(cfg, gen)
     if engine == "qdrant-edge":
         from connectors.indexes.qdrant_edge_index import QdrantEdgeIndex
@@ -146,46 +147,46 @@ def _open_vector(cfg: BinderyConfig, gen: dict[str, Any], path: str | None, dim:
 
     if engine == "qdrant-local":
         return QdrantIndex(path=path, dim=dim)
-    return qdrant_server(cfg, gen["name"], dim)
+    return qdrant_server(cfg, gen.name, dim)
 
 
-def _open_keyword(cfg: BinderyConfig, gen: dict[str, Any], path: str | None, *, read_only: bool) -> KeywordIndex:
+def _open_keyword(cfg: BinderyConfig, gen: GenerationRecord, path: str | None, *, read_only: bool) -> KeywordIndex:
     if cfg.backends.keyword == "tantivy":
         from connectors.indexes.tantivy_index import TantivyIndex
 
         assert path is not None
         return TantivyIndex(path, read_only=read_only)
-    return elasticsearch(cfg, gen["name"])
+    return elasticsearch(cfg, gen.name)
 
 
-def _open(cfg: BinderyConfig, gen: dict[str, Any], vector_path: str | None, keyword_path: str | None,
+def _open(cfg: BinderyConfig, gen: GenerationRecord, vector_path: str | None, keyword_path: str | None,
           *, read_only: bool, dim: int | None) -> tuple[VectorIndex, KeywordIndex]:
     vec = _open_vector(cfg, gen, vector_path, dim)
     return vec, _open_keyword(cfg, gen, keyword_path, read_only=read_only)
 
 
-def open_vector_writer(cfg: BinderyConfig, gen: dict[str, Any], dim: int | None) -> VectorIndex:
+def open_vector_writer(cfg: BinderyConfig, gen: GenerationRecord, dim: int | None) -> VectorIndex:
     """Open a generation's working vector index for writing, with the engine that built it."""
     engine = vector_engine(cfg, gen)
-    vec_path = GenerationPaths.of(cfg, gen["name"]).vector(engine) if is_embedded(engine) else None
+    vec_path = GenerationPaths.of(cfg, gen.name).vector(engine) if is_embedded(engine) else None
     if engine == "qdrant-local" and vec_path is not None:
         vec_path.mkdir(parents=True, exist_ok=True)
     return _open_vector(cfg, gen, str(vec_path) if vec_path else None, dim)
 
 
-def open_keyword_writer(cfg: BinderyConfig, gen: dict[str, Any]) -> KeywordIndex:
+def open_keyword_writer(cfg: BinderyConfig, gen: GenerationRecord) -> KeywordIndex:
     """Open a generation's working keyword index for writing."""
-    path = GenerationPaths.of(cfg, gen["name"]).keyword
+    path = GenerationPaths.of(cfg, gen.name).keyword
     path.mkdir(parents=True, exist_ok=True)
     return _open_keyword(cfg, gen, str(path), read_only=False)
 
 
-def open_writer(cfg: BinderyConfig, gen: dict[str, Any], dim: int | None) -> IndexPair:
+def open_writer(cfg: BinderyConfig, gen: GenerationRecord, dim: int | None) -> IndexPair:
     """Open a generation's working indexes for writing. Hold `writer_lock` around its use."""
     return writer_pair(gen, open_vector_writer(cfg, gen, dim), lambda: open_keyword_writer(cfg, gen))
 
 
-def writer_pair(gen: dict[str, Any], vector: VectorIndex, keyword: Callable[[], KeywordIndex]) -> IndexPair:
+def writer_pair(gen: GenerationRecord, vector: VectorIndex, keyword: Callable[[], KeywordIndex]) -> IndexPair:
     """`vector` and the keyword index `keyword()` opens as one pair; the vector index is closed
     again when the keyword index cannot be opened."""
     try:
@@ -196,7 +197,7 @@ def writer_pair(gen: dict[str, Any], vector: VectorIndex, keyword: Callable[[], 
     return IndexPair(vector, kw, gen)
 
 
-def publish(cfg: BinderyConfig, gen: dict[str, Any]) -> tuple[str | None, str | None]:
+def publish(cfg: BinderyConfig, gen: GenerationRecord) -> tuple[str | None, str | None]:
     """Copy the (closed, consistent) working indexes to a new immutable snapshot.
 
     Call with the writer lock held and the writers flushed and closed. Returns the snapshot
@@ -206,7 +207,7 @@ def publish(cfg: BinderyConfig, gen: dict[str, Any]) -> tuple[str | None, str | 
     engine = vector_engine(cfg, gen)
     if not is_embedded(engine) and cfg.backends.keyword != "tantivy":
         return None, None
-    paths = GenerationPaths.of(cfg, gen["name"])
+    paths = GenerationPaths.of(cfg, gen.name)
     paths.snapshots.mkdir(parents=True, exist_ok=True)
     dest = Path(tempfile.mkdtemp(prefix=f"{time.time_ns()}-", dir=paths.snapshots))
     vec_snap = kw_snap = None
@@ -245,23 +246,23 @@ def _private_vector_copy(engine: str, snap: str) -> Path:
     return private
 
 
-def open_reader(cfg: BinderyConfig, gen: dict[str, Any]) -> IndexPair:
+def open_reader(cfg: BinderyConfig, gen: GenerationRecord) -> IndexPair:
     """Open a generation for reading, from its published snapshot in embedded mode, with the
     vector engine that built it. The reader's private copy is removed on close."""
     cleanup: list[Path] = []
     vec_path = kw_path = None
     engine = vector_engine(cfg, gen)
     if is_embedded(engine):
-        snap = gen.get("vector_snapshot")
+        snap = gen.vector_snapshot
         if not snap or not Path(snap).exists():
-            raise BindingError(f"generation {gen['name']} has no published vector snapshot")
+            raise BindingError(f"generation {gen.name} has no published vector snapshot")
         private = _private_vector_copy(engine, snap)
         cleanup.append(private)
         vec_path = str(private / _EMBEDDED[engine])
     if cfg.backends.keyword == "tantivy":
-        kw_path = gen.get("keyword_snapshot")
+        kw_path = gen.keyword_snapshot
         if not kw_path or not Path(kw_path).exists():
-            raise BindingError(f"generation {gen['name']} has no published keyword snapshot")
+            raise BindingError(f"generation {gen.name} has no published keyword snapshot")
     vec, kw = _open(cfg, gen, vec_path, kw_path, read_only=True, dim=None)
     return IndexPair(vec, kw, gen, cleanup)
 

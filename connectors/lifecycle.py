@@ -44,10 +44,10 @@ from typing import Any, Literal
 from connectors.config import BinderyConfig, StageConfigs
 from connectors.errors import BindingError, ConfigError, GateRefused
 from connectors.generations import drop_generation_files, is_embedded, physical_names, point_live_aliases, vector_engine
-from connectors.store import DocumentStore
+from connectors.store import BindingRecord, DocumentStore, GenerationRecord
 from connectors.versions import generation_key, stage_configs_dump, stage_versions
 
-__all__ = ["ACTIVE", "RETAINED", "Generation", "Lifecycle", "Target", "bind_live"]
+__all__ = ["ACTIVE", "RETAINED", "Flip", "Generation", "Lifecycle", "Target", "bind_live"]
 
 Target = Literal["sync", "candidate"]
 ACTIVE = ("live", "building")  # statuses a sync writes to
@@ -57,37 +57,50 @@ FIRST_GENERATION = "first generation: nothing to compare with"
 
 @dataclass(frozen=True)
 class Generation:
+    """A generation with the stage configuration recorded on it, parsed (`record` is its row)."""
+
     id: int
     name: str
     status: str
     stages: StageConfigs
     versions: dict[str, str]
-    row: dict[str, Any]
+    record: GenerationRecord
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Generation:
-        return cls(row["id"], row["name"], row["status"], StageConfigs.recorded(row["stage_configs"]),
-                   dict(row["stage_versions"]), row)
+    def of(cls, record: GenerationRecord) -> Generation:
+        return cls(record.id, record.name, record.status, StageConfigs.recorded(record.stage_configs),
+                   dict(record.stage_versions), record)
 
 
-def bind_live(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], **flip: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Flip:
+    """What `bind_live` did: the binding row after the flip, and the server aliases it moved
+    (`aliases`) or why it could not move them (`alias_error`)."""
+
+    binding: BindingRecord
+    aliases: dict[str, str] | None = None
+    alias_error: str | None = None
+
+    def alias_keys(self) -> dict[str, Any]:
+        """The alias outcome for the JSON output (only the key that applies)."""
+        if self.alias_error is not None:
+            return {"alias_error": self.alias_error}
+        return {"aliases": self.aliases} if self.aliases is not None else {}
+
+
+def bind_live(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, **flip: Any) -> Flip:
     """Flip the binding row to `gen` (one transaction; `flip` goes to `store.flip_binding`),
     then move the server aliases in the same step. The row is the truth: an alias that fails
     to move is recorded as an `alias-move-failed` event and reported under `alias_error`,
     never undoes the flip, and is moved again by the next flip."""
-    binding = store.flip_binding(gen["id"], **flip)
+    binding = store.flip_binding(gen.id, **flip)
     try:
-        binding["aliases"] = point_live_aliases(cfg, gen["name"])
+        return Flip(binding, aliases=point_live_aliases(cfg, gen.name))
     except Exception as e:  # any engine error: the flip stands, the drift is visible
-        binding["alias_error"] = f"{type(e).__name__}: {e}"
-        store.add_event("alias-move-failed", f"generation {gen['name']} is live but {cfg.backends.live_alias} "
-                                             f"was not moved: {binding['alias_error']}")
-    return binding
-
-
-def _aliases(binding: dict[str, Any]) -> dict[str, Any]:
-    """What `bind_live` did with the server aliases, for the JSON output."""
-    return {k: binding[k] for k in ("aliases", "alias_error") if k in binding}
+        error = f"{type(e).__name__}: {e}"
+        store.add_event("alias-move-failed", f"generation {gen.name} is live but {cfg.backends.live_alias} "
+                                             f"was not moved: {error}")
+        return Flip(binding, alias_error=error)
 
 
 class Lifecycle:
@@ -106,21 +119,22 @@ class Lifecycle:
         return stage_versions(self.cfg.stages)
 
     def generations(self, statuses: tuple[str, ...]) -> list[Generation]:
-        return [Generation.from_row(r) for r in self.store.generations(statuses)]
+        return [Generation.of(r) for r in self.store.generations(statuses)]
 
-    def _bound(self, key: str) -> Generation | None:
+    def _bound(self, previous: bool) -> Generation | None:
         b = self.store.get_binding()
-        if not b or b[key] is None:
+        gen_id = (b.previous_generation_id if previous else b.generation_id) if b else None
+        if gen_id is None:
             return None
-        row = self.store.get_generation(b[key])
-        return Generation.from_row(row) if row else None
+        row = self.store.get_generation(gen_id)
+        return Generation.of(row) if row else None
 
     def live(self) -> Generation | None:
-        return self._bound("generation_id")
+        return self._bound(previous=False)
 
     def previous(self) -> Generation | None:
         """The generation a rollback would restore."""
-        return self._bound("previous_generation_id")
+        return self._bound(previous=True)
 
     def building(self) -> Generation | None:
         """The newest building generation: the candidate, or before anything is live the
@@ -136,19 +150,19 @@ class Lifecycle:
         """The newest building generation while nothing is live yet."""
         return self.building() if self.store.get_binding() is None else None
 
-    def resolve(self, which: str | int | None) -> dict[str, Any]:
+    def resolve(self, which: str | int | None) -> GenerationRecord:
         """The row of `which`: "live", "candidate" (the newest building generation; also when
         `which` is None) or a generation id. Raises BindingError naming what to run."""
         if which == "live":
             gen = self.live()
             if gen is None:
                 raise BindingError("no live generation yet: run `bindery sync`")
-            return gen.row
+            return gen.record
         if which is None or which == "candidate":
             gen = self.building()
             if gen is None:
                 raise BindingError("no candidate generation: run `bindery reindex` first")
-            return gen.row
+            return gen.record
         row = self.store.get_generation(int(which))
         if row is None:
             raise BindingError(f"no generation {which}")
@@ -192,7 +206,7 @@ class Lifecycle:
                 })
                 row = self.store.get_generation(gen_id)
                 assert row is not None
-                return Generation.from_row(row)
+                return Generation.of(row)
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
@@ -204,8 +218,9 @@ class Lifecycle:
         if found is not None:
             return found
         name = self._next_name()
-        return Generation(0, name, "building", self.cfg.stages, dict(versions),
-                          {"id": 0, "name": name, "stage_configs": stage_configs_dump(self.cfg.stages)})
+        record = GenerationRecord.unrecorded(0, name, stage_versions=dict(versions), embedder_id=versions["embed"],
+                                             stage_configs=stage_configs_dump(self.cfg.stages))
+        return Generation(0, name, "building", self.cfg.stages, dict(versions), record)
 
     # -- build ------------------------------------------------------------------------------
 
@@ -245,93 +260,96 @@ class Lifecycle:
         if self.store.get_binding() is not None:
             return None
         first = next((g for g in gens if g.status == "building"), None)
-        if first is None or not (self.store.get_generation(first.id) or {}).get("published_at"):
+        row = self.store.get_generation(first.id) if first is not None else None
+        if first is None or row is None or not row.published_at:
             return None  # never bind a generation readers cannot open
-        bind_live(self.cfg, self.store, first.row, by=by)
+        bind_live(self.cfg, self.store, row, by=by)
         self.record_verdict(first.id, {"passed": True, "reasons": [FIRST_GENERATION]})
         return first.name
 
-    def check_promotable(self, cand: dict[str, Any], *, force: bool, reason: str | None) -> None:
+    def check_promotable(self, cand: GenerationRecord, *, force: bool, reason: str | None) -> None:
         """Refuse, before any judging, a promotion that cannot happen."""
-        if cand["status"] not in ("building", "previous", "retired"):
-            raise BindingError(f"generation {cand['id']} is {cand['status']}; only a candidate can be promoted")
-        if not cand.get("vector_snapshot") and is_embedded(vector_engine(self.cfg, cand)):
-            raise BindingError(f"candidate {cand['name']} has no indexed data yet; finish its reindex first")
+        if cand.status not in ("building", "previous", "retired"):
+            raise BindingError(f"generation {cand.id} is {cand.status}; only a candidate can be promoted")
+        if not cand.vector_snapshot and is_embedded(vector_engine(self.cfg, cand)):
+            raise BindingError(f"candidate {cand.name} has no indexed data yet; finish its reindex first")
         if force and not reason:
             raise ConfigError("a forced promotion needs --reason")
 
-    def promote(self, cand: dict[str, Any], verdict: dict[str, Any], *, force: bool = False,
+    def promote(self, cand: GenerationRecord, verdict: dict[str, Any], *, force: bool = False,
                 reason: str | None = None, by: str | None = None) -> dict[str, Any]:
         """Flip to `cand` if its `verdict` passed, or when forced — a forced promotion records
         who forced it and why. Raises GateRefused (with the verdict) otherwise."""
         who = by or getpass.getuser()
         if not verdict["passed"] and not force:
-            self.store.add_event("gate-refused", f"candidate {cand['name']} refused: {'; '.join(verdict['reasons'])}",
+            self.store.add_event("gate-refused", f"candidate {cand.name} refused: {'; '.join(verdict['reasons'])}",
                                  details=verdict)
-            raise GateRefused(f"gate refused candidate {cand['name']}: {'; '.join(verdict['reasons'])}", verdict)
+            raise GateRefused(f"gate refused candidate {cand.name}: {'; '.join(verdict['reasons'])}", verdict)
         forced = {"by": who, "reason": reason} if force and not verdict["passed"] else None
         if forced:
-            self.store.add_event("forced-promotion", f"{who} forced promotion of {cand['name']}: {reason}",
+            self.store.add_event("forced-promotion", f"{who} forced promotion of {cand.name}: {reason}",
                                  details={"report": verdict})
-        binding = bind_live(self.cfg, self.store, cand, by=who, forced=forced)
-        self.store.add_event("promoted", f"{cand['name']} is live (previous: {binding['previous_generation_id']})")
-        return {"promoted": True, "live": binding["generation_id"], "previous": binding["previous_generation_id"],
-                "forced": bool(forced), "report": verdict, **_aliases(binding)}
+        flip = bind_live(self.cfg, self.store, cand, by=who, forced=forced)
+        binding = flip.binding
+        self.store.add_event("promoted", f"{cand.name} is live (previous: {binding.previous_generation_id})")
+        return {"promoted": True, "live": binding.generation_id, "previous": binding.previous_generation_id,
+                "forced": bool(forced), "report": verdict, **flip.alias_keys()}
 
     # -- rollback ---------------------------------------------------------------------------
 
     def rollback(self, *, by: str | None = None) -> dict[str, Any]:
         """Restore the previous generation in one step; the one rolled back from becomes previous."""
         b = self.store.get_binding()
-        if b is None or b["previous_generation_id"] is None:
+        if b is None or b.previous_generation_id is None:
             raise BindingError("nothing to roll back to: no previous generation is kept")
-        prev = self.store.get_generation(b["previous_generation_id"])
-        if prev is None or prev["status"] == "dropped":
-            raise BindingError(f"previous generation {b['previous_generation_id']} no longer exists")
+        prev = self.store.get_generation(b.previous_generation_id)
+        if prev is None or prev.status == "dropped":
+            raise BindingError(f"previous generation {b.previous_generation_id} no longer exists")
         who = by or getpass.getuser()
-        binding = bind_live(self.cfg, self.store, prev, by=who, previous_id=b["generation_id"])
-        self.store.add_event("rollback", f"{who} rolled back from generation {b['generation_id']} to {prev['id']}")
-        return {"promoted": True, "live": binding["generation_id"], "previous": binding["previous_generation_id"],
-                "report": {"rollback": True}, **_aliases(binding)}
+        flip = bind_live(self.cfg, self.store, prev, by=who, previous_id=b.generation_id)
+        binding = flip.binding
+        self.store.add_event("rollback", f"{who} rolled back from generation {b.generation_id} to {prev.id}")
+        return {"promoted": True, "live": binding.generation_id, "previous": binding.previous_generation_id,
+                "report": {"rollback": True}, **flip.alias_keys()}
 
     # -- gc ---------------------------------------------------------------------------------
 
-    def expired(self, now: float | None = None) -> list[dict[str, Any]]:
+    def expired(self, now: float | None = None) -> list[GenerationRecord]:
         """Retired generations past the rollback window, or beyond `keep_generations`
         (counting the live and the previous one, which are never expired)."""
         b = self.store.get_binding()
-        protected = {b["generation_id"], b["previous_generation_id"]} if b else set()
+        protected = {b.generation_id, b.previous_generation_id} if b else set()
         window = self.cfg.retention.rollback_window_hours * 3600
         now = time.time() if now is None else now
-        retired = [g for g in self.store.generations(("retired",)) if g["id"] not in protected]
+        retired = [g for g in self.store.generations(("retired",)) if g.id not in protected]
         keep_budget = max(self.cfg.retention.keep_generations - len(protected - {None}), 0)
-        return [g for i, g in enumerate(sorted(retired, key=lambda g: g["retired_at"] or 0, reverse=True))
-                if (now - (g["retired_at"] or 0)) > window or i >= keep_budget]
+        return [g for i, g in enumerate(sorted(retired, key=lambda g: g.retired_at or 0, reverse=True))
+                if (now - (g.retired_at or 0)) > window or i >= keep_budget]
 
     def collect_garbage(self) -> list[str]:
         """Drop the expired generations (their indexes, snapshots and index state on every
         backend) and the chunk rows only they used; returns their names."""
         dropped = []
         for g in self.expired():
-            drop_generation_files(self.cfg, g["name"])
-            self.store.update_generation(g["id"], status="dropped", vector_snapshot=None, keyword_snapshot=None)
-            self.store.clear_index_state(g["id"], list(self.store.index_state(g["id"])))
-            dropped.append(g["name"])
+            drop_generation_files(self.cfg, g.name)
+            self.store.update_generation(g.id, status="dropped", vector_snapshot=None, keyword_snapshot=None)
+            self.store.clear_index_state(g.id, list(self.store.index_state(g.id)))
+            dropped.append(g.name)
         if dropped:
-            kept = {g["stage_versions"]["chunk"] for g in self.store.generations() if g["status"] != "dropped"}
+            kept = {g.stage_versions["chunk"] for g in self.store.generations() if g.status != "dropped"}
             removed = self.store.drop_chunk_versions_except(kept)
             self.store.add_event("gc", f"dropped generations {', '.join(dropped)} "
                                        f"and {removed} chunk rows only they used")
         return dropped
 
-    def drop_candidate(self, gen: dict[str, Any], *, reason: str) -> None:
+    def drop_candidate(self, gen: GenerationRecord, *, reason: str) -> None:
         """Drop a building generation no one will promote (a judged `bindery tune` trial): its files
         and index state go, its row stays as `dropped`. Its cached chunks and embeddings stay too (a
         later trial or reindex re-uses them; `bindery gc` removes what nothing uses)."""
-        if gen["status"] not in ("building", "retired"):
-            raise BindingError(f"generation {gen['name']} is {gen['status']}: only a candidate can be dropped")
-        drop_generation_files(self.cfg, gen["name"])
-        self.store.update_generation(gen["id"], status="dropped", vector_snapshot=None, keyword_snapshot=None,
+        if gen.status not in ("building", "retired"):
+            raise BindingError(f"generation {gen.name} is {gen.status}: only a candidate can be dropped")
+        drop_generation_files(self.cfg, gen.name)
+        self.store.update_generation(gen.id, status="dropped", vector_snapshot=None, keyword_snapshot=None,
                                      retired_at=time.time())
-        self.store.clear_index_state(gen["id"], list(self.store.index_state(gen["id"])))
-        self.store.add_event("candidate-dropped", f"candidate {gen['name']} dropped: {reason}")
+        self.store.clear_index_state(gen.id, list(self.store.index_state(gen.id)))
+        self.store.add_event("candidate-dropped", f"candidate {gen.name} dropped: {reason}")

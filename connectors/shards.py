@@ -26,10 +26,9 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from connectors.config import BinderyConfig, SourceConfig
-from connectors.store import DocumentStore
+from connectors.store import DocumentRecord, DocumentStore, IndexStateRecord
 
 _KEY = re.compile(r"^(?P<source>[A-Za-z0-9][A-Za-z0-9_.-]{0,63}):shard-(?P<k>\d+)-of-(?P<n>\d+)$")
 
@@ -85,10 +84,10 @@ class ShardStore(DocumentStore):
         self.__dict__.update(base.__dict__)  # base's engine and URL: no second pool, no migration
         self.shard = shard
 
-    def documents(self, source: str | None = None, *, include_deleted: bool = False) -> list[dict[str, Any]]:
+    def documents(self, source: str | None = None, *, include_deleted: bool = False) -> list[DocumentRecord]:
         rows = super().documents(source, include_deleted=include_deleted)
-        return [d for d in rows if self.shard.holds(d["doc_id"])] if source is not None else rows
+        return [d for d in rows if self.shard.holds(d.doc_id)] if source is not None else rows
 
-    def index_state(self, generation_id: int, source: str | None = None) -> dict[str, dict[str, Any]]:
+    def index_state(self, generation_id: int, source: str | None = None) -> dict[str, IndexStateRecord]:
         rows = super().index_state(generation_id, source)
         return {k: v for k, v in rows.items() if self.shard.holds(k)} if source is not None else rows

@@ -18,7 +18,7 @@ from connectors.config import BinderyConfig
 from connectors.errors import ConfigError
 from connectors.indexes.base import PUBLIC, Filters
 from connectors.lifecycle import Lifecycle
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 from evals.evalset import load_eval_set
 from evals.gate import GateReport, compare, first_generation_report
 from evals.runner import EvalReport, ExcludingSearchFn, run_eval
@@ -29,11 +29,11 @@ __all__ = ["evaluate", "excluding_search", "judge", "promote"]
 
 def all_principals(store: DocumentStore) -> tuple[str, ...]:
     """Evaluation sees every document: it asks as every principal the corpus names."""
-    found = {p for d in store.documents() for p in d["acl"]}
+    found = {p for d in store.documents() for p in d.acl}
     return tuple(sorted(found | {PUBLIC}))
 
 
-def evaluate(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], queries: str | None = None,
+def evaluate(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, queries: str | None = None,
              k: int | None = None) -> EvalReport:
     path = queries or cfg.gate.queries
     if not path:
@@ -54,7 +54,7 @@ def excluding_search(retriever: GenerationRetriever, filters: Filters) -> Exclud
     return search
 
 
-def judge(cfg: BinderyConfig, store: DocumentStore, cand: dict[str, Any]) -> GateReport:
+def judge(cfg: BinderyConfig, store: DocumentStore, cand: GenerationRecord) -> GateReport:
     """Gate verdict for `cand` against the live generation; recorded on the candidate."""
     g = cfg.gate
     lifecycle = Lifecycle(cfg, store)
@@ -63,13 +63,13 @@ def judge(cfg: BinderyConfig, store: DocumentStore, cand: dict[str, Any]) -> Gat
         own = evaluate(cfg, store, cand) if g.queries else None
         report = first_generation_report(own, g.metric, g.secondary_metric, g.tolerance, g.max_regressions)
     else:
-        live_report = evaluate(cfg, store, live.row)
+        live_report = evaluate(cfg, store, live.record)
         cand_report = evaluate(cfg, store, cand)
         report = compare(live_report, cand_report, g.metric, g.secondary_metric, g.tolerance, g.max_regressions)
     out = report.to_json()
     out["judged_at"] = time.time()
     out["live_generation"] = live.id if live else None
-    lifecycle.record_verdict(cand["id"], out)
+    lifecycle.record_verdict(cand.id, out)
     return report
 
 

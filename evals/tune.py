@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from connectors.config import BinderyConfig
 from connectors.errors import ConfigError
 from connectors.indexes.base import Filters
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 from connectors.store import schema as t
 from evals.evalset import load_eval_set
 from evals.promotion import all_principals, excluding_search
@@ -230,7 +230,7 @@ def _best(trials: Sequence[Trial], metric: str, secondary: str) -> int:
     return max(range(len(trials)), key=lambda i: (trials[i].tune[metric], trials[i].tune[secondary], -i))
 
 
-def run_tune(cfg: BinderyConfig, store: DocumentStore, gen: dict[str, Any], *,
+def run_tune(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, *,
              space: Mapping[str, Sequence[Any]] | None = None, budget: Budget | None = None,
              seed: int | None = None, queries: str | None = None) -> TuneResult:
     """Run the trials against generation ``gen`` and choose the best on the tuning half."""

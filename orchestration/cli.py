@@ -29,7 +29,7 @@ from orchestration import report
 
 if TYPE_CHECKING:
     from connectors.lifecycle import Lifecycle
-    from connectors.store import DocumentStore
+    from connectors.store import DocumentStore, GenerationRecord
     from orchestration.runs import Runner, RunOutcome
 
 
@@ -230,9 +230,9 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         raise ConfigError(f"--out {out}: cannot create its folder: {e.strerror or e}") from None
     store = _store(cfg)
     gen = _generation(cfg, store, "live")
-    docs = {d["doc_id"]: d["external_id"] for d in store.documents()}
+    docs = {d.doc_id: d.external_id for d in store.documents()}
     by_doc: dict[str, list[dict[str, Any]]] = {}
-    for c in store.chunks_for(list(docs), gen["stage_versions"]["chunk"]):
+    for c in store.chunks_for(list(docs), gen.stage_versions["chunk"]):
         by_doc.setdefault(docs[c["doc_id"]], []).append(c)
     writer = None
     if cfg.stages.context.provider == "anthropic":
@@ -249,7 +249,7 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     except OSError as e:
         raise ConfigError(f"--out {out}: cannot write it: {e.strerror or e}") from None
     return {"out": str(out), "cases": len(cases), "by_kind": dict(Counter(c["category"] for c in cases)),
-            "provider": "anthropic" if writer is not None else "offline", "generation": gen["id"]}
+            "provider": "anthropic" if writer is not None else "offline", "generation": gen.id}
 
 
 def check_eval_set(cfg: BinderyConfig, store: Any) -> None:
@@ -276,14 +276,15 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     if not a.force:
         check_eval_set(cfg, store)
     cand = lifecycle.resolve(a.candidate)  # fails early and clearly when there is none
-    conf = {"candidate": cand["id"], "force": bool(a.force), "reason": a.reason,
+    conf = {"candidate": cand.id, "force": bool(a.force), "reason": a.reason,
             "forced_by": a.by or os.environ.get("USER") or "cli"}
     run_config = {"ops": {"generation_eval": {"config": conf}, "index_binding": {"config": conf}}}
     res = _runner(cfg).run("promote", run_config=run_config)
     b = store.get_binding()
-    rep = (store.get_generation(cand["id"]) or {}).get("eval_report") or {}
-    out = {"promoted": res.success, "live": b["generation_id"] if b else None,
-           "previous": b["previous_generation_id"] if b else None, "candidate": cand["id"], "report": rep}
+    judged = store.get_generation(cand.id)
+    rep = (judged.eval_report if judged else None) or {}
+    out: dict[str, Any] = {"promoted": res.success, "live": b.generation_id if b else None,
+           "previous": b.previous_generation_id if b else None, "candidate": cand.id, "report": rep}
     if not res.success:
         out["error"] = res.error
         raise CommandFailed(res.error or "promotion failed", out)
@@ -338,7 +339,7 @@ def cmd_rollback(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     return {**_lifecycle(cfg).rollback(by=a.by), "rolled_back": True}
 
 
-def _generation(cfg: BinderyConfig, store: Any, which: str) -> dict[str, Any]:
+def _generation(cfg: BinderyConfig, store: Any, which: str) -> GenerationRecord:
     """The row of `--generation`: live, candidate or an id (connectors.lifecycle)."""
     from connectors.lifecycle import Lifecycle
 
@@ -353,7 +354,7 @@ def cmd_eval(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     store = _store(cfg)
     gen = _generation(cfg, store, a.generation)
     rep = evaluate(cfg, store, gen, queries=a.queries)
-    return {"generation": gen["id"], "generation_name": gen["name"], **rep.to_json(),
+    return {"generation": gen.id, "generation_name": gen.name, **rep.to_json(),
             "_table": report.eval_table(rep)}
 
 
@@ -369,23 +370,23 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     ingestion, _ = split_space(cfg.tune.space or DEFAULT_SPACE)
     built = None
     if ingestion or a.build:
-        if gen["status"] != "live":
+        if gen.status != "live":
             raise ConfigError("tune --generation: ingestion settings are tried against the live generation")
         result, built = tune_generations(cfg, store, gen, build=a.build, budget=budget, seed=a.seed,
                                          queries=a.queries)
     else:
         result = run_tune(cfg, store, gen, budget=budget, seed=a.seed, queries=a.queries)
     out = result.to_json()
-    out["built"] = {"id": built["id"], "name": built["name"]} if built else None
+    out["built"] = {"id": built.id, "name": built.name} if built else None
     best = out["best"]
-    store.add_event("tune", f"{len(result.trials)} trials on generation {gen['name']}; best "
+    store.add_event("tune", f"{len(result.trials)} trials on generation {gen.name}; best "
                     f"{best['settings']} (tune {result.metric} {best['tune'][result.metric]:.3f}, "
-                    f"check {best['check'][result.metric]:.3f})", details={**out, "generation": gen["id"]})
+                    f"check {best['check'][result.metric]:.3f})", details={**out, "generation": gen.id})
     if a.json:
-        return {"generation": gen["id"], **out}
+        return {"generation": gen.id, **out}
     print(format_trials(result))
     if built:
-        print(f"built candidate {built['name']} from {best['settings']}: copy these settings into "
+        print(f"built candidate {built.name} from {best['settings']}: copy these settings into "
               f"{cfg.config_path or 'bindery.yaml'}, then `bindery promote` (the gate judges it)")
     elif a.build:
         print("the configuration as it stands scored best: nothing to build")
@@ -413,8 +414,8 @@ def cmd_dlq(cfg: BinderyConfig, a: argparse.Namespace) -> Any:
     store = _store(cfg)
     if a.action == "retry":
         return _dlq_retry(cfg, store, a)
-    return [{"doc": d["external_id"], "source": d["source"], "stage": d["stage"], "reason": d["reason"],
-             "error": d["error"], "at": d["at"]} for d in store.dead_letters(source=a.source)]
+    return [{"doc": d.external_id, "source": d.source, "stage": d.stage, "reason": d.reason,
+             "error": d.error, "at": d.at} for d in store.dead_letters(source=a.source)]
 
 
 def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) -> dict[str, Any]:
@@ -425,20 +426,20 @@ def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) 
 
     entries = store.dead_letters(source=a.source)
     if a.doc:
-        entries = [e for e in entries if e["external_id"] in a.doc or e["doc_id"] in a.doc]
+        entries = [e for e in entries if e.external_id in a.doc or e.doc_id in a.doc]
     elif not a.all:
         raise ConfigError("say which: `bindery dlq retry --doc PATH` or `bindery dlq retry --all`")
     if not entries:
         return {"retried": 0, "resolved": 0, "still_failing": []}
-    hashes = sorted({e["content_hash"] for e in entries if e["content_hash"]})
+    hashes = sorted({e.content_hash for e in entries if e.content_hash})
     with store.tx() as c:
         for i in range(0, len(hashes), 500):
             c.execute(t.parses.delete().where(t.parses.c.content_hash.in_(hashes[i:i + 500]),
                                               t.parses.c.status != "ok"))
     runner = _runner(cfg)
-    runner.run_sources("sync", sorted({e["source"] for e in entries}))
-    still = {d["doc_id"] for d in store.dead_letters()}
-    left = [e["external_id"] for e in entries if e["doc_id"] in still]
+    runner.run_sources("sync", sorted({e.source for e in entries}))
+    still = {d.doc_id for d in store.dead_letters()}
+    left = [e.external_id for e in entries if e.doc_id in still]
     out = {"retried": len(entries), "resolved": len(entries) - len(left), "still_failing": left}
     if left:
         raise CommandFailed(f"{len(left)} of {len(entries)} still failing: {', '.join(left[:5])}", out)

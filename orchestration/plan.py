@@ -46,6 +46,7 @@ from connectors.errors import SourceError, TooLarge
 from connectors.identity import content_hash, doc_id, short_hash, text_hash
 from connectors.sources import make_source
 from connectors.sources.base import Source
+from connectors.store import DocumentRecord
 
 __all__ = ["STAGES", "compute_plan"]
 
@@ -69,7 +70,7 @@ class SourcePlan:
     would_delete: int = 0
     unsafe: str | None = None
     error: str | None = None
-    docs: list[dict[str, Any]] = field(default_factory=list)
+    docs: list[DocumentRecord] = field(default_factory=list)
     data: dict[str, bytes] = field(default_factory=dict)  # content hash -> bytes read by the listing
 
     @property
@@ -90,17 +91,17 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     except SourceError as e:
         sp.error = str(e)
         return sp
-    known = {d["external_id"]: d for d in rt.store.documents(scfg.name, include_deleted=True)}
-    live_known = {k: d for k, d in known.items() if d["deleted_at"] is None}
+    known = {d.external_id: d for d in rt.store.documents(scfg.name, include_deleted=True)}
+    live_known = {k: d for k, d in known.items() if d.deleted_at is None}
     listed_ids = {e.external_id for e in entries}
     gone = [d for k, d in live_known.items() if k not in listed_ids]
-    prior = rt.store.get_source(scfg.name) or {}
+    prior = rt.store.get_source(scfg.name)
     sp.listed, sp.would_delete = len(entries), len(gone)
-    unsafe = check_delete_safety(scfg, len(entries), len(gone), prior.get("last_good_listing_count"))
+    unsafe = check_delete_safety(scfg, len(entries), len(gone), prior.last_good_listing_count if prior else None)
     if unsafe and not allow_mass_delete:
         sp.unsafe = unsafe
         return sp
-    gone_hashes = {d["content_hash"] for d in gone if d["content_hash"]}
+    gone_hashes = {d.content_hash for d in gone if d.content_hash}
     default_acl = _default_acl(scfg)
     for entry in entries:
         live_old = live_known.get(entry.external_id)
@@ -121,11 +122,13 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
         acl = _acl_of(entry)
         sp.changes[change_class(live_old, chash, acl, dict(entry.metadata), gone_hashes)] += 1
         sp.data[chash] = data
-        sp.docs.append({**(live_old or {}), "doc_id": doc_id(scfg.name, entry.external_id), "source": scfg.name,
-                        "external_id": entry.external_id, "uri": entry.uri, "content_hash": chash, "acl": acl,
-                        "acl_hash": short_hash(acl, 16), "metadata": dict(entry.metadata),
-                        "fingerprint": entry.fingerprint, "size": entry.size,
-                        "source_modified_at": entry.modified_at})
+        now = time.time()  # the row as the sync would write it (its times are not used)
+        sp.docs.append(DocumentRecord(
+            doc_id=doc_id(scfg.name, entry.external_id), source=scfg.name, external_id=entry.external_id,
+            uri=entry.uri, content_hash=chash, fingerprint=entry.fingerprint, size=entry.size, acl=acl,
+            acl_hash=short_hash(acl, 16), metadata=dict(entry.metadata), source_modified_at=entry.modified_at,
+            first_seen=live_old.first_seen if live_old else now, last_seen=now,
+            changed_at=live_old.changed_at if live_old else now))
     sp.changes["deleted"] = len(gone)
     return sp
 
@@ -156,9 +159,9 @@ class StageWalk:
         pver = g.versions["parse"]
         good = good_parses(self.rt, self.sp.docs, pver)
         for d in self.sp.docs:
-            parse = self.parsed.get((d["doc_id"], pver))
+            parse = self.parsed.get((d.doc_id, pver))
             if parse is not None:
-                good[d["doc_id"]] = parse
+                good[d.doc_id] = parse
         return good
 
     def walk_parse(self, g: Generation) -> None:
@@ -171,15 +174,15 @@ class StageWalk:
         self.counts["parse"].cached += len(self.sp.docs) - len(todo)
         scfg = self.rt.cfg.source(self.sp.name)
         for d in todo:
-            self.parsed[(d["doc_id"], pver)] = self._parse_in_memory(d, g, scfg)
+            self.parsed[(d.doc_id, pver)] = self._parse_in_memory(d, g, scfg)
 
-    def _parse_in_memory(self, d: dict[str, Any], g: Generation, scfg: SourceConfig) -> dict[str, Any] | None:
+    def _parse_in_memory(self, d: DocumentRecord, g: Generation, scfg: SourceConfig) -> dict[str, Any] | None:
         try:
-            data = self.sp.data.get(d["content_hash"])
+            data = self.sp.data.get(d.content_hash or "")
             if data is None:
                 self.source = self.source or make_source(scfg)
                 data = read_content(self.rt, self.source, d)
-            result = parse_document(data, d["external_id"], g.stages.parse)
+            result = parse_document(data, d.external_id, g.stages.parse)
         except Exception:
             return None  # the sync dead-letters it: nothing to chunk
         if validate_parse(result.metrics, scfg.quality):
@@ -192,22 +195,22 @@ class StageWalk:
         cver, pver = g.versions["chunk"], g.versions["parse"]
         parses = self.parses(g)
         current = self.rt.store.chunk_keys(list(parses), cver)
-        fresh = [d for d in self.sp.docs if d["doc_id"] in parses and needs_chunking(current, d, pver)]
+        fresh = [d for d in self.sp.docs if d.doc_id in parses and needs_chunking(current, d, pver)]
         if ("chunk", cver) not in self.walked:
             self.walked.add(("chunk", cver))
             self.counts["chunk"].compute += len(fresh)
             self.counts["chunk"].cached += len(parses) - len(fresh)
         for d in fresh:
-            key = (d["doc_id"], cver)
+            key = (d.doc_id, cver)
             if key not in self.chunked:
                 try:
-                    self.chunked[key] = chunk_rows(d, parses[d["doc_id"]], g.stages.chunk, cver, pver)
+                    self.chunked[key] = chunk_rows(d, parses[d.doc_id], g.stages.chunk, cver, pver)
                 except Exception:
                     self.chunked[key] = []
-        fresh_ids = {d["doc_id"] for d in fresh}
-        stored = self.rt.store.chunks_for([d["doc_id"] for d in self.sp.docs
-                                           if d["doc_id"] in parses and d["doc_id"] not in fresh_ids], cver)
-        return stored + [c for d in fresh for c in self.chunked[(d["doc_id"], cver)]]
+        fresh_ids = {d.doc_id for d in fresh}
+        stored = self.rt.store.chunks_for([d.doc_id for d in self.sp.docs
+                                           if d.doc_id in parses and d.doc_id not in fresh_ids], cver)
+        return stored + [c for d in fresh for c in self.chunked[(d.doc_id, cver)]]
 
     # context
     def walk_context(self, g: Generation, chunks: list[dict[str, Any]]) -> None:
@@ -266,7 +269,7 @@ class StageWalk:
         self.counts["embed"].cached += len(hashes) - len(missing)
 
     def walk_index(self, g: Generation, chunks: list[dict[str, Any]], texts: dict[str, str]) -> None:
-        docs = {d["doc_id"]: d for d in self.sp.docs}
+        docs = {d.doc_id: d for d in self.sp.docs}
         state = self.rt.store.index_state(g.id, self.sp.name) if g.id else {}
         by_doc: dict[str, list[dict[str, Any]]] = {}
         for c in chunks:
@@ -277,7 +280,8 @@ class StageWalk:
                 changed = any(c["chunk_id"] in self.unknown_texts for c in cs)  # an LLM prefix is coming
             else:
                 digest = doc_digest(docs[did], cs, texts)
-                changed = state.get(did, {}).get("digest") != digest
+                held = state.get(did)
+                changed = (held.digest if held else None) != digest
             if changed:
                 written += 1
                 self.index["chunks"] += len(cs)
@@ -287,7 +291,7 @@ class StageWalk:
         self.counts["index"].cached += len(by_doc) - written
 
     def walk_deletes_only(self, g: Generation) -> None:
-        docs = {d["doc_id"] for d in self.sp.docs}
+        docs = {d.doc_id for d in self.sp.docs}
         self.index["delete"] += sum(1 for did in self.rt.store.index_state(g.id, self.sp.name) if did not in docs)
 
     def run(self, targets: list[Generation], delete_only: list[Generation]) -> None:

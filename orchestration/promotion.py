@@ -47,11 +47,11 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
         if not config.force:
             raise
         verdict: dict[str, Any] = {"passed": False, "reasons": [f"gate not run: {e}"]}
-        lifecycle.record_verdict(cand["id"], verdict)
+        lifecycle.record_verdict(cand.id, verdict)
         report = None
     else:
         verdict = report.to_json()
-    meta: dict[str, Any] = {"candidate": cand["name"], "passed": verdict["passed"],
+    meta: dict[str, Any] = {"candidate": cand.name, "passed": verdict["passed"],
                             "report": dg.MetadataValue.json(verdict)}
     if report is not None:
         meta["summary"] = dg.MetadataValue.md(f"```\n{format_gate(report)}\n```")
@@ -72,7 +72,7 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
                      else "; ".join(verdict["reasons"])),
         metadata={"regressed": len(verdict.get("regressed", [])), "improved": len(verdict.get("improved", [])),
                   "forced": forced, "forced_by": (config.forced_by or "operator") if forced else "",
-                  "forced_reason": (config.reason or "") if forced else "", "candidate": cand["name"]},
+                  "forced_reason": (config.reason or "") if forced else "", "candidate": cand.name},
     )
 
 
@@ -81,9 +81,9 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
 def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig, bindery: BinderyConfigResource,
                   store: DocumentStoreResource) -> dg.MaterializeResult[Any]:
     cand = Lifecycle(bindery.config, store.store).resolve(config.candidate)
-    verdict = cand.get("eval_report") or {}
+    verdict = cand.eval_report or {}
     try:
-        out = promote(bindery.config, store.store, candidate_id=cand["id"], force=config.force, reason=config.reason,
+        out = promote(bindery.config, store.store, candidate_id=cand.id, force=config.force, reason=config.reason,
                       by=config.forced_by or f"dagster-run:{context.run_id[:8]}", verdict=verdict)
     except GateRefused as e:
         raise dg.Failure(str(e), metadata={"report": dg.MetadataValue.json(e.report)}) from e

@@ -9,7 +9,7 @@ from assets.listing import CLASSES  # the change classes are the listing's; one 
 from connectors.config import BinderyConfig
 from connectors.lifecycle import Generation, Lifecycle
 from connectors.shards import parse_key
-from connectors.store import DocumentStore
+from connectors.store import BindingRecord, DocumentStore, GenerationRecord
 
 
 def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> dict[str, Any]:
@@ -44,12 +44,12 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
             errors[o.partition] = o.error or "failed"
     b = store.get_binding()
     errors.update(_nothing_indexed([o.partition for o in outcomes if o.success], store, b))
-    return {"generation": b["generation_id"] if b else None, "sources": sources, "recomputed": recomputed,
+    return {"generation": b.generation_id if b else None, "sources": sources, "recomputed": recomputed,
             "written": written, "truncated": truncated, "seconds": round(seconds, 3), "timings": timings,
             "errors": errors, "dead_letters": store.counts()["dead_letters"], "_checks": checks}
 
 
-def _nothing_indexed(sources: list[str], store: DocumentStore, binding: dict[str, Any] | None) -> dict[str, str]:
+def _nothing_indexed(sources: list[str], store: DocumentStore, binding: BindingRecord | None) -> dict[str, str]:
     """Sources whose run succeeded but that have documents and none of them in the live index:
     a sync that indexes nothing must not say it succeeded."""
     out = {}
@@ -57,9 +57,9 @@ def _nothing_indexed(sources: list[str], store: DocumentStore, binding: dict[str
         name, shard = parse_key(key)
         docs = store.documents(name)
         if shard is not None:  # a shard that holds no documents has nothing to index
-            docs = [d for d in docs if shard.holds(d["doc_id"])]
-        state = store.index_state(binding["generation_id"], name) if binding else {}
-        if docs and not any(r["digest"] for r in state.values()):  # pending rows are not indexed
+            docs = [d for d in docs if shard.holds(d.doc_id)]
+        state = store.index_state(binding.generation_id, name) if binding else {}
+        if docs and not any(r.digest for r in state.values()):  # pending rows are not indexed
             out[name] = (f"nothing could be indexed: none of the {len(docs)} documents of {name!r} is searchable "
                          "(see `bindery dlq`)")
     return out
@@ -72,19 +72,19 @@ def _pct(values: list[float], q: float) -> float | None:
     return round(values[min(len(values) - 1, int(q * len(values)))], 2)
 
 
-def _gen_summary(g: dict[str, Any] | None) -> dict[str, Any] | None:
+def _gen_summary(g: GenerationRecord | None) -> dict[str, Any] | None:
     if g is None:
         return None
-    rep = g.get("eval_report") or {}
-    return {"id": g["id"], "name": g["name"], "status": g["status"], "stage_versions": g["stage_versions"],
-            "embedder_id": g["embedder_id"], "counts": g["counts"],
-            "age_hours": round((time.time() - g["created_at"]) / 3600, 2),
+    rep = g.eval_report or {}
+    return {"id": g.id, "name": g.name, "status": g.status, "stage_versions": g.stage_versions,
+            "embedder_id": g.embedder_id, "counts": g.counts,
+            "age_hours": round((time.time() - g.created_at) / 3600, 2),
             "eval": {"passed": rep.get("passed"), "candidate": rep.get("candidate"), "reasons": rep.get("reasons"),
-                     "forced_by": g.get("forced_by"), "force_reason": g.get("force_reason")}}
+                     "forced_by": g.forced_by, "force_reason": g.force_reason}}
 
 
-def _row(gen: Generation | None) -> dict[str, Any] | None:
-    return gen.row if gen else None
+def _row(gen: Generation | None) -> GenerationRecord | None:
+    return gen.record if gen else None
 
 
 def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
@@ -96,29 +96,31 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
     first, cand = _row(lifecycle.first_build()), _row(lifecycle.candidate())
     counts = store.counts()
     # pending rows (a write that died before recording it) are not indexed documents
-    state = {k: r for k, r in store.index_state(live["id"]).items() if r["digest"]} if live else {}
+    state = {k: r for k, r in store.index_state(live.id).items() if r.digest} if live else {}
     docs = store.documents()
     by_source: dict[str, Any] = {}
     for s in cfg.sources:
-        row = store.get_source(s.name) or {}
-        sdocs = [d for d in docs if d["source"] == s.name]
-        lags = [state[d["doc_id"]]["indexed_at"] - d["source_modified_at"]
-                for d in sdocs if d["doc_id"] in state and d["source_modified_at"]]
+        row = store.get_source(s.name)
+        sdocs = [d for d in docs if d.source == s.name]
+        lags = [state[d.doc_id].indexed_at - d.source_modified_at
+                for d in sdocs if d.doc_id in state and d.source_modified_at]
         by_source[s.name] = {
-            "kind": s.kind, "documents": len(sdocs), "indexed": sum(1 for d in sdocs if d["doc_id"] in state),
-            "last_listing_at": row.get("last_listing_at"), "last_good_listing_at": row.get("last_good_listing_at"),
-            "last_good_listing_count": row.get("last_good_listing_count"), "last_error": row.get("last_error"),
+            "kind": s.kind, "documents": len(sdocs), "indexed": sum(1 for d in sdocs if d.doc_id in state),
+            "last_listing_at": row.last_listing_at if row else None,
+            "last_good_listing_at": row.last_good_listing_at if row else None,
+            "last_good_listing_count": row.last_good_listing_count if row else None,
+            "last_error": row.last_error if row else None,
             "lag_p50_s": _pct(lags, 0.5), "lag_p95_s": _pct(lags, 0.95),
         }
-    return {"live": live["id"] if live else None, "candidate": cand["id"] if cand else None,
-            "previous": prev["id"] if prev else None, "first_build": first["id"] if first else None,
-            "documents": counts["documents"], "chunks": (live or {}).get("counts", {}).get("chunks", 0),
+    return {"live": live.id if live else None, "candidate": cand.id if cand else None,
+            "previous": prev.id if prev else None, "first_build": first.id if first else None,
+            "documents": counts["documents"], "chunks": live.counts.get("chunks", 0) if live else 0,
             "dead_letters": counts["dead_letters"], "sources": by_source,
             "generations": {"live": _gen_summary(live), "previous": _gen_summary(prev),
                             "candidate": _gen_summary(cand), "first_build": _gen_summary(first)},
-            "binding": ({"version": b["version"], "flipped_at": b["flipped_at"], "flipped_by": b["flipped_by"]}
+            "binding": ({"version": b.version, "flipped_at": b.flipped_at, "flipped_by": b.flipped_by}
                         if b else None),
-            "events": [{"kind": e["kind"], "message": e["message"], "at": e["at"]} for e in store.events(limit=5)]}
+            "events": [{"kind": e.kind, "message": e.message, "at": e.at} for e in store.events(limit=5)]}
 
 
 def eval_table(rep: Any) -> str:

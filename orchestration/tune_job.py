@@ -30,7 +30,7 @@ def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery
                       budget=parse_budget(config.budget) if config.budget else None)
     out = result.to_json()
     store.store.add_event("tune", f"{len(result.trials)} trials (Dagster job)",
-                          details={**out, "generation": gen["id"]})
+                          details={**out, "generation": gen.id})
     best = out["best"]
     meta: dict[str, dg.RawMetadataValue] = {
         "trials": dg.MetadataValue.md(f"```\n{format_trials(result)}\n```"),

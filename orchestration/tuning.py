@@ -30,7 +30,7 @@ from connectors.config import BinderyConfig, load_config
 from connectors.errors import BinderyError, BindingError
 from connectors.identity import short_hash
 from connectors.lifecycle import Generation, Lifecycle
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 from evals.tune import (
     DEFAULT_SPACE,
     Budget,
@@ -51,9 +51,9 @@ class TrialBuildFailed(BinderyError):
     """The reindex of one ingestion setting failed; its candidate was dropped."""
 
 
-def tune_generations(cfg: BinderyConfig, store: DocumentStore, live: dict[str, Any], *, build: bool = False,
+def tune_generations(cfg: BinderyConfig, store: DocumentStore, live: GenerationRecord, *, build: bool = False,
                      budget: Budget | None = None, seed: int | None = None,
-                     queries: str | None = None) -> tuple[TuneResult, dict[str, Any] | None]:
+                     queries: str | None = None) -> tuple[TuneResult, GenerationRecord | None]:
     """Run the search (module docstring); returns the result and, with `build`, the candidate
     generation row left for the gate (None when the configuration as it stands is best)."""
     ingest, query_space = split_space(cfg.tune.space or DEFAULT_SPACE)
@@ -88,7 +88,7 @@ def tune_generations(cfg: BinderyConfig, store: DocumentStore, live: dict[str, A
     kept = None
     if build and best[1] > 0:  # every cached parse, chunk, prefix and embedding of it is there
         kept = _build(cfg, store, settings[best[1]])[0]
-        store.add_event("tune-candidate", f"tune built candidate {kept['name']} from {settings[best[1]]}",
+        store.add_event("tune-candidate", f"tune built candidate {kept.name} from {settings[best[1]]}",
                         details={"settings": trials[best[0]].settings})
     out = TuneResult(trials, best[0], cfg.gate.metric, cfg.gate.secondary_metric, result.split)
     return out, kept
@@ -109,7 +109,7 @@ def _left(budget: Budget, done: int, elapsed: float, settings_left: int) -> Budg
 
 
 def _build(cfg: BinderyConfig, store: DocumentStore, ing: dict[str, Any]) -> tuple[
-        dict[str, Any], BinderyConfig, tuple[int, int, float]]:
+        GenerationRecord, BinderyConfig, tuple[int, int, float]]:
     """Reindex one ingestion setting into a candidate; (its row, its configuration, (parse rows,
     embedding rows, seconds) it added)."""
     from orchestration.report import sync_summary
@@ -122,7 +122,7 @@ def _build(cfg: BinderyConfig, store: DocumentStore, ing: dict[str, Any]) -> tup
                                                  tags={"bindery/candidate": cand.name, "bindery/tune": "1"})
     summary = sync_summary(outcomes, seconds, store)
     if summary["errors"]:
-        Lifecycle(cfg, store).drop_candidate(cand.row, reason="tune: its reindex failed")
+        Lifecycle(cfg, store).drop_candidate(cand.record, reason="tune: its reindex failed")
         raise TrialBuildFailed(f"tune: building {ing} failed: " +
                                "; ".join(f"{k}: {v}" for k, v in summary["errors"].items()))
     after = store_rows(store)

@@ -17,18 +17,18 @@ from assets.runtime import Runtime
 from connectors.config import BinderyConfig
 from connectors.generations import GenerationPaths, is_embedded, open_writer, publish, vector_engine, writer_lock
 from connectors.lifecycle import RETAINED
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 
 
-def expected_chunk_ids(store: DocumentStore, gen: dict[str, Any]) -> set[str]:
+def expected_chunk_ids(store: DocumentStore, gen: GenerationRecord) -> set[str]:
     return set(expected_acls(store, gen))
 
 
-def expected_acls(store: DocumentStore, gen: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+def expected_acls(store: DocumentStore, gen: GenerationRecord) -> dict[str, tuple[str, ...]]:
     """chunk id -> the ACL its document has in the store now, for the chunks `gen` should hold."""
-    state = store.index_state(gen["id"])
-    rows = store.chunks_for(list(state), gen["stage_versions"]["chunk"])
-    acl_of = {did: tuple(sorted(d["acl"])) for did, d in store.get_documents(list(state)).items()}
+    state = store.index_state(gen.id)
+    rows = store.chunks_for(list(state), gen.stage_versions["chunk"])
+    acl_of = {did: tuple(sorted(d.acl)) for did, d in store.get_documents(list(state)).items()}
     return {r["chunk_id"]: acl_of.get(r["doc_id"], ()) for r in rows}
 
 
@@ -41,10 +41,10 @@ def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) ->
     rt = Runtime(cfg, store)
     report: dict[str, Any] = {"consistent": True, "generations": {}}
     for g in rt.lifecycle.generations(RETAINED):
-        acls = expected_acls(store, g.row)
+        acls = expected_acls(store, g.record)
         expected = set(acls)
         with writer_lock(cfg, g.name):
-            pair = open_writer(cfg, g.row, None)
+            pair = open_writer(cfg, g.record, None)
             try:
                 vec_acls, kw_acls = pair.vector.acls(), pair.keyword.acls()
                 vec_n, kw_n = pair.vector.count(), pair.keyword.count()
@@ -64,25 +64,25 @@ def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) ->
             continue
         report["consistent"] = False
         if repair:
-            _rebuild(rt, g.row)
+            _rebuild(rt, g.record)
             report["generations"][g.name]["repaired"] = True
     return report
 
 
-def _rebuild(rt: Runtime, gen: dict[str, Any]) -> None:
-    paths = GenerationPaths.of(rt.cfg, gen["name"])
-    with writer_lock(rt.cfg, gen["name"]):
+def _rebuild(rt: Runtime, gen: GenerationRecord) -> None:
+    paths = GenerationPaths.of(rt.cfg, gen.name)
+    with writer_lock(rt.cfg, gen.name):
         if is_embedded(vector_engine(rt.cfg, gen)):
             shutil.rmtree(paths.vector(vector_engine(rt.cfg, gen)), ignore_errors=True)
         shutil.rmtree(paths.keyword, ignore_errors=True)
-        rt.store.clear_index_state(gen["id"], list(rt.store.index_state(gen["id"])))
-    g = next(x for x in rt.lifecycle.generations(RETAINED) if x.id == gen["id"])
+        rt.store.clear_index_state(gen.id, list(rt.store.index_state(gen.id)))
+    g = next(x for x in rt.lifecycle.generations(RETAINED) if x.id == gen.id)
     for s in rt.cfg.sources:
         run_index(rt, s.name, [g])
-    with writer_lock(rt.cfg, gen["name"]):
+    with writer_lock(rt.cfg, gen.name):
         open_writer(rt.cfg, gen, None).close()  # ensure empty indexes exist even with no data
         vec, kw = publish(rt.cfg, gen)
-    rt.store.update_generation(gen["id"], vector_snapshot=vec, keyword_snapshot=kw)
-    rt.store.add_event("verify-repair", f"rebuilt indexes of {gen['name']} from the document store")
-    if gen["status"] == "live":
+    rt.store.update_generation(gen.id, vector_snapshot=vec, keyword_snapshot=kw)
+    rt.store.add_event("verify-repair", f"rebuilt indexes of {gen.name} from the document store")
+    if gen.status == "live":
         rt.store.bump_binding()

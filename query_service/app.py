@@ -209,7 +209,7 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
         cur = r.current
         if cur is None:
             return JSONResponse(status_code=503, content={"ready": False, "reason": r.last_error})
-        return JSONResponse(content={"ready": True, "generation": cur.gen["id"], "name": cur.gen["name"],
+        return JSONResponse(content={"ready": True, "generation": cur.gen.id, "name": cur.gen.name,
                                      "version": cur.version, "warning": r.last_error})
 
     @app.get("/binding", response_model=BindingInfo, responses={503: _ERRORS[503]})
@@ -218,12 +218,13 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
         b = r.store.get_binding()
         if b is None:
             raise HTTPException(503, "no live binding yet")
-        gen = r.store.get_generation(b["generation_id"]) or {}
+        gen = r.store.get_generation(b.generation_id)
         served = r.current
-        return {"alias": b["alias"], "generation": b["generation_id"], "previous": b["previous_generation_id"],
-                "flipped_at": b["flipped_at"], "version": b["version"], "name": gen.get("name"),
-                "embedder_id": gen.get("embedder_id"), "stage_versions": gen.get("stage_versions"),
-                "served_generation": served.gen["id"] if served else None,
+        return {"alias": b.alias, "generation": b.generation_id, "previous": b.previous_generation_id,
+                "flipped_at": b.flipped_at, "version": b.version, "name": gen.name if gen else None,
+                "embedder_id": gen.embedder_id if gen else None,
+                "stage_versions": gen.stage_versions if gen else None,
+                "served_generation": served.gen.id if served else None,
                 "served_version": served.version if served else None}
 
     @app.post("/search", response_model=SearchResponse, responses=_ERRORS)
@@ -245,7 +246,7 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
         m = metrics
         cur = _retriever().current
         if cur is not None:
-            m.generation.set(cur.gen["id"])
+            m.generation.set(cur.gen.id)
             m.binding_version.set(cur.version or 0)
         return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
 

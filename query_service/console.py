@@ -23,7 +23,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import FileResponse, RedirectResponse
 
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 
 __all__ = ["CONSOLE_DIR", "console_router"]
 
@@ -32,11 +32,11 @@ _ASSETS = {"console.js": "text/javascript", "console.css": "text/css"}
 TUNE_EVENT = "tune"  # events of this kind whose details hold {"trials": [...]} are charted
 
 
-def _generation(g: dict[str, Any]) -> dict[str, Any]:
-    rep = g.get("eval_report") or {}
-    return {"id": g["id"], "name": g["name"], "status": g["status"], "created_at": g["created_at"],
-            "stage_versions": g["stage_versions"], "embedder_id": g["embedder_id"], "counts": g["counts"] or {},
-            "published_at": g.get("published_at"), "forced_by": g.get("forced_by"),
+def _generation(g: GenerationRecord) -> dict[str, Any]:
+    rep = g.eval_report or {}
+    return {"id": g.id, "name": g.name, "status": g.status, "created_at": g.created_at,
+            "stage_versions": g.stage_versions, "embedder_id": g.embedder_id, "counts": g.counts or {},
+            "published_at": g.published_at, "forced_by": g.forced_by,
             "gate": {"passed": rep.get("passed"), "reasons": rep.get("reasons") or [],
                      "warnings": rep.get("warnings") or [], "metric": rep.get("metric"),
                      "live": rep.get("live") or {}, "candidate": rep.get("candidate") or {},
@@ -46,34 +46,34 @@ def _generation(g: dict[str, Any]) -> dict[str, Any]:
 
 def generations(store: DocumentStore) -> dict[str, Any]:
     b = store.get_binding()
-    gens = [g for g in store.generations() if g["status"] != "dropped"]
-    building = [g["id"] for g in gens if g["status"] == "building"]
-    return {"live": b["generation_id"] if b else None, "previous": b["previous_generation_id"] if b else None,
+    gens = [g for g in store.generations() if g.status != "dropped"]
+    building = [g.id for g in gens if g.status == "building"]
+    return {"live": b.generation_id if b else None, "previous": b.previous_generation_id if b else None,
             "candidate": building[-1] if building else None,
-            "binding": {"version": b["version"], "flipped_at": b["flipped_at"], "flipped_by": b["flipped_by"]}
+            "binding": {"version": b.version, "flipped_at": b.flipped_at, "flipped_by": b.flipped_by}
             if b else None,
-            "generations": [_generation(g) for g in sorted(gens, key=lambda g: g["id"], reverse=True)]}
+            "generations": [_generation(g) for g in sorted(gens, key=lambda g: g.id, reverse=True)]}
 
 
 def evals(store: DocumentStore) -> dict[str, Any]:
     """Each judged generation's own metrics (the `candidate` side of its gate report), oldest
     first, and the trials `bindery tune` recorded."""
     points = []
-    for g in sorted(store.generations(), key=lambda g: g["id"]):
-        rep = g.get("eval_report") or {}
+    for g in sorted(store.generations(), key=lambda g: g.id):
+        rep = g.eval_report or {}
         if rep.get("candidate"):
-            points.append({"generation": g["id"], "name": g["name"], "status": g["status"],
+            points.append({"generation": g.id, "name": g.name, "status": g.status,
                            "metrics": rep["candidate"], "passed": rep.get("passed"), "judged_at": rep.get("judged_at")})
     trials = []
     for e in reversed(store.events(TUNE_EVENT, limit=20)):
-        for t in (e.get("details") or {}).get("trials") or []:
-            trials.append({"at": e["at"], **t})
+        for t in (e.details or {}).get("trials") or []:
+            trials.append({"at": e.at, **t})
     return {"generations": points, "tune_trials": trials}
 
 
 def dead_letters(store: DocumentStore) -> list[dict[str, Any]]:
-    return [{"doc": d["external_id"], "source": d["source"], "stage": d["stage"], "reason": d["reason"],
-             "error": d["error"], "at": d["at"]} for d in store.dead_letters()]
+    return [{"doc": d.external_id, "source": d.source, "stage": d.stage, "reason": d.reason,
+             "error": d.error, "at": d.at} for d in store.dead_letters()]
 
 
 def console_router(store_of: Callable[[], DocumentStore], auth: Callable[..., Any] | None = None) -> APIRouter:

@@ -36,7 +36,7 @@ from connectors.generations import IndexPair, open_reader
 from connectors.identity import doc_id
 from connectors.indexes.base import Filters, ScoredId
 from connectors.message_text import strip_message_noise
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 from query_service.ranking import RankedUnit, rank_units
 
 __all__ = ["GenerationRetriever", "Hit", "LiveRetriever", "SearchResult"]
@@ -69,31 +69,31 @@ class Hit:
 
 @dataclass
 class SearchResult:
-    generation: dict[str, Any]
+    generation: GenerationRecord
     hits: list[Hit]
     trace: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out = {"generation": self.generation["id"], "generation_name": self.generation["name"],
+        out = {"generation": self.generation.id, "generation_name": self.generation.name,
                "hits": [h.to_json() for h in self.hits], "trace": self.trace}
         if self.reason:
             out["reason"] = self.reason
         return out
 
 
-def _embedder_for(cfg: BinderyConfig, gen: dict[str, Any]) -> Embedder:
+def _embedder_for(cfg: BinderyConfig, gen: GenerationRecord) -> Embedder:
     """The query embedder recorded with the generation (model, prefixes, backend, precision).
     A different id is a hard error; a recorded backend that cannot run here (openvino not
     importable) is refused with the reason, never replaced by another backend."""
-    key = gen["embedder_id"]
+    key = gen.embedder_id
     if key not in _EMBEDDERS:
         try:
-            emb = Embedder(EmbedConfig.recorded(gen["stage_configs"]["embed"]), cache_dir=cfg.data_path / "models")
+            emb = Embedder(EmbedConfig.recorded(gen.stage_configs["embed"]), cache_dir=cfg.data_path / "models")
         except ConfigError as e:
-            raise EmbedderUnavailable(f"generation {gen['name']} was embedded with a backend that cannot run "
+            raise EmbedderUnavailable(f"generation {gen.name} was embedded with a backend that cannot run "
                                       f"here: {e}") from e
-        emb.check(gen["embedder_id"])
+        emb.check(gen.embedder_id)
         if not emb.loaded:
             _announce_model_load(emb)
         emb.embed_query("warm up")  # load the model now: ready must mean the first query is fast
@@ -110,7 +110,7 @@ def _announce_model_load(emb: Embedder) -> None:
 class _Served:
     """One generation's open readers plus a count of requests using them."""
 
-    def __init__(self, cfg: BinderyConfig, gen: dict[str, Any], version: int | None):
+    def __init__(self, cfg: BinderyConfig, gen: GenerationRecord, version: int | None):
         self.gen = gen
         self.version = version
         self.embedder = _embedder_for(cfg, gen)
@@ -194,8 +194,8 @@ class _Served:
             "sparse": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in sparse_hits[:k]],
             "unit": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in unit_hits[:k]],
             "fusion": qcfg.fusion,
-            "binding": {"generation": self.gen["id"], "name": self.gen["name"], "version": self.version,
-                        "embedder_id": self.gen["embedder_id"]},
+            "binding": {"generation": self.gen.id, "name": self.gen.name, "version": self.version,
+                        "embedder_id": self.gen.embedder_id},
             "timings": {k_: round(v, 2) for k_, v in timings.items()},
         }
         return SearchResult(self.gen, hits, trace, reason if not hits else None)
@@ -307,7 +307,7 @@ def _check_query(query: str, k: int) -> str:
 class GenerationRetriever:
     """Serves one fixed generation from its published snapshot (used by evals and the gate)."""
 
-    def __init__(self, cfg: BinderyConfig, gen: dict[str, Any], store: DocumentStore | None = None):
+    def __init__(self, cfg: BinderyConfig, gen: GenerationRecord, store: DocumentStore | None = None):
         self.cfg = cfg
         self.served = _Served(cfg, gen, None)
         self._own_store = store is None
@@ -350,14 +350,14 @@ class LiveRetriever:
                 self.last_error = "no live binding yet: run `bindery sync` first"
                 return False
             cur = self._current
-            if cur is not None and cur.version == b["version"] and cur.gen["id"] == b["generation_id"]:
+            if cur is not None and cur.version == b.version and cur.gen.id == b.generation_id:
                 return False
-            gen = self.store.get_generation(b["generation_id"])
+            gen = self.store.get_generation(b.generation_id)
             if gen is None:
-                self.last_error = f"binding points at missing generation {b['generation_id']}"
+                self.last_error = f"binding points at missing generation {b.generation_id}"
                 return False
             try:
-                new = _Served(self.cfg, gen, b["version"])
+                new = _Served(self.cfg, gen, b.version)
             except BindingError as e:  # keep serving the old generation; report it on /readyz
                 self.last_error = str(e)
                 return False

@@ -49,7 +49,7 @@ from connectors.acl import PUBLIC, allows
 from connectors.config import load_config
 from connectors.generations import open_writer, writer_lock
 from connectors.indexes.base import Filters
-from connectors.store import DocumentStore
+from connectors.store import DocumentRecord, DocumentStore, GenerationRecord
 from orchestration.cli import main
 from query_service.retrieval import GenerationRetriever
 
@@ -313,7 +313,7 @@ class Lifecycle(RuleBasedStateMachine):
     def _candidate(self) -> bool:
         store = self.store()
         try:
-            return any(g["vector_snapshot"] for g in store.generations(("building",)))
+            return any(g.vector_snapshot for g in store.generations(("building",)))
         finally:
             store.dispose()
 
@@ -328,7 +328,7 @@ class Lifecycle(RuleBasedStateMachine):
         store = self.store()
         try:
             b = store.get_binding()
-            return bool(b and b["previous_generation_id"])
+            return bool(b and b.previous_generation_id)
         finally:
             store.dispose()
 
@@ -387,7 +387,7 @@ class Lifecycle(RuleBasedStateMachine):
         STATS["steps"] += 1
         store = self.store()
         try:
-            docs = {d["doc_id"]: d for d in store.documents()}
+            docs = {d.doc_id: d for d in store.documents()}
             gens = store.generations(("live", "building", "previous"))
             for g in gens:
                 self._check_generation(store, g, docs)
@@ -399,55 +399,55 @@ class Lifecycle(RuleBasedStateMachine):
         if self.settled:
             assert self.cli("verify")["consistent"] is True
 
-    def _indexed(self, g: dict[str, Any]) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    def _indexed(self, g: GenerationRecord) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
         cfg = load_config(self.config_path)
-        with writer_lock(cfg, g["name"]):
+        with writer_lock(cfg, g.name):
             pair = open_writer(cfg, g, None)
             try:
                 return pair.vector.acls(), pair.keyword.acls()
             finally:
                 pair.close()
 
-    def _check_generation(self, store: DocumentStore, g: dict[str, Any], docs: dict[str, Any]) -> None:
+    def _check_generation(self, store: DocumentStore, g: GenerationRecord, docs: dict[str, DocumentRecord]) -> None:
         vec, kw = self._indexed(g)
-        assert vec == kw, f"the two indexes of {g['name']} disagree"
+        assert vec == kw, f"the two indexes of {g.name} disagree"
         if not self.settled:
             return
         chunks = store.get_chunks(sorted(vec))
         held = {c["doc_id"] for c in chunks.values()}
-        assert len(chunks) == len(vec), f"{g['name']} holds chunks the store does not know"
-        assert held <= set(docs), f"{g['name']} holds a deleted document"
+        assert len(chunks) == len(vec), f"{g.name} holds chunks the store does not know"
+        assert held <= set(docs), f"{g.name} holds a deleted document"
         for cid, acl in vec.items():
-            assert acl == tuple(sorted(docs[chunks[cid]["doc_id"]]["acl"])), \
-                f"{g['name']}: a chunk of {docs[chunks[cid]['doc_id']]['external_id']!r} carries a stale ACL"
-        expected = {c["chunk_id"] for c in store.chunks_for(sorted(held), g["stage_versions"]["chunk"])}
-        assert set(vec) == expected, f"{g['name']} does not hold exactly the store's chunks of its documents"
+            assert acl == tuple(sorted(docs[chunks[cid]["doc_id"]].acl)), \
+                f"{g.name}: a chunk of {docs[chunks[cid]['doc_id']].external_id!r} carries a stale ACL"
+        expected = {c["chunk_id"] for c in store.chunks_for(sorted(held), g.stage_versions["chunk"])}
+        assert set(vec) == expected, f"{g.name} does not hold exactly the store's chunks of its documents"
 
-    def _check_store_against_model(self, store: DocumentStore, docs: dict[str, Any],
-                                   gens: list[dict[str, Any]]) -> None:
+    def _check_store_against_model(self, store: DocumentStore, docs: dict[str, DocumentRecord],
+                                   gens: list[GenerationRecord]) -> None:
         m = self.model
-        by_path = {d["external_id"]: d for d in docs.values()}
+        by_path = {d.external_id: d for d in docs.values()}
         assert set(by_path) == m.documents(), "the store's documents differ from the files"
         for path, d in by_path.items():
-            assert tuple(sorted(d["acl"])) == m.acl(path), f"{path!r}: store ACL {d['acl']} != {m.acl(path)}"
-        dead = {d["external_id"] for d in store.dead_letters(source="docs")}
+            assert tuple(sorted(d.acl)) == m.acl(path), f"{path!r}: store ACL {d.acl} != {m.acl(path)}"
+        dead = {d.external_id for d in store.dead_letters(source="docs")}
         assert dead == m.failing(), f"dead letters {sorted(dead)} != failing files {sorted(m.failing())}"
-        good_ids = {d["doc_id"] for p, d in by_path.items() if p in m.good()}
-        last_good = {d["doc_id"] for p, d in by_path.items() if p in m.may_hold()}
+        good_ids = {d.doc_id for p, d in by_path.items() if p in m.good()}
+        last_good = {d.doc_id for p, d in by_path.items() if p in m.may_hold()}
         for g in gens:
-            if g["status"] in ("live", "building"):
+            if g.status in ("live", "building"):
                 vec, _ = self._indexed(g)
                 held = {c["doc_id"] for c in store.get_chunks(sorted(vec)).values()}
                 assert good_ids <= held <= good_ids | last_good, \
-                    f"{g['name']} ({g['status']}) does not hold exactly the good files (and last good versions)"
+                    f"{g.name} ({g.status}) does not hold exactly the good files (and last good versions)"
 
-    def _probe_acls(self, store: DocumentStore, gens: list[dict[str, Any]], docs: dict[str, Any]) -> None:
+    def _probe_acls(self, store: DocumentStore, gens: list[GenerationRecord], docs: dict[str, DocumentRecord]) -> None:
         """Ask every generation as every principal; count a leak for any document its current ACL
         (the model's once synced, else the store's) does not allow."""
         cfg = load_config(self.config_path)
-        acl_now = {(d["source"], d["external_id"]): tuple(d["acl"]) for d in docs.values()}
+        acl_now = {(d.source, d.external_id): tuple(d.acl) for d in docs.values()}
         for g in gens:
-            if not g["vector_snapshot"]:
+            if not g.vector_snapshot:
                 continue
             r = GenerationRetriever(cfg, g, store)
             try:
@@ -460,6 +460,6 @@ class Lifecycle(RuleBasedStateMachine):
                         current = self.model.good() | self.model.may_hold()
                         if not allows(acl, (who,)) or (self.model_synced and h.doc not in current):
                             STATS["acl_leaks"] += 1
-                            raise AssertionError(f"{who} retrieved {h.doc!r} from {g['name']} (ACL {acl})")
+                            raise AssertionError(f"{who} retrieved {h.doc!r} from {g.name} (ACL {acl})")
             finally:
                 r.close()

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from connectors.config import load_config
 from connectors.generations import open_writer, writer_lock
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 from connectors.store import schema as t
 from tests.bindery_fixture import DOCS, Deployment
 
@@ -23,12 +23,12 @@ def store_of(dep: Deployment) -> DocumentStore:
     return DocumentStore(load_config(dep.config_path).database_url)
 
 
-def generation_row(store: DocumentStore, gen_id: int | None = None) -> dict[str, Any]:
+def generation_row(store: DocumentStore, gen_id: int | None = None) -> GenerationRecord:
     """The store row of generation `gen_id` (default: the live one); fails the test if there is none."""
     if not gen_id:
         binding = store.get_binding()
         assert binding is not None, "no live generation"
-        gen_id = binding["generation_id"]
+        gen_id = binding.generation_id
     gen = store.get_generation(gen_id)
     assert gen is not None, f"no generation {gen_id}"
     return gen
@@ -41,9 +41,9 @@ def index_sets(dep: Deployment, gen_id: int | None = None) -> dict[str, Any]:
     store = DocumentStore(cfg.database_url)
     try:
         gen = generation_row(store, gen_id)
-        live = [d["doc_id"] for d in store.documents()]
-        expected = {c["chunk_id"] for c in store.chunks_for(live, gen["stage_versions"]["chunk"])}
-        with writer_lock(cfg, gen["name"]):
+        live = [d.doc_id for d in store.documents()]
+        expected = {c["chunk_id"] for c in store.chunks_for(live, gen.stage_versions["chunk"])}
+        with writer_lock(cfg, gen.name):
             pair = open_writer(cfg, gen, None)
             try:
                 return {"store": expected, "vector": pair.vector.chunk_ids(), "keyword": pair.keyword.chunk_ids(),
@@ -79,7 +79,7 @@ def assert_converged(dep: Deployment, *, min_chunks: int = 1) -> dict[str, Any]:
     assert orphan_chunk_rows(dep) == 0, "chunk rows of deleted documents left in the store"
     store = store_of(dep)
     try:
-        state = store.index_state(s["gen"]["id"])
+        state = store.index_state(s["gen"].id)
         with_chunks = {c["doc_id"] for c in store.get_chunks(sorted(s["store"])).values()}
         assert with_chunks == set(state), "index_state disagrees with the indexed documents"
     finally:
@@ -96,7 +96,7 @@ def indexed_docs(dep: Deployment) -> set[str]:
     try:
         rows = store.get_chunks(sorted(s["vector"]))
         docs = store.get_documents({r["doc_id"] for r in rows.values()})
-        return {d["external_id"] for d in docs.values()}
+        return {d.external_id for d in docs.values()}
     finally:
         store.dispose()
 

@@ -16,7 +16,7 @@ import pytest
 from connectors.config import load_config
 from connectors.generations import open_writer, writer_lock
 from connectors.indexes.base import IndexRecord
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 from tests.bindery_fixture import Deployment
 
 pytestmark = pytest.mark.slow
@@ -105,7 +105,7 @@ def test_a_deleted_document_is_never_served_even_if_an_index_still_holds_it(dep:
 # -- helpers: read and tamper with a generation's working indexes ----------------------------
 
 
-def _gen(dep: Deployment, gen_id: int) -> dict[str, Any]:
+def _gen(dep: Deployment, gen_id: int) -> GenerationRecord:
     gen = _store(dep).get_generation(gen_id)
     assert gen is not None, f"no generation {gen_id}"
     return gen
@@ -115,7 +115,7 @@ def _indexed_acls(dep: Deployment, gen_id: int, external_id: str) -> set[tuple[s
     """The distinct ACLs the chunks of one document carry in a generation (both indexes agree)."""
     cfg = load_config(dep.config_path)
     gen = _gen(dep, gen_id)
-    with writer_lock(cfg, gen["name"]):
+    with writer_lock(cfg, gen.name):
         pair = open_writer(cfg, gen, None)
         try:
             vec, kw = pair.vector.acls(), pair.keyword.acls()
@@ -134,8 +134,8 @@ def _records(dep: Deployment, gen_id: int, external_id: str) -> list[IndexRecord
     from assets.runtime import Generation, Runtime
 
     rt = Runtime(load_config(dep.config_path))
-    gen = Generation.from_row(_gen(dep, gen_id))
-    docs = {d["doc_id"]: d for d in rt.store.documents() if d["external_id"] == external_id}
+    gen = Generation.of(_gen(dep, gen_id))
+    docs = {d.doc_id: d for d in rt.store.documents() if d.external_id == external_id}
     out = [r for recs in index_records(rt, gen, docs)[0].values() for r in recs]
     assert out
     return out
@@ -146,7 +146,7 @@ def _write(dep: Deployment, gen_id: int, records: list[IndexRecord]) -> None:
 
     cfg = load_config(dep.config_path)
     gen = _gen(dep, gen_id)
-    with writer_lock(cfg, gen["name"]):
+    with writer_lock(cfg, gen.name):
         pair = open_writer(cfg, gen, None)
         try:
             pair.vector.upsert(records)

@@ -199,7 +199,7 @@ def test_incremental_sync_killed_while_embedding_then_rerun_converges(dep: Crash
 def test_incremental_sync_killed_while_writing_the_indexes_then_rerun_converges(dep: CrashDeployment) -> None:
     dep.cli("sync")
     _change_everything(dep)
-    snapshots = GenerationPaths.of(load_config(dep.config_path), index_sets(dep)["gen"]["name"]).snapshots
+    snapshots = GenerationPaths.of(load_config(dep.config_path), index_sets(dep)["gen"].name).snapshots
     published = len(list(snapshots.iterdir()))
     embedded = dep.db_count("embeddings")
     proc = dep.sync_process()
@@ -304,8 +304,8 @@ def test_verify_repair_rebuilds_a_drifted_index_from_the_store(tmp_path: Path) -
     cfg = load_config(dep.config_path)
     store = store_of(dep)
     gen = generation_row(store)
-    victims = [d["doc_id"] for d in store.documents() if d["external_id"] in ("people/lyon.md", "ops/oncall.txt")]
-    with writer_lock(cfg, gen["name"]):
+    victims = [d.doc_id for d in store.documents() if d.external_id in ("people/lyon.md", "ops/oncall.txt")]
+    with writer_lock(cfg, gen.name):
         pair = open_writer(cfg, gen, None)
         try:
             pair.vector.delete_docs(victims)  # drift: points gone from the vector index only
@@ -313,7 +313,7 @@ def test_verify_repair_rebuilds_a_drifted_index_from_the_store(tmp_path: Path) -
             pair.close()
         # ... and published, so readers see it too (as a sync after the drift would publish it)
         vec, kw = publish(cfg, gen)
-    store.update_generation(gen["id"], vector_snapshot=vec, keyword_snapshot=kw)
+    store.update_generation(gen.id, vector_snapshot=vec, keyword_snapshot=kw)
     store.bump_binding()
     # users see the damage: a chunk without its vector point is never served
     assert all(h["doc"] != "people/lyon.md" for h in hits(dep, "Lyon office Part-Dieu"))
@@ -323,11 +323,11 @@ def test_verify_repair_rebuilds_a_drifted_index_from_the_store(tmp_path: Path) -
 
     out = dep.cli("verify", expect=1)
     assert out["consistent"] is False and "verify --repair" in out["error"]
-    g = out["generations"][gen["name"]]
+    g = out["generations"][gen.name]
     assert g["missing_in_vector"] == len(missing) and g["orphans_in_vector"] == 0 and g["missing_in_keyword"] == 0
 
     out = dep.cli("verify", "--repair")
-    assert out["generations"][gen["name"]]["repaired"] is True
+    assert out["generations"][gen.name]["repaired"] is True
     assert dep.cli("verify")["consistent"] is True
     assert_converged(dep)
     assert hits(dep, "Lyon office Part-Dieu", k=1)[0]["doc"] == "people/lyon.md"

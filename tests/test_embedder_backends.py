@@ -19,7 +19,7 @@ from connectors.config import EmbedConfig, StageConfigs, load_config
 from connectors.embedder import Embedder, cpu_has_bf16, embedder_id, resolve_embed
 from connectors.errors import ConfigError, EmbedderUnavailable
 from connectors.identity import short_hash
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 from connectors.versions import stage_configs_dump, stage_versions
 from tests.bindery_fixture import Deployment
 from tests.sync_helpers import generation_row
@@ -75,8 +75,8 @@ def test_the_query_service_refuses_a_recorded_backend_that_cannot_run_here(
 
     cfg = config_from_dict({"data_dir": str(tmp_path)})
     embed = {"model": "all-MiniLM-L6-v2", "backend": "openvino", "precision": "bf16"}
-    gen = {"id": 3, "name": "g3_x", "stage_configs": {"embed": embed},
-           "embedder_id": embedder_id(EmbedConfig(backend="torch", precision="fp32")) + "-ov"}
+    gen = GenerationRecord.unrecorded(3, "g3_x", stage_configs={"embed": embed},
+                                      embedder_id=embedder_id(EmbedConfig(backend="torch", precision="fp32")) + "-ov")
     monkeypatch.setitem(sys.modules, "openvino", None)  # `import openvino` now fails, as when it is absent
     monkeypatch.setattr(retrieval, "_EMBEDDERS", {})
     with pytest.raises(EmbedderUnavailable, match="openvino is not importable"):
@@ -120,8 +120,8 @@ def test_a_local_mode_data_dir_keeps_serving_until_a_reindex_moves_it_to_edge(tm
     # Make generation 1 look as a data dir from before this release recorded it: no engine, and
     # an embed config without backend or precision.
     g1 = generation_row(store, 1)
-    old_embed = {k: v for k, v in g1["stage_configs"]["embed"].items() if k not in ("backend", "precision")}
-    store.update_generation(1, vector_engine=None, stage_configs={**g1["stage_configs"], "embed": old_embed})
+    old_embed = {k: v for k, v in g1.stage_configs["embed"].items() if k not in ("backend", "precision")}
+    store.update_generation(1, vector_engine=None, stage_configs={**g1.stage_configs, "embed": old_embed})
     store.bump_binding()
 
     dep.config.pop("backends")  # now the defaults: Qdrant Edge, embedder auto
@@ -133,8 +133,8 @@ def test_a_local_mode_data_dir_keeps_serving_until_a_reindex_moves_it_to_edge(tm
     dep.cli("sync")  # an incremental sync still writes generation 1 with local mode
 
     cand = dep.cli("reindex")["candidate"]
-    assert generation_row(store, cand)["vector_engine"] == "qdrant-edge"
+    assert generation_row(store, cand).vector_engine == "qdrant-edge"
     dep.cli("promote", "--force", "--reason", "engine migration", "--by", "test")
     after = dep.cli(*q)
     assert after["generation"] == cand and after["hits"][0]["doc"] == "robots/xr4471.md"
-    assert Path(generation_row(store, cand)["vector_snapshot"]).name == "edge"
+    assert Path(generation_row(store, cand).vector_snapshot or "").name == "edge"

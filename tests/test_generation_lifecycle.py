@@ -12,7 +12,7 @@ import pytest
 from connectors.config import BinderyConfig, config_from_dict
 from connectors.errors import BindingError, ConfigError, GateRefused
 from connectors.lifecycle import Lifecycle
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 
 PASSED = {"passed": True, "reasons": ["better"]}
 REFUSED = {"passed": False, "reasons": ["worse"]}
@@ -21,6 +21,12 @@ REFUSED = {"passed": False, "reasons": ["worse"]}
 def _cfg(tmp_path: Path, max_tokens: int = 200, **extra: object) -> BinderyConfig:
     return config_from_dict({"data_dir": str(tmp_path / "data"), "sources": [],
                              "stages": {"chunk": {"max_tokens": max_tokens}}, **extra})
+
+
+def _row(store: DocumentStore, gen_id: int) -> GenerationRecord:
+    row = store.get_generation(gen_id)
+    assert row is not None
+    return row
 
 
 def _published(lc: Lifecycle, gen_id: int) -> None:
@@ -44,7 +50,7 @@ def test_a_fresh_system_builds_generation_one_and_binds_it_once_published(tmp_pa
     assert lc.bind_first([first]) == first.name
     live = lc.live()
     assert live is not None and live.id == first.id and live.status == "live"
-    assert (lc.store.get_generation(first.id) or {})["eval_report"]["passed"] is True
+    assert (_row(lc.store, first.id).eval_report or {})["passed"] is True
     assert lc.bind_first([first]) is None  # bound once
     assert [g.id for g in lc.targets("sync")] == [first.id]
 
@@ -66,22 +72,22 @@ def test_candidate_promotion_rollback_and_gc(tmp_path: Path) -> None:
     assert lc2.ensure_candidate() == g2 and lc2.describe_candidate() == g2  # reused, never duplicated
     assert [g.id for g in lc2.targets("sync")] == [g1.id, g2.id]  # a sync dual-writes
     assert [g.id for g in lc2.maintained([g2])] == [g1.id]  # a reindex maintains live
-    assert lc2.candidate() == g2 and lc2.resolve("candidate")["id"] == g2.id
+    assert lc2.candidate() == g2 and lc2.resolve("candidate").id == g2.id
 
     with pytest.raises(BindingError, match="no indexed data"):
-        lc2.check_promotable(g2.row, force=False, reason=None)
+        lc2.check_promotable(g2.record, force=False, reason=None)
     _published(lc2, g2.id)
     cand = lc2.resolve(g2.id)
     with pytest.raises(ConfigError, match="needs --reason"):
         lc2.check_promotable(cand, force=True, reason=None)
     with pytest.raises(GateRefused):
         lc2.promote(cand, REFUSED)
-    assert lc2.live() == lc.live() and store.events(limit=1)[0]["kind"] == "gate-refused"
+    assert lc2.live() == lc.live() and store.events(limit=1)[0].kind == "gate-refused"
     out = lc2.promote(cand, REFUSED, force=True, reason="hotfix", by="ops")
     assert out["forced"] and out["live"] == g2.id and out["previous"] == g1.id
-    assert (store.get_generation(g2.id) or {})["forced_by"] == "ops"
+    assert _row(store, g2.id).forced_by == "ops"
     with pytest.raises(BindingError, match="only a candidate"):
-        lc2.check_promotable(store.get_generation(g2.id) or {}, force=False, reason=None)
+        lc2.check_promotable(_row(store, g2.id), force=False, reason=None)
 
     back = lc2.rollback(by="ops")
     assert back["live"] == g1.id and back["previous"] == g2.id
@@ -90,17 +96,17 @@ def test_candidate_promotion_rollback_and_gc(tmp_path: Path) -> None:
 
     g3 = Lifecycle(_cfg(tmp_path, max_tokens=300), store).ensure_candidate()
     g4 = Lifecycle(_cfg(tmp_path, max_tokens=400), store).ensure_candidate()  # supersedes g3
-    assert (store.get_generation(g3.id) or {})["status"] == "retired"
+    assert _row(store, g3.id).status == "retired"
     assert lc2.expired() == []  # inside the rollback window, within the budget
-    assert [g["id"] for g in lc2.expired(now=time.time() + 7200)] == [g3.id]
+    assert [g.id for g in lc2.expired(now=time.time() + 7200)] == [g3.id]
     assert lc2.collect_garbage() == []
     store.update_generation(g3.id, retired_at=time.time() - 7200)
     assert lc2.collect_garbage() == [g3.name]
-    assert (store.get_generation(g3.id) or {})["status"] == "dropped"
+    assert _row(store, g3.id).status == "dropped"
     with pytest.raises(BindingError, match="no generation 99"):
         lc2.resolve("99")
 
-    lc2.drop_candidate(g4.row, reason="a judged tune trial")
-    assert (store.get_generation(g4.id) or {})["status"] == "dropped" and lc2.building() is None
+    lc2.drop_candidate(g4.record, reason="a judged tune trial")
+    assert _row(store, g4.id).status == "dropped" and lc2.building() is None
     with pytest.raises(BindingError, match="only a candidate can be dropped"):
-        lc2.drop_candidate(store.get_generation(g1.id) or {}, reason="no")
+        lc2.drop_candidate(_row(store, g1.id), reason="no")

@@ -35,7 +35,7 @@ def _store(dep: Deployment) -> DocumentStore:
 def _served_id(retriever: LiveRetriever) -> int:
     served = retriever.current
     assert served is not None, "the retriever serves no generation"
-    return int(served.gen["id"])
+    return served.gen.id
 
 
 def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -> None:
@@ -46,7 +46,7 @@ def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -
     out = dep.cli("promote", expect=1)
     assert out["promoted"] is False and out["live"] == 1
     assert "recall@10 fell" in out["error"] or "regressed" in out["error"]
-    rep = generation_row(_store(dep), cand)["eval_report"]
+    rep = generation_row(_store(dep), cand).eval_report or {}
     assert rep["passed"] is False and rep["regressed"] and rep["live"]["recall@10"] > rep["candidate"]["recall@10"]
     assert dep.cli("status")["live"] == 1
 
@@ -58,7 +58,7 @@ def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -
     assert check["description"].startswith("FORCED by alice: testing a forced flip (gate: ")
     assert check["metadata"]["forced"] is True and check["metadata"]["forced_reason"] == "testing a forced flip"
     g = generation_row(_store(dep), cand)
-    assert (g["forced_by"], g["force_reason"]) == ("alice", "testing a forced flip")
+    assert (g.forced_by, g.force_reason) == ("alice", "testing a forced flip")
     assert any(e["kind"] == "forced-promotion" for e in dep.cli("status")["events"])
 
 
@@ -90,10 +90,10 @@ def test_syncs_reach_the_building_candidate(dep: Deployment) -> None:
         sets = chunk_sets(dep, gen)
         assert sets["store"] == sets["vector"] == sets["keyword"]
     store = _store(dep)
-    new_doc = next(d for d in store.documents() if d["external_id"] == "ops/new-runbook.md")
-    assert new_doc["doc_id"] in store.index_state(cand) and new_doc["doc_id"] in store.index_state(1)
-    lyon = next(d for d in store.documents(include_deleted=True) if d["external_id"] == "people/lyon.md")
-    assert lyon["doc_id"] not in store.index_state(cand)
+    new_doc = next(d for d in store.documents() if d.external_id == "ops/new-runbook.md")
+    assert new_doc.doc_id in store.index_state(cand) and new_doc.doc_id in store.index_state(1)
+    lyon = next(d for d in store.documents(include_deleted=True) if d.external_id == "people/lyon.md")
+    assert lyon.doc_id not in store.index_state(cand)
 
 
 def test_queries_follow_flips_without_errors_and_each_answer_has_one_generation(dep: Deployment) -> None:
@@ -113,7 +113,7 @@ def test_queries_follow_flips_without_errors_and_each_answer_has_one_generation(
         while not stop.is_set():
             try:
                 r = retriever.search(q, 5)
-                answers.append((r.generation["id"], {h.chunk_id for h in r.hits}))
+                answers.append((r.generation.id, {h.chunk_id for h in r.hits}))
             except Exception as e:
                 errors.append(repr(e))
 
@@ -157,12 +157,12 @@ def test_gc_never_drops_live_or_previous(dep: Deployment) -> None:
         dep.cli("reindex", "--force")
         dep.cli("promote")
     b = store.get_binding()
-    assert b is not None
+    assert b is not None and b.previous_generation_id is not None
     dropped = Lifecycle(cfg, store).collect_garbage()
     assert dropped
-    statuses = {g["id"]: g["status"] for g in store.generations()}
-    assert statuses[b["generation_id"]] == "live" and statuses[b["previous_generation_id"]] == "previous"
-    assert all(statuses[g] == "dropped" for g in statuses if g not in (b["generation_id"], b["previous_generation_id"]))
-    assert dep.cli("rollback")["live"] == b["previous_generation_id"]
+    statuses = {g.id: g.status for g in store.generations()}
+    assert statuses[b.generation_id] == "live" and statuses[b.previous_generation_id] == "previous"
+    assert all(statuses[g] == "dropped" for g in statuses if g not in (b.generation_id, b.previous_generation_id))
+    assert dep.cli("rollback")["live"] == b.previous_generation_id
     sets = chunk_sets(dep)  # GC kept every chunk row the remaining generations use
     assert sets["store"] == sets["vector"] == sets["keyword"] and sets["store"]

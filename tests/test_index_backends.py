@@ -17,6 +17,7 @@ from connectors.indexes import elasticsearch_index as es_mod
 from connectors.indexes.base import Filters, IndexRecord, KeywordIndex, VectorIndex
 from connectors.indexes.elasticsearch_index import ElasticsearchIndex
 from connectors.indexes.qdrant_index import QdrantIndex
+from connectors.store import GenerationRecord
 from tests.backends import KEYWORD_BACKENDS, VECTOR_BACKENDS, open_keyword, open_vector
 from tests.es_stub import ESStub, StubError
 from tests.qdrant_stub import QdrantStub
@@ -219,7 +220,7 @@ def test_a_new_generation_on_empty_engines_reads_as_empty(pair: tuple[str, str],
 
     with backend_settings(*pair) as backends:
         cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "backends": backends})
-        gen = {"id": 1, "name": "g1_empty"}
+        gen = GenerationRecord.unrecorded(1, "g1_empty")
         reader = open_writer(cfg, gen, None)  # no dimension yet: creates nothing
         try:
             for index in (reader.vector, reader.keyword):

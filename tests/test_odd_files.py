@@ -18,7 +18,7 @@ import pytest
 from assets.listing import run_listing
 from assets.runtime import Runtime
 from connectors.config import config_from_dict
-from connectors.store import DocumentStore
+from connectors.store import DeadLetterRecord, DocumentStore
 from tests.bindery_fixture import Deployment
 
 BAD = b"bad\xffname.txt"
@@ -42,8 +42,8 @@ def _rt(tmp_path: Path, **source: Any) -> Runtime:
     return Runtime(cfg, DocumentStore(cfg.database_url))
 
 
-def _dead(rt: Runtime) -> dict[str, dict[str, Any]]:
-    return {d["external_id"]: d for d in rt.store.dead_letters(source="s")}
+def _dead(rt: Runtime) -> dict[str, DeadLetterRecord]:
+    return {d.external_id: d for d in rt.store.dead_letters(source="s")}
 
 
 def test_odd_names_are_indexed_or_dead_lettered_and_the_rest_syncs(tmp_path: Path) -> None:
@@ -51,15 +51,15 @@ def test_odd_names_are_indexed_or_dead_lettered_and_the_rest_syncs(tmp_path: Pat
     rt = _rt(tmp_path)
     res = run_listing(rt, "s")
     assert res.counts["new"] == 2 and res.counts["failed"] == 2
-    assert {d["external_id"] for d in rt.store.documents("s")} == {"good.txt", "new\nline.txt"}
+    assert {d.external_id for d in rt.store.documents("s")} == {"good.txt", "new\nline.txt"}
     dead = _dead(rt)
-    assert dead["bad\\xffname.txt"]["reason"] == "bad-name"
-    assert "not valid UTF-8" in dead["bad\\xffname.txt"]["error"]
+    assert dead["bad\\xffname.txt"].reason == "bad-name"
+    assert "not valid UTF-8" in dead["bad\\xffname.txt"].error
     (long_id,) = [k for k in dead if k.startswith("ddd")]
-    assert dead[long_id]["reason"] == "bad-name" and len(long_id) <= 1024
-    assert "1024" in dead[long_id]["error"] and LONG_DIR in dead[long_id]["error"]
+    assert dead[long_id].reason == "bad-name" and len(long_id) <= 1024
+    assert "1024" in dead[long_id].error and LONG_DIR in dead[long_id].error
     source = rt.store.get_source("s")
-    assert source is not None and source["last_error"] is None
+    assert source is not None and source.last_error is None
     assert run_listing(rt, "s").counts["failed"] == 2  # stable: the same two, nothing duplicated
     assert len(rt.store.dead_letters(source="s")) == 2
 
@@ -87,15 +87,15 @@ def test_symlinks_out_of_the_root_are_a_per_source_choice(tmp_path: Path) -> Non
     (src / "alias.txt").symlink_to(src / "inside.txt")  # stays inside: always followed
     rt = _rt(tmp_path)
     res = run_listing(rt, "s")
-    assert {d["external_id"] for d in rt.store.documents("s")} == {"inside.txt", "alias.txt"}
+    assert {d.external_id for d in rt.store.documents("s")} == {"inside.txt", "alias.txt"}
     assert res.counts["failed"] == 2
     dead = _dead(rt)
     assert set(dead) == {"link.txt", "linkdir"}
-    assert all(d["reason"] == "external-symlink" and "follow_external_symlinks" in d["error"] for d in dead.values())
+    assert all(d.reason == "external-symlink" and "follow_external_symlinks" in d.error for d in dead.values())
 
     rt = _rt(tmp_path, follow_external_symlinks=True)
     run_listing(rt, "s")
-    assert {d["external_id"] for d in rt.store.documents("s")} == {
+    assert {d.external_id for d in rt.store.documents("s")} == {
         "inside.txt", "alias.txt", "link.txt", "linkdir/secret.txt"}
     assert _dead(rt) == {}  # the skipped links were listed this time: their dead letters are gone
 

@@ -71,15 +71,15 @@ def test_editing_one_document_recomputes_only_that_document(dep: Deployment) -> 
 def test_delete_reaches_store_vector_and_keyword_index(dep: Deployment) -> None:
     dep.cli("sync")
     store = _store(dep)
-    doc = next(d for d in store.documents() if d["external_id"] == "people/lyon.md")
-    assert doc["doc_id"] in _docs_in(chunk_sets(dep), store)
+    doc = next(d for d in store.documents() if d.external_id == "people/lyon.md")
+    assert doc.doc_id in _docs_in(chunk_sets(dep), store)
     (dep.root / "people/lyon.md").unlink()
     out = dep.cli("sync")
     assert out["sources"]["docs"]["deleted"] == 1 and out["written"]["deleted"] == 1
     sets = chunk_sets(dep)
     assert sets["store"] == sets["vector"] == sets["keyword"]
-    assert doc["doc_id"] not in _docs_in(sets, store)
-    assert store.chunks_for([doc["doc_id"]], store.generations()[0]["stage_versions"]["chunk"]) == []
+    assert doc.doc_id not in _docs_in(sets, store)
+    assert store.chunks_for([doc.doc_id], store.generations()[0].stage_versions["chunk"]) == []
     assert all(h["doc"] != "people/lyon.md" for h in dep.cli("query", "Lyon office Part-Dieu", "-k", "10")["hits"])
 
 
@@ -164,7 +164,7 @@ def test_missing_source_root_fails_without_deleting(dep: Deployment) -> None:
 
 
 def _versions(dep: Deployment, gen_id: int) -> dict[str, Any]:
-    return cast(dict[str, Any], generation_row(_store(dep), gen_id)["stage_versions"])
+    return cast(dict[str, Any], generation_row(_store(dep), gen_id).stage_versions)
 
 
 def test_chunk_config_change_reindexes_without_reparsing(dep: Deployment) -> None:

@@ -17,7 +17,7 @@ from assets.pipeline import chunks, contextual_prefixes, embeddings, parsed_docu
 from assets.resources import DocumentStoreResource, runtime
 from connectors.config import ContextConfig, EmbedConfig, load_config
 from connectors.contextualizers import ChunkContext, DocumentContext, PrefixResult
-from connectors.store import DocumentStore
+from connectors.store import DocumentStore, GenerationRecord
 from connectors.store import schema as t
 from orchestration.definitions import resources
 
@@ -90,4 +90,4 @@ def test_a_stage_cannot_reach_a_system_its_asset_did_not_declare(tmp_path: Path)
         with pytest.raises(RuntimeError, match="does not declare the `embedder` resource"):
             rt.embedder(rt.cfg.stages.embed)
         with pytest.raises(RuntimeError, match="`vector_index`"):
-            rt.open_writer({"name": "g1"}, None)
+            rt.open_writer(GenerationRecord.unrecorded(1, "g1"), None)

@@ -18,6 +18,7 @@ from assets.parsing import parse_document
 from assets.parsing.types import Block
 from connectors.config import ChunkConfig, ParseConfig, QueryConfig, StageConfigs
 from connectors.indexes.base import ScoredId
+from connectors.store import DocumentRecord
 from connectors.tokenizer import TokenCounter, get_tokenizer
 from connectors.versions import stage_versions
 from query_service.fusion import Fused, rrf, zscore
@@ -30,11 +31,17 @@ def tok() -> TokenCounter:
     return get_tokenizer("all-MiniLM-L6-v2")
 
 
+def _doc(doc_id: str, content_hash: str = "h") -> DocumentRecord:
+    """A document row with what chunking reads (its id and content)."""
+    return DocumentRecord(doc_id=doc_id, source="s", external_id=f"{doc_id}.md", uri=f"file:///{doc_id}.md",
+                          content_hash=content_hash, fingerprint=None, size=None, acl=[], acl_hash="", metadata={},
+                          source_modified_at=None, first_seen=0.0, last_seen=0.0, changed_at=0.0)
+
+
 def _reply_rows(cfg: ChunkConfig) -> list[dict[str, Any]]:
     r = parse_document(docgen.eml_alternative_with_quote(), "reply.eml", ParseConfig())
     parse = {"blocks": [b.to_dict() for b in r.blocks], "title": r.title}
-    doc = {"doc_id": "d1", "content_hash": "h"}
-    return chunk_rows(doc, parse, cfg, "chunk-x", "parse-x")
+    return chunk_rows(_doc("d1"), parse, cfg, "chunk-x", "parse-x")
 
 
 def test_quoted_history_is_neither_embedded_nor_keyword_indexed() -> None:
@@ -124,7 +131,7 @@ def test_signature_and_list_footer_are_side_text_not_indexed() -> None:
     side = [b for b in r.blocks if b.meta.get("side")]
     assert side and "SIGNATURETEXT" in side[0].text and "mailing list" in side[0].text  # kept for display
     parse = {"blocks": [b.to_dict() for b in r.blocks], "title": r.title}
-    rows = chunk_rows({"doc_id": "d", "content_hash": "h"}, parse, ChunkConfig(), "c", "p")
+    rows = chunk_rows(_doc("d"), parse, ChunkConfig(), "c", "p")
     text = " ".join(row["embed_text"] for row in rows)
     assert "OWNWORDS" in text
     assert "SIGNATURETEXT" not in text and "listinfo" not in text and "QUOTEDTEXT" not in text
@@ -186,7 +193,7 @@ def test_unit_budget_zero_makes_every_chunk_its_own_unit(tok: TokenCounter) -> N
 
 def test_chunk_rows_name_the_unit_by_its_first_chunk(tok: TokenCounter) -> None:
     parse = {"blocks": [b.to_dict() for b in FAQ_PAGE], "title": "Programming FAQ"}
-    rows = chunk_rows({"doc_id": "d1", "content_hash": "h"}, parse,
+    rows = chunk_rows(_doc("d1"), parse,
                       ChunkConfig(max_tokens=120, overlap_tokens=0, parent_max_tokens=400), "chunk-x", "parse-x")
     ids = {r["chunk_id"] for r in rows}
     assert all(r["parent_id"] in ids for r in rows)

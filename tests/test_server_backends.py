@@ -53,7 +53,7 @@ def _alias_requests(qdrant: QdrantStub, es: ESStub) -> tuple[list[Any], list[Any
 def _live_name(dep: Deployment) -> str:
     store = DocumentStore(load_config(dep.config_path).database_url)
     try:
-        return str(generation_row(store)["name"])
+        return str(generation_row(store).name)
     finally:
         store.dispose()
 
@@ -110,7 +110,7 @@ def test_flips_move_both_aliases_in_one_request_each_and_gc_leaves_nothing(
     cfg.retention.keep_generations, cfg.retention.rollback_window_hours = 2, 0
     store = DocumentStore(cfg.database_url)
     dropped = Lifecycle(cfg, store).collect_garbage()
-    kept = {g["name"] for g in store.generations() if g["status"] != "dropped"}
+    kept = {g.name for g in store.generations() if g.status != "dropped"}
     assert dropped and len(kept) == 2
     assert set(qdrant.collections) == kept and set(es.indices) == kept
     assert qdrant.aliases[ALIAS] in kept and es.aliases[ALIAS] <= kept
@@ -132,4 +132,4 @@ def test_gc_on_embedded_engines_leaves_no_files_of_dropped_generations(tmp_path:
         paths = GenerationPaths.of(cfg, name)
         assert not paths.root.exists() and not paths.snapshots.exists()
     left = {p.name for p in (cfg.data_path / "indexes").iterdir()}
-    assert left == {g["name"] for g in store.generations() if g["status"] != "dropped"}
+    assert left == {g.name for g in store.generations() if g.status != "dropped"}

@@ -73,18 +73,18 @@ def _list_all_shards(rt: Runtime, **kw: Any) -> None:
 def test_shard_listings_together_record_the_whole_source(tmp_path: Path) -> None:
     root, rt = _folder(tmp_path)
     run_listing(rt, "docs", shard=Shard("docs", 0, 4))
-    first = {d["doc_id"] for d in rt.store.documents("docs")}
+    first = {d.doc_id for d in rt.store.documents("docs")}
     assert first and all(shard_of(d, 4) == 0 for d in first)  # shard 0 wrote only its own documents
     _list_all_shards(rt)
-    assert {d["external_id"] for d in rt.store.documents("docs")} == {p.name for p in root.iterdir()}
+    assert {d.external_id for d in rt.store.documents("docs")} == {p.name for p in root.iterdir()}
     narrowed = ShardStore(rt.store, Shard("docs", 0, 4))
-    assert {d["doc_id"] for d in narrowed.documents("docs")} == first
+    assert {d.doc_id for d in narrowed.documents("docs")} == first
 
 
 def test_delete_guard_judges_the_whole_listing_not_the_shard(tmp_path: Path) -> None:
     root, rt = _folder(tmp_path)
     _list_all_shards(rt)
-    before = {d["doc_id"] for d in rt.store.documents("docs")}
+    before = {d.doc_id for d in rt.store.documents("docs")}
     # remove 7 of 12 (below min_ratio 50%), all outside one shard: that shard alone deletes nothing
     spared = next(k for k in range(4) if any(shard_of(d, 4) == k for d in before))
     victims = [p for p in sorted(root.iterdir()) if shard_of(doc_id("docs", p.name), 4) != spared][:7]
@@ -94,7 +94,7 @@ def test_delete_guard_judges_the_whole_listing_not_the_shard(tmp_path: Path) -> 
     for k in range(4):  # every shard refuses, the spared one included: the whole listing shrank
         with pytest.raises(UnsafeDeleteError, match="shrank to 5 items from 12"):
             run_listing(rt, "docs", shard=Shard("docs", k, 4))
-    assert {d["doc_id"] for d in rt.store.documents("docs")} == before  # nothing deleted
+    assert {d.doc_id for d in rt.store.documents("docs")} == before  # nothing deleted
     _list_all_shards(rt, allow_mass_delete=True)
     assert len(rt.store.documents("docs")) == 5
 
@@ -182,4 +182,4 @@ def test_resharding_loses_nothing_and_recomputes_nothing(tmp_path: Path) -> None
     finally:
         store.dispose()
     assert parse_key(f"docs:shard-0-of-{2}")[1] == Shard("docs", 0, 2)
-    assert index_sets(dep)["gen"]["name"] == before["gen"]["name"]  # the same live generation throughout
+    assert index_sets(dep)["gen"].name == before["gen"].name  # the same live generation throughout

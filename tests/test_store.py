@@ -44,8 +44,8 @@ def test_document_upsert_is_idempotent(db_url: str) -> None:
     store = DocumentStore(db_url)
     store.upsert_documents([_doc("a"), _doc("b")])
     store.upsert_documents([_doc("a", content_hash="h2"), _doc("b")])
-    docs = {d["doc_id"]: d for d in store.documents("s")}
-    assert len(docs) == 2 and docs["a"]["content_hash"] == "h2"
+    docs = {d.doc_id: d for d in store.documents("s")}
+    assert len(docs) == 2 and docs["a"].content_hash == "h2"
 
 
 def test_replace_chunks_never_duplicates(db_url: str) -> None:
@@ -65,16 +65,16 @@ def test_flip_keeps_previous_and_rollback_restores(db_url: str) -> None:
     g1, g2, g3 = _gen(store, "g1"), _gen(store, "g2"), _gen(store, "g3")
     store.flip_binding(g1)
     b = store.flip_binding(g2)
-    assert (b["generation_id"], b["previous_generation_id"]) == (g2, g1)
-    assert generation_row(store, g1)["status"] == "previous"
+    assert (b.generation_id, b.previous_generation_id) == (g2, g1)
+    assert generation_row(store, g1).status == "previous"
     with pytest.raises(BindingError):
         store.flip_binding(g2)
     b = store.flip_binding(g3)
-    assert generation_row(store, g1)["status"] == "retired"  # only one previous is kept
+    assert generation_row(store, g1).status == "retired"  # only one previous is kept
     b = store.flip_binding(g2, previous_id=g3)  # rollback
-    assert (b["generation_id"], b["previous_generation_id"]) == (g2, g3)
-    assert generation_row(store, g2)["status"] == "live"
-    assert generation_row(store, g3)["status"] == "previous"
+    assert (b.generation_id, b.previous_generation_id) == (g2, g3)
+    assert generation_row(store, g2).status == "live"
+    assert generation_row(store, g3).status == "previous"
 
 
 def test_concurrent_flips_leave_one_consistent_binding(db_url: str) -> None:
@@ -96,9 +96,9 @@ def test_concurrent_flips_leave_one_consistent_binding(db_url: str) -> None:
         th.join()
     assert not errors
     b = store.get_binding()
-    assert b is not None and b["version"] == 6
-    live = [g for g in store.generations() if g["status"] == "live"]
-    assert [g["id"] for g in live] == [b["generation_id"]]
+    assert b is not None and b.version == 6
+    live = [g for g in store.generations() if g.status == "live"]
+    assert [g.id for g in live] == [b.generation_id]
 
 
 def test_dead_letters_replace_and_resolve(db_url: str) -> None:

@@ -122,7 +122,7 @@ def test_new_and_updated_documents(dep: Any) -> None:
     after = assert_converged(dep)
     # only the two touched documents have new chunks; the others keep theirs
     store = store_of(dep)
-    changed = {d["doc_id"] for d in store.documents() if d["external_id"] in ("ops/new-runbook.md", "ops/oncall.txt")}
+    changed = {d.doc_id for d in store.documents() if d.external_id in ("ops/new-runbook.md", "ops/oncall.txt")}
     kept = {c for c, row in store.get_chunks(sorted(before["store"])).items() if row["doc_id"] not in changed}
     assert kept <= after["store"]
     h = hits(dep, "how do I restart conveyor KX-19", k=1)
@@ -147,8 +147,8 @@ def test_renamed_document_is_not_reparsed_or_reembedded(dep: Any) -> None:
     docs = indexed_docs(dep)
     assert "policies/oncall-policy.txt" in docs and "ops/oncall.txt" not in docs
     assert hits(dep, "acknowledge a page within fifteen minutes", k=1)[0]["doc"] == "policies/oncall-policy.txt"
-    assert {d["external_id"] for d in store_of(dep).documents()} >= {"policies/oncall-policy.txt"}
-    assert "ops/oncall.txt" not in {d["external_id"] for d in store_of(dep).documents()}
+    assert {d.external_id for d in store_of(dep).documents()} >= {"policies/oncall-policy.txt"}
+    assert "ops/oncall.txt" not in {d.external_id for d in store_of(dep).documents()}
 
 
 # -- ACL-only -------------------------------------------------------------------------------------
@@ -171,8 +171,8 @@ def test_acl_only_change_updates_filters_without_reembedding(dep: Any) -> None:
     assert all(h["doc"] != "people/lyon.md" for h in hits(dep, q))  # public caller
     assert hits(dep, q, "--principal", "hr-team", k=1)[0]["doc"] == "people/lyon.md"
     assert hits(dep, q, "--principal", "group:facilities", k=1)[0]["doc"] == "people/lyon.md"
-    doc = next(d for d in store_of(dep).documents() if d["external_id"] == "people/lyon.md")
-    assert doc["acl"] == ["group:facilities", "hr-team"]
+    doc = next(d for d in store_of(dep).documents() if d.external_id == "people/lyon.md")
+    assert doc.acl == ["group:facilities", "hr-team"]
 
     # an ACL that lists nobody means nobody (fail closed), still without re-embedding
     time.sleep(1.1)
@@ -196,17 +196,17 @@ def test_acl_only_change_updates_filters_without_reembedding(dep: Any) -> None:
 def test_deleted_document_leaves_every_store(dep: Any) -> None:
     dep.cli("sync")
     store = store_of(dep)
-    doc = next(d for d in store.documents() if d["external_id"] == "people/lyon.md")
-    chunk_version = index_sets(dep)["gen"]["stage_versions"]["chunk"]
-    assert store.chunks_for([doc["doc_id"]], chunk_version)
+    doc = next(d for d in store.documents() if d.external_id == "people/lyon.md")
+    chunk_version = index_sets(dep)["gen"].stage_versions["chunk"]
+    assert store.chunks_for([doc.doc_id], chunk_version)
     dep.remove("people/lyon.md")
     out = dep.cli("sync")
     assert counts(out) == {"deleted": 1, "unchanged": 5}
     assert out["written"]["deleted"] == 1 and out["recomputed"] == NOTHING
     assert_converged(dep)
     assert "people/lyon.md" not in indexed_docs(dep)
-    assert store.chunks_for([doc["doc_id"]], chunk_version) == []
-    assert doc["doc_id"] not in store.index_state(1)
+    assert store.chunks_for([doc.doc_id], chunk_version) == []
+    assert doc.doc_id not in store.index_state(1)
     assert dep.cli("status")["documents"] == 5
     assert all(h["doc"] != "people/lyon.md" for h in hits(dep, "Lyon office Part-Dieu", k=20))
 
@@ -259,7 +259,7 @@ def test_s3_source_default_acl_and_prefix_scoping(tmp_path: Path, s3: Any, moto_
     dep.put("ops/open.md", "# Open notice\n\nThe cafeteria serves pancakes on Tuesdays.\n", acl="*")
     out = dep.cli("sync")
     assert counts(out) == {"new": 7}
-    assert "secret.md" not in {d["external_id"] for d in store_of(dep).documents()}
+    assert "secret.md" not in {d.external_id for d in store_of(dep).documents()}
     # objects without acl metadata get the source's configured ACL; acl="*" is public
     assert [h["doc"] for h in hits(dep, "cafeteria pancakes")] == ["ops/open.md"]
     staff = hits(dep, "Lyon office Part-Dieu", "--principal", "staff", k=1)
@@ -291,8 +291,8 @@ def test_s3_acl_rewrite_in_the_same_second_as_the_last_sync_is_not_missed(
         same_second = before["LastModified"] == after["LastModified"]
         res = run_listing(rt, "bk")
         assert res.counts["acl"] == 1, res.counts
-        doc = next(d for d in rt.store.documents("bk") if d["external_id"] == key)
-        assert doc["acl"] == ["bob"]
+        doc = next(d for d in rt.store.documents("bk") if d.external_id == key)
+        assert doc.acl == ["bob"]
         if same_second:
             break
     assert same_second, "could not provoke a same-second metadata rewrite on this machine"

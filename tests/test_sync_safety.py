@@ -24,6 +24,7 @@ from connectors.config import SourceConfig, config_from_dict
 from connectors.errors import SourceError, UnsafeDeleteError
 from connectors.sources import make_source
 from connectors.sources.base import Source, SourceEntry
+from connectors.store import DocumentRecord, EventRecord, SourceRecord
 from tests.moto_server import free_port
 from tests.sync_helpers import LocalDeployment, S3Deployment, assert_converged, hits, index_sets, store_of
 
@@ -79,13 +80,15 @@ class Folder:
     def listing(self, **kw: Any) -> Any:
         return run_listing(self.rt, "docs", **kw)
 
-    def docs(self) -> dict[str, dict[str, Any]]:
-        return {d["external_id"]: d for d in self.rt.store.documents("docs")}
+    def docs(self) -> dict[str, DocumentRecord]:
+        return {d.external_id: d for d in self.rt.store.documents("docs")}
 
-    def source_row(self) -> dict[str, Any]:
-        return self.rt.store.get_source("docs") or {}
+    def source_row(self) -> SourceRecord:
+        row = self.rt.store.get_source("docs")
+        assert row is not None
+        return row
 
-    def events(self, kind: str) -> list[dict[str, Any]]:
+    def events(self, kind: str) -> list[EventRecord]:
         return self.rt.store.events(kind)
 
 
@@ -97,13 +100,13 @@ def folder(tmp_path: Path) -> Iterator[Folder]:
     f.rt.store.dispose()
 
 
-def _assert_nothing_changed(f: Folder, before: dict[str, dict[str, Any]], last_good: int) -> None:
+def _assert_nothing_changed(f: Folder, before: dict[str, DocumentRecord], last_good: int) -> None:
     after = f.docs()
     assert set(after) == set(before)
     for k, d in after.items():
-        assert (d["content_hash"], d["fingerprint"], d["deleted_at"]) == (
-            before[k]["content_hash"], before[k]["fingerprint"], before[k]["deleted_at"]), k
-    assert f.source_row()["last_good_listing_count"] == last_good
+        assert (d.content_hash, d.fingerprint, d.deleted_at) == (
+            before[k].content_hash, before[k].fingerprint, before[k].deleted_at), k
+    assert f.source_row().last_good_listing_count == last_good
 
 
 def test_empty_listing_aborts_and_changes_nothing(folder: Folder) -> None:
@@ -113,9 +116,9 @@ def test_empty_listing_aborts_and_changes_nothing(folder: Folder) -> None:
         folder.listing()
     _assert_nothing_changed(folder, before, 10)
     row = folder.source_row()
-    assert row["last_listing_count"] == 0 and "delete sweep aborted" in row["last_error"]
+    assert row.last_listing_count == 0 and "delete sweep aborted" in (row.last_error or "")
     ev = folder.events("delete-sweep-aborted")[0]
-    assert ev["details"] == {"listed": 0, "would_delete": 10, "last_good": 10}
+    assert ev.details == {"listed": 0, "would_delete": 10, "last_good": 10}
 
 
 def test_listing_below_min_count_aborts(tmp_path: Path) -> None:
@@ -142,7 +145,7 @@ def test_ratio_is_measured_against_the_last_good_listing(folder: Folder) -> None
         _assert_nothing_changed(folder, before, 10)  # the edit and the new file were not applied either
     res = folder.listing(allow_mass_delete=True)
     assert res.counts == {"new": 1, "updated": 1, "unchanged": 2, "moved": 0, "acl": 0, "deleted": 7, "failed": 0}
-    assert folder.source_row()["last_good_listing_count"] == 4
+    assert folder.source_row().last_good_listing_count == 4
     # the override re-based the ratio: losing 1 of 4 is fine now, then losing 2 of 3 is not
     folder.remove("d07.md")
     assert folder.listing().counts["deleted"] == 1
@@ -165,7 +168,7 @@ def test_failed_listing_records_the_failure_and_deletes_nothing(folder: Folder) 
             folder.listing(**kw)
         _assert_nothing_changed(folder, before, 10)
     row = folder.source_row()
-    assert row["last_listing_count"] is None and "cannot open root folder" in row["last_error"]
+    assert row.last_listing_count is None and "cannot open root folder" in (row.last_error or "")
     assert folder.events("listing-failed")
 
 
@@ -199,7 +202,7 @@ def test_empty_source_with_nothing_known_is_not_an_abort(tmp_path: Path) -> None
     f = Folder(tmp_path, n=0)
     res = f.listing()
     assert res.listed == 0 and res.counts["deleted"] == 0
-    assert f.source_row()["last_good_listing_count"] == 0
+    assert f.source_row().last_good_listing_count == 0
 
 
 # -- end to end: the real sync job through the CLI ---------------------------------------------

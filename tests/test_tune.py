@@ -83,7 +83,7 @@ def test_tune_reports_both_halves_and_recomputes_nothing(synced: Deployment) -> 
         event = store.events("tune", limit=1)[0]
     finally:
         store.dispose()
-    assert len(event["details"]["trials"]) == 4
+    assert len(event.details["trials"]) == 4
 
 
 def test_choice_does_not_depend_on_the_checking_half(synced: Deployment, tmp_path: Path) -> None:
@@ -139,7 +139,7 @@ def test_ingestion_settings_are_tuned_through_one_generation_each(cut_apart: Dep
     assert out["built"] is None
     store = DocumentStore(f"sqlite:///{cut_apart.data / 'bindery.db'}", migrate=False)
     try:
-        statuses = [g["status"] for g in store.generations()]
+        statuses = [g.status for g in store.generations()]
     finally:
         store.dispose()
     assert statuses.count("live") == 1 and "building" not in statuses  # judged trials are dropped
@@ -168,5 +168,5 @@ def test_tune_job_runs_in_dagster_with_the_trials_table(synced: Deployment) -> N
         event = store.events("tune", limit=1)[0]
     finally:
         store.dispose()
-    assert "Dagster job" in event["message"]
-    assert [t["settings"] for t in event["details"]["trials"]] == [{"query.rrf_k": 60}, {"query.rrf_k": 10}]
+    assert "Dagster job" in event.message
+    assert [t["settings"] for t in event.details["trials"]] == [{"query.rrf_k": 60}, {"query.rrf_k": 10}]

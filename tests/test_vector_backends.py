@@ -24,6 +24,7 @@ from connectors.errors import QueryError
 from connectors.generations import IndexPair, open_reader, open_writer, publish, vector_engine
 from connectors.identity import chunk_id
 from connectors.indexes.base import PUBLIC, Filters, IndexRecord, VectorIndex
+from connectors.store import GenerationRecord
 from tests.backends import VECTOR_BACKENDS, backend_settings
 
 DIM = 8
@@ -35,7 +36,7 @@ class VectorBackend:
 
     engine: str
     cfg: BinderyConfig
-    gen: dict[str, Any]
+    gen: GenerationRecord
     _open: list[IndexPair] = field(default_factory=list)
 
     def writer(self) -> VectorIndex:
@@ -49,7 +50,7 @@ class VectorBackend:
         pair.close()
         self._open.remove(pair)
         vec, kw = publish(self.cfg, self.gen)
-        self.gen = {**self.gen, "vector_snapshot": vec, "keyword_snapshot": kw}
+        self.gen = self.gen.replace(vector_snapshot=vec, keyword_snapshot=kw)
 
     def reader(self) -> VectorIndex:
         pair = open_reader(self.cfg, self.gen)
@@ -66,8 +67,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorBa
     engine = request.param
     with backend_settings(vector=engine) as settings:  # a server backend runs against its REST stub
         cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "backends": settings})
-        gen = {"id": 1, "name": "g1_test", "vector_engine": engine, "vector_index": "", "vector_snapshot": None,
-               "keyword_snapshot": None}
+        gen = GenerationRecord.unrecorded(1, "g1_test", vector_engine=engine)
         b = VectorBackend(engine, cfg, gen)
         yield b
         b.close()
@@ -197,7 +197,7 @@ def test_reopen_from_a_published_snapshot(backend: VectorBackend) -> None:
     recs = corpus()
     w.upsert(recs)
     backend.publish(w)
-    snap = backend.gen["vector_snapshot"]  # None on a server: readers query the collection itself
+    snap = backend.gen.vector_snapshot  # None on a server: readers query the collection itself
     before = _digest(Path(snap)) if snap else {}
     r1, r2 = backend.reader(), backend.reader()  # two readers at once, as service + CLI
     for r in (r1, r2):
@@ -238,7 +238,7 @@ def test_a_generation_is_read_with_the_engine_that_built_it(tmp_path: Path) -> N
     from connectors.generations import physical_names
 
     vec_index, _ = physical_names(local, "g1_old")
-    legacy_row = {"id": 1, "name": "g1_old", "vector_index": vec_index}  # no vector_engine: before 0002
+    legacy_row = GenerationRecord.unrecorded(1, "g1_old", vector_index=vec_index)  # no vector_engine: before 0002
     assert vector_engine(config_from_dict({"data_dir": str(tmp_path)}), legacy_row) == "qdrant-local"
     pair = open_writer(local, legacy_row, DIM)
     pair.vector.upsert(corpus())
@@ -246,11 +246,13 @@ def test_a_generation_is_read_with_the_engine_that_built_it(tmp_path: Path) -> N
     vec, kw = publish(local, legacy_row)
     edge_default = config_from_dict({"data_dir": str(tmp_path)})
     assert edge_default.backends.vector == "qdrant-edge"
-    reader = open_reader(edge_default, {**legacy_row, "vector_snapshot": vec, "keyword_snapshot": kw})
+    reader = open_reader(edge_default, legacy_row.replace(vector_snapshot=vec, keyword_snapshot=kw))
     try:
         assert type(reader.vector).__name__ == "QdrantIndex" and reader.vector.count() == 5
     finally:
         reader.close()
-    assert vector_engine(edge_default, {"vector_index": "g7_abc"}) == "qdrant-server"
-    assert vector_engine(local, {"name": "g8"}) == "qdrant-local"  # no record at all: the configured engine
+    server_row = GenerationRecord.unrecorded(7, "g7_abc", vector_index="g7_abc")  # a collection name, not a path
+    assert vector_engine(edge_default, server_row) == "qdrant-server"
+    nothing = GenerationRecord.unrecorded(8, "g8")  # no record at all: the configured engine
+    assert vector_engine(local, nothing) == "qdrant-local"
     assert os.path.isdir(Path(vec_index))

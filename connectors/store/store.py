@@ -17,6 +17,15 @@ from sqlalchemy.engine import Connection, Engine
 
 from connectors.errors import BindingError, StoreError
 from connectors.store import schema as t
+from connectors.store.records import (
+    BindingRecord,
+    DeadLetterRecord,
+    DocumentRecord,
+    EventRecord,
+    GenerationRecord,
+    IndexStateRecord,
+    SourceRecord,
+)
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
 _UNSET: Any = object()  # "keep the current target as previous" (the normal flip)
@@ -122,14 +131,15 @@ class DocumentStore:
             else:
                 c.execute(t.sources.insert().values(name=name, kind=kind, config=config))
 
-    def get_source(self, name: str) -> dict[str, Any] | None:
+    def get_source(self, name: str) -> SourceRecord | None:
         with self.engine.connect() as c:
             row = c.execute(sa.select(t.sources).where(t.sources.c.name == name)).mappings().first()
-            return dict(row) if row else None
+            return SourceRecord.from_row(row) if row else None
 
-    def list_sources(self) -> list[dict[str, Any]]:
+    def list_sources(self) -> list[SourceRecord]:
         with self.engine.connect() as c:
-            return [dict(r) for r in c.execute(sa.select(t.sources).order_by(t.sources.c.name)).mappings()]
+            rows = c.execute(sa.select(t.sources).order_by(t.sources.c.name)).mappings()
+            return [SourceRecord.from_row(r) for r in rows]
 
     def record_listing(self, name: str, count: int | None, *, ok: bool, error: str | None = None,
                        probe: str | None = None) -> None:
@@ -143,22 +153,22 @@ class DocumentStore:
             c.execute(t.sources.update().where(t.sources.c.name == name).values(**values))
 
     # -- documents ------------------------------------------------------------------------
-    def documents(self, source: str | None = None, *, include_deleted: bool = False) -> list[dict[str, Any]]:
+    def documents(self, source: str | None = None, *, include_deleted: bool = False) -> list[DocumentRecord]:
         q = sa.select(t.documents)
         if source is not None:
             q = q.where(t.documents.c.source == source)
         if not include_deleted:
             q = q.where(t.documents.c.deleted_at.is_(None))
         with self.engine.connect() as c:
-            return [dict(r) for r in c.execute(q.order_by(t.documents.c.external_id)).mappings()]
+            return [DocumentRecord.from_row(r) for r in c.execute(q.order_by(t.documents.c.external_id)).mappings()]
 
-    def get_documents(self, doc_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    def get_documents(self, doc_ids: Iterable[str]) -> dict[str, DocumentRecord]:
         ids = list(doc_ids)
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, DocumentRecord] = {}
         with self.engine.connect() as c:
             for batch in _batches(ids):
                 q = sa.select(t.documents).where(t.documents.c.doc_id.in_(batch))
-                out.update({r["doc_id"]: dict(r) for r in c.execute(q).mappings()})
+                out.update({r["doc_id"]: DocumentRecord.from_row(r) for r in c.execute(q).mappings()})
         return out
 
     def current_acls(self, doc_ids: Iterable[str]) -> dict[str, list[str]]:
@@ -174,6 +184,8 @@ class DocumentStore:
         return out
 
     def upsert_documents(self, rows: list[dict[str, Any]]) -> None:
+        """Insert or update document rows: mappings of `DocumentRecord` fields (a batch write;
+        `DocumentRecord.to_dict()` gives one)."""
         with self.tx() as c:
             self._upsert(c, t.documents, rows)
 
@@ -334,29 +346,29 @@ class DocumentStore:
             res = c.execute(t.generations.insert().values(**row))
             return int(res.inserted_primary_key[0])  # type: ignore[index]
 
-    def get_generation(self, gen_id: int) -> dict[str, Any] | None:
+    def get_generation(self, gen_id: int) -> GenerationRecord | None:
         with self.engine.connect() as c:
             row = c.execute(sa.select(t.generations).where(t.generations.c.id == gen_id)).mappings().first()
-            return dict(row) if row else None
+            return GenerationRecord.from_row(row) if row else None
 
-    def generations(self, statuses: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    def generations(self, statuses: Iterable[str] | None = None) -> list[GenerationRecord]:
         q = sa.select(t.generations).order_by(t.generations.c.id)
         if statuses is not None:
             q = q.where(t.generations.c.status.in_(list(statuses)))
         with self.engine.connect() as c:
-            return [dict(r) for r in c.execute(q).mappings()]
+            return [GenerationRecord.from_row(r) for r in c.execute(q).mappings()]
 
     def update_generation(self, gen_id: int, **values: Any) -> None:
         with self.tx() as c:
             c.execute(t.generations.update().where(t.generations.c.id == gen_id).values(**values))
 
-    def get_binding(self, alias: str = "live") -> dict[str, Any] | None:
+    def get_binding(self, alias: str = "live") -> BindingRecord | None:
         with self.engine.connect() as c:
             row = c.execute(sa.select(t.bindings).where(t.bindings.c.alias == alias)).mappings().first()
-            return dict(row) if row else None
+            return BindingRecord.from_row(row) if row else None
 
     def flip_binding(self, generation_id: int, *, alias: str = "live", by: str | None = None,
-                     previous_id: Any = _UNSET, forced: dict[str, Any] | None = None) -> dict[str, Any]:
+                     previous_id: Any = _UNSET, forced: dict[str, Any] | None = None) -> BindingRecord:
         """Point `alias` at `generation_id` in ONE transaction, keeping the old target as previous.
 
         Generation statuses move in the same transaction: the new one becomes live, the old live
@@ -391,7 +403,7 @@ class DocumentStore:
                 values.update(forced_by=forced.get("by"), force_reason=forced.get("reason"))
             c.execute(t.generations.update().where(t.generations.c.id == generation_id).values(**values))
             row = c.execute(sa.select(t.bindings).where(t.bindings.c.alias == alias)).mappings().one()
-            return dict(row)
+            return BindingRecord.from_row(row)
 
     def bump_binding(self, alias: str = "live") -> None:
         """Tell readers that the bound generation's published snapshot changed."""
@@ -400,14 +412,16 @@ class DocumentStore:
                       .values(version=t.bindings.c.version + 1))
 
     # -- index state ----------------------------------------------------------------------
-    def index_state(self, generation_id: int, source: str | None = None) -> dict[str, dict[str, Any]]:
+    def index_state(self, generation_id: int, source: str | None = None) -> dict[str, IndexStateRecord]:
+        """doc_id -> what generation `generation_id`'s indexes hold of it (pending rows included)."""
         q = sa.select(t.index_state).where(t.index_state.c.generation_id == generation_id)
         if source is not None:
             q = q.where(t.index_state.c.source == source)
         with self.engine.connect() as c:
-            return {r["doc_id"]: dict(r) for r in c.execute(q).mappings()}
+            return {r["doc_id"]: IndexStateRecord.from_row(r) for r in c.execute(q).mappings()}
 
     def set_index_state(self, rows: list[dict[str, Any]]) -> None:
+        """Upsert index-state rows (mappings with the `IndexStateRecord` fields: a batch write)."""
         with self.tx() as c:
             self._upsert(c, t.index_state, rows)
 
@@ -471,14 +485,14 @@ class DocumentStore:
         with self.engine.connect() as c:
             return {r[0] for r in c.execute(q)}
 
-    def dead_letters(self, *, source: str | None = None, unresolved: bool = True) -> list[dict[str, Any]]:
+    def dead_letters(self, *, source: str | None = None, unresolved: bool = True) -> list[DeadLetterRecord]:
         q = sa.select(t.dead_letters).order_by(t.dead_letters.c.at)
         if unresolved:
             q = q.where(t.dead_letters.c.resolved_at.is_(None))
         if source:
             q = q.where(t.dead_letters.c.source == source)
         with self.engine.connect() as c:
-            return [dict(r) for r in c.execute(q).mappings()]
+            return [DeadLetterRecord.from_row(r) for r in c.execute(q).mappings()]
 
     def add_event(self, kind: str, message: str, *, source: str | None = None,
                   details: dict[str, Any] | None = None) -> None:
@@ -486,12 +500,13 @@ class DocumentStore:
             c.execute(t.events.insert().values(kind=kind, source=source, message=message,
                                                details=details or {}, at=time.time()))
 
-    def events(self, kind: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    def events(self, kind: str | None = None, limit: int = 50) -> list[EventRecord]:
+        """The newest `limit` events (of `kind`), newest first."""
         q = sa.select(t.events).order_by(t.events.c.id.desc()).limit(limit)
         if kind:
             q = q.where(t.events.c.kind == kind)
         with self.engine.connect() as c:
-            return [dict(r) for r in c.execute(q).mappings()]
+            return [EventRecord.from_row(r) for r in c.execute(q).mappings()]
 
     def counts(self) -> dict[str, int]:
         with self.engine.connect() as c:
