@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any
 
 from assets.chunking import chunk_blocks
 from assets.parse_stage import good_parses
@@ -19,7 +18,7 @@ from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.config import ChunkConfig
 from connectors.identity import chunk_id, text_hash
-from connectors.store import DocumentRecord
+from connectors.store import ChunkRecord, DocumentRecord, ParseRecord
 
 
 @dataclass
@@ -37,22 +36,22 @@ def needs_chunking(current: dict[str, tuple[str, str]], doc: DocumentRecord, par
     return current.get(doc.doc_id) != (doc.content_hash, parse_version)
 
 
-def chunk_rows(doc: DocumentRecord, parse: dict[str, Any], chunk_cfg: ChunkConfig, chunk_version: str,
-               parse_version: str) -> list[dict[str, Any]]:
+def chunk_rows(doc: DocumentRecord, parse: ParseRecord, chunk_cfg: ChunkConfig, chunk_version: str,
+               parse_version: str) -> list[ChunkRecord]:
     """The chunk rows of one document from its stored parse (pure: the stage stores them,
     `bindery plan` only looks at their texts)."""
-    blocks = [Block.from_dict(b) for b in parse["blocks"] or []]
-    drafts = chunk_blocks(blocks, chunk_cfg, title=parse["title"])
-    return [{
-        "chunk_id": chunk_id(doc.doc_id, chunk_version, c.ordinal), "doc_id": doc.doc_id,
-        "chunk_version": chunk_version, "content_hash": doc.content_hash, "parse_version": parse_version,
-        "ordinal": c.ordinal, "kind": c.kind, "display_text": c.display_text,
-        "embed_text": c.embed_text, "text_hash": text_hash(c.display_text),
-        "heading_path": list(c.heading_path), "page": c.page, "char_start": c.char_start,
-        "char_end": c.char_end, "tokens": c.n_tokens,
+    blocks = [Block.from_dict(b) for b in parse.blocks or []]
+    drafts = chunk_blocks(blocks, chunk_cfg, title=parse.title)
+    return [ChunkRecord(
+        chunk_id=chunk_id(doc.doc_id, chunk_version, c.ordinal), doc_id=doc.doc_id,
+        chunk_version=chunk_version, content_hash=doc.content_hash or "", parse_version=parse_version,
+        ordinal=c.ordinal, kind=c.kind, display_text=c.display_text,
+        embed_text=c.embed_text, text_hash=text_hash(c.display_text),
+        heading_path=list(c.heading_path), page=c.page, char_start=c.char_start,
+        char_end=c.char_end, tokens=c.n_tokens,
         # the unit (small-to-big) is named by its first chunk; that chunk holds the unit's text
-        "parent_id": chunk_id(doc.doc_id, chunk_version, c.unit_start), "unit_text": c.unit_text,
-    } for c in drafts]
+        parent_id=chunk_id(doc.doc_id, chunk_version, c.unit_start), unit_text=c.unit_text,
+    ) for c in drafts]
 
 
 def run_chunk(rt: Runtime, source_name: str, gens: list[Generation], *,
@@ -70,9 +69,9 @@ def run_chunk(rt: Runtime, source_name: str, gens: list[Generation], *,
         parses = good_parses(rt, docs, pver)
         current = rt.store.chunk_keys(list(parses), cver)
         dead = rt.store.dead_letter_docs(("chunk",))
-        pending: dict[str, list[dict[str, Any]]] = {}
+        pending: dict[str, list[ChunkRecord]] = {}
 
-        def flush(cver: str = cver, pending: dict[str, list[dict[str, Any]]] = pending, dead: set[str] = dead) -> None:
+        def flush(cver: str = cver, pending: dict[str, list[ChunkRecord]] = pending, dead: set[str] = dead) -> None:
             rt.store.replace_chunks(cver, pending)
             rt.store.resolve_dead_letters([d for d in pending if d in dead], stages=("chunk",))
             progress.advance(len(pending))

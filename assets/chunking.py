@@ -48,7 +48,7 @@ The output is deterministic: the same blocks and configuration give identical dr
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from statistics import fmean
 from typing import Any, Literal
 
@@ -84,7 +84,7 @@ class ChunkDraft:
     unit_text: str | None = None  # on a unit's first chunk when the unit has several chunks
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return asdict(self)
 
 
 def document_text(blocks: list[Block]) -> str:

@@ -28,6 +28,7 @@ from connectors.contextualizers import (
 from connectors.documents import Block
 from connectors.errors import BinderyError
 from connectors.identity import text_hash
+from connectors.store import ChunkRecord, ParseRecord
 
 
 @dataclass
@@ -42,11 +43,11 @@ class ContextStats:
     seconds: float = 0.0
 
 
-def context_input_hash(chunk: dict[str, Any]) -> str:
-    return text_hash(f"{chunk['content_hash']}\x00{json.dumps(chunk['heading_path'])}\x00{chunk['text_hash']}")
+def context_input_hash(chunk: ChunkRecord) -> str:
+    return text_hash(f"{chunk.content_hash}\x00{json.dumps(chunk.heading_path)}\x00{chunk.text_hash}")
 
 
-def missing_contexts(rt: Runtime, chunks: list[dict[str, Any]], context_version: str) -> dict[str, dict[str, Any]]:
+def missing_contexts(rt: Runtime, chunks: list[ChunkRecord], context_version: str) -> dict[str, ChunkRecord]:
     """input hash -> chunk, for the chunks whose prefix is not cached for this context version
     (one entry per distinct input: identical chunks share a prefix)."""
     by_hash = {context_input_hash(c): c for c in chunks}
@@ -69,9 +70,9 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation], *,
         stats.chunks += len(chunks)
         todo = missing_contexts(rt, chunks, g.versions["context"])
         stats.cached += len({context_input_hash(c) for c in chunks}) - len(todo)
-        missing: dict[str, list[dict[str, Any]]] = {}
+        missing: dict[str, list[ChunkRecord]] = {}
         for c in todo.values():
-            missing.setdefault(c["doc_id"], []).append(c)
+            missing.setdefault(c.doc_id, []).append(c)
         if not missing:
             continue
         progress.total(len(todo))
@@ -93,7 +94,7 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation], *,
             parse = parses.get(did)
             doc = document_context(parse)
             try:
-                results = ctx.contextualize(doc, [ChunkContext(list(c["heading_path"]), c["display_text"])
+                results = ctx.contextualize(doc, [ChunkContext(list(c.heading_path), c.display_text)
                                                   for c in doc_chunks])
             except ProviderUnavailable:
                 flush()  # keep what was computed: a re-run after the fix pays only for the rest
@@ -109,7 +110,7 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation], *,
                 continue
             now = time.time()
             rows = [{"input_hash": context_input_hash(c), "context_version": g.versions["context"],
-                     "prefix": r.prefix, "content_hash": c["content_hash"], "input_tokens": r.input_tokens,
+                     "prefix": r.prefix, "content_hash": c.content_hash, "input_tokens": r.input_tokens,
                      "output_tokens": r.output_tokens, "cache_read_tokens": r.cache_read_tokens,
                      "cache_creation_tokens": r.cache_creation_tokens, "created_at": now}
                     for c, r in zip(doc_chunks, results, strict=True)]
@@ -126,11 +127,11 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation], *,
     return stats
 
 
-def document_context(parse: dict[str, Any] | None) -> DocumentContext:
+def document_context(parse: ParseRecord | None) -> DocumentContext:
     """What a contextualiser knows of a document, from its stored parse (the stage and `bindery
     plan` both build it here): its title, its whole text, and a summary sentence of its own words."""
-    blocks = (parse or {}).get("blocks") or []
-    return DocumentContext(title=(parse or {}).get("title"), summary=summary_sentence(own_text(blocks)),
+    blocks = (parse.blocks if parse else None) or []
+    return DocumentContext(title=parse.title if parse else None, summary=summary_sentence(own_text(blocks)),
                            full_text="\n\n".join(b["text"] for b in blocks))
 
 
@@ -141,6 +142,6 @@ def own_text(blocks: list[dict[str, Any]]) -> str:
                        and not is_side_text(Block.from_dict(b)))
 
 
-def embed_text_of(chunk: dict[str, Any], prefix: str | None) -> str:
+def embed_text_of(chunk: ChunkRecord, prefix: str | None) -> str:
     """The exact text the embedder and the keyword index see for a chunk."""
-    return f"{prefix}\n{chunk['embed_text']}" if prefix else chunk["embed_text"]
+    return f"{prefix}\n{chunk.embed_text}" if prefix else chunk.embed_text

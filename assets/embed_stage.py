@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from assets.context_stage import context_input_hash, embed_text_of
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.embedder import to_bytes
 from connectors.identity import text_hash
+from connectors.store import ChunkRecord
 
 _FLUSH = 512  # texts per model call + store write: bounded memory, steady progress
 
@@ -31,7 +31,7 @@ class EmbedStats:
     seconds: float = 0.0
 
 
-def final_texts(rt: Runtime, chunks: list[dict[str, Any]], context_version: str) -> dict[str, str]:
+def final_texts(rt: Runtime, chunks: list[ChunkRecord], context_version: str) -> dict[str, str]:
     """chunk_id -> the text that is embedded and keyword-indexed; chunks without a prefix yet
     (their context failed) are left out so they are not indexed half-done."""
     prefixes = rt.store.get_contexts([context_input_hash(c) for c in chunks], context_version)
@@ -39,7 +39,7 @@ def final_texts(rt: Runtime, chunks: list[dict[str, Any]], context_version: str)
     for c in chunks:
         ctx = prefixes.get(context_input_hash(c))
         if ctx is not None:
-            out[c["chunk_id"]] = embed_text_of(c, ctx["prefix"])
+            out[c.chunk_id] = embed_text_of(c, ctx.prefix)
     return out
 
 
@@ -56,7 +56,7 @@ def run_embed(rt: Runtime, source_name: str, gens: list[Generation], *,
         done.add(key)
         chunks = rt.store.chunks_for(doc_ids, g.versions["chunk"])
         texts = final_texts(rt, chunks, g.versions["context"])
-        content_of = {c["chunk_id"]: c["content_hash"] for c in chunks}
+        content_of = {c.chunk_id: c.content_hash for c in chunks}
         stats.chunks += len(chunks)
         stats.missing_context += len(chunks) - len(texts)
         by_hash: dict[str, tuple[str, str]] = {}

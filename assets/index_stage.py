@@ -45,7 +45,7 @@ from connectors.embedder import from_bytes
 from connectors.generations import publish, writer_lock
 from connectors.identity import short_hash, text_hash
 from connectors.indexes.base import IndexRecord
-from connectors.store import DocumentRecord, IndexStateRecord
+from connectors.store import ChunkRecord, DocumentRecord, IndexStateRecord
 
 
 @dataclass
@@ -74,26 +74,26 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> tup
     chunks = rt.store.chunks_for(list(docs), g.versions["chunk"])
     texts = final_texts(rt, chunks, g.versions["context"])
     vectors = rt.store.get_embeddings([text_hash(t) for t in texts.values()], g.versions["embed"])
-    by_doc: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_doc: dict[str, list[ChunkRecord]] = defaultdict(list)
     for c in chunks:
-        by_doc[c["doc_id"]].append(c)
+        by_doc[c.doc_id].append(c)
     threads = thread_keys(rt, [docs[did] for did in by_doc], g.versions["parse"])
     records: dict[str, list[IndexRecord]] = {}
     digests: dict[str, str] = {}
     for did, cs in by_doc.items():
         d = docs[did]
-        if any(c["chunk_id"] not in texts or text_hash(texts[c["chunk_id"]]) not in vectors for c in cs):
+        if any(c.chunk_id not in texts or text_hash(texts[c.chunk_id]) not in vectors for c in cs):
             continue
         unit_texts = _unit_index_texts(d, cs, texts)
         message_id, reply_to = threads.get(did, (None, None))
         recs = [IndexRecord(
-            chunk_id=c["chunk_id"], doc_id=did, source=d.source, external_id=d.external_id,
-            text=index_text(d, texts[c["chunk_id"]]),
-            vector=from_bytes(vectors[text_hash(texts[c["chunk_id"]])]).tolist(),
+            chunk_id=c.chunk_id, doc_id=did, source=d.source, external_id=d.external_id,
+            text=index_text(d, texts[c.chunk_id]),
+            vector=from_bytes(vectors[text_hash(texts[c.chunk_id])]).tolist(),
             acl=tuple(d.acl),
             payload=_payload(d, c, message_id, reply_to),
-            heading=" ".join(c["heading_path"]),
-            unit_text=unit_texts.get(c["chunk_id"]),
+            heading=" ".join(c.heading_path),
+            unit_text=unit_texts.get(c.chunk_id),
             message_id=message_id, reply_to=reply_to,
         ) for c in cs]
         records[did] = recs
@@ -101,16 +101,16 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> tup
     return records, digests
 
 
-def _payload(doc: DocumentRecord, chunk: dict[str, Any], message_id: str | None = None,
+def _payload(doc: DocumentRecord, chunk: ChunkRecord, message_id: str | None = None,
              reply_to: str | None = None) -> dict[str, Any]:
     """What a vector point shows besides its filter fields: display text and provenance, its
     unit (the chunk id of the unit's first chunk), on that first chunk the unit's text, and an
     e-mail's thread keys."""
-    out = {"display_text": chunk["display_text"], "heading_path": chunk["heading_path"], "page": chunk["page"],
-           "ordinal": chunk["ordinal"], "kind": chunk["kind"], "uri": doc.uri,
-           "unit": chunk.get("parent_id") or chunk["chunk_id"]}
-    if chunk.get("unit_text"):
-        out["unit_text"] = chunk["unit_text"]
+    out = {"display_text": chunk.display_text, "heading_path": chunk.heading_path, "page": chunk.page,
+           "ordinal": chunk.ordinal, "kind": chunk.kind, "uri": doc.uri,
+           "unit": chunk.parent_id or chunk.chunk_id}
+    if chunk.unit_text:
+        out["unit_text"] = chunk.unit_text
     if message_id:
         out["message_id"] = message_id
     if reply_to:
@@ -138,12 +138,12 @@ def thread_keys(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> 
     return out
 
 
-def _unit_index_texts(doc: DocumentRecord, chunks: list[dict[str, Any]], texts: dict[str, str]) -> dict[str, str]:
+def _unit_index_texts(doc: DocumentRecord, chunks: list[ChunkRecord], texts: dict[str, str]) -> dict[str, str]:
     """First chunk id of each unit -> what the unit-level keyword field reads: the file name's
     words and the final texts of the unit's chunks (no side text: chunks hold none)."""
     members: dict[str, list[str]] = defaultdict(list)
     for c in chunks:
-        members[c.get("parent_id") or c["chunk_id"]].append(texts[c["chunk_id"]])
+        members[c.parent_id or c.chunk_id].append(texts[c.chunk_id])
     return {head: f"{name_terms(doc.external_id)}\n" + "\n".join(ts) for head, ts in members.items()}
 
 
@@ -152,15 +152,15 @@ def index_text(doc: DocumentRecord, final_text: str) -> str:
     return f"{name_terms(doc.external_id)}\n{final_text}"
 
 
-def doc_digest(doc: DocumentRecord, chunks: list[dict[str, Any]], texts: dict[str, str]) -> str:
+def doc_digest(doc: DocumentRecord, chunks: list[ChunkRecord], texts: dict[str, str]) -> str:
     """What a document holds in an index, from its chunk rows and their final texts (every
     field both indexes are written with): a document is rewritten only when this changes.
     `bindery plan` calls it too, so plan and run cannot disagree on what is rewritten."""
     units = _unit_index_texts(doc, chunks, texts)
     # the content hash stands for what is read from the parse besides the chunks (thread keys)
     return short_hash([doc.external_id, doc.uri, doc.acl_hash, doc.content_hash, [
-        (c["chunk_id"], text_hash(index_text(doc, texts[c["chunk_id"]])), c["heading_path"],
-         c.get("parent_id"), text_hash(c.get("unit_text") or ""), text_hash(units.get(c["chunk_id"], "")))
+        (c.chunk_id, text_hash(index_text(doc, texts[c.chunk_id])), c.heading_path,
+         c.parent_id, text_hash(c.unit_text or ""), text_hash(units.get(c.chunk_id, "")))
         for c in chunks]], 32)
 
 

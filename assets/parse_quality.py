@@ -65,9 +65,9 @@ def quality_rows(rt: Runtime, source: str, gens: list[Generation]) -> list[Parse
             if p is None:
                 rows.append(ParseRow(ext, True, None, reason="not parsed"))
                 continue
-            ok = p["status"] == "ok"
-            rows.append(ParseRow(ext, not ok, p["created_at"], (p["metrics"] or {}).get("word_share") if ok else None,
-                                 None if ok else f"{p['reason']}: {p['error']}"[:300]))
+            ok = p.status == "ok"
+            rows.append(ParseRow(ext, not ok, p.created_at, (p.metrics or {}).get("word_share") if ok else None,
+                                 None if ok else f"{p.reason}: {p.error}"[:300]))
     return rows
 
 

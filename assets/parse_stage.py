@@ -23,7 +23,7 @@ from assets.runtime import Generation, Runtime
 from connectors.config import ParseQualityThresholds
 from connectors.errors import BinderyError, SourceError
 from connectors.sources import make_source
-from connectors.store import DocumentRecord
+from connectors.store import DocumentRecord, ParseRecord
 
 _FLUSH = 64  # parses per store transaction
 
@@ -103,7 +103,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
         have = rt.store.get_parses([parse_key(d, pver) for d in docs])
         for d in docs:  # a copy or a move of a file whose bytes already failed fails all the same
             cached = have.get(parse_key(d, pver))
-            if cached is not None and cached["status"] != "ok" and d.doc_id not in dead:
+            if cached is not None and cached.status != "ok" and d.doc_id not in dead:
                 _dead_letter_cached(rt, d, cached)
                 dead.add(d.doc_id)
         todo = _without_parse(docs, have, pver)
@@ -174,17 +174,17 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
     return stats
 
 
-def _dead_letter_cached(rt: Runtime, doc: DocumentRecord, parse: dict[str, Any]) -> None:
+def _dead_letter_cached(rt: Runtime, doc: DocumentRecord, parse: ParseRecord) -> None:
     """A document whose bytes already failed (under another name, or before a move) is not
     parsed again, but it fails all the same: it gets its own dead letter."""
     rt.store.add_dead_letter(doc_id=doc.doc_id, source=doc.source, external_id=doc.external_id,
-                             stage="parse", reason=parse["reason"] or "parse-failed",
-                             error=f"{parse['error'] or 'failed'} (cached result for identical content)",
+                             stage="parse", reason=parse.reason or "parse-failed",
+                             error=f"{parse.error or 'failed'} (cached result for identical content)",
                              content_hash=doc.content_hash)
 
 
-def good_parses(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> dict[str, dict[str, Any]]:
+def good_parses(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> dict[str, ParseRecord]:
     """doc_id -> parse row, for documents whose current content parsed and passed validation."""
     keys = {d.doc_id: parse_key(d, parse_version) for d in docs if d.content_hash}
     rows = rt.store.get_parses(keys.values())
-    return {did: rows[k] for did, k in keys.items() if k in rows and rows[k]["status"] == "ok"}
+    return {did: rows[k] for did, k in keys.items() if k in rows and rows[k].status == "ok"}

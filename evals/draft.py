@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from connectors.questions import DraftQuestion
+from connectors.store import ChunkRecord
 from evals.evalset import normalise, parse_case
 
 __all__ = ["KINDS", "QuestionWriter", "draft_cases"]
@@ -38,10 +39,10 @@ class QuestionWriter(Protocol):
     def write(self, title: str | None, heading_path: list[str], passage: str) -> DraftQuestion | None: ...
 
 
-def _body(chunk: dict[str, Any]) -> str:
+def _body(chunk: ChunkRecord) -> str:
     """The chunk's own text without the heading lines the chunker puts in front of it."""
-    lines = chunk["display_text"].splitlines()
-    heads = {h.strip() for h in chunk["heading_path"]}
+    lines = chunk.display_text.splitlines()
+    heads = {h.strip() for h in chunk.heading_path}
     while lines and (lines[0].strip() in heads or not lines[0].strip()):
         lines.pop(0)
     return "\n".join(lines)
@@ -58,39 +59,39 @@ def _case(kind: str, n: int, query: str, doc: str, text: str | None) -> dict[str
             "gold": [{"doc": doc, "text": text}], "exclude_docs": [], "draft": True}
 
 
-def _titles(docs: dict[str, list[dict[str, Any]]]) -> Iterable[tuple[str, str, str | None]]:
+def _titles(docs: dict[str, list[ChunkRecord]]) -> Iterable[tuple[str, str, str | None]]:
     for doc, chunks in docs.items():
-        title = next((c["heading_path"][0] for c in chunks if c["heading_path"]), None)
+        title = next((c.heading_path[0] for c in chunks if c.heading_path), None)
         if title and len(title.split()) >= 2:
             yield title, doc, None
 
 
-def _headings(docs: dict[str, list[dict[str, Any]]]) -> Iterable[tuple[str, str, str | None]]:
+def _headings(docs: dict[str, list[ChunkRecord]]) -> Iterable[tuple[str, str, str | None]]:
     for doc, chunks in docs.items():
         for c in chunks:
-            path = [h for h in c["heading_path"] if h.strip()]
+            path = [h for h in c.heading_path if h.strip()]
             snippet = _snippet(_body(c))
             if len(path) >= 2 and snippet:
                 yield f"{path[-1]} — {path[0]}", doc, snippet
                 break  # one per document keeps the set balanced
 
 
-def _identifiers(docs: dict[str, list[dict[str, Any]]]) -> Iterable[tuple[str, str, str | None]]:
+def _identifiers(docs: dict[str, list[ChunkRecord]]) -> Iterable[tuple[str, str, str | None]]:
     where: dict[str, set[str]] = defaultdict(set)
     for doc, chunks in docs.items():
         for c in chunks:
-            for ident in _IDENTIFIER.findall(c["display_text"]):
+            for ident in _IDENTIFIER.findall(c.display_text):
                 where[ident].add(doc)
     for ident in sorted(where):
         if len(where[ident]) == 1 and normalise(ident):
             yield ident, next(iter(where[ident])), normalise(ident)
 
 
-def _tables(docs: dict[str, list[dict[str, Any]]]) -> Iterable[tuple[str, str, str | None]]:
+def _tables(docs: dict[str, list[ChunkRecord]]) -> Iterable[tuple[str, str, str | None]]:
     for doc, chunks in docs.items():
         for c in chunks:
-            rows = [r for r in c["display_text"].splitlines() if r.strip().startswith("|")]
-            rows = [[cell.strip() for cell in r.strip().strip("|").split("|")] for r in rows]
+            lines = [r for r in c.display_text.splitlines() if r.strip().startswith("|")]
+            rows = [[cell.strip() for cell in r.strip().strip("|").split("|")] for r in lines]
             rows = [r for r in rows if not all(set(cell) <= set("-: ") for cell in r)]
             if len(rows) < 2 or len(rows[0]) < 2:
                 continue
@@ -103,28 +104,28 @@ def _tables(docs: dict[str, list[dict[str, Any]]]) -> Iterable[tuple[str, str, s
 _OFFLINE = {"title": _titles, "heading": _headings, "identifier": _identifiers, "table": _tables}
 
 
-def _llm_cases(writer: QuestionWriter, docs: dict[str, list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
+def _llm_cases(writer: QuestionWriter, docs: dict[str, list[ChunkRecord]], limit: int) -> list[dict[str, Any]]:
     chunks = [(doc, c) for doc, cs in docs.items() for c in cs if len(_body(c).split()) >= 12]
     step = max(1, len(chunks) // max(limit, 1))
     out: list[dict[str, Any]] = []
     for doc, c in chunks[::step][:limit]:
-        q = writer.write(c["heading_path"][0] if c["heading_path"] else None, list(c["heading_path"]), _body(c))
+        q = writer.write(c.heading_path[0] if c.heading_path else None, list(c.heading_path), _body(c))
         if q is None:
             continue
         answer = normalise(q.answer or "")
-        text = answer if answer and answer in normalise(c["display_text"]) else _snippet(_body(c))
+        text = answer if answer and answer in normalise(c.display_text) else _snippet(_body(c))
         out.append(_case("llm", len(out) + 1, q.question, doc, text))
     return out
 
 
-def draft_cases(chunks_by_doc: dict[str, list[dict[str, Any]]], *, max_cases: int = 40,
+def draft_cases(chunks_by_doc: dict[str, list[ChunkRecord]], *, max_cases: int = 40,
                 writer: QuestionWriter | None = None) -> list[dict[str, Any]]:
     """Proposed eval cases (eval-set JSON objects) from chunk rows grouped by document external id.
 
     Offline kinds share `max_cases` round-robin so every kind is represented; with a writer all
     cases are LLM-written. Each case is checked with the eval-set validator before it is kept.
     """
-    docs = {doc: sorted(cs, key=lambda c: c["ordinal"]) for doc, cs in sorted(chunks_by_doc.items())}
+    docs = {doc: sorted(cs, key=lambda c: c.ordinal) for doc, cs in sorted(chunks_by_doc.items())}
     if writer is not None:
         return [c for c in _llm_cases(writer, docs, max_cases) if _valid(c)]
     pools = {kind: iter(gen(docs)) for kind, gen in _OFFLINE.items()}

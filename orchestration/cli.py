@@ -29,7 +29,7 @@ from orchestration import report
 
 if TYPE_CHECKING:
     from connectors.lifecycle import Lifecycle
-    from connectors.store import DocumentStore, GenerationRecord
+    from connectors.store import ChunkRecord, DocumentStore, GenerationRecord
     from orchestration.runs import Runner, RunOutcome
 
 
@@ -231,9 +231,9 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     store = _store(cfg)
     gen = _generation(cfg, store, "live")
     docs = {d.doc_id: d.external_id for d in store.documents()}
-    by_doc: dict[str, list[dict[str, Any]]] = {}
+    by_doc: dict[str, list[ChunkRecord]] = {}
     for c in store.chunks_for(list(docs), gen.stage_versions["chunk"]):
-        by_doc.setdefault(docs[c["doc_id"]], []).append(c)
+        by_doc.setdefault(docs[c.doc_id], []).append(c)
     writer = None
     if cfg.stages.context.provider == "anthropic":
         from connectors.questions import AnthropicQuestionWriter

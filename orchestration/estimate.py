@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from assets.runtime import Generation
 from connectors.config import BinderyConfig
 from connectors.contextualizers import DocumentContext
+from connectors.store import ChunkRecord
 
 if TYPE_CHECKING:  # Dagster is imported only to read history: a first plan (no history) never loads it
     import dagster as dg
@@ -115,7 +116,7 @@ def estimate_seconds(stages: dict[str, dict[str, Any]], history: dict[str, Any] 
 
 
 def llm_estimate(cfg: BinderyConfig, targets: list[Generation],
-                 docs: list[tuple[DocumentContext, list[dict[str, Any]]]],
+                 docs: list[tuple[DocumentContext, list[ChunkRecord]]],
                  history: dict[str, Any] | None) -> dict[str, Any] | None:
     """Anthropic calls, tokens and cost of the prefixes the plan would compute, or None when no
     target generation uses the Anthropic contextualiser.
@@ -138,7 +139,7 @@ def llm_estimate(cfg: BinderyConfig, targets: list[Generation],
         calls += len(chunks)
         cache_write += doc_tokens
         cache_read += doc_tokens * (len(chunks) - 1)
-        uncached += sum(count(c["display_text"]) + _INSTRUCTION_TOKENS for c in chunks)
+        uncached += sum(count(c.display_text) + _INSTRUCTION_TOKENS for c in chunks)
     per_prefix = ((history or {}).get("llm_tokens_per_prefix") or {}).get("output_tokens")
     output = round(calls * (per_prefix or ccfg.max_prefix_tokens))
     p = cfg.prices

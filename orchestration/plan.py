@@ -37,7 +37,7 @@ from assets.listing import (
     check_delete_safety,
     read_content,
 )
-from assets.parse_stage import good_parses, pending_parses, validate_parse
+from assets.parse_stage import good_parses, parse_key, pending_parses, validate_parse
 from assets.parsing import parse_document
 from assets.runtime import Generation, Runtime
 from connectors.config import BinderyConfig, SourceConfig
@@ -46,7 +46,7 @@ from connectors.errors import SourceError, TooLarge
 from connectors.identity import content_hash, doc_id, short_hash, text_hash
 from connectors.sources import make_source
 from connectors.sources.base import Source
-from connectors.store import DocumentRecord
+from connectors.store import ChunkRecord, DocumentRecord, ParseRecord
 
 __all__ = ["STAGES", "compute_plan"]
 
@@ -144,17 +144,17 @@ class StageWalk:
         self.rt, self.sp, self.source = rt, sp, source
         self.counts = {s: StageCount() for s in STAGES}
         self.index = {"write": 0, "delete": 0, "chunks": 0}
-        self.parsed: dict[tuple[str, str], dict[str, Any] | None] = {}  # (doc, parse version) -> parse
-        self.chunked: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (doc, chunk version) -> rows
+        self.parsed: dict[tuple[str, str], ParseRecord | None] = {}  # (doc, parse version) -> parse
+        self.chunked: dict[tuple[str, str], list[ChunkRecord]] = {}  # (doc, chunk version) -> rows
         self.prefixes: dict[tuple[str, str], str] = {}  # (input hash, context version) -> prefix
         self.walked: set[tuple[str, str]] = set()  # (stage, version) already counted
         self.contexts_done: set[tuple[str, str]] = set()  # (input hash, context version) the run computes
         self.embedded: set[tuple[str, str]] = set()  # (text hash, embedder id) the run computes
-        self.llm_docs: list[tuple[DocumentContext, list[dict[str, Any]]]] = []
+        self.llm_docs: list[tuple[DocumentContext, list[ChunkRecord]]] = []
         self.unknown_texts: set[str] = set()  # chunk ids whose prefix only the LLM would know
 
     # parse
-    def parses(self, g: Generation) -> dict[str, dict[str, Any]]:
+    def parses(self, g: Generation) -> dict[str, ParseRecord]:
         """doc_id -> a good parse (stored, or made in memory now) for generation `g`."""
         pver = g.versions["parse"]
         good = good_parses(self.rt, self.sp.docs, pver)
@@ -176,7 +176,7 @@ class StageWalk:
         for d in todo:
             self.parsed[(d.doc_id, pver)] = self._parse_in_memory(d, g, scfg)
 
-    def _parse_in_memory(self, d: DocumentRecord, g: Generation, scfg: SourceConfig) -> dict[str, Any] | None:
+    def _parse_in_memory(self, d: DocumentRecord, g: Generation, scfg: SourceConfig) -> ParseRecord | None:
         try:
             data = self.sp.data.get(d.content_hash or "")
             if data is None:
@@ -187,10 +187,14 @@ class StageWalk:
             return None  # the sync dead-letters it: nothing to chunk
         if validate_parse(result.metrics, scfg.quality):
             return None
-        return {"title": result.title, "blocks": [b.to_dict() for b in result.blocks], "status": "ok"}
+        chash, pver, fmt = parse_key(d, g.versions["parse"])
+        return ParseRecord(content_hash=chash, parse_version=pver, format=fmt, doc_id=d.doc_id, status="ok",
+                           title=result.title, blocks=[b.to_dict() for b in result.blocks], metrics=result.metrics,
+                           page_metrics=result.page_metrics, doc_metadata=None, error=None, reason=None,
+                           seconds=None, created_at=time.time())
 
     # chunk
-    def chunks(self, g: Generation) -> list[dict[str, Any]]:
+    def chunks(self, g: Generation) -> list[ChunkRecord]:
         """Every chunk row of the source's documents for `g`'s chunk version, after the sync."""
         cver, pver = g.versions["chunk"], g.versions["parse"]
         parses = self.parses(g)
@@ -213,7 +217,7 @@ class StageWalk:
         return stored + [c for d in fresh for c in self.chunked[(d.doc_id, cver)]]
 
     # context
-    def walk_context(self, g: Generation, chunks: list[dict[str, Any]]) -> None:
+    def walk_context(self, g: Generation, chunks: list[ChunkRecord]) -> None:
         ctxver = g.versions["context"]
         key = ("context", f"{g.versions['chunk']}/{ctxver}")
         if key in self.walked:
@@ -225,9 +229,9 @@ class StageWalk:
         self.contexts_done.update((h, ctxver) for h in todo)
         self.counts["context"].compute += len(todo)
         self.counts["context"].cached += len({context_input_hash(c) for c in chunks}) - len(todo)
-        by_doc: dict[str, list[dict[str, Any]]] = {}
+        by_doc: dict[str, list[ChunkRecord]] = {}
         for c in todo.values():
-            by_doc.setdefault(c["doc_id"], []).append(c)
+            by_doc.setdefault(c.doc_id, []).append(c)
         if not by_doc:
             return
         parses = self.parses(g)
@@ -237,22 +241,22 @@ class StageWalk:
             doc = document_context(parses.get(did))
             if ctx is None:
                 self.llm_docs.append((doc, cs))
-                self.unknown_texts.update(c["chunk_id"] for c in cs)
+                self.unknown_texts.update(c.chunk_id for c in cs)
                 continue
-            results = ctx.contextualize(doc, [ChunkContext(list(c["heading_path"]), c["display_text"]) for c in cs])
+            results = ctx.contextualize(doc, [ChunkContext(list(c.heading_path), c.display_text) for c in cs])
             for c, r in zip(cs, results, strict=True):
                 self.prefixes[(context_input_hash(c), ctxver)] = r.prefix
 
     # embed + index
-    def final_texts(self, g: Generation, chunks: list[dict[str, Any]]) -> dict[str, str]:
+    def final_texts(self, g: Generation, chunks: list[ChunkRecord]) -> dict[str, str]:
         ctxver = g.versions["context"]
         stored = self.rt.store.get_contexts([context_input_hash(c) for c in chunks], ctxver)
         out = {}
         for c in chunks:
             h = context_input_hash(c)
-            prefix = stored[h]["prefix"] if h in stored else self.prefixes.get((h, ctxver))
+            prefix = stored[h].prefix if h in stored else self.prefixes.get((h, ctxver))
             if prefix is not None or h in stored:
-                out[c["chunk_id"]] = embed_text_of(c, prefix)
+                out[c.chunk_id] = embed_text_of(c, prefix)
         return out
 
     def walk_embed(self, g: Generation, texts: dict[str, str]) -> None:
@@ -268,16 +272,16 @@ class StageWalk:
         self.counts["embed"].compute += len(missing) + unknown
         self.counts["embed"].cached += len(hashes) - len(missing)
 
-    def walk_index(self, g: Generation, chunks: list[dict[str, Any]], texts: dict[str, str]) -> None:
+    def walk_index(self, g: Generation, chunks: list[ChunkRecord], texts: dict[str, str]) -> None:
         docs = {d.doc_id: d for d in self.sp.docs}
         state = self.rt.store.index_state(g.id, self.sp.name) if g.id else {}
-        by_doc: dict[str, list[dict[str, Any]]] = {}
+        by_doc: dict[str, list[ChunkRecord]] = {}
         for c in chunks:
-            by_doc.setdefault(c["doc_id"], []).append(c)
+            by_doc.setdefault(c.doc_id, []).append(c)
         written = 0
         for did, cs in by_doc.items():
-            if any(c["chunk_id"] not in texts for c in cs):
-                changed = any(c["chunk_id"] in self.unknown_texts for c in cs)  # an LLM prefix is coming
+            if any(c.chunk_id not in texts for c in cs):
+                changed = any(c.chunk_id in self.unknown_texts for c in cs)  # an LLM prefix is coming
             else:
                 digest = doc_digest(docs[did], cs, texts)
                 held = state.get(did)
@@ -319,7 +323,7 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
     out_sources: dict[str, Any] = {}
     totals = {s: StageCount() for s in STAGES}
     index = {"write": 0, "delete": 0, "chunks": 0}
-    llm_docs: list[tuple[DocumentContext, list[dict[str, Any]]]] = []
+    llm_docs: list[tuple[DocumentContext, list[ChunkRecord]]] = []
     for name in names:
         scfg = cfg.source(name)
         sp = predict_listing(rt, scfg, allow_mass_delete=allow_mass_delete)

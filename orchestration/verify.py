@@ -29,7 +29,7 @@ def expected_acls(store: DocumentStore, gen: GenerationRecord) -> dict[str, tupl
     state = store.index_state(gen.id)
     rows = store.chunks_for(list(state), gen.stage_versions["chunk"])
     acl_of = {did: tuple(sorted(d.acl)) for did, d in store.get_documents(list(state)).items()}
-    return {r["chunk_id"]: acl_of.get(r["doc_id"], ()) for r in rows}
+    return {r.chunk_id: acl_of.get(r.doc_id, ()) for r in rows}
 
 
 def _acl_mismatches(expected: dict[str, tuple[str, ...]], indexed: dict[str, tuple[str, ...]]) -> int:

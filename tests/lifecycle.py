@@ -414,13 +414,13 @@ class Lifecycle(RuleBasedStateMachine):
         if not self.settled:
             return
         chunks = store.get_chunks(sorted(vec))
-        held = {c["doc_id"] for c in chunks.values()}
+        held = {c.doc_id for c in chunks.values()}
         assert len(chunks) == len(vec), f"{g.name} holds chunks the store does not know"
         assert held <= set(docs), f"{g.name} holds a deleted document"
         for cid, acl in vec.items():
-            assert acl == tuple(sorted(docs[chunks[cid]["doc_id"]].acl)), \
-                f"{g.name}: a chunk of {docs[chunks[cid]['doc_id']].external_id!r} carries a stale ACL"
-        expected = {c["chunk_id"] for c in store.chunks_for(sorted(held), g.stage_versions["chunk"])}
+            assert acl == tuple(sorted(docs[chunks[cid].doc_id].acl)), \
+                f"{g.name}: a chunk of {docs[chunks[cid].doc_id].external_id!r} carries a stale ACL"
+        expected = {c.chunk_id for c in store.chunks_for(sorted(held), g.stage_versions["chunk"])}
         assert set(vec) == expected, f"{g.name} does not hold exactly the store's chunks of its documents"
 
     def _check_store_against_model(self, store: DocumentStore, docs: dict[str, DocumentRecord],
@@ -437,7 +437,7 @@ class Lifecycle(RuleBasedStateMachine):
         for g in gens:
             if g.status in ("live", "building"):
                 vec, _ = self._indexed(g)
-                held = {c["doc_id"] for c in store.get_chunks(sorted(vec)).values()}
+                held = {c.doc_id for c in store.get_chunks(sorted(vec)).values()}
                 assert good_ids <= held <= good_ids | last_good, \
                     f"{g.name} ({g.status}) does not hold exactly the good files (and last good versions)"
 

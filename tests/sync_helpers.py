@@ -42,7 +42,7 @@ def index_sets(dep: Deployment, gen_id: int | None = None) -> dict[str, Any]:
     try:
         gen = generation_row(store, gen_id)
         live = [d.doc_id for d in store.documents()]
-        expected = {c["chunk_id"] for c in store.chunks_for(live, gen.stage_versions["chunk"])}
+        expected = {c.chunk_id for c in store.chunks_for(live, gen.stage_versions["chunk"])}
         with writer_lock(cfg, gen.name):
             pair = open_writer(cfg, gen, None)
             try:
@@ -80,7 +80,7 @@ def assert_converged(dep: Deployment, *, min_chunks: int = 1) -> dict[str, Any]:
     store = store_of(dep)
     try:
         state = store.index_state(s["gen"].id)
-        with_chunks = {c["doc_id"] for c in store.get_chunks(sorted(s["store"])).values()}
+        with_chunks = {c.doc_id for c in store.get_chunks(sorted(s["store"])).values()}
         assert with_chunks == set(state), "index_state disagrees with the indexed documents"
     finally:
         store.dispose()
@@ -95,7 +95,7 @@ def indexed_docs(dep: Deployment) -> set[str]:
     store = store_of(dep)
     try:
         rows = store.get_chunks(sorted(s["vector"]))
-        docs = store.get_documents({r["doc_id"] for r in rows.values()})
+        docs = store.get_documents({r.doc_id for r in rows.values()})
         return {d.external_id for d in docs.values()}
     finally:
         store.dispose()

@@ -11,15 +11,18 @@ import pytest
 
 from connectors.config import ContextConfig
 from connectors.questions import QUESTION_INSTRUCTION, AnthropicQuestionWriter, parse_reply
+from connectors.store import ChunkRecord
 from evals.draft import draft_cases
 from evals.evalset import load_eval_set, normalise
 from tests.anthropic_stub import AnthropicStub
 from tests.bindery_fixture import Deployment
 
 
-def chunk(ordinal: int, heading_path: list[str], body: str, kind: str = "text") -> dict[str, Any]:
-    return {"ordinal": ordinal, "heading_path": heading_path, "kind": kind,
-            "display_text": "\n".join([*heading_path, body])}
+def chunk(ordinal: int, heading_path: list[str], body: str, kind: str = "text") -> ChunkRecord:
+    text = "\n".join([*heading_path, body])
+    return ChunkRecord(chunk_id=f"c{ordinal}", doc_id="d", chunk_version="c", content_hash="h", parse_version="p",
+                       ordinal=ordinal, kind=kind, display_text=text, embed_text=text, text_hash="t",
+                       heading_path=heading_path)
 
 
 CORPUS = {
@@ -55,7 +58,7 @@ def test_offline_draft_proposes_every_kind_with_valid_labels(tmp_path: Path) -> 
     for c in cases:
         g = c["gold"][0]
         if g["text"]:
-            assert any(g["text"] in normalise(ch["display_text"]) for ch in CORPUS[g["doc"]]), c
+            assert any(g["text"] in normalise(ch.display_text) for ch in CORPUS[g["doc"]]), c
     # the file a person reviews is a valid eval set
     out = tmp_path / "draft.jsonl"
     import json
@@ -69,7 +72,7 @@ def test_llm_draft_against_the_anthropic_stub(monkeypatch: pytest.MonkeyPatch) -
     with AnthropicStub(api_key="sk-test") as stub:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
         writer = AnthropicQuestionWriter(ContextConfig(provider="anthropic", base_url=stub.base_url))
-        long = {doc: [chunk(c["ordinal"], c["heading_path"], c["display_text"] + " " + "More words here. " * 6)
+        long = {doc: [chunk(c.ordinal, c.heading_path, c.display_text + " " + "More words here. " * 6)
                       for c in cs] for doc, cs in CORPUS.items()}
         try:
             cases = draft_cases(long, max_cases=3, writer=writer)
@@ -82,7 +85,7 @@ def test_llm_draft_against_the_anthropic_stub(monkeypatch: pytest.MonkeyPatch) -
             assert QUESTION_INSTRUCTION in prompt and req.body["model"] == "claude-haiku-4-5"
             assert case["category"] == "llm" and case["query"].startswith("This chunk is from")  # the stub's reply
             doc = case["gold"][0]["doc"]
-            assert any(case["gold"][0]["text"] in normalise(c["display_text"]) for c in long[doc])
+            assert any(case["gold"][0]["text"] in normalise(c.display_text) for c in long[doc])
 
 
 def test_reply_parsing() -> None:

@@ -35,7 +35,7 @@ def dep(tmp_path: Path) -> Deployment:
 
 
 def _docs_in(sets: dict[str, set[str]], store: DocumentStore) -> set[str]:
-    return {c["doc_id"] for c in store.get_chunks(sorted(sets["vector"])).values()}
+    return {c.doc_id for c in store.get_chunks(sorted(sets["vector"])).values()}
 
 
 def test_first_sync_builds_generation_one_and_second_sync_does_nothing(dep: Deployment) -> None:

@@ -8,7 +8,6 @@ keyed by a knob that changes nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pytest
 
@@ -18,7 +17,7 @@ from assets.parsing import parse_document
 from assets.parsing.types import Block
 from connectors.config import ChunkConfig, ParseConfig, QueryConfig, StageConfigs
 from connectors.indexes.base import ScoredId
-from connectors.store import DocumentRecord
+from connectors.store import ChunkRecord, DocumentRecord, ParseRecord
 from connectors.tokenizer import TokenCounter, get_tokenizer
 from connectors.versions import stage_versions
 from query_service.fusion import Fused, rrf, zscore
@@ -38,10 +37,16 @@ def _doc(doc_id: str, content_hash: str = "h") -> DocumentRecord:
                           source_modified_at=None, first_seen=0.0, last_seen=0.0, changed_at=0.0)
 
 
-def _reply_rows(cfg: ChunkConfig) -> list[dict[str, Any]]:
+def _parse(blocks: Sequence[Block], title: str | None) -> ParseRecord:
+    """A good parse row of these blocks (what chunking reads)."""
+    return ParseRecord(content_hash="h", parse_version="p", format="md", doc_id=None, status="ok", title=title,
+                       blocks=[b.to_dict() for b in blocks], metrics=None, page_metrics=None, doc_metadata=None,
+                       error=None, reason=None, seconds=None, created_at=0.0)
+
+
+def _reply_rows(cfg: ChunkConfig) -> list[ChunkRecord]:
     r = parse_document(docgen.eml_alternative_with_quote(), "reply.eml", ParseConfig())
-    parse = {"blocks": [b.to_dict() for b in r.blocks], "title": r.title}
-    return chunk_rows(_doc("d1"), parse, cfg, "chunk-x", "parse-x")
+    return chunk_rows(_doc("d1"), _parse(r.blocks, r.title), cfg, "chunk-x", "parse-x")
 
 
 def test_quoted_history_is_neither_embedded_nor_keyword_indexed() -> None:
@@ -49,15 +54,15 @@ def test_quoted_history_is_neither_embedded_nor_keyword_indexed() -> None:
     assert rows, "the reply's own words must be indexed"
     # chunks feed both the embedder (embed_text) and BM25 (display_text + prefix)
     for row in rows:
-        assert "QUOTEDTEXT" not in row["embed_text"] and "QUOTEDTEXT" not in row["display_text"]
-        assert "wrote:" not in row["embed_text"]
+        assert "QUOTEDTEXT" not in row.embed_text and "QUOTEDTEXT" not in row.display_text
+        assert "wrote:" not in row.embed_text
     # the opt-in knob puts it back, so the test above really sees the quoted block
-    assert any("QUOTEDTEXT" in row["embed_text"] for row in _reply_rows(ChunkConfig(index_side_text=True)))
+    assert any("QUOTEDTEXT" in row.embed_text for row in _reply_rows(ChunkConfig(index_side_text=True)))
 
 
 def test_chunk_rows_store_token_counts() -> None:
     rows = _reply_rows(ChunkConfig())
-    assert all(isinstance(row["tokens"], int) and row["tokens"] > 0 for row in rows)
+    assert all(isinstance(row.tokens, int) and row.tokens > 0 for row in rows)
 
 
 SHORT_PAGE = [
@@ -130,9 +135,8 @@ def test_signature_and_list_footer_are_side_text_not_indexed() -> None:
     r = parse_document(LIST_MESSAGE, "m2.eml", ParseConfig())
     side = [b for b in r.blocks if b.meta.get("side")]
     assert side and "SIGNATURETEXT" in side[0].text and "mailing list" in side[0].text  # kept for display
-    parse = {"blocks": [b.to_dict() for b in r.blocks], "title": r.title}
-    rows = chunk_rows(_doc("d"), parse, ChunkConfig(), "c", "p")
-    text = " ".join(row["embed_text"] for row in rows)
+    rows = chunk_rows(_doc("d"), _parse(r.blocks, r.title), ChunkConfig(), "c", "p")
+    text = " ".join(row.embed_text for row in rows)
     assert "OWNWORDS" in text
     assert "SIGNATURETEXT" not in text and "listinfo" not in text and "QUOTEDTEXT" not in text
 
@@ -192,14 +196,13 @@ def test_unit_budget_zero_makes_every_chunk_its_own_unit(tok: TokenCounter) -> N
 
 
 def test_chunk_rows_name_the_unit_by_its_first_chunk(tok: TokenCounter) -> None:
-    parse = {"blocks": [b.to_dict() for b in FAQ_PAGE], "title": "Programming FAQ"}
-    rows = chunk_rows(_doc("d1"), parse,
+    rows = chunk_rows(_doc("d1"), _parse(FAQ_PAGE, "Programming FAQ"),
                       ChunkConfig(max_tokens=120, overlap_tokens=0, parent_max_tokens=400), "chunk-x", "parse-x")
-    ids = {r["chunk_id"] for r in rows}
-    assert all(r["parent_id"] in ids for r in rows)
-    heads = {r["parent_id"] for r in rows}
-    assert all((r["unit_text"] is not None) == (r["chunk_id"] in heads and
-                                                sum(x["parent_id"] == r["chunk_id"] for x in rows) > 1)
+    ids = {r.chunk_id for r in rows}
+    assert all(r.parent_id in ids for r in rows)
+    heads = {r.parent_id for r in rows}
+    assert all((r.unit_text is not None) == (r.chunk_id in heads and
+                                                sum(x.parent_id == r.chunk_id for x in rows) > 1)
                for r in rows)
 
 

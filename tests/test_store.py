@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from connectors.errors import BindingError
-from connectors.store import DocumentStore
+from connectors.store import ChunkRecord, DocumentStore
 from connectors.store import schema as t
 from tests.sync_helpers import generation_row
 
@@ -50,14 +50,14 @@ def test_document_upsert_is_idempotent(db_url: str) -> None:
 
 def test_replace_chunks_never_duplicates(db_url: str) -> None:
     store = DocumentStore(db_url)
-    row = {"chunk_id": "c0", "doc_id": "a", "chunk_version": "v", "content_hash": "h", "parse_version": "p",
-           "ordinal": 0, "kind": "text", "display_text": "x", "embed_text": "x", "text_hash": "t",
-           "heading_path": [], "page": None, "char_start": 0, "char_end": 1, "tokens": 1, "parent_id": None}
+    row = ChunkRecord(chunk_id="c0", doc_id="a", chunk_version="v", content_hash="h", parse_version="p",
+                      ordinal=0, kind="text", display_text="x", embed_text="x", text_hash="t",
+                      heading_path=[], page=None, char_start=0, char_end=1, tokens=1, parent_id=None)
     for _ in range(3):
-        store.replace_chunks("v", {"a": [row, {**row, "chunk_id": "c1", "ordinal": 1}]})
-    assert [c["chunk_id"] for c in store.chunks_for(["a"], "v")] == ["c0", "c1"]
+        store.replace_chunks("v", {"a": [row, row.replace(chunk_id="c1", ordinal=1)]})
+    assert [c.chunk_id for c in store.chunks_for(["a"], "v")] == ["c0", "c1"]
     store.replace_chunks("v", {"a": [row]})
-    assert [c["chunk_id"] for c in store.chunks_for(["a"], "v")] == ["c0"]
+    assert [c.chunk_id for c in store.chunks_for(["a"], "v")] == ["c0"]
 
 
 def test_flip_keeps_previous_and_rollback_restores(db_url: str) -> None:

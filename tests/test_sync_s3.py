@@ -123,7 +123,7 @@ def test_new_and_updated_documents(dep: Any) -> None:
     # only the two touched documents have new chunks; the others keep theirs
     store = store_of(dep)
     changed = {d.doc_id for d in store.documents() if d.external_id in ("ops/new-runbook.md", "ops/oncall.txt")}
-    kept = {c for c, row in store.get_chunks(sorted(before["store"])).items() if row["doc_id"] not in changed}
+    kept = {c for c, row in store.get_chunks(sorted(before["store"])).items() if row.doc_id not in changed}
     assert kept <= after["store"]
     h = hits(dep, "how do I restart conveyor KX-19", k=1)
     assert h[0]["doc"] == "ops/new-runbook.md" and "eight seconds" in h[0]["text"]

@@ -19,11 +19,14 @@ from connectors.errors import BindingError, StoreError
 from connectors.store import schema as t
 from connectors.store.records import (
     BindingRecord,
+    ChunkRecord,
+    ContextRecord,
     DeadLetterRecord,
     DocumentRecord,
     EventRecord,
     GenerationRecord,
     IndexStateRecord,
+    ParseRecord,
     SourceRecord,
 )
 
@@ -221,15 +224,16 @@ class DocumentStore:
         return out
 
     # -- parses ---------------------------------------------------------------------------
-    def get_parses(self, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    def get_parses(self, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], ParseRecord]:
+        """(content hash, parse version, format) -> the stored parse (any status), for those stored."""
         keys = list(keys)
-        out: dict[tuple[str, str, str], dict[str, Any]] = {}
+        out: dict[tuple[str, str, str], ParseRecord] = {}
         hashes = sorted({k[0] for k in keys})
         with self.engine.connect() as c:
             for batch in _batches(hashes):
                 q = sa.select(t.parses).where(t.parses.c.content_hash.in_(batch))
                 for r in c.execute(q).mappings():
-                    out[(r["content_hash"], r["parse_version"], r["format"])] = dict(r)
+                    out[(r["content_hash"], r["parse_version"], r["format"])] = ParseRecord.from_row(r)
         wanted = set(keys)
         return {k: v for k, v in out.items() if k in wanted}
 
@@ -250,6 +254,8 @@ class DocumentStore:
         return out
 
     def put_parses(self, rows: list[dict[str, Any]]) -> None:
+        """Upsert parse rows: mappings of `ParseRecord` fields (the parse stage builds each row
+        up as it goes and writes them in batches)."""
         with self.tx() as c:
             self._upsert(c, t.parses, rows)
 
@@ -267,18 +273,19 @@ class DocumentStore:
                 out.update({r[0]: (r[1], r[2]) for r in c.execute(q)})
         return out
 
-    def replace_chunks(self, chunk_version: str, per_doc: dict[str, list[dict[str, Any]]]) -> None:
+    def replace_chunks(self, chunk_version: str, per_doc: dict[str, list[ChunkRecord]]) -> None:
         """Replace the chunks of each document (for one chunk version) in one transaction."""
         with self.tx() as c:
             for batch in _batches(list(per_doc)):
                 c.execute(t.chunks.delete().where(t.chunks.c.doc_id.in_(batch),
                                                   t.chunks.c.chunk_version == chunk_version))
-            rows = [r for rs in per_doc.values() for r in rs]
+            rows = [r.to_dict() for rs in per_doc.values() for r in rs]
             for batch in _batches(rows):
                 c.execute(t.chunks.insert(), list(batch))
 
-    def chunks_for(self, doc_ids: Sequence[str], chunk_version: str) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def chunks_for(self, doc_ids: Sequence[str], chunk_version: str) -> list[ChunkRecord]:
+        """The chunks of these documents for one chunk version, by document and ordinal."""
+        out: list[ChunkRecord] = []
         with self.engine.connect() as c:
             for batch in _batches(doc_ids):
                 q = (
@@ -286,15 +293,15 @@ class DocumentStore:
                     .where(t.chunks.c.doc_id.in_(batch), t.chunks.c.chunk_version == chunk_version)
                     .order_by(t.chunks.c.doc_id, t.chunks.c.ordinal)
                 )
-                out.extend(dict(r) for r in c.execute(q).mappings())
+                out.extend(ChunkRecord.from_row(r) for r in c.execute(q).mappings())
         return out
 
-    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, ChunkRecord]:
+        out: dict[str, ChunkRecord] = {}
         with self.engine.connect() as c:
             for batch in _batches(chunk_ids):
                 q = sa.select(t.chunks).where(t.chunks.c.chunk_id.in_(batch))
-                out.update({r["chunk_id"]: dict(r) for r in c.execute(q).mappings()})
+                out.update({r["chunk_id"]: ChunkRecord.from_row(r) for r in c.execute(q).mappings()})
         return out
 
     def drop_chunk_versions_except(self, keep: set[str]) -> int:
@@ -302,17 +309,18 @@ class DocumentStore:
             return c.execute(t.chunks.delete().where(t.chunks.c.chunk_version.not_in(keep))).rowcount or 0
 
     # -- contexts & embeddings (content-keyed caches) --------------------------------------
-    def get_contexts(self, input_hashes: Sequence[str], version: str) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
+    def get_contexts(self, input_hashes: Sequence[str], version: str) -> dict[str, ContextRecord]:
+        out: dict[str, ContextRecord] = {}
         with self.engine.connect() as c:
             for batch in _batches(list(input_hashes)):
                 q = sa.select(t.contexts).where(
                     t.contexts.c.input_hash.in_(batch), t.contexts.c.context_version == version
                 )
-                out.update({r["input_hash"]: dict(r) for r in c.execute(q).mappings()})
+                out.update({r["input_hash"]: ContextRecord.from_row(r) for r in c.execute(q).mappings()})
         return out
 
     def put_contexts(self, rows: list[dict[str, Any]]) -> None:
+        """Upsert prefix rows: mappings of `ContextRecord` fields (a batch write)."""
         with self.tx() as c:
             self._upsert(c, t.contexts, rows)
 
