@@ -198,12 +198,12 @@ class Lifecycle:
                                          f"candidate {g.name} superseded by a new configuration")
                 name = self._next_name()
                 vec, kw = physical_names(self.cfg, name)
-                gen_id = self.store.create_generation({
-                    "name": name, "status": "building", "stage_versions": versions,
-                    "stage_configs": stage_configs_dump(self.cfg.stages), "embedder_id": versions["embed"],
-                    "vector_index": vec, "vector_engine": self.cfg.backends.vector, "keyword_index": kw,
-                    "counts": {}, "created_at": time.time(),
-                })
+                gen_id = self.store.create_generation(
+                    name=name, status="building", stage_versions=versions,
+                    stage_configs=stage_configs_dump(self.cfg.stages), embedder_id=versions["embed"],
+                    vector_index=vec, vector_engine=self.cfg.backends.vector, keyword_index=kw,
+                    counts={}, created_at=time.time(),
+                )
                 row = self.store.get_generation(gen_id)
                 assert row is not None
                 return Generation.of(row)

@@ -29,7 +29,7 @@ def stage_configs_dump(stages: StageConfigs) -> dict[str, Any]:
 
 
 def _output_config(stages: StageConfigs, stage: str) -> dict[str, Any]:
-    d = getattr(stages, stage).model_dump(mode="json")
+    d: dict[str, Any] = stages.model_dump(mode="json", include={stage})[stage]
     return {k: v for k, v in d.items() if k not in _THROUGHPUT_ONLY.get(stage, set())}
 
 

@@ -48,11 +48,11 @@ def add_generation(dep: Deployment, n: int, *, chunk_tokens: int | None = None) 
     versions = stage_versions(stages)
     store = DocumentStore(cfg.database_url)
     try:
-        return store.create_generation({
-            "name": f"g{n}_test", "status": "building", "stage_versions": versions,
-            "stage_configs": stage_configs_dump(stages), "embedder_id": versions["embed"],
-            "vector_index": f"v{n}", "keyword_index": f"k{n}", "counts": {"documents": 6, "chunks": 40 + n},
-            "created_at": time.time() - 3600})
+        return store.create_generation(
+            name=f"g{n}_test", status="building", stage_versions=versions,
+            stage_configs=stage_configs_dump(stages), embedder_id=versions["embed"],
+            vector_index=f"v{n}", keyword_index=f"k{n}", counts={"documents": 6, "chunks": 40 + n},
+            created_at=time.time() - 3600)
     finally:
         store.dispose()
 

@@ -38,10 +38,10 @@ def _store_with_history(tmp_path: Path) -> DocumentStore:
               "live": {"recall@10": 0.8}, "candidate": {"recall@10": 0.9, "mrr@10": 0.7, "ndcg@10": 0.75},
               "delta": {"recall@10": 0.1}}
     for n in (1, 2):
-        gid = store.create_generation({
-            "name": f"g{n}_x", "status": "building", "stage_versions": {"chunk": f"c{n}"}, "stage_configs": {},
-            "embedder_id": "e", "vector_index": "v", "keyword_index": "k", "counts": {"chunks": 10 * n},
-            "created_at": time.time(), "eval_report": report})
+        gid = store.create_generation(
+            name=f"g{n}_x", status="building", stage_versions={"chunk": f"c{n}"}, stage_configs={},
+            embedder_id="e", vector_index="v", keyword_index="k", counts={"chunks": 10 * n},
+            created_at=time.time(), eval_report=report)
         store.flip_binding(gid, by="test")
     store.add_event("tune", "tune finished", details={"trials": [{"name": "t1", "tune": 0.8, "check": 0.78}]})
     store.add_dead_letter(doc_id="d1", source="docs", external_id="broken.pdf", stage="parse", reason="corrupt",

@@ -17,9 +17,9 @@ from tests.sync_helpers import generation_row
 
 
 def _gen(store: DocumentStore, name: str) -> int:
-    return store.create_generation({
-        "name": name, "status": "building", "stage_versions": {"chunk": "c1"}, "stage_configs": {},
-        "embedder_id": "e1", "vector_index": name, "keyword_index": name, "counts": {}, "created_at": time.time()})
+    return store.create_generation(
+        name=name, status="building", stage_versions={"chunk": "c1"}, stage_configs={},
+        embedder_id="e1", vector_index=name, keyword_index=name, counts={}, created_at=time.time())
 
 
 def _doc(doc_id: str, **kw: Any) -> dict[str, Any]:

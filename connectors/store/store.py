@@ -349,7 +349,15 @@ class DocumentStore:
             self._upsert(c, t.embeddings, rows)
 
     # -- generations & the binding ----------------------------------------------------------
-    def create_generation(self, row: dict[str, Any]) -> int:
+    def create_generation(self, *, name: str, stage_versions: dict[str, str], stage_configs: dict[str, Any],
+                          embedder_id: str, vector_index: str, keyword_index: str, vector_engine: str | None = None,
+                          status: str = "building", counts: dict[str, Any] | None = None,
+                          eval_report: dict[str, Any] | None = None, created_at: float | None = None) -> int:
+        """Insert a generation row (the columns of `GenerationRecord` a new generation has); its id."""
+        row = {"name": name, "status": status, "stage_versions": stage_versions, "stage_configs": stage_configs,
+               "embedder_id": embedder_id, "vector_index": vector_index, "vector_engine": vector_engine,
+               "keyword_index": keyword_index, "counts": counts or {}, "eval_report": eval_report,
+               "created_at": time.time() if created_at is None else created_at}
         with self.tx() as c:
             res = c.execute(t.generations.insert().values(**row))
             return int(res.inserted_primary_key[0])  # type: ignore[index]
