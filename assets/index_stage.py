@@ -56,7 +56,8 @@ class IndexStats:
     unchanged_docs: int = 0
     incomplete_docs: int = 0  # no complete chunk set yet (failed stage); old index content kept
     revoked_docs: int = 0  # removed from a generation: ACL changed there and no records to rewrite
-    generations: dict[str, dict[str, int]] = field(default_factory=dict)
+    # per generation name, the same counts for that generation alone, and its seconds
+    generations: dict[str, dict[str, float]] = field(default_factory=dict)
     lag_seconds: list[float] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -206,6 +207,7 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
     stats = IndexStats()
     docs = {d.doc_id: d for d in rt.store.documents(source_name)}
     for g in gens + (maintain or []):
+        g_started = time.perf_counter()
         writing = g in gens
         state = rt.store.index_state(g.id, source_name)
         plan = _plan(rt, g, docs, state, writing)
@@ -213,10 +215,13 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
         stats.unchanged_docs += len(digests) - len(changed) if writing else 0
         stats.incomplete_docs += len(docs) - len(digests) if writing else 0
         stats.revoked_docs += plan.revoked
-        gstats = {"written_docs": len(changed), "deleted_docs": len(gone), "revoked_docs": plan.revoked,
-                  "chunks": 0}
+        gstats: dict[str, float] = {
+            "written_docs": len(changed), "written_chunks": 0, "deleted_docs": len(gone) - plan.revoked,
+            "revoked_docs": plan.revoked, "unchanged_docs": len(digests) - len(changed) if writing else 0,
+            "incomplete_docs": len(docs) - len(digests) if writing else 0, "seconds": 0.0}
         stats.generations[g.name] = gstats
         if not changed and not gone:
+            gstats["seconds"] = round(time.perf_counter() - g_started, 3)
             continue
         progress.total(len(changed) + len(gone))
         with writer_lock(rt.cfg, g.name):
@@ -258,7 +263,8 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
             counts["documents"] = len(rt.store.index_state(g.id))
             rt.store.update_generation(g.id, counts=counts)
         progress.advance(len(changed) + len(gone))
-        gstats["chunks"] = len(recs)
+        gstats["written_chunks"] = len(recs)
+        gstats["seconds"] = round(time.perf_counter() - g_started, 3)
         stats.written_docs += len(changed)
         stats.written_chunks += len(recs)
         stats.deleted_docs += len(gone) - plan.revoked

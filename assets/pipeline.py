@@ -1,14 +1,23 @@
 """The per-source stage assets, as Dagster software-defined assets.
 
     source_listing -> parsed_documents [check parse_quality, blocking] -> chunks
-      -> contextual_prefixes -> embeddings -> vector_index + keyword_index
+      -> contextual_prefixes -> embeddings -> vector_index + keyword_index (the live index)
+                                           -> generation (one partition per generation)
 
-Every asset is partitioned by source (dynamic partitions, one per configured source, never per
-document). The data lives in the document store and the indexes; each asset returns what it
+Every stage asset is partitioned by source (dynamic partitions, one per configured source, never
+per document). The data lives in the document store and the indexes; each asset returns what it
 did — counts, cache hits, timings, its stage versions — as materialisation metadata. Which
 generations a run writes to comes from the run tag `bindery/target`: absent for a sync (live +
 any building candidate), `candidate` for a reindex (`connectors.lifecycle` decides). Each asset
 names the resources it reaches outside systems through (`assets/resources.py`).
+
+`vector_index` and `keyword_index` are the *live* index of a source: the index step materialises
+them only when it wrote the live generation, so a reindex (which writes only the candidate) never
+makes a stale live index look fresh. Every generation has its own history on `generation` (dynamic
+partitions, one per generation name): the index step records a materialisation on the partition
+of each generation it wrote, and of each other retained generation it changed (deletes and access
+changes), with that generation's own counts; the promotion assets (orchestration/promotion.py) are
+partitioned the same way.
 """
 
 
@@ -25,7 +34,7 @@ import dagster as dg
 from assets.chunk_stage import run_chunk
 from assets.context_stage import run_context
 from assets.embed_stage import run_embed
-from assets.index_stage import run_index
+from assets.index_stage import IndexStats, run_index
 from assets.listing import run_listing
 from assets.parse_quality import verdict_for
 from assets.parse_stage import ParseStats, run_parse
@@ -43,6 +52,7 @@ from assets.runtime import Generation, Runtime, Target
 from connectors.shards import ShardStore, parse_key
 
 SOURCES = dg.DynamicPartitionsDefinition(name="sources")
+GENERATIONS = dg.DynamicPartitionsDefinition(name="generations")  # one partition per generation name
 TARGET_TAG = "bindery/target"
 GROUP = "ingestion"
 # The index assets are stale when no sync reached them for a day (the reconcile schedule runs
@@ -208,19 +218,68 @@ def embeddings(context: dg.AssetExecutionContext, bindery: BinderyConfigResource
     return dg.MaterializeResult(metadata=meta)
 
 
+# Each generation's own history: not computed by an asset of its own (a generation is built by
+# the index step of every source partition), so an external asset whose materialisations the index
+# step records, one per generation it wrote or changed. It depends on every source's embeddings.
+GENERATION = dg.AssetSpec(
+    "generation", partitions_def=GENERATIONS, group_name="generations", kinds={"qdrant", "tantivy"},
+    deps=[dg.AssetDep(embeddings, partition_mapping=dg.AllPartitionMapping())],
+    description="One generation's indexes, a partition per generation: each index step that wrote it (or "
+                "applied deletes and access changes to it) records that generation's own counts, its source, "
+                "its role (written or maintained) and whether it is live.")
+BINDING = dg.AssetKey("index_binding")  # orchestration/promotion.py; the first binding is recorded here
+
+
+def _record_generations(context: dg.AssetExecutionContext, stats: IndexStats, gens: list[Generation],
+                        maintain: list[Generation], live: Generation | None, bound: str | None) -> None:
+    """A materialisation on the `generation` partition of every generation this step wrote and of
+    every maintained one it changed, each with its own counts; the first binding on `index_binding`."""
+    changed = [g for g in maintain if any(stats.generations[g.name][k] for k in ("written_docs", "deleted_docs",
+                                                                                "revoked_docs"))]
+    logged = [(g, "written") for g in gens] + [(g, "maintained") for g in changed]
+    context.instance.add_dynamic_partitions(GENERATIONS.name or "generations", [g.name for g, _ in logged])
+    for g, role in logged:
+        is_live = live is not None and live.name == g.name
+        context.log_event(dg.AssetMaterialization(
+            asset_key=GENERATION.key, partition=g.name,
+            description=f"{role} by the index step of {context.partition_key}" + (" (live)" if is_live else ""),
+            metadata={**stats.generations[g.name], "source": context.partition_key, "role": role, "live": is_live}))
+    if bound and live is not None:
+        context.log_event(dg.AssetMaterialization(
+            asset_key=BINDING, partition=bound, description=f"{bound} bound live: the first generation",
+            metadata={"live": live.id, "previous": -1, "forced": False, "first_generation": True}))
+
+
+def _lags(stats: IndexStats) -> dict[str, float]:
+    lags = sorted(stats.lag_seconds)
+    if not lags:
+        return {}
+    return {"lag_p50_s": round(lags[len(lags) // 2], 2),
+            "lag_p95_s": round(lags[min(len(lags) - 1, int(len(lags) * 0.95))], 2)}
+
+
 @dg.multi_asset(
     partitions_def=SOURCES, group_name=GROUP,
     specs=[dg.AssetSpec("vector_index", deps=[embeddings], kinds={"qdrant"}, freshness_policy=INDEX_FRESHNESS,
-                        description="Dense index of the generation (Qdrant)."),
+                        skippable=True,
+                        description="Dense index of the live generation for this source (Qdrant). Materialised "
+                                    "by runs that write the live generation; a reindex builds only the candidate "
+                                    "and records that on `generation`, never here."),
            dg.AssetSpec("keyword_index", deps=[embeddings], kinds={"tantivy"}, freshness_policy=INDEX_FRESHNESS,
-                        description="BM25 index of the generation (tantivy), same chunk ids.")],
+                        skippable=True,
+                        description="BM25 index of the live generation for this source (tantivy), same chunk "
+                                    "ids; materialised together with `vector_index`.")],
 )
 def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, store: DocumentStoreResource,
             vector_index: VectorIndexResource, keyword_index: KeywordIndexResource
             ) -> Iterator[dg.MaterializeResult[Any]]:
     """Both indexes are written in one step so they never disagree about a document, then a
     snapshot is published for the query service. On a fresh system the first generation is
-    bound once its index is published (`Lifecycle.bind_first`): there is nothing to compare it with."""
+    bound once its index is published (`Lifecycle.bind_first`): there is nothing to compare it with.
+
+    Each generation written or changed gets its own `generation` record; `vector_index` and
+    `keyword_index` (the live index) are materialised, with the live generation's counts, only
+    when the live generation was written: a candidate-only run leaves them as they were."""
     rt, src = _scoped(context, runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index))
     gens = _targets(context, rt)
     maintain = rt.lifecycle.maintained(gens)  # access changes + deletes
@@ -228,16 +287,16 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, s
             _progress(context, "index", "documents") as progress:
         stats = run_index(rt, src, gens, maintain, progress=progress)
     bound = rt.lifecycle.bind_first(gens)
-    lags = sorted(stats.lag_seconds)
+    live = rt.lifecycle.live()
+    _record_generations(context, stats, gens, maintain, live, bound)
+    if live is None or live.name not in {g.name for g in gens}:
+        context.log.info(f"{context.partition_key}: the live index was not written (this run wrote "
+                         f"{', '.join(g.name for g in gens)}): vector_index and keyword_index are not materialised")
+        return
     meta: dict[str, Any] = {
-        "written_docs": stats.written_docs, "written_chunks": stats.written_chunks,
-        "deleted_docs": stats.deleted_docs, "revoked_docs": stats.revoked_docs, "unchanged_docs": stats.unchanged_docs,
-        "incomplete_docs": stats.incomplete_docs, "seconds": round(stats.seconds, 3),
-        "per_generation": dg.MetadataValue.json(stats.generations),
+        **stats.generations[live.name], "generation": live.name, "seconds": round(stats.seconds, 3),
+        "per_generation": dg.MetadataValue.json(stats.generations), **_lags(stats),
     }
-    if lags:
-        meta["lag_p50_s"] = round(lags[len(lags) // 2], 2)
-        meta["lag_p95_s"] = round(lags[min(len(lags) - 1, int(len(lags) * 0.95))], 2)
     if bound:
         meta["bound_first_generation"] = bound
     yield dg.MaterializeResult(asset_key="vector_index", metadata=meta)

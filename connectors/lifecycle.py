@@ -152,7 +152,8 @@ class Lifecycle:
 
     def resolve(self, which: str | int | None) -> GenerationRecord:
         """The row of `which`: "live", "candidate" (the newest building generation; also when
-        `which` is None) or a generation id. Raises BindingError naming what to run."""
+        `which` is None), a generation id or a generation name (a Dagster `generations`
+        partition). Raises BindingError naming what to run."""
         if which == "live":
             gen = self.live()
             if gen is None:
@@ -163,6 +164,11 @@ class Lifecycle:
             if gen is None:
                 raise BindingError("no candidate generation: run `bindery reindex` first")
             return gen.record
+        if isinstance(which, str) and not which.isdigit():
+            named = next((g for g in self.store.generations() if g.name == which), None)
+            if named is None:
+                raise BindingError(f"no generation {which}")
+            return named
         row = self.store.get_generation(int(which))
         if row is None:
             raise BindingError(f"no generation {which}")

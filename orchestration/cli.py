@@ -276,10 +276,9 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     if not a.force:
         check_eval_set(cfg, store)
     cand = lifecycle.resolve(a.candidate)  # fails early and clearly when there is none
-    conf = {"candidate": cand.id, "force": bool(a.force), "reason": a.reason,
-            "forced_by": a.by or os.environ.get("USER") or "cli"}
+    conf = {"force": bool(a.force), "reason": a.reason, "forced_by": a.by or os.environ.get("USER") or "cli"}
     run_config = {"ops": {"generation_eval": {"config": conf}, "index_binding": {"config": conf}}}
-    res = _runner(cfg).run("promote", run_config=run_config)
+    res = _runner(cfg).run_generation("promote", cand.name, run_config=run_config)
     b = store.get_binding()
     judged = store.get_generation(cand.id)
     rep = (judged.eval_report if judged else None) or {}

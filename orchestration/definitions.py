@@ -10,7 +10,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.pipeline import STAGE_ASSETS
+from assets.pipeline import GENERATION, STAGE_ASSETS
 from assets.resources import (
     BinderyConfigResource,
     ContextualiserResource,
@@ -51,7 +51,7 @@ def build_definitions(config_path: str | None = None,
     except ConfigError:
         auto = AutomationConfig()  # the UI must still load; runs will report the config error
     return dg.Definitions(
-        assets=[*STAGE_ASSETS, *PROMOTION_ASSETS],
+        assets=[*STAGE_ASSETS, GENERATION, *PROMOTION_ASSETS],
         jobs=JOBS,
         sensors=[build_sensor(auto.sensor, auto.sensor_interval_seconds)],
         schedules=[build_schedule(auto.reconcile, auto.reconcile_cron)],

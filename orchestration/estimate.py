@@ -29,7 +29,7 @@ _STAGE_ASSETS = {
     "chunk": ("chunks", "chunked"),
     "context": ("contextual_prefixes", "computed"),
     "embed": ("embeddings", "embedded"),
-    "index": ("vector_index", "written_docs"),
+    "index": ("generation", "written_docs"),  # one record per generation written, with its own seconds
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets.pipeline import SOURCES, STAGE_ASSETS, TARGET_TAG
+from assets.pipeline import GENERATIONS, SOURCES, STAGE_ASSETS, TARGET_TAG
 from orchestration.plan_job import plan_job
 from orchestration.promotion import PROMOTION_ASSETS
 from orchestration.tune_job import tune_job
@@ -25,8 +25,10 @@ reindex_job = dg.define_asset_job(
 )
 
 promote_job = dg.define_asset_job(
-    "promote", selection=dg.AssetSelection.assets(*PROMOTION_ASSETS), executor_def=dg.in_process_executor,
-    description="Judge the candidate on the eval set against live; flip the binding if the gate passes.",
+    "promote", selection=dg.AssetSelection.assets(*PROMOTION_ASSETS), partitions_def=GENERATIONS,
+    executor_def=dg.in_process_executor,
+    description="Judge the candidate (the run's `generations` partition) on the eval set against live; "
+                "flip the binding if the gate passes.",
 )
 
 JOBS: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = [sync_job, reindex_job, promote_job, plan_job,

@@ -1,20 +1,25 @@
 """The generation-level assets: judge the candidate, then flip the binding.
 
-    vector_index + keyword_index (all sources) -> generation_eval [check eval_gate, blocking]
+    generation (the index step's record of each build) -> generation_eval [check eval_gate, blocking]
       -> index_binding
 
-`generation_eval` runs the eval set on live and candidate (evals.promotion.judge) and stores the
-paired report on the candidate. The blocking `eval_gate` check fails when the gate refuses, so `index_binding` (the
-flip, `Lifecycle.promote` through evals.promotion.promote) does not run. A forced promotion
-shows as a failed WARN check, with who and why recorded.
+All three are partitioned by generation (`GENERATIONS`, one dynamic partition per generation
+name), and a `promote` run is a run of the candidate's partition: each generation's builds, eval
+reports, gate verdicts and flips are its own in the UI. `generation_eval` runs the eval set on live
+and candidate (evals.promotion.judge) and stores the paired report on the candidate. The blocking
+`eval_gate` check fails when the gate refuses, so `index_binding` (the flip, `Lifecycle.promote`
+through evals.promotion.promote) does not run. A forced promotion shows as a failed WARN check on
+the generation it forced, with who and why recorded.
 """
 
 
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
 
+from assets.pipeline import GENERATION, GENERATIONS
 from assets.resources import BinderyConfigResource, DocumentStoreResource
 from connectors.errors import ConfigError, GateRefused
 from connectors.lifecycle import Lifecycle
@@ -24,22 +29,33 @@ from evals.promotion import judge, promote
 GROUP = "generations"
 
 
-class PromotionConfig(dg.Config):
-    candidate: int | None = None  # generation id; default: the newest building one
+class PromotionConfig(dg.Config):  # the candidate is the run's partition: a generation name
     force: bool = False
     reason: str | None = None
     forced_by: str | None = None
 
 
-@dg.asset(group_name=GROUP, deps=["vector_index", "keyword_index"], kinds={"python"},
-          check_specs=[dg.AssetCheckSpec("eval_gate", asset="generation_eval", blocking=True,
-                                         description="Refuses a candidate that is worse than live on the eval set")],
-          description="Eval set run on live and candidate, compared paired per query.")
+def _who(context: dg.AssetExecutionContext, config: PromotionConfig) -> str:
+    """Who a forced flip is recorded as (the same in the check, the store and the binding)."""
+    return config.forced_by or f"dagster-run:{context.run_id[:8]}"
+
+
+# partitions_def: each verdict is recorded on the partition of the generation it judged (a
+# "preview" option, as for parse_quality in assets/pipeline.py: its warning is silenced here only).
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", dg.PreviewWarning)
+    EVAL_GATE = dg.AssetCheckSpec("eval_gate", asset="generation_eval", blocking=True, partitions_def=GENERATIONS,
+                                  description="Refuses a candidate that is worse than live on the eval set")
+
+
+@dg.asset(group_name=GROUP, partitions_def=GENERATIONS, deps=[GENERATION], kinds={"python"},
+          check_specs=[EVAL_GATE],
+          description="Eval set run on live and this generation (the candidate), compared paired per query.")
 def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
                     bindery: BinderyConfigResource, store: DocumentStoreResource
                     ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
     cfg, lifecycle = bindery.config, Lifecycle(bindery.config, store.store)
-    cand = lifecycle.resolve(config.candidate)
+    cand = lifecycle.resolve(context.partition_key)
     report: GateReport | None
     try:
         report = judge(cfg, store.store, cand)
@@ -67,28 +83,32 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
     yield dg.AssetCheckResult(
         passed=bool(verdict["passed"]),
         severity=dg.AssetCheckSeverity.WARN if forced else dg.AssetCheckSeverity.ERROR,
-        description=("FORCED by {}: {} (gate: {})".format(config.forced_by or "operator", config.reason,
+        description=("FORCED by {}: {} (gate: {})".format(_who(context, config), config.reason,
                                                           "; ".join(verdict["reasons"])) if forced
                      else "; ".join(verdict["reasons"])),
         metadata={"regressed": len(verdict.get("regressed", [])), "improved": len(verdict.get("improved", [])),
-                  "forced": forced, "forced_by": (config.forced_by or "operator") if forced else "",
+                  "forced": forced, "forced_by": _who(context, config) if forced else "",
                   "forced_reason": (config.reason or "") if forced else "", "candidate": cand.name},
     )
 
 
-@dg.asset(group_name=GROUP, deps=[generation_eval], kinds={"python"},
-          description="The live binding: one transaction moves generation, indexes and embedder id together.")
+@dg.asset(group_name=GROUP, partitions_def=GENERATIONS, deps=[generation_eval], kinds={"python"},
+          description="The live binding, one partition per generation bound: one transaction moves generation, "
+                      "indexes and embedder id together.")
 def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig, bindery: BinderyConfigResource,
                   store: DocumentStoreResource) -> dg.MaterializeResult[Any]:
-    cand = Lifecycle(bindery.config, store.store).resolve(config.candidate)
+    cand = Lifecycle(bindery.config, store.store).resolve(context.partition_key)
     verdict = cand.eval_report or {}
+    by = _who(context, config)
     try:
         out = promote(bindery.config, store.store, candidate_id=cand.id, force=config.force, reason=config.reason,
-                      by=config.forced_by or f"dagster-run:{context.run_id[:8]}", verdict=verdict)
+                      by=by, verdict=verdict)
     except GateRefused as e:
         raise dg.Failure(str(e), metadata={"report": dg.MetadataValue.json(e.report)}) from e
-    return dg.MaterializeResult(metadata={"live": out["live"], "previous": out["previous"] or -1,
-                                          "forced": out["forced"]})
+    forced = bool(out["forced"])
+    return dg.MaterializeResult(metadata={"live": out["live"], "previous": out["previous"] or -1, "forced": forced,
+                                          "forced_by": by if forced else "",
+                                          "forced_reason": (config.reason or "") if forced else ""})
 
 
 PROMOTION_ASSETS = [generation_eval, index_binding]

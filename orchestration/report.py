@@ -30,10 +30,11 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
         recomputed["context"] += int(m.get("contextual_prefixes", {}).get("computed", 0))
         recomputed["embed"] += int(m.get("embeddings", {}).get("embedded", 0))
         truncated += int(m.get("embeddings", {}).get("truncated", 0))
-        idx = m.get("vector_index", {})
-        written["documents"] += int(idx.get("written_docs", 0))
-        written["chunks"] += int(idx.get("written_chunks", 0))
-        written["deleted"] += int(idx.get("deleted_docs", 0))
+        for gen in o.generations.values():  # every generation the run wrote or changed, live or not
+            written["documents"] += int(gen.get("written_docs", 0))
+            written["chunks"] += int(gen.get("written_chunks", 0))
+            written["deleted"] += int(gen.get("deleted_docs", 0))
+            timings["generation"] = round(timings.get("generation", 0.0) + float(gen.get("seconds", 0.0)), 3)
         for asset, meta in m.items():
             for key, name in (("seconds", asset), ("model_seconds", "embed_model")):
                 if isinstance(meta.get(key), (int, float)):

@@ -28,6 +28,7 @@ from typing import Any
 
 import dagster as dg
 
+from assets.pipeline import GENERATION, GENERATIONS
 from connectors.config import BinderyConfig
 from connectors.errors import BinderyError, ConfigError
 from connectors.shards import all_partition_keys
@@ -45,6 +46,7 @@ class RunOutcome:
     run_id: str
     metadata: dict[str, dict[str, Any]] = field(default_factory=dict)  # asset -> metadata values
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    generations: dict[str, dict[str, Any]] = field(default_factory=dict)  # generation -> its `generation` record
     error: str | None = None
 
 
@@ -94,7 +96,11 @@ def outcome_from_events(job: str, partition: str | None, run_id: str, success: b
         data: Any = ev.event_specific_data
         if ev.event_type_value == "ASSET_MATERIALIZATION" and data is not None:
             mat = data.materialization
-            out.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
+            meta = {k: _value(v) for k, v in mat.metadata.items()}
+            if mat.asset_key == GENERATION.key and mat.partition:  # one per generation the run wrote
+                out.generations[mat.partition] = meta
+            else:
+                out.metadata[mat.asset_key.to_user_string()] = meta
         elif ev.event_type_value == "ASSET_CHECK_EVALUATION" and data is not None:
             out.checks[data.check_name] = {"passed": data.passed, "severity": data.severity.value,
                                            "description": data.description,
@@ -177,6 +183,12 @@ class Runner:
             # Dagster turns Ctrl-C into a failed step and returns; the CLI must stop here too
             raise KeyboardInterrupt
         return outcome_from_events(job_name, partition, result.run_id, result.success, result.all_events)
+
+    def run_generation(self, job_name: str, generation: str, *, run_config: dict[str, Any] | None = None) -> RunOutcome:
+        """Run a job partitioned by generation (`promote`) for one generation, adding its
+        partition first (a generation built before partitions existed has none yet)."""
+        self.instance.add_dynamic_partitions(GENERATIONS.name or "generations", [generation])
+        return self.run(job_name, partition=generation, run_config=run_config)
 
     def run_sources(self, job_name: str, sources: list[str], *, allow_mass_delete: bool = False,
                     tags: dict[str, str] | None = None) -> tuple[list[RunOutcome], float]:

@@ -16,8 +16,8 @@ def test_definitions_snapshot(tmp_path: Path) -> None:
     defs = build_definitions(str(cfg))
     graph = defs.resolve_asset_graph()
     assert sorted(k.to_user_string() for k in graph.get_all_asset_keys()) == [
-        "chunks", "contextual_prefixes", "embeddings", "generation_eval", "index_binding", "keyword_index",
-        "parsed_documents", "source_listing", "vector_index"]
+        "chunks", "contextual_prefixes", "embeddings", "generation", "generation_eval", "index_binding",
+        "keyword_index", "parsed_documents", "source_listing", "vector_index"]
     checks = sorted(f"{k.asset_key.to_user_string()}:{k.name}" for k in graph.asset_check_keys)
     assert checks == ["generation_eval:eval_gate", "parsed_documents:parse_quality"]
     assert defs.jobs is not None and defs.sensors is not None and defs.schedules is not None
@@ -28,6 +28,15 @@ def test_definitions_snapshot(tmp_path: Path) -> None:
     assert reindex.tags["bindery/target"] == "candidate"
     spec = graph.get(dg.AssetKey("vector_index"))
     assert isinstance(spec.partitions_def, dg.DynamicPartitionsDefinition) and spec.partitions_def.name == "sources"
+    # each generation's builds, verdicts and flips are its own: one partition per generation
+    for key in ("generation", "generation_eval", "index_binding"):
+        node = graph.get(dg.AssetKey(key))
+        assert isinstance(node.partitions_def, dg.DynamicPartitionsDefinition), key
+        assert node.partitions_def.name == "generations", key
+    assert not graph.get(dg.AssetKey("generation")).is_executable  # recorded by the index step
+    promote = defs.resolve_job_def("promote")
+    assert isinstance(promote.partitions_def, dg.DynamicPartitionsDefinition)
+    assert promote.partitions_def.name == "generations"
 
 
 def test_one_resource_per_outside_system(tmp_path: Path) -> None:
@@ -47,7 +56,7 @@ def test_one_resource_per_outside_system(tmp_path: Path) -> None:
         "embeddings": ["bindery", "embedder", "store"],
         "vector_index": ["bindery", "keyword_index", "store", "vector_index"],
         "keyword_index": ["bindery", "keyword_index", "store", "vector_index"],
-        "generation_eval": ["bindery", "store"], "index_binding": ["bindery", "store"],
+        "generation": [], "generation_eval": ["bindery", "store"], "index_binding": ["bindery", "store"],
     }
     for job in ("plan", "tune"):
         assert sorted(defs.resolve_job_def(job).required_resource_keys - {"io_manager"}) == ["bindery", "store"]

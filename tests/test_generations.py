@@ -55,6 +55,7 @@ def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -
     # the UI shows the override as what it is: a failed gate (WARN, not blocking), never a green pass
     check = out["gate_check"]
     assert check["passed"] is False and check["severity"] == "WARN"
+    assert check["partition"] == generation_row(_store(dep), cand).name  # under the generation it forced
     assert check["description"].startswith("FORCED by alice: testing a forced flip (gate: ")
     assert check["metadata"]["forced"] is True and check["metadata"]["forced_reason"] == "testing a forced flip"
     g = generation_row(_store(dep), cand)
