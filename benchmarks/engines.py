@@ -36,17 +36,9 @@ import yaml
 
 from connectors.config import BinderyConfig, EmbedConfig, load_config
 from connectors.embedder import Embedder
+from connectors.lifecycle import Lifecycle
 from connectors.store import DocumentStore, GenerationRecord
 from orchestration.cli import main as cli
-
-
-def _live_generation(store: DocumentStore) -> GenerationRecord:
-    """The live generation's row; the sync before this bound one."""
-    binding = store.get_binding()
-    gen = store.get_generation(binding.generation_id) if binding else None
-    if gen is None:
-        raise SystemExit("no live generation: the sync bound none")
-    return gen
 
 
 def _cli(config: Path, *args: str) -> dict[str, Any]:
@@ -79,7 +71,7 @@ def _final_texts(cfg: BinderyConfig) -> tuple[GenerationRecord, list[str]]:
     from assets.runtime import Runtime
 
     store = DocumentStore(cfg.database_url)
-    gen = _live_generation(store)
+    gen = Lifecycle(cfg, store).resolve("live")
     chunks = store.chunks_for([d.doc_id for d in store.documents()], gen.stage_versions["chunk"])
     texts = list(dict.fromkeys(final_texts(Runtime(cfg, store), chunks, gen.stage_versions["context"]).values()))
     return gen, texts
@@ -146,7 +138,7 @@ def query_timings(cfg: BinderyConfig, queries: list[str]) -> dict[str, Any]:
     from query_service.retrieval import GenerationRetriever, make_filters
 
     store = DocumentStore(cfg.database_url)
-    gen = _live_generation(store)
+    gen = Lifecycle(cfg, store).resolve("live")
     r = GenerationRetriever(cfg, gen)
     filters = make_filters(["alice", "ops-team"])  # every query is ACL-filtered, as in production
     steps: dict[str, list[float]] = {}

@@ -32,17 +32,9 @@ import yaml
 
 from connectors.config import load_config
 from connectors.embedder import Embedder
+from connectors.lifecycle import Lifecycle
 from connectors.store import DocumentStore, GenerationRecord
 from orchestration.cli import main as cli
-
-
-def _live_generation(store: DocumentStore) -> GenerationRecord:
-    """The live generation's row; the sync before this bound one."""
-    binding = store.get_binding()
-    gen = store.get_generation(binding.generation_id) if binding else None
-    if gen is None:
-        raise SystemExit("no live generation: the sync bound none")
-    return gen
 
 
 def _cli(config: Path, *args: str) -> dict[str, Any]:
@@ -77,7 +69,7 @@ def run(corpus: Path, queries: Path | None, work: Path, repeats: int) -> dict[st
     t_first = time.perf_counter() - t0
 
     store = DocumentStore(cfg.database_url)
-    gen = _live_generation(store)
+    gen = Lifecycle(cfg, store).resolve("live")
     from assets.embed_stage import final_texts
     from assets.runtime import Runtime
 
