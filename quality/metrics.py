@@ -9,6 +9,7 @@ so computing it costs far less than the parse itself.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from statistics import fmean
@@ -48,6 +49,7 @@ def measurable_text(kind: str, text: str) -> str:
     return "\n".join(" ".join(c.strip() for c in ln.strip().strip("|").split(" | ")) for ln in rows)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a corpus repeats its words: judge each once per process
 def _is_word(tok: str) -> bool:
     core = tok.replace("-", "").replace("'", "").replace("\u2019", "")
     if not core.isalpha():

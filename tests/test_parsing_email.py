@@ -86,3 +86,32 @@ def test_split_quoted_variants() -> None:
         "New\n\nFrom: Bob <b@x.com>\nSent: Monday, 4 March 2024\nTo: Alice\n\nOld body"
     )
     assert main.strip() == "New" and "Old body" in quoted
+
+
+def test_the_header_cache_reads_what_the_standard_message_reads_and_follows_changes() -> None:
+    """assets.parsing.email parses each header once (a speed-up); every value must be the one
+    the standard `EmailMessage` gives, and a changed header must not be served stale."""
+    from email import policy
+    from email.parser import BytesParser
+
+    from assets.parsing.email import _PARSER
+
+    raw = (
+        b"From: =?utf-8?q?Ana_L=C3=B3pez?= <ana@example.org>\r\nTo: ops@example.org, b@example.org\r\n"
+        b"Subject: =?utf-8?q?R=C3=A9union?= of the dock team\r\nMessage-ID: <m1@example.org>\r\n"
+        b"MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=XX\r\n\r\n--XX\r\n"
+        b"Content-Type: text/plain; charset=utf-8\r\n\r\nThe dock opens at six.\r\n--XX\r\n"
+        b"Content-Type: text/plain; name=a.txt\r\nContent-Disposition: attachment; filename=a.txt\r\n\r\n"
+        b"attached\r\n--XX--\r\n")
+    ours, std = _PARSER.parsebytes(raw), BytesParser(policy=policy.default).parsebytes(raw)
+    for name in ("from", "to", "subject", "message-id", "content-type", "date", "x-missing"):
+        assert ours.get(name) == std.get(name) and ours.get(name, "d") == std.get(name, "d"), name
+    assert [p.get_filename() for p in ours.iter_attachments()] == [p.get_filename() for p in std.iter_attachments()]
+    body, std_body = ours.get_body(("plain",)), std.get_body(("plain",))
+    assert body is not None and std_body is not None and body.get_content() == std_body.get_content()
+    ours.replace_header("subject", "Changed")
+    assert ours.get("subject") == "Changed"
+    del ours["to"]
+    assert ours.get("to") is None
+    ours["X-New"] = "1"
+    assert ours.get("x-new") == "1"

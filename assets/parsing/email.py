@@ -17,10 +17,12 @@
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 from collections.abc import Callable
 from email import errors as email_errors
 from email import policy
+from email.headerregistry import BaseHeader, HeaderRegistry
 from email.message import EmailMessage, Message, MIMEPart
 from email.parser import BytesParser
 from email.utils import parsedate_to_datetime
@@ -47,7 +49,59 @@ PARSEABLE_ATTACHMENTS = {
 _MSG_ID = re.compile(r"<[^<>\s]+>")
 _MBOX_FROM = re.compile(rb"(?:\A|\n)From \S+ +[^\n]*\d\d:\d\d[^\n]*\n")
 _MBOX_ESCAPED = re.compile(rb"^>(>*From )", re.MULTILINE)
-_PARSER = BytesParser(policy=policy.default)
+_MISSING = object()
+
+
+class _ParsedMessage(EmailMessage):
+    """An `EmailMessage` that parses each header once.
+
+    The standard policy re-parses a header on every read, and reading a message reads
+    Content-Type and Content-Disposition over and over (`get_body`, `walk`, `get_filename`,
+    `is_attachment`): about half of a mail's parse time went to that. The parser fills the
+    headers through `set_raw`; every change clears the cache, so the values are those the
+    standard class returns."""
+
+    def get(self, name: str, failobj: Any = None) -> Any:
+        cache: dict[str, Any] = self.__dict__.setdefault("_parsed", {})
+        key = name.lower()
+        if key not in cache:
+            cache[key] = super().get(name, _MISSING)
+        value = cache[key]
+        return failobj if value is _MISSING else value
+
+    def _changed(self) -> None:
+        self.__dict__.pop("_parsed", None)
+
+    def set_raw(self, name: str, value: Any) -> None:
+        self._changed()
+        super().set_raw(name, value)
+
+    def __setitem__(self, name: str, val: Any) -> None:
+        self._changed()
+        super().__setitem__(name, val)
+
+    def __delitem__(self, name: str) -> None:
+        self._changed()
+        super().__delitem__(name)
+
+    def replace_header(self, _name: str, _value: Any) -> None:
+        self._changed()
+        super().replace_header(_name, _value)
+
+    def set_boundary(self, boundary: str) -> None:  # edits the header list in place
+        self._changed()
+        super().set_boundary(boundary)
+
+
+class _Headers(HeaderRegistry):
+    """The standard header registry, minus building a new class for every header it makes."""
+
+    @functools.cache  # noqa: B019 - one registry per process, never collected
+    def __getitem__(self, name: str) -> type[BaseHeader]:
+        return super().__getitem__(name)
+
+
+_PARSER = BytesParser(policy=policy.default.clone(message_factory=_ParsedMessage, header_factory=_Headers()))
 
 
 def split_quoted(text: str) -> tuple[str, str]:
