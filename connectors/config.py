@@ -503,12 +503,14 @@ def load_config(path: str | os.PathLike[str] | None = None) -> BinderyConfig:
     return cfg
 
 
-def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: bool = True) -> None:
+def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: bool = True,
+                create: bool = True) -> None:
     """What the file system must hold before a run: `data_dir` a folder (created if missing) and
     (with `roots`) every local source's `root` an existing, readable folder. Not part of `load_config`,
     which the query service and the Dagster code location also call: an unmounted source
     folder must not stop them, only the runs that would list it (and their safe-delete
-    checks refuse to delete from an empty listing anyway)."""
+    checks refuse to delete from an empty listing anyway). `create=False` (`bindery plan`, which
+    writes nothing) checks that `data_dir` could be created without creating it."""
     data = cfg.data_path
     existing = next((p for p in (data, *data.parents) if p.exists()), None)
     if existing is not None and not existing.is_dir():
@@ -516,7 +518,8 @@ def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: 
     if existing is not None and not os.access(existing, os.W_OK):
         raise ConfigError(f"data_dir: {existing} is not writable")
     try:  # what access() cannot tell: a read-only or virtual file system (/proc), an odd mount
-        data.mkdir(parents=True, exist_ok=True)
+        if create:
+            data.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ConfigError(f"data_dir: cannot create {data}: {e.strerror or e}") from None
     for i, s in enumerate(cfg.sources):

@@ -77,7 +77,7 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
             cfg.source(name)  # an unknown source is a usage error before any run
         except ConfigError as e:
             raise ConfigError(f"--source: {e}") from None
-    check_paths(cfg, only if a.command != "query" else None, roots=listing)
+    check_paths(cfg, only if a.command != "query" else None, roots=listing, create=a.command != "plan")
     if a.command in ("serve", "ui"):
         check_port(a.host, a.port)
     if a.command == "tune":
@@ -194,9 +194,10 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
 def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     """What the next sync or reindex would do; writes nothing and starts no run."""
     from assets.runtime import Runtime
+    from connectors.store import DocumentStore
     from orchestration.plan import compute_plan
 
-    rt = Runtime(cfg)
+    rt = Runtime(cfg, DocumentStore.preview(cfg.database_url))  # no file, no schema, no migration written
     live = rt.lifecycle.live()
     if a.kind == "reindex" and live is not None and not rt.lifecycle.config_drift():
         return {"kind": "reindex", "candidate": None, "message":

@@ -14,6 +14,9 @@ stored) so the number of chunks to contextualise and texts to embed is exact, an
 prefixes are computed so embedding cache hits are exact. Anthropic prefixes are not (that would
 be the spending the plan exists to predict): their chunks count as texts to embed.
 
+Those in-memory passes run on every core (`orchestration.plan_pool`): they are the plan's whole
+cost on a first sync, where the sync's own time goes mostly to the model.
+
 Nothing is written: no store rows, no spool, no index files, no Dagster run. The estimate of
 time divides the work by the throughput each stage reached in past runs on this instance (from
 Dagster materialisation metadata); with no history it says so.
@@ -40,13 +43,14 @@ from assets.listing import (
 from assets.parse_stage import good_parses, parse_key, pending_parses, validate_parse
 from assets.parsing import parse_document
 from assets.runtime import Generation, Runtime
-from connectors.config import BinderyConfig, SourceConfig
+from connectors.config import BinderyConfig, ChunkConfig, SourceConfig
 from connectors.contextualizers import ChunkContext, DocumentContext, make_contextualizer
 from connectors.errors import SourceError, TooLarge
 from connectors.identity import content_hash, doc_id, short_hash, text_hash
 from connectors.sources import make_source
 from connectors.sources.base import Source
 from connectors.store import ChunkRecord, DocumentRecord, ParseRecord
+from orchestration.plan_pool import fork_map
 
 __all__ = ["STAGES", "compute_plan"]
 
@@ -136,6 +140,13 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
 # -- the stages, simulated -------------------------------------------------------------------
 
 
+def _cut(d: DocumentRecord, parse: ParseRecord, cfg: ChunkConfig, cver: str, pver: str) -> list[ChunkRecord]:
+    try:
+        return chunk_rows(d, parse, cfg, cver, pver)
+    except Exception:
+        return []  # the sync dead-letters it: nothing to embed
+
+
 class StageWalk:
     """Walks parse -> chunk -> context -> embed -> index for one source over the documents the
     sync would leave, counting what each stage would compute and what it finds cached."""
@@ -164,7 +175,10 @@ class StageWalk:
                 good[d.doc_id] = parse
         return good
 
-    def walk_parse(self, g: Generation) -> None:
+    def walk_parse(self, g: Generation, targets: list[Generation]) -> None:
+        """Counts `g`'s parses and makes the missing ones in memory, each cut into the chunks of
+        every target chunk version over this parse version in the same pass: one fork, and a
+        document's blocks never cross a pipe twice."""
         pver = g.versions["parse"]
         if ("parse", pver) in self.walked:
             return
@@ -173,8 +187,17 @@ class StageWalk:
         self.counts["parse"].compute += len(todo)
         self.counts["parse"].cached += len(self.sp.docs) - len(todo)
         scfg = self.rt.cfg.source(self.sp.name)
-        for d in todo:
-            self.parsed[(d.doc_id, pver)] = self._parse_in_memory(d, g, scfg)
+        cuts = {t.versions["chunk"]: t.stages.chunk for t in targets if t.versions["parse"] == pver}
+
+        def parse_and_cut(d: DocumentRecord) -> tuple[ParseRecord | None, dict[str, list[ChunkRecord]]]:
+            parse = self._parse_in_memory(d, g, scfg)
+            if parse is None:
+                return None, {}
+            return parse, {cver: _cut(d, parse, cfg, cver, pver) for cver, cfg in cuts.items()}
+
+        for d, (parse, rows) in zip(todo, fork_map(parse_and_cut, todo), strict=True):
+            self.parsed[(d.doc_id, pver)] = parse
+            self.chunked.update(((d.doc_id, cver), r) for cver, r in rows.items())
 
     def _parse_in_memory(self, d: DocumentRecord, g: Generation, scfg: SourceConfig) -> ParseRecord | None:
         try:
@@ -204,13 +227,9 @@ class StageWalk:
             self.walked.add(("chunk", cver))
             self.counts["chunk"].compute += len(fresh)
             self.counts["chunk"].cached += len(parses) - len(fresh)
-        for d in fresh:
-            key = (d.doc_id, cver)
-            if key not in self.chunked:
-                try:
-                    self.chunked[key] = chunk_rows(d, parses[d.doc_id], g.stages.chunk, cver, pver)
-                except Exception:
-                    self.chunked[key] = []
+        todo = [d for d in fresh if (d.doc_id, cver) not in self.chunked]  # stored parses, new chunk version
+        cut = fork_map(lambda d: _cut(d, parses[d.doc_id], g.stages.chunk, cver, pver), todo)
+        self.chunked.update(((d.doc_id, cver), rows) for d, rows in zip(todo, cut, strict=True))
         fresh_ids = {d.doc_id for d in fresh}
         stored = self.rt.store.chunks_for([d.doc_id for d in self.sp.docs
                                            if d.doc_id in parses and d.doc_id not in fresh_ids], cver)
@@ -300,7 +319,7 @@ class StageWalk:
 
     def run(self, targets: list[Generation], delete_only: list[Generation]) -> None:
         for g in targets:
-            self.walk_parse(g)
+            self.walk_parse(g, targets)
         for g in targets:
             chunks = self.chunks(g)
             self.walk_context(g, chunks)

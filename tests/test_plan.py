@@ -86,6 +86,50 @@ def test_plan_predicts_every_sync_exactly_and_writes_nothing(tmp_path: Path) -> 
     assert timed["estimate"]["runs_measured"]["embed"] >= 1
 
 
+def test_a_plan_before_the_first_sync_creates_nothing(tmp_path: Path) -> None:
+    """No data dir, no database file, no schema: a fresh deployment's plan reads an empty
+    in-memory store (`DocumentStore.preview`) instead of migrating a real one into being."""
+    dep = LocalDeployment(tmp_path)
+    assert not dep.data.exists()
+    plan = dep.cli("plan")
+    assert plan["recomputed"]["parse"] == 6
+    assert not dep.data.exists(), sorted(str(p) for p in dep.data.rglob("*"))
+
+
+def test_the_forked_plan_counts_what_the_serial_one_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parse and chunk run in forked children on a big enough corpus (orchestration.plan_pool);
+    here every batch forks, and the plan must not change by a single count."""
+    import multiprocessing
+
+    from orchestration import plan_pool
+
+    dep = LocalDeployment(tmp_path)
+    for i in range(12):
+        dep.write(f"notes/n{i}.md", f"# Note {i}\n\nThe loading dock {i} opens at {6 + i % 3} am.\n")
+    monkeypatch.setattr(plan_pool, "usable_cores", lambda: 1)
+    serial = dep.cli("plan")
+    monkeypatch.setattr(plan_pool, "usable_cores", lambda: 2)
+    monkeypatch.setattr(plan_pool, "MIN_ITEMS", 2)
+    calls: list[int] = []
+    real = multiprocessing.get_context
+
+    def counted(method: str) -> object:
+        calls.append(1)
+        return real(method)
+
+    monkeypatch.setattr(multiprocessing, "get_context", counted)
+    forked = dep.cli("plan")
+    assert calls, "the plan forked"
+    for key in ("recomputed", "written", "stages", "sources"):
+        assert forked[key] == serial[key], key
+    assert_plan_matches(forked, dep.cli("sync"))
+    dep.set_stage("chunk", max_tokens=120, overlap_tokens=20)  # stored parses, new chunk version: forks too
+    calls.clear()
+    plan = dep.cli("plan", "reindex")
+    assert calls and plan["recomputed"]["parse"] == 0 and plan["recomputed"]["chunk"] == 18
+    assert_plan_matches(plan, dep.cli("reindex"))
+
+
 def test_plan_reports_the_delete_guard_verdict(tmp_path: Path) -> None:
     dep = LocalDeployment(tmp_path)
     dep.cli("sync")

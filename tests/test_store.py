@@ -40,6 +40,37 @@ def test_migrations_create_every_table_and_are_idempotent(db_url: str) -> None:
     assert "alembic_version" in names
 
 
+def test_preview_reads_without_writing_and_migrates_only_a_store_that_is_behind(db_url: str) -> None:
+    """`bindery plan`'s view of the store: an empty database gets no schema (an in-memory
+    store of the current schema stands in), a current one is read as it is, an older one is
+    brought to head first (today's reads need today's columns)."""
+    from alembic import command
+    from alembic.config import Config
+
+    from connectors.store.store import _MIGRATIONS, head_revision
+
+    empty = DocumentStore.preview(db_url)
+    assert empty.url == "sqlite://" and empty.documents("s") == []
+    raw = DocumentStore(db_url, migrate=False)
+    assert not raw.initialised() and raw.schema_revision() is None, "preview created the schema"
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_MIGRATIONS))
+    with raw.tx() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0003")
+    assert raw.schema_revision() == "0003"
+    behind = DocumentStore.preview(db_url)
+    assert behind.url == db_url and behind.schema_revision() == head_revision()
+    behind.upsert_documents([_doc("d1")])
+    assert [d.doc_id for d in DocumentStore.preview(db_url).documents("s")] == ["d1"]
+
+
+def test_preview_of_a_missing_sqlite_file_creates_no_file(tmp_path: Any) -> None:
+    path = tmp_path / "nowhere" / "bindery.db"
+    assert DocumentStore.preview(f"sqlite:///{path}").documents("s") == []
+    assert not path.parent.exists()
+
+
 def test_document_upsert_is_idempotent(db_url: str) -> None:
     store = DocumentStore(db_url)
     store.upsert_documents([_doc("a"), _doc("b")])

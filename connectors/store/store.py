@@ -66,6 +66,18 @@ def make_engine(url: str) -> Engine:
     return sa.create_engine(url, pool_pre_ping=True)
 
 
+def head_revision() -> str:
+    """The newest migration's revision: the schema this code reads and writes."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_MIGRATIONS))
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    assert head is not None, "the migrations have one head"
+    return head
+
+
 class DocumentStore:
     """The source of truth. One instance per process; cheap to create."""
 
@@ -77,6 +89,36 @@ class DocumentStore:
                 self.migrate()
         except sa.exc.OperationalError as e:
             raise StoreError(f"cannot open document store {self._safe_url()}: {e.orig}") from e
+
+    @classmethod
+    def preview(cls, url: str) -> DocumentStore:
+        """The store as `bindery plan` reads it, writing nothing: the real one where a writer
+        has brought it to the current schema; on a fresh data dir (no database file, no schema
+        yet) an empty in-memory store of the current schema, so a plan neither creates the file
+        nor runs a migration. A store whose schema is behind is migrated first, as any writer
+        would: reading it with today's columns would fail."""
+        path = url.split("///", 1)[-1] if url.startswith("sqlite") else None
+        if path is not None and (not path or path == ":memory:" or not Path(path).exists()):
+            return cls._empty()
+        store = cls(url, migrate=False)
+        if not store.initialised():
+            return cls._empty()
+        if store.schema_revision() != head_revision():
+            store.migrate()
+        return store
+
+    @classmethod
+    def _empty(cls) -> DocumentStore:
+        store = cls("sqlite://", migrate=False)  # one connection per thread; the plan reads from one
+        t.metadata.create_all(store.engine)  # a throwaway database, not a live one: no Alembic
+        return store
+
+    def schema_revision(self) -> str | None:
+        """The Alembic revision the database is at (None before the first migration)."""
+        with self.engine.connect() as conn:
+            if not sa.inspect(conn).has_table("alembic_version"):
+                return None
+            return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
 
     def _safe_url(self) -> str:
         return sa.engine.make_url(self.url).render_as_string(hide_password=True)
