@@ -153,3 +153,10 @@ def test_gc_drops_caches_of_deleted_content(db_url: str) -> None:
     store.mark_deleted(["b"], time.time())
     assert store.gc_orphan_caches() == {"parses": 1, "contexts": 0, "embeddings": 1}
     assert set(store.get_embeddings(["tlive", "tgone"], "e")) == {"tlive"}
+
+
+def test_preview_of_an_unreachable_database_is_a_store_error() -> None:
+    from connectors.errors import StoreError
+
+    with pytest.raises(StoreError, match="cannot open document store"):
+        DocumentStore.preview("postgresql+psycopg://nobody@127.0.0.1:1/nothere")

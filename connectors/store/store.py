@@ -101,10 +101,13 @@ class DocumentStore:
         if path is not None and (not path or path == ":memory:" or not Path(path).exists()):
             return cls._empty()
         store = cls(url, migrate=False)
-        if not store.initialised():
-            return cls._empty()
-        if store.schema_revision() != head_revision():
-            store.migrate()
+        try:
+            if not store.initialised():
+                return cls._empty()
+            if store.schema_revision() != head_revision():
+                store.migrate()
+        except sa.exc.OperationalError as e:
+            raise StoreError(f"cannot open document store {store._safe_url()}: {e.orig}") from e
         return store
 
     @classmethod
