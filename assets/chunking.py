@@ -483,7 +483,8 @@ def _part_tokens(p: _Part, sep: int) -> int:
 def _finish(groups: list[list[_Part]], max_tokens: int, tok: TokenCounter) -> list[ChunkDraft]:
     """Render groups into drafts, count them exactly and cut any that still run over."""
     texts = [BLOCK_SEPARATOR.join(p.render() for p in g) for g in groups]
-    counts = tok.count_batch(texts)
+    # where the parts' counts add up exactly (WordPiece), no second pass through the tokenizer
+    counts = [sum(_part_tokens(p, 0) for p in g) for g in groups] if tok.additive else tok.count_batch(texts)
     drafts: list[ChunkDraft] = []
     for g, text, n in zip(groups, texts, counts, strict=True):
         units = [u for p in g for u in p.units]

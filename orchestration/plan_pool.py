@@ -6,7 +6,8 @@ on independent documents, so it is spread over the machine's cores. The pool for
 children inherit the plan's state (configurations, the listing's bytes, a warmed tokenizer) and
 are handed indexes into it, so nothing but the results crosses a pipe. They never touch the
 store or the Dagster instance the parent holds open, and they leave by `os._exit` (the
-pool's), so no inherited connection is closed under the parent.
+pool's), so no inherited connection is closed under the parent. A child that dies (killed for
+memory, say) breaks the pool; the parent then does the rest itself rather than wait forever.
 
 Small batches, one core, or a platform without `fork` run in the calling process: a pool's
 start-up (tens of milliseconds) would cost more than it saves.
@@ -17,6 +18,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 __all__ = ["MIN_ITEMS", "fork_map", "usable_cores"]
@@ -62,8 +65,10 @@ def fork_map(fn: Callable[[T], R], items: Sequence[T], *, processes: int | None 
     prior = os.environ.get("TOKENIZERS_PARALLELISM")
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     try:
-        with multiprocessing.get_context("fork").Pool(n) as pool:
+        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
             return [first, *pool.map(_run, range(1, len(items)), chunksize=max(1, len(items) // (n * 8)))]
+    except BrokenProcessPool:  # a child was killed (out of memory, a signal): finish here instead
+        return [first, *(fn(x) for x in items[1:])]
     finally:
         _job = None
         if prior is None:

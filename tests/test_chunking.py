@@ -105,6 +105,14 @@ def test_counts_are_not_truncated_or_padded(tok: TokenCounter) -> None:
     assert tok.max_seq_length == 256
 
 
+def test_only_a_whitespace_splitting_wordpiece_skips_the_recount(tok: TokenCounter, spacey: TokenCounter) -> None:
+    """The chunker trusts summed part counts only where a join cannot change them
+    (check_invariants asserts every chunk's n_tokens against a real count either way)."""
+    assert tok.additive and not spacey.additive
+    parts = ["Roll back v2.14.3 when errors rise.", "| a | b |\n|---|---|\n| 1 | 2 |", "naïve café — déjà vu"]
+    assert tok.count("\n\n".join(parts)) == sum(tok.count(p) for p in parts)
+
+
 def test_count_batch_matches_count(tok: TokenCounter) -> None:
     rng = random.Random(1)
     texts = [paragraph(rng, rng.randint(0, 20)) for _ in range(50)] + ["", "   "]

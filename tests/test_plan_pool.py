@@ -43,3 +43,16 @@ def test_the_tokenizers_setting_is_restored(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("TOKENIZERS_PARALLELISM", raising=False)
     fork_map(_work, list(range(100)), processes=2, min_items=1)
     assert "TOKENIZERS_PARALLELISM" not in os.environ
+
+
+def _dies_in_a_child(x: int) -> int:
+    if x == 150 and os.getpid() != _PARENT:
+        os._exit(9)  # as the kernel's OOM killer would leave it
+    return x + 1
+
+
+_PARENT = os.getpid()
+
+
+def test_a_child_that_dies_does_not_hang_the_plan() -> None:
+    assert fork_map(_dies_in_a_child, list(range(300)), processes=2, min_items=1) == [x + 1 for x in range(300)]
