@@ -9,20 +9,25 @@ store or the Dagster instance the parent holds open, and they leave by `os._exit
 pool's), so no inherited connection is closed under the parent. A child that dies (killed for
 memory, say) breaks the pool; the parent then does the rest itself rather than wait forever.
 
-Small batches, one core, or a platform without `fork` run in the calling process: a pool's
-start-up (tens of milliseconds) would cost more than it saves.
+It forks only a single-threaded process (the `bindery plan` command). A fork copies just the
+calling thread: a lock another thread held at that moment stays held forever in the child, which
+then hangs, and the pool with it (seen in a test worker with idle executor threads). So inside a
+threaded process (a Dagster step, a test runner), and for small batches, one core or a
+platform without `fork`, the work runs in the calling process: a pool's start-up (tens of
+milliseconds) would cost more than it saves on a small batch anyway.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
-__all__ = ["MIN_ITEMS", "fork_map", "usable_cores"]
+__all__ = ["MIN_ITEMS", "can_fork", "fork_map", "usable_cores"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -40,6 +45,11 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def can_fork() -> bool:
+    """Whether forking is safe here: the platform has it and no other thread is running."""
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
 def _run(i: int) -> Any:
     assert _job is not None, "fork_map's job is set before the pool forks"
     fn, items = _job
@@ -55,7 +65,7 @@ def fork_map(fn: Callable[[T], R], items: Sequence[T], *, processes: int | None 
     lazily (the chunker's tokenizer) is loaded once and inherited, not once per child."""
     n = min(processes or usable_cores(), len(items))
     small = len(items) < (MIN_ITEMS if min_items is None else min_items)
-    if n < 2 or small or "fork" not in multiprocessing.get_all_start_methods():
+    if n < 2 or small or not can_fork():
         return [fn(x) for x in items]
     first = fn(items[0])
     global _job

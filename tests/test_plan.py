@@ -96,37 +96,52 @@ def test_a_plan_before_the_first_sync_creates_nothing(tmp_path: Path) -> None:
     assert not dep.data.exists(), sorted(str(p) for p in dep.data.rglob("*"))
 
 
-def test_the_forked_plan_counts_what_the_serial_one_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+_FORKED_PLAN = """
+import json, sys
+from orchestration import plan_pool
+from orchestration.cli import main
+
+plan_pool.MIN_ITEMS = 2  # every batch of this small corpus forks
+forks = []
+real = plan_pool.ProcessPoolExecutor
+plan_pool.ProcessPoolExecutor = lambda *a, **k: (forks.append(1), real(*a, **k))[1]
+rc = main(["--config", sys.argv[1], "--json", "plan", *sys.argv[2:]])
+print(json.dumps({"rc": rc, "forks": len(forks)}))
+"""
+
+
+def _forked_plan(dep: Deployment, *args: str) -> dict[str, Any]:
+    """`bindery plan` in a fresh single-threaded process, where the plan pool forks (this
+    test process has threads: there it runs serially, see orchestration.plan_pool)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-c", _FORKED_PLAN, str(dep.config_path), *args], capture_output=True,
+                          text=True, timeout=300, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    lines = proc.stdout.strip().splitlines()
+    assert proc.returncode == 0, proc.stderr
+    status = json.loads(lines[-1])
+    assert status["rc"] == 0 and status["forks"] >= 1, status
+    plan: dict[str, Any] = json.loads("\n".join(lines[:-1]))
+    return plan
+
+
+def test_the_forked_plan_counts_what_the_serial_one_does(tmp_path: Path) -> None:
     """Parse and chunk run in forked children on a big enough corpus (orchestration.plan_pool);
-    here every batch forks, and the plan must not change by a single count."""
-    import multiprocessing
-
-    from orchestration import plan_pool
-
+    the plan must not change by a single count, nor miss what the run then does."""
     dep = LocalDeployment(tmp_path)
     for i in range(12):
         dep.write(f"notes/n{i}.md", f"# Note {i}\n\nThe loading dock {i} opens at {6 + i % 3} am.\n")
-    monkeypatch.setattr(plan_pool, "usable_cores", lambda: 1)
-    serial = dep.cli("plan")
-    monkeypatch.setattr(plan_pool, "usable_cores", lambda: 2)
-    monkeypatch.setattr(plan_pool, "MIN_ITEMS", 2)
-    calls: list[int] = []
-    real = multiprocessing.get_context
-
-    def counted(method: str) -> object:
-        calls.append(1)
-        return real(method)
-
-    monkeypatch.setattr(multiprocessing, "get_context", counted)
-    forked = dep.cli("plan")
-    assert calls, "the plan forked"
+    serial, forked = dep.cli("plan"), _forked_plan(dep)
     for key in ("recomputed", "written", "stages", "sources"):
         assert forked[key] == serial[key], key
     assert_plan_matches(forked, dep.cli("sync"))
     dep.set_stage("chunk", max_tokens=120, overlap_tokens=20)  # stored parses, new chunk version: forks too
-    calls.clear()
-    plan = dep.cli("plan", "reindex")
-    assert calls and plan["recomputed"]["parse"] == 0 and plan["recomputed"]["chunk"] == 18
+    plan = _forked_plan(dep, "reindex")
+    assert plan["recomputed"]["parse"] == 0 and plan["recomputed"]["chunk"] == 18
     assert_plan_matches(plan, dep.cli("reindex"))
 
 
