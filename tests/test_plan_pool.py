@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,12 +51,12 @@ print(json.dumps({
 """
 
 
-def _fresh() -> dict[str, object]:
+def _fresh() -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "TOKENIZERS_PARALLELISM"}
     proc = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True, timeout=120,
                           env={**env, "PYTHONPATH": str(_ROOT)}, cwd=_ROOT)
     assert proc.returncode == 0, proc.stderr
-    result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
 
