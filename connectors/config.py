@@ -517,11 +517,11 @@ def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: 
         raise ConfigError(f"data_dir: {existing} is a file, not a folder")
     if existing is not None and not os.access(existing, os.W_OK):
         raise ConfigError(f"data_dir: {existing} is not writable")
-    try:  # what access() cannot tell: a read-only or virtual file system (/proc), an odd mount
-        if create:
+    if create:
+        try:  # what access() cannot tell: a read-only or virtual file system (/proc), an odd mount
             data.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(f"data_dir: cannot create {data}: {e.strerror or e}") from None
+        except OSError as e:
+            raise ConfigError(f"data_dir: cannot create {data}: {e.strerror or e}") from None
     for i, s in enumerate(cfg.sources):
         if not roots or s.kind != "local" or (sources and s.name not in sources):
             continue

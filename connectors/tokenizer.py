@@ -64,6 +64,7 @@ class TokenCounter:
         self.name = name
         self.max_seq_length = max_seq_length  # what the embedder reads, special tokens included
         self._sep_cost: int | None = None
+        self._additive: bool | None = None
 
     # -- counting -----------------------------------------------------------------------------
     def count(self, text: str) -> int:
@@ -88,8 +89,10 @@ class TokenCounter:
         punctuation) before any word piece is cut, so no piece spans a join; the chunker then
         skips recounting chunks it assembled from counted parts. Checked on 7,769 chunks of six
         dev corpora: no difference. Any other tokenizer recounts."""
-        pre = self._tok.pre_tokenizer
-        return pre is not None and type(pre).__name__ == "BertPreTokenizer" and self.separator_cost == 0
+        if self._additive is None:  # asked once per chunked document: decided once per tokenizer
+            pre = self._tok.pre_tokenizer
+            self._additive = pre is not None and type(pre).__name__ == "BertPreTokenizer" and self.separator_cost == 0
+        return self._additive
 
     @property
     def separator_cost(self) -> int:
