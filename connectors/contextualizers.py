@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -250,25 +250,21 @@ def _is_prose_line(line: str) -> bool:
         return len(words) >= 6 and s[-1] in ".!?"  # a list item that is a full sentence
     if len(words) < _MIN_SENTENCE_WORDS and s[-1] not in ".!?:":
         return False  # short label: a heading, a button, a page number
-    letters = sum(c.isalpha() for c in s)
+    letters = sum(map(str.isalpha, s))
     return letters >= 0.5 * len(s)
 
 
-def _paragraphs(text: str) -> list[str]:
-    """Runs of consecutive prose lines, joined with single spaces; code blocks skipped."""
-    paras: list[str] = []
+def _paragraphs(text: str) -> Iterator[str]:
+    """Runs of consecutive prose lines, joined with single spaces; code blocks skipped. Lazy:
+    the summary wants the first sentence, not a scan of a whole manual."""
     buf: list[str] = []
     in_fence = False
-
-    def flush() -> None:
-        if buf:
-            paras.append(" ".join(" ".join(buf).split()))
-            buf.clear()
-
     for line in text.splitlines():
         if _FENCE.match(line):
             in_fence = not in_fence
-            flush()
+            if buf:
+                yield " ".join(" ".join(buf).split())
+                buf.clear()
             continue
         if in_fence:
             continue
@@ -277,10 +273,11 @@ def _paragraphs(text: str) -> list[str]:
             continue
         if _is_prose_line(line):
             buf.append(_BULLET.sub("", line.strip()))
-        else:
-            flush()
-    flush()
-    return paras
+        elif buf:
+            yield " ".join(" ".join(buf).split())
+            buf.clear()
+    if buf:
+        yield " ".join(" ".join(buf).split())
 
 
 def _sentences(paragraph: str) -> list[str]:
@@ -318,12 +315,13 @@ def summary_sentence(text: str, max_chars: int = 200) -> str:
     When there is none, the first paragraph is used as is; an empty string when there is no
     prose at all. Deterministic: the same text always gives the same sentence.
     """
-    paras = _paragraphs(text)
-    for para in paras:
+    first: str | None = None
+    for para in _paragraphs(text):
+        first = para if first is None else first
         for sentence in _sentences(para):
             if len(sentence.split()) >= _MIN_SENTENCE_WORDS and _TERMINATED.search(sentence):
                 return _clip(sentence, max_chars)
-    return _clip(paras[0], max_chars) if paras else ""
+    return _clip(first, max_chars) if first is not None else ""
 
 
 # --------------------------------------------------------------------------- providers

@@ -8,7 +8,8 @@ here means no module imports back up the layers (see the import table in docs/ar
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 BlockKind = Literal["title", "heading", "paragraph", "list_item", "table", "code", "caption"]
@@ -23,7 +24,9 @@ class Block:
     meta: dict[str, Any] = field(default_factory=dict)  # e.g. {"route": "ocr"}, {"attachment": name}
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # by hand, as `asdict` would give it: asdict recurses into every field of every block
+        return {"kind": self.kind, "text": self.text, "level": self.level, "page": self.page,
+                "meta": copy.deepcopy(self.meta) if self.meta else {}}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Block:

@@ -29,13 +29,14 @@ import threading
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol, cast
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from connectors.config import EmbedConfig
 from connectors.errors import ConfigError, EmbedderMismatch, EmbedderUnavailable
 from connectors.identity import STAGE_CODE_VERSIONS, short_hash
+
+if TYPE_CHECKING:  # numpy is imported where vectors are made: `bindery plan` and `status` make none
+    import numpy as np
 
 __all__ = ["Embedder", "cpu_has_bf16", "embedder_id", "resolve_embed", "resolve_model_path"]
 
@@ -134,6 +135,7 @@ class _TorchRunner:
         self.dim, self.max_seq_length = int(dim), int(max_len)
 
     def encode(self, texts: list[str], batch_size: int, normalize: bool) -> np.ndarray:
+        import numpy as np
         import torch
 
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"):
@@ -192,7 +194,7 @@ class Embedder:
         return self._encode([self.cfg.document_prefix + t for t in texts])
 
     def embed_query(self, text: str) -> np.ndarray:
-        return cast(np.ndarray, self._encode([self.cfg.query_prefix + text])[0])
+        return cast("np.ndarray", self._encode([self.cfg.query_prefix + text])[0])
 
     def check(self, expected_id: str) -> None:
         if self.id != expected_id:
@@ -203,8 +205,12 @@ class Embedder:
 
 
 def to_bytes(vec: np.ndarray) -> bytes:
+    import numpy as np
+
     return np.asarray(vec, dtype="<f4").tobytes()
 
 
 def from_bytes(data: bytes) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(data, dtype="<f4")

@@ -10,6 +10,7 @@ traceback unless `--debug`: `main` turns every error into one line.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -506,6 +507,7 @@ COMMANDS: dict[str, Callable[[BinderyConfig, argparse.Namespace], Any]] = {
 
 
 _ARGV: list[str] = []  # the arguments being parsed, for _Parser.error's --json
+_COMMAND: list[str] = [""]  # the command main() ran, for entry()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -675,6 +677,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     global _DEBUG
     _DEBUG = a.debug
+    _COMMAND[0] = a.command
     if a.command in _RUN_COMMANDS:
         from orchestration.terminal_progress import show_progress
 
@@ -758,5 +761,24 @@ def _emit(a: argparse.Namespace, result: Any) -> None:
         print(report.human(a.command, result))
 
 
+# Commands that write nothing: nothing of theirs can wait on a finaliser at exit.
+_READ_ONLY = frozenset({"plan", "status", "query", "runs"})
+
+
+def entry() -> NoReturn:
+    """The `bindery` console script: `main`, with the cyclic garbage collector kept off what
+    lives until exit anyway. The imports are frozen first (module-level objects live as long as
+    the process). After a read-only command everything is: at exit the interpreter collects
+    again and again while it tears the modules down, walking every object the command made
+    (~0.2 s after a plan of 300 documents, a tenth of the plan); frozen objects are still freed,
+    flushed and closed by reference counting, only not scanned for cycles. A command that writes
+    keeps the full final collection. Not in `main`: tests call it in-process."""
+    gc.freeze()
+    code = main()
+    if _COMMAND[0] in _READ_ONLY:
+        gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -44,7 +44,7 @@ from assets.parse_stage import good_parses, parse_key, pending_parses, validate_
 from assets.parsing import parse_document
 from assets.runtime import Generation, Runtime
 from connectors.config import BinderyConfig, ChunkConfig, SourceConfig
-from connectors.contextualizers import ChunkContext, DocumentContext, make_contextualizer
+from connectors.contextualizers import ChunkContext, Contextualizer, DocumentContext, make_contextualizer
 from connectors.errors import SourceError, TooLarge
 from connectors.identity import content_hash, doc_id, short_hash, text_hash
 from connectors.sources import make_source
@@ -147,6 +147,22 @@ def _cut(d: DocumentRecord, parse: ParseRecord, cfg: ChunkConfig, cver: str, pve
         return []  # the sync dead-letters it: nothing to embed
 
 
+def _offline_prefixes(parse: ParseRecord, rows: dict[str, list[ChunkRecord]],
+                      prefixers: dict[tuple[str, str], Contextualizer]) -> dict[tuple[str, str], str]:
+    """(context input hash, context version) -> prefix, for each offline context version over
+    each chunk version cut; empty where it fails (walk_context then meets the same error)."""
+    out: dict[tuple[str, str], str] = {}
+    try:
+        doc = document_context(parse)
+        for (cver, ctxver), ctx in prefixers.items():
+            cs = rows.get(cver) or []
+            results = ctx.contextualize(doc, [ChunkContext(list(c.heading_path), c.display_text) for c in cs])
+            out.update(((context_input_hash(c), ctxver), r.prefix) for c, r in zip(cs, results, strict=True))
+    except Exception:
+        return {}
+    return out
+
+
 class StageWalk:
     """Walks parse -> chunk -> context -> embed -> index for one source over the documents the
     sync would leave, counting what each stage would compute and what it finds cached."""
@@ -187,17 +203,25 @@ class StageWalk:
         self.counts["parse"].compute += len(todo)
         self.counts["parse"].cached += len(self.sp.docs) - len(todo)
         scfg = self.rt.cfg.source(self.sp.name)
-        cuts = {t.versions["chunk"]: t.stages.chunk for t in targets if t.versions["parse"] == pver}
+        over = [t for t in targets if t.versions["parse"] == pver]
+        cuts = {t.versions["chunk"]: t.stages.chunk for t in over}
+        # offline prefixes are a pure function of the document and the chunk, so they are made in
+        # the same pass; the LLM's are only counted (walk_context)
+        prefixers = {(t.versions["chunk"], t.versions["context"]): make_contextualizer(t.stages.context)
+                     for t in over if t.stages.context.provider != "anthropic"}
 
-        def parse_and_cut(d: DocumentRecord) -> tuple[ParseRecord | None, dict[str, list[ChunkRecord]]]:
+        def parse_and_cut(d: DocumentRecord) -> tuple[ParseRecord | None, dict[str, list[ChunkRecord]],
+                                                      dict[tuple[str, str], str]]:
             parse = self._parse_in_memory(d, g, scfg)
             if parse is None:
-                return None, {}
-            return parse, {cver: _cut(d, parse, cfg, cver, pver) for cver, cfg in cuts.items()}
+                return None, {}, {}
+            rows = {cver: _cut(d, parse, cfg, cver, pver) for cver, cfg in cuts.items()}
+            return parse, rows, _offline_prefixes(parse, rows, prefixers)
 
-        for d, (parse, rows) in zip(todo, fork_map(parse_and_cut, todo), strict=True):
+        for d, (parse, rows, prefixes) in zip(todo, fork_map(parse_and_cut, todo), strict=True):
             self.parsed[(d.doc_id, pver)] = parse
             self.chunked.update(((d.doc_id, cver), r) for cver, r in rows.items())
+            self.prefixes.update(prefixes)
 
     def _parse_in_memory(self, d: DocumentRecord, g: Generation, scfg: SourceConfig) -> ParseRecord | None:
         try:
@@ -257,6 +281,10 @@ class StageWalk:
         offline = g.stages.context.provider != "anthropic"
         ctx = make_contextualizer(g.stages.context) if offline else None
         for did, cs in by_doc.items():
+            if ctx is not None:  # what the parse pass already prefixed is not made twice
+                cs = [c for c in cs if (context_input_hash(c), ctxver) not in self.prefixes]
+                if not cs:
+                    continue
             doc = document_context(parses.get(did))
             if ctx is None:
                 self.llm_docs.append((doc, cs))

@@ -4,6 +4,7 @@ per column, in column order, so `to_dict()` has the row's keys in the row's orde
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -58,3 +59,16 @@ def test_the_store_returns_records_whose_dict_is_the_row(db_url: str) -> None:
     assert (event.kind, event.message, event.details) == ("gc", "nothing", {"n": 0})
     unrecorded = GenerationRecord.unrecorded(0, "g2")
     assert (unrecorded.vector_engine, unrecorded.vector_index, unrecorded.status) == (None, "", "building")
+
+
+def test_a_block_serialises_as_asdict_would_every_field_in_order_and_meta_copied() -> None:
+    from connectors.documents import Block
+
+    meta: dict[str, Any] = {"attachment": "a.pdf", "pages": [1, {"ocr": True}]}
+    for block in (Block("heading", "Install", level=2, page=3, meta=meta), Block("paragraph", "text")):
+        d = block.to_dict()
+        assert d == dataclasses.asdict(block) and list(d) == [f.name for f in dataclasses.fields(Block)]
+        assert Block.from_dict(d) == block
+    d = Block("table", "| a |", meta=meta).to_dict()
+    d["meta"]["pages"][1]["ocr"] = False  # a stored row is its own copy, not the parser's
+    assert meta["pages"][1]["ocr"] is True
