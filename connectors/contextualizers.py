@@ -262,18 +262,15 @@ def _paragraphs(text: str) -> Iterator[str]:
     for line in text.splitlines():
         if _FENCE.match(line):
             in_fence = not in_fence
-            if buf:
-                yield " ".join(" ".join(buf).split())
-                buf.clear()
+        elif in_fence:
             continue
-        if in_fence:
-            continue
-        if _SETEXT_UNDERLINE.match(line) and buf:
+        elif _SETEXT_UNDERLINE.match(line) and buf:
             buf.clear()  # the lines above an ===/--- underline were a heading
             continue
-        if _is_prose_line(line):
+        elif _is_prose_line(line):
             buf.append(_BULLET.sub("", line.strip()))
-        elif buf:
+            continue
+        if buf:  # a fence or a line that is not prose ends the paragraph
             yield " ".join(" ".join(buf).split())
             buf.clear()
     if buf:
