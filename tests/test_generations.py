@@ -97,6 +97,11 @@ def test_syncs_reach_the_building_candidate(dep: Deployment) -> None:
     assert lyon.doc_id not in store.index_state(cand)
 
 
+# A liveness bound, not a speed claim: the binding is polled every query.poll_seconds, but opening
+# the new generation under a loaded 2-core CI machine has taken over 4 s (2 s made the test flaky).
+_PICKUP_S = 20.0
+
+
 def test_queries_follow_flips_without_errors_and_each_answer_has_one_generation(dep: Deployment) -> None:
     cfg = load_config(dep.config_path)
     # Another chunk version: every chunk id of the candidate differs from generation 1's, so an
@@ -127,13 +132,13 @@ def test_queries_follow_flips_without_errors_and_each_answer_has_one_generation(
         dep.cli("promote", "--force", "--reason", "the test needs a different generation live")
         t0 = time.monotonic()
         while _served_id(retriever) != cand:
-            assert time.monotonic() - t0 < 2.0, "the flip was not picked up within two seconds"
+            assert time.monotonic() - t0 < _PICKUP_S, f"the flip was not picked up within {_PICKUP_S} s"
             time.sleep(0.05)
         time.sleep(1.0)
         dep.cli("rollback")
         t0 = time.monotonic()
         while _served_id(retriever) != 1:
-            assert time.monotonic() - t0 < 2.0, "the rollback was not picked up within two seconds"
+            assert time.monotonic() - t0 < _PICKUP_S, f"the rollback was not picked up within {_PICKUP_S} s"
             time.sleep(0.05)
         time.sleep(1.0)
     finally:

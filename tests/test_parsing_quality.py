@@ -96,3 +96,23 @@ def test_parse_report_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "ERROR encrypted (EncryptedDocument)" in text
     assert "summary: 4 file(s), 2 failed" in text
     assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 4
+
+
+def test_a_batch_within_every_bound_gets_gx_s_verdict_without_starting_gx() -> None:
+    from quality.expectations import _run_gx, expectation_specs
+
+    t = ParseQualityThresholds(max_failure_share=0.3, warn_failure_share=0.05)
+    rows = [{"doc": f"d{i}.md", "alnum_share": 0.9, "word_share": 0.8 + i / 100, "chars_per_page": 900 + i,
+             "empty_page_share": 0.0, "repeated_line_share": None if i % 2 else 0.01} for i in range(6)]
+    rows.append({"doc": "edge.md", "alnum_share": t.min_alnum_share, "word_share": t.min_word_share,
+                 "chars_per_page": t.min_chars_per_page, "empty_page_share": t.max_empty_page_share,
+                 "repeated_line_share": float("nan")})  # on the bounds (inclusive) and a missing value
+    fast = validate_batch(rows, t)
+    slow = _run_gx(rows, t, expectation_specs(t), "doc")
+    assert fast["ran_gx"] is False and slow["ran_gx"] is True
+    assert {**fast, "ran_gx": True} == slow  # the same report, to the last field
+
+    one_out = [*rows, {**rows[0], "doc": "scan.pdf", "chars_per_page": 3}]
+    assert validate_batch(one_out, t)["ran_gx"] is True  # anything unexpected: GX judges and names it
+    odd = [{**rows[0], "word_share": "0.9"}]
+    assert validate_batch(odd, t)["ran_gx"] is True  # a value that is not a number: GX coerces it
