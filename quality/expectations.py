@@ -25,6 +25,12 @@ __all__ = ["expectation_specs", "validate_batch"]
 
 _BETWEEN = "expect_column_values_to_be_between"  # GX's name for the one expectation type used
 
+
+def _mostly(t: ParseQualityThresholds) -> float:
+    """The share of documents each expectation needs within bounds."""
+    return max(0.0, 1.0 - t.max_failure_share)
+
+
 def expectation_specs(t: ParseQualityThresholds) -> list[tuple[str, dict[str, Any]]]:
     """(column, {min_value | max_value}) pairs checked for every document."""
     return [
@@ -79,10 +85,12 @@ def _within(value: Any, bounds: dict[str, Any]) -> bool:
 
 
 def _all_met(specs: list[tuple[str, dict[str, Any]]], t: ParseQualityThresholds, n: int) -> dict[str, Any]:
-    mostly = max(0.0, 1.0 - t.max_failure_share)
-    results: list[dict[str, Any]] = [{"expectation": _BETWEEN, "column": column, "min_value": bounds.get("min_value"),
-                "max_value": bounds.get("max_value"), "mostly": mostly, "success": True, "warn": False,
-                "unexpected_share": 0.0, "unexpected_docs": []} for column, bounds in specs]
+    results: list[dict[str, Any]] = [
+        {"expectation": _BETWEEN, "column": column, "min_value": bounds.get("min_value"),
+         "max_value": bounds.get("max_value"), "mostly": _mostly(t), "success": True, "warn": False,
+         "unexpected_share": 0.0, "unexpected_docs": []}
+        for column, bounds in specs
+    ]
     return {"success": True, "warn": False, "documents": n, "ran_gx": False, "results": results}
 
 
@@ -102,7 +110,7 @@ def _run_gx(metrics_rows: list[dict[str, Any]], t: ParseQualityThresholds, specs
         batch_parameters={"dataframe": df}
     )
     suite = gx.ExpectationSuite(name="parse_quality")
-    mostly = max(0.0, 1.0 - t.max_failure_share)
+    mostly = _mostly(t)
     for column, bounds in specs:
         suite.add_expectation(
             gx.expectations.ExpectColumnValuesToBeBetween(column=column, mostly=mostly, **bounds)
