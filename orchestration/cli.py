@@ -204,11 +204,17 @@ def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         return {"kind": "reindex", "candidate": None, "message":
                 f"nothing to reindex: the configuration matches live generation {live.name}"}
     history = None
-    if (cfg.data_path / "dagster_home").exists():  # past runs to learn from (and only then import Dagster)
-        from orchestration.estimate import throughput
-        from orchestration.instance import get_instance
+    home = cfg.data_path / "dagster_home"
+    if home.exists():  # past runs to learn from
+        from orchestration.estimate import cached_throughput, throughput
 
-        history = throughput(get_instance(cfg))
+        # what the last CLI run measured, unless the instance changed since or is not this one
+        if os.environ.get("DAGSTER_HOME") in (None, str(home)):
+            history = cached_throughput(home)
+        if history is None:  # only then import Dagster
+            from orchestration.instance import get_instance
+
+            history = throughput(get_instance(cfg))
     _source_names(cfg, a.source)  # an unknown source is a usage error
     return compute_plan(cfg, rt, a.kind, a.source, allow_mass_delete=a.allow_mass_delete, history=history)
 

@@ -5,10 +5,20 @@ and seconds taken) from the Dagster instance, over the most recent runs that did
 turns it into seconds per item per stage. `estimate_seconds` multiplies a plan's work by it;
 a stage with no history is named, never guessed. `llm_estimate` counts the Anthropic calls and
 tokens of the prefixes a plan would compute, priced with `prices:` from bindery.yaml.
+
+Importing Dagster and opening its instance costs a `bindery plan` about a second, more than the
+plan itself after a first sync. So every CLI run leaves what `throughput` found beside the
+instance (`remember_throughput`), stamped with the size and modification time of the SQLite
+files Dagster indexes materialisations in; `cached_throughput` returns it while those files are
+unchanged, and None once anything (a UI run, a daemon run) wrote to them, or where the
+instance's storage is not those files (PostgreSQL), so the plan then asks Dagster itself.
 """
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assets.runtime import Generation
@@ -19,7 +29,8 @@ from connectors.store import ChunkRecord
 if TYPE_CHECKING:  # Dagster is imported only to read history: a first plan (no history) never loads it
     import dagster as dg
 
-__all__ = ["HISTORY_RUNS", "estimate_seconds", "llm_estimate", "throughput"]
+__all__ = ["HISTORY_RUNS", "cached_throughput", "estimate_seconds", "llm_estimate", "remember_throughput",
+           "throughput"]
 
 HISTORY_RUNS = 20  # materialisations per stage asset looked at (the most recent ones that did work)
 
@@ -90,6 +101,57 @@ def throughput(instance: dg.DagsterInstance) -> dict[str, Any]:
             if tokens["input_tokens"]:
                 out["llm_tokens_per_prefix"] = tokens
     return out
+
+
+CACHE_FILE = "bindery-throughput.json"
+_INDEX_FILES = ("index.db", "index.db-wal")  # Dagster's SQLite event-log index, and its write-ahead log
+
+
+def _stamp(home: Path) -> list[list[int]] | None:
+    """(size, mtime) of the files a new materialisation changes, or None when the instance does
+    not keep its event log there (its dagster.yaml names another storage)."""
+    import yaml
+
+    try:
+        settings = yaml.safe_load((home / "dagster.yaml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(settings, dict) or {"storage", "event_log_storage"} & set(settings):
+        return None
+    index = home / "history" / "runs"
+    stats = [index / f for f in _INDEX_FILES]
+    if not stats[0].exists():
+        return None
+    return [[p.stat().st_size, p.stat().st_mtime_ns] if p.exists() else [] for p in stats]
+
+
+def remember_throughput(instance: dg.DagsterInstance, home: Path) -> None:
+    """Leave `throughput(instance)` in `home` for the next plan; best effort: a run never fails
+    for it, and a plan without it asks Dagster."""
+    if _stamp(home) is None:
+        return
+    history = throughput(instance)
+    stamp = _stamp(home)  # after the reads: closing SQLite's last connection may fold its log in
+    try:
+        tmp = home / f".{CACHE_FILE}.{os.getpid()}"
+        tmp.write_text(json.dumps({"stamp": stamp, "throughput": history}))
+        tmp.replace(home / CACHE_FILE)
+    except OSError:
+        pass
+
+
+def cached_throughput(home: Path) -> dict[str, Any] | None:
+    """What the last CLI run left in `home`, or None when the instance changed since (or never
+    had it): then only `throughput(instance)` knows."""
+    try:
+        data = json.loads((home / CACHE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    stamp = _stamp(home)
+    if not isinstance(data, dict) or stamp is None or data.get("stamp") != stamp:
+        return None
+    history = data.get("throughput")
+    return history if isinstance(history, dict) else None
 
 
 def estimate_seconds(stages: dict[str, dict[str, Any]], history: dict[str, Any] | None) -> dict[str, Any]:

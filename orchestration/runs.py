@@ -34,6 +34,7 @@ from connectors.errors import BinderyError, ConfigError
 from connectors.shards import all_partition_keys
 from orchestration.automation import partition_requests
 from orchestration.definitions import build_definitions
+from orchestration.estimate import remember_throughput
 from orchestration.instance import get_instance
 from orchestration.terminal_log import terminal_logger
 
@@ -182,6 +183,7 @@ class Runner:
         if not result.success and _interrupted(result.all_events):
             # Dagster turns Ctrl-C into a failed step and returns; the CLI must stop here too
             raise KeyboardInterrupt
+        remember_throughput(self.instance, Path(os.environ["DAGSTER_HOME"]))  # for the next `bindery plan`
         return outcome_from_events(job_name, partition, result.run_id, result.success, result.all_events)
 
     def run_generation(self, job_name: str, generation: str, *, run_config: dict[str, Any] | None = None) -> RunOutcome:

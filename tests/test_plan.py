@@ -257,3 +257,64 @@ def test_throughput_fit_separates_the_fixed_cost_from_the_rate() -> None:
     assert rate == pytest.approx((1800 - 10) / (3591 - 4)) and fixed == pytest.approx(10 - 4 * rate)
     assert _fit([(10, 5.0), (10, 7.0)]) == (0.0, 0.6)  # same work every time: a plain ratio
     assert _fit([(10, 9.0), (20, 5.0)])[1] == 0.0  # noise never makes work take negative time
+
+
+_PLAN_IMPORTS = """
+import json, sys
+from orchestration.cli import main
+rc = main(["--config", sys.argv[1], "--json", "plan"])
+print(json.dumps({"rc": rc, "dagster": "dagster" in sys.modules}))
+"""
+
+
+def _plan_in_fresh_process(dep: Deployment) -> tuple[dict[str, Any], bool]:
+    """(the plan, whether it imported Dagster) from a fresh `bindery plan` process."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}  # as an operator's shell has it
+    proc = subprocess.run([sys.executable, "-c", _PLAN_IMPORTS, str(dep.config_path)], capture_output=True,
+                          text=True, timeout=300, cwd=root, env={**env, "PYTHONPATH": str(root)})
+    lines = proc.stdout.strip().splitlines()
+    assert proc.returncode == 0, proc.stderr
+    status = json.loads(lines[-1])
+    assert status["rc"] == 0, status
+    return json.loads("\n".join(lines[:-1])), status["dagster"]
+
+
+def test_a_plan_after_a_cli_run_reads_its_history_without_dagster(tmp_path: Path) -> None:
+    """Each CLI run leaves the throughput it measured beside the instance; the next plan uses it
+    (no Dagster import, ~1 s saved) while the instance is unchanged, and asks Dagster again
+    once anything else wrote to it."""
+    from orchestration.estimate import CACHE_FILE, cached_throughput, throughput
+    from orchestration.instance import get_instance
+
+    dep = LocalDeployment(tmp_path)
+    dep.cli("sync")
+    home = dep.data / "dagster_home"
+    instance = get_instance(load_config(dep.config_path))
+    assert cached_throughput(home) == json_round_trip(throughput(instance))
+    plan, imported = _plan_in_fresh_process(dep)
+    assert not imported and plan["estimate"]["runs_measured"]["embed"] == 1
+
+    # a materialisation this CLI did not make (a UI or daemon run): the copy is stale
+    import dagster as dg
+
+    instance.report_runless_asset_event(dg.AssetMaterialization("embeddings", metadata={"embedded": 7, "seconds": 1.0}))
+    assert cached_throughput(home) is None
+    plan, imported = _plan_in_fresh_process(dep)
+    assert imported and plan["estimate"]["runs_measured"]["embed"] == 2
+
+    (home / CACHE_FILE).write_text("{not json")  # a damaged copy is only a slower plan
+    assert cached_throughput(home) is None
+    dep.cli("sync")
+    assert cached_throughput(home) is not None
+
+
+def json_round_trip(value: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(value))
