@@ -30,6 +30,7 @@ index state does not account for.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections import defaultdict
@@ -62,6 +63,7 @@ class IndexStats:
     seconds: float = 0.0
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every chunk of a document, and again for its units
 def name_terms(external_id: str) -> str:
     """The file name as words, added to what the keyword index sees: names carry identity that
     the text often lacks (`bitfield.md` whose first heading is "Supported subcommands"). Only the

@@ -72,7 +72,7 @@ def parse_key(doc: DocumentRecord, parse_version: str) -> tuple[str, str, str]:
 def pending_parses(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> list[DocumentRecord]:
     """The documents with no stored parse (ok, failed or rejected) for this parse version:
     what `run_parse` parses and what `bindery plan` predicts it will."""
-    return _without_parse(docs, rt.store.get_parses([parse_key(d, parse_version) for d in docs]), parse_version)
+    return _without_parse(docs, rt.store.parse_statuses([parse_key(d, parse_version) for d in docs]), parse_version)
 
 
 def _without_parse(docs: list[DocumentRecord], have: dict[tuple[str, str, str], Any],
@@ -100,12 +100,13 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
         resolved.clear()
 
     for pcfg, pver in {g.versions["parse"]: (g.stages.parse, g.versions["parse"]) for g in gens}.values():
-        have = rt.store.get_parses([parse_key(d, pver) for d in docs])
-        for d in docs:  # a copy or a move of a file whose bytes already failed fails all the same
-            cached = have.get(parse_key(d, pver))
-            if cached is not None and cached.status != "ok" and d.doc_id not in dead:
-                _dead_letter_cached(rt, d, cached)
-                dead.add(d.doc_id)
+        have = rt.store.parse_statuses([parse_key(d, pver) for d in docs])
+        # a copy or a move of a file whose bytes already failed fails all the same
+        failed = [d for d in docs if have.get(parse_key(d, pver), "ok") != "ok" and d.doc_id not in dead]
+        cached_failures = rt.store.get_parses([parse_key(d, pver) for d in failed]) if failed else {}
+        for d in failed:
+            _dead_letter_cached(rt, d, cached_failures[parse_key(d, pver)])
+            dead.add(d.doc_id)
         todo = _without_parse(docs, have, pver)
         stats.cached += len(docs) - len(todo)
         progress.total(len(todo))
@@ -181,6 +182,13 @@ def _dead_letter_cached(rt: Runtime, doc: DocumentRecord, parse: ParseRecord) ->
                              stage="parse", reason=parse.reason or "parse-failed",
                              error=f"{parse.error or 'failed'} (cached result for identical content)",
                              content_hash=doc.content_hash)
+
+
+def good_parse_ids(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> set[str]:
+    """The documents whose current content parsed and passed validation (no blocks read)."""
+    keys = {d.doc_id: parse_key(d, parse_version) for d in docs if d.content_hash}
+    status = rt.store.parse_statuses(keys.values())
+    return {did for did, k in keys.items() if status.get(k) == "ok"}
 
 
 def good_parses(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> dict[str, ParseRecord]:

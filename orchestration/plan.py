@@ -40,7 +40,7 @@ from assets.listing import (
     check_delete_safety,
     read_content,
 )
-from assets.parse_stage import good_parses, parse_key, pending_parses, validate_parse
+from assets.parse_stage import good_parse_ids, good_parses, parse_key, pending_parses, validate_parse
 from assets.parsing import parse_document
 from assets.runtime import Generation, Runtime
 from connectors.config import BinderyConfig, ChunkConfig, SourceConfig
@@ -181,15 +181,19 @@ class StageWalk:
         self.unknown_texts: set[str] = set()  # chunk ids whose prefix only the LLM would know
 
     # parse
-    def parses(self, g: Generation) -> dict[str, ParseRecord]:
-        """doc_id -> a good parse (stored, or made in memory now) for generation `g`."""
+    def good_ids(self, g: Generation) -> set[str]:
+        """The documents with a good parse (stored, or made in memory now) for generation `g`;
+        the stored ones by status alone: their blocks are read only where they are needed."""
         pver = g.versions["parse"]
-        good = good_parses(self.rt, self.sp.docs, pver)
-        for d in self.sp.docs:
-            parse = self.parsed.get((d.doc_id, pver))
-            if parse is not None:
-                good[d.doc_id] = parse
-        return good
+        return good_parse_ids(self.rt, self.sp.docs, pver) | {
+            d.doc_id for d in self.sp.docs if self.parsed.get((d.doc_id, pver)) is not None}
+
+    def parses(self, g: Generation, doc_ids: set[str]) -> dict[str, ParseRecord]:
+        """doc_id -> a good parse for generation `g`, for the documents in `doc_ids`."""
+        pver = g.versions["parse"]
+        want = [d for d in self.sp.docs if d.doc_id in doc_ids]
+        made = {d.doc_id: p for d in want if (p := self.parsed.get((d.doc_id, pver))) is not None}
+        return {**good_parses(self.rt, [d for d in want if d.doc_id not in made], pver), **made}
 
     def walk_parse(self, g: Generation, targets: list[Generation]) -> None:
         """Counts `g`'s parses and makes the missing ones in memory, each cut into the chunks of
@@ -244,19 +248,20 @@ class StageWalk:
     def chunks(self, g: Generation) -> list[ChunkRecord]:
         """Every chunk row of the source's documents for `g`'s chunk version, after the sync."""
         cver, pver = g.versions["chunk"], g.versions["parse"]
-        parses = self.parses(g)
-        current = self.rt.store.chunk_keys(list(parses), cver)
-        fresh = [d for d in self.sp.docs if d.doc_id in parses and needs_chunking(current, d, pver)]
+        good = self.good_ids(g)
+        current = self.rt.store.chunk_keys(sorted(good), cver)
+        fresh = [d for d in self.sp.docs if d.doc_id in good and needs_chunking(current, d, pver)]
         if ("chunk", cver) not in self.walked:
             self.walked.add(("chunk", cver))
             self.counts["chunk"].compute += len(fresh)
-            self.counts["chunk"].cached += len(parses) - len(fresh)
+            self.counts["chunk"].cached += len(good) - len(fresh)
         todo = [d for d in fresh if (d.doc_id, cver) not in self.chunked]  # stored parses, new chunk version
+        parses = self.parses(g, {d.doc_id for d in todo})
         cut = fork_map(lambda d: _cut(d, parses[d.doc_id], g.stages.chunk, cver, pver), todo)
         self.chunked.update(((d.doc_id, cver), rows) for d, rows in zip(todo, cut, strict=True))
         fresh_ids = {d.doc_id for d in fresh}
         stored = self.rt.store.chunks_for([d.doc_id for d in self.sp.docs
-                                           if d.doc_id in parses and d.doc_id not in fresh_ids], cver)
+                                           if d.doc_id in good and d.doc_id not in fresh_ids], cver)
         return stored + [c for d in fresh for c in self.chunked[(d.doc_id, cver)]]
 
     # context
@@ -277,7 +282,7 @@ class StageWalk:
             by_doc.setdefault(c.doc_id, []).append(c)
         if not by_doc:
             return
-        parses = self.parses(g)
+        parses = self.parses(g, set(by_doc))
         offline = g.stages.context.provider != "anthropic"
         ctx = make_contextualizer(g.stages.context) if offline else None
         for did, cs in by_doc.items():

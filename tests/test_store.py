@@ -65,6 +65,14 @@ def test_preview_reads_without_writing_and_migrates_only_a_store_that_is_behind(
     assert [d.doc_id for d in DocumentStore.preview(db_url).documents("s")] == ["d1"]
 
 
+def test_the_written_down_head_revision_is_alembics_head() -> None:
+    """A new migration without HEAD_REVISION moved on would make every plan migrate a store it
+    only reads (or read today's columns from yesterday's schema): the two must agree."""
+    from connectors.store.store import HEAD_REVISION, head_revision
+
+    assert HEAD_REVISION == head_revision()
+
+
 def test_preview_of_a_missing_sqlite_file_creates_no_file(tmp_path: Any) -> None:
     path = tmp_path / "nowhere" / "bindery.db"
     assert DocumentStore.preview(f"sqlite:///{path}").documents("s") == []
