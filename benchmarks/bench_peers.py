@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -78,6 +79,7 @@ def run(peer_python: str, corpus: Path, queries: Path, work: Path, repeats: int)
         order = ["bindery", "llamaindex"] if r % 2 == 0 else ["llamaindex", "bindery"]
         for system in order:
             d = work / f"{system}-{r}"
+            shutil.rmtree(d, ignore_errors=True)  # a data dir left by an earlier run would make the sync a no-op
             res = (bindery_round(corpus, queries, d, r == 0) if system == "bindery"
                    else llamaindex_round(peer_python, corpus, queries, d, r == 0))
             print(f"round {r} {system}: { {k: v for k, v in res.items() if k != 'metrics'} }", file=sys.stderr,
