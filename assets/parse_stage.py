@@ -105,8 +105,10 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
         failed = [d for d in docs if have.get(parse_key(d, pver), "ok") != "ok" and d.doc_id not in dead]
         cached_failures = rt.store.get_parses([parse_key(d, pver) for d in failed]) if failed else {}
         for d in failed:
-            _dead_letter_cached(rt, d, cached_failures[parse_key(d, pver)])
-            dead.add(d.doc_id)
+            cached = cached_failures.get(parse_key(d, pver))
+            if cached is not None:  # None only if `gc` removed it between the two reads
+                _dead_letter_cached(rt, d, cached)
+                dead.add(d.doc_id)
         todo = _without_parse(docs, have, pver)
         stats.cached += len(docs) - len(todo)
         progress.total(len(todo))

@@ -18,6 +18,9 @@ What the block builder reads, and how the tree gives it:
   text, joined once. A tight list item's text sits directly in
   the item in the tree; markdown-it-py wraps it in a hidden paragraph, and so does this.
 - autolinks show their address through markdown-it-py's own `normalizeLinkText`, as it does.
+
+One difference is known and kept: past markdown-it-py's nesting limit (20 levels: ten nested
+lists, twenty `>`) it silently drops the text, and the Rust parser keeps it.
 """
 
 from __future__ import annotations
