@@ -35,6 +35,7 @@ SAMPLES = {
     "empty": "",
     "only whitespace": "   \n\n\t\n",
     "unicode": "# Überschrift — ñ\n\n日本語のテキスト。 Emoji 🎉 and RTL עברית.\n",
+    "control characters": "nul\x00byte\n\n\ufeff# bom\n\na\r\nb\r\n\r\n# crlf\r\n\n&#0; &#xD800; &#1114112;\n",
 }
 
 
@@ -88,3 +89,11 @@ def test_deep_nesting_keeps_the_text_markdown_it_py_drops() -> None:
         assert lost not in [b["text"] for b in slow]
         assert lost in [b["text"] for b in fast]
         assert lost in [b.text for b in parse_markdown(text).blocks]
+
+
+def test_an_input_the_rust_parser_panics_on_parses_through_markdown_it_py() -> None:
+    """markdown-it-pyrs 0.4 panics on `[` followed by a code span that never closes."""
+    text = "# Notes\n\nsee [`foo for details\n\n- item\n"
+    with pytest.raises(BaseException, match="index out of bounds"):
+        markdown_fast.tokens(text)
+    assert [b.to_dict() for b in parse_markdown(text).blocks] == [b.to_dict() for b in _blocks(_MD.parse(text))]

@@ -20,7 +20,12 @@ What the block builder reads, and how the tree gives it:
 - autolinks show their address through markdown-it-py's own `normalizeLinkText`, as it does.
 
 One difference is known and kept: past markdown-it-py's nesting limit (20 levels: ten nested
-lists, twenty `>`) it silently drops the text, and the Rust parser keeps it.
+lists, twenty `>`) it silently drops the text, and the Rust parser keeps it. On random
+Markdown-like noise (20,000 strings of markup fragments) the two differ more often, about 7 % (runs
+of `*`, raw HTML comments across lines), and markdown-it-pyrs 0.4 panics on a `[` followed by a
+code span that never closes (`see [`foo`): the panic is caught and markdown-it-py parses that
+document, but Rust prints a three-line "panicked at" note on stderr first. None of the 742 real
+files panicked or differed.
 """
 
 from __future__ import annotations
@@ -66,7 +71,8 @@ def tokens(text: str) -> list[Tok]:
     """markdown-it-py's block token stream for `text` (CommonMark + GFM tables)."""
     assert _RS is not None, "markdown-it-pyrs is not installed"
     out: list[Tok] = []
-    _block(_RS.tree(text), out)
+    # CommonMark replaces NUL with U+FFFD, as markdown-it-py does; the Rust port drops it
+    _block(_RS.tree(text.replace("\x00", "\ufffd")), out)
     return out
 
 
