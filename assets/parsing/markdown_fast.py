@@ -2,9 +2,9 @@
 
 markdown-it-py reads Markdown at about 1 MB/s on these machines; on a link-dense documentation
 tree (Node.js' API docs: 7.7 MB of Markdown) it was three quarters of parsing and the largest
-part of a `bindery plan`. markdown-it-pyrs builds the same CommonMark syntax tree about ten times
+part of a `bindery plan`. markdown-it-pyrs builds a CommonMark syntax tree about ten times
 faster. `tokens(text)` flattens that tree into the token stream `assets.parsing.markdown._blocks`
-reads, so one block builder serves both parsers, and the blocks are the same:
+reads, so one block builder serves both parsers, and on real documents the blocks are the same:
 `tests/test_markdown_fast.py` compares them document by document.
 
 What the block builder reads, and how the tree gives it:
