@@ -66,6 +66,43 @@ def vector_engine(cfg: BinderyConfig, gen: GenerationRecord) -> VectorEngine:
 _KEEP_SNAPSHOTS = 3  # per generation; readers copy/open within milliseconds of a publish
 
 
+def copy_sparse(src: str, dst: str) -> str:
+    """Copy a file keeping its holes (a `copytree` copy function).
+
+    Qdrant's segment files are preallocated sparse: a 900-chunk shard holds 96 MB of file size
+    on 7 MB of disk. `shutil.copy2` writes every hole out as zeros, so a publish spent half a
+    second and 14x the disk per snapshot; this copies only the data extents (SEEK_DATA /
+    SEEK_HOLE) and re-creates the holes by truncating to the source's size. Reads of either file
+    give the same bytes. A filesystem without SEEK_DATA falls back to a plain copy."""
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        size = os.fstat(fin.fileno()).st_size
+        pos = 0
+        try:
+            while pos < size:
+                try:
+                    start = os.lseek(fin.fileno(), pos, os.SEEK_DATA)
+                except OSError:  # ENXIO: only a hole is left
+                    break
+                end = os.lseek(fin.fileno(), start, os.SEEK_HOLE)
+                os.lseek(fin.fileno(), start, os.SEEK_SET)
+                os.lseek(fout.fileno(), start, os.SEEK_SET)
+                left = end - start
+                while left > 0:
+                    n = os.sendfile(fout.fileno(), fin.fileno(), None, min(left, 1 << 30))
+                    if n == 0:  # the source shrank under us: copy what there is
+                        break
+                    left -= n
+                pos = end
+        except (AttributeError, OSError):  # no SEEK_DATA/sendfile here: the ordinary copy
+            fin.seek(0)
+            fout.seek(0)
+            fout.truncate()
+            shutil.copyfileobj(fin, fout)
+        fout.truncate(size)
+    shutil.copystat(src, dst)
+    return dst
+
+
 @dataclass(frozen=True)
 class GenerationPaths:
     root: Path
@@ -214,12 +251,14 @@ def publish(cfg: BinderyConfig, gen: GenerationRecord) -> tuple[str | None, str 
     if is_embedded(engine):
         vec_dir = dest / _EMBEDDED[engine]
         if paths.vector(engine).exists():
-            shutil.copytree(paths.vector(engine), vec_dir, ignore=shutil.ignore_patterns(".lock", "wal"))
+            shutil.copytree(paths.vector(engine), vec_dir, ignore=shutil.ignore_patterns(".lock", "wal"),
+                            copy_function=copy_sparse)
         else:  # nothing written yet: an empty index that readers open as empty
             vec_dir.mkdir()
         vec_snap = str(vec_dir)
     if cfg.backends.keyword == "tantivy" and paths.keyword.exists():
-        shutil.copytree(paths.keyword, dest / "tantivy", ignore=shutil.ignore_patterns("*.lock"))
+        shutil.copytree(paths.keyword, dest / "tantivy", ignore=shutil.ignore_patterns("*.lock"),
+                        copy_function=copy_sparse)
         kw_snap = str(dest / "tantivy")
     snaps = sorted(p for p in paths.snapshots.iterdir() if p.is_dir())
     for old in snaps[:-_KEEP_SNAPSHOTS]:
@@ -238,7 +277,7 @@ def _private_vector_copy(engine: str, snap: str) -> Path:
         if engine == "qdrant-edge":
             shadow_snapshot(Path(snap), target)
         else:
-            shutil.copytree(snap, target)
+            shutil.copytree(snap, target, copy_function=copy_sparse)
     except FileNotFoundError as e:  # pruned between read and copy: the caller retries
         shutil.rmtree(private, ignore_errors=True)
         raise BindingError(f"snapshot {snap} vanished while opening; retry") from e

