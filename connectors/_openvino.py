@@ -178,7 +178,7 @@ class OpenVinoRunner:
         One batch (a query) runs on the latency-compiled request. More go through a
         throughput-compiled copy with several requests in flight (`_bulk`): on these 2-core
         machines that embedded mail chunks ~13 % faster, with the same vectors (cosine >= 0.99999)."""
-        encs = self.tokenizer.encode_batch(texts)
+        encs = self.tokenizer.encode_batch_fast(texts)  # no character offsets: not needed here
         order = np.argsort([-len(e.ids) for e in encs], kind="stable")
         batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
@@ -235,9 +235,14 @@ class OpenVinoRunner:
         return {k: v for k, v in feed.items() if k in self.inputs}, mask
 
     def _pool(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        hidden = hidden.astype(np.float32)
+        """Pooled vectors of one batch, copied out of `hidden` (the request's reused buffer).
+
+        Mean pooling is one batched matrix product (mask row times hidden states), not a
+        masked copy of the whole batch summed: ~6x less time in the callback, which holds the
+        interpreter while the other requests infer; the sums differ by float rounding (~1e-7)."""
         if self.pooling == "cls":
-            return hidden[:, 0]
-        m = mask[:, :, None].astype(np.float32)
-        pooled: np.ndarray = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+            return np.array(hidden[:, 0], dtype=np.float32)
+        m = mask.astype(np.float32)
+        sums = np.matmul(m[:, None, :], np.asarray(hidden, dtype=np.float32))[:, 0]
+        pooled: np.ndarray = sums / np.maximum(m.sum(axis=1, keepdims=True), 1e-9)
         return pooled
