@@ -262,7 +262,7 @@ def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry
         fingerprint=fingerprint, size=entry.size, acl=acl, acl_hash=short_hash(acl, 16),
         metadata=dict(entry.metadata), source_modified_at=entry.modified_at,
         first_seen=old.first_seen if old else sw.now, last_seen=sw.now, changed_at=changed_at,
-        deleted_at=None).to_dict())
+        deleted_at=None).columns())
 
 
 def _sweep_deletes(rt: Runtime, res: ListingResult, gone: list[DocumentRecord], now: float) -> None:

@@ -16,12 +16,18 @@ in between would only add a copy.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
 
 __all__ = ["BindingRecord", "ChunkRecord", "ContextRecord", "DeadLetterRecord", "DocumentRecord", "EventRecord",
            "GenerationRecord", "IndexStateRecord", "ParseRecord", "SourceRecord"]
+
+
+@functools.cache
+def _names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +40,11 @@ class _Record:
     def to_dict(self) -> dict[str, Any]:
         """Every column by name, in column order (JSON columns deep-copied)."""
         return dataclasses.asdict(self)
+
+    def columns(self) -> dict[str, Any]:
+        """Every column by name, in column order, sharing the JSON values: for a write that
+        only reads them (`asdict`'s deep copy was a third of storing a sync's chunks)."""
+        return {name: getattr(self, name) for name in _names(type(self))}
 
     def replace(self, **changes: Any) -> Self:
         """A copy with `changes` (records are frozen)."""

@@ -345,7 +345,7 @@ class DocumentStore:
             for batch in _batches(list(per_doc)):
                 c.execute(t.chunks.delete().where(t.chunks.c.doc_id.in_(batch),
                                                   t.chunks.c.chunk_version == chunk_version))
-            rows = [r.to_dict() for rs in per_doc.values() for r in rs]
+            rows = [r.columns() for rs in per_doc.values() for r in rs]
             for batch in _batches(rows):
                 c.execute(t.chunks.insert(), list(batch))
 
