@@ -16,7 +16,6 @@ in between would only add a copy.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
@@ -25,9 +24,14 @@ __all__ = ["BindingRecord", "ChunkRecord", "ContextRecord", "DeadLetterRecord", 
            "GenerationRecord", "IndexStateRecord", "ParseRecord", "SourceRecord"]
 
 
-@functools.cache
+_NAMES: dict[type, tuple[str, ...]] = {}  # record class -> its field names, in column order
+
+
 def _names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 @dataclass(frozen=True, slots=True)
