@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import logging
 import os
 import sys
 import time
@@ -684,6 +685,8 @@ def main(argv: list[str] | None = None) -> int:
     global _DEBUG
     _DEBUG = a.debug
     _COMMAND[0] = a.command
+    if not a.debug:
+        _quiet_interrupted_logging()
     if a.command in _RUN_COMMANDS:
         from orchestration.terminal_progress import show_progress
 
@@ -705,6 +708,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bindery {a.command}: internal error: {type(e).__name__}: {_one_line(str(e))} "
               "(run again with --debug for the traceback)", file=sys.stderr)
         return 1
+
+
+def _not_interrupted(record: logging.LogRecord) -> bool:
+    exc = record.exc_info[1] if record.exc_info else None
+    return not isinstance(exc, KeyboardInterrupt)
+
+
+def _quiet_interrupted_logging() -> None:
+    """Ctrl-C must end in one line. A library that logs the interrupt it re-raises (SQLAlchemy's
+    pool logs "Exception closing connection" with the KeyboardInterrupt's traceback when the
+    signal lands in a close) would print that traceback through logging's last-resort handler
+    first; such records are dropped there. An interrupt inside a finalizer (`__del__`, a
+    generator's close) is likewise not printed as "Exception ignored in". Everything else still
+    reaches stderr, and `--debug` keeps them all."""
+    last = logging.lastResort
+    if last is not None and _not_interrupted not in last.filters:
+        last.addFilter(_not_interrupted)
+    if sys.unraisablehook is sys.__unraisablehook__:
+        def hook(unraisable: Any) -> None:
+            if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+                sys.__unraisablehook__(unraisable)
+
+        sys.unraisablehook = hook
 
 
 # Commands that run the ingestion stages and so show their progress.
