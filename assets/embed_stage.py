@@ -74,11 +74,13 @@ def run_embed(rt: Runtime, source_name: str, gens: list[Generation], *,
         counter = get_tokenizer(g.stages.embed.model)
         for i in range(0, len(missing), _FLUSH):
             batch = missing[i : i + _FLUSH]
-            batch_texts = [g.stages.embed.document_prefix + by_hash[h][0] for h in batch]
-            stats.truncated += sum(1 for n in counter.count_batch(batch_texts) if n + 2 > limit)
             t0 = time.perf_counter()
-            vecs = embedder.embed_documents([by_hash[h][0] for h in batch])
+            vecs, truncated = embedder.embed_documents_counted([by_hash[h][0] for h in batch])
             stats.model_seconds += time.perf_counter() - t0
+            if truncated is None:  # the backend tokenizes out of sight: count with the same tokenizer
+                batch_texts = [g.stages.embed.document_prefix + by_hash[h][0] for h in batch]
+                truncated = sum(1 for n in counter.count_batch(batch_texts) if n + 2 > limit)
+            stats.truncated += truncated
             now = time.time()
             rt.store.put_embeddings([
                 {"text_hash": h, "embedder_id": embedder.id, "dim": int(v.shape[0]), "vector": to_bytes(v),

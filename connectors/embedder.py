@@ -54,6 +54,10 @@ class _Runner(Protocol):
 
     def encode(self, texts: list[str], batch_size: int, normalize: bool) -> np.ndarray: ...
 
+    def encode_counted(self, texts: list[str], batch_size: int, normalize: bool) -> tuple[np.ndarray, int | None]:
+        """`encode` and how many texts the window cut, or None when the runner cannot see it."""
+        ...
+
 
 def cpu_has_bf16() -> bool:
     """Native bf16 arithmetic (AMX or avx512-bf16); without it bf16 is emulated and slower."""
@@ -134,6 +138,9 @@ class _TorchRunner:
             raise ConfigError(f"embedding model {name!r} declares no dimension or max_seq_length")
         self.dim, self.max_seq_length = int(dim), int(max_len)
 
+    def encode_counted(self, texts: list[str], batch_size: int, normalize: bool) -> tuple[np.ndarray, int | None]:
+        return self.encode(texts, batch_size, normalize), None  # sentence-transformers truncates unseen
+
     def encode(self, texts: list[str], batch_size: int, normalize: bool) -> np.ndarray:
         import numpy as np
         import torch
@@ -192,6 +199,12 @@ class Embedder:
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode([self.cfg.document_prefix + t for t in texts])
+
+    def embed_documents_counted(self, texts: Sequence[str]) -> tuple[np.ndarray, int | None]:
+        """`embed_documents` and how many of the texts the model's window cut, when the backend
+        sees it while tokenizing (OpenVINO); None means count them yourself (torch)."""
+        full = [self.cfg.document_prefix + t for t in texts]
+        return self.runner.encode_counted(full, self.cfg.batch_size, self.cfg.normalize)
 
     def embed_query(self, text: str) -> np.ndarray:
         return cast("np.ndarray", self._encode([self.cfg.query_prefix + text])[0])

@@ -179,3 +179,27 @@ def test_compiled_models_are_cached_and_a_broken_blob_is_compiled_again(tmp_path
         blob.chmod(0o600)
         blob.write_bytes(b"not a compiled model")
     assert np.array_equal(run("recompiled"), first)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["openvino", "torch"])
+def test_a_sync_counts_the_texts_the_models_window_cut(tmp_path: Path, backend: str) -> None:
+    """Nothing is silently cut at the embedder's window: OpenVINO reports what its truncation cut
+    while tokenizing, torch is counted with the same tokenizer; both equal a count of the final
+    texts made here."""
+    if backend == "openvino" and not _openvino_importable():
+        pytest.skip("openvino is not installed")
+    from benchmarks.engines import _final_texts
+    from connectors.tokenizer import get_tokenizer
+
+    dep = Deployment(tmp_path)
+    dep.set_stage("chunk", max_tokens=600, overlap_tokens=0)  # chunks longer than the 256 it reads
+    dep.set_stage("embed", backend=backend, precision="fp32")
+    words = " ".join(f"term{i} alpha beta gamma." for i in range(120))
+    dep.write("long/one.md", f"# Long one\n\n{words}\n")
+    dep.write("long/two.md", f"# Long two\n\n{words} {words}\n")
+    summary = dep.cli("sync")
+    _, texts = _final_texts(load_config(dep.config_path))
+    counts = get_tokenizer("all-MiniLM-L6-v2").count_batch(texts)
+    expected = sum(1 for n in counts if n + 2 > 256)
+    assert expected >= 2 and summary["truncated"] == expected
