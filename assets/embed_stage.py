@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from assets.context_stage import context_input_hash, embed_text_of
 from assets.progress import NO_PROGRESS, Progress
@@ -16,6 +17,11 @@ from assets.runtime import Generation, Runtime
 from connectors.embedder import to_bytes
 from connectors.identity import text_hash
 from connectors.store import ChunkRecord
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from connectors.embedder import Embedder
 
 _FLUSH = 512  # texts per model call + store write: bounded memory, steady progress
 
@@ -41,6 +47,17 @@ def final_texts(rt: Runtime, chunks: list[ChunkRecord], context_version: str) ->
         if ctx is not None:
             out[c.chunk_id] = embed_text_of(c, ctx.prefix)
     return out
+
+
+def _embed_counted(embedder: Embedder, texts: list[str]) -> tuple[np.ndarray, int | None]:
+    """Vectors and, when the embedder sees it, how many texts its window cut. An embedder
+    swapped in through `EmbedderResource` (a test's, or a user's own model) need only offer
+    `embed_documents`; its truncation is then counted by the caller."""
+    counted = getattr(embedder, "embed_documents_counted", None)
+    if counted is None:
+        return embedder.embed_documents(texts), None
+    vecs, truncated = counted(texts)
+    return vecs, truncated
 
 
 def run_embed(rt: Runtime, source_name: str, gens: list[Generation], *,
@@ -75,7 +92,7 @@ def run_embed(rt: Runtime, source_name: str, gens: list[Generation], *,
         for i in range(0, len(missing), _FLUSH):
             batch = missing[i : i + _FLUSH]
             t0 = time.perf_counter()
-            vecs, truncated = embedder.embed_documents_counted([by_hash[h][0] for h in batch])
+            vecs, truncated = _embed_counted(embedder, [by_hash[h][0] for h in batch])
             stats.model_seconds += time.perf_counter() - t0
             if truncated is None:  # the backend tokenizes out of sight: count with the same tokenizer
                 batch_texts = [g.stages.embed.document_prefix + by_hash[h][0] for h in batch]
