@@ -21,7 +21,7 @@ import pytest
 
 from connectors.config import BinderyConfig, config_from_dict
 from connectors.errors import QueryError
-from connectors.generations import IndexPair, open_reader, open_writer, publish, vector_engine
+from connectors.generations import GenerationPaths, IndexPair, open_reader, open_writer, publish, vector_engine
 from connectors.identity import chunk_id
 from connectors.indexes.base import PUBLIC, Filters, IndexRecord, VectorIndex
 from connectors.store import GenerationRecord
@@ -282,7 +282,7 @@ def test_copy_sparse_keeps_bytes_and_holes(tmp_path: Path) -> None:
 
 def test_an_edge_snapshot_takes_the_disk_of_its_shard_not_its_preallocation(tmp_path: Path) -> None:
     """Qdrant Edge preallocates sparse files (96 MB of size for 7 MB of data at 900 chunks); a
-    snapshot that wrote the holes out cost half a second and 14x the disk per publish."""
+    snapshot that wrote the holes out cost ~0.1 s and 14x the disk per publish."""
     cfg = config_from_dict({"data_dir": str(tmp_path)})
     gen = GenerationRecord.unrecorded(1, "g1_sparse")
     pair = open_writer(cfg, gen, DIM)
@@ -291,8 +291,12 @@ def test_an_edge_snapshot_takes_the_disk_of_its_shard_not_its_preallocation(tmp_
     vec, kw = publish(cfg, gen)
     assert vec is not None
     snap = Path(vec)
+    shard = GenerationPaths.of(cfg, gen.name).vector("qdrant-edge")
+    working = sum(p.stat().st_blocks * 512 for p in shard.rglob("*") if p.is_file() and "wal" not in p.parts)
     size = sum(p.stat().st_size for p in snap.rglob("*") if p.is_file())
-    assert _disk_bytes(snap) * 4 < size, "the snapshot allocated its holes"
+    if working * 4 >= size:
+        pytest.skip("this file system does not keep Qdrant's preallocation sparse")
+    assert _disk_bytes(snap) <= working + (1 << 20), "the snapshot allocated the shard's holes"
     reader = open_reader(cfg, gen.replace(vector_snapshot=vec, keyword_snapshot=kw))
     try:
         assert reader.vector.count() == 5
