@@ -145,6 +145,21 @@ def test_a_local_mode_data_dir_keeps_serving_until_a_reindex_moves_it_to_edge(tm
     assert Path(generation_row(store, cand).vector_snapshot or "").name == "edge"
 
 
+def test_openvino_batches_are_padded_to_whole_tiles_within_the_window_and_masked() -> None:
+    pytest.importorskip("openvino")
+    from connectors._openvino import OpenVinoRunner
+
+    runner = object.__new__(OpenVinoRunner)  # `_feed` needs no compiled model
+    runner.pad_id, runner.max_seq_length = 0, 256
+    runner.inputs = {"input_ids", "attention_mask", "token_type_ids"}
+    for lengths, width in (([3, 17], 32), ([16], 16), ([1], 16), ([250, 5], 256), ([256], 256)):
+        feed, mask = runner._feed([[7] * n for n in lengths], [[0] * n for n in lengths])
+        assert feed["input_ids"].shape == (len(lengths), width)
+        # the pads are invisible to attention and pooling: the mask counts only real tokens
+        assert mask.sum(axis=1).tolist() == lengths
+        assert int((feed["input_ids"] == 7).sum()) == sum(lengths)
+
+
 _CACHED_RUN = """
 import sys, numpy as np
 from pathlib import Path
