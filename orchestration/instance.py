@@ -28,6 +28,7 @@ import yaml
 
 from connectors.config import BinderyConfig
 from connectors.errors import ConfigError
+from orchestration.storage_seed import seed_sqlite_storage
 
 __all__ = ["GENERATED_MARK", "dagster_home", "get_instance", "instance_settings", "postgres_target"]
 
@@ -160,11 +161,15 @@ def _ensure_schema(url: str, schema: str) -> None:
 
 
 def get_instance(cfg: BinderyConfig) -> dg.DagsterInstance:
-    """The instance every CLI command uses; its PostgreSQL schema is created on first use."""
+    """The instance every CLI command uses; its PostgreSQL schema is created on first use, a new
+    embedded home's SQLite storage is seeded from a template (`storage_seed`)."""
     global _SET_HERE
     home = dagster_home(cfg)
     os.environ["DAGSTER_HOME"] = _SET_HERE = str(home)
     pg = postgres_target(cfg)
-    if pg is not None and (home / "dagster.yaml").read_text().startswith(GENERATED_MARK):
-        _ensure_schema(*pg)
+    if (home / "dagster.yaml").read_text().startswith(GENERATED_MARK):
+        if pg is not None:
+            _ensure_schema(*pg)
+        else:
+            seed_sqlite_storage(home)  # a new home's databases, copied instead of created
     return dg.DagsterInstance.get()
