@@ -153,7 +153,7 @@ class OpenVinoRunner:
         self.pooling = _pooling_mode(folder)
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=self.max_seq_length)
-        self.tokenizer.no_padding()  # padded per batch below (`_feed`), to the batch's longest text
+        self.tokenizer.no_padding()  # padded per batch in `_feed`: the longest text, rounded up to 16
         self.pad_id = self.tokenizer.token_to_id("[PAD]") or 0
         self._props: dict[str, object] = {"INFERENCE_PRECISION_HINT": _PRECISION_HINT[precision]}
         if os.environ.get("BINDERY_OV_THREADS"):  # a worker held to N cores (benchmarks.shard_fanout)
@@ -231,11 +231,11 @@ class OpenVinoRunner:
                 raise RuntimeError(f"openvino returned {sum(finished)} of {len(out)} vectors")
 
     def _feed(self, ids: list[list[int]], types: list[list[int]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        # widths rounded up to a multiple of 16 (never past the window): the bf16 matrix tiles
-        # (AMX) work in 16-wide blocks, and ragged widths cost more than the padding. Measured,
-        # 4 alternating runs: 901 redis chunks 3.72 -> 3.49 s, 669 e-mail chunks 2.91 -> 2.72 s;
-        # a multiple of 32 gained less. Pads are masked out of attention and pooling, so vectors
-        # move only by bf16 rounding (cosine >= 0.99999 to the unpadded ones): embedder_id stays.
+        # widths rounded up to a multiple of 16 (never past the window): AMX's bf16 tiles work in
+        # 16-row blocks. On a CPU with AMX, 4 alternating runs: 901 redis chunks 3.72 -> 3.49 s,
+        # 669 e-mail chunks 2.91 -> 2.72 s (a multiple of 32 gained less); neutral on an AMD CPU
+        # with avx512-bf16 only (10.48 vs 10.54 s). Pads are masked out of attention and pooling,
+        # so vectors move only by bf16 rounding (cosine >= 0.99999 to the unpadded): same embedder_id.
         width = min(-(-max(len(x) for x in ids) // 16) * 16, self.max_seq_length)
         input_ids = np.full((len(ids), width), self.pad_id, dtype=np.int64)
         type_ids = np.zeros((len(ids), width), dtype=np.int64)
