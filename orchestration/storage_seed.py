@@ -51,8 +51,11 @@ def _make_template(target: Path) -> Path | None:
         return None  # no writable cache: nothing to seed from
     try:
         (scratch / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-        instance = dg.DagsterInstance.local_temp(str(scratch))
-        instance.dispose()  # closes every connection: no -wal/-shm file is left beside a database
+        try:
+            instance = dg.DagsterInstance.local_temp(str(scratch))
+            instance.dispose()  # closes every connection: no -wal/-shm file is left beside a database
+        except Exception:  # a speed-up only: whatever broke here, Dagster's own creation will say
+            return None
         if not all((scratch / f).is_file() for f in STORAGE_FILES) or list(scratch.rglob("*-wal")):
             return None
         (scratch / "dagster.yaml").unlink()

@@ -78,6 +78,18 @@ def test_without_a_writable_cache_dagster_creates_the_storage_as_before(tmp_path
     assert all((tmp_path / "data" / "dagster_home" / f).is_file() for f in STORAGE_FILES)
 
 
+def test_a_template_dagster_cannot_make_leaves_the_first_start_to_dagster(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_: object, **__: object) -> dg.DagsterInstance:
+        raise RuntimeError("storage plugin exploded")
+
+    monkeypatch.setattr(dg.DagsterInstance, "local_temp", broken)
+    home = tmp_path / "home"
+    home.mkdir()
+    assert not seed_sqlite_storage(home)
+    assert not home.joinpath("history").exists() and not list(template_dir().parent.glob(".tmp-*"))
+
+
 def test_concurrent_first_starts_seed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     warm = tmp_path / "warm"
     warm.mkdir()
