@@ -42,28 +42,33 @@ def _has_storage(home: Path) -> bool:
     return (home / "history").exists() or (home / "schedules").exists()
 
 
-def _make_template(target: Path) -> Path | None:
-    """Let Dagster create an empty storage in a scratch folder, then move it into place."""
+def _complete(folder: Path) -> bool:
+    return all((folder / f).is_file() for f in STORAGE_FILES)
+
+
+def _make_template(target: Path) -> bool:
+    """Let Dagster create an empty storage in a scratch folder, then move it into place; whether
+    `target` now holds a complete template."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     except OSError:
-        return None  # no writable cache: nothing to seed from
+        return False  # no writable cache: nothing to seed from
     try:
         (scratch / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
         try:
             instance = dg.DagsterInstance.local_temp(str(scratch))
             instance.dispose()  # closes every connection: no -wal/-shm file is left beside a database
         except Exception:  # a speed-up only: whatever broke here, Dagster's own creation will say
-            return None
-        if not all((scratch / f).is_file() for f in STORAGE_FILES) or list(scratch.rglob("*-wal")):
-            return None
+            return False
+        if not _complete(scratch) or list(scratch.rglob("*-wal")):
+            return False
         (scratch / "dagster.yaml").unlink()
         try:
             scratch.rename(target)
         except OSError:
             pass  # another process made it first: use theirs
-        return target if all((target / f).is_file() for f in STORAGE_FILES) else None
+        return _complete(target)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -83,10 +88,8 @@ def seed_sqlite_storage(home: Path) -> bool:
     if _has_storage(home):
         return False
     template = template_dir()
-    if not all((template / f).is_file() for f in STORAGE_FILES):
-        template = _make_template(template) or template
-        if not all((template / f).is_file() for f in STORAGE_FILES):
-            return False
+    if not _complete(template) and not _make_template(template):
+        return False
     try:
         with _locked(home):
             if _has_storage(home):
