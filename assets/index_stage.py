@@ -36,7 +36,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from assets.embed_stage import final_texts
 from assets.parse_stage import parse_key
@@ -46,6 +46,7 @@ from connectors.embedder import from_bytes
 from connectors.generations import publish, writer_lock
 from connectors.identity import short_hash, text_hash
 from connectors.indexes.base import IndexRecord
+from connectors.message_text import sent_keys
 from connectors.store import ChunkRecord, DocumentRecord, IndexStateRecord
 
 
@@ -80,7 +81,7 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> tup
     by_doc: dict[str, list[ChunkRecord]] = defaultdict(list)
     for c in chunks:
         by_doc[c.doc_id].append(c)
-    threads = thread_keys(rt, [docs[did] for did in by_doc], g.versions["parse"])
+    messages = message_keys(rt, [docs[did] for did in by_doc], g.versions["parse"])
     records: dict[str, list[IndexRecord]] = {}
     digests: dict[str, str] = {}
     for did, cs in by_doc.items():
@@ -88,56 +89,65 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> tup
         if any(c.chunk_id not in texts or text_hash(texts[c.chunk_id]) not in vectors for c in cs):
             continue
         unit_texts = _unit_index_texts(d, cs, texts)
-        message_id, reply_to = threads.get(did, (None, None))
+        mk = messages.get(did, _NO_MESSAGE)
         recs = [IndexRecord(
             chunk_id=c.chunk_id, doc_id=did, source=d.source, external_id=d.external_id,
             text=index_text(d, texts[c.chunk_id]),
             vector=from_bytes(vectors[text_hash(texts[c.chunk_id])]).tolist(),
             acl=tuple(d.acl),
-            payload=_payload(d, c, message_id, reply_to),
+            payload=_payload(d, c, mk),
             heading=" ".join(c.heading_path),
             unit_text=unit_texts.get(c.chunk_id),
-            message_id=message_id, reply_to=reply_to,
+            message_id=mk.message_id, reply_to=mk.reply_to, author=mk.author, sent=sent_keys(mk.sent),
         ) for c in cs]
         records[did] = recs
         digests[did] = doc_digest(d, cs, texts)
     return records, digests
 
 
-def _payload(doc: DocumentRecord, chunk: ChunkRecord, message_id: str | None = None,
-             reply_to: str | None = None) -> dict[str, Any]:
+def _payload(doc: DocumentRecord, chunk: ChunkRecord, mk: MessageKeys | None = None) -> dict[str, Any]:
     """What a vector point shows besides its filter fields: display text and provenance, its
     unit (the chunk id of the unit's first chunk), on that first chunk the unit's text, and an
-    e-mail's thread keys."""
+    e-mail's thread keys, writer and date (`MessageKeys`)."""
     out = {"display_text": chunk.display_text, "heading_path": chunk.heading_path, "page": chunk.page,
            "ordinal": chunk.ordinal, "kind": chunk.kind, "uri": doc.uri,
            "unit": chunk.parent_id or chunk.chunk_id}
     if chunk.unit_text:
         out["unit_text"] = chunk.unit_text
-    if message_id:
-        out["message_id"] = message_id
-    if reply_to:
-        out["reply_to"] = reply_to
+    for name, value in (mk or _NO_MESSAGE)._asdict().items():
+        if value:
+            out[name] = value
     return out
 
 
-ThreadKeys = tuple[str | None, str | None]  # (Message-ID, the Message-ID it replies to)
+class MessageKeys(NamedTuple):
+    """What the indexes keep of a single-message e-mail besides its text."""
+
+    message_id: str | None  # its Message-ID
+    reply_to: str | None  # the Message-ID it replies to: In-Reply-To, else the last of References
+    author: str | None  # its From header
+    sent: str | None  # its Date, ISO 8601 as the parser stored it
 
 
-def thread_keys(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> dict[str, ThreadKeys]:
-    """doc_id -> (Message-ID, the Message-ID it replies to) for single-message e-mails: the
-    In-Reply-To, else the last of References. Read from the parse's metadata, not its blocks."""
+_NO_MESSAGE = MessageKeys(None, None, None, None)
+
+
+def message_keys(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> dict[str, MessageKeys]:
+    """doc_id -> `MessageKeys` for single-message e-mails (an .eml, or an mbox of one message),
+    read from the parse's metadata, not its blocks."""
     keys = {d.doc_id: parse_key(d, parse_version) for d in docs if d.content_hash}
     meta = rt.store.parse_metadata(keys.values())
-    out: dict[str, ThreadKeys] = {}
+    out: dict[str, MessageKeys] = {}
     for did, key in keys.items():
-        messages = (meta.get(key) or {}).get("messages") or []
-        if len(messages) != 1:  # a whole mbox is no single message of a thread
-            continue
-        m = messages[0]
+        m = meta.get(key) or {}
+        if "messages" in m:  # an mbox: one message of a thread only when it holds one
+            if len(m["messages"]) != 1:
+                continue
+            m = m["messages"][0]
         parent = m.get("in_reply_to") or ((m.get("references") or [None])[-1])
-        if m.get("message_id") or parent:
-            out[did] = (m.get("message_id"), parent if parent != m.get("message_id") else None)
+        if m.get("message_id") or parent or m.get("from"):
+            out[did] = MessageKeys(m.get("message_id"), parent if parent != m.get("message_id") else None,
+                                   m.get("from") or None, m.get("date") or None)
     return out
 
 

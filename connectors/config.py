@@ -281,6 +281,10 @@ class QueryConfig(_Strict):
     plain_weight: float = Field(1.0, ge=0)  # BM25 over the unstemmed words, added at both levels
     # E-mail: a message's parent and replies gain this share of its lead (0 = off; see ranking.py)
     thread_weight: float = Field(0.5, ge=0)
+    # A pasted reply's attribution line ("On <date>, X wrote:") names the message it answers:
+    # that writer's message of that date gains this share of the fused list's spread times the
+    # evidence (query_service/attribution.py; 0 = off)
+    attribution_weight: float = Field(2.0, ge=0)
     # At most this many units of one document in the returned top-k (0 = no limit). The
     # document's rank is that of its best unit; its further units are dropped. Off by default:
     # on long documents (FAQ pages, PDFs) the answer is a section, and 1 per document cut Python

@@ -12,7 +12,10 @@ document, a section or a run of one section's chunks, grouped at chunking time
    standing (weight x its lead over the list's last unit), so the message a matching reply
    answers, or the replies to a matching question, come up with it; a neighbour no retriever
    found enters the list this way.
-4. A document's further units are discounted by `same_doc_decay` per unit already listed, and
+4. A pasted reply's attribution line (`attribution_weight`): the messages it points at gain
+   a bonus by their evidence (`query_service.attribution`), after the thread step, so the
+   attributed message does not lend its bonus to its neighbours.
+5. A document's further units are discounted by `same_doc_decay` per unit already listed, and
    at most `max_chunks_per_doc` units of one document are kept (0: no limit).
 
 A chunk without a `unit` in its payload (an index written before units) is its own unit.
@@ -26,6 +29,7 @@ from typing import Any
 
 from connectors.config import QueryConfig
 from connectors.indexes.base import ScoredId
+from query_service.attribution import attribution_bonus
 from query_service.fusion import Fused, rrf, zscore
 
 __all__ = ["Neighbours", "RankedUnit", "diversify", "per_document", "rank_units", "thread_bonus", "unit_of"]
@@ -64,8 +68,10 @@ Neighbours = Callable[[Sequence[tuple[str, str]]], dict[str, list[str]]]
 
 
 def rank_units(dense: Sequence[ScoredId], sparse: Sequence[ScoredId], unit_sparse: Sequence[ScoredId],
-               payloads: Payloads, qcfg: QueryConfig, neighbours: Neighbours | None = None) -> list[RankedUnit]:
-    """Steps 1-4 of the module docstring. `payloads` must hold every chunk id in the three lists."""
+               payloads: Payloads, qcfg: QueryConfig, neighbours: Neighbours | None = None,
+               attributed: Mapping[str, tuple[str, float]] | None = None) -> list[RankedUnit]:
+    """Steps 1-5 of the module docstring. `payloads` must hold every chunk id in the three lists;
+    `attributed` maps a unit to (its best chunk, its evidence) (`attribution.attributed_units`)."""
     d_units, d_best = _to_units(dense, payloads)
     s_units, s_best = _to_units(sparse, payloads)
     lists = {"dense": d_units, "sparse": s_units}
@@ -89,6 +95,9 @@ def rank_units(dense: Sequence[ScoredId], sparse: Sequence[ScoredId], unit_spars
         fused = thread_bonus(fused, neighbours([(f.chunk_id, chunk_of[f.chunk_id]) for f in top]),
                              qcfg.thread_weight)
         chunk_of.update({f.chunk_id: f.chunk_id for f in fused if f.chunk_id not in chunk_of})
+    if attributed and qcfg.attribution_weight > 0:
+        fused = attribution_bonus(fused, {u: e for u, (_, e) in attributed.items()}, qcfg.attribution_weight)
+        chunk_of.update({u: c for u, (c, _) in attributed.items() if u not in chunk_of})
 
     def doc_of(unit: str) -> str:
         return str((payloads.get(chunk_of[unit]) or {}).get("doc_id", unit))

@@ -35,9 +35,10 @@ from connectors.errors import BindingError, ConfigError, EmbedderUnavailable, Qu
 from connectors.generations import IndexPair, open_reader
 from connectors.identity import doc_id
 from connectors.indexes.base import Filters, ScoredId
-from connectors.message_text import strip_message_noise
+from connectors.message_text import Attribution, find_attribution, strip_message_noise
 from connectors.store import DocumentStore, GenerationRecord
-from query_service.ranking import RankedUnit, rank_units
+from query_service.attribution import attributed_units
+from query_service.ranking import RankedUnit, rank_units, unit_of
 
 __all__ = ["GenerationRetriever", "Hit", "LiveRetriever", "SearchResult"]
 
@@ -143,6 +144,7 @@ class _Served:
     def search(self, query: str, k: int, filters: Filters, qcfg: QueryConfig) -> SearchResult:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
+        attribution = find_attribution(query) if qcfg.attribution_weight > 0 else None
         if qcfg.strip_message_noise:
             query = strip_message_noise(query)
 
@@ -155,25 +157,29 @@ class _Served:
             timings["dense_ms"] = (time.perf_counter() - s) * 1000
             return out
 
-        def sparse() -> tuple[list[ScoredId], list[ScoredId]]:
+        def sparse() -> tuple[list[ScoredId], list[ScoredId], list[ScoredId]]:
             s = time.perf_counter()
             chunks = self.pair.keyword.search(query, qcfg.candidates, filters, heading_weight=qcfg.heading_weight,
                                               plain_weight=qcfg.plain_weight)
             units = (self.pair.keyword.search(query, qcfg.candidates, filters, level="unit",
                                               plain_weight=qcfg.plain_weight)
                      if qcfg.unit_weight > 0 else [])
+            by_author = self._by_author(attribution, query, qcfg.candidates, filters) if attribution else []
             timings["sparse_ms"] = (time.perf_counter() - s) * 1000
-            return chunks, units
+            return chunks, units, by_author
 
         fd, fs = _POOL.submit(dense), _POOL.submit(sparse)
-        dense_hits, (sparse_hits, unit_hits) = fd.result(), fs.result()
+        dense_hits, (sparse_hits, unit_hits, author_hits) = fd.result(), fs.result()
         s = time.perf_counter()
-        ids = list(dict.fromkeys(h.chunk_id for h in (*dense_hits, *sparse_hits, *unit_hits)))
+        ids = list(dict.fromkeys(h.chunk_id for h in (*dense_hits, *sparse_hits, *unit_hits, *author_hits)))
         payloads = self.pair.vector.payloads(ids)
         timings["payloads_ms"] = (time.perf_counter() - s) * 1000
         s = time.perf_counter()
+        attributed = (attributed_units(attribution, author_hits, payloads, lambda c: unit_of(c, payloads))
+                      if attribution else {})
         ranked = rank_units(dense_hits, sparse_hits, unit_hits, payloads, qcfg,
-                            neighbours=lambda pairs: self._thread_neighbours(pairs, payloads, filters))
+                            neighbours=lambda pairs: self._thread_neighbours(pairs, payloads, filters),
+                            attributed=attributed)
         reason = None
         if qcfg.score_floor > 0:
             kept = [r for r in ranked if r.score >= qcfg.score_floor]
@@ -194,12 +200,18 @@ class _Served:
             "sparse": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in sparse_hits[:k]],
             "unit": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in unit_hits[:k]],
             "fusion": qcfg.fusion,
+            **({"attribution": _attribution_trace(attribution, attributed)} if attribution else {}),
             "binding": {"generation": self.gen.id, "name": self.gen.name, "version": self.version,
                         "embedder_id": self.gen.embedder_id},
             "timings": {k_: round(v, 2) for k_, v in timings.items()},
         }
         return SearchResult(self.gen, hits, trace, reason if not hits else None)
 
+
+    def _by_author(self, attr: Attribution, query: str, k: int, filters: Filters) -> list[ScoredId]:
+        """The keyword index's chunks of the messages `attr` points at (`KeywordIndex.by_author`)."""
+        return self.pair.keyword.by_author(attr.names, attr.address, [attr.message_id] if attr.message_id else [],
+                                           attr.day_keys(), query, k, filters)
 
     def _thread_neighbours(self, pairs: Sequence[tuple[str, str]], payloads: dict[str, dict[str, Any]],
                            filters: Filters) -> dict[str, list[str]]:
@@ -230,6 +242,15 @@ class _Served:
             if near:
                 out[u] = sorted(near)
         return out
+
+
+def _attribution_trace(attr: Attribution, attributed: dict[str, tuple[str, float]]) -> dict[str, Any]:
+    """What the trace shows of an attribution line: what was read from it and what it found."""
+    best = sorted(attributed.items(), key=lambda kv: -kv[1][1])[:5]
+    return {"names": list(attr.names), "address": attr.address, "message_id": attr.message_id,
+            "day": attr.day.isoformat() if attr.day else None,
+            "time": f"{attr.time[0]:02d}:{attr.time[1]:02d}" if attr.time else None, "offset_minutes": attr.offset,
+            "units": len(attributed), "best": [{"unit_id": u, "evidence": round(e, 3)} for u, (_, e) in best]}
 
 
 def _hit(r: RankedUnit, payloads: dict[str, dict[str, Any]]) -> Hit | None:

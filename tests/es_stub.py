@@ -12,8 +12,8 @@ refused with 400 ``media_type_header_exception``, as a real cluster does. It imp
 * ``POST [/{index}]/_refresh``: near-real-time visibility is emulated; written documents are
   searchable only after a refresh
 * ``POST /{index}/_search``: ``bool`` (must/should/filter/must_not/minimum_should_match),
-  ``match``, ``term``, ``terms``, ``match_all``, ``ids``; ``size``, ``from``, ``sort``,
-  ``search_after``, ``_source``
+  ``match`` (``operator`` or/and), ``term``, ``terms``, ``constant_score``, ``match_all``, ``ids``;
+  ``size``, ``from``, ``sort``, ``search_after``, ``_source``
 * ``POST /{index}/_delete_by_query``, ``GET|POST /{index}/_count``
 * ``PUT /{index}/_mapping`` (adds fields; refuses to change one)
 * ``POST /_aliases`` (all actions validated first, then applied together), ``GET /_alias/{name}``
@@ -330,10 +330,13 @@ class ESStub:
         if kind == "match":
             ((fld, arg),) = spec.items()
             text = arg["query"] if isinstance(arg, dict) else arg
+            every = isinstance(arg, dict) and str(arg.get("operator", "or")).lower() == "and"
             words = set(_WORD_RE.findall(str(text).lower()))
             have = set(_WORD_RE.findall(" ".join(map(str, _values(src.get(fld)))).lower()))
             overlap = len(words & have)
-            return float(overlap) if overlap else None
+            return float(overlap) if overlap and (not every or words <= have) else None
+        if kind == "constant_score":
+            return float(spec.get("boost", 1.0)) if self._score(doc, spec["filter"]) is not None else None
         if kind in ("term", "terms"):
             boost = float(spec.get("boost", 1.0))
             ((fld, arg),) = ((k, v) for k, v in spec.items() if k != "boost")

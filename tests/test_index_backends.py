@@ -87,6 +87,35 @@ def test_keyword_missing_index_counts_zero_and_first_writes_create_it(keyword: K
     assert keyword.count() == 5 and keyword.chunk_ids() == {r.chunk_id for r in RECORDS}
 
 
+def test_keyword_by_author_finds_the_writers_messages_that_day_first_under_the_filters(
+        keyword: KeywordIndex) -> None:
+    def mail(i: int, author: str, sent: str, text: str, acl: tuple[str, ...] = ("*",)) -> IndexRecord:
+        return IndexRecord(f"m{i}", f"dm{i}", "mail", f"m{i}.eml", text, acl=acl, message_id=f"<m{i}@x>",
+                           author=author, sent=(sent,))
+
+    keyword.upsert([
+        mail(1, "Joseph S. Barrera III <joe@x.org>", "d:2002-08-20", "pump impeller question"),
+        mail(2, "Joseph S. Barrera III <joe@x.org>", "d:2002-08-22", "unrelated lunch plans"),
+        mail(3, "Someone Else <se@y.org>", "d:2002-08-22", "pump impeller answer"),
+        mail(4, "Joseph Barrera <joe@x.org>", "d:2002-08-23", "pump secret", acl=("alice",)),
+        IndexRecord("doc", "dd", "docs", "pump.md", "pump impeller manual"),
+    ])
+    keyword.commit()
+    found = keyword.by_author(["joseph", "barrera"], None, [], ["d:2002-08-22", "d:2002-08-21", "d:2002-08-23"],
+                              "pump impeller", 10, Filters())
+    ids = [h.chunk_id for h in found]
+    assert ids[0] == "m2" and set(ids) == {"m1", "m2"}  # that day first, never another writer, ACL kept
+    assert "m4" in _ids(keyword.by_author(["barrera"], None, [], [], "pump", 10, Filters(principals=("alice",))))
+    # an address must match whole; a quoted Message-ID finds its message whoever wrote it
+    assert _ids(keyword.by_author([], "joe@x.org", [], [], "", 10, Filters())) == {"m1", "m2"}
+    assert _ids(keyword.by_author([], "other@x.org", [], [], "", 10, Filters())) == set()
+    assert _ids(keyword.by_author([], None, ["<m3@x>"], [], "", 10, Filters())) == {"m3"}
+    assert _ids(keyword.by_author(["joseph"], None, [], [], "pump", 10, Filters(exclude_docs=("m1.eml",)))) == {"m2"}
+    assert keyword.by_author([], None, [], ["d:2002-08-22"], "pump", 10, Filters()) == []  # nobody named
+    with pytest.raises(QueryError):
+        keyword.by_author(["joseph"], None, [], [], "pump", 10, Filters(principals=None))
+
+
 # -- Qdrant server specifics -------------------------------------------------------------------
 
 

@@ -259,6 +259,29 @@ def test_an_index_written_before_units_still_opens_writes_and_searches(tmp_path:
         assert old.search("pump", 5, Filters(), level="unit") == []
 
 
+def test_an_index_written_before_author_fields_opens_writes_and_finds_no_author(tmp_path: Path) -> None:
+    import tantivy
+
+    from connectors.indexes import tantivy_index as mod
+
+    sb = tantivy.SchemaBuilder()  # the schema as it was before attribution lines were read
+    for name in ("chunk_id", "doc_id"):
+        sb.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic")
+    for name in ("source", "external_id", "acl", "ident", "msgid", "reply_to"):
+        sb.add_text_field(name, tokenizer_name="raw", index_option="basic")
+    for name, tok in (("text", "en_stem"), ("heading", "en_stem"), ("text_plain", "default"), ("unit", "en_stem"),
+                      ("unit_plain", "default")):
+        sb.add_text_field(name, tokenizer_name=tok, index_option="position")
+    (tmp_path / "old").mkdir()
+    tantivy.Index(sb.build(), str(tmp_path / "old"))
+    assert mod._AUTHOR_FIELDS == ("author", "sent")
+    with TantivyIndex(tmp_path / "old") as old:
+        old.upsert([IndexRecord("a", "d", "mail", "a.eml", "pump", author="Joe <j@x>", sent=("d:2002-08-22",))])
+        old.commit()
+        assert ids(old.search("pump", 5, Filters())) == ["a"]
+        assert old.by_author(["joe"], None, [], [], "pump", 5, Filters()) == []
+
+
 def test_thread_neighbours_find_parents_and_replies_under_the_filters(index: TantivyIndex) -> None:
     index.upsert([
         IndexRecord("p", "dp", "docs", "p.eml", "question", message_id="<p@x>"),

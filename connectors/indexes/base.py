@@ -40,6 +40,10 @@ class IndexRecord:
     # last of References); `thread_neighbours` finds a message's parent and replies by them.
     message_id: str | None = None
     reply_to: str | None = None
+    # E-mail writers: the From header (the keyword index's `author` words) and the Date as
+    # `connectors.message_text.sent_keys` (days); `by_author` finds a pasted reply's parent by them.
+    author: str | None = None
+    sent: tuple[str, ...] = ()
 
     def vector_payload(self) -> dict[str, Any]:
         """What a vector point stores: the filter fields, the chunk id and the display payload."""
@@ -86,6 +90,13 @@ class KeywordIndex(Protocol):
         """Chunk ids of the messages that have one of `message_ids` as their own id or as the id
         they reply to (parents and replies), under the same filters; ``[]`` for an index
         written before thread fields existed."""
+        ...
+    def by_author(self, names: Sequence[str], address: str | None, message_ids: Sequence[str],
+                  days: Sequence[str], query: str, k: int, filters: Filters) -> list[ScoredId]:
+        """Chunks of e-mails an attribution line points at: whose From header holds one of
+        `names` (lowercased words) or every word of `address`, or whose Message-ID is in `message_ids`; those
+        sent on one of `days` (``sent`` keys) first, then by BM25 of `query`. Same filters as
+        `search`; ``[]`` for an index written before author fields existed."""
         ...
     def chunk_ids(self) -> set[str]: ...
     def acls(self) -> dict[str, tuple[str, ...]]: ...

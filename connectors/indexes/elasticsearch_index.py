@@ -68,10 +68,14 @@ INDEX_MAPPINGS: dict[str, Any] = {
         "unit_plain": {"type": "text", "analyzer": "standard"},
         "msgid": {"type": "keyword"},
         "reply_to": {"type": "keyword"},
+        "author": {"type": "text", "analyzer": "standard"},
+        "sent": {"type": "keyword"},
     },
 }
-# Fields added with units and thread neighbours: put into an index created before them (additive).
-_UNIT_FIELDS = ("heading", "text_plain", "unit", "unit_plain", "msgid", "reply_to")
+# Fields added with units, thread neighbours and attribution lines: put into an index created
+# before them (additive; their analysers are built in, so the settings need no change).
+_ADDED_FIELDS = ("heading", "text_plain", "unit", "unit_plain", "msgid", "reply_to", "author", "sent")
+_DAY_BOOST = (3000.0, 1000.0, 1000.0)  # as TantivyIndex.by_author: the day, the day before, after
 
 
 def index_settings(shards: int = 1, replicas: int | None = None) -> dict[str, Any]:
@@ -142,9 +146,9 @@ class ElasticsearchIndex:
         """Create the index with explicit mappings and settings; False if it already exists."""
         with self._errors("create index"):
             if self._client.indices.exists(index=self.index_name):
-                # an index created before units: add their fields (additive, idempotent)
+                # an index created before units or authors: add their fields (additive, idempotent)
                 self._client.indices.put_mapping(index=self.index_name, properties={
-                    f: INDEX_MAPPINGS["properties"][f] for f in _UNIT_FIELDS})
+                    f: INDEX_MAPPINGS["properties"][f] for f in _ADDED_FIELDS})
                 self._ensured = True
                 return False
             try:
@@ -236,6 +240,8 @@ class ElasticsearchIndex:
                     **({"unit": rec.unit_text, "unit_plain": rec.unit_text} if rec.unit_text is not None else {}),
                     **({"msgid": rec.message_id} if rec.message_id else {}),
                     **({"reply_to": rec.reply_to} if rec.reply_to else {}),
+                    **({"author": rec.author} if rec.author else {}),
+                    **({"sent": list(rec.sent)} if rec.sent else {}),
                 },
             }
 
@@ -307,6 +313,41 @@ class ElasticsearchIndex:
             resp = self._client.search(index=self.index_name, query=body, size=k, source=False,
                                        track_total_hits=False)
         return [hit["_id"] for hit in resp["hits"]["hits"]]
+
+    def by_author(self, names: Sequence[str], address: str | None, message_ids: Sequence[str],
+                  days: Sequence[str], query: str, k: int, filters: Filters) -> list[ScoredId]:
+        """Chunks of the e-mails an attribution line points at (`KeywordIndex.by_author`), as
+        `TantivyIndex.by_author` scores them: a ``must`` on the writer (a ``match`` on
+        ``author`` for any name word, one with ``operator: and`` for the address, or the
+        Message-ID), ``constant_score`` days, and the query's ``match`` on ``text``."""
+        if k < 1:
+            raise QueryError(f"k must be at least 1, got {k}")
+        body = build_filter_query(filters)
+        if body is None or not (names or address or message_ids):
+            return []
+        who: list[dict[str, Any]] = []
+        if names:
+            who.append({"match": {"author": {"query": " ".join(names)}}})
+        if address:
+            who.append({"match": {"author": {"query": address, "operator": "and"}}})
+        if message_ids:
+            who.append({"terms": {"msgid": list(message_ids)}})
+        body["bool"]["must"] = [{"bool": {"should": who, "minimum_should_match": 1}}]
+        should: list[dict[str, Any]] = [{"constant_score": {"filter": {"term": {"sent": key}}, "boost": boost}}
+                                        for key, boost in zip(days, _DAY_BOOST, strict=False)]
+        if text := sanitize_query(query):
+            should.append({"match": {"text": {"query": text}}})
+        if should:
+            body["bool"]["should"] = should
+        with self._errors("author lookup"):
+            if not self._client.indices.exists(index=self.index_name):
+                return []
+            try:
+                resp = self._client.search(index=self.index_name, query=body, size=k, source=False,
+                                           track_total_hits=False)
+            except BadRequestError as exc:
+                raise QueryError(f"Elasticsearch rejected the query: {_error_type(exc)}") from exc
+        return [ScoredId(hit["_id"], float(hit["_score"] or 0.0)) for hit in resp["hits"]["hits"]]
 
     def chunk_ids(self) -> set[str]:
         """Every searchable chunk id, paged with ``search_after`` on ``chunk_id``."""

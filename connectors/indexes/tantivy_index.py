@@ -18,6 +18,8 @@ field           tokenizer    stored  why
 ``unit_plain``  default      no      the same unit text unstemmed
 ``msgid``       raw          no      an e-mail's Message-ID (``thread_neighbours``)
 ``reply_to``    raw          no      the Message-ID it replies to (``thread_neighbours``)
+``author``      default      no      an e-mail's From header as words (``by_author``)
+``sent``        raw          no      its Date as ``d:YYYY-MM-DD`` days (``by_author``)
 ==============  ===========  ======  =================================================
 
 Why both a stemmed and an unstemmed field: stemming helps where a query says "configuring" and the
@@ -26,7 +28,8 @@ descriptions in command references, PDFs); the sum of both was better than eithe
 (docs/retrieval.md). ``heading``, ``text_plain``, ``unit``, ``unit_plain``, ``msgid`` and
 ``reply_to`` came with units (small-to-big) and thread neighbours; an index written before them
 lacks them and still opens: its chunk search reads ``text`` alone, and its unit search and thread
-lookups are empty.
+lookups are empty. ``author`` and ``sent`` came later still (attribution lines): without them
+``by_author`` is empty.
 
 ``ident`` design: each token from :func:`connectors.analysis.identifiers` is added as its own
 value of a field using tantivy's built-in ``raw`` tokenizer, so every value is exactly one term
@@ -47,6 +50,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -67,6 +71,8 @@ log = logging.getLogger(__name__)
 _FIELDS = ("chunk_id", "doc_id", "source", "external_id", "acl", "text", "ident")
 # absent from indexes written before units
 _UNIT_FIELDS = ("heading", "text_plain", "unit", "unit_plain", "msgid", "reply_to")
+_AUTHOR_FIELDS = ("author", "sent")  # absent from indexes written before attribution lines counted
+_DAY_BOOST = (3.0, 1.0, 1.0)  # the attributed day, the day before, the day after (const scores)
 _MIN_HEAP_PER_THREAD_MB = 16  # tantivy refuses tiny per-thread budgets; stay well above
 
 
@@ -86,6 +92,8 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("unit_plain", tokenizer_name="default", index_option="position")
     sb.add_text_field("msgid", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("reply_to", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("author", tokenizer_name="default", index_option="freq")
+    sb.add_text_field("sent", tokenizer_name="raw", index_option="basic")
     return sb.build()
 
 
@@ -126,6 +134,7 @@ class TantivyIndex:
             raise IndexError_(f"cannot open tantivy index at {self.path}: {exc}") from exc
         _check_schema(index, self.path)
         self._has_units = all(_has_field(index, f) for f in _UNIT_FIELDS)
+        self._has_authors = all(_has_field(index, f) for f in _AUTHOR_FIELDS)
         return index
 
     def _check_open(self) -> None:
@@ -167,7 +176,7 @@ class TantivyIndex:
             if not rec.chunk_id:
                 raise IndexError_(f"record of doc {rec.doc_id!r} has an empty chunk_id")
             writer.delete_documents_by_term("chunk_id", rec.chunk_id)
-            writer.add_document(_to_document(rec, units=self._has_units))
+            writer.add_document(_to_document(rec, units=self._has_units, authors=self._has_authors))
             n += 1
         self._dirty = self._dirty or n > 0
         return n
@@ -257,6 +266,40 @@ class TantivyIndex:
         searcher = self._index.searcher()
         result = searcher.search(tantivy.Query.boolean_query(clauses), limit=k, count=False)
         return [str(searcher.doc(addr).get_first("chunk_id")) for _score, addr in result.hits]
+
+    def by_author(self, names: Sequence[str], address: str | None, message_ids: Sequence[str],
+                  days: Sequence[str], query: str, k: int, filters: Filters) -> list[ScoredId]:
+        """Chunks of the e-mails an attribution line points at (`KeywordIndex.by_author`): a
+        MUST on the writer (any name word, every address word, or the Message-ID), constant
+        scores for the attributed day (3) and the days beside it (1), plus the query's BM25.
+        The date outranks the words: a prolific writer's message of that day comes first."""
+        self._check_open()
+        if filters.principals is None:
+            raise QueryError("keyword search without a principal is refused (fail closed)")
+        if not self._has_authors or filters.matches_nothing or not (names or address or message_ids):
+            return []
+        must, should = tantivy.Occur.Must, tantivy.Occur.Should
+        who: list[tuple[tantivy.Occur, tantivy.Query]] = [
+            (should, tantivy.Query.term_query(self._schema, "author", n, index_option="freq")) for n in names]
+        if words := _words(address or ""):  # the default tokenizer's terms: alphanumeric runs, lowercased
+            who.append((should, tantivy.Query.boolean_query(
+                [(must, tantivy.Query.term_query(self._schema, "author", w, index_option="freq")) for w in words])))
+        if message_ids:
+            who.append((should, self._term_filter("msgid", message_ids)))
+        clauses = [(must, tantivy.Query.boolean_query(who)), *self._filter_clauses(filters)]
+        for key, boost in zip(days, _DAY_BOOST, strict=False):
+            term = tantivy.Query.term_query(self._schema, "sent", key, index_option="basic")
+            clauses.append((should, tantivy.Query.const_score_query(term, boost * 1000.0)))
+        text = sanitize_query(query)
+        if text:
+            try:
+                clauses.append((should, self._index.parse_query(text, ["text"])))
+            except ValueError as exc:
+                raise QueryError(f"query could not be parsed: {exc}") from exc
+        searcher = self._index.searcher()
+        result = searcher.search(tantivy.Query.boolean_query(clauses), limit=k, count=False)
+        return [ScoredId(str(searcher.doc(addr).get_first("chunk_id")), float(score))
+                for score, addr in result.hits]
 
     def _filter_clauses(self, filters: Filters) -> list[tuple[tantivy.Occur, tantivy.Query]]:
         """The filters as zero-score MUST / MUST NOT clauses (ACL: public chunks always pass)."""
@@ -359,7 +402,7 @@ class TantivyIndex:
         self.close()
 
 
-def _to_document(rec: IndexRecord, *, units: bool = True) -> tantivy.Document:
+def _to_document(rec: IndexRecord, *, units: bool = True, authors: bool = True) -> tantivy.Document:
     doc = tantivy.Document()
     doc.add_text("chunk_id", rec.chunk_id)
     doc.add_text("doc_id", rec.doc_id)
@@ -380,7 +423,16 @@ def _to_document(rec: IndexRecord, *, units: bool = True) -> tantivy.Document:
             doc.add_text("msgid", rec.message_id)
         if rec.reply_to:
             doc.add_text("reply_to", rec.reply_to)
+    if authors:  # nor one written before attribution lines counted
+        if rec.author:
+            doc.add_text("author", rec.author)
+        for key in rec.sent:
+            doc.add_text("sent", key)
     return doc
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\W_]+", text.lower())
 
 
 def _has_field(index: tantivy.Index, field: str) -> bool:
