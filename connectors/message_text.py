@@ -127,6 +127,7 @@ _MDY = re.compile(r"\b([A-Za-z]{3})[a-z]*\.?\s+(\d{1,2}),?\s+(\d{4})\b")  # Sep 
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")  # 2002-08-28
 _SLASH = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{2,4})\b")  # 9/23/02 (month first, as US mailers wrote it)
 # 03:25:30 +0200, 5:22 PM -0400, 12:21:42 PDT, 03:19:13AM; a zone name is only read from _ZONES
+_YEARS = (1900, 2999)  # dates outside are no mail's (and would overflow a day's arithmetic)
 _TIME = re.compile(r"\b(\d{1,2}):(\d{2})(?::\d{2})?\s*([AaPp][Mm])?\b"
                    r"(?:\s*([+-]\d{4})|\s*\(?([A-Za-z]{1,4})\)?(?=[\s,]|$))?")
 
@@ -173,19 +174,23 @@ def attribution_lines(text: str) -> list[str]:
 
 
 def _day(line: str) -> date | None:
+    """The first date in `line`; None for none, or one no mail was sent on (31 Feb, year 9999:
+    a date that far out would overflow the day arithmetic)."""
     try:
         if m := _ISO.search(line):
-            return date(int(m[1]), int(m[2]), int(m[3]))
-        if (m := _DMY.search(line)) and m[2].lower() in _MONTHS:
-            return date(int(m[3]), _MONTHS[m[2].lower()], int(m[1]))
-        if (m := _MDY.search(line)) and m[1].lower() in _MONTHS:
-            return date(int(m[3]), _MONTHS[m[1].lower()], int(m[2]))
-        if m := _SLASH.search(line):
+            day = date(int(m[1]), int(m[2]), int(m[3]))
+        elif (m := _DMY.search(line)) and m[2].lower() in _MONTHS:
+            day = date(int(m[3]), _MONTHS[m[2].lower()], int(m[1]))
+        elif (m := _MDY.search(line)) and m[1].lower() in _MONTHS:
+            day = date(int(m[3]), _MONTHS[m[1].lower()], int(m[2]))
+        elif m := _SLASH.search(line):
             year = int(m[3]) + (2000 if len(m[3]) == 2 and int(m[3]) < 70 else 1900 if len(m[3]) == 2 else 0)
-            return date(year, int(m[1]), int(m[2]))
-    except ValueError:  # 31 Feb, month 13: not a date
+            day = date(year, int(m[1]), int(m[2]))
+        else:
+            return None
+    except ValueError:  # month 13, day 0
         return None
-    return None
+    return day if _YEARS[0] <= day.year <= _YEARS[1] else None
 
 
 def _time(line: str) -> tuple[tuple[int, int] | None, int | None]:
@@ -246,10 +251,13 @@ def sent_keys(iso: str | None) -> tuple[str, ...]:
 
 
 def _sent(iso: str | None) -> datetime | None:
+    """A message's Date as the parser stored it; None for none, for one kept as written (not ISO)
+    and for one no mail was sent on (the UTC arithmetic of year 1 or 9999 overflows)."""
     try:
-        return datetime.fromisoformat(iso) if iso else None
-    except ValueError:  # a Date header the parser kept as written
+        at = datetime.fromisoformat(iso) if iso else None
+    except ValueError:
         return None
+    return at if at is not None and _YEARS[0] <= at.year <= _YEARS[1] else None
 
 
 def author_match(a: Attribution, author: str) -> float:

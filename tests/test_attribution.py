@@ -76,6 +76,16 @@ def test_sent_keys_are_the_day_as_written_and_in_utc() -> None:
     assert sent_keys("2002-10-04T23:25:30-04:00") == ("d:2002-10-04", "d:2002-10-05")
     assert sent_keys("2002-10-04T03:25:30+00:00") == ("d:2002-10-04",)
     assert sent_keys("Thu, garbage") == () and sent_keys(None) == ()
+    # a forged Date at the edge of the calendar must not stop the index stage (UTC overflows)
+    assert sent_keys("9999-12-31T23:00:00-05:00") == () and sent_keys("0001-01-01T01:00:00+05:00") == ()
+
+
+@pytest.mark.parametrize("line", ["On 31 Dec 9999, Mallory wrote:", "On 1/1/0000, Mallory wrote:",
+                                  "On 31 Feb 2002 25:61 +9999, Mallory wrote:", "On 2002-13-45, Mallory wrote:"])
+def test_impossible_dates_in_a_line_are_no_dates(line: str) -> None:
+    found = parse_attribution(line)
+    assert found is not None and found.names == ("mallory",) and found.day is None and found.day_keys() == ()
+    assert date_match(found, "9999-12-31T23:00:00-05:00") is None
 
 
 def test_date_match_same_minute_across_zones_day_and_neighbours() -> None:
