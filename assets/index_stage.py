@@ -99,6 +99,7 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> tup
             heading=" ".join(c.heading_path),
             unit_text=unit_texts.get(c.chunk_id),
             message_id=mk.message_id, reply_to=mk.reply_to, author=mk.author, sent=sent_keys(mk.sent),
+            thread=mk.thread,
         ) for c in cs]
         records[did] = recs
         digests[did] = doc_digest(d, cs, texts)
@@ -127,9 +128,10 @@ class MessageKeys(NamedTuple):
     reply_to: str | None  # the Message-ID it replies to: In-Reply-To, else the last of References
     author: str | None  # its From header
     sent: str | None  # its Date, ISO 8601 as the parser stored it
+    thread: str | None  # its thread's root Message-ID (References[0], else In-Reply-To, else its own)
 
 
-_NO_MESSAGE = MessageKeys(None, None, None, None)
+_NO_MESSAGE = MessageKeys(None, None, None, None, None)
 
 
 def message_keys(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> dict[str, MessageKeys]:
@@ -147,7 +149,7 @@ def message_keys(rt: Runtime, docs: list[DocumentRecord], parse_version: str) ->
         parent = m.get("in_reply_to") or ((m.get("references") or [None])[-1])
         if m.get("message_id") or parent or m.get("from"):
             out[did] = MessageKeys(m.get("message_id"), parent if parent != m.get("message_id") else None,
-                                   m.get("from") or None, m.get("date") or None)
+                                   m.get("from") or None, m.get("date") or None, m.get("thread_id") or None)
     return out
 
 

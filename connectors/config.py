@@ -281,6 +281,8 @@ class QueryConfig(_Strict):
     plain_weight: float = Field(1.0, ge=0)  # BM25 over the unstemmed words, added at both levels
     # E-mail: a message's parent and replies gain this share of its lead (0 = off; see ranking.py)
     thread_weight: float = Field(0.5, ge=0)
+    # ... and the other messages of its thread (same root Message-ID) this share (0 = off)
+    thread_mates_weight: float = Field(0.35, ge=0)
     # A pasted reply's attribution line ("On <date>, X wrote:") names the message it answers:
     # that writer's message of that date gains this share of the fused list's spread times the
     # evidence (query_service/attribution.py; 0 = off)

@@ -10,8 +10,9 @@ document, a section or a run of one section's chunks, grouped at chunking time
 2. The lists are fused (`query_service.fusion`: z-score by default, or RRF).
 3. E-mail threads (`thread_weight`): a message's parent and its replies gain a share of its
    standing (weight x its lead over the list's last unit), so the message a matching reply
-   answers, or the replies to a matching question, come up with it; a neighbour no retriever
-   found enters the list this way.
+   answers, or the replies to a matching question, come up with it; the other messages of its
+   thread (same root Message-ID, threads of at most `THREAD_MATES_MAX` messages) gain
+   `thread_mates_weight` of it. A neighbour no retriever found enters the list this way.
 4. A pasted reply's attribution line (`attribution_weight`): the messages it points at gain
    a bonus by their evidence (`query_service.attribution`), after the thread step, so the
    attributed message does not lend its bonus to its neighbours.
@@ -62,9 +63,10 @@ def _to_units(hits: Sequence[ScoredId], payloads: Payloads) -> tuple[list[tuple[
     return units, best
 
 
-# (unit, its best chunk) of every fused unit -> unit -> the units of its thread neighbours; the
-# callable also puts the neighbours' payloads into the payloads it was given.
-Neighbours = Callable[[Sequence[tuple[str, str]]], dict[str, list[str]]]
+# (unit, its best chunk) of every fused unit -> unit -> {neighbour unit: "near" (its message's
+# parent or a reply to it) or "mate" (another message of its thread)}; the callable also puts
+# the neighbours' payloads into the payloads it was given.
+Neighbours = Callable[[Sequence[tuple[str, str]]], dict[str, dict[str, str]]]
 
 
 def rank_units(dense: Sequence[ScoredId], sparse: Sequence[ScoredId], unit_sparse: Sequence[ScoredId],
@@ -90,10 +92,10 @@ def rank_units(dense: Sequence[ScoredId], sparse: Sequence[ScoredId], unit_spars
         return s_best[f.chunk_id] if s is not None else f.chunk_id
 
     chunk_of = {f.chunk_id: best_chunk(f) for f in fused}
-    if neighbours is not None and qcfg.thread_weight > 0 and fused:
+    weights = {"near": qcfg.thread_weight, "mate": qcfg.thread_mates_weight}
+    if neighbours is not None and max(weights.values()) > 0 and fused:
         top = fused[:THREAD_SOURCES]  # neighbours of the leading units only: one lookup, bounded
-        fused = thread_bonus(fused, neighbours([(f.chunk_id, chunk_of[f.chunk_id]) for f in top]),
-                             qcfg.thread_weight)
+        fused = thread_bonus(fused, neighbours([(f.chunk_id, chunk_of[f.chunk_id]) for f in top]), weights)
         chunk_of.update({f.chunk_id: f.chunk_id for f in fused if f.chunk_id not in chunk_of})
     if attributed and qcfg.attribution_weight > 0:
         fused = attribution_bonus(fused, {u: e for u, (_, e) in attributed.items()}, qcfg.attribution_weight)
@@ -106,18 +108,20 @@ def rank_units(dense: Sequence[ScoredId], sparse: Sequence[ScoredId], unit_spars
     return [RankedUnit(f.chunk_id, chunk_of[f.chunk_id], f.score, f.ranks) for f in ranked]
 
 
-def thread_bonus(fused: list[Fused], neighbours: Mapping[str, Sequence[str]], weight: float) -> list[Fused]:
-    """Step 3: each unit's neighbours gain weight x (its score - the lowest fused score); a
-    neighbour keeps the largest share it is offered, and one not yet listed starts from the
-    lowest score (ranked "thread": the rank of the unit that brought it)."""
+def thread_bonus(fused: list[Fused], neighbours: Mapping[str, Mapping[str, str]],
+                 weights: Mapping[str, float]) -> list[Fused]:
+    """Step 3: each unit's neighbours gain the weight of their kind ("near": parent or reply,
+    "mate": the rest of the thread) x (its score - the lowest fused score); a neighbour keeps
+    the largest share it is offered, and one not yet listed starts from the lowest score (ranked
+    "thread": the rank of the unit that brought it)."""
     if not neighbours:
         return fused
     base = min(f.score for f in fused)
     by_id = {f.chunk_id: f for f in fused}
     bonus: dict[str, tuple[float, int]] = {}
     for rank, f in enumerate(fused, start=1):
-        for n in neighbours.get(f.chunk_id, ()):
-            share = weight * (f.score - base)
+        for n, kind in neighbours.get(f.chunk_id, {}).items():
+            share = weights.get(kind, 0.0) * (f.score - base)
             if n != f.chunk_id and share > bonus.get(n, (0.0, 0))[0]:
                 bonus[n] = (share, rank)
     out = [f._replace(score=f.score + bonus[f.chunk_id][0]) if f.chunk_id in bonus else f for f in fused]

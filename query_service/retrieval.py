@@ -45,6 +45,9 @@ __all__ = ["GenerationRetriever", "Hit", "LiveRetriever", "SearchResult"]
 _EMBEDDERS: dict[str, Embedder] = {}
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="retrieve")
 _THREAD_LOOKUP_LIMIT = 2000  # chunks of thread neighbours fetched per query at most
+# A thread longer than this lends nothing to its other messages: in a long discussion another
+# message of the thread says little about the one asked for.
+THREAD_MATES_MAX = 12
 
 
 @dataclass
@@ -178,7 +181,8 @@ class _Served:
         attributed = (attributed_units(attribution, author_hits, payloads, lambda c: unit_of(c, payloads))
                       if attribution else {})
         ranked = rank_units(dense_hits, sparse_hits, unit_hits, payloads, qcfg,
-                            neighbours=lambda pairs: self._thread_neighbours(pairs, payloads, filters),
+                            neighbours=lambda pairs: self._thread_neighbours(pairs, payloads, filters,
+                                                                             qcfg.thread_mates_weight > 0),
                             attributed=attributed)
         reason = None
         if qcfg.score_floor > 0:
@@ -214,14 +218,17 @@ class _Served:
                                            attr.day_keys(), query, k, filters)
 
     def _thread_neighbours(self, pairs: Sequence[tuple[str, str]], payloads: dict[str, dict[str, Any]],
-                           filters: Filters) -> dict[str, list[str]]:
-        """unit -> the first units of its message's parent and replies (`ranking.Neighbours`),
-        found through the keyword index's thread fields under the query's own filters."""
+                           filters: Filters, mates: bool) -> dict[str, dict[str, str]]:
+        """unit -> {the first unit of its message's parent and of each reply: "near"; with
+        `mates`, of each other message of its thread (threads of at most `THREAD_MATES_MAX`
+        messages): "mate"} (`ranking.Neighbours`), found through the keyword index's thread
+        fields under the query's own filters."""
         keys = {u: payloads.get(c) or {} for u, c in pairs}
         wanted = sorted({m for p in keys.values() for m in (p.get("message_id"), p.get("reply_to")) if m})
-        if not wanted:
+        roots = sorted({p["thread"] for p in keys.values() if p.get("thread")}) if mates else []
+        if not wanted and not roots:
             return {}
-        found = self.pair.keyword.thread_neighbours(wanted, _THREAD_LOOKUP_LIMIT, filters)
+        found = self.pair.keyword.thread_neighbours(wanted, _THREAD_LOOKUP_LIMIT, filters, threads=roots)
         payloads.update(self.pair.vector.payloads([c for c in found if c not in payloads]))
         first: dict[str, tuple[int, str, dict[str, Any]]] = {}  # message id -> its first chunk
         for c in found:
@@ -229,18 +236,23 @@ class _Served:
             if p and p.get("message_id") and (p["message_id"] not in first or p["ordinal"] < first[p["message_id"]][0]):
                 first[p["message_id"]] = (p["ordinal"], c, p)
         replies: dict[str, set[str]] = {}
+        thread: dict[str, set[str]] = {}
         for _, c, p in first.values():
             if p.get("reply_to"):
                 replies.setdefault(p["reply_to"], set()).add(str(p.get("unit") or c))
-        out: dict[str, list[str]] = {}
+            if p.get("thread"):
+                thread.setdefault(p["thread"], set()).add(str(p.get("unit") or c))
+        out: dict[str, dict[str, str]] = {}
         for u, p in keys.items():
-            near = set(replies.get(p.get("message_id") or "", ()))
+            mates_of = thread.get(p.get("thread") or "", set()) if mates else set()
+            near = dict.fromkeys(mates_of if len(mates_of) <= THREAD_MATES_MAX else (), "mate")
+            near.update(dict.fromkeys(replies.get(p.get("message_id") or "", ()), "near"))
             parent = first.get(p.get("reply_to") or "")
             if parent:
-                near.add(str(parent[2].get("unit") or parent[1]))
-            near.discard(u)
+                near[str(parent[2].get("unit") or parent[1])] = "near"
+            near.pop(u, None)
             if near:
-                out[u] = sorted(near)
+                out[u] = near
         return out
 
 

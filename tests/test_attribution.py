@@ -171,6 +171,26 @@ Message-ID: <other@northwind.example>
 We rolled the firmware back to v2.14.3; time synchronisation is fixed and the robots move again.
 """,
 }
+THREAD = {  # a reply to the parent and a reply to that reply: one thread, rooted at the parent
+    "mail/reply-1.eml": """From: Priya Raman <priya@northwind.example>
+Date: Tue, 03 Sep 2024 10:00:00 +0200
+Subject: Re: all robots stopped in Tilburg
+Message-ID: <reply-1@northwind.example>
+In-Reply-To: <parent@kestrel.example>
+References: <parent@kestrel.example>
+
+We are looking into it and will call you within the hour.
+""",
+    "mail/reply-2.eml": """From: Priya Raman <priya@northwind.example>
+Date: Wed, 04 Sep 2024 08:00:00 +0200
+Subject: Re: all robots stopped in Tilburg
+Message-ID: <reply-2@northwind.example>
+In-Reply-To: <reply-1@northwind.example>
+References: <parent@kestrel.example> <reply-1@northwind.example>
+
+The replacement quartz oscillator boards ship by courier on Thursday morning.
+""",
+}
 PASTED = """On Tue, 3 Sep 2024 at 07:11, Hendrik de Vries wrote:
 > All of our robots stopped.
 
@@ -196,3 +216,22 @@ def test_a_pasted_reply_finds_the_message_its_attribution_names(tmp_path: Path) 
     d.save()
     off = d.cli("query", PASTED, "-k", "3")
     assert off["hits"][0]["doc"] == "mail/other.eml" and "attribution" not in off["trace"]
+
+
+@pytest.mark.slow
+def test_a_matching_message_lifts_its_whole_thread(tmp_path: Path) -> None:
+    d = Deployment(tmp_path)
+    for rel, text in {**MAILS, **THREAD}.items():
+        d.write(rel, text)
+    d.cli("sync")
+
+    def score(doc: str) -> float:
+        hits = d.cli("query", "when do the quartz oscillator boards ship", "-k", "10")["hits"]
+        return float(next(h["score"] for h in hits if h["doc"] == doc))
+
+    assert d.cli("query", "when do the quartz oscillator boards ship", "-k", "1")["hits"][0]["doc"] == \
+        "mail/reply-2.eml"
+    with_mates = score("mail/parent.eml")  # the thread's root: not reply-2's parent, its thread mate
+    d.config["query"]["thread_mates_weight"] = 0
+    d.save()
+    assert with_mates > score("mail/parent.eml") + 0.1

@@ -116,6 +116,21 @@ def test_keyword_by_author_finds_the_writers_messages_that_day_first_under_the_f
         keyword.by_author(["joseph"], None, [], [], "pump", 10, Filters(principals=None))
 
 
+def test_keyword_thread_neighbours_find_a_whole_thread_by_its_root(keyword: KeywordIndex) -> None:
+    def mail(i: int, reply_to: str | None, thread: str, acl: tuple[str, ...] = ("*",)) -> IndexRecord:
+        return IndexRecord(f"t{i}", f"dt{i}", "mail", f"t{i}.eml", "text", acl=acl, message_id=f"<t{i}@x>",
+                           reply_to=reply_to, thread=thread)
+
+    keyword.upsert([mail(1, None, "<t1@x>"), mail(2, "<t1@x>", "<t1@x>"), mail(3, "<t2@x>", "<t1@x>"),
+                    mail(4, "<t3@x>", "<t1@x>", acl=("alice",)), mail(5, None, "<t5@x>")])
+    keyword.commit()
+    assert set(keyword.thread_neighbours(["<t3@x>"], 10, Filters())) == {"t3"}  # t4 replies to it: alice's only
+    assert set(keyword.thread_neighbours([], 10, Filters(), threads=["<t1@x>"])) == {"t1", "t2", "t3"}
+    assert set(keyword.thread_neighbours([], 10, Filters(principals=("alice",)), threads=["<t1@x>"])) == {
+        "t1", "t2", "t3", "t4"}
+    assert keyword.thread_neighbours([], 10, Filters(), threads=[]) == []
+
+
 # -- Qdrant server specifics -------------------------------------------------------------------
 
 

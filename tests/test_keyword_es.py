@@ -327,7 +327,8 @@ def test_an_index_created_before_units_gets_their_fields_and_keeps_working(stub:
     from connectors.indexes.elasticsearch_index import INDEX_MAPPINGS, index_settings
 
     old = copy.deepcopy(INDEX_MAPPINGS)
-    del old["properties"]["heading"], old["properties"]["unit"], old["properties"]["author"], old["properties"]["sent"]
+    for added in ("heading", "unit", "author", "sent", "thread"):
+        del old["properties"][added]
     with ElasticsearchIndex(stub.url, "chunks_old", timeout=5) as setup:  # as an older release made it
         setup._client.indices.create(index="chunks_old", mappings=old, settings=index_settings())
     with ElasticsearchIndex(stub.url, "chunks_old", timeout=5) as ix:
@@ -339,4 +340,4 @@ def test_an_index_created_before_units_gets_their_fields_and_keeps_working(stub:
         assert ids(ix.by_author(["joe"], None, [], ["d:2002-08-22"], "pump", 5, Filters())) == ["a"]
     (put,) = stub.calls("PUT", "/chunks_old/_mapping")
     assert set(put.body["properties"]) == {"heading", "text_plain", "unit", "unit_plain", "msgid", "reply_to",
-                                           "author", "sent"}
+                                           "author", "sent", "thread"}

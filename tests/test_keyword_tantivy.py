@@ -274,7 +274,7 @@ def test_an_index_written_before_author_fields_opens_writes_and_finds_no_author(
         sb.add_text_field(name, tokenizer_name=tok, index_option="position")
     (tmp_path / "old").mkdir()
     tantivy.Index(sb.build(), str(tmp_path / "old"))
-    assert mod._AUTHOR_FIELDS == ("author", "sent")
+    assert mod._MAIL_FIELDS == ("author", "sent", "thread")
     with TantivyIndex(tmp_path / "old") as old:
         old.upsert([IndexRecord("a", "d", "mail", "a.eml", "pump", author="Joe <j@x>", sent=("d:2002-08-22",))])
         old.commit()

@@ -248,11 +248,12 @@ def test_a_matching_reply_lifts_the_message_it_answers() -> None:
     dense = [ScoredId("r", 0.9), ScoredId("o", 0.5), ScoredId("x", 0.45), ScoredId("p", 0.4)]
     sparse = [ScoredId("r", 9.0), ScoredId("o", 3.0), ScoredId("x", 2.9), ScoredId("p", 2.0)]
 
-    def neighbours(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    def neighbours(pairs: Sequence[tuple[str, str]]) -> dict[str, dict[str, str]]:
         assert ("r", "r") in pairs
-        return {"r": ["p"], "p": ["r"]}
+        return {"r": {"p": "near"}, "p": {"r": "near"}}
 
-    plain = [r.unit_id for r in rank_units(dense, sparse, [], payloads, QueryConfig(thread_weight=0.0),
+    plain = [r.unit_id for r in rank_units(dense, sparse, [], payloads,
+                                           QueryConfig(thread_weight=0.0, thread_mates_weight=0.0),
                                            neighbours=neighbours)]
     lifted = [r.unit_id for r in rank_units(dense, sparse, [], payloads, QueryConfig(), neighbours=neighbours)]
     assert plain.index("p") > plain.index("o") and lifted[:2] == ["r", "p"]
@@ -262,9 +263,9 @@ def test_a_thread_neighbour_no_retriever_found_enters_the_list() -> None:
     from query_service.ranking import thread_bonus
 
     fused = [Fused("r", 2.0, {"dense": 1}), Fused("o", 0.0, {"dense": 2}), Fused("z", -1.0, {"dense": 3})]
-    out = thread_bonus(fused, {"r": ["p"]}, 0.5)
+    out = thread_bonus(fused, {"r": {"p": "near", "o": "mate"}}, {"near": 0.5, "mate": 0.1})
     assert [f.chunk_id for f in out] == ["r", "p", "o", "z"] and out[1].ranks == {"thread": 1}
-    assert out[1].score == pytest.approx(-1.0 + 0.5 * 3.0)
+    assert out[1].score == pytest.approx(-1.0 + 0.5 * 3.0) and out[2].score == pytest.approx(0.0 + 0.1 * 3.0)
 
 
 def test_a_document_never_gives_zero_chunks(tok: TokenCounter) -> None:

@@ -44,6 +44,7 @@ class IndexRecord:
     # `connectors.message_text.sent_keys` (days); `by_author` finds a pasted reply's parent by them.
     author: str | None = None
     sent: tuple[str, ...] = ()
+    thread: str | None = None  # the thread's root Message-ID (References[0]): `thread_neighbours(threads=)`
 
     def vector_payload(self) -> dict[str, Any]:
         """What a vector point stores: the filter fields, the chunk id and the display payload."""
@@ -86,10 +87,11 @@ class KeywordIndex(Protocol):
         by its first chunk (an index written before units existed returns ``[]``). Both levels
         add ``plain_weight`` x BM25 over the same text unstemmed."""
         ...
-    def thread_neighbours(self, message_ids: Sequence[str], k: int, filters: Filters) -> list[str]:
+    def thread_neighbours(self, message_ids: Sequence[str], k: int, filters: Filters,
+                          threads: Sequence[str] = ()) -> list[str]:
         """Chunk ids of the messages that have one of `message_ids` as their own id or as the id
-        they reply to (parents and replies), under the same filters; ``[]`` for an index
-        written before thread fields existed."""
+        they reply to (parents and replies), or one of `threads` as their thread root, under the
+        same filters; ``[]`` for an index written before thread fields existed."""
         ...
     def by_author(self, names: Sequence[str], address: str | None, message_ids: Sequence[str],
                   days: Sequence[str], query: str, k: int, filters: Filters) -> list[ScoredId]:

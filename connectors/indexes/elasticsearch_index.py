@@ -70,11 +70,12 @@ INDEX_MAPPINGS: dict[str, Any] = {
         "reply_to": {"type": "keyword"},
         "author": {"type": "text", "analyzer": "standard"},
         "sent": {"type": "keyword"},
+        "thread": {"type": "keyword"},
     },
 }
 # Fields added with units, thread neighbours and attribution lines: put into an index created
 # before them (additive; their analysers are built in, so the settings need no change).
-_ADDED_FIELDS = ("heading", "text_plain", "unit", "unit_plain", "msgid", "reply_to", "author", "sent")
+_ADDED_FIELDS = ("heading", "text_plain", "unit", "unit_plain", "msgid", "reply_to", "author", "sent", "thread")
 _DAY_BOOST = (3000.0, 1000.0, 1000.0)  # as TantivyIndex.by_author: the day, the day before, after
 
 
@@ -242,6 +243,7 @@ class ElasticsearchIndex:
                     **({"reply_to": rec.reply_to} if rec.reply_to else {}),
                     **({"author": rec.author} if rec.author else {}),
                     **({"sent": list(rec.sent)} if rec.sent else {}),
+                    **({"thread": rec.thread} if rec.thread else {}),
                 },
             }
 
@@ -298,14 +300,18 @@ class ElasticsearchIndex:
                 raise QueryError(f"Elasticsearch rejected the query: {_error_type(exc)}") from exc
         return [ScoredId(hit["_id"], float(hit["_score"] or 0.0)) for hit in resp["hits"]["hits"]]
 
-    def thread_neighbours(self, message_ids: Sequence[str], k: int, filters: Filters) -> list[str]:
-        """Chunk ids of messages whose ``msgid`` or ``reply_to`` is in `message_ids` (see
-        `KeywordIndex.thread_neighbours`), under the same filters as `search`."""
+    def thread_neighbours(self, message_ids: Sequence[str], k: int, filters: Filters,
+                          threads: Sequence[str] = ()) -> list[str]:
+        """Chunk ids of messages whose ``msgid`` or ``reply_to`` is in `message_ids`, or whose
+        ``thread`` is in `threads` (see `KeywordIndex.thread_neighbours`), under the same
+        filters as `search`."""
         ids = sorted({m for m in message_ids if m})
+        roots = sorted({t for t in threads if t})
         body = build_filter_query(filters)
-        if not ids or body is None:
+        if not (ids or roots) or body is None:
             return []
-        body["bool"]["should"] = [{"terms": {"msgid": ids}}, {"terms": {"reply_to": ids}}]
+        body["bool"]["should"] = ([{"terms": {"msgid": ids}}, {"terms": {"reply_to": ids}}] if ids else []) + (
+            [{"terms": {"thread": roots}}] if roots else [])
         body["bool"]["minimum_should_match"] = 1
         with self._errors("thread lookup"):
             if not self._client.indices.exists(index=self.index_name):

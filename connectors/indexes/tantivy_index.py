@@ -20,6 +20,7 @@ field           tokenizer    stored  why
 ``reply_to``    raw          no      the Message-ID it replies to (``thread_neighbours``)
 ``author``      default      no      an e-mail's From header as words (``by_author``)
 ``sent``        raw          no      its Date as ``d:YYYY-MM-DD`` days (``by_author``)
+``thread``      raw          no      its thread's root Message-ID (``thread_neighbours``)
 ==============  ===========  ======  =================================================
 
 Why both a stemmed and an unstemmed field: stemming helps where a query says "configuring" and the
@@ -28,8 +29,9 @@ descriptions in command references, PDFs); the sum of both was better than eithe
 (docs/retrieval.md). ``heading``, ``text_plain``, ``unit``, ``unit_plain``, ``msgid`` and
 ``reply_to`` came with units (small-to-big) and thread neighbours; an index written before them
 lacks them and still opens: its chunk search reads ``text`` alone, and its unit search and thread
-lookups are empty. ``author`` and ``sent`` came later still (attribution lines): without them
-``by_author`` is empty.
+lookups are empty. ``author``, ``sent`` and ``thread`` came later still (attribution lines,
+whole threads): without them ``by_author`` is empty and thread lookups find parents and replies
+only.
 
 ``ident`` design: each token from :func:`connectors.analysis.identifiers` is added as its own
 value of a field using tantivy's built-in ``raw`` tokenizer, so every value is exactly one term
@@ -71,7 +73,7 @@ log = logging.getLogger(__name__)
 _FIELDS = ("chunk_id", "doc_id", "source", "external_id", "acl", "text", "ident")
 # absent from indexes written before units
 _UNIT_FIELDS = ("heading", "text_plain", "unit", "unit_plain", "msgid", "reply_to")
-_AUTHOR_FIELDS = ("author", "sent")  # absent from indexes written before attribution lines counted
+_MAIL_FIELDS = ("author", "sent", "thread")  # absent from indexes written before attribution lines counted
 _DAY_BOOST = (3.0, 1.0, 1.0)  # the attributed day, the day before, the day after (const scores)
 _MIN_HEAP_PER_THREAD_MB = 16  # tantivy refuses tiny per-thread budgets; stay well above
 
@@ -94,6 +96,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("reply_to", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("author", tokenizer_name="default", index_option="freq")
     sb.add_text_field("sent", tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("thread", tokenizer_name="raw", index_option="basic")
     return sb.build()
 
 
@@ -134,7 +137,7 @@ class TantivyIndex:
             raise IndexError_(f"cannot open tantivy index at {self.path}: {exc}") from exc
         _check_schema(index, self.path)
         self._has_units = all(_has_field(index, f) for f in _UNIT_FIELDS)
-        self._has_authors = all(_has_field(index, f) for f in _AUTHOR_FIELDS)
+        self._has_authors = all(_has_field(index, f) for f in _MAIL_FIELDS)
         return index
 
     def _check_open(self) -> None:
@@ -251,18 +254,23 @@ class TantivyIndex:
             for score, addr in result.hits
         ]
 
-    def thread_neighbours(self, message_ids: Sequence[str], k: int, filters: Filters) -> list[str]:
-        """Chunk ids of messages whose own id or replied-to id is in `message_ids` (see
-        `KeywordIndex.thread_neighbours`), under `filters` (fail closed as `search`)."""
+    def thread_neighbours(self, message_ids: Sequence[str], k: int, filters: Filters,
+                          threads: Sequence[str] = ()) -> list[str]:
+        """Chunk ids of messages whose own id or replied-to id is in `message_ids`, or whose
+        thread root is in `threads` (see `KeywordIndex.thread_neighbours`), under `filters`
+        (fail closed as `search`)."""
         self._check_open()
         if filters.principals is None:
             raise QueryError("keyword search without a principal is refused (fail closed)")
         ids = sorted({m for m in message_ids if m})
-        if not ids or not self._has_units or filters.matches_nothing:
+        roots = sorted({t for t in threads if t}) if self._has_authors else []
+        if not (ids or roots) or not self._has_units or filters.matches_nothing:
             return []
-        either = tantivy.Query.boolean_query([(tantivy.Occur.Should, self._term_filter("msgid", ids)),
-                                              (tantivy.Occur.Should, self._term_filter("reply_to", ids))])
-        clauses = [(tantivy.Occur.Must, either), *self._filter_clauses(filters)]
+        should = tantivy.Occur.Should
+        any_of = [(should, self._term_filter(f, ids)) for f in ("msgid", "reply_to") if ids]
+        if roots:
+            any_of.append((should, self._term_filter("thread", roots)))
+        clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(any_of)), *self._filter_clauses(filters)]
         searcher = self._index.searcher()
         result = searcher.search(tantivy.Query.boolean_query(clauses), limit=k, count=False)
         return [str(searcher.doc(addr).get_first("chunk_id")) for _score, addr in result.hits]
@@ -428,6 +436,8 @@ def _to_document(rec: IndexRecord, *, units: bool = True, authors: bool = True) 
             doc.add_text("author", rec.author)
         for key in rec.sent:
             doc.add_text("sent", key)
+        if rec.thread:
+            doc.add_text("thread", rec.thread)
     return doc
 
 
