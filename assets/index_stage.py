@@ -46,7 +46,7 @@ from connectors.embedder import from_bytes
 from connectors.generations import publish, writer_lock
 from connectors.identity import short_hash, text_hash
 from connectors.indexes.base import IndexRecord
-from connectors.message_text import sent_keys
+from connectors.mail_attribution import sent_keys
 from connectors.store import ChunkRecord, DocumentRecord, IndexStateRecord
 
 

@@ -264,6 +264,9 @@ class QueryAuthConfig(_Strict):
 
 
 class QueryConfig(_Strict):
+    # every weight, decay and floor a finite number: an infinite weight makes every score inf or nan
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
     k: int = Field(10, ge=1, le=200)
     candidates: int = Field(50, ge=1, le=1000)  # over-retrieval per retriever
     rrf_k: int = Field(60, ge=1)

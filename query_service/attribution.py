@@ -3,11 +3,13 @@
 "On Thu, 22 Aug 2002, Joseph S. Barrera III wrote:" names the writer of the message the reply
 quotes and when it was sent. The line is noise as *text* (it matches every message of a list,
 so it is stripped from the query) but it is the strongest evidence there is for *which* message
-the reply answers. `connectors.message_text.find_attribution` reads it; the keyword index's
+the reply answers. `connectors.mail_attribution.find_attribution` reads it; the keyword index's
 `by_author` fetches that writer's messages (those of the attributed day first); here each gets
 an evidence in [0, 1] and the fused list a bonus of ``attribution_weight x evidence x`` the
 list's spread, so a message by that writer of that minute ranks first and one of that day
-rises, while a message by someone else is never touched.
+rises. Only a message whose From header holds a name word of the line (or all of its address),
+or whose Message-ID the line quotes, can gain: a "Tim Smith" gains a little for "Tim Peters"
+(half the name), a writer the line does not name nothing.
 
 Evidence: the quoted Message-ID ("In message <id>, X writes:") is 1; otherwise how well the
 From header fits the name (1 every name word or the address, a share for some) times how well
@@ -21,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connectors.indexes.base import ScoredId
-from connectors.message_text import Attribution, author_match, date_match
+from connectors.mail_attribution import Attribution, author_match, date_match
 from query_service.fusion import Fused
 
 __all__ = ["attributed_units", "attribution_bonus", "evidence"]

@@ -35,7 +35,8 @@ from connectors.errors import BindingError, ConfigError, EmbedderUnavailable, Qu
 from connectors.generations import IndexPair, open_reader
 from connectors.identity import doc_id
 from connectors.indexes.base import Filters, ScoredId
-from connectors.message_text import Attribution, find_attribution, strip_message_noise
+from connectors.mail_attribution import Attribution, find_attribution
+from connectors.message_text import strip_message_noise
 from connectors.store import DocumentStore, GenerationRecord
 from query_service.attribution import attributed_units
 from query_service.ranking import RankedUnit, rank_units, unit_of

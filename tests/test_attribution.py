@@ -1,7 +1,7 @@
 """A pasted reply's attribution line as evidence for the message it answers (issue 8, e-mail).
 
 The line ("On Thu, 22 Aug 2002, Joseph S. Barrera III wrote:") is stripped from the query's
-text, but who and when it names are read (`connectors.message_text.find_attribution`) and the
+text, but who and when it names are read (`connectors.mail_attribution.find_attribution`) and the
 messages they fit gain a bonus in the ranking (`query_service.attribution`). These tests fail if
 the line is no longer read, if it is read wrongly on the forms real mailers wrote, or if the
 bonus reaches a message by somebody else.
@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from connectors.indexes.base import ScoredId
-from connectors.message_text import (
+from connectors.mail_attribution import (
     Attribution,
     author_match,
     date_match,
     find_attribution,
     parse_attribution,
     sent_keys,
-    strip_message_noise,
 )
+from connectors.message_text import strip_message_noise
 from query_service.attribution import attributed_units, attribution_bonus, evidence
 from query_service.fusion import Fused
 from tests.bindery_fixture import Deployment
@@ -52,6 +52,9 @@ FORMS = {
     "R. A. Hettinga wrote:": (("hettinga",), None, None, None, None, None),
     "On Thu, 22 Aug 2002, Joseph S. Barrera III wrote:": (("joseph", "barrera", "iii"), None, date(2002, 8, 22),
                                                           None, None, None),
+    # Gmail's form: a short first name after the time is no time zone
+    "On Mon, Sep 9, 2024 at 10:22 AM John Doe <jd@x.com> wrote:": (("john", "doe"), "jd@x.com", date(2024, 9, 9),
+                                                                   (10, 22), None, None),
 }
 
 
@@ -70,6 +73,21 @@ def test_a_pasted_reply_yields_its_first_attribution_and_the_text_loses_it() -> 
     assert strip_message_noise(pasted) == "Replace the impeller."
     assert find_attribution("How do I reset the pump?") is None
     assert find_attribution("On reflection, I think it works") is None  # no "wrote:"
+    assert find_attribution("On Thu, 22 Aug 2002, you wrote:") is None  # names nobody
+    # initials quoting is quoted history; a quoted line is never joined to the line above it
+    assert find_attribution("EL> On Thu, 22 Aug 2002, CDale wrote:\nmine") is None
+    assert find_attribution("On Fri, 23 Aug 2002,\n> kevin lyda wrote:\nmine") is None
+    wrapped = find_attribution("In message <abc@def.com>, Tony Nu\ngent writes:\n> x\nmine")
+    assert wrapped is not None and wrapped.message_id == "<abc@def.com>"
+
+
+def test_an_infinite_weight_is_refused() -> None:
+    from pydantic import ValidationError
+
+    from connectors.config import QueryConfig
+
+    with pytest.raises(ValidationError):
+        QueryConfig(attribution_weight=float("inf"))
 
 
 def test_sent_keys_are_the_day_as_written_and_in_utc() -> None:

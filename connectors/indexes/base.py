@@ -41,7 +41,7 @@ class IndexRecord:
     message_id: str | None = None
     reply_to: str | None = None
     # E-mail writers: the From header (the keyword index's `author` words) and the Date as
-    # `connectors.message_text.sent_keys` (days); `by_author` finds a pasted reply's parent by them.
+    # `connectors.mail_attribution.sent_keys` (days); `by_author` finds a pasted reply's parent by them.
     author: str | None = None
     sent: tuple[str, ...] = ()
     thread: str | None = None  # the thread's root Message-ID (References[0]): `thread_neighbours(threads=)`

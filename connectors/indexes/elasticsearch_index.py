@@ -68,7 +68,9 @@ INDEX_MAPPINGS: dict[str, Any] = {
         "unit_plain": {"type": "text", "analyzer": "standard"},
         "msgid": {"type": "keyword"},
         "reply_to": {"type": "keyword"},
-        "author": {"type": "text", "analyzer": "standard"},
+        # `simple` (runs of letters, lowercased) splits "tim.one@comcast.net" as tantivy's default
+        # tokenizer does; `standard` would keep "tim.one" one word, and "tim" would not find it
+        "author": {"type": "text", "analyzer": "simple"},
         "sent": {"type": "keyword"},
         "thread": {"type": "keyword"},
     },
