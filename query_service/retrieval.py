@@ -229,7 +229,12 @@ class _Served:
         roots = sorted({p["thread"] for p in keys.values() if p.get("thread")}) if mates else []
         if not wanted and not roots:
             return {}
-        found = self.pair.keyword.thread_neighbours(wanted, _THREAD_LOOKUP_LIMIT, filters, threads=roots)
+        found = self.pair.keyword.thread_neighbours(wanted, _THREAD_LOOKUP_LIMIT, filters) if wanted else []
+        if roots:  # apart, so a long thread cannot crowd parents and replies out of the limit
+            in_threads = self.pair.keyword.thread_neighbours([], _THREAD_LOOKUP_LIMIT, filters, threads=roots)
+            # a lookup cut at the limit cannot tell a long thread from a short one: no mates then
+            mates = len(in_threads) < _THREAD_LOOKUP_LIMIT
+            found = list(dict.fromkeys([*found, *in_threads])) if mates else found
         payloads.update(self.pair.vector.payloads([c for c in found if c not in payloads]))
         first: dict[str, tuple[int, str, dict[str, Any]]] = {}  # message id -> its first chunk
         for c in found:

@@ -237,7 +237,9 @@ def test_a_pasted_reply_finds_the_message_its_attribution_names(tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_a_matching_message_lifts_its_whole_thread(tmp_path: Path) -> None:
+def test_a_matching_message_lifts_its_whole_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from query_service import retrieval
+
     d = Deployment(tmp_path)
     for rel, text in {**MAILS, **THREAD}.items():
         d.write(rel, text)
@@ -250,6 +252,11 @@ def test_a_matching_message_lifts_its_whole_thread(tmp_path: Path) -> None:
     assert d.cli("query", "when do the quartz oscillator boards ship", "-k", "1")["hits"][0]["doc"] == \
         "mail/reply-2.eml"
     with_mates = score("mail/parent.eml")  # the thread's root: not reply-2's parent, its thread mate
+    # a thread lookup cut at its limit cannot tell a long thread from a short one: no mates then
+    monkeypatch.setattr(retrieval, "_THREAD_LOOKUP_LIMIT", 2)
+    cut = score("mail/parent.eml")
+    monkeypatch.undo()
     d.config["query"]["thread_mates_weight"] = 0
     d.save()
-    assert with_mates > score("mail/parent.eml") + 0.1
+    without = score("mail/parent.eml")
+    assert with_mates > without + 0.1 and cut < with_mates - 0.1
