@@ -208,6 +208,12 @@ def _human_reindex(r: dict[str, Any]) -> str:
 
 def _human_query(r: dict[str, Any]) -> str:
     lines = [f"generation {r['generation']} ({r['generation_name']})"]
+    attr = (r.get("trace") or {}).get("attribution")
+    if attr:  # a pasted reply: say whose message its attribution line made us look for
+        who = " ".join(attr.get("names") or []) or attr.get("address") or attr.get("message_id") or "?"
+        when = " ".join(x for x in (attr.get("day"), attr.get("time")) if x)
+        lines.append(f"attribution line: {who}{', ' + when if when else ''} "
+                     f"({attr.get('units', 0)} of their messages found)")
     if not r["hits"]:
         lines.append(f"no results: {r.get('reason')}")
     for i, h in enumerate(r["hits"], 1):

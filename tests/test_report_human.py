@@ -64,6 +64,16 @@ def test_query_hits_show_rank_provenance_and_a_flattened_snippet() -> None:
     assert empty.splitlines()[-1] == "no results: no match"
 
 
+def test_a_pasted_reply_says_whose_message_its_attribution_line_asked_for() -> None:
+    trace = {"attribution": {"names": ["hendrik", "vries"], "address": None, "message_id": None,
+                             "day": "2024-09-03", "time": "07:11", "offset_minutes": None, "units": 1, "best": []}}
+    out = human("query", {"generation": 4, "generation_name": "g4", "hits": [], "reason": "x", "trace": trace})
+    assert out.splitlines()[1] == "attribution line: hendrik vries, 2024-09-03 07:11 (1 of their messages found)"
+    undated = {"attribution": {"names": [], "address": "jd@x.org", "units": 0}}
+    out = human("query", {"generation": 4, "generation_name": "g4", "hits": [], "reason": "x", "trace": undated})
+    assert out.splitlines()[1] == "attribution line: jd@x.org (0 of their messages found)"
+
+
 def test_dlq_renders_empty_rows_and_retry() -> None:
     assert human("dlq", []) == "dead-letter table is empty"
     rows = [{"at": 0, "source": "docs", "doc": "a.pdf", "stage": "parse", "reason": "corrupt", "error": "bad\nxref"}]
