@@ -150,7 +150,7 @@ def test_console_in_headless_chromium(service: tuple[str, Deployment], tmp_path:
         page.goto(f"{base}/console/")
         page.wait_for_selector("#generations-table tbody tr td")
         page.fill("#query", "How long does the XR-4471 battery last?")
-        page.click("#search-form button")
+        page.press("#query", "Enter")  # the query box is a textarea (pasted e-mails keep their lines): Enter searches
         page.wait_for_selector("#hits li", timeout=60_000)
         hits = page.locator("#hits li")
         assert hits.count() >= 1
@@ -164,6 +164,12 @@ def test_console_in_headless_chromium(service: tuple[str, Deployment], tmp_path:
         assert rows.count() == 1 and "live" in rows.nth(0).inner_text()
         assert page.locator("#eval-chart svg, #eval-chart p").count() == 1
         page.screenshot(path=str(shots / "console-search.png"), full_page=True)
+        # a pasted reply: the playground says whose message its attribution line asked for
+        page.fill("#query", "On Tue, 3 Sep 2024 at 07:11, Hendrik de Vries wrote:\nHow long does the battery last?")
+        page.click("#search-form button")
+        page.wait_for_function("document.querySelector('#timings').innerText.includes('attribution line')",
+                               timeout=60_000)
+        assert "attribution line: hendrik vries, 2024-09-03 07:11" in page.inner_text("#timings")
         browser.close()
     assert errors == []
 

@@ -64,6 +64,13 @@ function renderTimings(trace) {
   const counts = ["dense", "sparse"].filter((r) => Array.isArray(trace[r]))
     .map((r) => `${r}: ${trace[r].length} candidates`);
   $("#timings").append(el("p", { class: "status" }, [...counts, ...parts].join(" · ")));
+  const a = trace.attribution;  // a pasted reply: whose message its attribution line asked for
+  if (a) {
+    const who = (a.names || []).join(" ") || a.address || a.message_id || "?";
+    const whenText = [a.day, a.time].filter(Boolean).join(" ");
+    $("#timings").append(el("p", { class: "status" },
+      `attribution line: ${who}${whenText ? `, ${whenText}` : ""} (${a.units} of their messages found)`));
+  }
 }
 
 function renderHit(h) {
@@ -189,6 +196,15 @@ document.addEventListener("DOMContentLoaded", () => {
     refresh();
   });
   $("#search-form").addEventListener("submit", search);
+  $("#query").addEventListener("keydown", (e) => {  // Enter searches as in a one-line box; Shift+Enter: a new line
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      $("#search-form").requestSubmit();
+    }
+  });
+  $("#query").addEventListener("input", () => {  // grow with a pasted message, up to ten lines
+    $("#query").rows = Math.min(10, Math.max(1, $("#query").value.split("\n").length));
+  });
   const q = new URLSearchParams(location.search).get("q");
   if (q) {
     $("#query").value = q;
