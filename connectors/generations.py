@@ -306,6 +306,20 @@ def open_reader(cfg: BinderyConfig, gen: GenerationRecord) -> IndexPair:
     return IndexPair(vec, kw, gen, cleanup)
 
 
+def keyword_missing_fields(cfg: BinderyConfig, gen: GenerationRecord) -> list[str]:
+    """Fields of today's keyword schema that `gen`'s keyword index was written without (a
+    generation of an older release); opens the keyword index alone, read-only. ``[]`` when it
+    cannot be opened (nothing to say about an index that is not there)."""
+    path = gen.keyword_snapshot if cfg.backends.keyword == "tantivy" else None
+    if cfg.backends.keyword == "tantivy" and (not path or not Path(path).exists()):
+        return []
+    index = _open_keyword(cfg, gen, path, read_only=True)
+    try:
+        return index.missing_fields()
+    finally:
+        index.close()
+
+
 # -- server backends: connections, the live alias, dropping ---------------------------------
 
 

@@ -27,6 +27,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from connectors.config import AutomationConfig, BinderyConfig, check_paths, load_config
 from connectors.errors import BinderyError, ConfigError, GateRefused
+from connectors.generations import keyword_missing_fields
 from orchestration import report
 
 if TYPE_CHECKING:
@@ -156,12 +157,19 @@ def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
 def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
     lifecycle = _lifecycle(cfg)
     live = lifecycle.live()
-    if live is not None and not lifecycle.config_drift() and not a.force:
+    same = live is not None and not lifecycle.config_drift()
+    # a live generation of an older release: the same configuration, but an index without
+    # fields this release reads (attribution lines, whole threads): rebuilding it is the upgrade
+    stale = keyword_missing_fields(cfg, live.record) if same and live is not None else []
+    if same and live is not None and not a.force and not stale:
         # not a failure: there is simply nothing to build (and nothing to promote)
         return {"candidate": None, "live": live.id, "changed_stages": [],
                 "message": f"nothing to reindex: the configuration matches live generation {live.name} "
                            "(use --force to rebuild anyway)"}
-    if a.force and live is not None and not lifecycle.config_drift():
+    if same and live is not None and stale and not a.force:
+        lifecycle.store.add_event("index-upgrade", f"live generation {live.name}'s keyword index lacks "
+                                  f"{', '.join(stale)}: rebuilt with this release's indexes")
+    elif same and a.force:
         lifecycle.store.add_event("forced-rebuild", "operator rebuilt an identical candidate")
     if a.submit and a.promote and not a.wait:
         raise ConfigError("reindex --submit --promote needs --wait (the gate judges a finished candidate)")
@@ -181,6 +189,8 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
     out["candidate"] = cand.id
     out["candidate_name"] = cand.name
     out["changed_stages"] = lifecycle.config_drift()
+    if stale:
+        out["stale_index_fields"] = stale
     if out["errors"]:
         raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
     if a.promote:
@@ -201,7 +211,8 @@ def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
     rt = Runtime(cfg, DocumentStore.preview(cfg.database_url))  # no file, no schema, no migration written
     live = rt.lifecycle.live()
-    if a.kind == "reindex" and live is not None and not rt.lifecycle.config_drift():
+    if (a.kind == "reindex" and live is not None and not rt.lifecycle.config_drift()
+            and not keyword_missing_fields(cfg, live.record)):
         return {"kind": "reindex", "candidate": None, "message":
                 f"nothing to reindex: the configuration matches live generation {live.name}"}
     history = None

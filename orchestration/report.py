@@ -196,6 +196,9 @@ def _human_reindex(r: dict[str, Any]) -> str:
     if r.get("candidate") is None:  # nothing to rebuild
         return r.get("message") or "nothing to reindex"
     built = _human_sync(r)
+    if r.get("stale_index_fields"):  # the upgrade of a generation an older release wrote
+        built = (f"the live generation's keyword index lacks {', '.join(r['stale_index_fields'])} "
+                 f"(written by an older release): rebuilt\n{built}")
     promotion = r.get("promotion")
     if promotion is None:  # `reindex` without --promote: the candidate waits for `bindery promote`
         return built

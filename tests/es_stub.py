@@ -15,7 +15,7 @@ refused with 400 ``media_type_header_exception``, as a real cluster does. It imp
   ``match`` (``operator`` or/and), ``term``, ``terms``, ``constant_score``, ``match_all``, ``ids``;
   ``size``, ``from``, ``sort``, ``search_after``, ``_source``
 * ``POST /{index}/_delete_by_query``, ``GET|POST /{index}/_count``
-* ``PUT /{index}/_mapping`` (adds fields; refuses to change one)
+* ``PUT /{index}/_mapping`` (adds fields; refuses to change one), ``GET /{index}/_mapping``
 * ``POST /_aliases`` (all actions validated first, then applied together), ``GET /_alias/{name}``
 
 Scoring is NOT Elasticsearch's: ``match`` scores the number of query words found in the field
@@ -127,6 +127,8 @@ class ESStub:
                 return self._index_op(method, parts[0], params, body)
             if parts[-1] == "_mapping" and method in ("PUT", "POST"):
                 return 200, self._put_mapping(parts[0], body or {})
+            if parts[-1] == "_mapping" and method == "GET":
+                return 200, {name: {"mappings": self.indices[name].mappings} for name in self._resolve(parts[0])}
             if parts[-1] == "_search":
                 return 200, self._search(parts[0], body or {})
             if parts[-1] == "_count":

@@ -260,3 +260,21 @@ def test_a_matching_message_lifts_its_whole_thread(tmp_path: Path, monkeypatch: 
     d.save()
     without = score("mail/parent.eml")
     assert with_mates > without + 0.1 and cut < with_mates - 0.1
+
+
+@pytest.mark.slow
+def test_reindex_rebuilds_a_live_generation_whose_keyword_index_is_older(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from connectors.indexes.tantivy_index import TantivyIndex
+
+    d = Deployment(tmp_path)
+    d.cli("sync")
+    assert d.cli("reindex")["candidate"] is None  # current: nothing to do
+    assert d.cli("plan", "reindex")["candidate"] is None
+    # as a generation an older release wrote: the same configuration, an index without the new fields
+    monkeypatch.setattr(TantivyIndex, "missing_fields", lambda self: ["author", "sent", "thread"])
+    plan = d.cli("plan", "reindex")  # the plan says the same: every document's indexes, nothing else
+    assert plan["stages"]["index"]["compute"] > 0 and plan["stages"]["parse"]["compute"] == 0
+    out = d.cli("reindex")
+    assert out["candidate"] is not None and out["stale_index_fields"] == ["author", "sent", "thread"]
+    assert out["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}  # indexes only

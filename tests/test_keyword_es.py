@@ -332,12 +332,14 @@ def test_an_index_created_before_units_gets_their_fields_and_keeps_working(stub:
     with ElasticsearchIndex(stub.url, "chunks_old", timeout=5) as setup:  # as an older release made it
         setup._client.indices.create(index="chunks_old", mappings=old, settings=index_settings())
     with ElasticsearchIndex(stub.url, "chunks_old", timeout=5) as ix:
+        assert ix.missing_fields() == ["heading", "unit", "author", "sent", "thread"]
         ix.upsert([IndexRecord("a", "d", "docs", "d.md", "pump reset", heading="Pump",
                                unit_text="pump reset then prime", author="Joe <joe@x.org>",
                                sent=("d:2002-08-22",))])  # strict mapping: fails without the fields
         ix.commit()
         assert ids(ix.search("prime", 5, Filters(), level="unit")) == ["a"]
         assert ids(ix.by_author(["joe"], None, [], ["d:2002-08-22"], "pump", 5, Filters())) == ["a"]
+        assert ix.missing_fields() == []  # the first write added them
     (put,) = stub.calls("PUT", "/chunks_old/_mapping")
     assert set(put.body["properties"]) == {"heading", "text_plain", "unit", "unit_plain", "msgid", "reply_to",
                                            "author", "sent", "thread"}

@@ -280,6 +280,9 @@ def test_an_index_written_before_author_fields_opens_writes_and_finds_no_author(
         old.commit()
         assert ids(old.search("pump", 5, Filters())) == ["a"]
         assert old.by_author(["joe"], None, [], [], "pump", 5, Filters()) == []
+        assert old.missing_fields() == ["author", "sent", "thread"]  # what `bindery reindex` rebuilds for
+    with TantivyIndex(tmp_path / "new") as new:
+        assert new.missing_fields() == []
 
 
 def test_thread_neighbours_find_parents_and_replies_under_the_filters(index: TantivyIndex) -> None:

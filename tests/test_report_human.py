@@ -74,6 +74,12 @@ def test_a_pasted_reply_says_whose_message_its_attribution_line_asked_for() -> N
     assert out.splitlines()[1] == "attribution line: jd@x.org (0 of their messages found)"
 
 
+def test_a_reindex_that_upgrades_an_older_index_says_why_it_built() -> None:
+    out = human("reindex", _sync(candidate=2, candidate_name="g2", stale_index_fields=["author", "sent"]))
+    assert out.splitlines()[0] == ("the live generation's keyword index lacks author, sent "
+                                   "(written by an older release): rebuilt")
+
+
 def test_dlq_renders_empty_rows_and_retry() -> None:
     assert human("dlq", []) == "dead-letter table is empty"
     rows = [{"at": 0, "source": "docs", "doc": "a.pdf", "stage": "parse", "reason": "corrupt", "error": "bad\nxref"}]

@@ -357,6 +357,18 @@ class ElasticsearchIndex:
                 raise QueryError(f"Elasticsearch rejected the query: {_error_type(exc)}") from exc
         return [ScoredId(hit["_id"], float(hit["_score"] or 0.0)) for hit in resp["hits"]["hits"]]
 
+    def missing_fields(self) -> list[str]:
+        """Fields of `INDEX_MAPPINGS` this index's mapping lacks (see `KeywordIndex`); ``[]``
+        for an index not created yet (its first write creates it with every field)."""
+        with self._errors("read mapping"):
+            if not self._client.indices.exists(index=self.index_name):
+                return []
+            resp = self._client.indices.get_mapping(index=self.index_name)
+        have: set[str] = set()
+        for body in dict(resp).values():  # one entry per concrete index (an alias resolves to one)
+            have |= set((body.get("mappings") or {}).get("properties") or {})
+        return [f for f in INDEX_MAPPINGS["properties"] if f not in have]
+
     def chunk_ids(self) -> set[str]:
         """Every searchable chunk id, paged with ``search_after`` on ``chunk_id``."""
         out: set[str] = set()

@@ -309,6 +309,11 @@ class TantivyIndex:
         return [ScoredId(str(searcher.doc(addr).get_first("chunk_id")), float(score))
                 for score, addr in result.hits]
 
+    def missing_fields(self) -> list[str]:
+        """Fields of today's schema (`build_schema`) this index lacks (see `KeywordIndex`)."""
+        self._check_open()
+        return [f for f in (*_UNIT_FIELDS, *_MAIL_FIELDS) if not _has_field(self._index, f)]
+
     def _filter_clauses(self, filters: Filters) -> list[tuple[tantivy.Occur, tantivy.Query]]:
         """The filters as zero-score MUST / MUST NOT clauses (ACL: public chunks always pass)."""
         principals = sorted({PUBLIC, *(filters.principals or ())})
