@@ -217,6 +217,9 @@ def _human_query(r: dict[str, Any]) -> str:
         when = " ".join(x for x in (attr.get("day"), attr.get("time")) if x)
         lines.append(f"attribution line: {who}{', ' + when if when else ''} "
                      f"({attr.get('units', 0)} of their messages found)")
+        if attr.get("index_outdated"):
+            lines.append("  (this generation's keyword index predates attribution lines: `bindery reindex` "
+                         "rebuilds it)")
     if not r["hits"]:
         lines.append(f"no results: {r.get('reason')}")
     for i, h in enumerate(r["hits"], 1):

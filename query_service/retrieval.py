@@ -120,6 +120,8 @@ class _Served:
         self.version = version
         self.embedder = _embedder_for(cfg, gen)
         self.pair: IndexPair = open_reader(cfg, gen)
+        # fields an older release wrote this generation's keyword index without (said in the trace)
+        self.missing_fields = self.pair.keyword.missing_fields()
         self._users = 0
         self._retired = False
         self._lock = threading.Lock()
@@ -205,7 +207,8 @@ class _Served:
             "sparse": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in sparse_hits[:k]],
             "unit": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in unit_hits[:k]],
             "fusion": qcfg.fusion,
-            **({"attribution": _attribution_trace(attribution, attributed)} if attribution else {}),
+            **({"attribution": _attribution_trace(attribution, attributed, self.missing_fields)}
+               if attribution else {}),
             "binding": {"generation": self.gen.id, "name": self.gen.name, "version": self.version,
                         "embedder_id": self.gen.embedder_id},
             "timings": {k_: round(v, 2) for k_, v in timings.items()},
@@ -262,13 +265,19 @@ class _Served:
         return out
 
 
-def _attribution_trace(attr: Attribution, attributed: dict[str, tuple[str, float]]) -> dict[str, Any]:
-    """What the trace shows of an attribution line: what was read from it and what it found."""
+def _attribution_trace(attr: Attribution, attributed: dict[str, tuple[str, float]],
+                       missing_fields: list[str]) -> dict[str, Any]:
+    """What the trace shows of an attribution line: what was read from it, what it found, and
+    whether the generation's keyword index can answer it at all (`index_outdated`: written by an
+    older release without the `author` field; `bindery reindex` rebuilds it)."""
     best = sorted(attributed.items(), key=lambda kv: -kv[1][1])[:5]
-    return {"names": list(attr.names), "address": attr.address, "message_id": attr.message_id,
-            "day": attr.day.isoformat() if attr.day else None,
-            "time": f"{attr.time[0]:02d}:{attr.time[1]:02d}" if attr.time else None, "offset_minutes": attr.offset,
-            "units": len(attributed), "best": [{"unit_id": u, "evidence": round(e, 3)} for u, (_, e) in best]}
+    out = {"names": list(attr.names), "address": attr.address, "message_id": attr.message_id,
+           "day": attr.day.isoformat() if attr.day else None,
+           "time": f"{attr.time[0]:02d}:{attr.time[1]:02d}" if attr.time else None, "offset_minutes": attr.offset,
+           "units": len(attributed), "best": [{"unit_id": u, "evidence": round(e, 3)} for u, (_, e) in best]}
+    if "author" in missing_fields:
+        out["index_outdated"] = True
+    return out
 
 
 def _hit(r: RankedUnit, payloads: dict[str, dict[str, Any]]) -> Hit | None:

@@ -69,9 +69,11 @@ def test_a_pasted_reply_says_whose_message_its_attribution_line_asked_for() -> N
                              "day": "2024-09-03", "time": "07:11", "offset_minutes": None, "units": 1, "best": []}}
     out = human("query", {"generation": 4, "generation_name": "g4", "hits": [], "reason": "x", "trace": trace})
     assert out.splitlines()[1] == "attribution line: hendrik vries, 2024-09-03 07:11 (1 of their messages found)"
-    undated = {"attribution": {"names": [], "address": "jd@x.org", "units": 0}}
+    undated = {"attribution": {"names": [], "address": "jd@x.org", "units": 0, "index_outdated": True}}
     out = human("query", {"generation": 4, "generation_name": "g4", "hits": [], "reason": "x", "trace": undated})
-    assert out.splitlines()[1] == "attribution line: jd@x.org (0 of their messages found)"
+    assert out.splitlines()[1:3] == ["attribution line: jd@x.org (0 of their messages found)",
+                                     "  (this generation's keyword index predates attribution lines: "
+                                     "`bindery reindex` rebuilds it)"]
 
 
 def test_a_reindex_that_upgrades_an_older_index_says_why_it_built() -> None:
