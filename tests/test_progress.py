@@ -196,11 +196,28 @@ try:
     pool._close_connection(Conn())
 except KeyboardInterrupt:
     print("re-raised")
+import time, weakref
+
+class DagsterExecutionInterruptedError(BaseException):  # what Dagster raises for SIGINT inside a run
+    pass
+
 class Finalised:
     def __del__(self):
         raise KeyboardInterrupt  # Ctrl-C landing in a finalizer
 
-Finalised()
+class Target:
+    pass
+
+def callback(ref):
+    raise DagsterExecutionInterruptedError()  # ... or in a weakref callback, inside a run
+
+for make in (lambda: Finalised(), lambda: weakref.ref(Target(), callback)):
+    try:
+        make()  # Python drops what a finalizer raises: the interrupt must come again
+        time.sleep(2)
+        print("lost")
+    except (KeyboardInterrupt, DagsterExecutionInterruptedError):
+        print("delivered again")
 try:
     raise ValueError("a real failure")
 except ValueError:
@@ -210,7 +227,9 @@ except ValueError:
 
 def test_ctrl_c_inside_a_connection_close_logs_no_traceback() -> None:
     """SQLAlchemy logs the interrupt it re-raises from a connection close, with its traceback;
-    under the CLI only that record is dropped (the flaky half of the Ctrl-C test above)."""
+    under the CLI only that record is dropped (the flaky half of the Ctrl-C test above). An
+    interrupt a finalizer swallowed (KeyboardInterrupt, or Dagster's own inside a run) is sent
+    again, or the Ctrl-C would be lost and the sync run to its end (the test above, exit 0)."""
     def run(mode: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-c", _POOL_INTERRUPTED, mode], capture_output=True, text=True,
                               cwd=Path(__file__).parent.parent, timeout=60, check=True)
@@ -218,7 +237,8 @@ def test_ctrl_c_inside_a_connection_close_logs_no_traceback() -> None:
     bare = run("bare")  # what a traceback-free Ctrl-C is up against
     assert "KeyboardInterrupt" in bare.stderr and "re-raised" in bare.stdout
     assert "Exception ignored in" in bare.stderr and "Exception closing connection" in bare.stderr
+    assert bare.stdout.count("lost") == 2  # a finalizer swallows the interrupt: the Ctrl-C is gone
     quiet = run("cli")
-    assert "re-raised" in quiet.stdout
+    assert "re-raised" in quiet.stdout and quiet.stdout.count("delivered again") == 2, quiet.stdout
     assert "KeyboardInterrupt" not in quiet.stderr and "Exception ignored in" not in quiet.stderr
     assert "ValueError: a real failure" in quiet.stderr, "other library errors must still show"
