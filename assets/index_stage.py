@@ -146,6 +146,8 @@ def message_keys(rt: Runtime, docs: list[DocumentRecord], parse_version: str) ->
             if len(m["messages"]) != 1:
                 continue
             m = m["messages"][0]
+        elif "message_id" not in m:  # not an e-mail (the e-mail parser always writes the key)
+            continue
         parent = m.get("in_reply_to") or ((m.get("references") or [None])[-1])
         if m.get("message_id") or parent or m.get("from"):
             out[did] = MessageKeys(m.get("message_id"), parent if parent != m.get("message_id") else None,
