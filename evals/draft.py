@@ -8,7 +8,10 @@ the chunk it came from (so a label holds across re-chunking):
 - `heading`: "<section> — <title>" for a section, gold snippet from the section's first words;
 - `identifier`: a code-like token (`XR-4471`, `ERR-0x1F`, `max_payload_kg`, `v2.14.3`) that
   appears in exactly one document, gold snippet the identifier itself;
-- `table`: "<column> of <row>" for a table row, gold snippet the cell.
+- `table`: "<column> of <row>" for a table row, gold snippet the cell;
+- `reply` (e-mail): a reply's opening words (its own: quoted history, signature and footer are
+  never in a chunk), gold the message it replies to, the reply itself excluded from retrieval —
+  "which message does this answer?", the question a mail archive's users ask.
 
 With a `writer` (the Anthropic contextualiser configured), sampled chunks get an LLM-written
 question instead (`llm`), with the answering phrase as snippet when the model quotes one that is
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 from connectors.questions import DraftQuestion
@@ -28,8 +31,9 @@ from evals.evalset import normalise, parse_case
 
 __all__ = ["KINDS", "QuestionWriter", "draft_cases"]
 
-KINDS = ("title", "heading", "identifier", "table", "llm")
+KINDS = ("title", "heading", "identifier", "table", "reply", "llm")
 SNIPPET_WORDS = 10
+REPLY_WORDS = 30  # a reply's opening words that make its question
 _IDENTIFIER = re.compile(
     r"(?<![\w-])(?:[A-Z][A-Z0-9]*-(?:0x)?[0-9A-Za-z]+(?:-[0-9A-Za-z]+)*|[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
     r"|v\d+\.\d+(?:\.\d+)?)(?![\w-])")
@@ -54,9 +58,10 @@ def _snippet(text: str, words: int = SNIPPET_WORDS) -> str | None:
     return norm or None
 
 
-def _case(kind: str, n: int, query: str, doc: str, text: str | None) -> dict[str, Any]:
+def _case(kind: str, n: int, query: str, doc: str, text: str | None,
+          exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"id": f"draft-{kind}-{n}", "query": query, "category": kind,
-            "gold": [{"doc": doc, "text": text}], "exclude_docs": [], "draft": True}
+            "gold": [{"doc": doc, "text": text}], "exclude_docs": list(exclude), "draft": True}
 
 
 def _titles(docs: dict[str, list[ChunkRecord]]) -> Iterable[tuple[str, str, str | None]]:
@@ -101,6 +106,16 @@ def _tables(docs: dict[str, list[ChunkRecord]]) -> Iterable[tuple[str, str, str 
                 break
 
 
+def _replies(docs: dict[str, list[ChunkRecord]],
+             replies: Sequence[tuple[str, str]]) -> Iterable[tuple[str, str, None, tuple[str, ...]]]:
+    """(the reply's opening words, the parent, no snippet, the reply to exclude) per pair."""
+    for reply, parent in replies:
+        chunks = docs.get(reply)
+        words = " ".join(_body(chunks[0]).split()[:REPLY_WORDS]) if chunks and parent in docs else ""
+        if len(words.split()) >= 5:  # "Thanks!" asks nothing a reader could answer
+            yield words, parent, None, (reply,)
+
+
 _OFFLINE = {"title": _titles, "heading": _headings, "identifier": _identifiers, "table": _tables}
 
 
@@ -119,8 +134,10 @@ def _llm_cases(writer: QuestionWriter, docs: dict[str, list[ChunkRecord]], limit
 
 
 def draft_cases(chunks_by_doc: dict[str, list[ChunkRecord]], *, max_cases: int = 40,
-                writer: QuestionWriter | None = None) -> list[dict[str, Any]]:
-    """Proposed eval cases (eval-set JSON objects) from chunk rows grouped by document external id.
+                writer: QuestionWriter | None = None,
+                replies: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
+    """Proposed eval cases (eval-set JSON objects) from chunk rows grouped by document external id;
+    `replies` are e-mail (reply, the message it replies to) pairs of external ids.
 
     Offline kinds share `max_cases` round-robin so every kind is represented; with a writer all
     cases are LLM-written. Each case is checked with the eval-set validator before it is kept.
@@ -128,7 +145,10 @@ def draft_cases(chunks_by_doc: dict[str, list[ChunkRecord]], *, max_cases: int =
     docs = {doc: sorted(cs, key=lambda c: c.ordinal) for doc, cs in sorted(chunks_by_doc.items())}
     if writer is not None:
         return [c for c in _llm_cases(writer, docs, max_cases) if _valid(c)]
-    pools = {kind: iter(gen(docs)) for kind, gen in _OFFLINE.items()}
+    pools: dict[str, Iterator[tuple[str, str, str | None, tuple[str, ...]]]] = {
+        kind: ((q, d, t, ()) for q, d, t in gen(docs)) for kind, gen in _OFFLINE.items()}
+    if replies:
+        pools["reply"] = iter(_replies(docs, sorted(replies)))
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     counters: dict[str, int] = defaultdict(int)
@@ -138,11 +158,11 @@ def draft_cases(chunks_by_doc: dict[str, list[ChunkRecord]], *, max_cases: int =
             if item is None:
                 del pools[kind]
                 continue
-            query, doc, text = item
+            query, doc, text, exclude = item
             if query.lower() in seen:
                 continue
             counters[kind] += 1
-            case = _case(kind, counters[kind], query, doc, text)
+            case = _case(kind, counters[kind], query, doc, text, exclude)
             if _valid(case):
                 seen.add(query.lower())
                 out.append(case)

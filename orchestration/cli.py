@@ -233,6 +233,20 @@ def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     return compute_plan(cfg, rt, a.kind, a.source, allow_mass_delete=a.allow_mass_delete, history=history)
 
 
+def _reply_pairs(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord) -> list[tuple[str, str]]:
+    """(reply, the message it replies to) external ids among the corpus's e-mails, from the
+    parse metadata the index stage reads (`assets.index_stage.message_keys`)."""
+    from assets.index_stage import message_keys
+    from assets.runtime import Runtime
+
+    docs = [d for d in store.documents() if d.content_hash]
+    keys = message_keys(Runtime(cfg, store), docs, gen.stage_versions["parse"])
+    by_id = {d.doc_id: d.external_id for d in docs}
+    doc_of_message = {mk.message_id: by_id[did] for did, mk in keys.items() if mk.message_id}
+    return [(by_id[did], doc_of_message[mk.reply_to]) for did, mk in keys.items()
+            if mk.reply_to in doc_of_message and doc_of_message[mk.reply_to] != by_id[did]]
+
+
 def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     """`bindery evalset draft`: proposed eval questions from the live generation's chunks, into a
     JSONL file for a person to review (it never touches gate.queries)."""
@@ -262,7 +276,7 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
         writer = AnthropicQuestionWriter(cfg.stages.context)
     try:
-        cases = draft_cases(by_doc, max_cases=a.max, writer=writer)
+        cases = draft_cases(by_doc, max_cases=a.max, writer=writer, replies=_reply_pairs(cfg, store, gen))
     finally:
         if writer is not None:
             writer.close()

@@ -68,6 +68,24 @@ def test_offline_draft_proposes_every_kind_with_valid_labels(tmp_path: Path) -> 
     assert len(draft_cases(CORPUS, max_cases=3)) == 3
 
 
+def test_a_reply_asks_for_the_message_it_answers_and_is_excluded_itself() -> None:
+    mail = {
+        "mail/question.eml": [chunk(0, ["pump stalls"], "Our pump stalls every morning at seven, any idea why?")],
+        "mail/answer.eml": [chunk(0, ["Re: pump stalls"],
+                                  "Check the intake filter first: a clogged filter starves the pump at start-up.")],
+        "mail/thanks.eml": [chunk(0, ["Re: pump stalls"], "Thanks, that was it!")],
+    }
+    pairs = [("mail/answer.eml", "mail/question.eml"), ("mail/thanks.eml", "mail/answer.eml"),
+             ("mail/orphan.eml", "mail/gone.eml")]
+    replies = [c for c in draft_cases(mail, max_cases=40, replies=pairs) if c["category"] == "reply"]
+    # the reply's own words ask for its parent; a one-line thanks asks nothing; a pair whose
+    # documents are not in the corpus is skipped
+    assert replies == [{"id": "draft-reply-1", "category": "reply", "draft": True,
+                        "query": "Check the intake filter first: a clogged filter starves the pump at start-up.",
+                        "gold": [{"doc": "mail/question.eml", "text": None}], "exclude_docs": ["mail/answer.eml"]}]
+    assert all(c["category"] != "reply" for c in draft_cases(mail, max_cases=40))
+
+
 def test_llm_draft_against_the_anthropic_stub(monkeypatch: pytest.MonkeyPatch) -> None:
     with AnthropicStub(api_key="sk-test") as stub:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
@@ -107,3 +125,16 @@ def test_cli_drafts_from_the_live_generation_and_the_draft_evaluates(tmp_path: P
     dep.cli("evalset", "draft", "--out", str(out), expect=2)  # never overwrites a reviewed file by accident
     report = dep.cli("eval", "--queries", str(out))
     assert report["cases"] == res["cases"] and report["metrics"]["recall@10"] >= 0.6
+
+
+def test_cli_drafts_reply_questions_from_a_mail_archive(tmp_path: Path) -> None:
+    from tests.test_attribution import MAILS, THREAD
+
+    dep = Deployment(tmp_path)
+    for rel, text in {**MAILS, **THREAD}.items():
+        dep.write(rel, text)
+    dep.cli("sync")
+    out = tmp_path / "draft.jsonl"
+    dep.cli("evalset", "draft", "--out", str(out))
+    replies = {c.exclude_docs[0]: c.gold[0].doc for c in load_eval_set(out) if c.category == "reply"}
+    assert replies == {"mail/reply-1.eml": "mail/parent.eml", "mail/reply-2.eml": "mail/reply-1.eml"}
