@@ -34,7 +34,7 @@ from orchestration import report
 
 if TYPE_CHECKING:
     from connectors.lifecycle import Lifecycle
-    from connectors.store import ChunkRecord, DocumentStore, GenerationRecord
+    from connectors.store import ChunkRecord, DocumentRecord, DocumentStore, GenerationRecord
     from orchestration.runs import Runner, RunOutcome
 
 
@@ -233,13 +233,13 @@ def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     return compute_plan(cfg, rt, a.kind, a.source, allow_mass_delete=a.allow_mass_delete, history=history)
 
 
-def _reply_pairs(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord) -> list[tuple[str, str]]:
+def _reply_pairs(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord,
+                 docs: list[DocumentRecord]) -> list[tuple[str, str]]:
     """(reply, the message it replies to) external ids among the corpus's e-mails, from the
     parse metadata the index stage reads (`assets.index_stage.message_keys`)."""
     from assets.index_stage import message_keys
     from assets.runtime import Runtime
 
-    docs = [d for d in store.documents() if d.content_hash]
     keys = message_keys(Runtime(cfg, store), docs, gen.stage_versions["parse"])
     by_id = {d.doc_id: d.external_id for d in docs}
     doc_of_message = {mk.message_id: by_id[did] for did, mk in keys.items() if mk.message_id}
@@ -266,7 +266,8 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         raise ConfigError(f"--out {out}: cannot create its folder: {e.strerror or e}") from None
     store = _store(cfg)
     gen = _generation(cfg, store, "live")
-    docs = {d.doc_id: d.external_id for d in store.documents()}
+    documents = store.documents()
+    docs = {d.doc_id: d.external_id for d in documents}
     by_doc: dict[str, list[ChunkRecord]] = {}
     for c in store.chunks_for(list(docs), gen.stage_versions["chunk"]):
         by_doc.setdefault(docs[c.doc_id], []).append(c)
@@ -276,7 +277,7 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
         writer = AnthropicQuestionWriter(cfg.stages.context)
     try:
-        cases = draft_cases(by_doc, max_cases=a.max, writer=writer, replies=_reply_pairs(cfg, store, gen))
+        cases = draft_cases(by_doc, max_cases=a.max, writer=writer, replies=_reply_pairs(cfg, store, gen, documents))
     finally:
         if writer is not None:
             writer.close()
