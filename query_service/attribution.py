@@ -19,7 +19,7 @@ the line gives no date).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from connectors.indexes.base import ScoredId
@@ -43,7 +43,7 @@ def evidence(attr: Attribution, payload: Mapping[str, Any]) -> float:
 
 
 def attributed_units(attr: Attribution, hits: Sequence[ScoredId], payloads: Mapping[str, Mapping[str, Any]],
-                     unit_of: Any) -> dict[str, tuple[str, float]]:
+                     unit_of: Callable[[str], str]) -> dict[str, tuple[str, float]]:
     """unit -> (its chunk with the most evidence, that evidence) over `by_author`'s hits; units
     without evidence are left out. `unit_of(chunk_id)` names a chunk's unit."""
     out: dict[str, tuple[str, float]] = {}
