@@ -31,7 +31,7 @@ from typing import Any
 from connectors.acl import allows
 from connectors.config import BinderyConfig, EmbedConfig, QueryConfig
 from connectors.embedder import Embedder
-from connectors.errors import BindingError, ConfigError, EmbedderUnavailable, QueryError
+from connectors.errors import BinderyError, BindingError, ConfigError, EmbedderUnavailable, QueryError
 from connectors.generations import IndexPair, open_reader
 from connectors.identity import doc_id
 from connectors.indexes.base import Filters, ScoredId
@@ -120,11 +120,23 @@ class _Served:
         self.version = version
         self.embedder = _embedder_for(cfg, gen)
         self.pair: IndexPair = open_reader(cfg, gen)
-        # fields an older release wrote this generation's keyword index without (said in the trace)
-        self.missing_fields = self.pair.keyword.missing_fields()
+        self._missing_fields: list[str] | None = None
         self._users = 0
         self._retired = False
         self._lock = threading.Lock()
+
+    @property
+    def missing_fields(self) -> list[str]:
+        """Fields an older release wrote this generation's keyword index without (said in the
+        trace of a query that needs them). Asked once, on the first such query, not at open: a
+        server backend that is briefly unreachable must not stop a generation from being served,
+        and a failed answer is taken as "nothing known missing"."""
+        if self._missing_fields is None:
+            try:
+                self._missing_fields = self.pair.keyword.missing_fields()
+            except BinderyError:
+                return []
+        return self._missing_fields
 
     def acquire(self) -> bool:
         with self._lock:

@@ -263,19 +263,60 @@ def test_a_matching_message_lifts_its_whole_thread(tmp_path: Path, monkeypatch: 
 
 
 @pytest.mark.slow
-def test_reindex_rebuilds_a_live_generation_whose_keyword_index_is_older(tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from connectors.indexes.tantivy_index import TantivyIndex
+def test_reindex_rebuilds_a_live_generation_whose_keyword_index_is_older(tmp_path: Path) -> None:
+    import shutil
+
+    from connectors.config import load_config
+    from connectors.lifecycle import Lifecycle
+    from connectors.store import DocumentStore
+    from tests.test_keyword_tantivy import write_pre_mail_index
 
     d = Deployment(tmp_path)
     d.cli("sync")
     assert d.cli("reindex")["candidate"] is None  # current: nothing to do
     assert d.cli("plan", "reindex")["candidate"] is None
-    # as a generation an older release wrote: the same configuration, an index without the new fields
-    monkeypatch.setattr(TantivyIndex, "missing_fields", lambda self: ["author", "sent", "thread"])
+    # as a generation an older release wrote: the same configuration, its published keyword index
+    # with the older schema (a real tantivy index, without the new fields)
+    store = DocumentStore(load_config(d.config_path).database_url, migrate=False)
+    live = Lifecycle(load_config(d.config_path), store).live()
+    store.dispose()
+    assert live is not None and live.record.keyword_snapshot
+    shutil.rmtree(live.record.keyword_snapshot)
+    write_pre_mail_index(Path(live.record.keyword_snapshot))
     plan = d.cli("plan", "reindex")  # the plan says the same: every document's indexes, nothing else
     assert plan["stages"]["index"]["compute"] > 0 and plan["stages"]["parse"]["compute"] == 0
     assert d.cli("query", PASTED)["trace"]["attribution"]["index_outdated"] is True  # the query says so too
     out = d.cli("reindex")
     assert out["candidate"] is not None and out["stale_index_fields"] == ["author", "sent", "thread"]
     assert out["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}  # indexes only
+
+
+@pytest.mark.slow
+def test_a_keyword_backend_that_cannot_say_its_fields_still_serves(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from connectors.config import load_config
+    from connectors.errors import IndexError_
+    from connectors.indexes.tantivy_index import TantivyIndex
+    from connectors.lifecycle import Lifecycle
+    from connectors.store import DocumentStore
+    from query_service.retrieval import GenerationRetriever
+
+    d = Deployment(tmp_path)
+    for rel, text in MAILS.items():
+        d.write(rel, text)
+    d.cli("sync")
+    cfg = load_config(d.config_path)
+    store = DocumentStore(cfg.database_url, migrate=False)
+    live = Lifecycle(cfg, store).live()
+    assert live is not None
+    def unreachable(self: TantivyIndex) -> list[str]:  # as a server backend briefly down answers
+        raise IndexError_("read mapping on g1 failed: connection refused")
+
+    monkeypatch.setattr(TantivyIndex, "missing_fields", unreachable)
+    retriever = GenerationRetriever(cfg, live.record, store)  # opening never asks: it cannot fail on it
+    try:
+        result = retriever.search(PASTED, 3)
+        assert result.hits[0].doc == "mail/parent.eml" and "index_outdated" not in result.trace["attribution"]
+    finally:
+        retriever.close()
+        store.dispose()

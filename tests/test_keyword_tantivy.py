@@ -259,12 +259,12 @@ def test_an_index_written_before_units_still_opens_writes_and_searches(tmp_path:
         assert old.search("pump", 5, Filters(), level="unit") == []
 
 
-def test_an_index_written_before_author_fields_opens_writes_and_finds_no_author(tmp_path: Path) -> None:
+def write_pre_mail_index(path: Path) -> None:
+    """An empty keyword index with the schema of the release before attribution lines were read
+    (units and thread neighbours, no `author`, `sent` or `thread`)."""
     import tantivy
 
-    from connectors.indexes import tantivy_index as mod
-
-    sb = tantivy.SchemaBuilder()  # the schema as it was before attribution lines were read
+    sb = tantivy.SchemaBuilder()
     for name in ("chunk_id", "doc_id"):
         sb.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic")
     for name in ("source", "external_id", "acl", "ident", "msgid", "reply_to"):
@@ -272,8 +272,14 @@ def test_an_index_written_before_author_fields_opens_writes_and_finds_no_author(
     for name, tok in (("text", "en_stem"), ("heading", "en_stem"), ("text_plain", "default"), ("unit", "en_stem"),
                       ("unit_plain", "default")):
         sb.add_text_field(name, tokenizer_name=tok, index_option="position")
-    (tmp_path / "old").mkdir()
-    tantivy.Index(sb.build(), str(tmp_path / "old"))
+    path.mkdir(parents=True)
+    tantivy.Index(sb.build(), str(path))
+
+
+def test_an_index_written_before_author_fields_opens_writes_and_finds_no_author(tmp_path: Path) -> None:
+    from connectors.indexes import tantivy_index as mod
+
+    write_pre_mail_index(tmp_path / "old")
     assert mod._MAIL_FIELDS == ("author", "sent", "thread")
     with TantivyIndex(tmp_path / "old") as old:
         old.upsert([IndexRecord("a", "d", "mail", "a.eml", "pump", author="Joe <j@x>", sent=("d:2002-08-22",))])
