@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,10 +48,12 @@ def context_input_hash(chunk: ChunkRecord) -> str:
     return text_hash(f"{chunk.content_hash}\x00{json.dumps(chunk.heading_path)}\x00{chunk.text_hash}")
 
 
-def missing_contexts(rt: Runtime, chunks: list[ChunkRecord], context_version: str) -> dict[str, ChunkRecord]:
+def missing_contexts(rt: Runtime, chunks: list[ChunkRecord], context_version: str,
+                     hash_of: Callable[[ChunkRecord], str] = context_input_hash) -> dict[str, ChunkRecord]:
     """input hash -> chunk, for the chunks whose prefix is not cached for this context version
-    (one entry per distinct input: identical chunks share a prefix)."""
-    by_hash = {context_input_hash(c): c for c in chunks}
+    (one entry per distinct input: identical chunks share a prefix). `hash_of` is
+    `context_input_hash` or a memo of it."""
+    by_hash = {hash_of(c): c for c in chunks}
     have = rt.store.get_contexts(list(by_hash), context_version)
     return {h: c for h, c in by_hash.items() if h not in have}
 

@@ -179,6 +179,16 @@ class StageWalk:
         self.embedded: set[tuple[str, str]] = set()  # (text hash, embedder id) the run computes
         self.llm_docs: list[tuple[DocumentContext, list[ChunkRecord]]] = []
         self.unknown_texts: set[str] = set()  # chunk ids whose prefix only the LLM would know
+        self._input_hashes: dict[tuple[str, str, str], str] = {}
+
+    def input_hash(self, c: ChunkRecord) -> str:
+        """`context_input_hash(c)`, made once per chunk: the context and embed walks ask for
+        each chunk's several times, and on a documentation tree that was a tenth of the plan."""
+        key = (c.chunk_id, c.content_hash, c.text_hash)  # the heading path follows from these
+        h = self._input_hashes.get(key)
+        if h is None:
+            h = self._input_hashes[key] = context_input_hash(c)
+        return h
 
     # parse
     def good_ids(self, g: Generation) -> set[str]:
@@ -272,11 +282,11 @@ class StageWalk:
             return
         self.walked.add(key)
         # what an earlier generation of this run computes is cached by the time this one asks
-        todo = {h: c for h, c in missing_contexts(self.rt, chunks, ctxver).items()
+        todo = {h: c for h, c in missing_contexts(self.rt, chunks, ctxver, self.input_hash).items()
                 if (h, ctxver) not in self.contexts_done}
         self.contexts_done.update((h, ctxver) for h in todo)
         self.counts["context"].compute += len(todo)
-        self.counts["context"].cached += len({context_input_hash(c) for c in chunks}) - len(todo)
+        self.counts["context"].cached += len({self.input_hash(c) for c in chunks}) - len(todo)
         by_doc: dict[str, list[ChunkRecord]] = {}
         for c in todo.values():
             by_doc.setdefault(c.doc_id, []).append(c)
@@ -287,7 +297,7 @@ class StageWalk:
         ctx = make_contextualizer(g.stages.context) if offline else None
         for did, cs in by_doc.items():
             if ctx is not None:  # what the parse pass already prefixed is not made twice
-                cs = [c for c in cs if (context_input_hash(c), ctxver) not in self.prefixes]
+                cs = [c for c in cs if (self.input_hash(c), ctxver) not in self.prefixes]
                 if not cs:
                     continue
             doc = document_context(parses.get(did))
@@ -297,15 +307,15 @@ class StageWalk:
                 continue
             results = ctx.contextualize(doc, [ChunkContext(list(c.heading_path), c.display_text) for c in cs])
             for c, r in zip(cs, results, strict=True):
-                self.prefixes[(context_input_hash(c), ctxver)] = r.prefix
+                self.prefixes[(self.input_hash(c), ctxver)] = r.prefix
 
     # embed + index
     def final_texts(self, g: Generation, chunks: list[ChunkRecord]) -> dict[str, str]:
         ctxver = g.versions["context"]
-        stored = self.rt.store.get_contexts([context_input_hash(c) for c in chunks], ctxver)
+        stored = self.rt.store.get_contexts([self.input_hash(c) for c in chunks], ctxver)
         out = {}
         for c in chunks:
-            h = context_input_hash(c)
+            h = self.input_hash(c)
             prefix = stored[h].prefix if h in stored else self.prefixes.get((h, ctxver))
             if prefix is not None or h in stored:
                 out[c.chunk_id] = embed_text_of(c, prefix)

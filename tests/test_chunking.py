@@ -120,6 +120,54 @@ def test_count_batch_matches_count(tok: TokenCounter) -> None:
     assert tok.count_batch([]) == []
 
 
+def _encoded(tok: TokenCounter, text: str) -> int:
+    """The tokenizer's own count: a full Rust encode, never the word-by-word path."""
+    return len(tok._tok.encode(text, add_special_tokens=False))
+
+
+def test_word_by_word_counts_equal_the_tokenizers_own(tok: TokenCounter) -> None:
+    """ASCII text of a WordPiece tokenizer is counted word by remembered word
+    (connectors/wordpiece_count.py): the same number as a full encode, to the piece, on the
+    normaliser's and pre-tokeniser's edge cases and on random ASCII."""
+    words = tok._words
+    assert words is not None and words.count("Sync the corpus") is not None  # the fast path runs
+    tricky = [
+        "", " ", "\t\n\r", "a\x0bb", "a\x0cb", "a\x1cb\x1fc", "x\x00y\x7fz", "a\x01\x02b",
+        "HELLO World", "don't stop-me now!!", "v2.14.3 --max_tokens=200", "snake_case CamelCase",
+        "x" * 99, "y" * 100, "z" * 101 + " tail", "[SEP] and [cls] and [Mask]", "a[UNK]b",
+        "{{ }} [[ ]] <<>> ~`^|\\", "1234567890 0xDEADBEEF 3.14159e-10", "antidisestablishmentarianism",
+        "naïve café",  # not ASCII: the tokenizer counts it
+    ]
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in range(128)]
+    rand = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 300))) for _ in range(400)]
+    prose = ["".join(rng.choice([*WORDS, " ", ", ", ". ", "\n", "-", "'s", "(", ")"]) for _ in range(80))
+             for _ in range(200)]
+    texts = tricky + rand + prose
+    want = [_encoded(tok, t) for t in texts]
+    assert [tok.count(t) for t in texts] == want
+    assert tok.count_batch(texts) == want
+    assert words.count("naïve café") is None and words.count("a [SEP] b") is None
+
+
+def test_word_memory_starts_over_when_full(tok: TokenCounter, monkeypatch: pytest.MonkeyPatch) -> None:
+    import connectors.wordpiece_count as wc
+
+    monkeypatch.setattr(wc, "_MAX_WORDS", 5)
+    fresh = wc.WordPieceCounts.for_tokenizer(tok._tok)
+    assert fresh is not None
+    rng = random.Random(3)
+    for _ in range(30):
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9)))
+        assert fresh.count(text) == _encoded(tok, text)
+        assert len(fresh._pieces) <= max(5, len(set(text.lower().split())))
+
+
+def test_other_tokenizers_are_always_encoded(spacey: TokenCounter) -> None:
+    assert spacey._words is None
+    assert spacey.count("a  b") == 4 and spacey.count_batch(["a  b", "c"]) == [4, 1]
+
+
 def test_tokenizer_aliases_share_one_cached_instance(tok: TokenCounter) -> None:
     assert get_tokenizer("sentence-transformers/all-MiniLM-L6-v2") is tok
     assert get_tokenizer("ALL-MiniLM-L6-v2") is tok
