@@ -157,3 +157,35 @@ def test_a_long_id_made_of_the_content_s_own_words_is_not_chrome() -> None:
     text = _all_text(parse_document(html.encode(), "faq/skip.html", CFG))
     assert "start condition and a rule" in text
     assert "Skip to content" not in text and "Other questions" not in text
+
+
+def test_manual_navigation_is_not_content_and_footnote_marks_stand_apart() -> None:
+    """Texinfo's node header (Next/Previous/Up links in a <div class="header">) and DocBook's
+    navheader/navfooter tables name the neighbouring chapters: they were chunks of their own
+    and lifted the neighbours for those words. A footnote reference glued to its word
+    ("m4<sup>8</sup>") must not make a new word ("m48")."""
+    texinfo = """<html><head><title>M4 Dependency (Flex manual)</title></head><body>
+<div class="section" id="M4-Dependency"><div class="header"><p>
+Next: <a href="Common-Patterns.html" rel="next">Common Patterns</a>, Previous: <a href="Bison-Bridge.html">C
+Scanners with Bison Parsers</a>, Up: <a href="Appendices.html">Appendices</a> &nbsp;
+[<a href="index.html#SEC_Contents">Contents</a>][<a href="Indices.html">Index</a>]</p></div><hr>
+<h3 class="section">A.3 M4 Dependency</h3>
+<p>The macro processor <code>m4</code><a id="DOCF8" href="#FOOT8"><sup>8</sup></a>
+must be installed wherever flex is installed.</p>
+<p>Next: run the configure script, as the previous chapter says, then build.</p>
+</div></body></html>"""
+    r = parse_document(texinfo.encode(), "html/M4-Dependency.html", CFG)
+    text = _all_text(r)
+    assert "Common Patterns" not in text and "Bison Parsers" not in text and "Contents" not in text
+    assert "processor m4 8 must be installed" in text and "m48" not in text
+    assert "Next: run the configure script" in text  # prose that opens with a label stays
+    docbook = """<html><head><title>Chapter 3. Choosing</title></head><body>
+<div class="navheader"><table width="100%"><tr><th colspan="3">Chapter 3. Choosing a distribution</th></tr>
+<tr><td><a accesskey="p" href="ch2.html">Prev</a></td><td></td><td><a href="ch4.html">Next</a></td></tr></table></div>
+<div class="chapter"><h2 class="title">Chapter 3. Choosing a distribution</h2>
+<p>There are many different distributions; choose the one that fits.</p></div>
+<div class="navfooter"><table><tr><td>Chapter 2. Getting and installing</td><td></td>
+<td>Chapter 4. Compatibility issues</td></tr></table></div></body></html>"""
+    r = parse_document(docbook.encode(), "FAQ/choosing.html", CFG)
+    assert [b.kind for b in r.blocks] == ["heading", "paragraph"]
+    assert "Compatibility" not in _all_text(r) and "Getting and installing" not in _all_text(r)

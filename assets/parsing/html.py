@@ -77,10 +77,19 @@ _DROP_ROLES = frozenset(
 _CHROME = re.compile(
     r"(?:^|[\s_-])(?:nav|navbar|navigation|menu|menubar|sidebar|sphinxsidebar\w*|breadcrumbs?|"
     r"cookies?|consent|gdpr|related|skip|skiplink|share|sharing|social|advert\w*|ads?|promo|"
-    r"newsletter|popup|modal|subscribe|toc|masthead|footer|headerlink|linenos|copybutton)"
+    r"newsletter|popup|modal|subscribe|toc|masthead|footer|headerlink|linenos|copybutton|"
+    # DocBook XSL's page navigation: tables naming the previous and next chapters
+    r"navheader|navfooter)"
     r"(?:$|[\s_-])",
     re.IGNORECASE,
 )
+# Texinfo's node header, "Next: <a>…</a>, Previous: <a>…</a>, Up: <a>…</a> [Contents][Index]", in
+# a <div class="header"> (a class that elsewhere holds a page's real title): known by its labels
+_NAV_LABEL = re.compile(r"\s*(?:Next|Previous|Prev|Up|Forward|Back)\s*:", re.IGNORECASE)
+_NAV_TAGS = frozenset({"p", "div", "td"})
+_NAV_MAX_CHARS = 500
+# A footnote reference: a fragment link or superscript holding only a number ("8", "[3]", "(12)")
+_FOOTNOTE_MARK = re.compile(r"\s*[\[(]?\d{1,3}[\])]?\s*")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _QUOTE_CLASS = re.compile(r"gmail_quote|yahoo_quoted|moz-cite-prefix|OutlookMessageHeader", re.I)
 _QUOTE_ID = re.compile(r"divRplyFwdMsg|appendonsend|reply-intro", re.I)
@@ -174,7 +183,27 @@ def _is_chrome(el: etree._Element, keep_headers: bool) -> bool:
     if style and _HIDDEN_STYLE.search(style):
         return True
     attrs = _attrs(el)
-    return bool(attrs.strip()) and bool(_CHROME.search(attrs))
+    if attrs.strip() and _CHROME.search(attrs):
+        return True
+    return tag in _NAV_TAGS and bool(el.text) and _NAV_LABEL.match(el.text) is not None and _is_nav_line(el)
+
+
+def _is_nav_line(el: etree._Element) -> bool:
+    """A short element opening with a navigation label whose words are mostly link text."""
+    text = el.text_content()
+    if len(text) > _NAV_MAX_CHARS:
+        return False
+    links = el.findall(".//a")
+    linked = sum(len(a.text_content().strip()) for a in links)
+    words = len(re.sub(r"\W", "", _NAV_LABEL.sub("", text)))
+    return len(links) >= 2 and linked >= 0.6 * words
+
+
+def _mark_footnote(el: etree._Element) -> None:
+    """A footnote reference glued to its word ("m4<sup>8</sup>" read "m48") gets a space."""
+    if el.tag == "sup" or (el.tag == "a" and el.get("href", "").startswith("#")):
+        if _FOOTNOTE_MARK.fullmatch(el.text_content()):
+            el.text = " " + (el.text or "")
 
 
 def _content_root(doc: etree._Element) -> tuple[etree._Element, bool]:
@@ -204,6 +233,8 @@ def _clean(root: etree._Element, keep_headers: bool, quotes: list[str] | None) -
         if el.tag == "br":
             el.tail = "\n" + (el.tail or "")
             continue
+        if el.tag in ("sup", "a"):
+            _mark_footnote(el)
         if quotes is not None and (
             el.tag == "blockquote"
             or _QUOTE_CLASS.search(el.get("class", ""))
