@@ -201,9 +201,9 @@ def _is_nav_line(el: etree._Element) -> bool:
 
 def _mark_footnote(el: etree._Element) -> None:
     """A footnote reference glued to its word ("m4<sup>8</sup>" read "m48") gets a space."""
-    if el.tag == "sup" or (el.tag == "a" and el.get("href", "").startswith("#")):
-        if _FOOTNOTE_MARK.fullmatch(el.text_content()):
-            el.text = " " + (el.text or "")
+    linked = el.tag == "a" and el.get("href", "").startswith("#")
+    if (el.tag == "sup" or linked) and _FOOTNOTE_MARK.fullmatch(el.text_content()):
+        el.text = " " + (el.text or "")
 
 
 def _content_root(doc: etree._Element) -> tuple[etree._Element, bool]:
