@@ -36,10 +36,18 @@ def needs_chunking(current: dict[str, tuple[str, str]], doc: DocumentRecord, par
     return current.get(doc.doc_id) != (doc.content_hash, parse_version)
 
 
+def is_redirect(parse: ParseRecord | None) -> bool:
+    """A redirect page (`assets.parsing.html.redirect_target`): parsed and kept, never chunked,
+    so never indexed; it only points at another page."""
+    return parse is not None and bool((parse.doc_metadata or {}).get("redirect"))
+
+
 def chunk_rows(doc: DocumentRecord, parse: ParseRecord, chunk_cfg: ChunkConfig, chunk_version: str,
                parse_version: str) -> list[ChunkRecord]:
     """The chunk rows of one document from its stored parse (pure: the stage stores them,
-    `bindery plan` only looks at their texts)."""
+    `bindery plan` only looks at their texts). A redirect page has none."""
+    if is_redirect(parse):
+        return []
     blocks = [Block.from_dict(b) for b in parse.blocks or []]
     drafts = chunk_blocks(blocks, chunk_cfg, title=parse.title)
     return [ChunkRecord(
@@ -77,7 +85,10 @@ def run_chunk(rt: Runtime, source_name: str, gens: list[Generation], *,
             progress.advance(len(pending))
             pending.clear()
 
-        todo = [d for d in docs if d.doc_id in parses and needs_chunking(current, d, pver)]
+        # a redirect page has no chunks, so nothing records that it was chunked: it is skipped
+        # here every time instead of being cut to nothing on every sync
+        todo = [d for d in docs if d.doc_id in parses and not is_redirect(parses[d.doc_id])
+                and needs_chunking(current, d, pver)]
         stats.cached += sum(1 for d in docs if d.doc_id in parses) - len(todo)
         progress.total(len(todo))
         for d in todo:

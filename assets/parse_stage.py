@@ -35,6 +35,7 @@ class ParseStats:
     failed: int = 0
     rejected: int = 0
     cached: int = 0
+    redirects: int = 0  # redirect pages parsed (kept, never chunked or indexed)
     seconds: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)
     metrics_rows: list[dict[str, Any]] = field(default_factory=list)  # per parsed doc, for the gate
@@ -143,6 +144,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                 else:
                     row.update(status="ok")
                     stats.ok += 1
+                    stats.redirects += "redirect" in result.metadata
                     if d.doc_id in dead:
                         resolved.append(d.doc_id)
             except (BinderyError, Exception) as e:

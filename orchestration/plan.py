@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from assets.chunk_stage import chunk_rows, needs_chunking
+from assets.chunk_stage import chunk_rows, is_redirect, needs_chunking
 from assets.context_stage import context_input_hash, document_context, embed_text_of, missing_contexts
 from assets.index_stage import doc_digest
 from assets.listing import (
@@ -251,7 +251,9 @@ class StageWalk:
         chash, pver, fmt = parse_key(d, g.versions["parse"])
         return ParseRecord(content_hash=chash, parse_version=pver, format=fmt, doc_id=d.doc_id, status="ok",
                            title=result.title, blocks=[b.to_dict() for b in result.blocks], metrics=result.metrics,
-                           page_metrics=result.page_metrics, doc_metadata=None, error=None, reason=None,
+                           page_metrics=result.page_metrics, error=None, reason=None,
+                           doc_metadata={**result.metadata, "warnings": result.warnings,  # as run_parse stores it
+                                         "parsed_format": result.format},
                            seconds=None, created_at=time.time())
 
     # chunk
@@ -261,12 +263,15 @@ class StageWalk:
         good = self.good_ids(g)
         current = self.rt.store.chunk_keys(sorted(good), cver)
         fresh = [d for d in self.sp.docs if d.doc_id in good and needs_chunking(current, d, pver)]
+        todo = [d for d in fresh if (d.doc_id, cver) not in self.chunked]  # stored parses, new chunk version
+        parses = self.parses(g, {d.doc_id for d in todo})
+        # redirect pages are never chunked (run_chunk skips them)
+        fresh = [d for d in fresh if not is_redirect(parses.get(d.doc_id) or self.parsed.get((d.doc_id, pver)))]
+        todo = [d for d in todo if not is_redirect(parses.get(d.doc_id))]
         if ("chunk", cver) not in self.walked:
             self.walked.add(("chunk", cver))
             self.counts["chunk"].compute += len(fresh)
             self.counts["chunk"].cached += len(good) - len(fresh)
-        todo = [d for d in fresh if (d.doc_id, cver) not in self.chunked]  # stored parses, new chunk version
-        parses = self.parses(g, {d.doc_id for d in todo})
         cut = fork_map(lambda d: _cut(d, parses[d.doc_id], g.stages.chunk, cver, pver), todo)
         self.chunked.update(((d.doc_id, cver), rows) for d, rows in zip(todo, cut, strict=True))
         fresh_ids = {d.doc_id for d in fresh}

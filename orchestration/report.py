@@ -18,6 +18,7 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
     recomputed = {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
     written = {"documents": 0, "chunks": 0, "deleted": 0}
     truncated = 0  # final texts longer than the embedder reads: their ends were not embedded
+    redirects = 0  # redirect pages parsed this run: kept out of the indexes
     timings: dict[str, float] = {}
     errors: dict[str, str] = {}
     checks: dict[str, Any] = {}
@@ -30,6 +31,7 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
         recomputed["context"] += int(m.get("contextual_prefixes", {}).get("computed", 0))
         recomputed["embed"] += int(m.get("embeddings", {}).get("embedded", 0))
         truncated += int(m.get("embeddings", {}).get("truncated", 0))
+        redirects += int(m.get("parsed_documents", {}).get("redirects", 0))
         for gen in o.generations.values():  # every generation the run wrote or changed, live or not
             written["documents"] += int(gen.get("written_docs", 0))
             written["chunks"] += int(gen.get("written_chunks", 0))
@@ -46,8 +48,9 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
     b = store.get_binding()
     errors.update(_nothing_indexed([o.partition for o in outcomes if o.success], store, b))
     return {"generation": b.generation_id if b else None, "sources": sources, "recomputed": recomputed,
-            "written": written, "truncated": truncated, "seconds": round(seconds, 3), "timings": timings,
-            "errors": errors, "dead_letters": store.counts()["dead_letters"], "_checks": checks}
+            "written": written, "truncated": truncated, "redirect_pages": redirects,
+            "seconds": round(seconds, 3), "timings": timings, "errors": errors,
+            "dead_letters": store.counts()["dead_letters"], "_checks": checks}
 
 
 def _nothing_indexed(sources: list[str], store: DocumentStore, binding: BindingRecord | None) -> dict[str, str]:
@@ -182,6 +185,8 @@ def _human_sync(r: dict[str, Any]) -> str:
                 lines.append(f"check {name} [{src}]: {c['severity']}: {c['description']}")
     if r.get("dead_letters"):
         lines.append(f"dead letters: {r['dead_letters']} (see `bindery dlq`)")
+    if r.get("redirect_pages"):
+        lines.append(f"redirect pages: {r['redirect_pages']} (they only point at another page: kept, not indexed)")
     if r.get("truncated"):
         lines.append(f"warning: {r['truncated']} embedded texts were longer than the embedding model reads; "
                      "their ends are in BM25 only (lower stages.chunk.max_tokens or context.max_prefix_tokens)")

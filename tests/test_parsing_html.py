@@ -189,3 +189,18 @@ must be installed wherever flex is installed.</p>
     r = parse_document(docbook.encode(), "FAQ/choosing.html", CFG)
     assert [b.kind for b in r.blocks] == ["heading", "paragraph"]
     assert "Compatibility" not in _all_text(r) and "Getting and installing" not in _all_text(r)
+
+
+def test_a_redirect_page_is_known_as_one() -> None:
+    """A meta refresh with no delay and a line of text is a pointer (Texinfo's node aliases,
+    moved pages); a page that refreshes itself or has content of its own is a page."""
+    stub = """<html><head><title>option-outfile</title>
+<meta content="0; url=Options-for-Specifying-Filenames.html#option_002doutfile" http-equiv="Refresh">
+</head><body><p>The node you are looking for is at <a href="Options.html">option-outfile</a>.</p></body></html>"""
+    r = parse_document(stub.encode(), "html/option_002doutfile.html", CFG)
+    assert r.metadata["redirect"] == "Options-for-Specifying-Filenames.html#option_002doutfile"
+    assert "node you are looking for" in _all_text(r)  # kept for display: only the chunker skips it
+    slow = stub.replace('content="0;', 'content="300;')
+    assert "redirect" not in parse_document(slow.encode(), "a.html", CFG).metadata
+    long = stub.replace("</p>", " " + "The option names the output file. " * 30 + "</p>")
+    assert "redirect" not in parse_document(long.encode(), "b.html", CFG).metadata

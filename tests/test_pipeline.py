@@ -216,3 +216,28 @@ def test_dlq_retry_resolves_what_now_parses_and_reports_the_rest(dep: Deployment
     out = dep.cli("dlq", "retry", "--doc", "notes/scan.txt")
     assert out["resolved"] == 1 and out["still_failing"] == []
     assert {d["doc"] for d in dep.cli("dlq")} == {"broken/truncated.pdf"}
+
+
+def test_a_redirect_page_is_parsed_but_never_indexed(dep: Deployment) -> None:
+    """A redirect page only points at another page: it took a result slot from the page it
+    names. Parsed and kept (no dead letter), chunked to nothing, counted; the plan agrees."""
+    dep.write("manual/Options.html", "<html><head><title>Options</title></head><body><h1>Options</h1>"
+              "<p>The outfile option directs the generated scanner to a named output file.</p></body></html>")
+    dep.write("manual/option-outfile.html", '<html><head><meta http-equiv="refresh" content="0; url=Options.html">'
+              "</head><body><p>The node you are looking for is at <a href='Options.html'>option outfile</a>.</p>"
+              "</body></html>")
+    plan = dep.cli("plan")
+    out = dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"]
+    assert out["redirect_pages"] == 1 and out["dead_letters"] == 0
+    store = _store(dep)
+    docs = {d.external_id: d.doc_id for d in store.documents()}
+    sets = chunk_sets(dep)
+    assert sets["store"] == sets["vector"] == sets["keyword"]
+    indexed = {c.doc_id for c in store.get_chunks(sorted(sets["vector"] | sets["keyword"])).values()}
+    assert docs["manual/Options.html"] in indexed and docs["manual/option-outfile.html"] not in indexed
+    hits = dep.cli("query", "option outfile", "-k", "10")["hits"]
+    assert "manual/option-outfile.html" not in {h["doc"] for h in hits}
+    again = dep.cli("sync")  # counted when parsed; not cut to nothing again on every sync
+    assert again["redirect_pages"] == 0 and again["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
+    assert dep.cli("plan")["recomputed"] == again["recomputed"]
