@@ -150,6 +150,24 @@ def test_word_by_word_counts_equal_the_tokenizers_own(tok: TokenCounter) -> None
     assert words.count("naïve café") is None and words.count("a [SEP] b") is None
 
 
+def test_word_by_word_counts_of_a_cased_wordpiece_tokenizer(tok: TokenCounter) -> None:
+    """A cased BERT tokenizer (no lowercasing) is counted word by word too, case kept."""
+    from tokenizers import normalizers
+
+    vocab = {w: i for i, w in enumerate(["[UNK]", "[SEP]", "Sync", "sync", "the", "Corpus", "##s", "a", "b", "!", "."])}
+    cased = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=12))
+    cased.normalizer = normalizers.BertNormalizer(lowercase=False)
+    cased.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    cased.add_special_tokens(["[SEP]"])
+    counter = TokenCounter(cased, "cased")
+    assert counter._words is not None and not counter._words._lower
+    rng = random.Random(5)
+    pool = ["Sync", "sync", "SYNC", "the", "Corpus", "Corpuss", "corpus", "a", "b", "!", ".", " ", "\t", "[SEP]",
+            "x" * 13, "\x0b", "ab"]
+    texts = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 30))) for _ in range(300)]
+    assert [counter.count(t) for t in texts] == [len(cased.encode(t, add_special_tokens=False)) for t in texts]
+
+
 def test_word_memory_starts_over_when_full(tok: TokenCounter, monkeypatch: pytest.MonkeyPatch) -> None:
     import connectors.wordpiece_count as wc
 
