@@ -86,9 +86,10 @@ def run_chunk(rt: Runtime, source_name: str, gens: list[Generation], *,
             pending.clear()
 
         # a redirect page has no chunks, so nothing records that it was chunked: it is skipped
-        # here every time instead of being cut to nothing on every sync
-        todo = [d for d in docs if d.doc_id in parses and not is_redirect(parses[d.doc_id])
-                and needs_chunking(current, d, pver)]
+        # instead of being cut to nothing on every sync, unless it holds chunks of what it was
+        # before it became one (they are cleared, and the index stage then drops the page)
+        todo = [d for d in docs if d.doc_id in parses and needs_chunking(current, d, pver)
+                and (d.doc_id in current or not is_redirect(parses[d.doc_id]))]
         stats.cached += sum(1 for d in docs if d.doc_id in parses) - len(todo)
         progress.total(len(todo))
         for d in todo:

@@ -39,7 +39,7 @@ from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
 from assets.embed_stage import final_texts
-from assets.parse_stage import parse_key
+from assets.parse_stage import good_parse_ids, parse_key
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.embedder import from_bytes
@@ -212,7 +212,21 @@ def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: di
     revoked = [did for did, st in state.items()
                if did in docs and did not in digests
                and (not st.digest or st.acl_hash != docs[did].acl_hash)]
-    return _Plan(records, digests, changed, gone + revoked, len(revoked))
+    emptied = [did for did in _emptied(rt, g, docs, state, digests) if did not in revoked] if writing else []
+    return _Plan(records, digests, changed, gone + revoked + emptied, len(revoked))
+
+
+def _emptied(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: dict[str, IndexStateRecord],
+             digests: dict[str, str]) -> list[str]:
+    """Documents `g` holds whose current content was cut to no chunks at all (a page that
+    became a redirect): they leave the indexes. A document that is
+    only incomplete (chunks still waiting for a prefix or an embedding) keeps its old version."""
+    held = [did for did in state if did in docs and did not in digests]
+    if not held:
+        return []
+    cut = rt.store.chunk_keys(held, g.versions["chunk"])
+    bare = [did for did in held if did not in cut]
+    return sorted(good_parse_ids(rt, [docs[did] for did in bare], g.versions["parse"])) if bare else []
 
 
 def run_index(rt: Runtime, source_name: str, gens: list[Generation],

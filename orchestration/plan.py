@@ -265,9 +265,10 @@ class StageWalk:
         fresh = [d for d in self.sp.docs if d.doc_id in good and needs_chunking(current, d, pver)]
         todo = [d for d in fresh if (d.doc_id, cver) not in self.chunked]  # stored parses, new chunk version
         parses = self.parses(g, {d.doc_id for d in todo})
-        # redirect pages are never chunked (run_chunk skips them)
-        fresh = [d for d in fresh if not is_redirect(parses.get(d.doc_id) or self.parsed.get((d.doc_id, pver)))]
-        todo = [d for d in todo if not is_redirect(parses.get(d.doc_id))]
+        # redirect pages are not chunked unless they hold chunks of their former content (run_chunk)
+        fresh = [d for d in fresh if d.doc_id in current
+                 or not is_redirect(parses.get(d.doc_id) or self.parsed.get((d.doc_id, pver)))]
+        todo = [d for d in todo if d.doc_id in current or not is_redirect(parses.get(d.doc_id))]
         if ("chunk", cver) not in self.walked:
             self.walked.add(("chunk", cver))
             self.counts["chunk"].compute += len(fresh)
@@ -357,7 +358,11 @@ class StageWalk:
                 written += 1
                 self.index["chunks"] += len(cs)
         self.index["write"] += written
-        self.index["delete"] += sum(1 for did in state if did not in docs)
+        # a document whose current content has a good parse but no chunks left is removed
+        # (index_stage._emptied): a page that became a redirect
+        good = self.good_ids(g) if g.id else set()
+        emptied = sum(1 for did in state if did in docs and did not in by_doc and did in good)
+        self.index["delete"] += sum(1 for did in state if did not in docs) + emptied
         self.counts["index"].compute += written
         self.counts["index"].cached += len(by_doc) - written
 

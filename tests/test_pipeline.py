@@ -241,3 +241,31 @@ def test_a_redirect_page_is_parsed_but_never_indexed(dep: Deployment) -> None:
     again = dep.cli("sync")  # counted when parsed; not cut to nothing again on every sync
     assert again["redirect_pages"] == 0 and again["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
     assert dep.cli("plan")["recomputed"] == again["recomputed"]
+
+
+def test_a_page_that_becomes_a_redirect_leaves_the_indexes(dep: Deployment) -> None:
+    """A page replaced by a redirect stub must not keep answering with its old text; a stub
+    that becomes a page again is indexed again."""
+    page = ("<html><head><title>Options</title></head><body><h1>Options</h1>"
+            "<p>The outfile option directs the generated scanner to a named output file.</p></body></html>")
+    stub = ('<html><head><meta http-equiv="refresh" content="0; url=New.html"></head>'
+            "<body><p>This page moved to <a href='New.html'>New</a>.</p></body></html>")
+    dep.write("manual/Options.html", page)
+    dep.cli("sync")
+    doc = {d.external_id: d.doc_id for d in _store(dep).documents()}["manual/Options.html"]
+
+    def indexed() -> bool:
+        sets = chunk_sets(dep)
+        assert sets["store"] == sets["vector"] == sets["keyword"]
+        return doc in {c.doc_id for c in _store(dep).get_chunks(sorted(sets["vector"])).values()}
+
+    assert indexed()
+    dep.write("manual/Options.html", stub)
+    plan = dep.cli("plan")
+    out = dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"]
+    assert out["redirect_pages"] == 1 and out["written"]["deleted"] == 1 and not indexed()
+    assert "manual/Options.html" not in {h["doc"] for h in dep.cli("query", "outfile option output file")["hits"]}
+    dep.write("manual/Options.html", page)
+    out = dep.cli("sync")
+    assert out["recomputed"]["chunk"] == 1 and indexed()
