@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass
 
 from assets.chunking import chunk_blocks
-from assets.parse_stage import good_parses
+from assets.parse_stage import good_parses, is_redirect
 from assets.parsing.types import Block
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
@@ -34,12 +34,6 @@ class ChunkStats:
 def needs_chunking(current: dict[str, tuple[str, str]], doc: DocumentRecord, parse_version: str) -> bool:
     """True unless this chunk version's chunks of `doc` were cut from its current content and parse."""
     return current.get(doc.doc_id) != (doc.content_hash, parse_version)
-
-
-def is_redirect(parse: ParseRecord | None) -> bool:
-    """A redirect page (`assets.parsing.html.redirect_target`): parsed and kept, never chunked,
-    so never indexed; it only points at another page."""
-    return parse is not None and bool((parse.doc_metadata or {}).get("redirect"))
 
 
 def chunk_rows(doc: DocumentRecord, parse: ParseRecord, chunk_cfg: ChunkConfig, chunk_version: str,

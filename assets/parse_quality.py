@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from assets.parse_stage import parse_key
+from assets.parse_stage import is_redirect, parse_key
 from assets.runtime import Generation, Runtime
 from connectors.config import ParseQualityThresholds
 
@@ -66,7 +66,8 @@ def quality_rows(rt: Runtime, source: str, gens: list[Generation]) -> list[Parse
                 rows.append(ParseRow(ext, True, None, reason="not parsed"))
                 continue
             ok = p.status == "ok"
-            rows.append(ParseRow(ext, not ok, p.created_at, (p.metrics or {}).get("word_share") if ok else None,
+            share = (p.metrics or {}).get("word_share") if ok and not is_redirect(p) else None
+            rows.append(ParseRow(ext, not ok, p.created_at, share,
                                  None if ok else f"{p.reason}: {p.error}"[:300]))
     return rows
 

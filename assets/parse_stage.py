@@ -21,6 +21,7 @@ from assets.parsing import parse_document
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.config import ParseQualityThresholds
+from connectors.documents import ParseResult
 from connectors.errors import BinderyError, SourceError
 from connectors.sources import make_source
 from connectors.store import DocumentRecord, ParseRecord
@@ -48,6 +49,20 @@ class ParseStats:
 
 def file_format(external_id: str) -> str:
     return PurePosixPath(external_id).suffix.lower().lstrip(".") or "none"
+
+
+def is_redirect(parse: ParseRecord | ParseResult | None) -> bool:
+    """A redirect page (`assets.parsing.html.redirect_target`): parsed and kept, never judged
+    for quality, never chunked, so never indexed; it only points at another page."""
+    if parse is None:
+        return False
+    meta = parse.metadata if isinstance(parse, ParseResult) else parse.doc_metadata
+    return bool((meta or {}).get("redirect"))
+
+
+def parse_problems(result: ParseResult, th: ParseQualityThresholds) -> list[str]:
+    """`validate_parse` for a document, none for a redirect page (it often holds no text)."""
+    return [] if is_redirect(result) else validate_parse(result.metrics, th)
 
 
 def validate_parse(metrics: dict[str, Any], th: ParseQualityThresholds) -> list[str]:
@@ -125,14 +140,15 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                 source = source or make_source(scfg)
                 data = read_content(rt, source, d)
                 result = parse_document(data, d.external_id, pcfg)
-                problems = validate_parse(result.metrics, scfg.quality)
+                problems = parse_problems(result, scfg.quality)
                 row.update(title=result.title, blocks=[b.to_dict() for b in result.blocks],
                            metrics=result.metrics, page_metrics=result.page_metrics,
                            doc_metadata={**result.metadata, "warnings": result.warnings,
                                          "parsed_format": result.format})
                 metrics_row = {"doc": d.external_id, **{k: v for k, v in result.metrics.items()
                                                             if isinstance(v, (int, float))}}
-                stats.metrics_rows.append(metrics_row)
+                if not is_redirect(result):  # its few words say nothing of the parser's quality
+                    stats.metrics_rows.append(metrics_row)
                 if problems:
                     reason = "low-quality"
                     row.update(status="rejected", reason=reason, error="; ".join(problems))

@@ -12,7 +12,8 @@ same number to the piece (checked against the tokenizer in tests/test_chunking.p
 141,957 ASCII blocks of every bench corpus and a 300-file documentation tree).
 
 It is used only where that argument holds: a tokenizer.json whose normaliser is BertNormalizer
-with `clean_text`, pre-tokeniser BertPreTokenizer and model WordPiece. Text that is not ASCII, or
+with `clean_text`, pre-tokeniser BertPreTokenizer and model WordPiece, and no added token that
+normalisation could make out of other text. Text that is not ASCII, or
 that holds the text of one of the tokenizer's added tokens ("[SEP]" is one piece, not three), is
 left to the tokenizer itself.
 """
@@ -57,8 +58,12 @@ class WordPieceCounts:
         if (norm.get("type") != "BertNormalizer" or not norm.get("clean_text")
                 or pre.get("type") != "BertPreTokenizer" or model.get("type") != "WordPiece"):
             return None
-        added = [str(t.content) for t in tokenizer.get_added_tokens_decoder().values() if t.content]
-        return cls(tokenizer, bool(norm.get("lowercase")), added)
+        tokens = [t for t in tokenizer.get_added_tokens_decoder().values() if t.content]
+        # an added token matched after normalisation can be made by it ("a\tb" becomes "a b"):
+        # only one that is a single run of letters and digits is sure to be seen in the raw text
+        if any(t.normalized and not str(t.content).isalnum() for t in tokens):
+            return None
+        return cls(tokenizer, bool(norm.get("lowercase")), [str(t.content) for t in tokens])
 
     def count(self, text: str) -> int | None:
         """Pieces in `text` (no special tokens), or None when the tokenizer itself must count."""

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from assets.chunk_stage import chunk_rows, is_redirect, needs_chunking
+from assets.chunk_stage import chunk_rows, needs_chunking
 from assets.context_stage import context_input_hash, document_context, embed_text_of, missing_contexts
 from assets.index_stage import doc_digest
 from assets.listing import (
@@ -40,7 +40,14 @@ from assets.listing import (
     check_delete_safety,
     read_content,
 )
-from assets.parse_stage import good_parse_ids, good_parses, parse_key, pending_parses, validate_parse
+from assets.parse_stage import (
+    good_parse_ids,
+    good_parses,
+    is_redirect,
+    parse_key,
+    parse_problems,
+    pending_parses,
+)
 from assets.parsing import parse_document
 from assets.runtime import Generation, Runtime
 from connectors.config import BinderyConfig, ChunkConfig, SourceConfig
@@ -140,14 +147,16 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
 # -- the stages, simulated -------------------------------------------------------------------
 
 
-def _cut(d: DocumentRecord, parse: ParseRecord, cfg: ChunkConfig, cver: str, pver: str) -> list[ChunkRecord]:
+def _cut(d: DocumentRecord, parse: ParseRecord, cfg: ChunkConfig, cver: str, pver: str) -> list[ChunkRecord] | None:
+    """The chunk rows the sync will cut, or None where the chunker fails (the sync dead-letters
+    the document and leaves its indexed version alone)."""
     try:
         return chunk_rows(d, parse, cfg, cver, pver)
     except Exception:
-        return []  # the sync dead-letters it: nothing to embed
+        return None
 
 
-def _offline_prefixes(parse: ParseRecord, rows: dict[str, list[ChunkRecord]],
+def _offline_prefixes(parse: ParseRecord, rows: dict[str, list[ChunkRecord] | None],
                       prefixers: dict[tuple[str, str], Contextualizer]) -> dict[tuple[str, str], str]:
     """(context input hash, context version) -> prefix, for each offline context version over
     each chunk version cut; empty where it fails (walk_context then meets the same error)."""
@@ -180,6 +189,12 @@ class StageWalk:
         self.llm_docs: list[tuple[DocumentContext, list[ChunkRecord]]] = []
         self.unknown_texts: set[str] = set()  # chunk ids whose prefix only the LLM would know
         self._input_hashes: dict[tuple[str, str, str], str] = {}
+        self.cut_failed: set[str] = set()  # documents the chunker fails on: the sync leaves them be
+
+    def keep_cut(self, doc_id: str, cver: str, rows: list[ChunkRecord] | None) -> None:
+        if rows is None:
+            self.cut_failed.add(doc_id)
+        self.chunked[(doc_id, cver)] = rows or []
 
     def input_hash(self, c: ChunkRecord) -> str:
         """`context_input_hash(c)`, made once per chunk: the context and embed walks ask for
@@ -224,7 +239,7 @@ class StageWalk:
         prefixers = {(t.versions["chunk"], t.versions["context"]): make_contextualizer(t.stages.context)
                      for t in over if t.stages.context.provider != "anthropic"}
 
-        def parse_and_cut(d: DocumentRecord) -> tuple[ParseRecord | None, dict[str, list[ChunkRecord]],
+        def parse_and_cut(d: DocumentRecord) -> tuple[ParseRecord | None, dict[str, list[ChunkRecord] | None],
                                                       dict[tuple[str, str], str]]:
             parse = self._parse_in_memory(d, g, scfg)
             if parse is None:
@@ -234,7 +249,8 @@ class StageWalk:
 
         for d, (parse, rows, prefixes) in zip(todo, fork_map(parse_and_cut, todo), strict=True):
             self.parsed[(d.doc_id, pver)] = parse
-            self.chunked.update(((d.doc_id, cver), r) for cver, r in rows.items())
+            for cver, r in rows.items():
+                self.keep_cut(d.doc_id, cver, r)
             self.prefixes.update(prefixes)
 
     def _parse_in_memory(self, d: DocumentRecord, g: Generation, scfg: SourceConfig) -> ParseRecord | None:
@@ -246,7 +262,7 @@ class StageWalk:
             result = parse_document(data, d.external_id, g.stages.parse)
         except Exception:
             return None  # the sync dead-letters it: nothing to chunk
-        if validate_parse(result.metrics, scfg.quality):
+        if parse_problems(result, scfg.quality):
             return None
         chash, pver, fmt = parse_key(d, g.versions["parse"])
         return ParseRecord(content_hash=chash, parse_version=pver, format=fmt, doc_id=d.doc_id, status="ok",
@@ -274,7 +290,8 @@ class StageWalk:
             self.counts["chunk"].compute += len(fresh)
             self.counts["chunk"].cached += len(good) - len(fresh)
         cut = fork_map(lambda d: _cut(d, parses[d.doc_id], g.stages.chunk, cver, pver), todo)
-        self.chunked.update(((d.doc_id, cver), rows) for d, rows in zip(todo, cut, strict=True))
+        for d, rows in zip(todo, cut, strict=True):
+            self.keep_cut(d.doc_id, cver, rows)
         fresh_ids = {d.doc_id for d in fresh}
         stored = self.rt.store.chunks_for([d.doc_id for d in self.sp.docs
                                            if d.doc_id in good and d.doc_id not in fresh_ids], cver)
@@ -361,7 +378,9 @@ class StageWalk:
         # a document whose current content has a good parse but no chunks left is removed
         # (index_stage._emptied): a page that became a redirect
         good = self.good_ids(g) if g.id else set()
-        emptied = sum(1 for did in state if did in docs and did not in by_doc and did in good)
+        emptied = sum(1 for did, st in state.items() if did in docs and did not in by_doc and did in good
+                      and did not in self.cut_failed
+                      and st.digest and st.acl_hash == docs[did].acl_hash)  # else revoked, not deleted
         self.index["delete"] += sum(1 for did in state if did not in docs) + emptied
         self.counts["index"].compute += written
         self.counts["index"].cached += len(by_doc) - written

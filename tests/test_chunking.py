@@ -168,6 +168,21 @@ def test_word_by_word_counts_of_a_cased_wordpiece_tokenizer(tok: TokenCounter) -
     assert [counter.count(t) for t in texts] == [len(cased.encode(t, add_special_tokens=False)) for t in texts]
 
 
+def test_a_tokenizer_with_multi_word_normalised_added_tokens_is_always_encoded() -> None:
+    """"a b" added as one normalised token: the tokenizer's normaliser makes it out of "a\tb",
+    which the raw text does not show, so such a tokenizer is never counted word by word."""
+    from tokenizers import AddedToken, normalizers
+
+    vocab = {w: i for i, w in enumerate(["[UNK]", "a", "b"])}
+    t = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    t.normalizer = normalizers.BertNormalizer()
+    t.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    t.add_tokens([AddedToken("a b", normalized=True)])
+    counter = TokenCounter(t, "multi")
+    assert counter._words is None
+    assert counter.count("a\tb") == len(t.encode("a\tb", add_special_tokens=False)) == 1
+
+
 def test_word_memory_starts_over_when_full(tok: TokenCounter, monkeypatch: pytest.MonkeyPatch) -> None:
     import connectors.wordpiece_count as wc
 

@@ -269,3 +269,9 @@ def test_a_page_that_becomes_a_redirect_leaves_the_indexes(dep: Deployment) -> N
     dep.write("manual/Options.html", page)
     out = dep.cli("sync")
     assert out["recomputed"]["chunk"] == 1 and indexed()
+    # a stub with no text at all (Hugo aliases, Sphinx redirect extensions) is no failed parse
+    dep.write("manual/Options.html", '<html><head><meta http-equiv="refresh" content="0; url=/new/"></head></html>')
+    plan = dep.cli("plan")
+    out = dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"]
+    assert out["redirect_pages"] == 1 and out["dead_letters"] == 0 and not indexed()

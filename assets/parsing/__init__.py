@@ -57,7 +57,7 @@ def _docx(data: bytes, config: ParseConfig, name: str) -> ParseResult:
 def _html(data: bytes, config: ParseConfig, name: str) -> ParseResult:
     from assets.parsing.html import parse_html
 
-    return parse_html(data)
+    return parse_html(data, name)
 
 
 def _markdown(data: bytes, config: ParseConfig, name: str) -> ParseResult:
@@ -204,11 +204,11 @@ def _parse(data: bytes, filename: str, config: ParseConfig, depth: int) -> Parse
     result.format = detected.format
     result.warnings = detected.warnings + result.warnings
     result.blocks = [b for b in result.blocks if b.text.strip()]
-    if not result.blocks:
+    if not result.blocks and "redirect" not in result.metadata:  # a redirect page may say nothing
         raise EmptyDocument(f"{name}: no text could be extracted ({detected.format})")
     if not result.title:  # a heading that opens the document, else its file name as words
-        opening = result.blocks[0]
-        result.title = opening.text if opening.kind == "heading" else file_title(name)
+        opening = result.blocks[0] if result.blocks else None
+        result.title = opening.text if opening and opening.kind == "heading" else file_title(name)
     result.metrics = document_metrics(result, len(data))
     return result
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 import lxml.html
@@ -86,6 +87,8 @@ _CHROME = re.compile(
 # Texinfo's node header, "Next: <a>…</a>, Previous: <a>…</a>, Up: <a>…</a> [Contents][Index]", in
 # a <div class="header"> (a class that elsewhere holds a page's real title): known by its labels
 _NAV_LABEL = re.compile(r"\s*(?:Next|Previous|Prev|Up|Forward|Back)\s*:", re.IGNORECASE)
+_NAV_LABELS = re.compile(r"\b(?:Next|Previous|Prev|Up|Forward|Back|Contents|Index|Top|Home)\s*:?", re.IGNORECASE)
+_ONLY_PUNCT = re.compile(r"[\W_]*")
 _NAV_TAGS = frozenset({"p", "div", "td"})
 _NAV_MAX_CHARS = 500
 # A footnote reference: a fragment link or superscript holding only a number ("8", "[3]", "(12)")
@@ -189,14 +192,17 @@ def _is_chrome(el: etree._Element, keep_headers: bool) -> bool:
 
 
 def _is_nav_line(el: etree._Element) -> bool:
-    """A short element opening with a navigation label whose words are mostly link text."""
+    """A short element opening with a navigation label that holds nothing but labels, links
+    and punctuation ("Next: <a>…</a>, Up: <a>…</a> [<a>Contents</a>]"); a sentence that opens
+    with "Next:" and links a command or two is prose."""
     text = el.text_content()
-    if len(text) > _NAV_MAX_CHARS:
-        return False
     links = el.findall(".//a")
-    linked = sum(len(a.text_content().strip()) for a in links)
-    words = len(re.sub(r"\W", "", _NAV_LABEL.sub("", text)))
-    return len(links) >= 2 and linked >= 0.6 * words
+    if len(text) > _NAV_MAX_CHARS or not links:
+        return False
+    rest = text
+    for a in links:
+        rest = rest.replace(a.text_content(), " ", 1)
+    return _ONLY_PUNCT.fullmatch(_NAV_LABELS.sub(" ", rest)) is not None
 
 
 def _mark_footnote(el: etree._Element) -> None:
@@ -451,37 +457,47 @@ def html_blocks(
 
 
 _META = re.compile(r"<meta\s[^>]*>", re.IGNORECASE)
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_BODY = re.compile(r"<body[\s>]", re.IGNORECASE)
 _REFRESH = re.compile(r"""http-equiv\s*=\s*["']?refresh\b""", re.IGNORECASE)
-_REFRESH_TO = re.compile(r"""content\s*=\s*["']?\s*(\d+(?:\.\d*)?)\s*[;,]\s*(?:url\s*=\s*)?([^"'>\s]+)""",
-                         re.IGNORECASE)
-_REDIRECT_MAX_WAIT = 5  # seconds: a page that moves on at once, not one that refreshes itself
+_REFRESH_TO = re.compile(
+    r"""content\s*=\s*["']?\s*(\d+(?:\.\d*)?)\s*[;,]\s*(?:url\s*=\s*)?["']?([^"'>\s]+)""", re.IGNORECASE)
+_REDIRECT_MAX_WAIT = 2  # seconds: a page that moves on at once (0 or 1 s), not one that refreshes itself
 _REDIRECT_MAX_CHARS = 500  # ...and that says no more than "this page has moved to X"
+_HEAD_MAX_CHARS = 65536
 
 
-def redirect_target(html_text: str, blocks: list[Block]) -> str | None:
+def redirect_target(html_text: str, blocks: list[Block], name: str = "") -> str | None:
     """Where a redirect page sends its reader, or None for a page with content of its own.
 
     Generated manuals and documentation sites leave a stub page behind for every moved or
     aliased page (Texinfo writes one per index entry and node alias: 49 of the flex manual's
     215 files; Sphinx and MkDocs redirect plugins do the same): a meta refresh with no delay and
     one line of text. Such a page is no answer to anything, and in a result list it took the
-    place of the page it points to."""
+    place of the page it points to. Hugo aliases and Sphinx redirect extensions write no text at
+    all. A page that refreshes itself (`name`, its file name) is a page."""
     if sum(len(b.text) for b in blocks) > _REDIRECT_MAX_CHARS:
         return None
-    for tag in _META.findall(html_text[:8192]):
+    head = html_text[:_HEAD_MAX_CHARS]
+    if body := _BODY.search(head):
+        head = head[: body.start()]
+    for tag in _META.findall(_COMMENT.sub("", head)):
         if _REFRESH.search(tag) and (m := _REFRESH_TO.search(tag)) and float(m.group(1)) <= _REDIRECT_MAX_WAIT:
-            return m.group(2)
+            target = m.group(2)
+            own = PurePosixPath(target.split("#")[0].split("?")[0]).name
+            return None if name and own == PurePosixPath(name).name else target
     return None
 
 
-def parse_html(data: bytes | str) -> ParseResult:
-    """Parse an HTML page (bytes are decoded via BOM, <meta charset>, UTF-8, detection)."""
+def parse_html(data: bytes | str, name: str = "") -> ParseResult:
+    """Parse an HTML page (bytes are decoded via BOM, <meta charset>, UTF-8, detection); `name`,
+    the file name, tells a page that refreshes itself from a redirect."""
     text = data if isinstance(data, str) else decode_text(data, html_declared_charset(data))[0]
     blocks, page_title = html_blocks(text)
     h1 = next((b.text for b in blocks if b.kind == "heading" and b.level == 1), None)
     first = next((b.text for b in blocks if b.kind == "heading"), None)
     metadata: dict[str, Any] = {"html_title": page_title} if page_title else {}
-    if target := redirect_target(text, blocks):
+    if target := redirect_target(text, blocks, name):
         metadata["redirect"] = target  # parsed and kept, never chunked (assets/chunk_stage.py)
     return ParseResult(
         blocks=blocks, title=h1 or page_title or first, format="html", metadata=metadata
