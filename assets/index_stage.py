@@ -174,8 +174,11 @@ def doc_digest(doc: DocumentRecord, chunks: list[ChunkRecord], texts: dict[str, 
     field both indexes are written with): a document is rewritten only when this changes.
     `bindery plan` calls it too, so plan and run cannot disagree on what is rewritten."""
     units = _unit_index_texts(doc, chunks, texts)
-    # the content hash stands for what is read from the parse besides the chunks (thread keys)
-    return short_hash([doc.external_id, doc.uri, doc.acl_hash, doc.content_hash, [
+    # the content hash stands for what is read from the parse besides the chunks (thread keys):
+    # that of the content the chunks were cut from, which is the document's own unless its new
+    # content failed to parse (its indexed version then stays as it is, rewritten by no one)
+    cut_from = chunks[0].content_hash if chunks else doc.content_hash
+    return short_hash([doc.external_id, doc.uri, doc.acl_hash, cut_from, [
         (c.chunk_id, text_hash(index_text(doc, texts[c.chunk_id])), c.heading_path,
          c.parent_id, text_hash(c.unit_text or ""), text_hash(units.get(c.chunk_id, "")))
         for c in chunks]], 32)

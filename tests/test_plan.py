@@ -92,6 +92,18 @@ def test_plan_predicts_every_sync_exactly_and_writes_nothing(tmp_path: Path) -> 
     assert timed["estimate"]["runs_measured"]["embed"] >= 1
 
 
+def test_an_edit_that_no_longer_parses_keeps_the_indexed_version_and_the_plan_says_so(tmp_path: Path) -> None:
+    """The new bytes fail to parse: the sync dead-letters them and leaves the indexed version
+    alone (no rewrite of the old chunks either), and the plan predicts exactly that."""
+    dep = LocalDeployment(tmp_path)
+    dep.cli("sync")
+    dep.write("ops/oncall.txt", bytes(range(256)) * 16)
+    plan, out = plan_then_sync(dep)
+    assert_plan_matches(plan, out)
+    assert out["written"] == {"documents": 0, "chunks": 0, "deleted": 0} and out["dead_letters"] == 1
+    assert "ops/oncall.txt" in {h["doc"] for h in dep.cli("query", "pager rotation on call", "-k", "10")["hits"]}
+
+
 def test_a_plan_before_the_first_sync_creates_nothing(tmp_path: Path) -> None:
     """No data dir, no database file, no schema: a fresh deployment's plan reads an empty
     in-memory store (`DocumentStore.preview`) instead of migrating a real one into being."""
