@@ -285,13 +285,14 @@ class StageWalk:
         fresh = [d for d in fresh if d.doc_id in current
                  or not is_redirect(parses.get(d.doc_id) or self.parsed.get((d.doc_id, pver)))]
         todo = [d for d in todo if d.doc_id in current or not is_redirect(parses.get(d.doc_id))]
-        if ("chunk", cver) not in self.walked:
-            self.walked.add(("chunk", cver))
-            self.counts["chunk"].compute += len(fresh)
-            self.counts["chunk"].cached += len(good) - len(fresh)
         cut = fork_map(lambda d: _cut(d, parses[d.doc_id], g.stages.chunk, cver, pver), todo)
         for d, rows in zip(todo, cut, strict=True):
             self.keep_cut(d.doc_id, cver, rows)
+        if ("chunk", cver) not in self.walked:
+            self.walked.add(("chunk", cver))
+            # one the chunker fails on is dead-lettered, neither chunked nor cached (run_chunk)
+            self.counts["chunk"].compute += sum(1 for d in fresh if d.doc_id not in self.cut_failed)
+            self.counts["chunk"].cached += len(good) - len(fresh)
         fresh_ids = {d.doc_id for d in fresh}
         stored = self.rt.store.chunks_for([d.doc_id for d in self.sp.docs
                                            if d.doc_id in good and d.doc_id not in fresh_ids], cver)

@@ -104,6 +104,29 @@ def test_an_edit_that_no_longer_parses_keeps_the_indexed_version_and_the_plan_sa
     assert "ops/oncall.txt" in {h["doc"] for h in dep.cli("query", "pager rotation on call", "-k", "10")["hits"]}
 
 
+def test_a_document_the_chunker_fails_on_is_predicted_as_the_sync_leaves_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chunker raising on a document's new content: the sync dead-letters it and keeps its
+    indexed version; the plan counts it neither chunked nor deleted."""
+    import assets.chunk_stage as chunk_stage
+
+    dep = LocalDeployment(tmp_path)
+    dep.cli("sync")
+    real = chunk_stage.chunk_blocks  # type: ignore[attr-defined]  # the name chunk_rows calls
+
+    def chunker(blocks: Any, *args: Any, **kw: Any) -> Any:
+        if any("CRASH" in b.text for b in blocks):
+            raise RuntimeError("chunker bug")
+        return real(blocks, *args, **kw)
+
+    monkeypatch.setattr(chunk_stage, "chunk_blocks", chunker)
+    dep.edit("ops/oncall.txt", dep.read("ops/oncall.txt") + "\nCRASH the chunker.\n")
+    plan, out = plan_then_sync(dep)
+    assert_plan_matches(plan, out)
+    assert out["recomputed"]["chunk"] == 0 and out["written"]["deleted"] == 0 and out["dead_letters"] == 1
+    assert "ops/oncall.txt" in {h["doc"] for h in dep.cli("query", "pager rotation on call", "-k", "10")["hits"]}
+
+
 def test_a_plan_before_the_first_sync_creates_nothing(tmp_path: Path) -> None:
     """No data dir, no database file, no schema: a fresh deployment's plan reads an empty
     in-memory store (`DocumentStore.preview`) instead of migrating a real one into being."""
