@@ -172,20 +172,33 @@ def _offline_prefixes(parse: ParseRecord, rows: dict[str, list[ChunkRecord] | No
     return out
 
 
+@dataclass
+class RunMemory:
+    """What the sources planned so far compute, shared as the run shares it: identical bytes in
+    two sources are parsed once (a parse is stored by its key: bytes, parse version, format), and
+    identical chunks are prefixed and embedded once."""
+
+    parses: dict[tuple[str, str, str], ParseRecord | None] = field(default_factory=dict)  # None: fails
+    prefixes: dict[tuple[str, str], str] = field(default_factory=dict)  # (input hash, context version)
+    contexts_done: set[tuple[str, str]] = field(default_factory=set)  # (input hash, context version)
+    embedded: set[tuple[str, str]] = field(default_factory=set)  # (text hash, embedder id)
+
+
 class StageWalk:
     """Walks parse -> chunk -> context -> embed -> index for one source over the documents the
     sync would leave, counting what each stage would compute and what it finds cached."""
 
-    def __init__(self, rt: Runtime, sp: SourcePlan, source: Source | None = None):
+    def __init__(self, rt: Runtime, sp: SourcePlan, source: Source | None = None, memory: RunMemory | None = None):
         self.rt, self.sp, self.source = rt, sp, source
+        self.memory = memory or RunMemory()
         self.counts = {s: StageCount() for s in STAGES}
         self.index = {"write": 0, "delete": 0, "chunks": 0}
         self.parsed: dict[tuple[str, str], ParseRecord | None] = {}  # (doc, parse version) -> parse
         self.chunked: dict[tuple[str, str], list[ChunkRecord]] = {}  # (doc, chunk version) -> rows
-        self.prefixes: dict[tuple[str, str], str] = {}  # (input hash, context version) -> prefix
+        self.prefixes = self.memory.prefixes  # (input hash, context version) -> prefix
         self.walked: set[tuple[str, str]] = set()  # (stage, version) already counted
-        self.contexts_done: set[tuple[str, str]] = set()  # (input hash, context version) the run computes
-        self.embedded: set[tuple[str, str]] = set()  # (text hash, embedder id) the run computes
+        self.contexts_done = self.memory.contexts_done  # (input hash, context version) the run computes
+        self.embedded = self.memory.embedded  # (text hash, embedder id) the run computes
         self.llm_docs: list[tuple[DocumentContext, list[ChunkRecord]]] = []
         self.unknown_texts: set[str] = set()  # chunk ids whose prefix only the LLM would know
         self._input_hashes: dict[tuple[str, str, str], str] = {}
@@ -229,6 +242,11 @@ class StageWalk:
             return
         self.walked.add(("parse", pver))
         todo = pending_parses(self.rt, self.sp.docs, pver)
+        made = self.memory.parses  # by an earlier source of this run: stored by the time this one asks
+        for d in todo:
+            if (key := parse_key(d, pver)) in made:
+                self.parsed[(d.doc_id, pver)] = made[key]
+        todo = [d for d in todo if parse_key(d, pver) not in made]
         self.counts["parse"].compute += len(todo)
         self.counts["parse"].cached += len(self.sp.docs) - len(todo)
         scfg = self.rt.cfg.source(self.sp.name)
@@ -248,7 +266,7 @@ class StageWalk:
             return parse, rows, _offline_prefixes(parse, rows, prefixers)
 
         for d, (parse, rows, prefixes) in zip(todo, fork_map(parse_and_cut, todo), strict=True):
-            self.parsed[(d.doc_id, pver)] = parse
+            self.parsed[(d.doc_id, pver)] = made[parse_key(d, pver)] = parse
             for cver, r in rows.items():
                 self.keep_cut(d.doc_id, cver, r)
             self.prefixes.update(prefixes)
@@ -416,6 +434,7 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
     totals = {s: StageCount() for s in STAGES}
     index = {"write": 0, "delete": 0, "chunks": 0}
     llm_docs: list[tuple[DocumentContext, list[ChunkRecord]]] = []
+    memory = RunMemory()
     for name in names:
         scfg = cfg.source(name)
         sp = predict_listing(rt, scfg, allow_mass_delete=allow_mass_delete)
@@ -424,7 +443,7 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
                                                   "reason": sp.unsafe},
                                  "error": sp.error}
         if sp.proceeds:
-            walk = StageWalk(rt, sp)
+            walk = StageWalk(rt, sp, memory=memory)
             walk.run(targets, delete_only)
             for s in STAGES:
                 totals[s].compute += walk.counts[s].compute

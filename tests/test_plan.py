@@ -127,6 +127,27 @@ def test_a_document_the_chunker_fails_on_is_predicted_as_the_sync_leaves_it(
     assert "ops/oncall.txt" in {h["doc"] for h in dep.cli("query", "pager rotation on call", "-k", "10")["hits"]}
 
 
+def test_the_same_file_in_two_sources_is_planned_once_as_the_sync_parses_it_once(tmp_path: Path) -> None:
+    """Parses are stored by their bytes, prefixes and embeddings by their inputs: the run does
+    the work for a file two sources hold once, and the plan counts it once."""
+    dep = LocalDeployment(tmp_path)
+    two = tmp_path / "two"
+    two.mkdir()
+    dep.config["sources"].append({"name": "two", "kind": "local", "root": str(two)})
+    dep.save()
+    policy = "# Travel policy\n\nBook trains for trips under four hours; flights need a manager's approval.\n"
+    dep.write("policies/travel.md", policy)
+    (two / "travel-copy.md").write_text(policy)
+    plan, first = plan_then_sync(dep)
+    assert_plan_matches(plan, first)
+    assert first["recomputed"]["parse"] == len(list(dep.root.rglob("*.*")))  # the copy is not parsed again
+    dep.write("policies/expenses.md", "# Expenses\n\nReceipts are due within thirty days.\n")
+    (two / "expenses.md").write_text("# Expenses\n\nReceipts are due within thirty days.\n")
+    plan, again = plan_then_sync(dep)
+    assert_plan_matches(plan, again)
+    assert again["recomputed"]["parse"] == 1 and again["written"]["documents"] == 2
+
+
 def test_a_plan_before_the_first_sync_creates_nothing(tmp_path: Path) -> None:
     """No data dir, no database file, no schema: a fresh deployment's plan reads an empty
     in-memory store (`DocumentStore.preview`) instead of migrating a real one into being."""
