@@ -405,8 +405,31 @@ class StageWalk:
         self.counts["index"].cached += len(by_doc) - written
 
     def walk_deletes_only(self, g: Generation) -> None:
-        docs = {d.doc_id for d in self.sp.docs}
-        self.index["delete"] += sum(1 for did in self.rt.store.index_state(g.id, self.sp.name) if did not in docs)
+        """A generation the run only maintains (the previous one, kept for a rollback): deletes
+        reach it, and so does a document it holds whose chunks for its chunk version are cut
+        from the current content (index_stage._plan, not writing): one cut this run for a
+        target sharing that version, or one whose access changed."""
+        docs = {d.doc_id: d for d in self.sp.docs}
+        state = self.rt.store.index_state(g.id, self.sp.name)
+        self.index["delete"] += sum(1 for did in state if did not in docs)
+        cver = g.versions["chunk"]
+        held = [did for did, st in state.items() if did in docs and st.digest
+                and ((did, cver) in self.chunked or st.acl_hash != docs[did].acl_hash)]
+        stored = self.rt.store.chunks_for([did for did in held if (did, cver) not in self.chunked], cver)
+        rows: dict[str, list[ChunkRecord]] = {did: list(self.chunked.get((did, cver), [])) for did in held}
+        for c in stored:
+            if c.content_hash == docs[c.doc_id].content_hash:
+                rows[c.doc_id].append(c)
+        texts = self.final_texts(g, [c for cs in rows.values() for c in cs])
+        ever = g.versions["embed"]
+        missing = set(self.rt.store.missing_embeddings(sorted({text_hash(t) for t in texts.values()}), ever))
+        for did, cs in rows.items():
+            complete = bool(cs) and all(c.chunk_id in texts and c.chunk_id not in self.unknown_texts and (
+                text_hash(texts[c.chunk_id]) not in missing or (text_hash(texts[c.chunk_id]), ever) in self.embedded)
+                for c in cs)
+            if complete and doc_digest(docs[did], cs, texts) != state[did].digest:
+                self.index["write"] += 1
+                self.index["chunks"] += len(cs)
 
     def run(self, targets: list[Generation], delete_only: list[Generation]) -> None:
         for g in targets:

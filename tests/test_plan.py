@@ -231,6 +231,16 @@ def test_plan_for_a_reindex_matches_the_reindex(tmp_path: Path) -> None:
     out = dep.cli("reindex")
     assert_plan_matches(plan, out)
     assert plan["generations"] == [out["candidate_name"]]
+    # promoted, then an edit, then back to the old chunking: the candidate's chunks are the
+    # previous generation's too, so the run also brings the edited page up to date there
+    dep.cli("promote", "--force", "--reason", "test")
+    dep.edit("ops/oncall.txt", dep.read("ops/oncall.txt") + "\nPagers are tested every Friday.\n")
+    assert_plan_matches(*plan_then_sync(dep))
+    dep.set_stage("chunk", max_tokens=200, overlap_tokens=30)
+    plan = dep.cli("plan", "reindex")
+    out = dep.cli("reindex")
+    assert_plan_matches(plan, out)
+    assert out["written"]["documents"] == plan["written"]["documents"] > dep.cli("status")["documents"]
 
 
 def test_plan_with_the_anthropic_contextualiser_counts_calls_tokens_and_cost(
