@@ -203,6 +203,7 @@ class StageWalk:
         self.unknown_texts: set[str] = set()  # chunk ids whose prefix only the LLM would know
         self._input_hashes: dict[tuple[str, str, str], str] = {}
         self.cut_failed: set[str] = set()  # documents the chunker fails on: the sync leaves them be
+        self.searchable: dict[str, int] = {}  # generation -> documents it holds after the run
 
     def keep_cut(self, doc_id: str, cver: str, rows: list[ChunkRecord] | None) -> None:
         if rows is None:
@@ -401,6 +402,9 @@ class StageWalk:
                       and did not in self.cut_failed
                       and st.digest and st.acl_hash == docs[did].acl_hash)  # else revoked, not deleted
         self.index["delete"] += sum(1 for did in state if did not in docs) + emptied
+        kept = sum(1 for did, st in state.items() if did in docs and did not in by_doc and st.digest)
+        self.searchable[g.name] = kept - emptied + sum(
+            1 for cs in by_doc.values() if all(c.chunk_id in texts or c.chunk_id in self.unknown_texts for c in cs))
         self.counts["index"].compute += written
         self.counts["index"].cached += len(by_doc) - written
 
@@ -444,6 +448,17 @@ class StageWalk:
             self.walk_deletes_only(g)
 
 
+def _nothing_searchable(kind: str, targets: list[Generation], walk: StageWalk) -> str | None:
+    """The error a sync reports when a source has documents and the live generation would hold
+    none of them (orchestration.report._nothing_indexed): every parse failing, say."""
+    live = next((g for g in targets if g.status == "live" or g.id == 0), None)
+    docs = walk.sp.docs
+    if kind != "sync" or live is None or not docs or walk.searchable.get(live.name, 1):
+        return None
+    return (f"nothing could be indexed: none of the {len(docs)} documents of {walk.sp.name!r} would be "
+            "searchable (see `bindery dlq` after the sync)")
+
+
 def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: list[str] | None = None, *,
                  allow_mass_delete: bool = False, history: dict[str, float] | None = None) -> dict[str, Any]:
     """The plan as the `--json` contract (docs/json-contract.md); `history` is seconds per item
@@ -475,6 +490,7 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
                 index[k] += walk.index[k]
             llm_docs += walk.llm_docs
             entry["stages"] = {s: {"compute": c.compute, "cached": c.cached} for s, c in walk.counts.items()}
+            entry["error"] = entry["error"] or _nothing_searchable(kind, targets, walk)
         out_sources[name] = entry
     from orchestration.estimate import estimate_seconds, llm_estimate
 

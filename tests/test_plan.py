@@ -148,6 +148,22 @@ def test_the_same_file_in_two_sources_is_planned_once_as_the_sync_parses_it_once
     assert again["recomputed"]["parse"] == 1 and again["written"]["documents"] == 2
 
 
+def test_a_source_whose_every_document_fails_is_predicted_to_index_nothing(tmp_path: Path) -> None:
+    """The sync exits 1 when a source has documents and none is searchable; the plan says so
+    for that source, and only for it."""
+    dep = LocalDeployment(tmp_path)
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "blob.txt").write_bytes(bytes(range(256)) * 16)
+    dep.config["sources"].append({"name": "junk", "kind": "local", "root": str(junk)})
+    dep.save()
+    plan = dep.cli("plan")
+    out = dep.cli("sync", expect=1)
+    assert plan["sources"]["junk"]["error"].startswith("nothing could be indexed: none of the 1 documents")
+    assert out["errors"]["junk"].startswith("nothing could be indexed") and "docs" not in out["errors"]
+    assert plan["sources"]["docs"]["error"] is None and plan["recomputed"] == out["recomputed"]
+
+
 def test_a_plan_before_the_first_sync_creates_nothing(tmp_path: Path) -> None:
     """No data dir, no database file, no schema: a fresh deployment's plan reads an empty
     in-memory store (`DocumentStore.preview`) instead of migrating a real one into being."""
