@@ -73,8 +73,9 @@ def name_terms(external_id: str) -> str:
 
 
 def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> tuple[
-        dict[str, list[IndexRecord]], dict[str, str]]:
-    """Complete record sets and digests per document for generation `g`."""
+        dict[str, list[IndexRecord]], dict[str, str], set[str]]:
+    """Complete record sets and digests per document for generation `g`, and the documents
+    that have chunk rows at all (complete or not)."""
     chunks = rt.store.chunks_for(list(docs), g.versions["chunk"])
     texts = final_texts(rt, chunks, g.versions["context"])
     vectors = rt.store.get_embeddings([text_hash(t) for t in texts.values()], g.versions["embed"])
@@ -103,7 +104,7 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> tup
         ) for c in cs]
         records[did] = recs
         digests[did] = doc_digest(d, cs, texts)
-    return records, digests
+    return records, digests, set(by_doc)
 
 
 def _payload(doc: DocumentRecord, chunk: ChunkRecord, mk: MessageKeys | None = None) -> dict[str, Any]:
@@ -206,29 +207,26 @@ def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: di
           writing: bool) -> _Plan:
     """Which documents to rewrite and which to remove in generation `g` (module docstring)."""
     if writing:
-        records, digests = _records(rt, g, docs)
+        records, digests, cut = _records(rt, g, docs)
     else:  # maintained: only the documents it holds, only from their current content
         held = {did: docs[did] for did in state if did in docs}
-        records, digests = _records(rt, g, _current_only(rt, g, held))
+        records, digests, cut = _records(rt, g, _current_only(rt, g, held))
     changed = [did for did, dg in digests.items() if did not in state or state[did].digest != dg]
     gone = [did for did in state if did not in docs]
     revoked = [did for did, st in state.items()
                if did in docs and did not in digests
                and (not st.digest or st.acl_hash != docs[did].acl_hash)]
-    emptied = [did for did in _emptied(rt, g, docs, state, digests) if did not in revoked] if writing else []
+    emptied = [did for did in _emptied(rt, g, docs, state, cut) if did not in revoked] if writing else []
     return _Plan(records, digests, changed, gone + revoked + emptied, len(revoked))
 
 
 def _emptied(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: dict[str, IndexStateRecord],
-             digests: dict[str, str]) -> list[str]:
+             cut: set[str]) -> list[str]:
     """Documents `g` holds whose current content was cut to no chunks at all (a page that
-    became a redirect): they leave the indexes. A document that is
-    only incomplete (chunks still waiting for a prefix or an embedding) keeps its old version."""
-    held = [did for did in state if did in docs and did not in digests]
-    if not held:
-        return []
-    cut = rt.store.chunk_keys(held, g.versions["chunk"])
-    bare = [did for did in held if did not in cut]
+    became a redirect; `cut`: the documents with chunk rows): they leave the indexes. A
+    document that is only incomplete (chunks still waiting for a prefix or an embedding) has
+    chunk rows, and keeps its old version."""
+    bare = [did for did in state if did in docs and did not in cut]
     return sorted(good_parse_ids(rt, [docs[did] for did in bare], g.versions["parse"])) if bare else []
 
 

@@ -60,6 +60,11 @@ def is_redirect(parse: ParseRecord | ParseResult | None) -> bool:
     return bool((meta or {}).get("redirect"))
 
 
+def stored_metadata(result: ParseResult) -> dict[str, Any]:
+    """A parse's `doc_metadata` as the stage stores it (and `bindery plan` pictures it)."""
+    return {**result.metadata, "warnings": result.warnings, "parsed_format": result.format}
+
+
 def parse_problems(result: ParseResult, th: ParseQualityThresholds) -> list[str]:
     """`validate_parse` for a document, none for a redirect page (it often holds no text)."""
     return [] if is_redirect(result) else validate_parse(result.metrics, th)
@@ -143,8 +148,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                 problems = parse_problems(result, scfg.quality)
                 row.update(title=result.title, blocks=[b.to_dict() for b in result.blocks],
                            metrics=result.metrics, page_metrics=result.page_metrics,
-                           doc_metadata={**result.metadata, "warnings": result.warnings,
-                                         "parsed_format": result.format})
+                           doc_metadata=stored_metadata(result))
                 metrics_row = {"doc": d.external_id, **{k: v for k, v in result.metrics.items()
                                                             if isinstance(v, (int, float))}}
                 if not is_redirect(result):  # its few words say nothing of the parser's quality
@@ -160,7 +164,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                 else:
                     row.update(status="ok")
                     stats.ok += 1
-                    stats.redirects += "redirect" in result.metadata
+                    stats.redirects += is_redirect(result)
                     if d.doc_id in dead:
                         resolved.append(d.doc_id)
             except (BinderyError, Exception) as e:

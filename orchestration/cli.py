@@ -159,20 +159,20 @@ def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
 def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
     lifecycle = _lifecycle(cfg)
     live = lifecycle.live()
-    same = live is not None and not lifecycle.config_drift()
-    # a live generation of an older release: the same configuration, but an index without
-    # fields this release reads (attribution lines, whole threads): rebuilding it is the upgrade
-    stale = keyword_missing_fields(cfg, live.record) if same and live is not None else []
-    if same and live is not None and not a.force and not stale:
-        # not a failure: there is simply nothing to build (and nothing to promote)
-        return {"candidate": None, "live": live.id, "changed_stages": [],
-                "message": f"nothing to reindex: the configuration matches live generation {live.name} "
-                           "(use --force to rebuild anyway)"}
-    if same and live is not None and stale and not a.force:
-        lifecycle.store.add_event("index-upgrade", f"live generation {live.name}'s keyword index lacks "
-                                  f"{', '.join(stale)}: rebuilt with this release's indexes")
-    elif same and a.force:
-        lifecycle.store.add_event("forced-rebuild", "operator rebuilt an identical candidate")
+    stale: list[str] = []
+    if live is not None and not lifecycle.config_drift():
+        # a live generation of an older release: the same configuration, but an index without
+        # fields this release reads (attribution lines, whole threads): rebuilding it is the upgrade
+        stale = keyword_missing_fields(cfg, live.record)
+        if a.force:
+            lifecycle.store.add_event("forced-rebuild", "operator rebuilt an identical candidate")
+        elif stale:
+            lifecycle.store.add_event("index-upgrade", f"live generation {live.name}'s keyword index lacks "
+                                      f"{', '.join(stale)}: rebuilt with this release's indexes")
+        else:  # not a failure: there is simply nothing to build (and nothing to promote)
+            return {"candidate": None, "live": live.id, "changed_stages": [],
+                    "message": f"nothing to reindex: the configuration matches live generation {live.name} "
+                               "(use --force to rebuild anyway)"}
     if a.submit and a.promote and not a.wait:
         raise ConfigError("reindex --submit --promote needs --wait (the gate judges a finished candidate)")
     if a.promote:

@@ -47,6 +47,7 @@ from assets.parse_stage import (
     parse_key,
     parse_problems,
     pending_parses,
+    stored_metadata,
 )
 from assets.parsing import parse_document
 from assets.runtime import Generation, Runtime
@@ -287,8 +288,7 @@ class StageWalk:
         return ParseRecord(content_hash=chash, parse_version=pver, format=fmt, doc_id=d.doc_id, status="ok",
                            title=result.title, blocks=[b.to_dict() for b in result.blocks], metrics=result.metrics,
                            page_metrics=result.page_metrics, error=None, reason=None,
-                           doc_metadata={**result.metadata, "warnings": result.warnings,  # as run_parse stores it
-                                         "parsed_format": result.format},
+                           doc_metadata=stored_metadata(result),
                            seconds=None, created_at=time.time())
 
     # chunk

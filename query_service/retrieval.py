@@ -227,7 +227,6 @@ class _Served:
         }
         return SearchResult(self.gen, hits, trace, reason if not hits else None)
 
-
     def _by_author(self, attr: Attribution, query: str, k: int, filters: Filters) -> list[ScoredId]:
         """The keyword index's chunks of the messages `attr` points at (`KeywordIndex.by_author`)."""
         return self.pair.keyword.by_author(attr.names, attr.address, [attr.message_id] if attr.message_id else [],
