@@ -243,6 +243,24 @@ def test_a_redirect_page_is_parsed_but_never_indexed(dep: Deployment) -> None:
     assert dep.cli("plan")["recomputed"] == again["recomputed"]
 
 
+def test_compressed_manual_pages_are_indexed_as_their_text(dep: Deployment) -> None:
+    """Manual pages ship as gzip-compressed roff: indexed as the page a reader sees (no `\\fB`
+    or `.TP` in what is searched); an alias page (`.so`) is a redirect; the plan agrees."""
+    import gzip
+
+    page = (".TH FROB 1\n.SH NAME\nfrob \\- frobnicate files in place\n.SH OPTIONS\n.TP\n"
+            ".BR \\-n \", \" \\-\\-dry\\-run\nPrint what frobnication would change; change nothing.\n")
+    dep.write("man/man1/frob.1.gz", gzip.compress(page.encode()))
+    dep.write("man/man1/unfrob.1.gz", gzip.compress(b".so man1/frob.1\n"))
+    plan = dep.cli("plan")
+    out = dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and out["dead_letters"] == 0 and out["redirect_pages"] == 1
+    hits = dep.cli("query", "dry run frobnication", "-k", "3")["hits"]
+    assert hits[0]["doc"] == "man/man1/frob.1.gz"
+    assert "-n, --dry-run" in hits[0]["text"] and "\\f" not in hits[0]["text"] and ".TP" not in hits[0]["text"]
+    assert "man/man1/unfrob.1.gz" not in {h["doc"] for h in hits}
+
+
 def test_a_page_that_becomes_a_redirect_leaves_the_indexes(dep: Deployment) -> None:
     """A page replaced by a redirect stub must not keep answering with its old text; a stub
     that becomes a page again is indexed again."""

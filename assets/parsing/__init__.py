@@ -11,10 +11,12 @@ large). Pure: no I/O, no global state beyond lazily initialised libraries.
 
 Formats: PDF (text, layout, OCR routes), HTML, Markdown, plain text, email/mbox, docx, and
 (parsers added after the first real-corpus run) CSV/TSV, JSON/JSONL, XML, reStructuredText,
-pptx, xlsx, OpenDocument (odt/ods/odp), EPUB and RTF. Legacy binary Office files with no
-native parser (.msg, .doc, .xls, .ppt) go to unstructured's `partition` as a last resort
-(`fallback.py`); an unexpected exception inside any parser becomes a `ParseError` naming
-the parser, so one odd file never surfaces as an anonymous crash.
+pptx, xlsx, OpenDocument (odt/ods/odp), EPUB, RTF and manual pages (roff: man and mdoc). A
+single gzip/bzip2/xz-compressed file is parsed as the document inside it (`compressed.py`).
+Legacy binary Office files with no native parser (.msg, .doc, .xls, .ppt) go to
+unstructured's `partition` as a last resort (`fallback.py`); an unexpected exception inside
+any parser becomes a `ParseError` naming the parser, so one odd file never surfaces as an
+anonymous crash.
 
 Block kinds emitted: heading (level 1–6), paragraph, list_item (meta depth/ordered), table
 (GitHub Markdown with header row; meta["table_header"] holds the header lines), code (verbatim,
@@ -28,6 +30,7 @@ import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
+from assets.parsing.compressed import decompress
 from assets.parsing.sniff import decode_text, detect_format
 from connectors.config import ParseConfig
 from connectors.documents import Block, ParseResult
@@ -105,6 +108,12 @@ def _rst(data: bytes, config: ParseConfig, name: str) -> ParseResult:
     return parse_rst(data)
 
 
+def _man(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.man import parse_man
+
+    return parse_man(data)
+
+
 def _pptx(data: bytes, config: ParseConfig, name: str) -> ParseResult:
     from assets.parsing.pptx import parse_pptx
 
@@ -172,6 +181,7 @@ _PARSERS: dict[str, _Parser] = {
     "jsonl": _jsonl,
     "xml": _xml,
     "rst": _rst,
+    "man": _man,
     "pptx": _pptx,
     "xlsx": _xlsx,
     "odt": _odf("odt"),
@@ -234,4 +244,10 @@ def parse_document(
             f"{PurePosixPath(filename).name}: {len(data) / 1e6:.1f} MB is over the "
             f"{max_bytes / 1e6:.1f} MB limit"
         )
-    return _parse(data, filename, config, depth=0)
+    unpacked = decompress(data, filename, max_bytes)
+    if unpacked is None:
+        return _parse(data, filename, config, depth=0)
+    inner, inner_name, packing = unpacked
+    result = _parse(inner, inner_name, config, depth=0)
+    result.metadata["compressed"] = packing
+    return result

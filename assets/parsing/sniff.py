@@ -35,7 +35,7 @@ from connectors.errors import (
     UnsupportedFormat,
 )
 
-__all__ = ["Detected", "Sniffed", "decode_text", "detect_format", "html_declared_charset", "sniff"]
+__all__ = ["Detected", "Sniffed", "decode_text", "detect_format", "html_declared_charset", "looks_like_roff", "sniff"]
 
 EXTENSIONS: dict[str, str] = {
     "pdf": "pdf",
@@ -81,8 +81,11 @@ EXTENSIONS: dict[str, str] = {
     "odp": "odp",
     "epub": "epub",
     "rtf": "rtf",
+    "man": "man",
+    "mdoc": "man",
+    "roff": "man",
 }
-TEXT_FORMATS = {"html", "markdown", "email", "mbox", "text", "csv", "json", "jsonl", "xml", "rst"}
+TEXT_FORMATS = {"html", "markdown", "email", "mbox", "text", "csv", "json", "jsonl", "xml", "rst", "man"}
 # Formats the bytes prove on their own (magic numbers, zip members): they win over the name.
 BINARY_FORMATS = {"pdf", "docx", "pptx", "xlsx", "odt", "ods", "odp", "epub", "rtf"}
 # Legacy and other formats no native parser reads; unstructured's partition is tried for them.
@@ -302,6 +305,23 @@ def _ascii_view(sample: bytes) -> str:
     return sample.decode("latin-1")
 
 
+_ROFF_START = re.compile(r"""^(?:\\"|[.'][ \t]*(?:\\"|TH\b|Dd\b|Dt\b|so\b|de\b|ig\b|if\b|ie\b|ds\b|nr\b|
+                             \\\}|lf\b|Vb\b|IX\b|Sp\b)|'\\")""", re.X)
+_TITLE_MACRO = re.compile(r"^[.'][ \t]*(?:TH|Dd|Dt)\b", re.M)
+
+
+def looks_like_roff(text: str) -> bool:
+    """Whether text is roff manual-page source: it opens with a roff request or comment and
+    names the page with `.TH` (man) or `.Dd`/`.Dt` (mdoc) — or is only an `.so` alias."""
+    head = text.lstrip("\ufeff \t\r\n")
+    first = head.split("\n", 1)[0]
+    if not _ROFF_START.match(first):
+        return False
+    if re.match(r"^[.']\s*so\s+\S+\s*$", head.strip()):
+        return True
+    return _TITLE_MACRO.search(head[:65536]) is not None
+
+
 def sniff(data: bytes) -> Sniffed:
     """Classify bytes as pdf, docx, html, email, mbox, text, or a labelled binary."""
     head = data[:1024]
@@ -342,6 +362,8 @@ def sniff(data: bytes) -> Sniffed:
     mail = _looks_like_email(stripped)
     if mail:
         return Sniffed(mail, "email message" if mail == "email" else "mbox mailbox")
+    if stripped[:1] in (".", "'") and looks_like_roff(stripped):
+        return Sniffed("man", "manual page (roff)")
     if _XML_DECL.match(stripped) and not _xhtml_root(stripped):
         return Sniffed("xml", "XML document")
     if _HTML_MARK.search(stripped[:2048]):
@@ -441,7 +463,7 @@ def detect_format(data: bytes, filename: str) -> Detected:  # noqa: C901  # leng
         return Detected(by_ext)
     if by_ext == "xml" and s.kind == "html" and _xhtml_root(_ascii_view(data[:_SAMPLE])):
         return Detected("html", [f"{name} is named .xml but is an XHTML page; parsed as HTML"])
-    if by_ext == "text" and s.kind in ("html", "email", "mbox"):
+    if by_ext == "text" and s.kind in ("html", "email", "mbox", "man"):
         return Detected(s.kind, [f"{name} is named {shown} but is an {s.label}; parsed as such"])
     if by_ext == "markdown":
         if s.kind == "html" and re.match(r"\s*<(!doctype|html)", _ascii_view(data[:4096]), re.I):

@@ -1,0 +1,65 @@
+"""Single compressed files (.gz, .bz2, .xz): the document inside is parsed, named without the
+suffix (`ls.1.gz` is the manual page `ls.1`).
+
+Manual pages ship gzip-compressed, and so do many exported logs and dumps. The bytes decide
+(the magic number), as for every other format; the decompressed size is bounded by the same
+limit as a plain file (`max_file_mb`), read incrementally, so a small bomb never fills memory.
+A second layer (`x.gz.gz`) is not opened: it is reported as the archive it is.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import zlib
+from collections.abc import Callable
+from pathlib import PurePosixPath
+
+from connectors.errors import CorruptDocument, TooLarge
+
+__all__ = ["DEFAULT_MAX_BYTES", "decompress"]
+
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # when the caller sets no limit
+_Opener = Callable[[io.BytesIO], io.BufferedIOBase]
+_KINDS: tuple[tuple[bytes, str, tuple[str, ...], _Opener], ...] = (  # magic, label, suffixes, reader
+    (b"\x1f\x8b", "gzip", (".gz", ".z", ".tgz"), lambda f: gzip.GzipFile(fileobj=f)),
+    (b"BZh", "bzip2", (".bz2", ".tbz2"), bz2.BZ2File),
+    (b"\xfd7zXZ\x00", "xz", (".xz", ".txz"), lzma.LZMAFile),
+)
+_TAR_SUFFIX = {".tgz": ".tar", ".tbz2": ".tar", ".txz": ".tar"}
+
+
+def decompress(data: bytes, filename: str, max_bytes: int | None) -> tuple[bytes, str, str] | None:
+    """(the inner bytes, the inner file name, the compression) for a compressed file, else None.
+
+    Raises CorruptDocument for damaged or truncated data and TooLarge when the content passes
+    `max_bytes` (default DEFAULT_MAX_BYTES)."""
+    for magic, label, suffixes, opener in _KINDS:
+        if not data.startswith(magic) or (label == "bzip2" and data[3:4] not in b"123456789"):
+            continue
+        name = PurePosixPath(filename).name or filename
+        suffix = PurePosixPath(name).suffix.lower()
+        inner = name[: -len(suffix)] + _TAR_SUFFIX.get(suffix, "") if suffix in suffixes else name
+        limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+        try:
+            with opener(io.BytesIO(data)) as f:
+                content = _read_bounded(f, limit)
+        except TooLarge:
+            raise TooLarge(f"{name}: its {label} content is over the {limit / 1e6:.1f} MB limit") from None
+        except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as e:
+            raise CorruptDocument(f"{name}: damaged {label} data: {e}") from None
+        return content, inner, label
+    return None
+
+
+def _read_bounded(f: io.BufferedIOBase, limit: int) -> bytes:
+    out = bytearray()
+    while True:
+        piece = f.read(1 << 20)
+        if not piece:
+            return bytes(out)
+        out += piece
+        if len(out) > limit:
+            raise TooLarge()

@@ -1,0 +1,596 @@
+"""Manual pages in roff source (man(7), the common mdoc(7) macros, tbl tables), without groff.
+
+A command reference on a Unix machine is its manual pages, and they are roff source: indexed as
+plain text, `\\fB\\-\\-create\\fR` and `.TP` lines would be the words a query has to match. This
+reader turns the source into the blocks a reader of `man tar` sees:
+
+* `.SH`/`.Sh` → level-1 headings, `.SS`/`.Ss` → level 2; the NAME section's line
+  ("tar - an archiving utility") is the title, else `.TH`/`.Dt`'s name(section).
+* `.TP`/`.IP tag`/`.It` (tag lists) → the tag as a paragraph marked {"term": True} and its
+  description as the paragraph after it, as the HTML parser reads a <dt>/<dd> pair; bulleted
+  `.IP`/`.It` items → list items.
+* `.nf`/`.fi`, `.EX`/`.EE`, `.Bd -literal`, `.Dl` → code blocks; tbl's `.TS`/`.TE` → Markdown
+  tables; font macros (`.B`, `.BR`, `.Fl`, `.Ar`, `.Op`, `.Xr`, ...) → their text.
+* Escapes: fonts and sizes dropped, `\\-` → "-", named glyphs (`\\(em`, `\\[aq]`, `\\[u00E9]`),
+  strings from `.ds` (and pod2man's usual ones), comments, macro definitions and the troff-only
+  branches of conditionals removed (the nroff branch is kept: it is the terminal's text).
+* A page that is only `.so man1/other.1` (an alias of another page) is a redirect:
+  metadata["redirect"] names its target and it has no blocks, like an HTML meta refresh.
+
+What it does not do: run macro packages or user macros (`.de` bodies are skipped, so text a
+custom macro would print is lost), evaluate number registers, or lay out tbl spans.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from assets.parsing.sniff import decode_text
+from assets.parsing.textutil import clean_inline, markdown_table, normalize_text
+from connectors.documents import Block, BlockKind, ParseResult
+
+__all__ = ["parse_man"]
+
+_GLYPHS = {
+    "em": "—", "en": "–", "hy": "-", "mi": "-", "bu": "•", "aq": "'", "dq": '"', "lq": "“", "rq": "”",
+    "oq": "‘", "cq": "’", "Fo": "«", "Fc": "»", "co": "©", "rg": "®", "tm": "™", "de": "°", "mu": "×",
+    "di": "÷", "+-": "±", "<=": "≤", ">=": "≥", "!=": "≠", "==": "≡", "->": "→", "<-": "←", "<>": "↔",
+    "ti": "~", "ha": "^", "rs": "\\", "sl": "/", "ba": "|", "or": "|", "ga": "`", "aa": "´", "sc": "§",
+    "ps": "¶", "dg": "†", "dd": "‡", "fm": "′", "ua": "↑", "da": "↓", "12": "½", "14": "¼", "34": "¾",
+    "ss": "ß", "ct": "¢", "Po": "£", "Eu": "€", "eu": "€", "Ye": "¥", "at": "@", "sh": "#", "Do": "$",
+    "pc": "·", "lB": "[", "rB": "]", "lC": "{", "rC": "}", "la": "⟨", "ra": "⟩", "ul": "_", "ru": "_",
+    "bv": "|", "sq": "□", "OK": "✓", "if": "∞", "*a": "α", "*b": "β", "*m": "μ", "*p": "π", "*W": "Ω",
+    "'e": "é", "`e": "è", "'a": "á", "`a": "à", ":a": "ä", ":o": "ö", ":u": "ü", "'E": "É", ",c": "ç",
+    "~n": "ñ", "ff": "ff", "fi": "fi", "fl": "fl", "Fi": "ffi", "Fl": "ffl",
+}
+# Strings every page may use: groff's man/mdoc predefine some, pod2man defines the rest under
+# troff-only conditions this reader does not run.
+_STRINGS = {
+    "R": "®", "Tm": "™", "lq": "“", "rq": "”", "S": "", "HF": "", "C+": "C++", 'L"': "“", 'R"': "”",
+    "C`": "'", "C'": "'", "--": "—", "PI": "π", "Aq": "'", "Lq": "“", "Rq": "”", "Ba": "|",
+}
+_ONE_CHAR = {"-": "-", "e": "\\", "\\": "\\", " ": " ", "0": " ", "~": " ", "'": "'", "`": "`",
+             ".": ".", "t": "\t", "E": "\\"}
+_ESCAPE = re.compile(
+    r"""\\(?:
+        (?P<font>f(?:\[[^\]]*\]|\(..|.))
+      | (?P<size>s(?:[+-]?\d|\(\d\d|[+-]?\[\d*\]|'[^']*'))
+      | \((?P<glyph2>..)
+      | \[(?P<glyph>[^\]]*)\]
+      | \*(?:\((?P<str2>..)|\[(?P<strn>[^\]]*)\]|(?P<str1>.))
+      | (?P<reg>n[+-]?(?:\(..|\[[^\]]*\]|.))
+      | N'(?P<num>\d+)'
+      | (?P<delim>[hvwlLoXbDRZSxH]'[^']*')
+      | (?P<twochar>[kzYgMmV](?:\(..|\[[^\]]*\]|.))
+      | (?P<one>.)
+    )""",
+    re.X,
+)
+_REQUEST = re.compile(r"^[.'][ \t]*([^\s\\]*)[ \t]*(.*)$")
+_BULLETS = {"•", "*", "-", "·", "o", "+", "–", "—"}
+_MDOC_LIST_TAGGED = {"-tag", "-hang", "-ohang", "-inset", "-diag"}
+_MDOC_FLAG_DASH = "-"
+_MDOC_PUNCT = {".", ",", ";", ":", "?", "!", ")", "]"}
+_MDOC_OPEN = {"(", "["}
+_MDOC_ENCLOSE = {"Op": ("[", "]"), "Dq": ("“", "”"), "Qq": ('"', '"'), "Sq": ("‘", "’"), "Pq": ("(", ")"),
+                 "Bq": ("[", "]"), "Brq": ("{", "}"), "Aq": ("⟨", "⟩"), "Ql": ("‘", "’"), "Eq": ("", "")}
+_MDOC_WORDS = {"Ux": "UNIX", "Bx": "BSD", "At": "AT&T UNIX", "Ox": "OpenBSD", "Nx": "NetBSD", "Fx": "FreeBSD",
+               "Dx": "DragonFly", "Bsx": "BSD/OS", "Oo": "[", "Oc": "]", "Do": "“", "Dc": "”", "Po": "(",
+               "Pc": ")", "Bo": "[", "Bc": "]", "Qo": '"', "Qc": '"', "So": "‘", "Sc": "’", "Ta": "\t"}
+# mdoc macros that print their arguments (callable inside other macros' lines).
+_MDOC_INLINE = {
+    "Ad", "An", "Ar", "Cd", "Cm", "Dv", "Em", "Er", "Ev", "Fa", "Fd", "Fl", "Fn", "Fo", "Fc", "Ft", "Ic",
+    "In", "Li", "Lk", "Ms", "Mt", "Nm", "No", "Ns", "Pa", "St", "Sx", "Sy", "Tn", "Va", "Vt", "Xr",
+    "Ap", "Pf", "Sm", "%A", "%B", "%D", "%I", "%J", "%N", "%O", "%P", "%Q", "%R", "%T", "%U", "%V",
+    *_MDOC_ENCLOSE, *_MDOC_WORDS,
+}
+_PARAGRAPH = frozenset({"PP", "LP", "P", "HP", "Pp", "Lp", "sp", "Sp", "YS"})
+_FONT_SPACED = frozenset({"B", "I", "SM", "SB", "R", "CW", "CB", "CI", "CR"})
+_FONT_JOINED = frozenset({"BR", "BI", "IB", "IR", "RB", "RI"})
+
+
+def _args(rest: str) -> list[str]:
+    """A request's arguments: blank-separated, "double quoted" ones kept whole ("" is a quote)."""
+    out: list[str] = []
+    i, n = 0, len(rest)
+    while i < n:
+        while i < n and rest[i] in " \t":
+            i += 1
+        if i >= n:
+            break
+        if rest[i] == '"':
+            j, buf = i + 1, []
+            while j < n:
+                if rest[j] == '"':
+                    if j + 1 < n and rest[j + 1] == '"':
+                        buf.append('"')
+                        j += 2
+                        continue
+                    break
+                buf.append(rest[j])
+                j += 1
+            out.append("".join(buf))
+            i = j + 1
+        else:
+            j = i
+            while j < n and rest[j] not in " \t":
+                j += 2 if rest[j] == "\\" else 1
+            out.append(rest[i:j])
+            i = j
+    return out
+
+
+@dataclass
+class _Reader:
+    """The state of one page's reading: the blocks so far and what the next line continues."""
+
+    strings: dict[str, str] = field(default_factory=lambda: dict(_STRINGS))
+    blocks: list[Block] = field(default_factory=list)
+    para: list[str] = field(default_factory=list)
+    para_kind: BlockKind = "paragraph"
+    pre: list[str] | None = None  # lines of a no-fill display, while in one
+    tag_pending: bool = False  # .TP: the next line of text is the tag
+    heading_pending: int = 0  # .SH with no arguments: the next line is the heading
+    mdoc: bool = False
+    name: str = ""
+    section: str = ""
+    lists: list[str] = field(default_factory=list)  # mdoc .Bl types, innermost last
+    redirect: str | None = None
+
+    # -- escapes -------------------------------------------------------------------------------
+    def text(self, s: str) -> str:
+        """A line's text with its escapes resolved."""
+        if "\\" not in s:
+            return s
+        return _ESCAPE.sub(self._escape, s)
+
+    def _escape(self, m: re.Match[str]) -> str:
+        g = m.group
+        if g("glyph2") is not None:
+            return _GLYPHS.get(g("glyph2"), "")
+        if g("glyph") is not None:
+            name = g("glyph")
+            if re.fullmatch(r"u[0-9A-Fa-f]{4,6}(?:_[0-9A-Fa-f]{4,6})*", name):
+                try:
+                    return "".join(chr(int(p, 16)) for p in name[1:].split("_"))
+                except ValueError:
+                    return ""
+            return _GLYPHS.get(name, "")
+        string = g("str2") or g("strn") or g("str1")
+        if string is not None:
+            value = self.strings.get(string, "")
+            return self.text(value) if "\\*" not in value else ""  # no recursion through strings
+        if g("num") is not None:
+            code = int(g("num"))
+            return chr(code) if 0 < code < 0x110000 else ""
+        one = g("one")
+        if one is not None:
+            return _ONE_CHAR.get(one, "")
+        return ""  # fonts, sizes, registers, motions, device controls
+
+    # -- output --------------------------------------------------------------------------------
+    def emit(self, kind: BlockKind, text: str, *, level: int = 0, meta: dict[str, object] | None = None) -> None:
+        text = normalize_text(text) if kind in ("code", "table") else clean_inline(text)
+        if text:
+            self.blocks.append(Block(kind, text, level=level, meta=dict(meta or {})))
+
+    def flush(self) -> None:
+        if self.para:
+            self.emit(self.para_kind, " ".join(self.para))
+        self.para, self.para_kind = [], "paragraph"
+
+    def add_text(self, text: str) -> None:
+        """A line of running text (from a text line or a macro that prints)."""
+        if self.pre is not None:
+            self.pre.append(text)
+        elif self.heading_pending:
+            self.flush()
+            self.emit("heading", text, level=self.heading_pending)
+            self.heading_pending = 0
+        elif self.tag_pending:
+            self.flush()
+            self.emit("paragraph", text, meta={"term": True})
+            self.tag_pending = False
+        elif text.strip():
+            self.para.append(text.strip())
+
+    def end_pre(self) -> None:
+        if self.pre is not None:
+            lines = self.pre
+            self.pre = None
+            self.emit("code", "\n".join(lines))
+
+
+def _logical_lines(text: str) -> Iterator[str]:
+    """Lines with escaped newlines joined and comments removed (`\\"` to the line's end; a
+    line that is only a comment disappears, as groff drops it)."""
+    buf = ""
+    for raw in text.split("\n"):
+        line = buf + raw
+        buf = ""
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            buf = line[:-1]
+            continue
+        if re.match(r"^[.']\s*\\\"", line) or line.startswith('\\"'):
+            continue
+        cut = re.search(r'(?<!\\)((?:\\\\)*)\\"', line)
+        if cut:
+            line = line[: cut.start()] + cut.group(1)
+            if not line.strip():
+                continue
+        if "\\#" in line:  # groff's comment that also eats the newline
+            line = line.split("\\#", 1)[0]
+        yield line
+    if buf:
+        yield buf
+
+
+def _condition(cond: str) -> bool | None:
+    """The value of an `.if` condition this reader can decide: nroff (`n`) is true, troff
+    (`t`), `e`/`o` page parity and their negations; anything else (registers, string
+    comparisons) is unknown."""
+    neg = cond.startswith("!")
+    c = cond[1:] if neg else cond
+    value = {"n": True, "t": False, "e": False, "o": True}.get(c)
+    if value is None:
+        return None
+    return not value if neg else value
+
+
+class _Page:
+    """Reads one page's logical lines into a `_Reader`."""
+
+    def __init__(self, text: str) -> None:
+        self.r = _Reader(mdoc=re.search(r"^[.']\s*Dd\b", text[:65536], re.M) is not None)
+        self.lines = list(_logical_lines(text))
+        self.i = 0
+        self.last_if: bool | None = None
+
+    def run(self) -> _Reader:
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            self.i += 1
+            self.line(line)
+        r = self.r
+        r.end_pre()
+        r.flush()
+        return r
+
+    def line(self, line: str) -> None:
+        r = self.r
+        if line.startswith((".", "'")) and not line.startswith(("..", "'.")):
+            m = _REQUEST.match(line)
+            if m:
+                self.request(m.group(1), m.group(2))
+                return
+        if r.pre is not None:
+            r.pre.append(r.text(line))
+            return
+        if not line.strip():
+            r.flush()
+            return
+        r.add_text(r.text(line))
+
+    def skip_block(self, end: str = "..") -> None:
+        """Skip lines up to a line `end` (macro definitions and `.ig` bodies)."""
+        while self.i < len(self.lines):
+            line = self.lines[self.i].strip()
+            self.i += 1
+            if line == end or line.startswith(end + " ") or re.fullmatch(r"[.']\s*\.", line):
+                return
+
+    def skip_braces(self, body: str) -> None:
+        """Skip a conditional's body: through the matching `\\}` when it opens a `\\{` block."""
+        depth = body.count("\\{") - body.count("\\}")
+        while depth > 0 and self.i < len(self.lines):
+            line = self.lines[self.i]
+            self.i += 1
+            depth += line.count("\\{") - line.count("\\}")
+
+    def conditional(self, name: str, rest: str) -> None:
+        if name == "el":
+            value = None if self.last_if is None else not self.last_if
+            body = rest
+        else:
+            m = re.match(r"(\S+)\s?(.*)$", rest)
+            if not m:
+                return
+            value = _condition(m.group(1))
+            body = m.group(2)
+            if name == "ie":
+                self.last_if = value
+        if value:
+            body = body.strip()
+            body = body[2:].lstrip() if body.startswith("\\{") else body
+            body = body.replace("\\}", "").strip()
+            if body:
+                self.line(body)
+        else:
+            self.skip_braces(body)
+
+    def request(self, name: str, rest: str) -> None:  # noqa: C901  # length: one branch per request
+        r = self.r
+        if name in ("if", "ie", "el"):
+            self.conditional(name, rest)
+            return
+        if name in ("de", "de1", "am", "ig", "ami", "dei"):
+            self.skip_block(".." if name != "ig" or not rest.strip() else "." + rest.split()[0])
+            return
+        if name == "ds" or name == "ds1":
+            key, _, value = rest.partition(" ")
+            if key:
+                r.strings[key] = value[1:] if value.startswith('"') else value
+            return
+        if name == "so":
+            if not r.blocks and not r.para and r.redirect is None:
+                r.redirect = rest.strip()
+            return
+        if r.pre is not None:
+            if name in ("fi", "EE", "Ed"):
+                r.end_pre()
+            elif name in _FONT_SPACED or name in _FONT_JOINED or (r.mdoc and name in _MDOC_INLINE):
+                r.pre.append(self.inline(name, rest))
+            elif name in ("br", "sp") or name == "":
+                r.pre.append("")
+            return
+        if r.mdoc and self.mdoc_request(name, rest):
+            return
+        if name == "TH":
+            a = _args(rest)
+            r.name, r.section = (r.text(a[0]) if a else ""), (r.text(a[1]) if len(a) > 1 else "")
+        elif name in ("SH", "SS"):
+            r.flush()
+            r.tag_pending = False
+            level = 1 if name == "SH" else 2
+            if rest.strip():
+                r.emit("heading", r.text(" ".join(_args(rest))), level=level)
+            else:
+                r.heading_pending = level
+        elif name in _PARAGRAPH:
+            r.flush()
+            r.tag_pending = False
+        elif name in ("TP", "TQ"):
+            r.flush()
+            r.tag_pending = True
+        elif name == "IP":
+            r.flush()
+            a = _args(rest)
+            tag = r.text(a[0]).strip() if a else ""
+            if tag in _BULLETS or re.fullmatch(r"\(?\d{1,3}[.)]?|[a-z][.)]", tag):
+                r.para_kind = "list_item"
+            elif tag:
+                r.emit("paragraph", tag, meta={"term": True})
+        elif name in ("nf", "EX"):
+            r.flush()
+            r.pre = []
+        elif name == "TS":
+            r.flush()
+            self.table()
+        elif name in _FONT_SPACED or name in _FONT_JOINED or name in ("SY", "OP", "UE", "ME"):
+            printed = self.inline(name, rest)
+            if printed:
+                r.add_text(printed)
+        # everything else (layout requests, registers, unknown macros) prints nothing
+
+    def inline(self, name: str, rest: str) -> str:
+        """The text a printing macro's line gives."""
+        r = self.r
+        a = [r.text(x) for x in _args(rest)]
+        if name in _FONT_JOINED:
+            return "".join(a)
+        if name == "OP":
+            return "[" + " ".join(a) + "]" if a else ""
+        if name in ("UE", "ME"):
+            return "".join(a)
+        if r.mdoc and name in _MDOC_INLINE:
+            return self.mdoc_text(name + (" " + rest if rest else ""))
+        return " ".join(a)
+
+    # -- mdoc ----------------------------------------------------------------------------------
+    def mdoc_request(self, name: str, rest: str) -> bool:  # length: one branch per macro
+        """Handle an mdoc block macro; False when `name` is not one (man handles it then)."""
+        r = self.r
+        if name == "Dt":
+            a = _args(rest)
+            r.name, r.section = (a[0].lower() if a else ""), (a[1] if len(a) > 1 else "")
+        elif name in ("Sh", "Ss"):
+            r.flush()
+            r.emit("heading", self.mdoc_text(rest), level=1 if name == "Sh" else 2)
+        elif name in ("Pp", "Lp"):
+            r.flush()
+        elif name == "Nm" and not r.name and rest.strip():
+            r.name = _args(rest)[0]
+            r.add_text(self.mdoc_text("Nm " + rest))
+        elif name == "Nd":
+            r.add_text("- " + self.mdoc_text(rest))
+        elif name == "Bl":
+            r.flush()
+            a = _args(rest)
+            r.lists.append(next((x for x in a if x.startswith("-")), "-item"))
+        elif name == "El":
+            r.flush()
+            if r.lists:
+                r.lists.pop()
+        elif name == "It":
+            r.flush()
+            kind = r.lists[-1] if r.lists else "-item"
+            head = self.mdoc_text(rest)
+            if kind in _MDOC_LIST_TAGGED:
+                if head:
+                    r.emit("paragraph", head, meta={"term": True})
+            elif kind == "-column":
+                r.add_text(head.replace("\t", " | "))
+            else:
+                r.para_kind = "list_item"
+                if head:
+                    r.add_text(head)
+        elif name == "Bd":
+            r.flush()
+            if "-literal" in rest or "-unfilled" in rest:
+                r.pre = []
+        elif name in ("Ed", "Rs", "Re"):
+            r.flush()
+        elif name in ("Dd", "Os", "Bk", "Ek", "Bf", "Ef"):
+            pass
+        elif name in ("D1", "Dl"):
+            r.flush()
+            r.emit("code" if name == "Dl" else "paragraph", self.mdoc_text(rest))
+        elif name in _MDOC_INLINE:
+            r.add_text(self.mdoc_text(name + (" " + rest if rest else "")))
+        else:
+            return False
+        return True
+
+    def mdoc_text(self, line: str) -> str:
+        """The text of an mdoc line whose words may call inline macros (`Op Fl v Ar file`)."""
+        r = self.r
+        words = _args(line)
+        out: list[str] = []
+        glue = False  # the next word attaches without a space (after "(", Ns, Pf's prefix)
+        i = 0
+
+        def put(word: str) -> None:
+            nonlocal glue
+            if not word:
+                return
+            if out and not glue and word not in _MDOC_PUNCT:
+                out.append(" ")
+            out.append(word)
+            glue = word in _MDOC_OPEN
+
+        while i < len(words):
+            w = words[i]
+            i += 1
+            if w in ("Ns", "Ap"):
+                glue = True
+                if w == "Ap":
+                    out.append("'")
+                continue
+            if w in _MDOC_ENCLOSE:
+                j = i
+                while j < len(words) and words[j] not in _MDOC_PUNCT:
+                    j += 1
+                inner = self.mdoc_text(" ".join(_quote(x) for x in words[i:j]))
+                opening, closing = _MDOC_ENCLOSE[w]
+                put(opening + inner + closing)
+                i = j
+                continue
+            if w in _MDOC_WORDS:
+                put(_MDOC_WORDS[w])
+                glue = w in ("Oo", "Do", "Po", "Bo", "Qo", "So")
+                continue
+            if w == "Fl":
+                flags = []
+                while i < len(words) and words[i] not in _MDOC_INLINE and words[i] not in _MDOC_PUNCT:
+                    flags.append(_MDOC_FLAG_DASH + r.text(words[i]))
+                    i += 1
+                for f in flags or [_MDOC_FLAG_DASH]:
+                    put(f)
+                glue = not flags and i < len(words) and words[i] == "Fl"  # "Fl Fl apple" is --apple
+                continue
+            if w == "Xr" and i < len(words):
+                page = r.text(words[i])
+                sec = words[i + 1] if i + 1 < len(words) and words[i + 1] not in _MDOC_PUNCT else ""
+                i += 2 if sec else 1
+                put(f"{page}({sec})" if sec else page)
+                continue
+            if w == "Nm" and (i >= len(words) or words[i] in _MDOC_INLINE or words[i] in _MDOC_PUNCT):
+                put(r.name)
+                continue
+            if w == "Ar" and (i >= len(words) or words[i] in _MDOC_INLINE or words[i] in _MDOC_PUNCT):
+                put("file ...")
+                continue
+            if w == "Pf" and i < len(words):
+                put(r.text(words[i]))
+                glue = True
+                i += 1
+                continue
+            if w in _MDOC_INLINE or w == "Sm":
+                continue  # a macro that only changes the font: its arguments print as words
+            put(r.text(w))
+        return "".join(out)
+
+    # -- tbl -----------------------------------------------------------------------------------
+    def table(self) -> None:
+        """Read a tbl table up to `.TE` into a Markdown table (spans are not laid out)."""
+        r = self.r
+        body: list[str] = []
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            self.i += 1
+            if re.match(r"^[.']\s*TE\b", line):
+                break
+            body.append(line)
+        tab = "\t"
+        pos = 0
+        if body and body[0].rstrip().endswith(";"):
+            m = re.search(r"tab\s*\((.)\)", body[0])
+            tab = m.group(1) if m else tab
+            pos = 1
+        while pos < len(body) and not body[pos].rstrip().endswith("."):  # format lines
+            pos += 1
+        rows: list[list[str]] = []
+        cell_lines: list[str] | None = None
+        pending: list[str] = []
+        for line in body[pos + 1:]:
+            if cell_lines is not None:  # inside a T{ ... T} text block
+                if line.startswith("T}"):
+                    pending.append(" ".join(r.text(x) for x in cell_lines if not x.startswith(".")))
+                    cell_lines = None
+                    rest = line[2:].lstrip(tab)
+                    if rest:
+                        pending.extend(r.text(c) for c in rest.split(tab))
+                    else:
+                        rows.append(pending)
+                        pending = []
+                else:
+                    cell_lines.append(line)
+                continue
+            if re.match(r"^[.']\s*T&", line):
+                continue
+            if line.strip() in ("_", "=", "") or line.startswith((".", "'")):
+                continue
+            cells = line.split(tab)
+            if cells and cells[-1].startswith("T{"):
+                pending += [r.text(c) for c in cells[:-1]]
+                cell_lines = [cells[-1][2:]] if cells[-1][2:].strip() else []
+                continue
+            rows.append(pending + [r.text(c) for c in cells if c.strip() not in ("_", "=", "\\_")])
+            pending = []
+        rows = [row for row in rows if any(c.strip() for c in row)]
+        if len(rows) >= 2:
+            r.emit("table", markdown_table(rows))
+        elif rows:
+            r.emit("paragraph", " ".join(rows[0]))
+
+
+def _quote(word: str) -> str:
+    return f'"{word}"' if (" " in word or not word) else word
+
+
+def _title(blocks: list[Block], name: str, section: str) -> str | None:
+    """The NAME section's line ("tar - an archiving utility"), else name(section)."""
+    for i, b in enumerate(blocks):
+        if b.kind == "heading" and b.level == 1 and b.text.strip().upper() in ("NAME", "NAMN", "NOM", "NOMBRE"):
+            nxt = blocks[i + 1] if i + 1 < len(blocks) else None
+            if nxt is not None and nxt.kind != "heading":
+                return nxt.text[:300]
+            break
+    if name:
+        return f"{name}({section})" if section else name
+    return None
+
+
+def parse_man(data: bytes) -> ParseResult:
+    """Parse a manual page's roff source (see the module docstring)."""
+    text, encoding = decode_text(data)
+    reader = _Page(text.replace("\r\n", "\n").replace("\r", "\n")).run()
+    metadata: dict[str, object] = {"encoding": encoding, "man": {"name": reader.name, "section": reader.section,
+                                                                 "macros": "mdoc" if reader.mdoc else "man"}}
+    if reader.redirect is not None and not reader.blocks:
+        metadata["redirect"] = reader.redirect
+        return ParseResult(blocks=[], title=None, format="man", metadata=metadata)
+    return ParseResult(blocks=reader.blocks, title=_title(reader.blocks, reader.name, reader.section),
+                       format="man", metadata=metadata)

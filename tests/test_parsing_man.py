@@ -1,0 +1,174 @@
+"""Manual pages in roff (man and mdoc macros, tbl) and single compressed files (.gz/.bz2/.xz)."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+
+import pytest
+
+from assets.parsing import parse_document
+from assets.parsing.sniff import detect_format
+from connectors.documents import ParseResult
+from connectors.errors import CorruptDocument, TooLarge, UnsupportedFormat
+
+# A man(7) page as Debian ships them: comments, a macro definition, the nroff/troff branches
+# of a conditional, a string, options as .TP items, a no-fill example and a tbl table.
+MAN_PAGE = r""".\" Copyright and licence: nothing a reader sees.
+.de XX
+.  ds hidden this text belongs to a macro definition
+..
+.ie n .ds Q "quoted
+.el .ds Q troff-only
+.TH FROB 1 "2024-01-01" "frob 2.1" "User Commands"
+.SH NAME
+frob \- frobnicate files in place
+.SH SYNOPSIS
+.B frob
+[\fB\-n\fR] [\fB\-\-level\fR=\fIN\fR] \fIFILE\fR...
+.SH DESCRIPTION
+\fBfrob\fR rewrites each \fIFILE\fR \(em atomically \(em and keeps a backup
+named \fIFILE\fP\(ti.  It is \*Q to interrupt.
+.SS Options
+.TP
+.BR \-n ", " \-\-dry\-run
+Print what would change; change nothing.
+.TP
+\fB\-\-level\fR=\fIN\fR
+Frobnicate at level \fIN\fR (1\(en9).
+.IP \(bu 2
+A bullet point.
+.SH EXAMPLES
+.nf
+frob \-n notes.txt
+frob \-\-level=3 *.c
+.fi
+.SH EXIT STATUS
+.TS
+tab(:);
+l l.
+Code:Meaning
+0:success
+2:bad usage
+.TE
+"""
+
+MDOC_PAGE = r""".Dd March 1, 2024
+.Dt WIDGET 1
+.Os
+.Sh NAME
+.Nm widget
+.Nd count the widgets in a file
+.Sh SYNOPSIS
+.Nm
+.Op Fl qv
+.Op Fl Fl format Ar fmt
+.Ar
+.Sh DESCRIPTION
+The
+.Nm
+utility counts widgets; see
+.Xr wc 1 .
+.Bl -tag -width Ds
+.It Fl q
+Be quiet.
+.It Fl Fl format Ar fmt
+Print counts as
+.Dq fmt .
+.El
+.Sh EXAMPLES
+.Bd -literal
+widget -q file.txt
+.Ed
+"""
+
+
+def _blocks(r: ParseResult) -> list[tuple[str, str]]:
+    return [(b.kind, b.text) for b in r.blocks]
+
+
+def test_a_man_page_reads_as_its_reader_sees_it() -> None:
+    r = parse_document(MAN_PAGE.encode(), "frob.1")
+    assert r.format == "man"
+    assert r.title == "frob - frobnicate files in place"
+    assert r.metadata["man"] == {"name": "FROB", "section": "1", "macros": "man"}
+    blocks = _blocks(r)
+    assert ("heading", "DESCRIPTION") in blocks and ("heading", "Options") in blocks
+    assert [b.level for b in r.blocks if b.text in ("DESCRIPTION", "Options")] == [1, 2]
+    text = "\n".join(t for _, t in blocks)
+    # escapes resolved, comments, the macro body and the troff branch gone
+    assert "frob rewrites each FILE — atomically — and keeps a backup named FILE~." in text
+    assert "It is quoted to interrupt." in text
+    for gone in ("\\f", "\\-", "\\(", "Copyright", "hidden", "troff-only", ".TP", ".SH"):
+        assert gone not in text
+    # an option is a term paragraph followed by its description, as <dt>/<dd> in HTML
+    i = blocks.index(("paragraph", "-n, --dry-run"))
+    assert r.blocks[i].meta == {"term": True}
+    assert blocks[i + 1] == ("paragraph", "Print what would change; change nothing.")
+    assert ("paragraph", "--level=N") in blocks and ("paragraph", "Frobnicate at level N (1–9).") in blocks
+    assert ("list_item", "A bullet point.") in blocks
+    assert ("code", "frob -n notes.txt\nfrob --level=3 *.c") in blocks
+    table = next(t for k, t in blocks if k == "table")
+    assert table.splitlines()[0] == "| Code | Meaning |" and "| 2 | bad usage |" in table
+
+
+def test_an_mdoc_page_reads_as_its_reader_sees_it() -> None:
+    r = parse_document(MDOC_PAGE.encode(), "widget.1")
+    assert r.format == "man" and r.metadata["man"]["macros"] == "mdoc"
+    assert r.title == "widget - count the widgets in a file"
+    blocks = _blocks(r)
+    assert ("paragraph", "widget [-qv] [--format fmt] file ...") in blocks
+    assert ("paragraph", "The widget utility counts widgets; see wc(1).") in blocks
+    assert ("paragraph", "--format fmt") in blocks and ("paragraph", "Print counts as “fmt”.") in blocks
+    assert ("code", "widget -q file.txt") in blocks
+
+
+def test_a_page_that_only_sources_another_is_a_redirect() -> None:
+    r = parse_document(b".so man1/frob.1\n", "unfrob.1")
+    assert r.format == "man" and r.blocks == [] and r.metadata["redirect"] == "man1/frob.1"
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "fmt"),
+    [
+        ("frob.1", MAN_PAGE.encode(), "man"),
+        ("IO::Handle.3pm", MAN_PAGE.encode(), "man"),
+        ("frob", MAN_PAGE.encode(), "man"),
+        ("frob.man", MAN_PAGE.encode(), "man"),
+        ("widget.8", MDOC_PAGE.encode(), "man"),
+        ("notes", b".hidden files are skipped by ls\nunless -a is given.\n", "text"),
+        ("setup.sh", b". /etc/profile\necho done\n", "text"),
+    ],
+)
+def test_roff_is_told_from_its_bytes(name: str, data: bytes, fmt: str) -> None:
+    assert detect_format(data, name).format == fmt
+
+
+def test_roff_named_txt_is_read_as_a_man_page_with_a_warning() -> None:
+    detected = detect_format(MAN_PAGE.encode(), "frob.txt")
+    assert detected.format == "man" and "manual page" in detected.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "pack", "label"),
+    [(".gz", gzip.compress, "gzip"), (".bz2", bz2.compress, "bzip2"), (".xz", lzma.compress, "xz")],
+)
+def test_a_compressed_file_is_parsed_as_the_document_inside(suffix: str, pack: object, label: str) -> None:
+    data = pack(MAN_PAGE.encode())  # type: ignore[operator]
+    r = parse_document(data, f"man1/frob.1{suffix}")
+    assert r.format == "man" and r.title == "frob - frobnicate files in place"
+    assert r.metadata["compressed"] == label
+    plain = parse_document(gzip.compress(b"Just a note.\n\nWith two paragraphs.\n"), "note.txt.gz")
+    assert plain.format == "text" and plain.metadata["compressed"] == "gzip"
+
+
+def test_compressed_damage_bombs_and_nesting_get_clear_errors() -> None:
+    packed = gzip.compress(MAN_PAGE.encode())
+    with pytest.raises(CorruptDocument, match=r"frob.1.gz: damaged gzip data"):
+        parse_document(packed[: len(packed) // 2], "frob.1.gz")
+    bomb = gzip.compress(b"a" * 5_000_000)  # ~5 KB that would be 5 MB
+    with pytest.raises(TooLarge, match=r"bomb.txt.gz: its gzip content is over the 1.0 MB limit"):
+        parse_document(bomb, "bomb.txt.gz", max_bytes=1_000_000)
+    with pytest.raises(UnsupportedFormat, match="gzip archive"):
+        parse_document(gzip.compress(packed), "frob.1.gz.gz")
