@@ -32,7 +32,7 @@ from connectors.indexes.base import Filters
 from query_service.auth import Authenticator, Unauthorized
 from query_service.console import console_router
 from query_service.middleware import BodyLimit, RecordRequests, ServiceMetrics
-from query_service.retrieval import LiveRetriever, make_filters
+from query_service.retrieval import LiveRetriever, make_filters, redact_trace
 
 __all__ = ["SearchRequest", "SearchResponse", "app_from_env", "create_app"]
 
@@ -63,7 +63,7 @@ class SearchRequest(BaseModel):
 
 class ScoredChunk(BaseModel):
     chunk_id: str
-    score: float
+    score: float | None = Field(None, description="the retriever's raw score: for operators only")
 
 
 class HitModel(BaseModel):
@@ -232,6 +232,8 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
         m = metrics
         try:
             out = _retriever().search(req.query, req.k, filters_for(req, principals)).to_json()
+            if principals is None or not set(principals) & set(conf.query.auth.operators):
+                out["trace"] = redact_trace(out["trace"])
         except QueryError as e:
             m.errors.labels("bad-query").inc()
             raise HTTPException(400, str(e)) from e

@@ -20,10 +20,11 @@ restored by a rollback included — can ever widen access.
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,8 @@ from connectors.message_text import strip_message_noise
 from connectors.store import DocumentStore, GenerationRecord
 from query_service.attribution import attributed_units
 from query_service.ranking import RankedUnit, rank_units, unit_of
+
+log = logging.getLogger(__name__)
 
 __all__ = ["GenerationRetriever", "Hit", "LiveRetriever", "SearchResult"]
 
@@ -159,7 +162,12 @@ class _Served:
         if close:
             self.pair.close()
 
-    def search(self, query: str, k: int, filters: Filters, qcfg: QueryConfig) -> SearchResult:
+    def search(self, query: str, k: int, filters: Filters, qcfg: QueryConfig,
+               admit: Callable[[set[str]], set[str]] | None = None) -> SearchResult:
+        """The fused units of one query. `admit` (doc ids -> those the caller may read now, from
+        the store) is applied to every retriever's candidates before fusion, so a document whose
+        access was revoked after this generation's index was written neither ranks, nor shifts
+        the others' scores, nor shows in the trace."""
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         attribution = find_attribution(query) if qcfg.attribution_weight > 0 else None
@@ -191,6 +199,12 @@ class _Served:
         s = time.perf_counter()
         ids = list(dict.fromkeys(h.chunk_id for h in (*dense_hits, *sparse_hits, *unit_hits, *author_hits)))
         payloads = self.pair.vector.payloads(ids)
+        if admit is not None:
+            docs = {c: doc_id(p["source"], p["external_id"]) for c, p in payloads.items()}
+            allowed = admit(set(docs.values()))
+            ok = {c for c, d in docs.items() if d in allowed}
+            dense_hits, sparse_hits, unit_hits, author_hits = (
+                [h for h in hits if h.chunk_id in ok] for hits in (dense_hits, sparse_hits, unit_hits, author_hits))
         timings["payloads_ms"] = (time.perf_counter() - s) * 1000
         s = time.perf_counter()
         attributed = (attributed_units(attribution, author_hits, payloads, lambda c: unit_of(c, payloads))
@@ -329,8 +343,8 @@ def make_filters(principal: str | list[str] | None, sources: list[str] | None = 
     if sources and known_sources is not None:
         unknown = sorted(set(sources) - set(known_sources))
         if unknown:
-            raise QueryError(f"unknown source(s) {', '.join(map(repr, unknown))} "
-                             f"(configured: {', '.join(known_sources) or 'none'})")
+            # the configured names are not listed: they can say what exists ("hr-layoffs-2025")
+            raise QueryError(f"unknown source(s) {', '.join(map(repr, unknown))}")
     return Filters(principals=principals, sources=tuple(sources) if sources is not None else None,
                    docs=tuple(docs) if docs is not None else None, exclude_docs=tuple(exclude_docs or ()))
 
@@ -344,12 +358,32 @@ def enforce_current_access(store: DocumentStore, result: SearchResult, filters: 
     principals = filters.principals or ()
     acl_now = store.current_acls({doc_id(h.source, h.doc) for h in result.hits})
     kept = [h for h in result.hits if allows(acl_now.get(doc_id(h.source, h.doc), ()), principals)]
-    if len(kept) != len(result.hits):
-        result.trace["access_dropped"] = len(result.hits) - len(kept)
+    if len(kept) != len(result.hits):  # logged, never told the caller: a count is an oracle too
+        log.info("dropped %d hit(s) the store no longer lets the caller read", len(result.hits) - len(kept))
         result.hits = kept
         if not kept:
             result.reason = "no matching chunks"
     return result
+
+
+def admission(store: DocumentStore, filters: Filters) -> Callable[[set[str]], set[str]]:
+    """`_Served.search`'s `admit`: of some doc ids, those the store lets the caller read now
+    (one primary-key SELECT per query; unknown and deleted documents are not admitted)."""
+    principals = filters.principals or ()
+
+    def admit(doc_ids: set[str]) -> set[str]:
+        acl_now = store.current_acls(doc_ids)
+        return {d for d in doc_ids if allows(acl_now.get(d, ()), principals)}
+    return admit
+
+
+def redact_trace(trace: dict[str, Any]) -> dict[str, Any]:
+    """The trace a caller who is not an operator gets: each retriever's candidates by id, in
+    rank order, without their raw scores. BM25 scores carry the corpus-wide document frequency
+    of the query's words, documents the caller cannot read included, so a raw score would tell
+    whether a word occurs in them."""
+    return {**trace, **{r: [{"chunk_id": e["chunk_id"]} for e in trace.get(r, [])]
+                        for r in ("dense", "sparse", "unit") if r in trace}}
 
 
 def _check_query(query: str, k: int) -> str:
@@ -374,7 +408,8 @@ class GenerationRetriever:
 
     def search(self, query: str, k: int = 10, filters: Filters | None = None) -> SearchResult:
         filters = filters or Filters()
-        result = self.served.search(_check_query(query, k), k, filters, self.cfg.query)
+        result = self.served.search(_check_query(query, k), k, filters, self.cfg.query,
+                                    admission(self.store, filters))
         return enforce_current_access(self.store, result, filters)
 
     def close(self) -> None:
@@ -442,7 +477,7 @@ class LiveRetriever:
                 raise BindingError(self.last_error or "no live binding")
             if served.acquire():
                 try:
-                    result = served.search(q, k, filters, self.cfg.query)
+                    result = served.search(q, k, filters, self.cfg.query, admission(self.store, filters))
                 finally:
                     served.release()
                 return enforce_current_access(self.store, result, filters)

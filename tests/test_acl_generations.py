@@ -84,7 +84,12 @@ def test_queries_recheck_the_stores_current_acl(dep: Deployment) -> None:
     dep.cli("sync")
     _plant_acl(dep, 1, "team-b/brief.md", ("bob",))  # as an old, unmaintained generation would
     assert _indexed_acls(dep, 1, "team-b/brief.md") == {("bob",)}
-    assert "team-b/brief.md" not in _docs(dep.cli(*QUERY, "--principal", "bob"))
+    out = dep.cli(*QUERY, "--principal", "bob")
+    assert "team-b/brief.md" not in _docs(out)
+    # nor in the trace, nor counted there: each would say which words the brief holds
+    brief = {r.chunk_id for r in _records(dep, 1, "team-b/brief.md")}
+    traced = {e["chunk_id"] for r in ("dense", "sparse", "unit") for e in out["trace"][r]}
+    assert traced and not traced & brief and "access_dropped" not in out["trace"]
     # and verify names the drift, and repairs it from the store
     report = dep.cli("verify", expect=1)
     g = next(iter(report["generations"].values()))

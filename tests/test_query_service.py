@@ -34,8 +34,11 @@ def test_rrf_matches_the_formula_and_is_deterministic() -> None:
 
 ANON_KEY, HR_KEY = "bk_anonymous-caller", "bk_hr-team-caller"
 JWT_SECRET = "hs256-secret-for-the-query-service-tests-0123456789"
+OPS_KEY = "bk_operator-caller"
 AUTH = {"api_keys": [{"name": "anon", "hash": hash_key(ANON_KEY), "principals": []},
-                     {"name": "hr", "hash": hash_key(HR_KEY), "principals": ["hr-team"]}],
+                     {"name": "hr", "hash": hash_key(HR_KEY), "principals": ["hr-team"]},
+                     {"name": "ops", "hash": hash_key(OPS_KEY), "principals": ["ops-team"]}],
+        "operators": ["ops-team"],
         "jwt": {"hs256_secret_env": "BINDERY_QS_JWT", "principals_claim": "groups"}}
 
 
@@ -98,6 +101,18 @@ def test_search_returns_provenance_and_a_trace(served: Served) -> None:
     assert tr["binding"]["generation"] == body["generation"] == 1
     assert tr["sparse"] and tr["dense"] and "total_ms" in tr["timings"]
     assert tr["sparse"][0]["chunk_id"] == top["chunk_id"]
+
+
+def test_raw_retriever_scores_are_for_operators_only(served: Served) -> None:
+    """BM25 scores carry corpus-wide document frequencies, unreadable documents included: a
+    caller who is not an operator gets each retriever's candidates in order, without scores."""
+    _, c = served
+    body = {"query": "battery XR-4471 office", "k": 5}
+    for key in (ANON_KEY, HR_KEY):
+        tr = c.post("/search", key=key, json=body).json()["trace"]
+        assert tr["sparse"] and all(e.get("score") is None for r in ("dense", "sparse", "unit") for e in tr[r])
+    ops = c.post("/search", key=OPS_KEY, json=body).json()["trace"]
+    assert ops["sparse"] and all(isinstance(e["score"], float) for e in ops["sparse"])
 
 
 def test_acl_filters_apply_to_both_retrievers(served: Served) -> None:
@@ -197,10 +212,11 @@ def test_an_empty_filter_list_means_nothing(served: Served, filters: dict[str, l
     assert c.post("/search", key=HR_KEY, json={"query": "battery XR-4471 office", "k": 10}).json()["hits"]
 
 
-def test_an_unknown_source_is_a_400_naming_it(served: Served) -> None:
+def test_an_unknown_source_is_a_400_naming_it_but_not_the_others(served: Served) -> None:
+    """The configured names are not listed: a source's name can say what it holds."""
     _, c = served
     r = c.post("/search", json={"query": "battery", "filters": {"sources": ["docs", "nope"]}})
-    assert r.status_code == 400 and "'nope'" in r.json()["detail"] and "docs" in r.json()["detail"]
+    assert r.status_code == 400 and r.json()["detail"] == "unknown source(s) 'nope'"
 
 
 def test_a_query_embedder_mismatch_is_a_hard_error(tmp_path: Path) -> None:

@@ -161,6 +161,38 @@ def test_unreadable_sidecar_fails_the_listing(tree: Path) -> None:
         list(src(tree).list())
 
 
+@pytest.mark.parametrize("kind", ["broken link", "folder", "fifo"])
+def test_a_sidecar_that_is_not_a_readable_file_fails_the_listing(tree: Path, tmp_path: Path, kind: str) -> None:
+    """Fail closed: a `.bindery-acl` that cannot be read (a link to an unmounted share, a folder,
+    a FIFO) must never let the folder above decide, which would make `sub/` public."""
+    sidecar = tree / "sub/.bindery-acl"
+    if kind == "broken link":
+        sidecar.symlink_to(tmp_path / "unmounted/share/acl")
+    elif kind == "folder":
+        sidecar.mkdir()
+    else:
+        os.mkfifo(sidecar)
+    with pytest.raises(SourceError, match=r"ACL file .*sub/\.bindery-acl"):
+        list(src(tree).list())
+
+
+def test_a_symlink_inside_the_root_keeps_its_targets_acl(tree: Path) -> None:
+    """A link in a public folder to a private file (or folder) lists the target with the
+    target's ACL: otherwise whoever may create a link republishes what they cannot read."""
+    put(tree, "private/.bindery-acl", "alice\n")
+    put(tree, "private/minutes.md", "merger")
+    put(tree, "private/plans/layoffs.md", "plans")
+    (tree / "public").mkdir()
+    (tree / "public/notes.md").symlink_to(tree / "private/minutes.md")
+    (tree / "public/plans").symlink_to(tree / "private/plans", target_is_directory=True)
+    (tree / "public/a-copy.txt").symlink_to(tree / "a.txt")
+    entries = listing(src(tree))
+    for rel in ("public/notes.md", "public/plans/layoffs.md", "private/minutes.md"):
+        assert entries[rel].acl == ("alice",), rel
+        assert entries[rel].metadata["acl_from"] == "sidecar:private/.bindery-acl"
+    assert entries["public/a-copy.txt"].acl == entries["a.txt"].acl == ("*",)
+
+
 # -- errors ----------------------------------------------------------------------------------
 
 

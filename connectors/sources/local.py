@@ -10,13 +10,16 @@ path relative to the root; `fingerprint` is `"{mtime_ns}-{size}"`.
 
 ACL (semantics in connectors.acl): the nearest `.bindery-acl` file in the item's folder or any
 folder above it, up to the root, wins; else the source's configured `acl`; else public. A
-sidecar that lists nobody yields `()`: no principal may see those documents (fail closed).
+sidecar that lists nobody yields `()`: no principal may see those documents (fail closed). A
+symlink inside the root takes the ACL of its target's real location, not that of the folder it
+sits in, so a link can never republish a private file under a public folder's ACL.
 `metadata["acl_from"]` says where an ACL came from.
 
 Failure rules (a failed listing must never look like an empty one, or the delete sweep would
 remove everything): a missing or unreadable root, an unreadable subfolder or an unreadable
-sidecar raises `SourceError`. Items that vanish mid-walk (deleted concurrently) and broken
-symlinks are left out, as they no longer exist.
+sidecar (a broken link, a folder or a FIFO named `.bindery-acl` included) raises `SourceError`.
+Items that vanish mid-walk (deleted concurrently) and broken symlinks are left out, as they no
+longer exist.
 """
 
 from __future__ import annotations
@@ -78,13 +81,36 @@ class LocalFolderSource:
         return SourceError(f"source {self.name!r}: cannot {what} {path}: {_reason(e)}")
 
     def _read_sidecar(self, path: str, rel_dir: str) -> Acl:
+        """The ACL of a sidecar. Anything named like one that is not a readable regular file (a
+        broken link, a folder, a FIFO) fails the listing: a sidecar we cannot read must never
+        mean the folder above decides (fail closed, not open)."""
         try:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode):  # checked before open: a FIFO would block the walk
+                raise SourceError(f"source {self.name!r}: ACL file {path} is not a regular file")
             with open(path, "rb") as f:
                 principals = acls.parse_sidecar(f.read())
         except (OSError, UnicodeDecodeError) as e:
             reason = _reason(e) if isinstance(e, OSError) else f"not UTF-8 text ({e.reason})"
+            if isinstance(e, FileNotFoundError):
+                reason = "it is a broken link or vanished"
             raise SourceError(f"source {self.name!r}: cannot read ACL file {path}: {reason}") from e
         return Acl(principals, f"sidecar:{rel_dir}{ACL_SIDECAR}")
+
+    def _acl_of_target(self, real_dir: str) -> Acl:
+        """The ACL that governs a folder inside the root by its real location: the nearest
+        sidecar from it up to the root, else the source's default. A symlink inside the root
+        lists its target with the target's ACL, never the ACL of the folder the link sits in
+        (otherwise anyone who may write a link in a public folder publishes a private file)."""
+        current = real_dir
+        while True:
+            sidecar = os.path.join(current, ACL_SIDECAR)
+            if os.path.lexists(sidecar):
+                rel = os.path.relpath(current, self._real_root)
+                return self._read_sidecar(sidecar, "" if rel == "." else rel.replace(os.sep, "/") + "/")
+            if current == self._real_root or not current.startswith(self._real_root + os.sep):
+                return self._default_acl
+            current = os.path.dirname(current)
 
     def _walk(self) -> Iterator[_Item]:
         """Files under the root that pass the include/exclude filter, in a stable order."""
@@ -109,7 +135,7 @@ class LocalFolderSource:
         except OSError as e:
             raise self._fail("list folder", path, e) from e
         for de in entries:
-            if de.name == ACL_SIDECAR and de.is_file():
+            if de.name == ACL_SIDECAR:
                 acl = self._read_sidecar(de.path, rel_dir)
                 break
         for de in entries:
@@ -129,14 +155,18 @@ class LocalFolderSource:
                         f"{rel} is a symlink to {os.path.realpath(de.path)}, outside the source root; "
                         "skipped (set follow_external_symlinks: true on the source to follow it)")))
                 continue
+            entry_acl = acl
+            if de.is_symlink() and self._inside(de.path):  # its target's ACL, not the link's folder's
+                real = os.path.realpath(de.path)
+                entry_acl = self._acl_of_target(real if stat.S_ISDIR(st.st_mode) else os.path.dirname(real))
             if stat.S_ISDIR(st.st_mode):
                 key = _dir_key(st)
                 if key in ancestors:
                     log.warning("source %r: skipping symlink loop at %s", self.name, rel)
                     continue
-                yield from self._walk_dir(de.path, rel + "/", acl, ancestors | {key})
+                yield from self._walk_dir(de.path, rel + "/", entry_acl, ancestors | {key})
             elif stat.S_ISREG(st.st_mode) and self._filter(rel):
-                yield _Item(rel, de.path, st, acl)
+                yield _Item(rel, de.path, st, entry_acl)
 
     def list(self) -> Iterator[SourceEntry]:
         """Every matching file. Raises SourceError if the walk cannot be completed."""
