@@ -116,7 +116,7 @@ bench-scale: setup
 
 # Real dev corpora for benchmarks/evalsets (Debian packages; see benchmarks/evalsets/README.md).
 CORPORA ?= $(HOME)/.cache/bench-corpora
-SETS ?= python_faq redis_commands debian_faq flex_manual git_commands pdf_docs mail_ham
+SETS ?= python_faq redis_commands debian_faq flex_manual git_commands pdf_docs mail_ham man_pages
 devsets:
 	benchmarks/corpora/fetch.sh $(CORPORA) $(SETS)
 

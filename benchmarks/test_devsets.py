@@ -25,7 +25,7 @@ SIZES = {"mail_ham": (500, 800), "mail_ham_pasted": (500, 800)}  # one question 
 def test_every_set_is_present() -> None:
     names = {p.stem for p in SETS}
     assert {"python_faq", "redis_commands", "debian_faq", "flex_manual", "git_commands",
-            "pdf_docs", "mail_ham"} <= names
+            "pdf_docs", "mail_ham", "man_pages"} <= names
 
 
 @pytest.mark.parametrize("path", SETS, ids=lambda p: p.stem)
@@ -54,6 +54,14 @@ def test_bm25_prefers_the_rare_term_and_lowercases() -> None:
     texts = ["the cat sat on the mat", "the dog sat", "Zebra crossing rules for the dog"]
     assert bm25_rankings(texts, ["zebra dog"])[0][0] == 2
     assert bm25_rankings(texts, ["CAT"])[0][0] == 0
+
+
+def test_page_text_reads_inside_a_compressed_file(tmp_path: Path) -> None:
+    import gzip
+
+    page = tmp_path / "ls.1.gz"
+    page.write_bytes(gzip.compress(b".TH LS 1\n.SH NAME\nls \\- list directory contents\n"))
+    assert page_text(page) == ".TH LS 1\n.SH NAME\nls \\- list directory contents\n"  # the roff, as it is
 
 
 def test_page_text_html_and_email(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ set -euo pipefail
 dest=${1:-$HOME/.cache/bench-corpora}
 shift || true
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands pdf_docs mail_ham)
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands pdf_docs mail_ham man_pages)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$dest"
@@ -68,6 +68,25 @@ for set in "${sets[@]}"; do
   mail_ham)  # SpamAssassin easy_ham: 2,403 real list messages of 2002 (jwz's threading test data)
     x=$(fetch golang-github-gatherstars-com-jwz-dev 1.3.0-3); fresh $set
     cp -r "$x/usr/share/gocode/src/github.com/gatherstars-com/jwz/test/testdata/ham" "$dest/$set/ham" ;;
+  man_pages)  # Manual pages (roff, gzip-compressed as shipped) of 19 command-line packages; fish's words
+    fresh $set
+    mkdir -p "$dest/_extra/$set"
+    for pv in coreutils=9.1-1 findutils=4.9.0-4 grep=3.8-5 sed=4.9-1+deb12u1 tar=1.34+dfsg-1.2+deb12u1 \
+              gzip=1.12-1 diffutils=1:3.8-4 util-linux=2.38.1-5+deb12u3 mount=2.38.1-5+deb12u3 \
+              procps=2:4.0.2-3 openssh-client=1:9.2p1-2+deb12u10 rsync=3.5.0+ds1-0+deb12u1 \
+              curl=7.88.1-10+deb12u15 wget=1.21.3-1+deb12u1 less=590-2.1~deb12u2 file=1:5.44-3 \
+              iproute2=6.1.0-3 bzip2=1.0.8-5+b1 xz-utils=5.4.1-1+deb12u2; do
+      x=$(fetch "${pv%%=*}" "${pv#*=}")
+      # English pages only (translations live in usr/share/man/<lang>/), regular files only:
+      # an alias page is a symlink to the page it names
+      for d in "$x"/usr/share/man/man*; do
+        [ -d "$d" ] || continue
+        mkdir -p "$dest/$set/$(basename "$d")"
+        find "$d" -maxdepth 1 -type f -exec cp {} "$dest/$set/$(basename "$d")/" \;
+      done
+    done
+    y=$(fetch fish-common 3.6.0-3.1+deb12u1)
+    cp -r "$y/usr/share/fish/completions" "$dest/_extra/$set/" ;;
   *) echo "unknown set: $set" >&2; exit 2 ;;
   esac
   echo "$set: $(find "$dest/$set" -type f | wc -l) files -> $dest/$set"
