@@ -111,7 +111,11 @@ def read_content(rt: Runtime, source: Source, doc: DocumentRecord) -> bytes:
     if p is not None and p.exists():
         return p.read_bytes()
     entry = SourceEntry(doc.external_id, doc.uri, doc.size or 0, doc.fingerprint or "", doc.source_modified_at or 0.0)
-    return source.read(entry)
+    data = source.read(entry)
+    if doc.content_hash and content_hash(data) != doc.content_hash:
+        # not the bytes the listing hashed and judged the ACL of: never parse them as that version
+        raise SourceError(f"{doc.external_id}: its bytes changed since the listing; the next sync reads it again")
+    return data
 
 
 def check_delete_safety(scfg: SourceConfig, listed: int, would_delete: int,

@@ -24,7 +24,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,9 +200,7 @@ class _Served:
         ids = list(dict.fromkeys(h.chunk_id for h in (*dense_hits, *sparse_hits, *unit_hits, *author_hits)))
         payloads = self.pair.vector.payloads(ids)
         if admit is not None:
-            docs = {c: doc_id(p["source"], p["external_id"]) for c, p in payloads.items()}
-            allowed = admit(set(docs.values()))
-            ok = {c for c, d in docs.items() if d in allowed}
+            ok = _admitted(payloads, payloads, admit)
             dense_hits, sparse_hits, unit_hits, author_hits = (
                 [h for h in hits if h.chunk_id in ok] for hits in (dense_hits, sparse_hits, unit_hits, author_hits))
         timings["payloads_ms"] = (time.perf_counter() - s) * 1000
@@ -211,7 +209,7 @@ class _Served:
                       if attribution else {})
         ranked = rank_units(dense_hits, sparse_hits, unit_hits, payloads, qcfg,
                             neighbours=lambda pairs: self._thread_neighbours(pairs, payloads, filters,
-                                                                             qcfg.thread_mates_weight > 0),
+                                                                             qcfg.thread_mates_weight > 0, admit),
                             attributed=attributed)
         reason = None
         if qcfg.score_floor > 0:
@@ -247,7 +245,8 @@ class _Served:
                                            attr.day_keys(), query, k, filters)
 
     def _thread_neighbours(self, pairs: Sequence[tuple[str, str]], payloads: dict[str, dict[str, Any]],
-                           filters: Filters, mates: bool) -> dict[str, dict[str, str]]:
+                           filters: Filters, mates: bool,
+                           admit: Callable[[set[str]], set[str]] | None = None) -> dict[str, dict[str, str]]:
         """unit -> {the first unit of its message's parent and of each reply: "near"; with
         `mates`, of each other message of its thread (threads of at most `THREAD_MATES_MAX`
         messages): "mate"} (`ranking.Neighbours`), found through the keyword index's thread
@@ -264,6 +263,9 @@ class _Served:
             mates = len(in_threads) < _THREAD_LOOKUP_LIMIT
             found = list(dict.fromkeys([*found, *in_threads])) if mates else found
         payloads.update(self.pair.vector.payloads([c for c in found if c not in payloads]))
+        if admit is not None:  # as every other candidate: only what the store lets the caller read now
+            ok = _admitted(found, payloads, admit)
+            found = [c for c in found if c in ok]
         first: dict[str, tuple[int, str, dict[str, Any]]] = {}  # message id -> its first chunk
         for c in found:
             p = payloads.get(c)
@@ -288,6 +290,14 @@ class _Served:
             if near:
                 out[u] = near
         return out
+
+
+def _admitted(chunk_ids: Iterable[str], payloads: dict[str, dict[str, Any]],
+              admit: Callable[[set[str]], set[str]]) -> set[str]:
+    """The chunks (of those with a payload) whose document `admit` lets the caller read."""
+    docs = {c: doc_id(payloads[c]["source"], payloads[c]["external_id"]) for c in chunk_ids if c in payloads}
+    allowed = admit(set(docs.values()))
+    return {c for c, d in docs.items() if d in allowed}
 
 
 def _attribution_trace(attr: Attribution, attributed: dict[str, tuple[str, float]],

@@ -193,6 +193,23 @@ def test_a_symlink_inside_the_root_keeps_its_targets_acl(tree: Path) -> None:
     assert entries["public/a-copy.txt"].acl == entries["a.txt"].acl == ("*",)
 
 
+def test_a_file_swapped_for_a_link_after_the_listing_is_not_read(tree: Path) -> None:
+    """The listing decides a file's ACL; a read in the same run that finds another file at the
+    path (a public decoy swapped for a link to a private file) refuses instead of reading it."""
+    put(tree, "private/.bindery-acl", "alice\n")
+    put(tree, "private/minutes.md", "merger")
+    put(tree, "public/notes.md", "decoy")
+    s = src(tree)
+    entry = listing(s)["public/notes.md"]
+    assert entry.acl == ("*",)
+    (tree / "public/notes.md").unlink()
+    (tree / "public/notes.md").symlink_to(tree / "private/minutes.md")
+    with pytest.raises(SourceError, match="another file than the one listed"):
+        s.read(entry)
+    assert s.read(listing(s)["public/notes.md"]) == b"merger"  # listed again: with alice's ACL
+    assert listing(s)["public/notes.md"].acl == ("alice",)
+
+
 # -- errors ----------------------------------------------------------------------------------
 
 
@@ -304,3 +321,23 @@ def test_make_source(tmp_path: Path) -> None:
         make_source(SourceConfig(name="l", kind="local"))
     with pytest.raises(ConfigError, match="bucket"):
         make_source(SourceConfig(name="s", kind="s3"))
+
+
+def test_a_re_read_whose_bytes_changed_since_the_listing_is_refused(tree: Path, tmp_path: Path) -> None:
+    """A stage that reads a document again from its source (its spooled bytes are gone) gets
+    exactly the bytes the listing hashed and judged the ACL of, or an error; never others."""
+    from types import SimpleNamespace
+
+    from assets.listing import read_content
+    from connectors.identity import content_hash
+    from connectors.store import DocumentRecord
+
+    s = src(tree)
+    rt: Any = SimpleNamespace(cfg=SimpleNamespace(data_path=tmp_path / "data"))  # an empty spool
+    doc = DocumentRecord(doc_id="d", source="docs", external_id="a.txt", uri="", content_hash=content_hash(b"alpha"),
+                         fingerprint="", size=5, acl=["*"], acl_hash="", metadata={}, source_modified_at=None,
+                         first_seen=0.0, last_seen=0.0, changed_at=0.0)
+    assert read_content(rt, s, doc) == b"alpha"
+    put(tree, "a.txt", "private text")
+    with pytest.raises(SourceError, match="bytes changed since the listing"):
+        read_content(rt, s, doc)

@@ -164,6 +164,43 @@ def test_describe_fills_acl_and_metadata(s3: Any, bucket: str, moto_endpoint: st
         s.describe(entries["b.txt"])
 
 
+def test_metadata_keys_in_any_case_carry_the_acl(s3: Any, bucket: str, moto_endpoint: str) -> None:
+    """MinIO sends `X-Amz-Meta-Acl`, and botocore keeps that case (`{"Acl": ...}`): the ACL must
+    still be read, never fall back to the (public) default."""
+    s3.put_object(Bucket=bucket, Key="salaries.md", Body=b"pay", Metadata={"acl": "group:hr"})
+    s = make(bucket, moto_endpoint)
+    entry = listing(s)["salaries.md"]
+    s3_head = s._client.head_object
+
+    def as_minio(**kw: Any) -> Any:
+        head = s3_head(**kw)
+        head["Metadata"] = {k.title(): v for k, v in head["Metadata"].items()}
+        return head
+
+    s._client.head_object = as_minio
+    described = s.describe(entry)
+    assert described.acl == ("group:hr",) and described.metadata["acl_from"] == "metadata"
+
+
+def test_an_object_rewritten_between_describe_and_read_is_not_read(s3: Any, bucket: str, moto_endpoint: str) -> None:
+    """The ACL comes from head_object and the bytes from get_object: a confidential version put
+    between the two must not be read under the public version's ACL (If-Match on the ETag), nor
+    a metadata-only rewrite (same ETag) under the old ACL."""
+    s3.put_object(Bucket=bucket, Key="memo.md", Body=b"public memo")
+    s = make(bucket, moto_endpoint)
+    described = s.describe(listing(s)["memo.md"])
+    assert described.acl == ("*",)
+    s3.put_object(Bucket=bucket, Key="memo.md", Body=b"confidential memo", Metadata={"acl": "alice"})
+    with pytest.raises(SourceError, match="rewritten between describe and read"):
+        s.read(described)
+    described = s.describe(listing(s)["memo.md"])
+    assert described.acl == ("alice",) and s.read(described) == b"confidential memo"
+    s3.copy_object(Bucket=bucket, Key="memo.md", CopySource={"Bucket": bucket, "Key": "memo.md"},
+                   Metadata={"acl": "alice,bob"}, MetadataDirective="REPLACE")
+    with pytest.raises(SourceError, match="ACL changed between describe and read"):
+        s.read(described)
+
+
 def test_read_size_limit(s3: Any, bucket: str, moto_endpoint: str) -> None:
     s3.put_object(Bucket=bucket, Key="big.bin", Body=b"0" * 5000)
     s = make(bucket, moto_endpoint, max_file_mb=0.001)

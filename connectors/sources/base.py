@@ -28,6 +28,10 @@ class SourceEntry:
     # Set when the source lists the item but will not serve it (e.g. a symlink out of the
     # source root): (reason code, message). The listing dead-letters it; the rest goes on.
     problem: tuple[str, str] | None = field(default=None, compare=False)
+    # What the listing found at this path (local: device and inode), never stored: a read in
+    # the same run that finds another file there refuses, so a file swapped for a link between
+    # the listing (which decided its ACL) and the read cannot be indexed under the wrong ACL.
+    identity: tuple[int, int] | None = field(default=None, compare=False, hash=False)
 
 
 class Source(Protocol):

@@ -181,6 +181,7 @@ class LocalFolderSource:
                 acl=item.acl.principals,
                 metadata={"acl_from": item.acl.origin},
                 problem=item.problem,
+                identity=(st.st_dev, st.st_ino),
             )
 
     def describe(self, entry: SourceEntry) -> SourceEntry:
@@ -211,7 +212,12 @@ class LocalFolderSource:
         path = self.path_of(entry)
         try:
             with open(path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
+                st = os.fstat(f.fileno())
+                if entry.identity is not None and (st.st_dev, st.st_ino) != entry.identity:
+                    raise SourceError(
+                        f"source {self.name!r}: {entry.external_id} is another file than the one listed "
+                        "(replaced or relinked between the listing and the read); the next sync reads it again")
+                size = st.st_size
                 if size > self.max_bytes:
                     raise TooLarge(
                         f"{entry.external_id}: {size} bytes is over the source's limit of "

@@ -72,6 +72,12 @@ def _etag(raw: str) -> str:
     return raw.strip('"')
 
 
+def _user_metadata(reply: dict[str, Any]) -> dict[str, str]:
+    """An object's user metadata with lower-case keys: botocore keeps the case the server sent,
+    and MinIO sends `X-Amz-Meta-Acl` (an `Acl` key would otherwise be missed: public)."""
+    return {str(k).lower(): v for k, v in (reply.get("Metadata") or {}).items()}
+
+
 class S3Source:
     """Lists, describes and reads the objects under `s3://bucket/prefix/`.
 
@@ -190,11 +196,8 @@ class S3Source:
             head = self._client.head_object(Bucket=self.bucket, Key=key)
         except (BotoCoreError, ClientError) as e:
             raise self._fail("describe", e, key) from e
-        user: dict[str, str] = head.get("Metadata", {})
-        if "acl" in user:
-            acl, origin = parse_acl(user["acl"]), "metadata"
-        else:
-            acl, origin = self._default.principals, self._default.origin
+        user = _user_metadata(head)
+        acl, origin = self._acl_of(user)
         meta = {f"x-amz-meta-{k}": v for k, v in user.items()}
         meta["acl_from"] = origin
         if head.get("ContentType"):
@@ -211,6 +214,12 @@ class S3Source:
             metadata=meta,
         )
 
+    def _acl_of(self, user: dict[str, str]) -> tuple[tuple[str, ...], str]:
+        """(principals, origin) from an object's user metadata, else the source's default."""
+        if "acl" in user:
+            return parse_acl(user["acl"]), "metadata"
+        return self._default.principals, self._default.origin
+
     # -- reading -------------------------------------------------------------------------
 
     def read(self, entry: SourceEntry) -> bytes:
@@ -221,14 +230,28 @@ class S3Source:
                 f"{self.max_bytes} bytes (max_file_mb)"
             )
         key = self.key_of(entry)
+        described = "acl_from" in entry.metadata  # by describe() in this run, not rebuilt from the store
+        etag = entry.fingerprint.rsplit("-", 1)[0] if described else ""
         try:
-            body = self._client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            reply = self._client.get_object(Bucket=self.bucket, Key=key, **({"IfMatch": etag} if etag else {}))
+            body = reply["Body"]
             try:
-                return cast(bytes, body.read())
+                data = cast(bytes, body.read())
             finally:
                 body.close()
-        except (BotoCoreError, ClientError) as e:
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
+                raise SourceError(f"s3://{self.bucket}/{key}: rewritten between describe and read; "
+                                  "the next sync reads it again") from e
             raise self._fail("read", e, key) from e
+        except BotoCoreError as e:
+            raise self._fail("read", e, key) from e
+        # The ACL decided from head_object must be the one these bytes carry: a metadata-only
+        # rewrite keeps the ETag, so If-Match alone cannot tell.
+        if described and self._acl_of(_user_metadata(reply))[0] != entry.acl:
+            raise SourceError(f"s3://{self.bucket}/{key}: its ACL changed between describe and read; "
+                              "the next sync reads it again")
+        return data
 
     # -- sensors -------------------------------------------------------------------------
 
