@@ -137,6 +137,7 @@ def test_a_page_that_only_sources_another_is_a_redirect() -> None:
         ("frob", MAN_PAGE.encode(), "man"),
         ("frob.man", MAN_PAGE.encode(), "man"),
         ("widget.8", MDOC_PAGE.encode(), "man"),
+        ("bzcmp.1", b'\\"Copied from zmore.1\n.TH BZDIFF 1\n.SH NAME\nbzcmp \\- compare\n', "man"),
         ("notes", b".hidden files are skipped by ls\nunless -a is given.\n", "text"),
         ("setup.sh", b". /etc/profile\necho done\n", "text"),
     ],

@@ -24,54 +24,17 @@ custom macro would print is lost), evaluate number registers, or lay out tbl spa
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from assets.parsing.roff import REQUEST, Roff, args, condition, logical_lines
 from assets.parsing.sniff import decode_text
 from assets.parsing.textutil import clean_inline, markdown_table, normalize_text
 from connectors.documents import Block, BlockKind, ParseResult
 
 __all__ = ["parse_man"]
 
-_GLYPHS = {
-    "em": "—", "en": "–", "hy": "-", "mi": "-", "bu": "•", "aq": "'", "dq": '"', "lq": "“", "rq": "”",
-    "oq": "‘", "cq": "’", "Fo": "«", "Fc": "»", "co": "©", "rg": "®", "tm": "™", "de": "°", "mu": "×",
-    "di": "÷", "+-": "±", "<=": "≤", ">=": "≥", "!=": "≠", "==": "≡", "->": "→", "<-": "←", "<>": "↔",
-    "ti": "~", "ha": "^", "rs": "\\", "sl": "/", "ba": "|", "or": "|", "ga": "`", "aa": "´", "sc": "§",
-    "ps": "¶", "dg": "†", "dd": "‡", "fm": "′", "ua": "↑", "da": "↓", "12": "½", "14": "¼", "34": "¾",
-    "ss": "ß", "ct": "¢", "Po": "£", "Eu": "€", "eu": "€", "Ye": "¥", "at": "@", "sh": "#", "Do": "$",
-    "pc": "·", "lB": "[", "rB": "]", "lC": "{", "rC": "}", "la": "⟨", "ra": "⟩", "ul": "_", "ru": "_",
-    "bv": "|", "sq": "□", "OK": "✓", "if": "∞", "*a": "α", "*b": "β", "*m": "μ", "*p": "π", "*W": "Ω",
-    "'e": "é", "`e": "è", "'a": "á", "`a": "à", ":a": "ä", ":o": "ö", ":u": "ü", "'E": "É", ",c": "ç",
-    "~n": "ñ", "ff": "ff", "fi": "fi", "fl": "fl", "Fi": "ffi", "Fl": "ffl",
-}
-# Strings every page may use: groff's man/mdoc predefine some, pod2man defines the rest under
-# troff-only conditions this reader does not run.
-_STRINGS = {
-    "R": "®", "Tm": "™", "lq": "“", "rq": "”", "S": "", "HF": "", "C+": "C++", 'L"': "“", 'R"': "”",
-    "C`": "'", "C'": "'", "--": "—", "PI": "π", "Aq": "'", "Lq": "“", "Rq": "”", "Ba": "|",
-}
-_ONE_CHAR = {"-": "-", "e": "\\", "\\": "\\", " ": " ", "0": " ", "~": " ", "'": "'", "`": "`",
-             ".": ".", "t": "\t", "E": "\\"}
-_ESCAPE = re.compile(
-    r"""\\(?:
-        (?P<font>f(?:\[[^\]]*\]|\(..|.))
-      | (?P<size>s(?:[+-]?\d|\(\d\d|[+-]?\[\d*\]|'[^']*'))
-      | \((?P<glyph2>..)
-      | \[(?P<glyph>[^\]]*)\]
-      | \*(?:\((?P<str2>..)|\[(?P<strn>[^\]]*)\]|(?P<str1>.))
-      | (?P<reg>n[+-]?(?:\(..|\[[^\]]*\]|.))
-      | N'(?P<num>\d+)'
-      | (?P<delim>[hvwlLoXbDRZSxH]'[^']*')
-      | (?P<twochar>[kzYgMmV](?:\(..|\[[^\]]*\]|.))
-      | (?P<one>.)
-    )""",
-    re.X,
-)
-_REQUEST = re.compile(r"^[.'][ \t]*([^\s\\]*)[ \t]*(.*)$")
 _BULLETS = {"•", "*", "-", "·", "o", "+", "–", "—"}
 _MDOC_LIST_TAGGED = {"-tag", "-hang", "-ohang", "-inset", "-diag"}
-_MDOC_FLAG_DASH = "-"
 _MDOC_PUNCT = {".", ",", ";", ":", "?", "!", ")", "]"}
 _MDOC_OPEN = {"(", "["}
 _MDOC_ENCLOSE = {"Op": ("[", "]"), "Dq": ("“", "”"), "Qq": ('"', '"'), "Sq": ("‘", "’"), "Pq": ("(", ")"),
@@ -91,42 +54,10 @@ _FONT_SPACED = frozenset({"B", "I", "SM", "SB", "R", "CW", "CB", "CI", "CR"})
 _FONT_JOINED = frozenset({"BR", "BI", "IB", "IR", "RB", "RI"})
 
 
-def _args(rest: str) -> list[str]:
-    """A request's arguments: blank-separated, "double quoted" ones kept whole ("" is a quote)."""
-    out: list[str] = []
-    i, n = 0, len(rest)
-    while i < n:
-        while i < n and rest[i] in " \t":
-            i += 1
-        if i >= n:
-            break
-        if rest[i] == '"':
-            j, buf = i + 1, []
-            while j < n:
-                if rest[j] == '"':
-                    if j + 1 < n and rest[j + 1] == '"':
-                        buf.append('"')
-                        j += 2
-                        continue
-                    break
-                buf.append(rest[j])
-                j += 1
-            out.append("".join(buf))
-            i = j + 1
-        else:
-            j = i
-            while j < n and rest[j] not in " \t":
-                j += 2 if rest[j] == "\\" else 1
-            out.append(rest[i:j])
-            i = j
-    return out
-
-
 @dataclass
 class _Reader:
     """The state of one page's reading: the blocks so far and what the next line continues."""
 
-    strings: dict[str, str] = field(default_factory=lambda: dict(_STRINGS))
     blocks: list[Block] = field(default_factory=list)
     para: list[str] = field(default_factory=list)
     para_kind: BlockKind = "paragraph"
@@ -138,37 +69,11 @@ class _Reader:
     section: str = ""
     lists: list[str] = field(default_factory=list)  # mdoc .Bl types, innermost last
     redirect: str | None = None
+    roff: Roff = field(default_factory=Roff)  # the page's strings and escapes
 
-    # -- escapes -------------------------------------------------------------------------------
     def text(self, s: str) -> str:
-        """A line's text with its escapes resolved."""
-        if "\\" not in s:
-            return s
-        return _ESCAPE.sub(self._escape, s)
-
-    def _escape(self, m: re.Match[str]) -> str:
-        g = m.group
-        if g("glyph2") is not None:
-            return _GLYPHS.get(g("glyph2"), "")
-        if g("glyph") is not None:
-            name = g("glyph")
-            if re.fullmatch(r"u[0-9A-Fa-f]{4,6}(?:_[0-9A-Fa-f]{4,6})*", name):
-                try:
-                    return "".join(chr(int(p, 16)) for p in name[1:].split("_"))
-                except ValueError:
-                    return ""
-            return _GLYPHS.get(name, "")
-        string = g("str2") or g("strn") or g("str1")
-        if string is not None:
-            value = self.strings.get(string, "")
-            return self.text(value) if "\\*" not in value else ""  # no recursion through strings
-        if g("num") is not None:
-            code = int(g("num"))
-            return chr(code) if 0 < code < 0x110000 else ""
-        one = g("one")
-        if one is not None:
-            return _ONE_CHAR.get(one, "")
-        return ""  # fonts, sizes, registers, motions, device controls
+        """A line's text with its escapes resolved (`Roff.text`)."""
+        return self.roff.text(s)
 
     # -- output --------------------------------------------------------------------------------
     def emit(self, kind: BlockKind, text: str, *, level: int = 0, meta: dict[str, object] | None = None) -> None:
@@ -203,48 +108,12 @@ class _Reader:
             self.emit("code", "\n".join(lines))
 
 
-def _logical_lines(text: str) -> Iterator[str]:
-    """Lines with escaped newlines joined and comments removed (`\\"` to the line's end; a
-    line that is only a comment disappears, as groff drops it)."""
-    buf = ""
-    for raw in text.split("\n"):
-        line = buf + raw
-        buf = ""
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            buf = line[:-1]
-            continue
-        if re.match(r"^[.']\s*\\\"", line) or line.startswith('\\"'):
-            continue
-        cut = re.search(r'(?<!\\)((?:\\\\)*)\\"', line)
-        if cut:
-            line = line[: cut.start()] + cut.group(1)
-            if not line.strip():
-                continue
-        if "\\#" in line:  # groff's comment that also eats the newline
-            line = line.split("\\#", 1)[0]
-        yield line
-    if buf:
-        yield buf
-
-
-def _condition(cond: str) -> bool | None:
-    """The value of an `.if` condition this reader can decide: nroff (`n`) is true, troff
-    (`t`), `e`/`o` page parity and their negations; anything else (registers, string
-    comparisons) is unknown."""
-    neg = cond.startswith("!")
-    c = cond[1:] if neg else cond
-    value = {"n": True, "t": False, "e": False, "o": True}.get(c)
-    if value is None:
-        return None
-    return not value if neg else value
-
-
 class _Page:
     """Reads one page's logical lines into a `_Reader`."""
 
     def __init__(self, text: str) -> None:
         self.r = _Reader(mdoc=re.search(r"^[.']\s*Dd\b", text[:65536], re.M) is not None)
-        self.lines = list(_logical_lines(text))
+        self.lines = list(logical_lines(text))
         self.i = 0
         self.last_if: bool | None = None
 
@@ -261,7 +130,7 @@ class _Page:
     def line(self, line: str) -> None:
         r = self.r
         if line.startswith((".", "'")) and not line.startswith(("..", "'.")):
-            m = _REQUEST.match(line)
+            m = REQUEST.match(line)
             if m:
                 self.request(m.group(1), m.group(2))
                 return
@@ -297,7 +166,7 @@ class _Page:
             m = re.match(r"(\S+)\s?(.*)$", rest)
             if not m:
                 return
-            value = _condition(m.group(1))
+            value = condition(m.group(1))
             body = m.group(2)
             if name == "ie":
                 self.last_if = value
@@ -321,7 +190,7 @@ class _Page:
         if name == "ds" or name == "ds1":
             key, _, value = rest.partition(" ")
             if key:
-                r.strings[key] = value[1:] if value.startswith('"') else value
+                r.roff.strings[key] = value[1:] if value.startswith('"') else value
             return
         if name == "so":
             if not r.blocks and not r.para and r.redirect is None:
@@ -338,14 +207,14 @@ class _Page:
         if r.mdoc and self.mdoc_request(name, rest):
             return
         if name == "TH":
-            a = _args(rest)
+            a = args(rest)
             r.name, r.section = (r.text(a[0]) if a else ""), (r.text(a[1]) if len(a) > 1 else "")
         elif name in ("SH", "SS"):
             r.flush()
             r.tag_pending = False
             level = 1 if name == "SH" else 2
             if rest.strip():
-                r.emit("heading", r.text(" ".join(_args(rest))), level=level)
+                r.emit("heading", r.text(" ".join(args(rest))), level=level)
             else:
                 r.heading_pending = level
         elif name in _PARAGRAPH:
@@ -356,7 +225,7 @@ class _Page:
             r.tag_pending = True
         elif name == "IP":
             r.flush()
-            a = _args(rest)
+            a = args(rest)
             tag = r.text(a[0]).strip() if a else ""
             if tag in _BULLETS or re.fullmatch(r"\(?\d{1,3}[.)]?|[a-z][.)]", tag):
                 r.para_kind = "list_item"
@@ -377,7 +246,7 @@ class _Page:
     def inline(self, name: str, rest: str) -> str:
         """The text a printing macro's line gives."""
         r = self.r
-        a = [r.text(x) for x in _args(rest)]
+        a = [r.text(x) for x in args(rest)]
         if name in _FONT_JOINED:
             return "".join(a)
         if name == "OP":
@@ -393,7 +262,7 @@ class _Page:
         """Handle an mdoc block macro; False when `name` is not one (man handles it then)."""
         r = self.r
         if name == "Dt":
-            a = _args(rest)
+            a = args(rest)
             r.name, r.section = (a[0].lower() if a else ""), (a[1] if len(a) > 1 else "")
         elif name in ("Sh", "Ss"):
             r.flush()
@@ -401,13 +270,13 @@ class _Page:
         elif name in ("Pp", "Lp"):
             r.flush()
         elif name == "Nm" and not r.name and rest.strip():
-            r.name = _args(rest)[0]
+            r.name = args(rest)[0]
             r.add_text(self.mdoc_text("Nm " + rest))
         elif name == "Nd":
             r.add_text("- " + self.mdoc_text(rest))
         elif name == "Bl":
             r.flush()
-            a = _args(rest)
+            a = args(rest)
             r.lists.append(next((x for x in a if x.startswith("-")), "-item"))
         elif name == "El":
             r.flush()
@@ -446,7 +315,7 @@ class _Page:
     def mdoc_text(self, line: str) -> str:
         """The text of an mdoc line whose words may call inline macros (`Op Fl v Ar file`)."""
         r = self.r
-        words = _args(line)
+        words = args(line)
         out: list[str] = []
         glue = False  # the next word attaches without a space (after "(", Ns, Pf's prefix)
         i = 0
@@ -484,9 +353,9 @@ class _Page:
             if w == "Fl":
                 flags = []
                 while i < len(words) and words[i] not in _MDOC_INLINE and words[i] not in _MDOC_PUNCT:
-                    flags.append(_MDOC_FLAG_DASH + r.text(words[i]))
+                    flags.append("-" + r.text(words[i]))
                     i += 1
-                for f in flags or [_MDOC_FLAG_DASH]:
+                for f in flags or ["-"]:
                     put(f)
                 glue = not flags and i < len(words) and words[i] == "Fl"  # "Fl Fl apple" is --apple
                 continue

@@ -362,7 +362,7 @@ def sniff(data: bytes) -> Sniffed:
     mail = _looks_like_email(stripped)
     if mail:
         return Sniffed(mail, "email message" if mail == "email" else "mbox mailbox")
-    if stripped[:1] in (".", "'") and looks_like_roff(stripped):
+    if stripped[:1] in (".", "'", "\\") and looks_like_roff(stripped):
         return Sniffed("man", "manual page (roff)")
     if _XML_DECL.match(stripped) and not _xhtml_root(stripped):
         return Sniffed("xml", "XML document")

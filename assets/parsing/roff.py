@@ -1,0 +1,157 @@
+"""The roff language under manual pages: escapes, strings, request lines, arguments, comments
+and continuation lines (`assets/parsing/man.py` reads the man and mdoc macros on top of it).
+
+Only what a page's *text* needs is interpreted: fonts, sizes, motions and registers print
+nothing; named glyphs and strings print their characters; a conditional's condition is decided
+for nroff (a terminal), the output a reader of `man` sees.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+__all__ = ["REQUEST", "Roff", "args", "condition", "logical_lines"]
+
+_GLYPHS = {
+    "em": "—", "en": "–", "hy": "-", "mi": "-", "bu": "•", "aq": "'", "dq": '"', "lq": "“", "rq": "”",
+    "oq": "‘", "cq": "’", "Fo": "«", "Fc": "»", "co": "©", "rg": "®", "tm": "™", "de": "°", "mu": "×",
+    "di": "÷", "+-": "±", "<=": "≤", ">=": "≥", "!=": "≠", "==": "≡", "->": "→", "<-": "←", "<>": "↔",
+    "ti": "~", "ha": "^", "rs": "\\", "sl": "/", "ba": "|", "or": "|", "ga": "`", "aa": "´", "sc": "§",
+    "ps": "¶", "dg": "†", "dd": "‡", "fm": "′", "ua": "↑", "da": "↓", "12": "½", "14": "¼", "34": "¾",
+    "ss": "ß", "ct": "¢", "Po": "£", "Eu": "€", "eu": "€", "Ye": "¥", "at": "@", "sh": "#", "Do": "$",
+    "pc": "·", "lB": "[", "rB": "]", "lC": "{", "rC": "}", "la": "⟨", "ra": "⟩", "ul": "_", "ru": "_",
+    "bv": "|", "sq": "□", "OK": "✓", "if": "∞", "*a": "α", "*b": "β", "*m": "μ", "*p": "π", "*W": "Ω",
+    "'e": "é", "`e": "è", "'a": "á", "`a": "à", ":a": "ä", ":o": "ö", ":u": "ü", "'E": "É", ",c": "ç",
+    "~n": "ñ", "ff": "ff", "fi": "fi", "fl": "fl", "Fi": "ffi", "Fl": "ffl",
+}
+# Strings every page may use: groff's man/mdoc predefine some, pod2man defines the rest under
+# troff-only conditions this reader does not run.
+_STRINGS = {
+    "R": "®", "Tm": "™", "lq": "“", "rq": "”", "S": "", "HF": "", "C+": "C++", 'L"': "“", 'R"': "”",
+    "C`": "'", "C'": "'", "--": "—", "PI": "π", "Aq": "'", "Lq": "“", "Rq": "”", "Ba": "|",
+}
+_ONE_CHAR = {"-": "-", "e": "\\", "\\": "\\", " ": " ", "0": " ", "~": " ", "'": "'", "`": "`",
+             ".": ".", "t": "\t", "E": "\\"}
+_ESCAPE = re.compile(
+    r"""\\(?:
+        (?P<font>f(?:\[[^\]]*\]|\(..|.))
+      | (?P<size>s(?:[+-]?\d|\(\d\d|[+-]?\[\d*\]|'[^']*'))
+      | \((?P<glyph2>..)
+      | \[(?P<glyph>[^\]]*)\]
+      | \*(?:\((?P<str2>..)|\[(?P<strn>[^\]]*)\]|(?P<str1>.))
+      | (?P<reg>n[+-]?(?:\(..|\[[^\]]*\]|.))
+      | N'(?P<num>\d+)'
+      | (?P<delim>[hvwlLoXbDRZSxH]'[^']*')
+      | (?P<twochar>[kzYgMmV](?:\(..|\[[^\]]*\]|.))
+      | (?P<one>.)
+    )""",
+    re.X,
+)
+REQUEST = re.compile(r"^[.'][ \t]*([^\s\\]*)[ \t]*(.*)$")
+
+
+class Roff:
+    """One document's string table (`.ds`, seeded with the usual predefined strings) and the
+    resolution of escapes in its text."""
+
+    def __init__(self) -> None:
+        self.strings: dict[str, str] = dict(_STRINGS)
+
+    def text(self, s: str) -> str:
+        """A line's text with its escapes resolved."""
+        if "\\" not in s:
+            return s
+        return _ESCAPE.sub(self._escape, s)
+
+    def _escape(self, m: re.Match[str]) -> str:
+        g = m.group
+        if g("glyph2") is not None:
+            return _GLYPHS.get(g("glyph2"), "")
+        if g("glyph") is not None:
+            name = g("glyph")
+            if re.fullmatch(r"u[0-9A-Fa-f]{4,6}(?:_[0-9A-Fa-f]{4,6})*", name):
+                try:
+                    return "".join(chr(int(p, 16)) for p in name[1:].split("_"))
+                except ValueError:
+                    return ""
+            return _GLYPHS.get(name, "")
+        string = g("str2") or g("strn") or g("str1")
+        if string is not None:
+            value = self.strings.get(string, "")
+            return self.text(value) if "\\*" not in value else ""  # no recursion through strings
+        if g("num") is not None:
+            code = int(g("num"))
+            return chr(code) if 0 < code < 0x110000 else ""
+        one = g("one")
+        if one is not None:
+            return _ONE_CHAR.get(one, "")
+        return ""  # fonts, sizes, registers, motions, device controls
+
+
+
+def args(rest: str) -> list[str]:
+    """A request's arguments: blank-separated, "double quoted" ones kept whole ("" is a quote)."""
+    out: list[str] = []
+    i, n = 0, len(rest)
+    while i < n:
+        while i < n and rest[i] in " \t":
+            i += 1
+        if i >= n:
+            break
+        if rest[i] == '"':
+            j, buf = i + 1, []
+            while j < n:
+                if rest[j] == '"':
+                    if j + 1 < n and rest[j + 1] == '"':
+                        buf.append('"')
+                        j += 2
+                        continue
+                    break
+                buf.append(rest[j])
+                j += 1
+            out.append("".join(buf))
+            i = j + 1
+        else:
+            j = i
+            while j < n and rest[j] not in " \t":
+                j += 2 if rest[j] == "\\" else 1
+            out.append(rest[i:j])
+            i = j
+    return out
+
+
+def logical_lines(text: str) -> Iterator[str]:
+    """Lines with escaped newlines joined and comments removed (`\\"` to the line's end; a
+    line that is only a comment disappears, as groff drops it)."""
+    buf = ""
+    for raw in text.split("\n"):
+        line = buf + raw
+        buf = ""
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            buf = line[:-1]
+            continue
+        if re.match(r"^[.']\s*\\\"", line) or line.startswith('\\"'):
+            continue
+        cut = re.search(r'(?<!\\)((?:\\\\)*)\\"', line)
+        if cut:
+            line = line[: cut.start()] + cut.group(1)
+            if not line.strip():
+                continue
+        if "\\#" in line:  # groff's comment that also eats the newline
+            line = line.split("\\#", 1)[0]
+        yield line
+    if buf:
+        yield buf
+
+
+def condition(cond: str) -> bool | None:
+    """The value of an `.if` condition this reader can decide: nroff (`n`) is true, troff
+    (`t`), `e`/`o` page parity and their negations; anything else (registers, string
+    comparisons) is unknown."""
+    neg = cond.startswith("!")
+    c = cond[1:] if neg else cond
+    value = {"n": True, "t": False, "e": False, "o": True}.get(c)
+    if value is None:
+        return None
+    return not value if neg else value
