@@ -173,3 +173,10 @@ def test_compressed_damage_bombs_and_nesting_get_clear_errors() -> None:
         parse_document(bomb, "bomb.txt.gz", max_bytes=1_000_000)
     with pytest.raises(UnsupportedFormat, match="gzip archive"):
         parse_document(gzip.compress(packed), "frob.1.gz.gz")
+
+
+def test_pathological_roff_parses_in_bounded_time_and_depth() -> None:
+    """Conditionals nested thousands deep, endless escapes and quotes: a clear parse, no crash."""
+    for body in (".if n \\{" * 5000, "\\" * 50_000, "\\f" * 50_000, '"' * 50_000, "\\(\\*[" * 20_000):
+        r = parse_document(f".TH X 1\n.SH NAME\nx \\- y\n.SH BODY\n{body}\n".encode(), "x.1")
+        assert r.format == "man" and r.title == "x - y"

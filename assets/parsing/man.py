@@ -33,6 +33,7 @@ from connectors.documents import Block, BlockKind, ParseResult
 
 __all__ = ["parse_man"]
 
+_MAX_NESTING = 16
 _BULLETS = {"•", "*", "-", "·", "o", "+", "–", "—"}
 _MDOC_LIST_TAGGED = {"-tag", "-hang", "-ohang", "-inset", "-diag"}
 _MDOC_PUNCT = {".", ",", ";", ":", "?", "!", ")", "]"}
@@ -116,6 +117,7 @@ class _Page:
         self.lines = list(logical_lines(text))
         self.i = 0
         self.last_if: bool | None = None
+        self.nesting = 0  # conditionals inside the one being read
 
     def run(self) -> _Reader:
         while self.i < len(self.lines):
@@ -174,8 +176,12 @@ class _Page:
             body = body.strip()
             body = body[2:].lstrip() if body.startswith("\\{") else body
             body = body.replace("\\}", "").strip()
-            if body:
-                self.line(body)
+            if body and self.nesting < _MAX_NESTING:  # `.if n .if n ...` thousands deep: stop
+                self.nesting += 1
+                try:
+                    self.line(body)
+                finally:
+                    self.nesting -= 1
         else:
             self.skip_braces(body)
 
