@@ -11,7 +11,7 @@ import pytest
 from assets.parsing import parse_document
 from assets.parsing.sniff import detect_format
 from connectors.documents import ParseResult
-from connectors.errors import CorruptDocument, TooLarge, UnsupportedFormat
+from connectors.errors import CorruptDocument, EmptyDocument, TooLarge, UnsupportedFormat
 
 # A man(7) page as Debian ships them: comments, a macro definition, the nroff/troff branches
 # of a conditional, a string, options as .TP items, a no-fill example and a tbl table.
@@ -177,6 +177,58 @@ def test_compressed_damage_bombs_and_nesting_get_clear_errors() -> None:
 
 def test_pathological_roff_parses_in_bounded_time_and_depth() -> None:
     """Conditionals nested thousands deep, endless escapes and quotes: a clear parse, no crash."""
-    for body in (".if n \\{" * 5000, "\\" * 50_000, "\\f" * 50_000, '"' * 50_000, "\\(\\*[" * 20_000):
+    for body in (".if n \\{" * 5000, "\\" * 50_000, "\\f" * 50_000, '"' * 50_000, "\\(\\*[" * 20_000,
+                 "\\[" * 50_000, "a\\\n" * 100_000, ".Op " * 3000 + "x"):
         r = parse_document(f".TH X 1\n.SH NAME\nx \\- y\n.SH BODY\n{body}\n".encode(), "x.1")
         assert r.format == "man" and r.title == "x - y"
+
+
+def test_tbl_text_blocks_macros_and_new_format_sections() -> None:
+    page = (".TH X 3\n.SH ATTRIBUTES\n.TS\nallbox;\nl l l.\nInterface\tAttribute\tValue\nT{\n.BR getc_unlocked (),\n"
+            ".BR putc_unlocked ()\nT}\tThread safety\tT{\nMT-Safe race:stream\nT}\n.T&\nc s s.\nA title row\n.TE\n")
+    table = next(b.text for b in parse_document(page.encode(), "x.3").blocks if b.kind == "table")
+    assert "| getc_unlocked(), putc_unlocked() | Thread safety | MT-Safe race:stream |" in table
+    assert "T{" not in table and "T}" not in table and "c s s." not in table and "| A title row |" in table
+
+
+def test_an_open_display_ends_at_the_next_section_and_code_keeps_its_layout() -> None:
+    page = (".TH X 1\n.SH A\n.nf\nstruct s {\n    int a;          /* the a field */\n};\n"
+            ".SH B\n.TP\ntag\ndesc\n")
+    blocks = _blocks(parse_document(page.encode(), "x.1"))
+    assert ("code", "struct s {\n    int a;          /* the a field */\n};") in blocks
+    assert ("heading", "B") in blocks and ("paragraph", "tag") in blocks and ("paragraph", "desc") in blocks
+
+
+def test_mdoc_function_include_and_standard_sentences() -> None:
+    page = (".Dd x\n.Dt FROB 3\n.Sh NAME\n.Nm frob\n.Nd frobnicate\n.Sh LIBRARY\n.Lb libc\n.Sh SYNOPSIS\n"
+            ".In frob.h\n.Ft int\n.Fn frob \"int a\" \"char *b\"\n.Sh DESCRIPTION\n.Sm off\n.Op Ar user No @\n.Sm on\n"
+            ".Bl -tag -width Ds\n.It Fl D Xo\n.Sm off\n.Ar port\n.Sm on\n.Xc\nDynamic.\n.El\n"
+            ".Sh RETURN VALUES\n.Rv -std frob\n")
+    text = "\n".join(t for _, t in _blocks(parse_document(page.encode(), "frob.3")))
+    assert "#include <frob.h>" in text and "frob(int a, char *b)" in text and "library “libc”" in text
+    assert "The frob() function returns the value 0 if successful" in text
+    assert "off" not in text.split() and "on" not in text.split() and "-Xo" not in text
+
+
+@pytest.mark.parametrize(("data", "fmt"), [
+    (b".\n.TH LZ4 1\n.SH NAME\nlz4 \\- compress\n", "man"),  # ronn writes a lone "." first
+    (b".ad l\n.TH X 1\n.SH NAME\nx\n", "man"),
+    (b'.\\" alias\n.so man1/ls.1\n', "man"),
+    (b".if-changed\n.Dt-config\n", "text"),  # a list of dot-files is not a page
+    (b"'so what, it works\n", "text"),
+])
+def test_roff_sniffing_edges(data: bytes, fmt: str) -> None:
+    assert detect_format(data, "page").format == fmt
+
+
+def test_escapes_never_yield_surrogates_or_crash_on_huge_numbers() -> None:
+    r = parse_document(b".TH X 1\n.SH A\nA\\[uD800]B \\N'56320' \\N'" + b"9" * 5000 + b"' C\n", "x.1")
+    text = r.blocks[-1].text
+    text.encode("utf-8")  # no lone surrogate
+    assert text.startswith("AB")
+
+
+def test_messages_about_a_compressed_file_name_it_and_bzip2_text_is_text() -> None:
+    with pytest.raises(EmptyDocument, match=r"^notes.txt.gz: inside the gzip file, notes.txt: the file is empty"):
+        parse_document(gzip.compress(b"   \n"), "notes.txt.gz")
+    assert parse_document(b"BZh9 is the bzip2 header of a 900k block size.\n", "notes.txt").format == "text"

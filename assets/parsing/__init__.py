@@ -248,6 +248,10 @@ def parse_document(
     if unpacked is None:
         return _parse(data, filename, config, depth=0)
     inner, inner_name, packing = unpacked
-    result = _parse(inner, inner_name, config, depth=0)
+    try:
+        result = _parse(inner, inner_name, config, depth=0)
+    except ParseError as e:  # name the file the user has, not the one inside it
+        outer = PurePosixPath(filename).name or filename
+        raise type(e)(f"{outer}: inside the {packing} file, {e}") from e
     result.metadata["compressed"] = packing
     return result

@@ -28,6 +28,7 @@ _KINDS: tuple[tuple[bytes, str, tuple[str, ...], _Opener], ...] = (  # magic, la
     (b"BZh", "bzip2", (".bz2", ".tbz2"), bz2.BZ2File),
     (b"\xfd7zXZ\x00", "xz", (".xz", ".txz"), lzma.LZMAFile),
 )
+_BZIP2_BLOCK = (b"1AY&SY", b"\x17rE8P\x90")  # the first block's magic (pi), or the empty stream's end
 _TAR_SUFFIX = {".tgz": ".tar", ".tbz2": ".tar", ".txz": ".tar"}
 
 
@@ -37,8 +38,10 @@ def decompress(data: bytes, filename: str, max_bytes: int | None) -> tuple[bytes
     Raises CorruptDocument for damaged or truncated data and TooLarge when the content passes
     `max_bytes` (default DEFAULT_MAX_BYTES)."""
     for magic, label, suffixes, opener in _KINDS:
-        if not data.startswith(magic) or (label == "bzip2" and data[3:4] not in b"123456789"):
+        if not data.startswith(magic):
             continue
+        if label == "bzip2" and not (data[3:4] in b"123456789" and data[4:10] in _BZIP2_BLOCK):
+            continue  # "BZh9 is..." is text: a real stream has a block (or end) marker next
         name = PurePosixPath(filename).name or filename
         suffix = PurePosixPath(name).suffix.lower()
         inner = name[: -len(suffix)] + _TAR_SUFFIX.get(suffix, "") if suffix in suffixes else name

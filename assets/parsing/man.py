@@ -28,12 +28,15 @@ from dataclasses import dataclass, field
 
 from assets.parsing.roff import REQUEST, Roff, args, condition, logical_lines
 from assets.parsing.sniff import decode_text
-from assets.parsing.textutil import clean_inline, markdown_table, normalize_text
+from assets.parsing.textutil import clean_inline, markdown_table, normalize_chars, normalize_text
 from connectors.documents import Block, BlockKind, ParseResult
 
 __all__ = ["parse_man"]
 
 _MAX_NESTING = 16
+# Macros that end a no-fill display (.nf left open runs on to them; man's .SH resets fill mode).
+_ENDS_DISPLAY = frozenset({"fi", "EE", "Ed", "SH", "SS", "TP", "TQ", "IP", "PP", "LP", "P", "HP", "TS",
+                           "Sh", "Ss", "Pp", "Lp", "It", "Bl", "El", "Bd"})
 _BULLETS = {"•", "*", "-", "·", "o", "+", "–", "—"}
 _MDOC_LIST_TAGGED = {"-tag", "-hang", "-ohang", "-inset", "-diag"}
 _MDOC_PUNCT = {".", ",", ";", ":", "?", "!", ")", "]"}
@@ -44,11 +47,12 @@ _MDOC_WORDS = {"Ux": "UNIX", "Bx": "BSD", "At": "AT&T UNIX", "Ox": "OpenBSD", "N
                "Dx": "DragonFly", "Bsx": "BSD/OS", "Oo": "[", "Oc": "]", "Do": "“", "Dc": "”", "Po": "(",
                "Pc": ")", "Bo": "[", "Bc": "]", "Qo": '"', "Qc": '"', "So": "‘", "Sc": "’", "Ta": "\t"}
 # mdoc macros that print their arguments (callable inside other macros' lines).
+_MDOC_SPECIAL = {"In", "Fn", "Fo", "Fc", "Ex", "Rv", "Lb", "Sm", "Xo", "Xc"}
 _MDOC_INLINE = {
     "Ad", "An", "Ar", "Cd", "Cm", "Dv", "Em", "Er", "Ev", "Fa", "Fd", "Fl", "Fn", "Fo", "Fc", "Ft", "Ic",
     "In", "Li", "Lk", "Ms", "Mt", "Nm", "No", "Ns", "Pa", "St", "Sx", "Sy", "Tn", "Va", "Vt", "Xr",
     "Ap", "Pf", "Sm", "%A", "%B", "%D", "%I", "%J", "%N", "%O", "%P", "%Q", "%R", "%T", "%U", "%V",
-    *_MDOC_ENCLOSE, *_MDOC_WORDS,
+    *_MDOC_ENCLOSE, *_MDOC_WORDS, *_MDOC_SPECIAL,
 }
 _PARAGRAPH = frozenset({"PP", "LP", "P", "HP", "Pp", "Lp", "sp", "Sp", "YS"})
 _FONT_SPACED = frozenset({"B", "I", "SM", "SB", "R", "CW", "CB", "CI", "CR"})
@@ -70,6 +74,7 @@ class _Reader:
     section: str = ""
     lists: list[str] = field(default_factory=list)  # mdoc .Bl types, innermost last
     redirect: str | None = None
+    link: str = ""  # the address of an open .UR/.MT link
     roff: Roff = field(default_factory=Roff)  # the page's strings and escapes
 
     def text(self, s: str) -> str:
@@ -78,7 +83,10 @@ class _Reader:
 
     # -- output --------------------------------------------------------------------------------
     def emit(self, kind: BlockKind, text: str, *, level: int = 0, meta: dict[str, object] | None = None) -> None:
-        text = normalize_text(text) if kind in ("code", "table") else clean_inline(text)
+        if kind == "code":  # verbatim, as the other parsers keep code: indentation and alignment
+            text = "\n".join(line.rstrip() for line in normalize_chars(text).split("\n")).strip("\n")
+        else:
+            text = normalize_text(text) if kind == "table" else clean_inline(text)
         if text:
             self.blocks.append(Block(kind, text, level=level, meta=dict(meta or {})))
 
@@ -203,13 +211,17 @@ class _Page:
                 r.redirect = rest.strip()
             return
         if r.pre is not None:
-            if name in ("fi", "EE", "Ed"):
+            if name in _ENDS_DISPLAY:  # a section, paragraph or list macro resets no-fill too
                 r.end_pre()
+                if name in ("fi", "EE", "Ed"):
+                    return
             elif name in _FONT_SPACED or name in _FONT_JOINED or (r.mdoc and name in _MDOC_INLINE):
                 r.pre.append(self.inline(name, rest))
-            elif name in ("br", "sp") or name == "":
-                r.pre.append("")
-            return
+                return
+            else:
+                if name in ("br", "sp") or name == "":
+                    r.pre.append("")
+                return
         if r.mdoc and self.mdoc_request(name, rest):
             return
         if name == "TH":
@@ -243,6 +255,9 @@ class _Page:
         elif name == "TS":
             r.flush()
             self.table()
+        elif name in ("UR", "MT"):  # a link: its text follows, its address prints at .UE/.ME
+            a = args(rest)
+            r.link = r.text(a[0]) if a else ""
         elif name in _FONT_SPACED or name in _FONT_JOINED or name in ("SY", "OP", "UE", "ME"):
             printed = self.inline(name, rest)
             if printed:
@@ -258,7 +273,8 @@ class _Page:
         if name == "OP":
             return "[" + " ".join(a) + "]" if a else ""
         if name in ("UE", "ME"):
-            return "".join(a)
+            link, r.link = r.link, ""
+            return (f"<{link}>" if link else "") + "".join(a)
         if r.mdoc and name in _MDOC_INLINE:
             return self.mdoc_text(name + (" " + rest if rest else ""))
         return " ".join(a)
@@ -320,8 +336,13 @@ class _Page:
 
     def mdoc_text(self, line: str) -> str:
         """The text of an mdoc line whose words may call inline macros (`Op Fl v Ar file`)."""
+        return self.mdoc_words(args(line), 0)
+
+    def mdoc_words(self, words: list[str], depth: int) -> str:  # length: one branch per macro kind
+        """`mdoc_text` of a line's words; enclosures (`Op Op ...`) nest at most _MAX_NESTING deep."""
         r = self.r
-        words = args(line)
+        if depth > _MAX_NESTING:
+            return " ".join(r.text(w) for w in words)
         out: list[str] = []
         glue = False  # the next word attaches without a space (after "(", Ns, Pf's prefix)
         i = 0
@@ -347,7 +368,7 @@ class _Page:
                 j = i
                 while j < len(words) and words[j] not in _MDOC_PUNCT:
                     j += 1
-                inner = self.mdoc_text(" ".join(_quote(x) for x in words[i:j]))
+                inner = self.mdoc_words(words[i:j], depth + 1)
                 opening, closing = _MDOC_ENCLOSE[w]
                 put(opening + inner + closing)
                 i = j
@@ -382,15 +403,46 @@ class _Page:
                 glue = True
                 i += 1
                 continue
-            if w in _MDOC_INLINE or w == "Sm":
+            if w in _MDOC_SPECIAL:
+                text, i = self.mdoc_special(w, words, i)
+                put(text)
+                continue
+            if w in _MDOC_INLINE:
                 continue  # a macro that only changes the font: its arguments print as words
             put(r.text(w))
         return "".join(out)
 
+    def mdoc_special(self, w: str, words: list[str], i: int) -> tuple[str, int]:
+        """(the text, the next word's index) of an mdoc macro that prints more than its words."""
+        r = self.r
+        j = i
+        while j < len(words) and words[j] not in _MDOC_INLINE and words[j] not in _MDOC_PUNCT:
+            j += 1
+        own = [r.text(x) for x in words[i:j]]
+        if w == "In":
+            return (f"#include <{own[0]}>" if own else "#include"), i + (1 if own else 0)
+        if w == "Fn":
+            return (f"{own[0]}({', '.join(own[1:])})" if own else ""), j
+        if w == "Fo":
+            return (f"{own[0]}(" if own else "("), i + (1 if own else 0)
+        if w == "Fc":
+            return ")", i
+        if w == "Ex" and "-std" in own:
+            return f"The {' '.join(x for x in own if x != '-std') or r.name} utility exits 0 on success, " \
+                   "and >0 if an error occurs.", j
+        if w == "Rv" and "-std" in own:
+            fn = " ".join(x for x in own if x != "-std") or r.name
+            return f"The {fn}() function returns the value 0 if successful; otherwise the value -1 is " \
+                   "returned and the global variable errno is set to indicate the error.", j
+        if w == "Lb":
+            return (f"library “{own[0]}”" if own else ""), j
+        if w == "Sm":  # spacing mode: its on/off argument is no text
+            return "", i + (1 if i < len(words) and words[i] in ("on", "off") else 0)
+        return "", i  # Xo / Xc: a line continued into the next
+
     # -- tbl -----------------------------------------------------------------------------------
     def table(self) -> None:
         """Read a tbl table up to `.TE` into a Markdown table (spans are not laid out)."""
-        r = self.r
         body: list[str] = []
         while self.i < len(self.lines):
             line = self.lines[self.i]
@@ -404,45 +456,70 @@ class _Page:
             m = re.search(r"tab\s*\((.)\)", body[0])
             tab = m.group(1) if m else tab
             pos = 1
-        while pos < len(body) and not body[pos].rstrip().endswith("."):  # format lines
-            pos += 1
-        rows: list[list[str]] = []
-        cell_lines: list[str] | None = None
-        pending: list[str] = []
-        for line in body[pos + 1:]:
-            if cell_lines is not None:  # inside a T{ ... T} text block
-                if line.startswith("T}"):
-                    pending.append(" ".join(r.text(x) for x in cell_lines if not x.startswith(".")))
-                    cell_lines = None
-                    rest = line[2:].lstrip(tab)
-                    if rest:
-                        pending.extend(r.text(c) for c in rest.split(tab))
-                    else:
-                        rows.append(pending)
-                        pending = []
-                else:
-                    cell_lines.append(line)
-                continue
-            if re.match(r"^[.']\s*T&", line):
-                continue
-            if line.strip() in ("_", "=", "") or line.startswith((".", "'")):
-                continue
-            cells = line.split(tab)
-            if cells and cells[-1].startswith("T{"):
-                pending += [r.text(c) for c in cells[:-1]]
-                cell_lines = [cells[-1][2:]] if cells[-1][2:].strip() else []
-                continue
-            rows.append(pending + [r.text(c) for c in cells if c.strip() not in ("_", "=", "\\_")])
-            pending = []
+        rows = self.table_rows(body[_skip_format(body, pos):], tab)
         rows = [row for row in rows if any(c.strip() for c in row)]
         if len(rows) >= 2:
-            r.emit("table", markdown_table(rows))
+            self.r.emit("table", markdown_table(rows))
         elif rows:
-            r.emit("paragraph", " ".join(rows[0]))
+            self.r.emit("paragraph", " ".join(rows[0]))
+
+    def table_rows(self, lines: list[str], tab: str) -> list[list[str]]:
+        """Data rows of a tbl table: cells split at `tab`; a `T{` ... `T}` text block is one
+        cell whose lines may hold macros (`.BR getc ()`); `.T&` starts new format lines."""
+        rows: list[list[str]] = []
+        row: list[str] = []
+        block: list[str] | None = None  # the lines of an open T{ ... T} cell
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            i += 1
+            if block is not None:
+                if not line.startswith("T}"):
+                    block.append(self.cell_line(line))
+                    continue
+                row.append(" ".join(x for x in block if x))
+                block, line = None, line[2:]
+                if line.startswith(tab):
+                    line = line[len(tab):]
+                elif not line.strip():
+                    rows.append(row)
+                    row = []
+                    continue
+            elif re.match(r"^[.']\s*T&", line):
+                i = _skip_format(lines, i) if i < len(lines) else i
+                continue
+            elif line.strip() in ("_", "=", "") or line.startswith((".", "'")):
+                continue
+            cells = line.split(tab)
+            for n, cell in enumerate(cells):
+                if cell.startswith("T{") and n == len(cells) - 1:
+                    block = [self.cell_line(cell[2:])] if cell[2:].strip() else []
+                    break
+                if cell.strip() not in ("_", "=", "\\_"):
+                    row.append(self.r.text(cell))
+            else:
+                rows.append(row)
+                row = []
+        if row:
+            rows.append(row)
+        return rows
+
+    def cell_line(self, line: str) -> str:
+        """One line inside a T{ ... T} cell: text, or the text a font macro prints."""
+        m = REQUEST.match(line) if line.startswith((".", "'")) else None
+        if m is None:
+            return self.r.text(line).strip()
+        name, rest = m.group(1), m.group(2)
+        if name in _FONT_SPACED or name in _FONT_JOINED or (self.r.mdoc and name in _MDOC_INLINE):
+            return self.inline(name, rest).strip()
+        return ""
 
 
-def _quote(word: str) -> str:
-    return f'"{word}"' if (" " in word or not word) else word
+def _skip_format(lines: list[str], pos: int) -> int:
+    """The index after a tbl format section that starts at `pos` (its last line ends in ".")."""
+    while pos < len(lines) and not lines[pos].rstrip().endswith("."):
+        pos += 1
+    return pos + 1
 
 
 def _title(blocks: list[Block], name: str, section: str) -> str | None:

@@ -23,7 +23,13 @@ _GLYPHS = {
     "pc": "·", "lB": "[", "rB": "]", "lC": "{", "rC": "}", "la": "⟨", "ra": "⟩", "ul": "_", "ru": "_",
     "bv": "|", "sq": "□", "OK": "✓", "if": "∞", "*a": "α", "*b": "β", "*m": "μ", "*p": "π", "*W": "Ω",
     "'e": "é", "`e": "è", "'a": "á", "`a": "à", ":a": "ä", ":o": "ö", ":u": "ü", "'E": "É", ",c": "ç",
-    "~n": "ñ", "ff": "ff", "fi": "fi", "fl": "fl", "Fi": "ffi", "Fl": "ffl",
+    "~n": "ñ", "ff": "ff", "fi": "fi", "fl": "fl", "Fi": "ffi", "Fl": "ffl", "**": "*", "pl": "+",
+    "eq": "=", "ci": "○", "sd": "″", "oa": "å", "oA": "Å", ":A": "Ä", ":O": "Ö", ":U": "Ü", ":e": "ë",
+    ":i": "ï", "^a": "â", "^e": "ê", "^i": "î", "^o": "ô", "^u": "û", "'i": "í", "'o": "ó", "'u": "ú",
+    "`o": "ò", "~a": "ã", "~o": "õ", "/o": "ø", "/O": "Ø", ",C": "Ç", "AE": "Æ", "ae": "æ", "*S": "Σ",
+    "*D": "Δ", "*G": "Γ", "*L": "Λ", "*P": "Π", "*F": "Φ", "*Y": "Ψ", "*g": "γ", "*d": "δ", "*e": "ε",
+    "*l": "λ", "*s": "σ", "*t": "τ", "*f": "φ", "*w": "ω", "*r": "ρ", "*h": "θ", "*q": "ψ", "*c": "ξ",
+    "sr": "√", "pt": "∝", "is": "∫", "mo": "∈", "no": "¬", "an": "‐", "ho": "˛", "a-": "¯", "a.": "˙",
 }
 # Strings every page may use: groff's man/mdoc predefine some, pod2man defines the rest under
 # troff-only conditions this reader does not run.
@@ -35,15 +41,15 @@ _ONE_CHAR = {"-": "-", "e": "\\", "\\": "\\", " ": " ", "0": " ", "~": " ", "'":
              ".": ".", "t": "\t", "E": "\\"}
 _ESCAPE = re.compile(
     r"""\\(?:
-        (?P<font>f(?:\[[^\]]*\]|\(..|.))
-      | (?P<size>s(?:[+-]?\d|\(\d\d|[+-]?\[\d*\]|'[^']*'))
+        (?P<font>f(?:\[[^\]\n]{0,64}\]|\(..|.))
+      | (?P<size>s(?:[+-]?\d|\(\d\d|[+-]?\[\d{0,8}\]|'[^'\n]{0,32}'))
       | \((?P<glyph2>..)
-      | \[(?P<glyph>[^\]]*)\]
-      | \*(?:\((?P<str2>..)|\[(?P<strn>[^\]]*)\]|(?P<str1>.))
-      | (?P<reg>n[+-]?(?:\(..|\[[^\]]*\]|.))
-      | N'(?P<num>\d+)'
-      | (?P<delim>[hvwlLoXbDRZSxH]'[^']*')
-      | (?P<twochar>[kzYgMmV](?:\(..|\[[^\]]*\]|.))
+      | \[(?P<glyph>[^\]\n]{0,64})\]
+      | \*(?:\((?P<str2>..)|\[(?P<strn>[^\]\n]{0,64})\]|(?P<str1>.))
+      | (?P<reg>n[+-]?(?:\(..|\[[^\]\n]{0,64}\]|.))
+      | N'(?P<num>\d{1,7})'
+      | (?P<delim>[hvwlLoXbDRZSxH]'[^'\n]{0,256}')
+      | (?P<twochar>[kzYgMmV](?:\(..|\[[^\]\n]{0,64}\]|.))
       | (?P<one>.)
     )""",
     re.X,
@@ -71,23 +77,25 @@ class Roff:
         if g("glyph") is not None:
             name = g("glyph")
             if re.fullmatch(r"u[0-9A-Fa-f]{4,6}(?:_[0-9A-Fa-f]{4,6})*", name):
-                try:
-                    return "".join(chr(int(p, 16)) for p in name[1:].split("_"))
-                except ValueError:
-                    return ""
+                return "".join(_char(int(p, 16)) for p in name[1:].split("_"))
             return _GLYPHS.get(name, "")
         string = g("str2") or g("strn") or g("str1")
         if string is not None:
             value = self.strings.get(string, "")
             return self.text(value) if "\\*" not in value else ""  # no recursion through strings
         if g("num") is not None:
-            code = int(g("num"))
-            return chr(code) if 0 < code < 0x110000 else ""
+            return _char(int(g("num")))
         one = g("one")
         if one is not None:
             return _ONE_CHAR.get(one, "")
         return ""  # fonts, sizes, registers, motions, device controls
 
+
+
+def _char(code: int) -> str:
+    """A code point as text; nothing for NUL, surrogates (no index can store them) and
+    numbers past Unicode."""
+    return chr(code) if 0 < code < 0x110000 and not 0xD800 <= code <= 0xDFFF else ""
 
 
 def args(rest: str) -> list[str]:
@@ -124,13 +132,13 @@ def args(rest: str) -> list[str]:
 def logical_lines(text: str) -> Iterator[str]:
     """Lines with escaped newlines joined and comments removed (`\\"` to the line's end; a
     line that is only a comment disappears, as groff drops it)."""
-    buf = ""
+    parts: list[str] = []  # a line continued with a trailing backslash, piece by piece
     for raw in text.split("\n"):
-        line = buf + raw
-        buf = ""
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            buf = line[:-1]
+        if raw.endswith("\\") and not raw.endswith("\\\\"):
+            parts.append(raw[:-1])
             continue
+        line = "".join(parts) + raw if parts else raw
+        parts = []
         if re.match(r"^[.']\s*\\\"", line) or line.startswith('\\"'):
             continue
         cut = re.search(r'(?<!\\)((?:\\\\)*)\\"', line)
@@ -141,8 +149,8 @@ def logical_lines(text: str) -> Iterator[str]:
         if "\\#" in line:  # groff's comment that also eats the newline
             line = line.split("\\#", 1)[0]
         yield line
-    if buf:
-        yield buf
+    if parts:
+        yield "".join(parts)
 
 
 def condition(cond: str) -> bool | None:

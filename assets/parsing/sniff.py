@@ -305,19 +305,20 @@ def _ascii_view(sample: bytes) -> str:
     return sample.decode("latin-1")
 
 
-_ROFF_START = re.compile(r"""^(?:\\"|[.'][ \t]*(?:\\"|TH\b|Dd\b|Dt\b|so\b|de\b|ig\b|if\b|ie\b|ds\b|nr\b|
-                             \\\}|lf\b|Vb\b|IX\b|Sp\b)|'\\")""", re.X)
-_TITLE_MACRO = re.compile(r"^[.'][ \t]*(?:TH|Dd|Dt)\b", re.M)
+_ROFF_LINE = re.compile(r"^(?:[.'][ \t]*(?:[A-Za-z\\]|$)|\\\")", re.M)  # a request, macro, comment
+_TITLE_MACRO = re.compile(r"^[.'][ \t]*(?:TH|Dd|Dt)(?:[ \t]|$)", re.M)
+_SO_ALIAS = re.compile(r"^[.']\s*so\s+[\w.+-]*/?[\w.+-]*\.\w+\s*$")
 
 
 def looks_like_roff(text: str) -> bool:
-    """Whether text is roff manual-page source: it opens with a roff request or comment and
-    names the page with `.TH` (man) or `.Dd`/`.Dt` (mdoc) — or is only an `.so` alias."""
+    """Whether text is roff manual-page source: it opens with a roff request, macro or comment
+    line and names the page with `.TH` (man) or `.Dd`/`.Dt` (mdoc) — or is an `.so` alias of
+    another page file (`.so man1/ls.1`), comments around it allowed."""
     head = text.lstrip("\ufeff \t\r\n")
-    first = head.split("\n", 1)[0]
-    if not _ROFF_START.match(first):
+    if not _ROFF_LINE.match(head):
         return False
-    if re.match(r"^[.']\s*so\s+\S+\s*$", head.strip()):
+    lines = [ln for ln in head[:4096].splitlines() if ln.strip() and not re.match(r"^(?:[.']\s*)?\\\"", ln)]
+    if len(lines) == 1 and _SO_ALIAS.match(lines[0].strip()):
         return True
     return _TITLE_MACRO.search(head[:65536]) is not None
 
@@ -352,6 +353,8 @@ def sniff(data: bytes) -> Sniffed:
     for magic, label in _MAGIC:
         if data.startswith(magic):
             return Sniffed("binary", label)
+    if data[257:262] == b"ustar":
+        return Sniffed("binary", "tar archive")
     if data.lstrip(b"\xef\xbb\xbf \t\r\n")[:5] == b"{\\rtf":
         return Sniffed("rtf", "RTF document")
     evidence = _looks_binary(data[:_SAMPLE])
