@@ -12,10 +12,11 @@ Retrieval: dense (Qdrant) and BM25 (tantivy: chunk level and unit level) over-re
 (`query_service.ranking`); an optional score floor. A hit is a unit: its text is the unit's,
 its `chunk_id` the unit's best-matching chunk.
 
-Access is checked twice: the indexes filter on the ACL they hold, and every answer is then
-re-checked against the document store's current ACL and deleted state
-(`enforce_current_access`, one primary-key SELECT per query), so no generation — a stale one
-restored by a rollback included — can ever widen access.
+Access is checked twice: the indexes filter on the ACL they hold, and every candidate, before
+fusion, and every answer are then re-checked against the document store's current ACL and
+deleted state (`Admission`, one primary-key SELECT per query for all of them), so no
+generation — a stale one restored by a rollback included — can ever widen access, and a
+revoked document neither ranks nor shows in the trace.
 """
 
 from __future__ import annotations
@@ -359,32 +360,39 @@ def make_filters(principal: str | list[str] | None, sources: list[str] | None = 
                    docs=tuple(docs) if docs is not None else None, exclude_docs=tuple(exclude_docs or ()))
 
 
-def enforce_current_access(store: DocumentStore, result: SearchResult, filters: Filters) -> SearchResult:
+class Admission:
+    """Which documents the store lets one query's caller read *now* (unknown and deleted ones:
+    none). Each document's current ACL is looked up once per query, whatever asks: the
+    candidates before fusion, thread neighbours, the final hits."""
+
+    def __init__(self, store: DocumentStore, filters: Filters) -> None:
+        self.store = store
+        self.principals = filters.principals or ()
+        self.verdict: dict[str, bool] = {}
+
+    def __call__(self, doc_ids: set[str]) -> set[str]:
+        """`_Served.search`'s `admit`: of these doc ids, those the caller may read."""
+        unknown = doc_ids - self.verdict.keys()
+        if unknown:  # one primary-key SELECT
+            acl_now = self.store.current_acls(unknown)
+            self.verdict.update((d, allows(acl_now.get(d, ()), self.principals)) for d in unknown)
+        return {d for d in doc_ids if self.verdict[d]}
+
+
+def enforce_current_access(admit: Admission, result: SearchResult) -> SearchResult:
     """Drop hits whose document the store says is deleted, unknown, or not readable by the
     caller now. An index that lags the store (a generation a rollback restored, a write that
     failed) can then never serve what the store no longer allows."""
     if not result.hits:
         return result
-    principals = filters.principals or ()
-    acl_now = store.current_acls({doc_id(h.source, h.doc) for h in result.hits})
-    kept = [h for h in result.hits if allows(acl_now.get(doc_id(h.source, h.doc), ()), principals)]
+    allowed = admit({doc_id(h.source, h.doc) for h in result.hits})
+    kept = [h for h in result.hits if doc_id(h.source, h.doc) in allowed]
     if len(kept) != len(result.hits):  # logged, never told the caller: a count is an oracle too
         log.info("dropped %d hit(s) the store no longer lets the caller read", len(result.hits) - len(kept))
         result.hits = kept
         if not kept:
             result.reason = "no matching chunks"
     return result
-
-
-def admission(store: DocumentStore, filters: Filters) -> Callable[[set[str]], set[str]]:
-    """`_Served.search`'s `admit`: of some doc ids, those the store lets the caller read now
-    (one primary-key SELECT per query; unknown and deleted documents are not admitted)."""
-    principals = filters.principals or ()
-
-    def admit(doc_ids: set[str]) -> set[str]:
-        acl_now = store.current_acls(doc_ids)
-        return {d for d in doc_ids if allows(acl_now.get(d, ()), principals)}
-    return admit
 
 
 def redact_trace(trace: dict[str, Any]) -> dict[str, Any]:
@@ -418,9 +426,9 @@ class GenerationRetriever:
 
     def search(self, query: str, k: int = 10, filters: Filters | None = None) -> SearchResult:
         filters = filters or Filters()
-        result = self.served.search(_check_query(query, k), k, filters, self.cfg.query,
-                                    admission(self.store, filters))
-        return enforce_current_access(self.store, result, filters)
+        admit = Admission(self.store, filters)
+        return enforce_current_access(admit, self.served.search(_check_query(query, k), k, filters,
+                                                                self.cfg.query, admit))
 
     def close(self) -> None:
         self.served.retire()
@@ -487,10 +495,11 @@ class LiveRetriever:
                 raise BindingError(self.last_error or "no live binding")
             if served.acquire():
                 try:
-                    result = served.search(q, k, filters, self.cfg.query, admission(self.store, filters))
+                    admit = Admission(self.store, filters)
+                    result = served.search(q, k, filters, self.cfg.query, admit)
                 finally:
                     served.release()
-                return enforce_current_access(self.store, result, filters)
+                return enforce_current_access(admit, result)
         raise BindingError("the live generation changed repeatedly during the request; retry")
 
     def close(self) -> None:

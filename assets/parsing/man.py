@@ -46,12 +46,13 @@ _MDOC_ENCLOSE = {"Op": ("[", "]"), "Dq": ("“", "”"), "Qq": ('"', '"'), "Sq":
 _MDOC_WORDS = {"Ux": "UNIX", "Bx": "BSD", "At": "AT&T UNIX", "Ox": "OpenBSD", "Nx": "NetBSD", "Fx": "FreeBSD",
                "Dx": "DragonFly", "Bsx": "BSD/OS", "Oo": "[", "Oc": "]", "Do": "“", "Dc": "”", "Po": "(",
                "Pc": ")", "Bo": "[", "Bc": "]", "Qo": '"', "Qc": '"', "So": "‘", "Sc": "’", "Ta": "\t"}
-# mdoc macros that print their arguments (callable inside other macros' lines).
+# mdoc macros that print more than their words (`mdoc_special`).
 _MDOC_SPECIAL = {"In", "Fn", "Fo", "Fc", "Ex", "Rv", "Lb", "Sm", "Xo", "Xc"}
+# mdoc macros callable inside other macros' lines; a word that is one ends the arguments before it.
 _MDOC_INLINE = {
-    "Ad", "An", "Ar", "Cd", "Cm", "Dv", "Em", "Er", "Ev", "Fa", "Fd", "Fl", "Fn", "Fo", "Fc", "Ft", "Ic",
-    "In", "Li", "Lk", "Ms", "Mt", "Nm", "No", "Ns", "Pa", "St", "Sx", "Sy", "Tn", "Va", "Vt", "Xr",
-    "Ap", "Pf", "Sm", "%A", "%B", "%D", "%I", "%J", "%N", "%O", "%P", "%Q", "%R", "%T", "%U", "%V",
+    "Ad", "An", "Ar", "Cd", "Cm", "Dv", "Em", "Er", "Ev", "Fa", "Fd", "Fl", "Ft", "Ic", "Li", "Lk", "Ms",
+    "Mt", "Nm", "No", "Ns", "Pa", "St", "Sx", "Sy", "Tn", "Va", "Vt", "Xr", "Ap", "Pf",
+    "%A", "%B", "%D", "%I", "%J", "%N", "%O", "%P", "%Q", "%R", "%T", "%U", "%V",
     *_MDOC_ENCLOSE, *_MDOC_WORDS, *_MDOC_SPECIAL,
 }
 _PARAGRAPH = frozenset({"PP", "LP", "P", "HP", "Pp", "Lp", "sp", "Sp", "YS"})
@@ -215,11 +216,10 @@ class _Page:
                 r.end_pre()
                 if name in ("fi", "EE", "Ed"):
                     return
-            elif name in _FONT_SPACED or name in _FONT_JOINED or (r.mdoc and name in _MDOC_INLINE):
-                r.pre.append(self.inline(name, rest))
-                return
-            else:
-                if name in ("br", "sp") or name == "":
+            else:  # inside the display: a font macro prints its line, a break an empty one
+                if name in _FONT_SPACED or name in _FONT_JOINED or (r.mdoc and name in _MDOC_INLINE):
+                    r.pre.append(self.inline(name, rest))
+                elif name in ("br", "sp", ""):
                     r.pre.append("")
                 return
         if r.mdoc and self.mdoc_request(name, rest):
@@ -378,10 +378,9 @@ class _Page:
                 glue = w in ("Oo", "Do", "Po", "Bo", "Qo", "So")
                 continue
             if w == "Fl":
-                flags = []
-                while i < len(words) and words[i] not in _MDOC_INLINE and words[i] not in _MDOC_PUNCT:
-                    flags.append("-" + r.text(words[i]))
-                    i += 1
+                end = _arg_end(words, i)
+                flags = ["-" + r.text(x) for x in words[i:end]]
+                i = end
                 for f in flags or ["-"]:
                     put(f)
                 glue = not flags and i < len(words) and words[i] == "Fl"  # "Fl Fl apple" is --apple
@@ -392,11 +391,8 @@ class _Page:
                 i += 2 if sec else 1
                 put(f"{page}({sec})" if sec else page)
                 continue
-            if w == "Nm" and (i >= len(words) or words[i] in _MDOC_INLINE or words[i] in _MDOC_PUNCT):
-                put(r.name)
-                continue
-            if w == "Ar" and (i >= len(words) or words[i] in _MDOC_INLINE or words[i] in _MDOC_PUNCT):
-                put("file ...")
+            if w in ("Nm", "Ar") and _arg_end(words, i) == i:  # no argument: the page's name, "file ..."
+                put(r.name if w == "Nm" else "file ...")
                 continue
             if w == "Pf" and i < len(words):
                 put(r.text(words[i]))
@@ -415,9 +411,7 @@ class _Page:
     def mdoc_special(self, w: str, words: list[str], i: int) -> tuple[str, int]:
         """(the text, the next word's index) of an mdoc macro that prints more than its words."""
         r = self.r
-        j = i
-        while j < len(words) and words[j] not in _MDOC_INLINE and words[j] not in _MDOC_PUNCT:
-            j += 1
+        j = _arg_end(words, i)
         own = [r.text(x) for x in words[i:j]]
         if w == "In":
             return (f"#include <{own[0]}>" if own else "#include"), i + (1 if own else 0)
@@ -427,12 +421,11 @@ class _Page:
             return (f"{own[0]}(" if own else "("), i + (1 if own else 0)
         if w == "Fc":
             return ")", i
+        named = " ".join(x for x in own if x != "-std") or r.name
         if w == "Ex" and "-std" in own:
-            return f"The {' '.join(x for x in own if x != '-std') or r.name} utility exits 0 on success, " \
-                   "and >0 if an error occurs.", j
+            return f"The {named} utility exits 0 on success, and >0 if an error occurs.", j
         if w == "Rv" and "-std" in own:
-            fn = " ".join(x for x in own if x != "-std") or r.name
-            return f"The {fn}() function returns the value 0 if successful; otherwise the value -1 is " \
+            return f"The {named}() function returns the value 0 if successful; otherwise the value -1 is " \
                    "returned and the global variable errno is set to indicate the error.", j
         if w == "Lb":
             return (f"library “{own[0]}”" if own else ""), j
@@ -513,6 +506,14 @@ class _Page:
         if name in _FONT_SPACED or name in _FONT_JOINED or (self.r.mdoc and name in _MDOC_INLINE):
             return self.inline(name, rest).strip()
         return ""
+
+
+def _arg_end(words: list[str], i: int) -> int:
+    """The index of the first word from `i` on that is a callable macro or closing punctuation:
+    where an mdoc macro's own arguments end."""
+    while i < len(words) and words[i] not in _MDOC_INLINE and words[i] not in _MDOC_PUNCT:
+        i += 1
+    return i
 
 
 def _skip_format(lines: list[str], pos: int) -> int:

@@ -55,6 +55,8 @@ _ESCAPE = re.compile(
     re.X,
 )
 REQUEST = re.compile(r"^[.'][ \t]*([^\s\\]*)[ \t]*(.*)$")
+_COMMENT_LINE = re.compile(r"^(?:[.']\s*)?\\\"")  # a line that is only a comment
+_COMMENT = re.compile(r'(?<!\\)((?:\\\\)*)\\"')  # \" not itself escaped, to the line's end
 
 
 class Roff:
@@ -139,9 +141,9 @@ def logical_lines(text: str) -> Iterator[str]:
             continue
         line = "".join(parts) + raw if parts else raw
         parts = []
-        if re.match(r"^[.']\s*\\\"", line) or line.startswith('\\"'):
+        if _COMMENT_LINE.match(line):
             continue
-        cut = re.search(r'(?<!\\)((?:\\\\)*)\\"', line)
+        cut = _COMMENT.search(line)
         if cut:
             line = line[: cut.start()] + cut.group(1)
             if not line.strip():
