@@ -28,7 +28,7 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # parse 8: more attribution forms ("X wrote:", "X posted:"), initials quoting ("E> ..."), labelled
 # rule lines and Yahoo!/SourceForge list boilerplate as footers.
 # parse 7: e-mail signatures and list footers become one block marked {"side": "footer"}.
-STAGE_CODE_VERSIONS = {"parse": "10", "chunk": "4", "context": "2", "embed": "1"}
+STAGE_CODE_VERSIONS = {"parse": "11", "chunk": "4", "context": "2", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

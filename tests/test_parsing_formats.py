@@ -100,6 +100,40 @@ def test_utf16_text_is_text() -> None:
     assert r.blocks[0].text == "Hello wide world"
 
 
+_MAIL = ("From: ann@example.org\nTo: list@example.org\nSubject: Café hours\nMessage-ID: <1@x>\n\n"
+         "The café opens at nine.\n")
+_MAN = ".TH CUT 1\n.SH NAME\ncut \\- remove sections\n.SH DESCRIPTION\nPrint the selected fields, café.\n"
+_PAGE = "<html><body><h1>Hours</h1><p>The café opens at nine.</p></body></html>"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-16", "utf-32", "utf-8-sig"])
+@pytest.mark.parametrize(("name", "text", "fmt", "expect"), [
+    ("note.eml", _MAIL, "email", ["The café opens at nine."]),
+    ("cut.1", _MAN, "man", ["NAME", "cut - remove sections", "DESCRIPTION", "Print the selected fields, café."]),
+    ("hours.html", _PAGE, "html", ["Hours", "The café opens at nine."]),
+])
+def test_wide_encodings_keep_their_format(encoding: str, name: str, text: str, fmt: str, expect: list[str]) -> None:
+    """UTF-16 without a byte-order mark (as Windows tools write it) and with one, UTF-32 and a
+    UTF-8 BOM: the mail's headers, the page's tags and the manual's macros are still found (they
+    were plain text with a NUL between letters, and a BOM hid an e-mail's first header)."""
+    r = parse_document(text.encode(encoding), name, CFG)
+    assert r.format == fmt
+    assert [b.text for b in r.blocks] == expect
+    if fmt == "email":
+        assert r.title == "Café hours"
+
+
+def test_undeclared_8bit_mail_body_is_not_replacement_characters() -> None:
+    head = "From: ann@example.org\nTo: list@example.org\nSubject: hi\nMessage-ID: <1@x>\n\n"
+    body = "Rendez-vous au café, à la française, déjà ça.\n"
+    r = parse_document(head.encode() + body.encode("utf-8"), "m.eml", CFG)
+    assert r.blocks[0].text == body.strip()
+    # A legacy 8-bit body goes through the same detector as a plain text file (which may pick
+    # a neighbouring code page for a short text): no replacement characters either way.
+    r = parse_document(head.encode() + body.encode("cp1252"), "m.eml", CFG)
+    assert "\ufffd" not in r.blocks[0].text and "café" in r.blocks[0].text
+
+
 # ---------------------------------------------------------------- markdown
 
 

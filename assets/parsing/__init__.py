@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 
 from assets.parsing.compressed import decompress
-from assets.parsing.sniff import decode_text, detect_format
+from assets.parsing.sniff import as_utf8, decode_text, detect_format
 from connectors.config import ParseConfig
 from connectors.documents import Block, ParseResult
 from connectors.errors import EmptyDocument, ParseError, TooLarge, UnsupportedFormat
@@ -198,7 +198,7 @@ def _parse(data: bytes, filename: str, config: ParseConfig, depth: int) -> Parse
     try:
         if detected.format in ("email", "mbox"):
             parser = _email if detected.format == "email" else _mbox
-            result = parser(data, config, name, depth)
+            result = parser(as_utf8(data), config, name, depth)
         elif detected.format == "fallback":
             from assets.parsing.fallback import parse_fallback
 

@@ -30,7 +30,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from assets.parsing.html import html_blocks
-from assets.parsing.sniff import EXTENSIONS
+from assets.parsing.sniff import EXTENSIONS, decode_text
 from assets.parsing.text import text_blocks
 from assets.parsing.textutil import clean_inline, normalize_text
 from connectors import message_text
@@ -147,6 +147,13 @@ def _metadata(msg: Message) -> dict[str, Any]:
 
 
 def _text_content(part: MIMEPart) -> str:
+    if part.get_content_charset() in (None, "us-ascii", "ascii"):
+        # Undeclared 8-bit text (common in old archives): the standard library reads it as
+        # ASCII and turns every accented letter into U+FFFD. Read it as UTF-8, else as the
+        # legacy encoding that fits, as a plain text file would be.
+        payload = part.get_payload(decode=True)
+        if isinstance(payload, bytes) and not payload.isascii():
+            return decode_text(payload)[0]
     try:
         return str(part.get_content())
     except (LookupError, UnicodeError, KeyError):  # unknown or lying charset

@@ -35,7 +35,8 @@ from connectors.errors import (
     UnsupportedFormat,
 )
 
-__all__ = ["Detected", "Sniffed", "decode_text", "detect_format", "html_declared_charset", "looks_like_roff", "sniff"]
+__all__ = ["Detected", "Sniffed", "as_utf8", "decode_text", "detect_format", "html_declared_charset", "looks_like_roff",
+           "sniff"]
 
 EXTENSIONS: dict[str, str] = {
     "pdf": "pdf",
@@ -187,6 +188,41 @@ def _bom_encoding(data: bytes) -> str | None:
     return None
 
 
+def _bomless_utf16(sample: bytes) -> str | None:
+    """'utf-16-le' or 'utf-16-be' for UTF-16 text written without a byte-order mark, else None.
+
+    Mostly-ASCII UTF-16 has a NUL in every other byte, on one side only: the high byte, which
+    comes second in little-endian and first in big-endian. Windows tools (and some exporters)
+    write it without a BOM; read as UTF-8 it still decodes (NUL is valid UTF-8), so without this
+    a mail, page or manual in UTF-16 was sniffed as plain text with NULs between its letters.
+    """
+    if len(sample) < 4 or _bom_encoding(sample):
+        return None
+    even, odd = sample[0::2].count(b"\x00"), sample[1::2].count(b"\x00")
+    half = len(sample) / 2
+    if max(even, odd) > 0.4 * half and min(even, odd) < 0.05 * half:
+        return "utf-16-le" if odd > even else "utf-16-be"
+    return None
+
+
+def _wide_encoding(data: bytes) -> str | None:
+    """The UTF-16/32 encoding of text bytes (by BOM, or BOM-less UTF-16), else None."""
+    bom = _bom_encoding(data)
+    if bom:
+        return None if bom == "utf-8-sig" else bom
+    return _bomless_utf16(data[:_SAMPLE])
+
+
+def as_utf8(data: bytes) -> bytes:
+    """Text bytes in a wide encoding (UTF-16/32, with or without a BOM) or with a UTF-8 BOM,
+    re-encoded as plain UTF-8; other bytes unchanged. For parsers that read bytes themselves
+    (e-mail headers are ASCII byte patterns)."""
+    if data.startswith(codecs.BOM_UTF8):
+        return data[len(codecs.BOM_UTF8):]
+    enc = _wide_encoding(data)
+    return data.decode(enc, errors="replace").lstrip("\ufeff").encode("utf-8") if enc else data
+
+
 def _control_share(text: str) -> float:
     if not text:
         return 0.0
@@ -201,7 +237,7 @@ def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
     (a superset of Latin-1's printable range), which gets French/German/Spanish accents right.
     Returns (text, encoding used).
     """
-    bom = _bom_encoding(data)
+    bom = _bom_encoding(data) or _bomless_utf16(data[:_SAMPLE])
     if bom:
         return data.decode(bom, errors="replace"), bom
     if declared:
@@ -239,10 +275,7 @@ def _looks_binary(sample: bytes) -> str | None:
         return None
     nul = sample.count(b"\x00")
     if nul:
-        # UTF-16 without a BOM: NULs in every other byte of ASCII-range text.
-        even, odd = sample[0::2].count(b"\x00"), sample[1::2].count(b"\x00")
-        half = len(sample) / 2
-        if max(even, odd) > 0.4 * half and min(even, odd) < 0.05 * half:
+        if _bomless_utf16(sample):
             return None
         # A few stray NULs in otherwise clean text (seen in real mail archives).
         if nul <= max(2, len(sample) // 5000) and _looks_binary(sample.replace(b"\x00", b"")) is None:
@@ -297,7 +330,7 @@ def _looks_like_email(text: str) -> str | None:
 
 def _ascii_view(sample: bytes) -> str:
     """Text good enough to look for ASCII markers (headers, tags) whatever the encoding."""
-    enc = _bom_encoding(sample)
+    enc = _bom_encoding(sample) or _bomless_utf16(sample)
     if enc == "utf-8-sig":
         return sample[3:].decode("latin-1")
     if enc:
@@ -393,9 +426,9 @@ def _zip_mimetype(data: bytes) -> str:
 def _is_blank(data: bytes) -> bool:
     if len(data) > 4 * _SAMPLE:
         return not data[:_SAMPLE].strip() and not data.strip()
-    enc = _bom_encoding(data)
+    enc = _bom_encoding(data) or _bomless_utf16(data)
     if enc:
-        return not data.decode(enc, errors="replace").strip()
+        return not data.decode(enc, errors="replace").lstrip("\ufeff").strip()
     return not data.strip(b" \t\r\n\f\v\x00")
 
 
