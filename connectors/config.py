@@ -473,7 +473,63 @@ def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> Binde
     for s in cfg.sources:
         s.root = _resolve(base, s.root)
         s.check_complete()
+    _check_nested_sources(cfg.sources)
     return cfg
+
+
+def _location(s: SourceConfig) -> tuple[str, str]:
+    """Where a source lists: (the store it reads, its folder as a POSIX path ending in '/')."""
+    if s.kind == "local":
+        return "local", os.path.realpath(s.root or ".").rstrip("/") + "/"
+    return f"s3:{s.endpoint_url or ''}:{s.bucket}", "/" + s.prefix.strip("/") + ("/" if s.prefix.strip("/") else "")
+
+
+def _check_nested_sources(sources: list[SourceConfig]) -> None:
+    """Refuse a source nested in another whose `acl` lets in more, unless the outer one excludes it.
+
+    Each source indexes its files with its own default ACL (the files no `.bindery-acl` or
+    object metadata names). A folder configured as its own source with a narrow `acl`, but also
+    inside a wider source, would be indexed twice and readable through the wider one: the
+    narrow ACL would protect nothing. The outer source must exclude the folder (the message says
+    how). Nested sources with the same `acl` are fine (the run does their shared work once), and
+    so is a wider inner one (a public subfolder of a staff-only tree: what the operator asked).
+    """
+    from connectors.sources.globs import PathFilter
+
+    for outer in sources:
+        store, folder = _location(outer)
+        lists = PathFilter(["**/*"], outer.exclude)
+        for inner in sources:
+            inner_store, inner_folder = _location(inner)
+            if inner is outer or inner_store != store or not inner_folder.startswith(folder):
+                continue
+            if not _grants_more(outer.acl, inner.acl):
+                continue
+            rel = inner_folder[len(folder):].rstrip("/")
+            if rel and not lists(f"{rel}/any-file"):
+                continue  # the outer source never lists the inner folder's files
+            if not rel and (inner.include, inner.exclude) != (outer.include, outer.exclude):
+                continue  # one folder split by include/exclude: what each takes is theirs to decide
+            what = (f"source {inner.name!r} (acl: {_acl_words(inner.acl)}) lies inside source {outer.name!r} "
+                    f"(acl: {_acl_words(outer.acl)}), which lists its folder {rel!r} too")
+            fix = f"add '{rel}/' to the exclude of source {outer.name!r}"
+            if not rel:
+                what = (f"sources {inner.name!r} (acl: {_acl_words(inner.acl)}) and {outer.name!r} "
+                        f"(acl: {_acl_words(outer.acl)}) list the same files")
+                fix = "give them the same acl or different include/exclude"
+            raise ConfigError(f"invalid configuration: {what}, so the files of {inner.name!r} would also be readable "
+                              f"through source {outer.name!r}; {fix}")
+
+
+def _grants_more(outer: list[str] | None, inner: list[str] | None) -> bool:
+    """Whether a source ACL lets in someone another does not (None = public, [] = nobody)."""
+    if outer is None:
+        return inner is not None
+    return inner is not None and bool(set(outer) - set(inner))
+
+
+def _acl_words(acl: list[str] | None) -> str:
+    return "public" if acl is None else ", ".join(acl) or "nobody"
 
 
 def _read_text(p: Path) -> str:

@@ -155,3 +155,59 @@ def test_empty_filter_lists_match_nothing_in_every_index(tmp_path: Path) -> None
         assert kw.search("alpha gamma", 10, Filters(principals=everyone, sources=())) == []
     assert build_query("alpha", Filters(principals=everyone, docs=())) is None
     assert build_query("alpha", Filters(principals=everyone, sources=())) is None
+
+
+def _two(tmp_path: Path, outer: dict[str, object], inner: dict[str, object]) -> None:
+    (tmp_path / "hr").mkdir(exist_ok=True)
+    config_from_dict({"sources": [{"name": "all", "root": str(tmp_path), **outer},
+                                  {"name": "hr", "root": str(tmp_path / "hr"), **inner}]})
+
+
+@pytest.mark.parametrize("outer,inner", [
+    ({}, {"acl": ["hr"]}),  # a public tree around an HR-only folder
+    ({"acl": ["staff", "hr"]}, {"acl": ["hr"]}),
+    ({"exclude": ["hr/*.pdf"]}, {"acl": ["hr"]}),  # excludes some of its files, not all
+])
+def test_a_narrow_source_inside_a_wider_one_is_refused(
+        tmp_path: Path, outer: dict[str, object], inner: dict[str, object]) -> None:
+    """The inner folder's files would be listed twice, once with the wider ACL: its own ACL
+    would protect nothing. The error names both sources and the exclude that fixes it."""
+    from connectors.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"source 'hr' .* inside source 'all'.*add 'hr/' to the exclude"):
+        _two(tmp_path, outer, inner)
+
+
+@pytest.mark.parametrize("outer,inner", [
+    ({"exclude": ["hr/"]}, {"acl": ["hr"]}),  # the fix the error names
+    ({"exclude": ["/hr/**"]}, {"acl": ["hr"]}),
+    ({"acl": ["hr"]}, {"acl": ["hr"]}),  # the same people either way
+    ({"acl": ["staff"]}, {}),  # a public subfolder of a staff tree: wider inside, as asked
+    ({"acl": []}, {"acl": ["hr"]}),
+])
+def test_nested_sources_that_leak_nothing_are_accepted(
+        tmp_path: Path, outer: dict[str, object], inner: dict[str, object]) -> None:
+    _two(tmp_path, outer, inner)
+
+
+def test_one_folder_split_between_sources_by_globs_is_accepted(tmp_path: Path) -> None:
+    from connectors.errors import ConfigError
+
+    same = [{"name": "a", "root": str(tmp_path), "acl": ["x"]}, {"name": "b", "root": str(tmp_path), "acl": ["y"]}]
+    with pytest.raises(ConfigError, match="list the same files"):
+        config_from_dict({"sources": same})
+    same[0]["include"], same[1]["include"] = ["public/"], ["private/"]
+    config_from_dict({"sources": same})
+
+
+def test_nested_s3_prefixes_are_checked_like_folders() -> None:
+    from connectors.errors import ConfigError
+
+    s3 = {"kind": "s3", "bucket": "docs", "endpoint_url": "http://127.0.0.1:9000"}
+    with pytest.raises(ConfigError, match="inside source 'all'"):
+        config_from_dict({"sources": [{"name": "all", **s3, "prefix": "corp"},
+                                      {"name": "hr", **s3, "prefix": "corp/hr/", "acl": ["hr"]}]})
+    config_from_dict({"sources": [{"name": "all", **s3, "prefix": "corp"},  # corp-hr is not under corp/
+                                  {"name": "hr", **s3, "prefix": "corp-hr", "acl": ["hr"]}]})
+    config_from_dict({"sources": [{"name": "all", **s3, "prefix": "corp"},  # another bucket
+                                  {"name": "hr", **s3, "bucket": "hr", "prefix": "corp/hr", "acl": ["hr"]}]})
