@@ -19,7 +19,8 @@ from evals.evalset import load_eval_set
 
 EVALSETS = Path(__file__).parent / "evalsets"
 SETS = sorted(EVALSETS.glob("*.jsonl"))
-SIZES = {"mail_ham": (500, 800), "mail_ham_pasted": (500, 800)}  # one question per usable reply, 650
+SIZES = {"mail_ham": (500, 800), "mail_ham_pasted": (500, 800),  # one question per usable reply, 650
+         "mail_ham_quoted": (500, 800)}
 
 
 def test_every_set_is_present() -> None:

@@ -23,6 +23,9 @@ _SAYS = re.compile(r"^\s*\S.{0,160}\b(?:wrote|writes|posted|said|schrieb|a écri
 _INITIALS_QUOTE = re.compile(r"^\s*[A-Z]{1,5}>")
 _ORIGINAL = re.compile(r"^\s*-{2,}\s*(?:Original Message|Forwarded message)\s*-{2,}\s*$", re.I)
 _OUTLOOK_HEADER = re.compile(r"^\s*(?:From|Von|De):\s", re.IGNORECASE)
+# The header lines of a forwarded or Outlook-quoted message, its Subject excepted
+_HISTORY_HEADER = re.compile(r"^\s*(?:From|Sent|To|Cc|Date|Von|Gesendet|An|De|Envoyé|À|Para|Enviado):\s",
+                             re.IGNORECASE)
 
 
 def split_quoted(text: str) -> tuple[str, str]:
@@ -94,10 +97,23 @@ def split_side(text: str) -> tuple[str, str]:
 
 
 def strip_message_noise(query: str) -> str:
-    """A query that is a pasted message, reduced to the writer's own words: quoted lines,
-    attribution lines ("On ... wrote:"), signature and list footer removed. A query with none
-    of these comes back unchanged; one made only of noise also comes back unchanged."""
-    main, _ = split_quoted(query)
+    """A query that is a pasted message, reduced to what says which message it is about: the
+    words it quotes (quote markers, attribution lines, and the quoted signature and footer
+    removed), then the writer's own words (their signature, list footer and PGP armour removed).
+
+    Quoted history is left out of the *index* (replies would compete with the message they
+    quote), but in a *query* it is the answered message's own text, verbatim: the best evidence
+    of which message and thread is meant. Dropping it cost 13 points of recall@10 on whole
+    pasted replies of mail_ham (docs/retrieval.md). A query with none of this comes back
+    unchanged; one made only of noise also comes back unchanged."""
+    main, quoted = split_quoted(query)
     main, _ = split_side(main)
-    main = main.strip()
-    return main if main else query
+    lines = quoted.split("\n")
+    said = {i for i, line in enumerate(lines) if _ATTRIBUTION.match(line) or _SAYS.match(line)
+            or _ORIGINAL.match(line) or _HISTORY_HEADER.match(line)}
+    for i, line in enumerate(lines[:-1]):  # an attribution wrapped over two lines
+        if _ATTRIBUTION_START.match(line) and _WROTE_END.search(lines[i + 1]):
+            said |= {i, i + 1}
+    words, _ = split_side("\n".join(line for i, line in enumerate(lines) if i not in said))
+    text = "\n\n".join(part for part in (words.strip(), main.strip()) if part)
+    return text if text else query

@@ -70,7 +70,7 @@ def test_a_pasted_reply_yields_its_first_attribution_and_the_text_loses_it() -> 
               "> Tim Peters wrote:\n> >> older quote\n\nReplace the impeller.\n-- \nsig")
     found = find_attribution(pasted)
     assert found is not None and found.names == ("joseph", "barrera", "iii")  # not Tim: a deeper quote
-    assert strip_message_noise(pasted) == "Replace the impeller."
+    assert strip_message_noise(pasted) == "the pump stalls\nolder quote\n\nReplace the impeller."
     assert find_attribution("How do I reset the pump?") is None
     assert find_attribution("On reflection, I think it works") is None  # no "wrote:"
     assert find_attribution("On Thu, 22 Aug 2002, you wrote:") is None  # names nobody

@@ -141,16 +141,28 @@ def test_signature_and_list_footer_are_side_text_not_indexed() -> None:
     assert "SIGNATURETEXT" not in text and "listinfo" not in text and "QUOTEDTEXT" not in text
 
 
-def test_pasted_message_query_loses_quotes_attribution_and_footer() -> None:
+def test_pasted_message_query_keeps_the_quoted_words_but_loses_attribution_and_footer() -> None:
+    """Quoted lines are the answered message's own text: the query keeps their words (first),
+    without markers; the attribution line, the signature and the list footer go."""
     from assets.parsing.email import strip_message_noise
 
     pasted = LIST_MESSAGE.decode().split("\r\n\r\n", 1)[1].replace("\r\n", "\n")
     cleaned = strip_message_noise(pasted)
-    assert "OWNWORDS" in cleaned
-    for noise in ("QUOTEDTEXT", "wrote:", "SIGNATURETEXT", "mailing list", "listinfo"):
+    assert cleaned == "QUOTEDTEXT from the parent\n\nThe zlib build fails on OWNWORDS with a linker error."
+    for noise in ("wrote:", ">", "SIGNATURETEXT", "mailing list", "listinfo"):
         assert noise not in cleaned
     assert strip_message_noise("how do I unsubscribe from a mailing list?") == (
         "how do I unsubscribe from a mailing list?")
+
+
+def test_quoted_history_of_a_pasted_query_loses_its_own_noise() -> None:
+    from connectors.message_text import strip_message_noise
+
+    outlook = ("Try the -static flag.\n\n-----Original Message-----\nFrom: Bob\nSent: Monday\nTo: list\n"
+               "Subject: zlib link error\n\nThe zlib build fails.\n-- \nBob's signature\n")
+    assert strip_message_noise(outlook) == "Subject: zlib link error\n\nThe zlib build fails.\n\nTry the -static flag."
+    wrapped = "On Fri, 23 Aug 2002,\nkevin lyda wrote:\n> the quoted words\n> -- \n> kevin's sig\nmine\n"
+    assert strip_message_noise(wrapped) == "the quoted words\n\nmine"
 
 
 # -- units (small-to-big) ------------------------------------------------------------------------

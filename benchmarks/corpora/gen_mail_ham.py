@@ -24,7 +24,9 @@ with a fixed seed.
 
 The same replies also make ``mail_ham_pasted.jsonl``: each reply whole, as a person would paste
 it (only the quoted history removed; attribution lines, greetings, signature and list footer
-kept), the kind of question that carries noise matching every message of a list.
+kept), the kind of question that carries noise matching every message of a list. And
+``mail_ham_quoted.jsonl``: each reply whole as received, its quoted history included (what a
+person pastes most often), where the quoted lines are the parent's own words.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from benchmarks.corpora.evalset_tools import Case, write_checked
 
 OUT = Path(__file__).resolve().parent.parent / "evalsets" / "mail_ham.jsonl"
 OUT_PASTED = OUT.with_name("mail_ham_pasted.jsonl")
+OUT_QUOTED = OUT.with_name("mail_ham_quoted.jsonl")
 MAX_PASTED_CHARS = 3500  # the query service takes at most 4,000 characters
 SEED = 8
 LIMIT = 650
@@ -105,7 +108,11 @@ def pasted(body: str) -> str:
         if QUOTED.match(raw):
             continue
         lines.append(raw.rstrip())
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    return _capped("\n".join(lines))
+
+
+def _capped(text: str) -> str:
+    text = re.sub(r"\n{3,}", "\n\n", text).strip()
     return text[:MAX_PASTED_CHARS].rsplit(" ", 1)[0] if len(text) > MAX_PASTED_CHARS else text
 
 
@@ -148,7 +155,8 @@ def cases(root: Path) -> list[Case]:
             short += 1
             continue
         out.append({"query": query, "gold": [{"doc": parent, "text": None}],
-                    "category": list_name(msg), "exclude_docs": [doc], "pasted": pasted(_plain_body(msg))})
+                    "category": list_name(msg), "exclude_docs": [doc], "pasted": pasted(_plain_body(msg)),
+                    "quoted": _capped("\n".join(line.rstrip() for line in _plain_body(msg).splitlines()))})
     counts = Counter(c["category"] for c in out)
     for c in out:
         if counts[c["category"]] < MIN_PER_LIST:
@@ -159,15 +167,20 @@ def cases(root: Path) -> list[Case]:
 
 
 def main() -> int:
-    """Writes both sets from the same sampled replies: `mail_ham.jsonl` (the opening of each
-    reply's own words) and `mail_ham_pasted.jsonl` (the whole reply as pasted, noise included:
-    what the query service's `strip_message_noise` must cope with)."""
+    """Writes three sets from the same sampled replies: `mail_ham.jsonl` (the opening of each
+    reply's own words), `mail_ham_pasted.jsonl` (the reply as pasted without its quoted history,
+    noise included: what the query service's `strip_message_noise` must cope with) and
+    `mail_ham_quoted.jsonl` (the whole reply, quoted history included)."""
     corpora = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.home() / ".cache" / "bench-corpora"
     root = corpora / "mail_ham"
     picked = cases(root)
-    write_checked([{k: v for k, v in c.items() if k != "pasted"} for c in picked], root, OUT)
-    write_checked([{**{k: v for k, v in c.items() if k != "pasted"}, "id": c["id"].replace("mail-", "pasted-"),
-                    "query": c["pasted"]} for c in picked], root, OUT_PASTED)
+    def variant(name: str, prefix: str) -> list[Case]:
+        return [{**{k: v for k, v in c.items() if k not in ("pasted", "quoted")},
+                 "id": c["id"].replace("mail-", prefix), "query": c[name]} for c in picked]
+
+    write_checked([{k: v for k, v in c.items() if k not in ("pasted", "quoted")} for c in picked], root, OUT)
+    write_checked(variant("pasted", "pasted-"), root, OUT_PASTED)
+    write_checked(variant("quoted", "quoted-"), root, OUT_QUOTED)
     return 0
 
 
