@@ -42,9 +42,11 @@ def evaluate(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, qu
     filters = Filters(principals=all_principals(store))
     retriever = GenerationRetriever(cfg, gen)
     try:
-        return run_eval(cases, excluding_search(retriever, filters), k=k or cfg.gate.k, excluding=True)
+        report = run_eval(cases, excluding_search(retriever, filters), k=k or cfg.gate.k, excluding=True)
     finally:
         retriever.close()
+    known = {d.external_id for d in store.documents()}
+    return replace(report, unknown_gold=tuple(sorted({g.doc for c in cases for g in c.gold} - known)))
 
 
 def excluding_search(retriever: GenerationRetriever, filters: Filters) -> ExcludingSearchFn:

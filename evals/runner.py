@@ -80,6 +80,9 @@ class EvalReport:
     metrics: dict[str, float]
     by_category: dict[str, dict[str, float | int]]
     per_case: list[CaseResult] = field(repr=False)
+    # gold documents the searched generation does not hold (a typo, a path relative to another
+    # root): their questions can never be answered, so the report says which they are
+    unknown_gold: tuple[str, ...] = ()
 
     @classmethod
     def from_cases(cls, per_case: Sequence[CaseResult]) -> EvalReport:
@@ -110,6 +113,7 @@ class EvalReport:
             "cases": self.cases,
             "metrics": _rounded(self.metrics),
             "by_category": {cat: _rounded(v) for cat, v in self.by_category.items()},
+            "unknown_gold_docs": list(self.unknown_gold),
         }
         if include_per_case:
             out["per_case"] = [c.to_json() for c in self.per_case]
@@ -168,4 +172,8 @@ def format_table(report: EvalReport) -> str:
     ]
     lines += [row(m, (f"{vals[m]:.4f}" for _, vals in cols)) for m in METRIC_NAMES]
     lines.append(row("cases", (str(vals["cases"]) for _, vals in cols)))
+    if report.unknown_gold:
+        shown = ", ".join(report.unknown_gold[:5]) + (", ..." if len(report.unknown_gold) > 5 else "")
+        lines.append(f"warning: {len(report.unknown_gold)} gold documents are not in the corpus (misspelt, or a "
+                     f"path relative to another root?); their questions always score 0: {shown}")
     return "\n".join(lines)

@@ -75,13 +75,24 @@ def test_accepts_dicts_and_objects(make: Callable[[str, str | None], Any]) -> No
 def test_to_json_is_the_eval_contract() -> None:
     _, search = search_with({c.query: [Hit("a.md", "the answer")] for c in CASES})
     out = run_eval(CASES, search).to_json()
-    assert set(out) == {"cases", "metrics", "by_category"}
-    assert out["cases"] == 3
+    assert set(out) == {"cases", "metrics", "by_category", "unknown_gold_docs"}
+    assert out["cases"] == 3 and out["unknown_gold_docs"] == []
     assert list(out["metrics"]) == list(METRIC_NAMES)
     assert set(out["by_category"]) == {"faq", "howto"}
     assert out["by_category"]["faq"] == {**out["by_category"]["faq"], "cases": 2}
     assert set(out["by_category"]["howto"]) == {*METRIC_NAMES, "cases"}
     json.dumps(out)
+
+
+def test_unknown_gold_documents_are_named_in_the_table() -> None:
+    from dataclasses import replace
+
+    _, search = search_with({c.query: [Hit("a.md", "the answer")] for c in CASES})
+    report = replace(run_eval(CASES, search), unknown_gold=("docs/howto/x.md",))
+    assert report.to_json()["unknown_gold_docs"] == ["docs/howto/x.md"]
+    assert "warning: 1 gold documents are not in the corpus" in format_table(report)
+    assert "docs/howto/x.md" in format_table(report)
+    assert "warning" not in format_table(run_eval(CASES, search))
 
 
 def test_json_round_trip_with_per_case() -> None:

@@ -4,6 +4,7 @@ from titles, headings, identifiers and tables; LLM-written with the Anthropic co
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,10 @@ def test_cli_drafts_from_the_live_generation_and_the_draft_evaluates(tmp_path: P
     dep.cli("evalset", "draft", "--out", str(out), expect=2)  # never overwrites a reviewed file by accident
     report = dep.cli("eval", "--queries", str(out))
     assert report["cases"] == res["cases"] and report["metrics"]["recall@10"] >= 0.6
+    assert report["unknown_gold_docs"] == []
+    typo = tmp_path / "evals" / "typo.jsonl"  # a gold path that names no document: said, not silently 0
+    typo.write_text(json.dumps({"id": "t1", "query": "anything", "gold": [{"doc": "docs/howto/nope.md"}]}) + "\n")
+    assert dep.cli("eval", "--queries", str(typo))["unknown_gold_docs"] == ["docs/howto/nope.md"]
 
 
 def test_cli_drafts_reply_questions_from_a_mail_archive(tmp_path: Path) -> None:
