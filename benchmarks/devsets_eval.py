@@ -32,7 +32,8 @@ from orchestration.cli import main as cli
 _OWN_DAGSTER_HOME = os.environ.get("DAGSTER_HOME")  # set by the caller: then every set shares it
 EVALSETS = Path(__file__).resolve().parent / "evalsets"
 DEFAULT_CORPORA = Path.home() / ".cache" / "bench-corpora"
-CORPUS_OF = {"mail_ham_pasted": "mail_ham", "mail_ham_quoted": "mail_ham"}  # sets that ask other questions of another set's corpus
+# sets that ask other questions of another set's corpus
+CORPUS_OF = {"mail_ham_pasted": "mail_ham", "mail_ham_quoted": "mail_ham"}
 
 
 def _cli(config: Path, *args: str) -> dict[str, Any]:

@@ -33,6 +33,7 @@ __all__ = [
     "VectorEngine",
     "check_database_url",
     "check_paths",
+    "check_stage_resources",
     "load_config",
 ]
 
@@ -295,8 +296,9 @@ class QueryConfig(_Strict):
     # on long documents (FAQ pages, PDFs) the answer is a section, and 1 per document cut Python
     # FAQ recall@10 from 1.000 to 0.820 (docs/retrieval.md); short documents are one unit anyway.
     max_chunks_per_doc: int = Field(0, ge=0)
-    # A query that is a pasted message loses its quoted lines, attribution lines, signature and
-    # list footer before retrieval (the same rules the e-mail parser uses to mark side text).
+    # A query that is a pasted message loses its quote markers, attribution lines, signature and
+    # list footer before retrieval (the same rules the e-mail parser uses to mark side text); the
+    # quoted words stay, first: they are the answered message's own text (docs/retrieval.md).
     strip_message_noise: bool = True
     poll_seconds: float = Field(0.5, gt=0)
     auth: QueryAuthConfig = Field(default_factory=QueryAuthConfig)
@@ -530,6 +532,25 @@ def _grants_more(outer: list[str] | None, inner: list[str] | None) -> bool:
 
 def _acl_words(acl: list[str] | None) -> str:
     return "public" if acl is None else ", ".join(acl) or "nobody"
+
+
+def check_stage_resources(cfg: BinderyConfig) -> None:
+    """What a run's stages need from this machine, checked before a run starts, each a one-line
+    ConfigError naming its key: the chunker's tokenizer (the embedding model's unless
+    `stages.chunk.tokenizer` names another) found offline, and the Anthropic API key when the
+    contextualiser calls Anthropic. Without this a misspelt model passed the plan, then every
+    document became a dead letter (`tokenizer ... not found`) and the sync exited 1."""
+    from connectors.tokenizer import find_tokenizer
+
+    name = cfg.stages.chunk.tokenizer or cfg.stages.embed.model
+    try:
+        find_tokenizer(name)
+    except ConfigError as e:
+        key = "stages.embed.model" if name == cfg.stages.embed.model else "stages.chunk.tokenizer"
+        raise ConfigError(f"{key}: {e}") from None
+    if cfg.stages.context.provider == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
+        raise ConfigError("stages.context.provider: 'anthropic' needs the environment variable ANTHROPIC_API_KEY, "
+                          "which is not set")
 
 
 def _read_text(p: Path) -> str:

@@ -2,6 +2,7 @@
 
     BinderyError
     ├── ConfigError            bad or incomplete configuration
+    │   └── UsageError         a mistake in the command line itself (an argument, not the file)
     ├── SourceError            a source could not be listed or read (down, denied, missing)
     │   └── UnsafeDeleteError  a listing too small to trust; the delete sweep was aborted
     ├── ParseError             one document could not be parsed (reason is specific)
@@ -34,6 +35,13 @@ class BinderyError(Exception):
 
 class ConfigError(BinderyError):
     reason = "config"
+
+
+class UsageError(ConfigError):
+    """A mistake in the command line (`--source nope`, `--force` without `--reason`): exit 2 like
+    a configuration mistake, with `"reason": "usage"` (docs/json-contract.md)."""
+
+    reason = "usage"
 
 
 class SourceError(BinderyError):

@@ -42,7 +42,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from connectors.config import BinderyConfig, StageConfigs
-from connectors.errors import BindingError, ConfigError, GateRefused
+from connectors.errors import BindingError, GateRefused, UsageError
 from connectors.generations import drop_generation_files, is_embedded, physical_names, point_live_aliases, vector_engine
 from connectors.store import BindingRecord, DocumentStore, GenerationRecord
 from connectors.versions import generation_key, stage_configs_dump, stage_versions
@@ -280,7 +280,7 @@ class Lifecycle:
         if not cand.vector_snapshot and is_embedded(vector_engine(self.cfg, cand)):
             raise BindingError(f"candidate {cand.name} has no indexed data yet; finish its reindex first")
         if force and not reason:
-            raise ConfigError("a forced promotion needs --reason")
+            raise UsageError("a forced promotion needs --reason")
 
     def promote(self, cand: GenerationRecord, verdict: dict[str, Any], *, force: bool = False,
                 reason: str | None = None, by: str | None = None) -> dict[str, Any]:
@@ -315,8 +315,13 @@ class Lifecycle:
         flip = bind_live(self.cfg, self.store, prev, by=who, previous_id=b.generation_id)
         binding = flip.binding
         self.store.add_event("rollback", f"{who} rolled back from generation {b.generation_id} to {prev.id}")
+        # the promote shape (docs/json-contract.md): no candidate was judged and no gate overridden;
+        # the report says what happened instead of a gate's verdict
+        why = f"rolled back from generation {b.generation_id} to {prev.id} by {who}; a rollback runs no gate"
         return {"promoted": True, "live": binding.generation_id, "previous": binding.previous_generation_id,
-                "report": {"rollback": True}, **flip.alias_keys()}
+                "candidate": None, "forced": False,
+                "report": {"rollback": True, "from": b.generation_id, "to": prev.id, "by": who, "reasons": [why]},
+                **flip.alias_keys()}
 
     # -- gc ---------------------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from tokenizers import Tokenizer
 from connectors.errors import ConfigError
 from connectors.wordpiece_count import WordPieceCounts
 
-__all__ = ["SplitMode", "TokenCounter", "get_tokenizer"]
+__all__ = ["SplitMode", "TokenCounter", "find_tokenizer", "get_tokenizer"]
 
 SplitMode = Literal["text", "code"]
 
@@ -290,6 +290,11 @@ def _max_seq_length(folder: Path) -> int | None:
         return int(json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def find_tokenizer(name: str) -> Path:
+    """Where `name`'s tokenizer.json is (nothing loaded), or a ConfigError saying why not."""
+    return _resolve("all-MiniLM-L6-v2" if name.strip().lower() in _PACKAGED else name.strip())[0]
 
 
 def get_tokenizer(name: str) -> TokenCounter:

@@ -27,8 +27,8 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from connectors.config import AutomationConfig, BinderyConfig, check_paths, load_config
-from connectors.errors import BinderyError, ConfigError, GateRefused
+from connectors.config import AutomationConfig, BinderyConfig, check_paths, check_stage_resources, load_config
+from connectors.errors import BinderyError, ConfigError, GateRefused, UsageError
 from connectors.generations import keyword_missing_fields
 from orchestration import report
 
@@ -74,15 +74,17 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     elif a.command == "dlq":
         only = [a.source] if a.source else None
     if a.command == "plan" and a.kind == "reindex" and only:
-        raise ConfigError("--source: plan reindex covers every source (a reindex builds all of them); "
+        raise UsageError("--source: plan reindex covers every source (a reindex builds all of them); "
                           "--source is for plan sync")
     listing = a.command in _LISTING_COMMANDS or (a.command == "dlq" and a.action == "retry")
     for name in only or []:
         try:
             cfg.source(name)  # an unknown source is a usage error before any run
         except ConfigError as e:
-            raise ConfigError(f"--source: {e}") from None
+            raise UsageError(f"--source: {e}") from None
     check_paths(cfg, only if a.command != "query" else None, roots=listing, create=a.command != "plan")
+    if a.command in _LISTING_COMMANDS:
+        check_stage_resources(cfg)  # a model that is not here, an unset API key: before any work
     if a.command in ("serve", "ui"):
         check_port(a.host, a.port)
     if a.command == "tune":
@@ -111,15 +113,18 @@ def check_port(host: str, port: int) -> None:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as e:
-        raise ConfigError(f"--host {host}: cannot resolve it ({e.strerror})") from None
+        raise UsageError(f"--host {host}: cannot resolve it ({e.strerror})") from None
     family, kind, proto, _, addr = infos[0]
     with socket.socket(family, kind, proto) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
         try:
             s.bind(addr)
         except OSError as e:
+            if e.errno == errno.EADDRNOTAVAIL:  # no interface of this machine has that address
+                raise UsageError(f"--host {host}: {host}:{port} cannot be used: {e.strerror} "
+                                 "(choose another --host)") from None
             what = "is already in use" if e.errno == errno.EADDRINUSE else f"cannot be used: {e.strerror}"
-            raise ConfigError(f"--port {port}: {host}:{port} {what} (choose another --port)") from None
+            raise UsageError(f"--port {port}: {host}:{port} {what} (choose another --port)") from None
 
 
 def _store(cfg: BinderyConfig) -> DocumentStore:
@@ -174,7 +179,7 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
                     "message": f"nothing to reindex: the configuration matches live generation {live.name} "
                                "(use --force to rebuild anyway)"}
     if a.submit and a.promote and not a.wait:
-        raise ConfigError("reindex --submit --promote needs --wait (the gate judges a finished candidate)")
+        raise UsageError("reindex --submit --promote needs --wait (the gate judges a finished candidate)")
     if a.promote:
         check_eval_set(cfg, lifecycle.store)  # before the build, not after it
     cand = lifecycle.ensure_candidate()
@@ -188,20 +193,28 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
     else:
         outcomes, seconds = runner.run_sources("reindex", _source_names(cfg, None), tags=tags)
     out = report.sync_summary(outcomes, seconds, lifecycle.store)
-    out["candidate"] = cand.id
-    out["candidate_name"] = cand.name
+    # the very first generation binds itself when it is built: it is live, not a candidate
+    first = live is None and out["generation"] == cand.id
+    out["candidate"] = None if first else cand.id
+    out["candidate_name"] = None if first else cand.name
     out["changed_stages"] = lifecycle.config_drift()
+    if first:
+        out["message"] = (f"first generation {cand.name} (id {cand.id}) is live: nothing was live to judge it "
+                          "against, so there is no candidate to promote")
     if stale:
         out["stale_index_fields"] = stale
     if out["errors"]:
         raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
-    if a.promote:
+    if a.promote and first:
+        out["promotion"] = None
+    elif a.promote:
         try:
             out["promotion"] = cmd_promote(cfg, argparse.Namespace(force=False, reason=None, candidate=cand.id,
                                                                    by=None))
         except CommandFailed as e:  # built but not promoted: the build's summary and the gate's report
             out["promotion"] = e.payload
             raise CommandFailed(f"candidate {cand.name} built, not promoted: {e}", out) from None
+        out["generation"] = out["promotion"]["live"]  # the live generation after the run: the promoted one
     return out
 
 
@@ -257,13 +270,13 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
     out = Path(a.out)
     if out.is_dir():
-        raise ConfigError(f"--out {out} is a folder: give the path of a JSONL file to write")
+        raise UsageError(f"--out {out} is a folder: give the path of a JSONL file to write")
     if out.exists() and not a.force:
-        raise ConfigError(f"--out {out} already exists (pass --force to overwrite it)")
+        raise UsageError(f"--out {out} already exists (pass --force to overwrite it)")
     try:  # before any drafting (an LLM writer spends money): a place the file cannot go is a usage error
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise ConfigError(f"--out {out}: cannot create its folder: {e.strerror or e}") from None
+        raise UsageError(f"--out {out}: cannot create its folder: {e.strerror or e}") from None
     store = _store(cfg)
     gen = _generation(cfg, store, "live")
     documents = store.documents()
@@ -284,7 +297,7 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     try:
         out.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases), encoding="utf-8")
     except OSError as e:
-        raise ConfigError(f"--out {out}: cannot write it: {e.strerror or e}") from None
+        raise UsageError(f"--out {out}: cannot write it: {e.strerror or e}") from None
     return {"out": str(out), "cases": len(cases), "by_kind": dict(Counter(c["category"] for c in cases)),
             "provider": "anthropic" if writer is not None else "offline", "generation": gen.id}
 
@@ -307,7 +320,7 @@ def check_eval_set(cfg: BinderyConfig, store: Any) -> None:
 
 def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     if a.force and not a.reason:
-        raise ConfigError("a forced promotion needs --reason")
+        raise UsageError("a forced promotion needs --reason")
     lifecycle = _lifecycle(cfg)
     store = lifecycle.store
     if not a.force:
@@ -366,6 +379,9 @@ def cmd_runs(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     rows = list_runs(get_instance(cfg), limit=a.limit, statuses=a.status)
     if a.json:
         return {"runs": rows}
+    if a.status and not rows:  # the filter matched nothing: the instance may well hold other runs
+        print(f"no runs with status {' or '.join(a.status)}")
+        return None
     print(runs_table(rows))
     return None
 
@@ -407,7 +423,7 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     built = None
     if ingestion or a.build:
         if gen.status != "live":
-            raise ConfigError("tune --generation: ingestion settings are tried against the live generation")
+            raise UsageError("tune --generation: ingestion settings are tried against the live generation")
         result, built = tune_generations(cfg, store, gen, build=a.build, budget=budget, seed=a.seed,
                                          queries=a.queries)
     else:
@@ -430,14 +446,26 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
 
 
 def cmd_query(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
-    from query_service.retrieval import GenerationRetriever, make_filters
+    from connectors.errors import QueryError
+    from query_service.retrieval import GenerationRetriever, check_query, make_filters
 
+    k = a.k or cfg.query.k
+    # the text and k are checked as the retriever checks them, before the generation or the
+    # embedding model is loaded: a mistake there is a usage error
+    try:
+        check_query(a.text, 1)
+    except QueryError as e:
+        raise UsageError(str(e)) from None
+    try:
+        check_query("k", k)
+    except QueryError as e:
+        raise UsageError(f"-k: {e}") from None
     store = _store(cfg)
     gen = _generation(cfg, store, a.generation)
     r = GenerationRetriever(cfg, gen, store)
     try:
         filters = make_filters(a.principal, a.source or None, known_sources=[s.name for s in cfg.sources])
-        return r.search(a.text, a.k, filters).to_json()
+        return r.search(a.text, k, filters).to_json()
     finally:
         r.close()
 
@@ -463,8 +491,12 @@ def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) 
     entries = store.dead_letters(source=a.source)
     if a.doc:
         entries = [e for e in entries if e.external_id in a.doc or e.doc_id in a.doc]
+        unmatched = [d for d in a.doc if not any(d in (e.external_id, e.doc_id) for e in entries)]
+        if unmatched:  # a typo must not read as "retried 0"
+            where = f" of source {a.source!r}" if a.source else ""
+            raise UsageError(f"--doc {', '.join(unmatched)}: no dead letter{where} has that path or doc id")
     elif not a.all:
-        raise ConfigError("say which: `bindery dlq retry --doc PATH` or `bindery dlq retry --all`")
+        raise UsageError("say which: `bindery dlq retry --doc PATH` or `bindery dlq retry --all`")
     if not entries:
         return {"retried": 0, "resolved": 0, "still_failing": []}
     hashes = sorted({e.content_hash for e in entries if e.content_hash})
@@ -528,7 +560,7 @@ def cmd_hash_key(a: argparse.Namespace) -> dict[str, str]:
 
     key = new_key() if a.new else sys.stdin.readline().strip()
     if not key:
-        raise ConfigError("no key on standard input (pipe one in, or pass --new to make one)")
+        raise UsageError("no key on standard input (pipe one in, or pass --new to make one)")
     return {"key": key, "hash": hash_key(key)} if a.new else {"hash": hash_key(key)}
 
 
@@ -655,7 +687,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="build the best ingestion setting as a candidate generation for `bindery promote`")
     s = sub.add_parser("query", help="search the live generation")
     s.add_argument("text", help="what to search for")
-    s.add_argument("-k", type=_positive_int, default=5, help="number of hits (default 5)")
+    s.add_argument("-k", type=_positive_int, default=None,
+                   help="number of hits (default: query.k of the configuration, 10 unless set)")
     s.add_argument("--principal", action="append", default=None, help="identity (repeatable); default public")
     s.add_argument("--source", action="append", help="only this source (repeatable)")
     s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
@@ -820,10 +853,13 @@ def _dispatch(a: argparse.Namespace) -> int:
         _emit(a, {"promoted": False, "error": str(e), "report": e.report})
         print(f"bindery {a.command}: {_one_line(str(e))}", file=sys.stderr)
         return 1
-    except ConfigError as e:
+    except ConfigError as e:  # a UsageError too: the command line, not the file, is wrong
         if a.json:
             print(json.dumps({"error": str(e), "reason": e.reason}))
-        print(f"bindery {a.command}: configuration error: {_one_line(str(e))}", file=sys.stderr)
+        # config_from_dict's messages already open with "invalid configuration:"
+        plain = isinstance(e, UsageError) or str(e).startswith("invalid configuration")
+        what = "" if plain else "configuration error: "
+        print(f"bindery {a.command}: {what}{_one_line(str(e))}", file=sys.stderr)
         return 2
     except BinderyError as e:
         if a.json:

@@ -46,7 +46,10 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
         if not o.success:
             errors[o.partition] = o.error or "failed"
     b = store.get_binding()
-    errors.update(_nothing_indexed([o.partition for o in outcomes if o.success], store, b))
+    nothing = _nothing_indexed([o.partition for o in outcomes if o.success], store, b)
+    for name, why in nothing.items():  # the run's own failures are on the source row already; this one too
+        store.set_source_error(name, why)
+    errors.update(nothing)
     return {"generation": b.generation_id if b else None, "sources": sources, "recomputed": recomputed,
             "written": written, "truncated": truncated, "redirect_pages": redirects,
             "seconds": round(seconds, 3), "timings": timings, "errors": errors,
@@ -87,6 +90,15 @@ def _gen_summary(g: GenerationRecord | None) -> dict[str, Any] | None:
                      "forced_by": g.forced_by, "force_reason": g.force_reason}}
 
 
+def _built(store: DocumentStore, cand: GenerationRecord, live_state: dict[str, Any]) -> bool:
+    """Whether a candidate's build finished: its indexes are published and hold every source the
+    live generation holds (a reindex still running has not reached some of them yet)."""
+    if not cand.published_at:
+        return False
+    held = {r.source for r in store.index_state(cand.id).values() if r.digest}
+    return {r.source for r in live_state.values()} <= held
+
+
 def _row(gen: Generation | None) -> GenerationRecord | None:
     return gen.record if gen else None
 
@@ -116,12 +128,15 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
             "last_error": row.last_error if row else None,
             "lag_p50_s": _pct(lags, 0.5), "lag_p95_s": _pct(lags, 0.95),
         }
+    cand_summary = _gen_summary(cand)
+    if cand is not None and cand_summary is not None:  # a finished build waits for the gate: not "building"
+        cand_summary["built"] = _built(store, cand, state)
     return {"live": live.id if live else None, "candidate": cand.id if cand else None,
             "previous": prev.id if prev else None, "first_build": first.id if first else None,
             "documents": counts["documents"], "chunks": live.counts.get("chunks", 0) if live else 0,
             "dead_letters": counts["dead_letters"], "sources": by_source,
             "generations": {"live": _gen_summary(live), "previous": _gen_summary(prev),
-                            "candidate": _gen_summary(cand), "first_build": _gen_summary(first)},
+                            "candidate": cand_summary, "first_build": _gen_summary(first)},
             "binding": ({"version": b.version, "flipped_at": b.flipped_at, "flipped_by": b.flipped_by}
                         if b else None),
             "events": [{"kind": e.kind, "message": e.message, "at": e.at} for e in store.events(limit=5)]}
@@ -178,7 +193,7 @@ def _human_sync(r: dict[str, Any]) -> str:
         lines.append(f"indexes: {w.get('documents', 0)} documents written ({w.get('chunks', 0)} chunks), "
                      f"{w.get('deleted', 0)} removed")
     elif not errors:
-        lines.append("nothing changed: nothing was recomputed")
+        lines.append(_nothing_written(r.get("sources", {})))
     for src, checks in r.get("_checks", {}).items():
         for name, c in checks.items():
             if not c["passed"]:
@@ -197,10 +212,24 @@ def _human_sync(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _nothing_written(sources: dict[str, dict[str, int]]) -> str:
+    """A sync that recomputed and wrote nothing: all unchanged, or changes the indexes did not
+    hold (a deleted document that had never been indexed, a dead letter)."""
+    if not any(v for c in sources.values() for k, v in c.items() if k != "unchanged"):
+        return "nothing changed: nothing was recomputed"
+    deleted = sum(c.get("deleted", 0) for c in sources.values())
+    gone = (f" ({deleted} deleted document{' was' if deleted == 1 else 's were'} not in them)"
+            if deleted else "")
+    return f"nothing had to be recomputed; the indexes needed no change{gone}"
+
+
 def _human_reindex(r: dict[str, Any]) -> str:
-    if r.get("candidate") is None:  # nothing to rebuild
+    if r.get("candidate") is None and "sources" not in r:  # nothing to rebuild
         return r.get("message") or "nothing to reindex"
     built = _human_sync(r)
+    if r.get("candidate") is None:  # the first generation: built and live at once, nothing to promote
+        *head, last = built.splitlines()
+        return "\n".join([*head, str(r.get("message") or "the first generation is live"), last])
     if r.get("stale_index_fields"):  # the upgrade of a generation an older release wrote
         built = (f"the live generation's keyword index lacks {', '.join(r['stale_index_fields'])} "
                  f"(written by an older release): rebuilt\n{built}")
@@ -240,12 +269,14 @@ def _gate_word(g: dict[str, Any]) -> str:
     ev = g["eval"]
     if ev.get("forced_by"):
         return f"forced by {ev['forced_by']}"
+    if ev.get("passed") is None and g.get("built"):
+        return "not judged yet"
     return {True: "passed", False: "refused", None: "not judged"}[ev.get("passed")]
 
 
 def _human_status(r: dict[str, Any]) -> str:
-    gens = [[role.replace("_", " "), g["id"], g["name"], g["status"], g["counts"].get("documents"),
-             g["counts"].get("chunks"), f"{g['age_hours']:.1f} h", _gate_word(g)]
+    gens = [[role.replace("_", " "), g["id"], g["name"], "built" if g.get("built") else g["status"],
+             g["counts"].get("documents"), g["counts"].get("chunks"), f"{g['age_hours']:.1f} h", _gate_word(g)]
             for role, g in r["generations"].items() if g]
     lines = ["generations"]
     lines += ["  " + x for x in table(["role", "id", "name", "status", "documents", "chunks", "age", "gate"],
@@ -367,10 +398,26 @@ def _human_verify(r: dict[str, Any]) -> str:
     return "\n".join([*lines, verdict])
 
 
+def _human_gc(r: dict[str, Any]) -> str:
+    dropped = r.get("dropped") or []
+    gens = (f"dropped {len(dropped)} expired generation{'s' if len(dropped) != 1 else ''}: {', '.join(dropped)}"
+            if dropped else "no expired generations to drop")
+    rows = {k: v for k, v in (r.get("caches") or {}).items() if v}
+    caches = ("removed orphaned cache rows: " + ", ".join(f"{k} {v:,}" for k, v in rows.items())
+              if rows else "no orphaned cache rows")
+    return f"{gens}\n{caches}"
+
+
+def _human_hash_key(r: dict[str, str]) -> str:
+    lines = [f"key:  {r['key']}   (give it to the caller; it is stored nowhere)"] if "key" in r else []
+    return "\n".join([*lines, f"hash: {r['hash']}", "put the hash under query.auth.api_keys in the configuration"])
+
+
 _HUMAN: dict[str, Any] = {
     "sync": _human_sync, "reindex": _human_reindex, "eval": _human_eval, "query": _human_query,
     "status": _human_status, "dlq": _human_dlq, "promote": _human_promote, "rollback": _human_rollback,
-    "plan": _human_plan, "evalset": _human_evalset, "verify": _human_verify,
+    "plan": _human_plan, "evalset": _human_evalset, "verify": _human_verify, "gc": _human_gc,
+    "hash-key": _human_hash_key,
 }
 
 

@@ -59,7 +59,7 @@ def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) ->
             "acl_mismatch_in_keyword": _acl_mismatches(acls, kw_acls),
         }
         ok = not any(problems.values())
-        report["generations"][g.name] = {"chunks": len(expected), "consistent": ok, **problems}
+        report["generations"][g.name] = {"chunks": len(expected), "consistent": ok, **problems, "repaired": False}
         if ok:
             continue
         report["consistent"] = False

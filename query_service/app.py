@@ -133,6 +133,9 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (401, "no valid credential"), (413, "request body too large"), (422, "malformed request"),
         (503, "no live binding, or the binding cannot be served"))}
 
+# `query.fusion` as the API description names it
+_FUSION_NAMES = {"zscore": "z-score fusion", "rrf": "reciprocal rank fusion"}
+
 _bearer = HTTPBearer(auto_error=False, description="an API key or a JWT")
 _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="an API key")
 
@@ -151,8 +154,9 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
         if retriever is None:
             state["retriever"].close()
 
+    fusion = _FUSION_NAMES[conf.query.fusion]
     app = FastAPIOffline(title="Bindery query service", lifespan=lifespan,
-                         description="Hybrid retrieval (dense + BM25, reciprocal rank fusion) over the live "
+                         description=f"Hybrid retrieval (dense + BM25, {fusion}) over the live "
                                      "generation, with ACLs enforced from a verified credential.")
     metrics = ServiceMetrics()
     app.add_middleware(BodyLimit, max_bytes=conf.query.max_body_bytes)
@@ -215,9 +219,9 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
     @app.get("/binding", response_model=BindingInfo, responses={503: _ERRORS[503]})
     def binding() -> dict[str, Any]:
         r = _retriever()
-        b = r.store.get_binding()
+        b = r.store.get_binding() if r.store.initialised() else None
         if b is None:
-            raise HTTPException(503, "no live binding yet")
+            raise HTTPException(503, r.last_error or "no live binding yet: run `bindery sync` first")
         gen = r.store.get_generation(b.generation_id)
         served = r.current
         return {"alias": b.alias, "generation": b.generation_id, "previous": b.previous_generation_id,

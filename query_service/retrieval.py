@@ -45,7 +45,7 @@ from query_service.ranking import RankedUnit, rank_units, unit_of
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GenerationRetriever", "Hit", "LiveRetriever", "SearchResult"]
+__all__ = ["GenerationRetriever", "Hit", "LiveRetriever", "SearchResult", "check_query"]
 
 _EMBEDDERS: dict[str, Embedder] = {}
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="retrieve")
@@ -404,7 +404,9 @@ def redact_trace(trace: dict[str, Any]) -> dict[str, Any]:
                         for r in ("dense", "sparse", "unit") if r in trace}}
 
 
-def _check_query(query: str, k: int) -> str:
+def check_query(query: str, k: int) -> str:
+    """The query text, stripped and checked (not empty, at most 4,000 characters), or a QueryError;
+    also that k is within 1..200. The CLI calls it before loading anything."""
     q = check_text((query or "").strip())
     if not q:
         raise QueryError("query is empty")
@@ -427,7 +429,7 @@ class GenerationRetriever:
     def search(self, query: str, k: int = 10, filters: Filters | None = None) -> SearchResult:
         filters = filters or Filters()
         admit = Admission(self.store, filters)
-        return enforce_current_access(admit, self.served.search(_check_query(query, k), k, filters,
+        return enforce_current_access(admit, self.served.search(check_query(query, k), k, filters,
                                                                 self.cfg.query, admit))
 
     def close(self) -> None:
@@ -487,7 +489,7 @@ class LiveRetriever:
                 self.last_error = f"binding refresh failed: {e}"
 
     def search(self, query: str, k: int = 10, filters: Filters | None = None) -> SearchResult:
-        q = _check_query(query, k)
+        q = check_query(query, k)
         filters = filters or Filters()
         for _ in range(3):
             served = self._current

@@ -95,6 +95,13 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("tune.space empty list", {"tune": {"space": {"query.rrf_k": []}}}, ["tune"], ("tune.space.query.rrf_k",)),
     ("promote: gate.queries missing", {"gate": {"queries": "/nonexistent/eval.jsonl"}}, ["promote"],
      ("gate.queries", "cannot read")),
+    # found by a second new-user audit: a misspelt model passed the plan, then dead-lettered every document
+    ("embedding model not here (plan)", {"stages": {"embed": {"model": "nonexistent-model"}}}, ["plan"],
+     ("stages.embed.model", "'nonexistent-model' not found")),
+    ("embedding model not here (sync)", {"stages": {"embed": {"model": "nonexistent-model"}}}, ["sync"],
+     ("stages.embed.model", "'nonexistent-model' not found")),
+    ("chunk tokenizer not here", {"stages": {"chunk": {"tokenizer": "/nonexistent/tok"}}}, ["reindex"],
+     ("stages.chunk.tokenizer", "not found")),
 ]
 
 
@@ -104,6 +111,22 @@ def test_config_mistake_is_one_line_exit_2(tmp_path: Path, capsys: pytest.Captur
                                            named: tuple[str, ...]) -> None:
     code, text = run_cli(capsys, "--config", write(tmp_path, {**base, **change}), *argv)
     assert_one_line(code, text, *named)
+
+
+def test_anthropic_contextualiser_without_its_key_is_refused_before_any_work(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    cfg = write(tmp_path, {**base, "stages": {"context": {"provider": "anthropic"}}})
+    for command in ("plan", "sync"):
+        code, text = run_cli(capsys, "--config", cfg, command)
+        assert_one_line(code, text, "stages.context.provider", "ANTHROPIC_API_KEY")
+    assert not (tmp_path / "data" / "bindery.db").exists()  # nothing was parsed or stored
+
+
+def test_config_file_errors_say_configuration_once(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   base: dict[str, Any]) -> None:
+    code, text = run_cli(capsys, "--config", write(tmp_path, {**base, "query": {"k": "ten"}}), "status")
+    assert code == 2 and "invalid configuration: query.k" in text and "configuration error" not in text
 
 
 def test_data_dir_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any]) -> None:
@@ -156,6 +179,9 @@ def test_config_missing_and_bad_yaml(tmp_path: Path, capsys: pytest.CaptureFixtu
     (["runs", "--status", "bogus"], ("--status", "'bogus'")),
     (["tune", "--budget", "soon"], ("--budget", "'soon'")),
     (["evalset", "draft", "--out", "."], ("--out", "is a folder")),
+    (["dlq", "retry", "--doc", "nope.md"], ("--doc nope.md", "no dead letter")),
+    (["query", ""], ("query is empty",)),
+    (["query", "x", "-k", "500"], ("-k", "200", "500")),
 ])
 def test_usage_mistake_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any],
                                           argv: list[str], named: tuple[str, ...]) -> None:
@@ -276,3 +302,47 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path, base: dict[str, Any]) -> Non
         os.close(w)
     assert proc.returncode == 141, proc.stderr
     assert proc.stderr == ""
+
+
+# (argv, what the JSON's "reason" must be): a mistake in the command line is "usage", one in the
+# configuration file "config" (docs/json-contract.md); the query's text and k are judged before the
+# generation or the embedding model is loaded (there is none here: that would be exit 1)
+REASONS = [
+    (["promote", "--force"], "usage"),
+    (["dlq", "retry"], "usage"),
+    (["dlq", "retry", "--doc", "nope.md"], "usage"),
+    (["sync", "--source", "nope"], "usage"),
+    (["query", "x", "--source", "nope"], "usage"),
+    (["plan", "reindex", "--source", "docs"], "usage"),
+    (["query", ""], "usage"),
+    (["query", "   "], "usage"),
+    (["query", "x", "-k", "500"], "usage"),
+    (["evalset", "draft", "--out", "."], "usage"),
+    (["eval"], "config"),  # no --queries and no gate.queries
+]
+
+
+@pytest.mark.parametrize(("argv", "reason"), REASONS, ids=[" ".join(r[0]) or "-" for r in REASONS])
+def test_json_reason_tells_usage_from_config(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                             base: dict[str, Any], argv: list[str], reason: str) -> None:
+    import json
+
+    code, text = run_cli(capsys, "--config", write(tmp_path, base), "--json", *argv)
+    assert code == 2, text
+    assert json.loads(text.splitlines()[0])["reason"] == reason
+    assert ("configuration error" in text) == (reason == "config")
+
+
+def test_an_address_not_of_this_machine_names_host_not_port(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            base: dict[str, Any],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    def started(*args: Any, **kw: Any) -> None:
+        raise AssertionError("the service was started")
+
+    monkeypatch.setattr(uvicorn, "run", started)
+    # 192.0.2.1 (TEST-NET-1, RFC 5737) is assigned to no machine: binding it fails with EADDRNOTAVAIL
+    code, text = run_cli(capsys, "--config", write(tmp_path, base), "serve", "--host", "192.0.2.1", "--port", "18735")
+    assert_one_line(code, text, "--host 192.0.2.1", "choose another --host")
+    assert "--port" not in text

@@ -199,3 +199,119 @@ def test_status_calls_the_very_first_build_a_first_build_not_a_candidate(dep: De
     assert code == 0 and doc["live"] is None and doc["candidate"] is None and doc["first_build"] == 1
     code, out, _ = run(capsys, "--config", str(dep.config_path), "status")
     assert code == 0 and "first build" in out
+
+
+def test_rollback_json_has_the_promote_shape(dep: Deployment, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/json-contract.md: rollback returns promote's keys (promoted, live, previous, candidate,
+    forced, report) plus rolled_back; the report says what was rolled back, by whom."""
+    g1, g2 = add_generation(dep, 1), add_generation(dep, 2)
+    flip(dep, g1)
+    flip(dep, g2)
+    code, out, _ = run(capsys, "--config", str(dep.config_path), "--json", "rollback", "--by", "alice")
+    doc = json.loads(out)
+    assert code == 0 and {"promoted", "live", "previous", "candidate", "forced", "report", "rolled_back"} <= doc.keys()
+    assert (doc["live"], doc["previous"], doc["candidate"], doc["forced"]) == (g1, g2, None, False)
+    assert doc["report"]["rollback"] is True and (doc["report"]["from"], doc["report"]["to"]) == (g2, g1)
+    assert doc["report"]["by"] == "alice" and doc["report"]["reasons"]
+
+
+def test_status_says_a_finished_candidate_is_built_not_building(dep: Deployment,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    live = add_generation(dep, 1)
+    flip(dep, live)
+    cand = add_generation(dep, 2, chunk_tokens=120)
+    store = DocumentStore(load_config(dep.config_path).database_url)
+    row = {"doc_id": "d1", "source": "docs", "digest": "abc", "chunks": 1, "indexed_at": time.time()}
+    cfg = str(dep.config_path)
+
+    def candidate_row() -> list[str]:
+        code, out, _ = run(capsys, "--config", cfg, "status")
+        assert code == 0
+        return next(line for line in out.splitlines() if line.strip().startswith("candidate")).split()
+
+    try:
+        store.set_index_state([{**row, "generation_id": live}])
+        store.update_generation(cand, published_at=time.time())  # a first source written, not the others
+        assert json.loads(run(capsys, "--config", cfg, "--json", "status")[1])["generations"]["candidate"][
+            "built"] is False
+        assert candidate_row()[3] == "building" and candidate_row()[-2:] == ["not", "judged"]
+        store.set_index_state([{**row, "generation_id": cand}])  # every source the live generation holds
+        doc = json.loads(run(capsys, "--config", cfg, "--json", "status")[1])["generations"]["candidate"]
+        assert doc["built"] is True and doc["eval"]["passed"] is None
+        assert candidate_row()[3] == "built" and candidate_row()[-3:] == ["not", "judged", "yet"]
+    finally:
+        store.dispose()
+
+
+def test_verify_always_says_whether_it_repaired(dep: Deployment, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/json-contract.md: `"repaired": bool` per generation, also when nothing needed a repair."""
+    gen = add_generation(dep, 1)
+    store = DocumentStore(load_config(dep.config_path).database_url)
+    try:
+        store.update_generation(gen, vector_engine="qdrant-edge")  # as a build records it (empty indexes)
+    finally:
+        store.dispose()
+    flip(dep, gen)
+    for argv in (["verify"], ["verify", "--repair"]):
+        code, out, _ = run(capsys, "--config", str(dep.config_path), "--json", *argv)
+        doc = json.loads(out)
+        assert code == 0 and doc["generations"]["g1_test"]["repaired"] is False, argv
+
+
+def test_gc_and_hash_key_print_a_human_summary(dep: Deployment, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from query_service.auth import hash_key
+
+    code, out, _ = run(capsys, "--config", str(dep.config_path), "gc")
+    assert code == 0 and out.splitlines() == ["no expired generations to drop", "no orphaned cache rows"]
+    assert report.human("gc", {"dropped": ["g1_a", "g2_b"], "caches": {"parses": 3, "contexts": 0}}) == (
+        "dropped 2 expired generations: g1_a, g2_b\nremoved orphaned cache rows: parses 3")
+    monkeypatch.setattr("sys.stdin", io.StringIO("k"))
+    code, out, _ = run(capsys, "hash-key")
+    assert code == 0 and "{" not in out and out.splitlines()[0] == f"hash: {hash_key('k')}"
+    code, out, _ = run(capsys, "hash-key", "--new")
+    key = out.splitlines()[0].split()[1]
+    assert code == 0 and "{" not in out and out.splitlines()[1] == f"hash: {hash_key(key)}"
+
+
+def test_query_k_defaults_to_the_configuration(dep: Deployment, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[int] = []
+
+    class Retriever:  # records k; no model is loaded
+        def __init__(self, *args: Any) -> None:
+            pass
+
+        def search(self, text: str, k: int, filters: Any) -> Any:
+            asked.append(k)
+            return argparse.Namespace(to_json=lambda: {"generation": 1, "generation_name": "g1_test", "hits": [],
+                                                       "reason": "none"})
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr("query_service.retrieval.GenerationRetriever", Retriever)
+    flip(dep, add_generation(dep, 1))
+    dep.config["query"] = {**dep.config["query"], "k": 7}
+    dep.save()
+    assert run(capsys, "--config", str(dep.config_path), "query", "battery")[0] == 0
+    assert run(capsys, "--config", str(dep.config_path), "query", "battery", "-k", "2")[0] == 0
+    assert asked == [7, 2]
+
+
+def test_runs_with_a_status_filter_that_matches_nothing_says_so(dep: Deployment, capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+
+    def list_runs(instance: Any, *, limit: int, statuses: list[str] | None) -> list[dict[str, Any]]:
+        seen.append(statuses)
+        return []
+
+    monkeypatch.setattr("orchestration.instance.get_instance", lambda cfg: None)
+    monkeypatch.setattr("orchestration.runs.list_runs", list_runs)
+    code, out, _ = run(capsys, "--config", str(dep.config_path), "runs", "--status", "queued")
+    assert code == 0 and out.strip() == "no runs with status queued" and seen == [["queued"]]
+    code, out, _ = run(capsys, "--config", str(dep.config_path), "runs")
+    assert code == 0 and out.strip() == "no runs in the instance yet"

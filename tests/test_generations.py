@@ -172,3 +172,20 @@ def test_gc_never_drops_live_or_previous(dep: Deployment) -> None:
     assert dep.cli("rollback")["live"] == b.previous_generation_id
     sets = chunk_sets(dep)  # GC kept every chunk row the remaining generations use
     assert sets["store"] == sets["vector"] == sets["keyword"] and sets["store"]
+
+
+def test_reindex_promote_names_the_new_live_generation(dep: Deployment) -> None:
+    """json-contract.md: `generation` is the live generation after the run, the promoted one."""
+    out = dep.cli("reindex", "--force", "--promote")
+    assert out["promotion"]["promoted"] and out["promotion"]["live"] == out["candidate"] != 1
+    assert out["generation"] == out["candidate"] == dep.cli("status")["live"]
+
+
+def test_a_first_reindex_builds_the_live_generation_not_a_candidate(tmp_path: Path) -> None:
+    """On a fresh data dir the first generation binds itself: no candidate, nothing to promote."""
+    dep = Deployment(tmp_path)
+    out = dep.cli("reindex", "--promote")
+    assert out["generation"] == 1 and out["candidate"] is None and out["candidate_name"] is None
+    assert out["promotion"] is None and "first generation" in out["message"]
+    status = dep.cli("status")
+    assert status["live"] == 1 and status["candidate"] is None

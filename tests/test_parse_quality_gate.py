@@ -127,3 +127,5 @@ def test_a_sync_that_indexes_nothing_does_not_say_it_succeeded(tmp_path: Path) -
     dep.write("b.txt", os.urandom(2000))
     out = dep.cli("sync", expect=1)  # below the check's floor: it only warns, but nothing is searchable
     assert "nothing could be indexed" in out["errors"]["docs"] and out["generation"] is None
+    # recorded as the source's last error, as every other failing sync is
+    assert dep.cli("status")["sources"]["docs"]["last_error"] == out["errors"]["docs"]

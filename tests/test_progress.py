@@ -242,3 +242,19 @@ def test_ctrl_c_inside_a_connection_close_logs_no_traceback() -> None:
     assert "re-raised" in quiet.stdout and quiet.stdout.count("delivered again") == 2, quiet.stdout
     assert "KeyboardInterrupt" not in quiet.stderr and "Exception ignored in" not in quiet.stderr
     assert "ValueError: a real failure" in quiet.stderr, "other library errors must still show"
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+def test_a_stage_stopped_by_an_exception_is_not_reported_done(error: type[BaseException]) -> None:
+    """Ctrl-C during embed: the stage's last line says it stopped, never "— done"."""
+    import io
+
+    from orchestration.terminal_progress import show_progress
+
+    buf = io.StringIO()  # not a terminal: periodic lines
+    show_progress(buf)
+    with pytest.raises(error), P.StageProgress("embed", "docs", "texts") as prog:
+        prog.total(6)
+        raise error
+    lines = buf.getvalue().splitlines()
+    assert "— done" not in buf.getvalue() and lines[-1] == "embed [docs]: 0/6 texts (0%), 0.0/s — stopped"

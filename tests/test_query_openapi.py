@@ -75,3 +75,25 @@ def test_metrics_count_requests_by_route_and_status(client: TestClient) -> None:
     assert 'bindery_search_errors_total{reason="unauthorized"} 1.0' in body
     assert 'bindery_search_errors_total{reason="no-binding"} 1.0' in body
     assert "bindery_generation_served" in body
+
+
+def test_binding_before_any_sync_is_a_503_and_leaves_no_database(tmp_path: Path) -> None:
+    """A data dir never synced has no tables: /binding says why (503) like /readyz, not a 500, and
+    serving it leaves no empty database file behind."""
+    data = tmp_path / "data"
+    cfg = config_from_dict({"data_dir": str(data), "query": {"auth": {"mode": "trusted-principal"}}})
+    with TestClient(create_app(cfg)) as c:
+        assert c.get("/readyz").status_code == 503
+        r = c.get("/binding")
+        assert r.status_code == 503 and "bindery sync" in r.json()["detail"]
+    assert not (data / "bindery.db").exists()
+
+
+@pytest.mark.parametrize(("fusion", "named", "not_named"), [("zscore", "z-score", "reciprocal rank"),
+                                                            ("rrf", "reciprocal rank fusion", "z-score")])
+def test_the_api_description_names_the_configured_fusion(tmp_path: Path, fusion: str, named: str,
+                                                         not_named: str) -> None:
+    cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "query": {"fusion": fusion}})
+    with TestClient(create_app(cfg)) as c:
+        description = c.get("/openapi.json").json()["info"]["description"]
+    assert named in description and not_named not in description

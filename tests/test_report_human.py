@@ -32,7 +32,8 @@ def test_sync_lists_what_changed_and_the_live_generation() -> None:
 
 
 def test_a_quiet_sync_says_nothing_changed_and_shows_failed_checks_and_candidates() -> None:
-    r = _sync(recomputed=dict.fromkeys(("parse", "chunk", "context", "embed"), 0),
+    r = _sync(sources={"docs": {"new": 0, "updated": 0, "unchanged": 7, "moved": 0, "acl": 0, "deleted": 0}},
+              recomputed=dict.fromkeys(("parse", "chunk", "context", "embed"), 0),
               written={"documents": 0, "chunks": 0, "deleted": 0}, dead_letters=3, candidate=7,
               candidate_name="g7",
               _checks={"docs": {"parse_quality": {"passed": False, "severity": "WARN", "description": "50 %"}}})
@@ -150,3 +151,26 @@ def test_verify_is_one_line_per_generation_and_a_verdict() -> None:
     drifted["g2"]["repaired"] = True
     assert "(repaired)" in human("verify", {"consistent": False, "generations": drifted})
     assert human("verify", {"consistent": True, "generations": {}}) == "no generations to verify"
+
+
+def test_a_sync_that_only_saw_a_never_indexed_document_go_says_so() -> None:
+    """A deleted document that was never indexed (a dead letter): nothing to recompute or remove,
+    but "nothing changed" would be false."""
+    quiet = {"recomputed": dict.fromkeys(("parse", "chunk", "context", "embed"), 0),
+             "written": {"documents": 0, "chunks": 0, "deleted": 0}}
+    r = _sync(sources={"docs": {"new": 0, "updated": 0, "unchanged": 11, "moved": 0, "acl": 0, "deleted": 1,
+                                "failed": 0}}, **quiet)
+    out = human("sync", r).splitlines()
+    assert out[0] == "source docs: 11 unchanged, 1 deleted"
+    assert out[1] == "nothing had to be recomputed; the indexes needed no change (1 deleted document was not in them)"
+    r = _sync(sources={"docs": {"new": 0, "updated": 0, "unchanged": 11, "moved": 0, "acl": 0, "deleted": 0,
+                                "failed": 0}}, **quiet)
+    assert human("sync", r).splitlines()[1] == "nothing changed: nothing was recomputed"
+
+
+def test_a_first_reindex_says_the_first_generation_went_live_not_candidate() -> None:
+    message = "first generation g1 (id 1) is live: nothing was live to judge it against, so there is no candidate"
+    out = human("reindex", _sync(candidate=None, candidate_name=None, generation=1, message=message))
+    assert "candidate generation" not in out and "bindery promote" not in out
+    assert out.splitlines()[-2:] == [message, "live generation: 1   (1.5 s)"]
+    assert out.startswith("source docs: 2 new")  # the build's summary is kept

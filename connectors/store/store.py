@@ -135,7 +135,12 @@ class DocumentStore:
     # -- schema -------------------------------------------------------------------------
     def initialised(self) -> bool:
         """Whether a writer has created the schema yet. Readers (the query service) never
-        migrate; on a fresh data dir they report "nothing synced yet" instead of failing."""
+        migrate; on a fresh data dir they report "nothing synced yet" instead of failing, and
+        leave no empty database file behind (connecting to SQLite creates one)."""
+        url = self.engine.url
+        if (url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:")
+                and "uri" not in url.query and not Path(url.database).exists()):
+            return False
         return sa.inspect(self.engine).has_table(t.bindings.name)
 
     def migrate(self) -> None:
