@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http import HTTPStatus
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request, Response, Security
@@ -25,6 +26,7 @@ from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from connectors.config import BinderyConfig, load_config
 from connectors.errors import BindingError, QueryError
@@ -161,6 +163,17 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
     metrics = ServiceMetrics()
     app.add_middleware(BodyLimit, max_bytes=conf.query.max_body_bytes)
     app.add_middleware(RecordRequests, metrics=metrics)  # outermost: counts the 413s too
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # every error body has one shape, {"error": a short phrase, "detail": what to do}, as the
+        # 413 and 422 bodies already had (FastAPI's default is {"detail"} alone)
+        try:
+            phrase = HTTPStatus(exc.status_code).phrase.lower()
+        except ValueError:  # a status code Python does not name
+            phrase = "error"
+        return JSONResponse(status_code=exc.status_code, headers=exc.headers,
+                            content={"error": phrase, "detail": exc.detail})
 
     @app.exception_handler(RequestValidationError)
     async def _bad_request(_req: Request, exc: RequestValidationError) -> JSONResponse:

@@ -58,6 +58,7 @@ def test_no_credential_is_401_whatever_principal_the_body_claims(client: TestCli
     r = client.post("/search", json={**BODY, "principal": "hr-team"})
     assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
     assert "hits" not in r.json()
+    assert r.json()["error"] == "unauthorized" and r.json()["detail"]  # the shape of every error body
     assert client.post("/search", json=BODY).status_code == 401
 
 
