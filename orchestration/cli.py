@@ -352,6 +352,9 @@ def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str,
             extra: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any] | None:
     """`--submit`: enqueue one run per source for the daemon. With `--wait`, follow them and
     answer like an in-process sync (non-zero exit if any failed); without, list what was queued."""
+    if not runner.daemon_alive():  # said, not discovered as a run that never leaves QUEUED
+        print("warning: no Dagster daemon has reported to this instance in the last 2 minutes; the runs wait "
+              "in the queue until one runs (`bindery ui` starts one, or `dagster-daemon run`)", file=sys.stderr)
     if not a.wait:
         from orchestration.runs import runs_table
 

@@ -222,6 +222,12 @@ class Runner:
                 submitted.append(Submitted(run.run_id, job_name, name))
         return submitted
 
+    def daemon_alive(self, within: float = 120.0) -> bool:
+        """Whether a Dagster daemon has sent a heartbeat to this instance in the last `within`
+        seconds: without one, a submitted run waits in the queue until one starts."""
+        beats = self.instance.get_daemon_heartbeats()
+        return any(time.time() - b.timestamp < within for b in beats.values())
+
     def follow(self, runs: list[Submitted], *, echo: Callable[[str], None], poll_seconds: float = 1.0,
                timeout: float | None = None) -> tuple[list[RunOutcome], float]:
         """Wait for submitted runs to finish, echoing each status change and each asset a run

@@ -95,3 +95,17 @@ def test_submitted_runs_go_through_the_daemon_queue(dep: Deployment, daemon: sub
 
 def test_wait_needs_submit(dep: Deployment) -> None:
     dep.cli("sync", "--wait", expect=2)
+
+
+def test_daemon_alive_reads_the_instances_heartbeats(dep: Deployment) -> None:
+    """`--submit` warns when no daemon has reported lately (the run would sit QUEUED, unsaid)."""
+    from dagster._daemon.types import DaemonHeartbeat
+
+    from orchestration.runs import Runner
+
+    runner = Runner(load_config(dep.config_path))
+    assert not runner.daemon_alive()  # a fresh instance: no daemon ever ran
+    runner.instance.add_daemon_heartbeat(DaemonHeartbeat(time.time() - 600, "SCHEDULER", "old", None))
+    assert not runner.daemon_alive()  # one that stopped ten minutes ago
+    runner.instance.add_daemon_heartbeat(DaemonHeartbeat(time.time(), "SCHEDULER", "now", None))
+    assert runner.daemon_alive()
