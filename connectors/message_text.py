@@ -3,7 +3,8 @@ attribution lines ("On ... wrote:"), signatures and mailing-list footers.
 
 Both sides of the index use it: the e-mail parser (`assets.parsing.email`) marks side text as
 blocks that are shown but not indexed, and the query service strips the same noise from a query
-that is a pasted message. It lives here, below both layers, for that reason. What an attribution
+that is a pasted message (keeping the words it quotes: in a query they name the answered
+message). It lives here, below both layers, for that reason. What an attribution
 line says (who wrote the quoted message, and when) is read in `connectors.mail_attribution`.
 """
 
@@ -109,11 +110,11 @@ def strip_message_noise(query: str) -> str:
     main, quoted = split_quoted(query)
     main, _ = split_side(main)
     lines = quoted.split("\n")
-    said = {i for i, line in enumerate(lines) if _ATTRIBUTION.match(line) or _SAYS.match(line)
+    noise = {i for i, line in enumerate(lines) if _ATTRIBUTION.match(line) or _SAYS.match(line)
             or _ORIGINAL.match(line) or _HISTORY_HEADER.match(line)}
     for i, line in enumerate(lines[:-1]):  # an attribution wrapped over two lines
         if _ATTRIBUTION_START.match(line) and _WROTE_END.search(lines[i + 1]):
-            said |= {i, i + 1}
-    words, _ = split_side("\n".join(line for i, line in enumerate(lines) if i not in said))
+            noise |= {i, i + 1}
+    words, _ = split_side("\n".join(line for i, line in enumerate(lines) if i not in noise))
     text = "\n\n".join(part for part in (words.strip(), main.strip()) if part)
     return text if text else query
