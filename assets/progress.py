@@ -17,6 +17,7 @@ run is interrupted, to say what was really stored.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -114,7 +115,9 @@ class LogSink:
     def close(self, done: int, total: int) -> None:
         if total or done:
             elapsed = time.monotonic() - self.started
-            self.emit(format_line(self.stage, self.source, self.unit, done, total, elapsed) + " — done")
+            # a stage that ends by an exception (Ctrl-C, a failure) unwinding its `with` is not done
+            end = " — done" if sys.exc_info()[1] is None else " — stopped"
+            self.emit(format_line(self.stage, self.source, self.unit, done, total, elapsed) + end)
 
 
 class StageProgress:

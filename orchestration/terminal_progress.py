@@ -9,21 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from typing import TextIO
 
 from tqdm import tqdm
 
-from assets.progress import (
-    LogSink,
-    ProgressSink,
-    add_sink_factory,
-    clear_sink_factories,
-    format_line,
-    reset_stored_counts,
-)
+from assets.progress import LogSink, ProgressSink, add_sink_factory, clear_sink_factories, reset_stored_counts
 
-__all__ = ["PipeSink", "TqdmSink", "show_progress"]
+__all__ = ["TqdmSink", "show_progress"]
 
 PIPE_EVERY_SECONDS = 10.0
 DEFAULT_COLUMNS = 100
@@ -45,18 +37,6 @@ class TqdmSink:
 
     def close(self, done: int, total: int) -> None:
         self.bar.close()
-
-
-class PipeSink(LogSink):
-    """`LogSink` for a pipe or a log file: a stage that ends by an exception (Ctrl-C, a failure)
-    is not "done"; its last line says it stopped."""
-
-    def close(self, done: int, total: int) -> None:
-        if sys.exc_info()[1] is None:  # no exception is unwinding the stage's `with`
-            super().close(done, total)
-        elif total or done:
-            elapsed = time.monotonic() - self.started
-            self.emit(format_line(self.stage, self.source, self.unit, done, total, elapsed) + " — stopped")
 
 
 def _columns(stream: TextIO) -> int:
@@ -89,7 +69,7 @@ def show_progress(stream: TextIO | None = None) -> None:
         add_sink_factory(bar)
     else:
         def lines(stage: str, source: str, unit: str) -> ProgressSink:
-            return PipeSink(lambda line: _print_line(line, stream), stage, source, unit,
-                            every=PIPE_EVERY_SECONDS)
+            return LogSink(lambda line: _print_line(line, stream), stage, source, unit,
+                           every=PIPE_EVERY_SECONDS)
 
         add_sink_factory(lines)

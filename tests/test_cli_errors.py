@@ -114,7 +114,8 @@ def test_config_mistake_is_one_line_exit_2(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_anthropic_contextualiser_without_its_key_is_refused_before_any_work(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     cfg = write(tmp_path, {**base, "stages": {"context": {"provider": "anthropic"}}})
     for command in ("plan", "sync"):
