@@ -11,6 +11,7 @@ and gc — is the lifecycle module's; this module only judges.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -18,7 +19,7 @@ from connectors.config import BinderyConfig
 from connectors.errors import ConfigError
 from connectors.indexes.base import PUBLIC, Filters
 from connectors.lifecycle import Lifecycle
-from connectors.store import DocumentStore, GenerationRecord
+from connectors.store import DocumentRecord, DocumentStore, GenerationRecord
 from evals.evalset import load_eval_set
 from evals.gate import GateReport, compare, first_generation_report
 from evals.runner import EvalReport, ExcludingSearchFn, run_eval
@@ -29,8 +30,11 @@ __all__ = ["evaluate", "excluding_search", "judge", "promote"]
 
 def all_principals(store: DocumentStore) -> tuple[str, ...]:
     """Evaluation sees every document: it asks as every principal the corpus names."""
-    found = {p for d in store.documents() for p in d.acl}
-    return tuple(sorted(found | {PUBLIC}))
+    return _principals_of(store.documents())
+
+
+def _principals_of(documents: Iterable[DocumentRecord]) -> tuple[str, ...]:
+    return tuple(sorted({p for d in documents for p in d.acl} | {PUBLIC}))
 
 
 def evaluate(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, queries: str | None = None,
@@ -39,13 +43,14 @@ def evaluate(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, qu
     if not path:
         raise ConfigError("no eval set configured: set gate.queries in bindery.yaml")
     cases = load_eval_set(path)
-    filters = Filters(principals=all_principals(store))
+    documents = store.documents()  # read once: the principals to ask as, and the gold paths that exist
+    filters = Filters(principals=_principals_of(documents))
     retriever = GenerationRetriever(cfg, gen)
     try:
         report = run_eval(cases, excluding_search(retriever, filters), k=k or cfg.gate.k, excluding=True)
     finally:
         retriever.close()
-    known = {d.external_id for d in store.documents()}
+    known = {d.external_id for d in documents}
     return replace(report, unknown_gold=tuple(sorted({g.doc for c in cases for g in c.gold} - known)))
 
 

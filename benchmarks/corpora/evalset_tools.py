@@ -33,6 +33,11 @@ Case = dict[str, Any]
 SNIPPET_WORDS = 10
 
 
+def corpora_dir() -> Path:
+    """Where `fetch.sh` laid the corpora out: the generators' first argument, else its default."""
+    return Path(sys.argv[1]) if len(sys.argv) > 1 else Path.home() / ".cache" / "bench-corpora"
+
+
 def opening_words(text: str, n: int = SNIPPET_WORDS) -> str:
     """The first ``n`` words of ``text`` after normalisation (the gold snippet form)."""
     return " ".join(normalise(text).split()[:n])

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bs4 import BeautifulSoup, Tag, XMLParsedAsHTMLWarning
 
-from benchmarks.corpora.evalset_tools import Case, opening_words, write_checked
+from benchmarks.corpora.evalset_tools import Case, corpora_dir, opening_words, write_checked
 
 warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)
 
@@ -82,7 +82,7 @@ def cases(root: Path) -> list[Case]:
 
 
 def main() -> int:
-    corpora = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.home() / ".cache" / "bench-corpora"
+    corpora = corpora_dir()
     root = corpora / "debian_faq"
     write_checked(cases(root), root, OUT)
     return 0

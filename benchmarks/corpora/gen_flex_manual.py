@@ -31,7 +31,7 @@ from pathlib import Path
 from bs4 import BeautifulSoup, Tag
 from bs4.element import PageElement
 
-from benchmarks.corpora.evalset_tools import Case, opening_words, write_checked
+from benchmarks.corpora.evalset_tools import Case, corpora_dir, opening_words, write_checked
 from evals.evalset import normalise
 
 OUT = Path(__file__).resolve().parent.parent / "evalsets" / "flex_manual.jsonl"
@@ -113,7 +113,7 @@ def faq_cases(root: Path) -> list[Case]:
 
 
 def main() -> int:
-    corpora = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.home() / ".cache" / "bench-corpora"
+    corpora = corpora_dir()
     root = corpora / "flex_manual"
     cases = index_cases(root, corpora / "_extra" / "flex_manual" / "Concept-Index.html") + faq_cases(root)
     cases = [{"id": f"flex-{i}", **c} for i, c in enumerate(cases)]

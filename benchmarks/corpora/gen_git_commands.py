@@ -30,7 +30,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from benchmarks.corpora.evalset_tools import Case, write_checked
+from benchmarks.corpora.evalset_tools import Case, corpora_dir, write_checked
 from benchmarks.naive import page_text
 from evals.evalset import normalise
 
@@ -120,7 +120,7 @@ def cases(root: Path, fish: Path) -> list[Case]:
 
 
 def main() -> int:
-    corpora = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.home() / ".cache" / "bench-corpora"
+    corpora = corpora_dir()
     root = corpora / "git_commands"
     write_checked(cases(root, corpora / "_extra" / "git_commands" / "git.fish"), root, OUT)
     return 0

@@ -39,7 +39,7 @@ from collections import Counter
 from email.message import Message
 from pathlib import Path
 
-from benchmarks.corpora.evalset_tools import Case, write_checked
+from benchmarks.corpora.evalset_tools import Case, corpora_dir, write_checked
 
 OUT = Path(__file__).resolve().parent.parent / "evalsets" / "mail_ham.jsonl"
 OUT_PASTED = OUT.with_name("mail_ham_pasted.jsonl")
@@ -171,7 +171,7 @@ def main() -> int:
     reply's own words), `mail_ham_pasted.jsonl` (the reply as pasted without its quoted history,
     noise included: what the query service's `strip_message_noise` must cope with) and
     `mail_ham_quoted.jsonl` (the whole reply, quoted history included)."""
-    corpora = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.home() / ".cache" / "bench-corpora"
+    corpora = corpora_dir()
     root = corpora / "mail_ham"
     picked = cases(root)
     def variant(name: str, prefix: str) -> list[Case]:

@@ -28,7 +28,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from benchmarks.corpora.evalset_tools import Case, bindery_text, write_checked
+from benchmarks.corpora.evalset_tools import Case, bindery_text, corpora_dir, write_checked
 from evals.evalset import normalise
 
 OUT = Path(__file__).resolve().parent.parent / "evalsets" / "man_pages.jsonl"
@@ -98,7 +98,7 @@ def cases(root: Path, completions: Path) -> list[Case]:
 
 
 def main() -> int:
-    corpora = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.home() / ".cache" / "bench-corpora"
+    corpora = corpora_dir()
     root = corpora / "man_pages"
     write_checked(cases(root, corpora / "_extra" / "man_pages" / "completions"), root, OUT)
     return 0

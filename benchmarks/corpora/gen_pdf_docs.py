@@ -36,7 +36,7 @@ from typing import Any
 
 import pymupdf
 
-from benchmarks.corpora.evalset_tools import Case, write_checked
+from benchmarks.corpora.evalset_tools import Case, corpora_dir, write_checked
 from evals.evalset import normalise
 
 OUT = Path(__file__).resolve().parent.parent / "evalsets" / "pdf_docs.jsonl"
@@ -138,7 +138,7 @@ def cases(root: Path) -> list[Case]:
 
 
 def main() -> int:
-    corpora = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.home() / ".cache" / "bench-corpora"
+    corpora = corpora_dir()
     root = corpora / "pdf_docs"
     write_checked(cases(root), root, OUT)
     return 0
