@@ -13,13 +13,15 @@ asked, L2 normalisation, in float32.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +142,33 @@ def _compiled_cache(ir: Path) -> Path | None:
     return None
 
 
+@contextmanager
+def _cache_lock(blobs: Path | None) -> Iterator[None]:
+    """Hold the compiled-blob folder for one compile, across processes.
+
+    OpenVINO writes a blob in place while it compiles, and the parallel processes of a test run
+    or of several workers start at once: one read another's half-written blob and the runtime
+    raised instead of compiling (a failed fresh-machine CI run). Under this lock a compile either
+    finds a finished blob or writes one no other process reads yet; a compile takes ~0.35 s and
+    an import ~0.1 s, so waiting is cheap. No lock (a folder without flock) means no waiting."""
+    if blobs is None:
+        yield
+        return
+    try:
+        handle = open(blobs / ".lock", "a+b")  # noqa: SIM115 - closed below, after the unlock
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        handle.close()  # closing the file releases the lock
+
+
 class OpenVinoRunner:
     """Embeds with an OpenVINO-compiled copy of a sentence-transformers model folder."""
 
@@ -160,17 +189,32 @@ class OpenVinoRunner:
             self._props["INFERENCE_NUM_THREADS"] = int(os.environ["BINDERY_OV_THREADS"])
         self._core = ov.Core()
         ir = _ir_path(folder, cache_dir)
-        blobs = _compiled_cache(ir)
-        if blobs is not None:
-            self._core.set_property({"CACHE_DIR": str(blobs)})
+        self._blobs = _compiled_cache(ir)
+        if self._blobs is not None:
+            self._core.set_property({"CACHE_DIR": str(self._blobs)})
         self._model = self._core.read_model(str(ir))
-        compiled = self._core.compile_model(self._model, "CPU", {**self._props, "PERFORMANCE_HINT": "LATENCY"})
+        compiled = self._compile("LATENCY")
         self.request = compiled.create_infer_request()
         self._lock = threading.Lock()  # one infer request: concurrent queries take turns
         self._queue: ov.AsyncInferQueue | None = None  # the bulk path, compiled on first use
         self._bulk_lock = threading.Lock()
         self.inputs = {i.get_any_name() for i in compiled.inputs}
         self.dim = int(compiled.outputs[0].get_partial_shape()[2].get_length())
+
+    def _compile(self, hint: str) -> ov.CompiledModel:
+        """The model compiled for the CPU with a performance hint, through the blob cache.
+
+        A blob the runtime cannot import (one left half-written by a process that was killed
+        while writing it) makes some runtime versions raise rather than compile: then it is
+        compiled again without the cache, which costs ~0.35 s and changes no vector."""
+        props = {**self._props, "PERFORMANCE_HINT": hint}
+        with _cache_lock(self._blobs):
+            try:
+                return self._core.compile_model(self._model, "CPU", props)
+            except RuntimeError:
+                if self._blobs is None:
+                    raise
+        return ov.Core().compile_model(self._model, "CPU", props)
 
     def encode(self, texts: list[str], batch_size: int, normalize: bool) -> np.ndarray:
         return self.encode_counted(texts, batch_size, normalize)[0]
@@ -201,8 +245,7 @@ class OpenVinoRunner:
     def _bulk(self, encs: list[Encoding], batches: list[np.ndarray], out: np.ndarray) -> None:
         with self._bulk_lock:
             if self._queue is None:
-                compiled = self._core.compile_model(self._model, "CPU",
-                                                    {**self._props, "PERFORMANCE_HINT": "THROUGHPUT"})
+                compiled = self._compile("THROUGHPUT")
                 # two requests per stream: one infers while the next batch is fed and the last
                 # pooled, so no stream waits on the interpreter (2-3 % on 900 redis chunks)
                 self._queue = ov.AsyncInferQueue(compiled,

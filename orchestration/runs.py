@@ -70,9 +70,21 @@ def _first_error(events: Iterable[dg.DagsterEvent]) -> str | None:
             while err is not None and err.cause is not None and "dagster" in (err.cls_name or "").lower():
                 err = err.cause
             if err is not None:
-                first = err.message.strip().splitlines()[0] if err.message else (err.cls_name or "error")
+                first = headline(err.message) if err.message else (err.cls_name or "error")
                 return re.sub(r"^connectors\.errors\.\w+: ", "", first)  # Bindery's messages say what failed
     return None
+
+
+def headline(message: str) -> str:
+    """The first line of an error message, continued while it ends in ':' — the native runtimes
+    (OpenVINO, for one) open with a source location and give the reason on the next line."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    out = lines[0] if lines else ""
+    for line in lines[1:]:
+        if not out.endswith(":"):
+            break
+        out = f"{out} {line}"
+    return out
 
 
 def _interrupted(events: Iterable[dg.DagsterEvent]) -> bool:

@@ -109,3 +109,16 @@ def test_daemon_alive_reads_the_instances_heartbeats(dep: Deployment) -> None:
     assert not runner.daemon_alive()  # one that stopped ten minutes ago
     runner.instance.add_daemon_heartbeat(DaemonHeartbeat(time.time(), "SCHEDULER", "now", None))
     assert runner.daemon_alive()
+
+
+def test_an_error_headline_carries_the_reason_a_location_line_announces() -> None:
+    """OpenVINO's errors open with 'Exception from src/...core.cpp:117:' and say what went wrong
+    on the next line; the one-line reason a run failed must hold both."""
+    from orchestration.runs import headline
+
+    msg = ("RuntimeError: Exception from src/inference/src/cpp/core.cpp:117:\n"
+           "filesystem error: cannot set permissions: No such file or directory [/c/1.blob]\n\n  trace\n")
+    assert headline(msg) == ("RuntimeError: Exception from src/inference/src/cpp/core.cpp:117: "
+                             "filesystem error: cannot set permissions: No such file or directory [/c/1.blob]")
+    assert headline("ValueError: bad\nmore") == "ValueError: bad"
+    assert headline("") == ""
