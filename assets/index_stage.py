@@ -47,7 +47,7 @@ from connectors.generations import publish, writer_lock
 from connectors.identity import short_hash, text_hash
 from connectors.indexes.base import IndexRecord
 from connectors.mail_attribution import sent_keys
-from connectors.store import ChunkRecord, DocumentRecord, IndexStateRecord
+from connectors.store import ChunkRecord, DocumentRecord, DocumentStore, IndexStateRecord
 
 
 @dataclass
@@ -228,6 +228,18 @@ def _emptied(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state:
     chunk rows, and keeps its old version."""
     bare = [did for did in state if did in docs and did not in cut]
     return sorted(good_parse_ids(rt, [docs[did] for did in bare], g.versions["parse"])) if bare else []
+
+
+def unindexed_reason(store: DocumentStore, source: str, live_generation_id: int | None) -> str | None:
+    """Why a source whose run succeeded is not searchable: it has documents and none of them is
+    in the live index (every parse failed, say), else None. A sync that indexed nothing must not
+    read as a success, in the CLI's summary or on the source's row that `status` shows."""
+    docs = store.documents(source)
+    state = store.index_state(live_generation_id, source) if live_generation_id is not None else {}
+    if docs and not any(r.digest for r in state.values()):  # pending rows are not indexed
+        return (f"nothing could be indexed: none of the {len(docs)} documents of {source!r} is searchable "
+                "(see `bindery dlq`)")
+    return None
 
 
 def run_index(rt: Runtime, source_name: str, gens: list[Generation],

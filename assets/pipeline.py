@@ -34,7 +34,7 @@ import dagster as dg
 from assets.chunk_stage import run_chunk
 from assets.context_stage import run_context
 from assets.embed_stage import run_embed
-from assets.index_stage import IndexStats, run_index
+from assets.index_stage import IndexStats, run_index, unindexed_reason
 from assets.listing import run_listing
 from assets.parse_quality import verdict_for
 from assets.parse_stage import ParseStats, run_parse
@@ -289,6 +289,11 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, s
     bound = rt.lifecycle.bind_first(gens)
     live = rt.lifecycle.live()
     _record_generations(context, stats, gens, maintain, live, bound)
+    nothing = unindexed_reason(rt.store, src, live.id if live else None)
+    if nothing and (live is None or live.name in {g.name for g in gens}):
+        # the CLI's summary says so too; a run from the UI, a schedule or a sensor says it here
+        rt.store.set_source_error(src, nothing)
+        context.log.warning(f"{context.partition_key}: {nothing}")
     if live is None or live.name not in {g.name for g in gens}:
         context.log.info(f"{context.partition_key}: the live index was not written (this run wrote "
                          f"{', '.join(g.name for g in gens)}): vector_index and keyword_index are not materialised")

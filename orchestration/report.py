@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from assets.index_stage import unindexed_reason
 from assets.listing import CLASSES  # the change classes are the listing's; one definition
 from connectors.config import BinderyConfig
 from connectors.lifecycle import Generation, Lifecycle
-from connectors.shards import parse_key
+from connectors.shards import ShardStore, parse_key
 from connectors.store import BindingRecord, DocumentStore, GenerationRecord
 
 
@@ -57,18 +58,14 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
 
 
 def _nothing_indexed(sources: list[str], store: DocumentStore, binding: BindingRecord | None) -> dict[str, str]:
-    """Sources whose run succeeded but that have documents and none of them in the live index:
-    a sync that indexes nothing must not say it succeeded."""
+    """The sources (partition keys) whose run succeeded without making any document searchable."""
     out = {}
     for key in sources:
         name, shard = parse_key(key)
-        docs = store.documents(name)
-        if shard is not None:  # a shard that holds no documents has nothing to index
-            docs = [d for d in docs if shard.holds(d.doc_id)]
-        state = store.index_state(binding.generation_id, name) if binding else {}
-        if docs and not any(r.digest for r in state.values()):  # pending rows are not indexed
-            out[name] = (f"nothing could be indexed: none of the {len(docs)} documents of {name!r} is searchable "
-                         "(see `bindery dlq`)")
+        scoped = store if shard is None else ShardStore(store, shard)  # a shard answers for its own
+        why = unindexed_reason(scoped, name, binding.generation_id if binding else None)
+        if why:
+            out[name] = why
     return out
 
 

@@ -306,7 +306,11 @@ def code_location(cfg: BinderyConfig, instance: dg.DagsterInstance) -> Iterator[
         raise ConfigError(f"workspace file not found: {path} (orchestration.workspace)")
     if cfg.config_path:
         os.environ["BINDERY_CONFIG"] = cfg.config_path
-    with WorkspaceProcessContext(instance, WorkspaceFileTarget(paths=[str(path)])) as ctx:
+    # the code server subprocess logs INFO lines ("Started Dagster code server ...") to the
+    # stdout it inherits: in the middle of the human output, before `--json`'s document (which
+    # then did not parse); its warnings and errors still come through
+    with WorkspaceProcessContext(instance, WorkspaceFileTarget(paths=[str(path)]),
+                                 code_server_log_level="warning") as ctx:
         request = ctx.create_request_context()
         names = request.code_location_names
         if len(names) != 1:

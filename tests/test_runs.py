@@ -5,6 +5,7 @@ code location of workspace.yaml), `--wait` follows them and exits non-zero when 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -95,6 +96,25 @@ def test_submitted_runs_go_through_the_daemon_queue(dep: Deployment, daemon: sub
 
 def test_wait_needs_submit(dep: Deployment) -> None:
     dep.cli("sync", "--wait", expect=2)
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_submit_prints_no_code_server_log_lines(dep: Deployment, capfd: pytest.CaptureFixture[str],
+                                                json_output: bool) -> None:
+    """Submitting loads the workspace, which starts a code server subprocess. Its INFO lines
+    ("Started Dagster code server ...") went to the command's stdout: between the human output,
+    and before the JSON document of `--json`, which no longer parsed."""
+    from orchestration.cli import main
+
+    args = ["--config", str(dep.config_path), *(["--json"] if json_output else []), "sync", "--source", "docs",
+            "--submit"]
+    assert main(args) == 0
+    captured = capfd.readouterr()
+    assert "dagster.code_server" not in captured.out + captured.err
+    if json_output:
+        assert [r["partition"] for r in json.loads(captured.out)["submitted"]] == ["docs"]
+    else:
+        assert "queued for the Dagster daemon" in captured.out and "no Dagster daemon" in captured.err
 
 
 def test_daemon_alive_reads_the_instances_heartbeats(dep: Deployment) -> None:
