@@ -508,10 +508,17 @@ def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) 
             c.execute(t.parses.delete().where(t.parses.c.content_hash.in_(hashes[i:i + 500]),
                                               t.parses.c.status != "ok"))
     runner = _runner(cfg)
-    runner.run_sources("sync", sorted({e.source for e in entries}))
+    outcomes, seconds = runner.run_sources("sync", sorted({e.source for e in entries}))
+    # a retry is a sync of those sources: whatever else it changed (documents deleted or edited
+    # since the last sync) and why it failed (a source down, the delete guard) is said here too
+    sync = report.sync_summary(outcomes, seconds, store)
     still = {d.doc_id for d in store.dead_letters()}
     left = [e.external_id for e in entries if e.doc_id in still]
-    out = {"retried": len(entries), "resolved": len(entries) - len(left), "still_failing": left}
+    out = {"retried": len(entries), "resolved": len(entries) - len(left), "still_failing": left,
+           "sync": {k: v for k, v in sync.items() if not k.startswith("_")}}
+    if sync["errors"]:
+        raise CommandFailed("the retry's sync failed: " + "; ".join(f"{k}: {v}" for k, v in sync["errors"].items()),
+                            out)
     if left:
         raise CommandFailed(f"{len(left)} of {len(entries)} still failing: {', '.join(left[:5])}", out)
     return out

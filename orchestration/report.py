@@ -205,7 +205,9 @@ def _human_sync(r: dict[str, Any]) -> str:
     if r.get("candidate") is not None:
         lines.append(f"candidate generation: {r.get('candidate_name')} (id {r['candidate']}); "
                      "run `bindery promote` to judge and flip")
-    lines.append(f"live generation: {r.get('generation')}   ({r.get('seconds')} s)")
+    live = r.get("generation")
+    lines.append(f"{'live generation: ' + str(live) if live is not None else 'no live generation yet'}"
+                 f"   ({r.get('seconds')} s)")
     return "\n".join(lines)
 
 
@@ -300,9 +302,10 @@ def _human_status(r: dict[str, Any]) -> str:
 
 
 def _human_dlq(r: Any) -> str:
-    if isinstance(r, dict):  # retry
-        return (f"retried {r['retried']}, resolved {r['resolved']}"
+    if isinstance(r, dict):  # retry: its own line, then what the sync behind it did
+        head = (f"retried {r['retried']}, resolved {r['resolved']}"
                 + (f"; still failing: {', '.join(r['still_failing'])}" if r["still_failing"] else ""))
+        return head + ("\n" + _human_sync(r["sync"]) if r.get("sync") else "")
     if not r:
         return "dead-letter table is empty"
     return table(["at", "source", "document", "stage", "reason", "error"],

@@ -113,8 +113,30 @@ def test_dlq_retry_of_a_file_that_still_fails_says_so(tmp_path: Path) -> None:
     out = dep.cli("dlq", "retry", "--doc", "notes/scan.txt", expect=1)
     assert out["still_failing"] == ["notes/scan.txt"] and out["resolved"] == 0
     (dep.root / "notes/scan.txt").write_text("The scanner note, now typed out as plain text for everyone.\n")
-    assert dep.cli("dlq", "retry", "--doc", "notes/scan.txt") == {"retried": 1, "resolved": 1,
-                                                                   "still_failing": []}
+    out = dep.cli("dlq", "retry", "--doc", "notes/scan.txt")
+    assert {k: out[k] for k in ("retried", "resolved", "still_failing")} == {"retried": 1, "resolved": 1,
+                                                                            "still_failing": []}
+    assert out["sync"]["sources"]["docs"]["updated"] == 1 and out["sync"]["errors"] == {}
+
+
+@pytest.mark.slow
+def test_dlq_retry_says_what_its_sync_did_and_why_it_failed(tmp_path: Path) -> None:
+    """A retry is a sync of the dead letters' sources: a document deleted since the last sync is
+    removed by it and the retry says so, and a sync that fails (here the delete guard, after most
+    files vanished) is named as the reason, not reported as the fixed file "still failing"."""
+    dep = Deployment(tmp_path)
+    dep.write("notes/scan.txt", b"\x00\x01\x02" * 300)
+    dep.cli("sync")
+    (dep.root / "people/lyon.md").unlink()
+    out = dep.cli("dlq", "retry", "--all", expect=1)
+    assert out["still_failing"] == ["notes/scan.txt"] and out["sync"]["sources"]["docs"]["deleted"] == 1
+    assert out["sync"]["written"]["deleted"] == 1
+    for p in sorted(dep.root.rglob("*.*")):
+        if p.name != "scan.txt":
+            p.unlink()  # the rest of the corpus gone: the delete guard refuses the sweep
+    (dep.root / "notes/scan.txt").write_text("The scanner note, now typed out as plain text for everyone.\n")
+    out = dep.cli("dlq", "retry", "--all", expect=1)
+    assert "docs" in out["sync"]["errors"] and out["error"].startswith("the retry's sync failed: docs: ")
 
 
 @pytest.mark.slow

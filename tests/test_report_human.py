@@ -91,6 +91,12 @@ def test_dlq_renders_empty_rows_and_retry() -> None:
     assert out[2].split()[-4:] == ["parse", "corrupt", "bad", "xref"] and "never" in out[2]
     retry = human("dlq", {"retried": 2, "resolved": 1, "still_failing": ["a.pdf"]})
     assert retry == "retried 2, resolved 1; still failing: a.pdf"
+    sync = {"generation": None, "sources": {"docs": {"deleted": 6}}, "recomputed": {"parse": 1},
+            "written": {"documents": 0, "chunks": 0, "deleted": 6}, "errors": {}, "seconds": 1.5}
+    retry = human("dlq", {"retried": 2, "resolved": 1, "still_failing": ["a.pdf"], "sync": sync})
+    assert retry.splitlines() == ["retried 2, resolved 1; still failing: a.pdf", "source docs: 6 deleted",
+                                  "recomputed: parse 1", "indexes: 0 documents written (0 chunks), 6 removed",
+                                  "no live generation yet   (1.5 s)"]
 
 
 def test_a_command_without_a_renderer_prints_indented_json() -> None:
