@@ -438,14 +438,21 @@ class StageWalk:
     def run(self, targets: list[Generation], delete_only: list[Generation]) -> None:
         for g in targets:
             self.walk_parse(g, targets)
-        for g in targets:
-            chunks = self.chunks(g)
-            self.walk_context(g, chunks)
-            texts = self.final_texts(g, chunks)
-            self.walk_embed(g, texts)
-            self.walk_index(g, chunks, texts)
-        for g in delete_only:
-            self.walk_deletes_only(g)
+        per_generation = []
+        for g, maintained_only in [(g, False) for g in targets] + [(g, True) for g in delete_only]:
+            before = dict(self.index)
+            if maintained_only:
+                self.walk_deletes_only(g)
+            else:
+                chunks = self.chunks(g)
+                self.walk_context(g, chunks)
+                texts = self.final_texts(g, chunks)
+                self.walk_embed(g, texts)
+                self.walk_index(g, chunks, texts)
+            per_generation.append({k: self.index[k] - before[k] for k in before})
+        # documents, not document x generation: one removed from the live and the previous
+        # generation is one removal (report.sync_summary counts the sync the same way)
+        self.index = {k: max((n[k] for n in per_generation), default=0) for k in self.index}
 
 
 def _nothing_searchable(kind: str, targets: list[Generation], walk: StageWalk) -> str | None:

@@ -33,10 +33,12 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
         recomputed["embed"] += int(m.get("embeddings", {}).get("embedded", 0))
         truncated += int(m.get("embeddings", {}).get("truncated", 0))
         redirects += int(m.get("parsed_documents", {}).get("redirects", 0))
-        for gen in o.generations.values():  # every generation the run wrote or changed, live or not
-            written["documents"] += int(gen.get("written_docs", 0))
-            written["chunks"] += int(gen.get("written_chunks", 0))
-            written["deleted"] += int(gen.get("deleted_docs", 0))
+        gens = list(o.generations.values())  # every generation the run wrote or changed, live or not
+        # documents, not document x generation: a document removed from the live and from the
+        # previous generation (kept for a rollback) is one removal, as `bindery plan` counts it
+        for key, field in (("documents", "written_docs"), ("chunks", "written_chunks"), ("deleted", "deleted_docs")):
+            written[key] += max((int(gen.get(field, 0)) for gen in gens), default=0)
+        for gen in gens:
             timings["generation"] = round(timings.get("generation", 0.0) + float(gen.get("seconds", 0.0)), 3)
         for asset, meta in m.items():
             for key, name in (("seconds", asset), ("model_seconds", "embed_model")):

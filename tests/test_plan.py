@@ -256,7 +256,14 @@ def test_plan_for_a_reindex_matches_the_reindex(tmp_path: Path) -> None:
     plan = dep.cli("plan", "reindex")
     out = dep.cli("reindex")
     assert_plan_matches(plan, out)
-    assert out["written"]["documents"] == plan["written"]["documents"] > dep.cli("status")["documents"]
+    # every document written to the candidate, the edited one to the previous generation too:
+    # counted once each (documents, not document x generation)
+    assert out["written"]["documents"] == plan["written"]["documents"] == dep.cli("status")["documents"]
+    # a delete reaches the live, the previous and the candidate generation: one document removed
+    (dep.root / "ops/oncall.txt").unlink()
+    plan, out = plan_then_sync(dep)
+    assert_plan_matches(plan, out)
+    assert out["written"]["deleted"] == out["sources"]["docs"]["deleted"] == 1
 
 
 def test_plan_with_the_anthropic_contextualiser_counts_calls_tokens_and_cost(
