@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +180,22 @@ def load_eval_set(path: str | Path) -> list[EvalCase]:
     if not cases:
         raise ConfigError(f"{p}: eval set has no cases")
     return cases
+
+
+def resolve_source_prefixes(cases: Iterable[EvalCase], documents: Iterable[tuple[str, str]]) -> list[EvalCase]:
+    """Cases whose gold and excluded documents written as `bindery query` prints a hit,
+    ``source:path``, name the document ``path`` of that source.
+
+    `documents` are (source, external id) pairs of the store. A name that is itself a document's
+    id stays as it is (a path may contain ':'); one that is neither is left for the eval's
+    "not in the corpus" warning."""
+    docs = list(documents)
+    ids = {ext for _, ext in docs}
+    prefixed = {f"{src}:{ext}": ext for src, ext in docs}
+
+    def resolve(name: str) -> str:
+        return name if name in ids else prefixed.get(name, name)
+
+    return [replace(c, gold=tuple(replace(g, doc=resolve(g.doc)) for g in c.gold),
+                    exclude_docs=tuple(resolve(d) for d in c.exclude_docs)) for c in cases]
+

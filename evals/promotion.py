@@ -20,7 +20,7 @@ from connectors.errors import ConfigError
 from connectors.indexes.base import PUBLIC, Filters
 from connectors.lifecycle import Lifecycle
 from connectors.store import DocumentRecord, DocumentStore, GenerationRecord
-from evals.evalset import load_eval_set
+from evals.evalset import load_eval_set, resolve_source_prefixes
 from evals.gate import GateReport, compare, first_generation_report
 from evals.runner import EvalReport, ExcludingSearchFn, run_eval
 from query_service.retrieval import GenerationRetriever, Hit
@@ -42,8 +42,8 @@ def evaluate(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, qu
     path = queries or cfg.gate.queries
     if not path:
         raise ConfigError("no eval set configured: set gate.queries in bindery.yaml")
-    cases = load_eval_set(path)
     documents = store.documents()  # read once: the principals to ask as, and the gold paths that exist
+    cases = resolve_source_prefixes(load_eval_set(path), ((d.source, d.external_id) for d in documents))
     filters = Filters(principals=_principals_of(documents))
     retriever = GenerationRetriever(cfg, gen)
     try:

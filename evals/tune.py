@@ -35,7 +35,7 @@ from connectors.errors import ConfigError
 from connectors.indexes.base import Filters
 from connectors.store import DocumentStore, GenerationRecord
 from connectors.store import schema as t
-from evals.evalset import load_eval_set
+from evals.evalset import load_eval_set, resolve_source_prefixes
 from evals.promotion import all_principals, excluding_search
 from evals.runner import run_eval
 from evals.split import EvalSplit, split_cases
@@ -245,7 +245,8 @@ def run_tune(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, *,
     seed = cfg.tune.seed if seed is None else seed
     budget = budget or parse_budget(cfg.tune.budget)
     settings = trial_settings(cfg, space if space is not None else cfg.tune.space or DEFAULT_SPACE, seed)
-    split = split_cases(load_eval_set(path), seed=seed)
+    cases = resolve_source_prefixes(load_eval_set(path), ((d.source, d.external_id) for d in store.documents()))
+    split = split_cases(cases, seed=seed)
     filters = Filters(principals=all_principals(store))
     retriever = GenerationRetriever(cfg, gen, store)
     retriever.served.embedder.embed_query = _QueryVectors(retriever.served.embedder.embed_query)  # type: ignore[method-assign]

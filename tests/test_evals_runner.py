@@ -163,3 +163,18 @@ def test_format_table_single_category() -> None:
     report = run_eval(CASES[:2], lambda q, k: [Hit("b.md", "")])
     assert report.to_json()["by_category"].keys() == {"faq"}
     assert format_table(report).splitlines()[0].split() == ["metric", "all", "(faq)"]
+
+
+def test_gold_documents_may_be_named_as_bindery_query_prints_them() -> None:
+    """`bindery query` prints a hit as `source:path`; an eval set labelled by copying that line
+    must name the document, not score zero with a "not in the corpus" warning."""
+    from evals.evalset import EvalCase, Gold, resolve_source_prefixes
+
+    docs = [("docs", "api/quickstart.md"), ("wiki", "a:b.md"), ("docs", "wiki:a:b.md")]
+    case = EvalCase(id="q", query="start", gold=(Gold("docs:api/quickstart.md"), Gold("a:b.md"), Gold("wiki:a:b.md"),
+                                                 Gold("other:x.md")),
+                    exclude_docs=("docs:wiki:a:b.md",))
+    (got,) = resolve_source_prefixes([case], docs)
+    # a name that is a document's own id stays (a path may hold ':'); an unknown one is left alone
+    assert [g.doc for g in got.gold] == ["api/quickstart.md", "a:b.md", "wiki:a:b.md", "other:x.md"]
+    assert got.exclude_docs == ("wiki:a:b.md",)
