@@ -271,7 +271,7 @@ class QueryConfig(_Strict):
     k: int = Field(10, ge=1, le=200)
     candidates: int = Field(50, ge=1, le=1000)  # over-retrieval per retriever
     rrf_k: int = Field(60, ge=1)
-    score_floor: float = 0.0  # fused score below which hits are dropped
+    score_floor: float = Field(0.0, ge=0)  # fused score below which hits are dropped; 0 (default) keeps all
     # Each further unit of a document already ranked has its fused score multiplied by this:
     # a gentle diversity prior (1.0 disables) so one long document cannot fill the whole top-k.
     same_doc_decay: float = Field(0.97, gt=0, le=1)

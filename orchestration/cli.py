@@ -542,8 +542,12 @@ def cmd_serve(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     import uvicorn
 
     from query_service.app import create_app
+    from query_service.auth import no_credentials_warning
 
-    uvicorn.run(create_app(cfg), host=a.host, port=a.port, log_level="info")
+    app = create_app(cfg)
+    if warning := no_credentials_warning(cfg.query.auth):
+        print(warning, file=sys.stderr)
+    uvicorn.run(app, host=a.host, port=a.port, log_level="info")
 
 
 def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:

@@ -75,6 +75,16 @@ def _as_principals(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p.strip() for p in items if p.strip()))
 
 
+def no_credentials_warning(cfg: QueryAuthConfig) -> str | None:
+    """What to tell the operator starting a service that can admit nobody: credentials mode
+    with neither an API key nor JWT configured answers every search 401."""
+    if cfg.mode != "credentials" or cfg.api_keys or cfg.jwt.enabled:
+        return None
+    return ("warning: query.auth configures no API key and no JWT, so every /search will answer 401: "
+            "add a key (`bindery hash-key --new` prints one and its hash for query.auth.api_keys) "
+            "or set up query.auth.jwt")
+
+
 class Authenticator:
     """Resolves credentials to principals for one configuration. Secrets are read once, at
     construction: a missing environment variable or JWKS file is a `ConfigError` at startup,

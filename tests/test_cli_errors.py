@@ -72,6 +72,7 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("overlap >= max", {"stages": {"chunk": {"max_tokens": 100, "overlap_tokens": 100}}}, ["status"],
      ("stages.chunk", "overlap_tokens", "max_tokens")),
     ("k above candidates", {"query": {"k": 80, "candidates": 50}}, ["status"], ("query", "candidates")),
+    ("negative score floor", {"query": {"score_floor": -0.5}}, ["status"], ("query.score_floor",)),
     ("qdrant server without url", {"backends": {"vector": "qdrant-server"}}, ["status"], ("qdrant_url",)),
     ("unknown gate metric", {"gate": {"metric": "recall@7"}}, ["status"], ("gate.metric", "recall@7")),
     ("unknown key", {"stages": {"chunk": {"max_token": 100}}}, ["status"], ("stages.chunk.max_token",)),

@@ -197,3 +197,17 @@ def test_an_oversized_body_is_413_before_it_is_parsed(client: TestClient) -> Non
     assert r.status_code == 413
     ok = client.post("/search", json={**BODY, "query": "y" * 3000}, headers={"X-API-Key": KEY})
     assert ok.status_code == 503  # under the limit: parsed, authenticated, no binding yet
+
+
+def test_serving_with_no_way_to_authenticate_warns_the_operator() -> None:
+    """Credentials mode with no API key and no JWT admits nobody: `bindery serve` says so at
+    start instead of answering every search 401 unexplained."""
+    from connectors.config import QueryAuthConfig
+    from query_service.auth import no_credentials_warning
+
+    warning = no_credentials_warning(QueryAuthConfig())
+    assert warning is not None and "every /search will answer 401" in warning and "hash-key --new" in warning
+    assert no_credentials_warning(QueryAuthConfig(api_keys=[{"name": "k", "hash": "sha256:" + "0" * 64,
+                                                             "principals": ["public"]}])) is None
+    assert no_credentials_warning(QueryAuthConfig(jwt={"jwks_file": "/x.json"})) is None
+    assert no_credentials_warning(QueryAuthConfig(mode="trusted-principal")) is None
