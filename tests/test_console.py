@@ -136,8 +136,16 @@ def test_console_in_headless_chromium(service: tuple[str, Deployment], tmp_path:
         pytest.skip("chromium is not installed (make system-deps installs it as root)")
     from playwright.sync_api import sync_playwright
 
-    base, _dep = service
+    base, dep = service
     shots = Path(os.environ.get("BINDERY_SCREENSHOTS") or tmp_path)
+    # two `bindery tune` runs over different spaces: the chart shows the latest run's trials only
+    store = DocumentStore(load_config(dep.config_path).database_url)
+    store.add_event("tune", "tune finished", details={"trials": [{"name": "older-run", "tune": 0.5, "check": 0.4}]})
+    time.sleep(0.01)
+    store.add_event("tune", "tune finished", details={"trials": [
+        {"name": "latest-a", "tune": {"recall@10": 0.8}, "check": {"recall@10": 0.7}},
+        {"name": "latest-b", "tune": {"recall@10": 0.9}, "check": {"recall@10": 0.8}}]})
+    store.dispose()
     errors: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -163,6 +171,8 @@ def test_console_in_headless_chromium(service: tuple[str, Deployment], tmp_path:
         rows = page.locator("#generations-table tbody tr")
         assert rows.count() == 1 and "live" in rows.nth(0).inner_text()
         assert page.locator("#eval-chart svg, #eval-chart p").count() == 1
+        page.wait_for_selector("#tune-chart svg")
+        assert "latest-a" in page.inner_html("#tune-chart") and "older-run" not in page.inner_html("#tune-chart")
         page.screenshot(path=str(shots / "console-search.png"), full_page=True)
         # a pasted reply: the playground says whose message its attribution line asked for
         page.fill("#query", "On Tue, 3 Sep 2024 at 07:11, Hendrik de Vries wrote:\nHow long does the battery last?")

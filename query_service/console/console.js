@@ -158,7 +158,10 @@ async function loadEvals() {
     const e = await getJSON("/console/api/evals");
     lineChart($("#eval-chart"), e.generations.map((g) => g.name),
       SERIES.map((m) => ({ name: m, values: e.generations.map((g) => g.metrics[m]) })));
-    const trials = e.tune_trials;
+    // trials of different `bindery tune` runs search different spaces: chart the latest run's
+    // (its trials share the time the run recorded them)
+    const latest = Math.max(...e.tune_trials.map((t) => t.at));
+    const trials = e.tune_trials.filter((t) => t.at === latest);
     // `bindery tune` stores each half as {metric: value}; a bare number is accepted too
     const half = (t, k) => (typeof t[k] === "number" ? t[k] : (t[k] || {})[SERIES[0]]);
     lineChart($("#tune-chart"), trials.map((t, i) => t.name || `trial ${i + 1}`),
