@@ -77,7 +77,10 @@ def _headings(docs: dict[str, list[ChunkRecord]]) -> Iterable[tuple[str, str, st
             path = [h for h in c.heading_path if h.strip()]
             snippet = _snippet(_body(c))
             if len(path) >= 2 and snippet:
-                yield f"{path[-1]} — {path[0]}", doc, snippet
+                # a section titled like its document (a page whose one heading repeats the title)
+                # asks for the heading once, not "Day 1 — Day 1"
+                same = normalise(path[-1]) == normalise(path[0])
+                yield (path[-1] if same else f"{path[-1]} — {path[0]}"), doc, snippet
                 break  # one per document keeps the set balanced
 
 

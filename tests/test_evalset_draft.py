@@ -143,3 +143,12 @@ def test_cli_drafts_reply_questions_from_a_mail_archive(tmp_path: Path) -> None:
     dep.cli("evalset", "draft", "--out", str(out))
     replies = {c.exclude_docs[0]: c.gold[0].doc for c in load_eval_set(out) if c.category == "reply"}
     assert replies == {"mail/reply-1.eml": "mail/parent.eml", "mail/reply-2.eml": "mail/reply-1.eml"}
+
+
+def test_a_heading_that_repeats_the_title_is_asked_once() -> None:
+    """A page whose section heading repeats its title (a diary's "Day 1 (2 July 2024)") drafted
+    "Day 1 (2 July 2024) — Day 1 (2 July 2024)"."""
+    corpus = {"diary/day1.md": [chunk(0, ["Day 1 (2 July 2024)", "Day 1 (2 July 2024)"],
+                                      "We reached the ridge at noon and pitched camp by the lake.")]}
+    queries = [c["query"] for c in draft_cases(corpus, max_cases=10)]
+    assert queries == ["Day 1 (2 July 2024)"]  # asked once (as the title question)
