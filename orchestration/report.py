@@ -350,13 +350,15 @@ def _human_plan(r: dict[str, Any]) -> str:
         return str(r["message"])
     lines = [f"plan for a {r['kind']} into {', '.join(r['generations'])}"
              + (f" (new generation {r['new_generation']})" if r.get("new_generation") else "")]
-    rows = []
+    rows, failing = [], []
     for name, s in r["sources"].items():
         guard = s["delete_guard"]
-        verdict = ("FAILS: " + s["error"]) if s.get("error") else (
+        if s.get("error"):  # the listing failed, or nothing would be searchable: said in full below
+            failing.append(f"error [{name}]: the sync would fail: {s['error']}")
+        verdict = "FAILS (see below)" if s.get("error") else (
             "ok" if guard["safe"] else f"ABORTS: {guard['reason']}")
         rows.append([name, s["listed"], *(s["changes"].get(k, 0) for k in CLASSES), verdict])
-    lines += ["", *table(["source", "listed", *CLASSES, "delete guard"], rows).splitlines()]
+    lines += ["", *table(["source", "listed", *CLASSES, "outcome"], rows).splitlines(), *failing]
     est = r["estimate"]
     stage_rows = [[st, c["compute"], c["cached"], c["unit"], est["by_stage"].get(st)]
                   for st, c in r["stages"].items()]

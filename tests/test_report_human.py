@@ -180,3 +180,19 @@ def test_a_first_reindex_says_the_first_generation_went_live_not_candidate() -> 
     assert "candidate generation" not in out and "bindery promote" not in out
     assert out.splitlines()[-2:] == [message, "live generation: 1   (1.5 s)"]
     assert out.startswith("source docs: 2 new")  # the build's summary is kept
+
+
+def test_a_plan_names_a_failing_source_on_a_line_of_its_own() -> None:
+    """A source whose listing fails (an S3 endpoint down) was shown as 'FAILS: …' in the
+    delete-guard column; the reason now has its own line, the table says where to look."""
+    src = {"listed": 0, "changes": {}, "delete_guard": {"safe": True, "reason": None}, "error": None}
+    plan: dict[str, Any] = {"kind": "sync", "generations": ["g1"], "new_generation": None,
+            "sources": {"docs": src,
+                        "s3": {**src, "error": "listing failed: endpoint unreachable (connection failed)"}},
+            "stages": {"parse": {"compute": 0, "cached": 3, "unit": "documents"}},
+            "estimate": {"seconds": None, "by_stage": {}, "note": None},
+            "written": {"documents": 0, "chunks": 0, "deleted": 0}, "llm": None, "seconds": 0.2}
+    out = human("plan", plan).splitlines()
+    assert out[2].split()[-1] == "outcome"
+    assert out[4].split()[-1] == "ok" and out[5].endswith("FAILS (see below)")
+    assert out[6] == "error [s3]: the sync would fail: listing failed: endpoint unreachable (connection failed)"
