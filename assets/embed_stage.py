@@ -16,7 +16,7 @@ from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.embedder import to_bytes
 from connectors.identity import text_hash
-from connectors.store import ChunkRecord
+from connectors.store import ChunkRecord, DocumentStore
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,7 +40,26 @@ class EmbedStats:
 def final_texts(rt: Runtime, chunks: list[ChunkRecord], context_version: str) -> dict[str, str]:
     """chunk_id -> the text that is embedded and keyword-indexed; chunks without a prefix yet
     (their context failed) are left out so they are not indexed half-done."""
-    prefixes = rt.store.get_contexts([context_input_hash(c) for c in chunks], context_version)
+    return _final_texts(rt.store, chunks, context_version)
+
+
+def embedded_text_hashes(store: DocumentStore) -> dict[str, str]:
+    """text hash -> a content that embeds it, for the texts the current documents embed in
+    every generation not dropped: what `bindery gc` must keep (`gc_orphan_caches`)."""
+    doc_ids = [d.doc_id for d in store.documents()]
+    out: dict[str, str] = {}
+    versions = {(g.stage_versions["chunk"], g.stage_versions["context"])
+                for g in store.generations() if g.status != "dropped"}
+    for chunk_version, context_version in sorted(versions):
+        chunks = store.chunks_for(doc_ids, chunk_version)
+        content_of = {c.chunk_id: c.content_hash for c in chunks}
+        for cid, text in _final_texts(store, chunks, context_version).items():
+            out.setdefault(text_hash(text), content_of[cid])
+    return out
+
+
+def _final_texts(store: DocumentStore, chunks: list[ChunkRecord], context_version: str) -> dict[str, str]:
+    prefixes = store.get_contexts([context_input_hash(c) for c in chunks], context_version)
     out = {}
     for c in chunks:
         ctx = prefixes.get(context_input_hash(c))

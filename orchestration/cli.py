@@ -535,7 +535,10 @@ def cmd_verify(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_gc(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     lifecycle = _lifecycle(cfg)
-    return {"dropped": lifecycle.collect_garbage(), "caches": lifecycle.store.gc_orphan_caches()}
+    from assets.embed_stage import embedded_text_hashes
+
+    dropped = lifecycle.collect_garbage()  # first: what only dropped generations used goes with them
+    return {"dropped": dropped, "caches": lifecycle.store.gc_orphan_caches(embedded_text_hashes(lifecycle.store))}
 
 
 def cmd_serve(cfg: BinderyConfig, a: argparse.Namespace) -> None:

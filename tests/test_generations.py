@@ -189,3 +189,25 @@ def test_a_first_reindex_builds_the_live_generation_not_a_candidate(tmp_path: Pa
     assert out["promotion"] is None and "first generation" in out["message"]
     status = dep.cli("status")
     assert status["live"] == 1 and status["candidate"] is None
+
+
+def test_gc_keeps_the_embeddings_of_an_edited_documents_unchanged_chunks(tmp_path: Path) -> None:
+    """An embedding names the content it was first computed for. After an edit that content is
+    gone, but the document's unchanged chunks still embed the same texts: `bindery gc` must keep
+    them, or the next reindex (or a rollback's sync) embeds them all again."""
+    dep = Deployment(tmp_path)
+    dep.set_stage("chunk", max_tokens=40, overlap_tokens=0)
+    steps = ["Close the inlet valve before the morning shift starts and note the gauge reading.",
+             "Bleed the pressure line slowly until the hiss stops, then wipe the fitting dry.",
+             "Inspect the gasket for cracks; a brittle gasket is replaced, never patched.",
+             "Torque the flange bolts in a star pattern to thirty newton metres.",
+             "Open the inlet again and listen for leaks along the whole manifold.",
+             "Sign the logbook with the time, the readings and your initials."]
+    sections = "".join(f"## Step {i}\n\n{text}\n\n" for i, text in enumerate(steps))
+    dep.write("ops/valves.md", f"# Valve checks\n\n{sections}")
+    dep.cli("sync")
+    dep.write("ops/valves.md", f"# Valve checks\n\n{sections}## Step 9\n\nValve 9 was added in May.\n")
+    assert 0 < dep.cli("sync")["recomputed"]["embed"] < 6  # the edit embeds only what changed
+    caches = dep.cli("gc")["caches"]
+    assert caches["parses"] == 1  # the old content's parse is garbage ...
+    assert dep.cli("reindex", "--force")["recomputed"]["embed"] == 0  # ... its chunks' embeddings are not

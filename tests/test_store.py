@@ -168,3 +168,17 @@ def test_preview_of_an_unreachable_database_is_a_store_error() -> None:
 
     with pytest.raises(StoreError, match="cannot open document store"):
         DocumentStore.preview("postgresql+psycopg://nobody@127.0.0.1:1/nothere")
+
+
+def test_gc_keeps_an_embedding_a_current_text_still_uses(db_url: str) -> None:
+    """An embedding row names the content it was first computed for; once that content is gone
+    (the document was edited) the row is kept while a current text uses it, re-pointed at that
+    text's content, and dropped like any other once nothing does."""
+    store = DocumentStore(db_url)
+    store.upsert_documents([_doc("a", content_hash="new")])
+    store.put_embeddings([{"text_hash": h, "embedder_id": "e", "dim": 1, "vector": b"\0\0\0\0",
+                           "content_hash": "old", "created_at": time.time()} for h in ("shared", "edited-away")])
+    assert store.gc_orphan_caches({"shared": "new"}) == {"parses": 0, "contexts": 0, "embeddings": 1}
+    assert set(store.get_embeddings(["shared", "edited-away"], "e")) == {"shared"}
+    store.mark_deleted(["a"], time.time())
+    assert store.gc_orphan_caches({}) == {"parses": 0, "contexts": 0, "embeddings": 1}

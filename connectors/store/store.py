@@ -7,7 +7,7 @@ SQLite runs in WAL mode with a busy timeout so the query service can read while 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -265,13 +265,27 @@ class DocumentStore:
                 c.execute(t.chunks.delete().where(t.chunks.c.doc_id.in_(batch)))
                 c.execute(t.dead_letters.delete().where(t.dead_letters.c.doc_id.in_(batch)))
 
-    def gc_orphan_caches(self) -> dict[str, int]:
+    def gc_orphan_caches(self, in_use: Mapping[str, str] | None = None) -> dict[str, int]:
         """Drop content-keyed cache rows whose source content no live document has any more,
-        so a deleted document leaves nothing behind in parses, contexts or embeddings."""
+        so a deleted document leaves nothing behind in parses, contexts or embeddings.
+
+        An embedding serves every text that hashes alike but names only the content it was
+        first computed for. `in_use` maps the text hashes current documents embed to a content
+        that embeds them: such a row naming a dead content is re-pointed there and kept, so an
+        edited document's unchanged chunks (or a passage other documents share) are never
+        embedded again."""
         live = sa.select(t.documents.c.content_hash).where(
             t.documents.c.deleted_at.is_(None), t.documents.c.content_hash.is_not(None))
         out = {}
         with self.tx() as c:
+            if in_use:
+                e = t.embeddings
+                dead = c.execute(sa.select(e.c.text_hash, e.c.embedder_id).where(
+                    e.c.content_hash.is_not(None), e.c.content_hash.not_in(live))).all()
+                for text_hash, embedder_id in dead:
+                    if text_hash in in_use:
+                        c.execute(e.update().where(e.c.text_hash == text_hash, e.c.embedder_id == embedder_id)
+                                  .values(content_hash=in_use[text_hash]))
             for name, table in (("parses", t.parses), ("contexts", t.contexts),
                                 ("embeddings", t.embeddings)):
                 q = table.delete().where(table.c.content_hash.is_not(None),
