@@ -73,7 +73,9 @@ class HitModel(BaseModel):
     chunk_id: str
     doc: str = Field(description="the document's path relative to its source root")
     source: str
-    score: float = Field(description="fused score")
+    score: float = Field(description="fused score, comparable only within one answer: with z-score fusion "
+                                     "(the default) a sum of each retriever's standardised score, so 0 is the "
+                                     "candidates' average and a lone candidate scores 0")
     text: str
     heading_path: list[str]
     page: int | None = None
