@@ -38,6 +38,7 @@ from assets.listing import (
     _unchanged,
     change_class,
     check_delete_safety,
+    entry_problem,
     read_content,
 )
 from assets.parse_stage import (
@@ -99,10 +100,14 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     sp = SourcePlan(scfg.name)
     src = source or make_source(scfg)
     try:
-        entries = list(src.list())
+        listed = list(src.list())
     except SourceError as e:
         sp.error = str(e)
         return sp
+    # an item the listing dead-letters (a name that is not UTF-8, a link out of the root) is
+    # counted as the sync counts it, failed, and never read: its name cannot even be hashed
+    entries = [e for e in listed if entry_problem(e) is None]
+    sp.changes["failed"] += len(listed) - len(entries)
     known = {d.external_id: d for d in rt.store.documents(scfg.name, include_deleted=True)}
     live_known = {k: d for k, d in known.items() if d.deleted_at is None}
     listed_ids = {e.external_id for e in entries}

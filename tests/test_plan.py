@@ -7,6 +7,7 @@ and the Anthropic contextualiser (against the local stub that follows the Messag
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, cast
 
@@ -413,3 +414,18 @@ def json_round_trip(value: Any) -> Any:
     import json
 
     return json.loads(json.dumps(value))
+
+
+def test_a_file_whose_name_is_not_utf8_is_planned_as_the_sync_counts_it(tmp_path: Path) -> None:
+    """The sync dead-letters a name that is not UTF-8 (`bad-name`); the plan crashed hashing it
+    (UnicodeEncodeError). It now counts it as failed, as the sync does, and reads nothing of it."""
+    dep = LocalDeployment(tmp_path)
+    (dep.root / "notes").mkdir(exist_ok=True)
+    bad = os.fsencode(str(dep.root / "notes")) + b"/caf\xe9.txt"
+    with open(bad, "wb") as f:
+        f.write(b"A note about the cafe opening hours, written in Latin-1 long ago.\n")
+    plan, out = plan_then_sync(dep)
+    assert_plan_matches(plan, out)
+    assert plan["sources"]["docs"]["changes"]["failed"] == out["sources"]["docs"]["failed"] == 1
+    assert [d["reason"] for d in dep.cli("dlq")] == ["bad-name"]
+    assert_plan_matches(*plan_then_sync(dep))  # and again, after the sync
