@@ -203,6 +203,7 @@ class _Sweep:
     now: float
     rows: list[dict[str, Any]] = field(default_factory=list)
     touched: list[str] = field(default_factory=list)
+    read: list[str] = field(default_factory=list)  # described and read this pass
 
 
 def _failed(rt: Runtime, sw: _Sweep, scfg: SourceConfig, entry: SourceEntry, did: str, alive: bool,
@@ -247,6 +248,7 @@ def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry
     except (SourceError, TooLarge) as e:
         _failed(rt, sw, scfg, entry, did, live_old is not None, e, traceback.format_exc())
         return
+    sw.read.append(did)
     acl = _acl_of(entry)
     chash = content_hash(data)
     cls = change_class(live_old, chash, acl, dict(entry.metadata), sw.gone_by_hash)
@@ -315,6 +317,10 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     rt.store.touch_documents(sw.touched, sw.now)
     _sweep_deletes(rt, res, gone, sw.now)
     _clear_stale_dead_letters(rt, scfg.name, listed, all_problems)
+    # an item that failed to read (unreadable, too large, gone mid-listing) and reads now leaves
+    # the table, even when its bytes turn out unchanged and nothing downstream runs again
+    if sw.read and (recovered := rt.store.dead_letter_docs(("listing",)) & set(sw.read)):
+        rt.store.resolve_dead_letters(sorted(recovered), stages=("listing",))
     rt.store.record_listing(scfg.name, res.listed, ok=True, probe=None)  # the whole listing, even for a shard
     res.seconds = time.perf_counter() - started
     return res

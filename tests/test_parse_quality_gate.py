@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from assets.parse_quality import ParseRow, judge
 from connectors.config import ParseQualityThresholds
-from tests.bindery_fixture import Deployment
+from tests.bindery_fixture import DOCS, Deployment
 
 TH = ParseQualityThresholds()  # max_failure_share 0.3, warn 0.05, min_batch 20
 
@@ -151,3 +152,35 @@ def test_a_sync_that_indexes_nothing_does_not_say_it_succeeded(tmp_path: Path) -
     assert "nothing could be indexed" in out["errors"]["docs"] and out["generation"] is None
     # recorded as the source's last error, as every other failing sync is
     assert dep.cli("status")["sources"]["docs"]["last_error"] == out["errors"]["docs"]
+
+
+@pytest.mark.slow
+def test_a_file_that_reads_again_unchanged_leaves_the_dead_letter_table(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file touched and then unreadable is dead-lettered at the listing and keeps its indexed
+    version. Readable again with the same bytes, it is 'unchanged', nothing downstream runs, and
+    its dead letter stayed for good (`dlq retry` too said "still failing")."""
+    import time
+
+    from connectors.errors import SourceError
+    from connectors.sources.local import LocalFolderSource
+
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    path = dep.root / "ops/oncall.txt"
+    later = time.time() + 5
+    os.utime(path, (later, later))  # touched: the cheap test fails, the file is read again
+    real_read = LocalFolderSource.read
+
+    def unreadable(self: LocalFolderSource, entry: Any) -> bytes:
+        if entry.external_id == "ops/oncall.txt":
+            raise SourceError(f"cannot read {entry.external_id}: Permission denied")
+        return real_read(self, entry)
+
+    monkeypatch.setattr(LocalFolderSource, "read", unreadable)
+    assert dep.cli("sync")["sources"]["docs"]["failed"] == 1
+    assert [(d["doc"], d["stage"]) for d in dep.cli("dlq")] == [("ops/oncall.txt", "listing")]
+    monkeypatch.setattr(LocalFolderSource, "read", real_read)
+    out = dep.cli("sync")
+    assert out["sources"]["docs"]["unchanged"] == len(DOCS) and out["dead_letters"] == 0
+    assert dep.cli("dlq") == [] and dep.cli("status")["dead_letters"] == 0
