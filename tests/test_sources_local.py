@@ -117,9 +117,11 @@ def test_symlinks_followed_loops_and_broken_links_skipped(tree: Path, tmp_path: 
     (tree / "sub/deeper/up").symlink_to(tree / "sub", target_is_directory=True)
     (tree / "link.txt").symlink_to(outside)
     (tree / "broken.txt").symlink_to(tmp_path / "missing")
+    (tree / "loopA.txt").symlink_to(tree / "loopB.txt")  # two file links pointing at each other:
+    (tree / "loopB.txt").symlink_to(tree / "loopA.txt")  # ELOOP, skipped, not the whole listing
     ids = listing(src(tree, follow_external_symlinks=True))
     assert "link.txt" in ids and ids["link.txt"].problem is None
-    assert "broken.txt" not in ids
+    assert "broken.txt" not in ids and "loopA.txt" not in ids and "loopB.txt" not in ids
     assert not any("loop" in i or "/up/" in i for i in ids)
     assert src(tree, follow_external_symlinks=True).read(ids["link.txt"]) == b"via link"
     # by default a link out of the root is listed with its reason, and never read

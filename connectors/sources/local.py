@@ -24,6 +24,7 @@ longer exist.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -148,6 +149,10 @@ class LocalFolderSource:
                 log.info("source %r: skipping %s (vanished or broken symlink)", self.name, rel)
                 continue
             except OSError as err:
+                if err.errno == errno.ELOOP and de.is_symlink():  # links that point at each other:
+                    # as broken as a dangling link, and skipped like one (never the whole source)
+                    log.warning("source %r: skipping %s (a symlink that loops back on itself)", self.name, rel)
+                    continue
                 raise self._fail("stat", de.path, err) from err
             if de.is_symlink() and not self.follow_external and not self._inside(de.path):
                 if stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and self._filter(rel)):
