@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from assets.parsing import parse_document
@@ -232,3 +234,36 @@ def test_docx_structure_in_order() -> None:
         "| Sick | 10 |",
     ]
     assert [b.text for b in r.blocks].index(table.text) == 6  # between heading and paragraph
+
+
+def _with_part(package: bytes, name: str, size: int) -> bytes:
+    """The package with one more part of `size` unpacked bytes (which deflate to almost nothing)."""
+    import io
+    import zipfile
+
+    buf = io.BytesIO(package)
+    with zipfile.ZipFile(buf, "a", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(name, b" " * size)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(("name", "make"), [
+    ("bomb.docx", docgen.docx_document), ("bomb.pptx", docgen.pptx_deck), ("bomb.xlsx", docgen.xlsx_workbook),
+    ("bomb.odt", docgen.odt_document), ("bomb.epub", docgen.epub_book)])
+def test_a_package_whose_parts_unpack_too_far_is_refused_before_it_is_opened(
+        name: str, make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A zip bomb (a 1.5 MB .docx whose part unpacks to 1.5 GB took 3.1 GB of memory) is refused
+    from the sizes the package declares, per part and in all, before its library reads it; the
+    limits are lowered here so the test builds megabytes, not gigabytes."""
+    import assets.parsing.package as package
+
+    monkeypatch.setattr(package, "MAX_MEMBER_BYTES", 1 << 20)
+    monkeypatch.setattr(package, "MAX_PACKAGE_BYTES", 3 << 20)
+    assert parse_document(_with_part(make(), "word/extra.xml", 900_000), name, CFG).blocks  # under both
+    with pytest.raises(TooLarge, match=r"part word/extra.xml unpacks to 2 MB, over the limit of 1 MB per part"):
+        parse_document(_with_part(make(), "word/extra.xml", 2_000_000), name, CFG)
+    many = make()
+    for i in range(4):
+        many = _with_part(many, f"word/part{i}.xml", 900_000)
+    with pytest.raises(TooLarge, match=r"unpacks to \d MB in all, over the limit of 3 MB"):
+        parse_document(many, name, CFG)

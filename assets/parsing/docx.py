@@ -12,6 +12,7 @@ import io
 import re
 from typing import Any
 
+from assets.parsing.package import check_package
 from assets.parsing.textutil import clean_inline, markdown_table, normalize_text, table_header_lines
 from connectors.documents import Block, ParseResult
 from connectors.errors import CorruptDocument
@@ -88,6 +89,7 @@ def parse_docx(data: bytes) -> ParseResult:
     import docx  # python-docx; imported lazily (lxml-heavy, only needed for .docx)
     from docx.table import Table
 
+    check_package(data, "docx")
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception as e:  # python-docx raises many types on bad packages

@@ -23,6 +23,7 @@ from lxml import etree
 
 from assets.parsing.html import html_blocks
 from assets.parsing.odf import read_member
+from assets.parsing.package import check_package
 from assets.parsing.sniff import decode_text, html_declared_charset
 from assets.parsing.textutil import clean_inline
 from connectors.documents import Block, ParseResult
@@ -116,6 +117,7 @@ def _spine(zf: zipfile.ZipFile, opf_path: str) -> tuple[list[str], str | None, d
 
 def parse_epub(data: bytes) -> ParseResult:
     """Parse an EPUB's chapters in spine order into blocks."""
+    check_package(data, "EPUB")
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, OSError, ValueError) as e:

@@ -27,6 +27,7 @@ from typing import Any
 
 from lxml import etree
 
+from assets.parsing.package import MAX_MEMBER_BYTES, check_package
 from assets.parsing.tabular import sheet_blocks
 from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
 from connectors.documents import Block, ParseResult
@@ -44,7 +45,6 @@ NS = {
     "dc": "http://purl.org/dc/elements/1.1/",
     "manifest": "urn:oasis:names:tc:opendocument:xmlns:manifest:1.0",
 }
-MAX_MEMBER_BYTES = 256 * 1024 * 1024  # an unpacked XML member above this is refused
 MAX_REPEAT = 1000  # "number-columns-repeated" of trailing empty cells can claim 16384
 _HEADING_STYLE = re.compile(r"^(?:heading[ _]?(\d)|title)$", re.IGNORECASE)
 _SKIP = {
@@ -277,6 +277,7 @@ def _title(zf: zipfile.ZipFile) -> str | None:
 def parse_odf(data: bytes, fmt: str) -> ParseResult:
     """Parse an OpenDocument package; `fmt` is "odt", "ods" or "odp"."""
     kind = {"odt": "OpenDocument text", "ods": "OpenDocument spreadsheet"}.get(fmt, "OpenDocument presentation")
+    check_package(data, kind)
     zf = _open(data, kind)
     with zf:
         _check_encryption(zf, kind)

@@ -15,6 +15,7 @@ import io
 import zipfile
 from typing import Any
 
+from assets.parsing.package import check_package
 from assets.parsing.textutil import clean_inline, markdown_table, normalize_text, table_header_lines
 from connectors.documents import Block, ParseResult
 from connectors.errors import CorruptDocument, EmptyDocument
@@ -163,6 +164,7 @@ def parse_pptx(data: bytes) -> ParseResult:
     from pptx import Presentation  # lazy: python-pptx is only needed for decks
     from pptx.exc import PackageNotFoundError
 
+    check_package(data, "presentation")
     try:
         prs = Presentation(io.BytesIO(data))
         slides = list(prs.slides)

@@ -14,6 +14,7 @@ import re
 import zipfile
 from typing import Any
 
+from assets.parsing.package import check_package
 from assets.parsing.tabular import cell_text, sheet_blocks
 from connectors.documents import Block, ParseResult
 from connectors.errors import CorruptDocument, EmptyDocument
@@ -54,6 +55,7 @@ def _load(data: bytes) -> Any:
 
 def parse_xlsx(data: bytes) -> ParseResult:
     """Parse an .xlsx workbook into sheet headings and table blocks."""
+    check_package(data, "workbook")
     wb = _load(data)
     blocks: list[Block] = []
     warnings: list[str] = []

@@ -1,0 +1,38 @@
+"""ZIP packages (OOXML .docx/.pptx/.xlsx, ODF, EPUB): the limits that keep a zip bomb out.
+
+python-docx and python-pptx read every part of a package into memory, and openpyxl and lxml parse
+its XML there, so a small file whose parts unpack to gigabytes exhausts the worker's memory and
+kills the run (a 1.5 MB .docx whose document part unpacks to 1.5 GB took 3.1 GB before lxml gave
+up). The sizes a ZIP's directory declares bound what Python's `zipfile` will ever return for a
+part, so they are checked before the format's library opens the package: a refusal is a
+`too-large` dead letter naming the part, and the run goes on."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+from connectors.errors import TooLarge
+
+__all__ = ["MAX_MEMBER_BYTES", "MAX_PACKAGE_BYTES", "check_package"]
+
+MAX_MEMBER_BYTES = 256 * 1024 * 1024  # one part, unpacked
+MAX_PACKAGE_BYTES = 1024 * 1024 * 1024  # all parts together, unpacked
+
+
+def check_package(data: bytes, kind: str) -> None:
+    """Refuse a package whose parts unpack beyond the limits (TooLarge); a file that is no
+    readable ZIP at all is left to the format's parser, which says why it is corrupt."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            infos = zf.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return
+    biggest = max(infos, key=lambda i: i.file_size, default=None)
+    if biggest is not None and biggest.file_size > MAX_MEMBER_BYTES:
+        raise TooLarge(f"{kind} part {biggest.filename} unpacks to {biggest.file_size / 1e6:,.0f} MB, over the "
+                       f"limit of {MAX_MEMBER_BYTES >> 20} MB per part (a zip bomb, or a part too large to read)")
+    total = sum(i.file_size for i in infos)
+    if total > MAX_PACKAGE_BYTES:
+        raise TooLarge(f"{kind} unpacks to {total / 1e6:,.0f} MB in all, over the limit of "
+                       f"{MAX_PACKAGE_BYTES >> 20} MB (a zip bomb, or a package too large to read)")
