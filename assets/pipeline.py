@@ -54,6 +54,8 @@ from connectors.shards import ShardStore, parse_key
 SOURCES = dg.DynamicPartitionsDefinition(name="sources")
 GENERATIONS = dg.DynamicPartitionsDefinition(name="generations")  # one partition per generation name
 TARGET_TAG = "bindery/target"
+CANDIDATE_TAG = "bindery/candidate"  # set by `bindery reindex` and `tune`: the candidate they made
+FORCE_TAG = "bindery/force"  # on a reindex launched from the UI: rebuild an unchanged configuration
 GROUP = "ingestion"
 # The index assets are stale when no sync reached them for a day (the reconcile schedule runs
 # daily); the UI shows WARN after 12 hours and FAIL after 24.
@@ -88,6 +90,12 @@ def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]
     """The generations this run writes (connectors.lifecycle): the tag `bindery/target` says
     whether it is a sync or a reindex."""
     target: Target = "candidate" if context.run.tags.get(TARGET_TAG) == "candidate" else "sync"
+    # launched from the UI (the CLI names the candidate it checked for): a reindex of an unchanged
+    # configuration would build a copy of the live generation, and block the next real one, as
+    # `bindery reindex` without --force refuses to
+    launched_bare = not ({CANDIDATE_TAG, FORCE_TAG} & context.run.tags.keys())
+    if target == "candidate" and launched_bare and (nothing := rt.lifecycle.nothing_to_reindex()):
+        raise dg.Failure(description=f"{nothing}; add the run tag {FORCE_TAG}=true to rebuild anyway")
     return rt.lifecycle.targets(target)
 
 

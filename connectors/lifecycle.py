@@ -43,7 +43,14 @@ from typing import Any, Literal
 
 from connectors.config import BinderyConfig, StageConfigs
 from connectors.errors import BindingError, GateRefused, UsageError
-from connectors.generations import drop_generation_files, is_embedded, physical_names, point_live_aliases, vector_engine
+from connectors.generations import (
+    drop_generation_files,
+    is_embedded,
+    keyword_missing_fields,
+    physical_names,
+    point_live_aliases,
+    vector_engine,
+)
 from connectors.store import BindingRecord, DocumentStore, GenerationRecord
 from connectors.versions import generation_key, stage_configs_dump, stage_versions
 
@@ -180,6 +187,17 @@ class Lifecycle:
         if live is None:
             return []
         return [s for s, v in self.current_versions.items() if live.versions.get(s) != v]
+
+    def nothing_to_reindex(self) -> str | None:
+        """Why a reindex would build nothing new, or None when it has work: the configuration
+        matches the live generation, whose keyword index already has every field this release
+        reads. (`bindery reindex --force` rebuilds anyway.)"""
+        live = self.live()
+        if live is None or self.config_drift():
+            return None
+        if keyword_missing_fields(self.cfg, live.record):
+            return None  # an index of an older release: rebuilding it is the upgrade
+        return f"nothing to reindex: the configuration matches live generation {live.name}"
 
     # -- create -----------------------------------------------------------------------------
 

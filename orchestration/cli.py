@@ -174,10 +174,9 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
         elif stale:
             lifecycle.store.add_event("index-upgrade", f"live generation {live.name}'s keyword index lacks "
                                       f"{', '.join(stale)}: rebuilt with this release's indexes")
-        else:  # not a failure: there is simply nothing to build (and nothing to promote)
+        elif nothing := lifecycle.nothing_to_reindex():  # not a failure: nothing to build or promote
             return {"candidate": None, "live": live.id, "changed_stages": [],
-                    "message": f"nothing to reindex: the configuration matches live generation {live.name} "
-                               "(use --force to rebuild anyway)"}
+                    "message": f"{nothing} (use --force to rebuild anyway)"}
     if a.submit and a.promote and not a.wait:
         raise UsageError("reindex --submit --promote needs --wait (the gate judges a finished candidate)")
     if a.promote:
@@ -225,11 +224,8 @@ def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from orchestration.plan import compute_plan
 
     rt = Runtime(cfg, DocumentStore.preview(cfg.database_url))  # no file, no schema, no migration written
-    live = rt.lifecycle.live()
-    if (a.kind == "reindex" and live is not None and not rt.lifecycle.config_drift()
-            and not keyword_missing_fields(cfg, live.record)):
-        return {"kind": "reindex", "candidate": None, "message":
-                f"nothing to reindex: the configuration matches live generation {live.name}"}
+    if a.kind == "reindex" and (nothing := rt.lifecycle.nothing_to_reindex()):
+        return {"kind": "reindex", "candidate": None, "message": nothing}
     history = None
     home = cfg.data_path / "dagster_home"
     if home.exists():  # past runs to learn from

@@ -24,6 +24,9 @@ class PlanConfig(dg.Config):
 def plan_next_run(context: dg.OpExecutionContext, config: PlanConfig, bindery: BinderyConfigResource,
                   store: DocumentStoreResource) -> dg.Output[None]:
     rt = runtime(bindery, store)
+    if config.kind == "reindex" and (nothing := rt.lifecycle.nothing_to_reindex()):
+        context.log.info(nothing)  # as `bindery plan reindex` says it: no candidate would be built
+        return dg.Output(None, metadata={"summary": dg.MetadataValue.md(nothing), "candidate": None})
     plan = compute_plan(rt.cfg, rt, config.kind, config.sources or None, history=throughput(context.instance))
     meta: dict[str, dg.RawMetadataValue] = {
         "summary": dg.MetadataValue.md(f"```\n{human('plan', plan)}\n```"),

@@ -310,6 +310,40 @@ def test_plan_job_in_dagster_carries_the_same_plan(tmp_path: Path) -> None:
     assert meta["parse_to_compute"].value == 1 and "plan for a sync" in cast(str, meta["summary"].value)
 
 
+def test_a_reindex_launched_from_the_ui_with_nothing_changed_builds_nothing(tmp_path: Path) -> None:
+    """`bindery reindex` and `bindery plan reindex` say "nothing to reindex" when the configuration
+    matches the live generation; the `plan` and `reindex` jobs launched from the UI planned and
+    built a copy of it (a wasted build that blocked the next real reindex). Now the plan says so
+    and the reindex fails at once with the reason, unless it carries the force tag."""
+    import dagster as dg
+
+    from assets.pipeline import FORCE_TAG, STAGE_ASSETS, TARGET_TAG
+    from orchestration.definitions import resources
+    from orchestration.runs import Runner
+
+    dep = LocalDeployment(tmp_path)
+    dep.cli("sync")
+    runner = Runner(load_config(dep.config_path))
+    res = runner.defs.resolve_job_def("plan").execute_in_process(
+        instance=runner.instance, run_config={"ops": {"plan_next_run": {"config": {"kind": "reindex"}}}})
+    meta = next(e for e in res.all_events if e.event_type_value == "STEP_OUTPUT").step_output_data.metadata
+    assert cast(str, meta["summary"].value).startswith("nothing to reindex: the configuration matches live")
+
+    def reindex(**tags: str) -> dg.ExecuteInProcessResult:
+        return dg.materialize(STAGE_ASSETS, partition_key="docs", instance=runner.instance,
+                              resources=resources(str(dep.config_path)), tags={TARGET_TAG: "candidate", **tags},
+                              raise_on_error=False)
+
+    refused = reindex()
+    assert not refused.success
+    failure = next(e for e in refused.all_events if e.event_type_value == "STEP_FAILURE")
+    user = failure.step_failure_data.user_failure_data
+    assert user is not None and "nothing to reindex" in str(user.description)
+    assert dep.cli("status")["generations"]["candidate"] is None  # no candidate was made
+    assert reindex(**{FORCE_TAG: "true"}).success
+    assert dep.cli("status")["generations"]["candidate"] is not None
+
+
 def test_a_first_plan_never_imports_dagster(tmp_path: Path) -> None:
     """A plan before the first sync has no history to read: it must not pay Dagster's import and
     instance start (seconds, most of a small plan's time; issue 11 wants a plan under 5 % of the
