@@ -115,3 +115,15 @@ def test_the_header_cache_reads_what_the_standard_message_reads_and_follows_chan
     assert ours.get("to") is None
     ours["X-New"] = "1"
     assert ours.get("x-new") == "1"
+
+
+def test_a_multipart_that_declares_no_boundary_keeps_its_text() -> None:
+    """`Content-Type: multipart/alternative` with no boundary parameter: the standard library
+    sees no parts, and the message was an "empty" dead letter although it has text. The boundary
+    its body uses is found and the parts are read, with a warning saying so."""
+    raw = (b"From: a@example.org\nSubject: matrix\nMIME-Version: 1.0\nContent-Type: multipart/alternative\n\n"
+           b"--abc\nContent-Type: text/plain\n\nThe plumbobvector escalation matrix.\n"
+           b"--abc\nContent-Type: text/html\n\n<p>The plumbobvector escalation matrix.</p>\n--abc--\n")
+    r = parse_document(raw, "m.eml", CFG)
+    assert [b.text for b in r.blocks] == ["The plumbobvector escalation matrix."]
+    assert "email: multipart declares no boundary; parts split on 'abc' instead" in r.warnings

@@ -276,36 +276,40 @@ def _message(
 
 
 _BOUNDARY_LINE = re.compile(rb"^--([!-~]{1,70})\r?$", re.MULTILINE)
+_MULTIPART_TYPE = re.compile(rb"^content-type:[ \t]*multipart/[!-~]+?(?=;|\s|$)", re.IGNORECASE | re.MULTILINE)
 
 
 def _parse_message(raw: bytes, warnings: list[str]) -> EmailMessage:
-    """Parse one message, repairing a multipart whose declared boundary is never used.
+    """Parse one message, repairing a multipart whose boundary is missing or never used.
 
-    Some mailers (and spam kits) declare one boundary and separate the parts with another;
-    the stdlib then sees no parts at all and the body would be lost. The boundary actually
+    Some mailers (and spam kits) declare one boundary and separate the parts with another, or
+    declare `multipart/...` with no boundary at all; the stdlib then sees no parts and the body
+    would be lost (an "empty" dead letter of a message that has text). The boundary actually
     used is the first "--token" line of the body.
     """
     msg: EmailMessage = _PARSER.parsebytes(raw)
-    if msg.get_content_maintype() != "multipart" or not any(
-        isinstance(d, email_errors.StartBoundaryNotFoundDefect) for d in msg.defects
-    ):
+    if msg.get_content_maintype() != "multipart":
+        return msg
+    missing = any(isinstance(d, email_errors.NoBoundaryInMultipartDefect) for d in msg.defects)
+    if not missing and not any(isinstance(d, email_errors.StartBoundaryNotFoundDefect) for d in msg.defects):
         return msg
     declared = msg.get_boundary()
     split = re.search(rb"\r?\n\r?\n", raw)
-    if not declared or not split:
+    if not (declared or missing) or not split:
         return msg
     head, body = raw[: split.end()], raw[split.end() :]
     m = _BOUNDARY_LINE.search(body)
-    if not m or m.group(1).decode("ascii", "replace") == declared:
+    if not m or (declared and m.group(1).decode("ascii", "replace") == declared):
         return msg
-    used = m.group(1)
-    fixed = head.replace(declared.encode("ascii", "replace"), used.removesuffix(b"--")) + body
-    repaired: EmailMessage = _PARSER.parsebytes(fixed)
+    used = m.group(1).removesuffix(b"--")
+    if declared:
+        fixed = head.replace(declared.encode("ascii", "replace"), used)
+    else:  # the top-level Content-Type is the first one in the head
+        fixed = _MULTIPART_TYPE.sub(lambda t: t.group(0) + b'; boundary="' + used + b'"', head, count=1)
+    repaired: EmailMessage = _PARSER.parsebytes(fixed + body)
     if repaired.is_multipart() and list(repaired.iter_parts()):
-        warnings.append(
-            f"email: multipart boundary {declared!r} is never used; parts split on "
-            f"{used.decode('ascii', 'replace')!r} instead"
-        )
+        what = f"multipart boundary {declared!r} is never used" if declared else "multipart declares no boundary"
+        warnings.append(f"email: {what}; parts split on {used.decode('ascii', 'replace')!r} instead")
         return repaired
     return msg
 
