@@ -175,7 +175,16 @@ def _cell(v: Any) -> str:
         return f"{v:,}"
     if isinstance(v, float):
         return f"{v:,.2f}"
-    return str(v)
+    return shown(str(v))
+
+
+def shown(text: str) -> str:
+    """`text` safe on a terminal line: control and format characters (a newline in a file name,
+    a right-to-left override that makes a name read as another) as escapes, the rest as is."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii")
+                   for ch in text)
 
 
 def _human_sync(r: dict[str, Any]) -> str:
@@ -258,11 +267,12 @@ def _human_query(r: dict[str, Any]) -> str:
     if not r["hits"]:
         lines.append(f"no results: {r.get('reason')}")
     for i, h in enumerate(r["hits"], 1):
-        where = " > ".join(h["heading_path"]) or "-"
+        where = shown(" > ".join(h["heading_path"])) or "-"
         page = f" p.{h['page']}" if h.get("page") else ""
         ranks = ", ".join(f"{k} #{v}" for k, v in h["ranks"].items())
         text = " ".join(h["text"].split())[:160]
-        lines.append(f"{i}. [{h['score']:.4f}] {h['source']}:{h['doc']}{page}  ({where})  [{ranks}]\n   {text}")
+        lines.append(f"{i}. [{h['score']:.4f}] {h['source']}:{shown(h['doc'])}{page}  ({where})  [{ranks}]\n"
+                     f"   {text}")
     return "\n".join(lines)
 
 

@@ -196,3 +196,14 @@ def test_a_plan_names_a_failing_source_on_a_line_of_its_own() -> None:
     assert out[2].split()[-1] == "outcome"
     assert out[4].split()[-1] == "ok" and out[5].endswith("FAILS (see below)")
     assert out[6] == "error [s3]: the sync would fail: listing failed: endpoint unreachable (connection failed)"
+
+
+def test_names_with_control_or_bidi_characters_print_escaped() -> None:
+    """A file name holding a newline split a query hit over two lines; a right-to-left override
+    makes `evil\u202etxt.exe` read as another name. Both print as escapes; other letters as is."""
+    hit = {"score": 1.0, "source": "docs", "doc": "new\nline\u202etxt.exe", "page": None,
+           "heading_path": ["Caf\u00e9 \u6771\u4eac"], "ranks": {"dense": 1}, "text": "body"}
+    out = human("query", {"generation": 1, "generation_name": "g1", "hits": [hit]}).splitlines()
+    assert out[1] == "1. [1.0000] docs:new\\nline\\u202etxt.exe  (Caf\u00e9 \u6771\u4eac)  [dense #1]"
+    rows = [{"at": 0, "source": "docs", "doc": "a\tb.txt", "stage": "parse", "reason": "empty", "error": "x"}]
+    assert "a\\tb.txt" in human("dlq", rows)
