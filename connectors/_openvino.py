@@ -147,10 +147,12 @@ def _cache_lock(blobs: Path | None) -> Iterator[None]:
     """Hold the compiled-blob folder for one compile, across processes.
 
     OpenVINO writes a blob in place while it compiles, and the parallel processes of a test run
-    or of several workers start at once: one read another's half-written blob and the runtime
-    raised instead of compiling (a failed fresh-machine CI run). Under this lock a compile either
-    finds a finished blob or writes one no other process reads yet; a compile takes ~0.35 s and
-    an import ~0.1 s, so waiting is cheap. No lock (a folder without flock) means no waiting."""
+    or of several workers start at once on an empty cache: the runtime of one removed and
+    re-permissioned the blob another was still writing, and raised ("filesystem error: cannot
+    set permissions: No such file or directory"; a failed fresh-machine CI run). Under this lock a
+    compile either finds a finished blob or writes one no other process touches meanwhile; a
+    compile takes ~0.35 s and an import ~0.1 s, so waiting is cheap. A folder without flock means
+    no waiting."""
     if blobs is None:
         yield
         return
