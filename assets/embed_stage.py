@@ -51,10 +51,11 @@ def embedded_text_hashes(store: DocumentStore) -> dict[str, str]:
     versions = {(g.stage_versions["chunk"], g.stage_versions["context"])
                 for g in store.generations() if g.status != "dropped"}
     for chunk_version, context_version in sorted(versions):
-        chunks = store.chunks_for(doc_ids, chunk_version)
-        content_of = {c.chunk_id: c.content_hash for c in chunks}
-        for cid, text in _final_texts(store, chunks, context_version).items():
-            out.setdefault(text_hash(text), content_of[cid])
+        for i in range(0, len(doc_ids), 1000):  # a thousand documents' chunks in memory at a time
+            chunks = store.chunks_for(doc_ids[i : i + 1000], chunk_version)
+            content_of = {c.chunk_id: c.content_hash for c in chunks}
+            for cid, text in _final_texts(store, chunks, context_version).items():
+                out.setdefault(text_hash(text), content_of[cid])
     return out
 
 
