@@ -265,10 +265,15 @@ class OpenVinoRunner:
                     failures.append(e)
 
             queue.set_callback(done)
-            for idx in batches:
-                feed, mask = self._feed([encs[j].ids for j in idx], [encs[j].type_ids for j in idx])
-                queue.start_async(feed, (idx, mask))
-            queue.wait_all()
+            try:
+                for idx in batches:
+                    feed, mask = self._feed([encs[j].ids for j in idx], [encs[j].type_ids for j in idx])
+                    queue.start_async(feed, (idx, mask))
+            finally:
+                # also when Ctrl-C lands between two batches: requests left in flight would call
+                # `done` from the runtime's threads while the interpreter shuts down, and the
+                # process aborted ("FATAL: exception not rethrown", exit 134) instead of exiting 130
+                queue.wait_all()
             if failures:
                 raise failures[0]
             # `out` is uninitialised memory: a batch that never came back must not pass as vectors
