@@ -19,6 +19,7 @@ import fcntl
 import os
 import re
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -135,14 +136,30 @@ def _alive(pid: int) -> bool:
 
 
 @contextmanager
-def source_lock(cfg: BinderyConfig, name: str) -> Iterator[None]:
-    """CLI-launched runs of one source never overlap (the UI's queue enforces the same)."""
+def source_lock(cfg: BinderyConfig, name: str) -> Iterator[float]:
+    """CLI-launched runs of one source never overlap (the UI's queue enforces the same). Yields
+    the seconds spent waiting for another run, which said so on stderr: a second `bindery sync`
+    looked hung for the whole of the first one, then reported the wait as its own time."""
     path = cfg.data_path / "locks" / f"source-{name}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    with open(path, "a+") as fh:  # not "w": that would blank the holder's pid before we can read it
+        waited = 0.0
         try:
-            yield
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip()
+            print(f"waiting for another run of source {name!r} to finish"
+                  + (f" (process {holder})" if holder.isdigit() else "") + "...", file=sys.stderr, flush=True)
+            started = time.perf_counter()
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            waited = time.perf_counter() - started
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        try:
+            yield waited
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
@@ -208,11 +225,13 @@ class Runner:
                     tags: dict[str, str] | None = None) -> tuple[list[RunOutcome], float]:
         started = time.perf_counter()
         outcomes = []
+        waited = 0.0  # behind another run of a source: not this command's own time
         cfg = {"ops": {"source_listing": {"config": {"allow_mass_delete": allow_mass_delete}}}}
         for name in sources:
-            with source_lock(self.cfg, name):
+            with source_lock(self.cfg, name) as wait:
+                waited += wait
                 outcomes.append(self.run(job_name, partition=name, run_config=cfg, tags=tags))
-        return outcomes, time.perf_counter() - started
+        return outcomes, time.perf_counter() - started - waited
 
     # -- runs through the instance (--submit, --wait) -------------------------------------
 

@@ -142,3 +142,29 @@ def test_an_error_headline_carries_the_reason_a_location_line_announces() -> Non
                              "filesystem error: cannot set permissions: No such file or directory [/c/1.blob]")
     assert headline("ValueError: bad\nmore") == "ValueError: bad"
     assert headline("") == ""
+
+
+def test_a_second_run_of_a_source_says_it_waits_and_does_not_count_the_wait(
+        dep: Deployment, capfd: pytest.CaptureFixture[str]) -> None:
+    """A second `bindery sync` of a source printed nothing for the whole of the first one (it
+    looked hung), then reported the wait as its own duration."""
+    import threading
+
+    from orchestration.runs import source_lock
+
+    cfg = load_config(dep.config_path)
+    held = threading.Event()
+
+    def first() -> None:
+        with source_lock(cfg, "docs") as waited:
+            assert waited == 0.0
+            held.set()
+            time.sleep(0.6)
+
+    t = threading.Thread(target=first)
+    t.start()
+    held.wait(10)
+    with source_lock(cfg, "docs") as waited:
+        assert waited >= 0.3
+    t.join()
+    assert f"waiting for another run of source 'docs' to finish (process {os.getpid()})..." in capfd.readouterr().err
