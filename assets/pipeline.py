@@ -69,11 +69,15 @@ class ListingConfig(dg.Config):
 @contextmanager
 def _failures_recorded(rt: Runtime, source: str, stage: str) -> Iterator[None]:
     """A stage that raises leaves its reason on the source row (`bindery status` shows it);
-    the next good listing clears it."""
+    the next good listing clears it. So does an interrupt (Ctrl-C, a run terminated from the
+    UI): `status` showed such a source as if nothing had happened."""
     try:
         yield
     except Exception as e:
         rt.store.set_source_error(source, f"{stage}: {type(e).__name__}: {e}"[:2000])
+        raise
+    except (KeyboardInterrupt, dg.DagsterExecutionInterruptedError):
+        rt.store.set_source_error(source, f"{stage}: interrupted; the next sync resumes from what was stored")
         raise
 
 

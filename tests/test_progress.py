@@ -148,8 +148,11 @@ def test_sync_under_a_terminal_shows_bars_and_stops_cleanly_on_ctrl_c(tmp_path: 
     assert "Traceback" not in text and out == b""
     final = [line for line in text.replace("\r", "\n").splitlines() if "interrupted" in line]
     assert len(final) == 1 and "stored before stopping: parse 6, chunk 6, context" in final[0], final
+    # `status` says the source's last sync was interrupted, and in which stage
+    assert dep.cli("status")["sources"]["docs"]["last_error"].startswith("embed: interrupted")
     # consistent and resumable: nothing re-parsed, every missing embedding computed, indexes agree
     after = dep.cli("sync")
+    assert dep.cli("status")["sources"]["docs"]["last_error"] is None
     assert after["recomputed"]["parse"] == 0 and after["recomputed"]["chunk"] == 0
     assert after["recomputed"]["context"] == 0 and after["recomputed"]["embed"] > 0
     from tests.sync_helpers import assert_converged
