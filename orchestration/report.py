@@ -49,10 +49,8 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
         if not o.success:
             errors[o.partition] = o.error or "failed"
     b = store.get_binding()
-    nothing = _nothing_indexed([o.partition for o in outcomes if o.success], store, b)
-    for name, why in nothing.items():  # the run's own failures are on the source row already; this one too
-        store.set_source_error(name, why)
-    errors.update(nothing)
+    # the index step has put the same reason on the source row (assets.pipeline.indexes)
+    errors.update(_nothing_indexed([o.partition for o in outcomes if o.success], store, b))
     return {"generation": b.generation_id if b else None, "sources": sources, "recomputed": recomputed,
             "written": written, "truncated": truncated, "redirect_pages": redirects,
             "seconds": round(seconds, 3), "timings": timings, "errors": errors,
@@ -183,8 +181,7 @@ def shown(text: str) -> str:
     a right-to-left override that makes a name read as another) as escapes, the rest as is."""
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii")
-                   for ch in text)
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def _human_sync(r: dict[str, Any]) -> str:
