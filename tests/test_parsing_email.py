@@ -89,7 +89,8 @@ def test_split_quoted_variants() -> None:
 
 
 def test_the_header_cache_reads_what_the_standard_message_reads_and_follows_changes() -> None:
-    """assets.parsing.email parses each header once (a speed-up); every value must be the one
+    """assets.parsing.email parses each header once (a speed-up), and each distinct raw header
+    line once per process (an archive repeats its From and To lines); every value must be the one
     the standard `EmailMessage` gives, and a changed header must not be served stale."""
     from email import policy
     from email.parser import BytesParser
@@ -109,6 +110,8 @@ def test_the_header_cache_reads_what_the_standard_message_reads_and_follows_chan
     assert [p.get_filename() for p in ours.iter_attachments()] == [p.get_filename() for p in std.iter_attachments()]
     body, std_body = ours.get_body(("plain",)), std.get_body(("plain",))
     assert body is not None and std_body is not None and body.get_content() == std_body.get_content()
+    again = _PARSER.parsebytes(raw)  # a second message with the same lines: parsed once per process
+    assert again.get("from") is ours.get("from") and again.get("to") == std.get("to")
     ours.replace_header("subject", "Changed")
     assert ours.get("subject") == "Changed"
     del ours["to"]

@@ -65,9 +65,18 @@ class _ParsedMessage(EmailMessage):
         cache: dict[str, Any] = self.__dict__.setdefault("_parsed", {})
         key = name.lower()
         if key not in cache:
-            cache[key] = super().get(name, _MISSING)
+            cache[key] = self._fetch(key)
         value = cache[key]
         return failobj if value is _MISSING else value
+
+    def _fetch(self, key: str) -> Any:
+        """`EmailMessage.get`, through a parse cache shared by the messages of this process."""
+        for k, v in self.raw_items():
+            if k.lower() == key:
+                if self.policy is _POLICY and isinstance(v, str):
+                    return _fetch_parse(k, v)
+                return self.policy.header_fetch_parse(k, v)
+        return _MISSING
 
     def _changed(self) -> None:
         self.__dict__.pop("_parsed", None)
@@ -101,7 +110,16 @@ class _Headers(HeaderRegistry):
         return super().__getitem__(name)
 
 
-_PARSER = BytesParser(policy=policy.default.clone(message_factory=_ParsedMessage, header_factory=_Headers()))
+_POLICY = policy.default.clone(message_factory=_ParsedMessage, header_factory=_Headers())
+_PARSER = BytesParser(policy=_POLICY)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fetch_parse(name: str, raw: str) -> Any:
+    """A header's parsed value, once per distinct raw value: the messages of an archive repeat
+    the same From, To and Content-Type lines (a list's address in every To), and parsing an
+    address list is the costliest step of reading a short mail. Header objects are immutable."""
+    return _POLICY.header_fetch_parse(name, raw)
 
 
 def split_quoted(text: str) -> tuple[str, str]:
