@@ -54,7 +54,7 @@ from assets.parsing import parse_document
 from assets.runtime import Generation, Runtime
 from connectors.config import BinderyConfig, ChunkConfig, SourceConfig
 from connectors.contextualizers import ChunkContext, Contextualizer, DocumentContext, make_contextualizer
-from connectors.errors import SourceError, TooLarge
+from connectors.errors import BinderyError, SourceError, TooLarge
 from connectors.identity import content_hash, doc_id, short_hash, text_hash
 from connectors.sources import make_source
 from connectors.sources.base import Source
@@ -116,8 +116,7 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     sp.listed, sp.would_delete = len(entries), len(gone)
     unsafe = check_delete_safety(scfg, len(entries), len(gone), prior.last_good_listing_count if prior else None)
     if unsafe and not allow_mass_delete:
-        sp.unsafe = unsafe
-        return sp
+        sp.unsafe = unsafe  # the sync aborts; the items are still classified, to show what tripped it
     gone_hashes = {d.content_hash for d in gone if d.content_hash}
     default_acl = _default_acl(scfg)
     for entry in entries:
@@ -153,16 +152,16 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
 # -- the stages, simulated -------------------------------------------------------------------
 
 
-def _cut(d: DocumentRecord, parse: ParseRecord, cfg: ChunkConfig, cver: str, pver: str) -> list[ChunkRecord] | None:
-    """The chunk rows the sync will cut, or None where the chunker fails (the sync dead-letters
-    the document and leaves its indexed version alone)."""
+def _cut(d: DocumentRecord, parse: ParseRecord, cfg: ChunkConfig, cver: str, pver: str) -> list[ChunkRecord] | Failure:
+    """The chunk rows the sync will cut, or why the chunker fails (the sync dead-letters the
+    document and leaves its indexed version alone)."""
     try:
         return chunk_rows(d, parse, cfg, cver, pver)
-    except Exception:
-        return None
+    except Exception as e:
+        return Failure("chunk", f"crash:{type(e).__name__}", str(e) or type(e).__name__)
 
 
-def _offline_prefixes(parse: ParseRecord, rows: dict[str, list[ChunkRecord] | None],
+def _offline_prefixes(parse: ParseRecord, rows: dict[str, list[ChunkRecord] | Failure],
                       prefixers: dict[tuple[str, str], Contextualizer]) -> dict[tuple[str, str], str]:
     """(context input hash, context version) -> prefix, for each offline context version over
     each chunk version cut; empty where it fails (walk_context then meets the same error)."""
@@ -170,12 +169,28 @@ def _offline_prefixes(parse: ParseRecord, rows: dict[str, list[ChunkRecord] | No
     try:
         doc = document_context(parse)
         for (cver, ctxver), ctx in prefixers.items():
-            cs = rows.get(cver) or []
+            cut = rows.get(cver)
+            cs = cut if isinstance(cut, list) else []
             results = ctx.contextualize(doc, [ChunkContext(list(c.heading_path), c.display_text) for c in cs])
             out.update(((context_input_hash(c), ctxver), r.prefix) for c, r in zip(cs, results, strict=True))
     except Exception:
         return {}
     return out
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why the sync would dead-letter a document: its stage, reason code and message, as the
+    stage itself records them (`assets.parse_stage.run_parse`, `assets.chunk_stage`)."""
+
+    stage: str
+    reason: str
+    error: str
+
+
+def _failure(e: Exception) -> Failure:
+    reason = e.reason if isinstance(e, BinderyError) else f"crash:{type(e).__name__}"
+    return Failure("parse", reason, str(e) or type(e).__name__)
 
 
 @dataclass
@@ -185,6 +200,7 @@ class RunMemory:
     identical chunks are prefixed and embedded once."""
 
     parses: dict[tuple[str, str, str], ParseRecord | None] = field(default_factory=dict)  # None: fails
+    failures: dict[tuple[str, str, str], Failure] = field(default_factory=dict)  # why those fail
     prefixes: dict[tuple[str, str], str] = field(default_factory=dict)  # (input hash, context version)
     contexts_done: set[tuple[str, str]] = field(default_factory=set)  # (input hash, context version)
     embedded: set[tuple[str, str]] = field(default_factory=set)  # (text hash, embedder id)
@@ -209,12 +225,15 @@ class StageWalk:
         self.unknown_texts: set[str] = set()  # chunk ids whose prefix only the LLM would know
         self._input_hashes: dict[tuple[str, str, str], str] = {}
         self.cut_failed: set[str] = set()  # documents the chunker fails on: the sync leaves them be
+        self.failures: dict[str, tuple[str, Failure]] = {}  # doc id -> (path, why the sync dead-letters it)
         self.searchable: dict[str, int] = {}  # generation -> documents it holds after the run
 
-    def keep_cut(self, doc_id: str, cver: str, rows: list[ChunkRecord] | None) -> None:
-        if rows is None:
-            self.cut_failed.add(doc_id)
-        self.chunked[(doc_id, cver)] = rows or []
+    def keep_cut(self, d: DocumentRecord, cver: str, rows: list[ChunkRecord] | Failure) -> None:
+        if isinstance(rows, Failure):
+            self.cut_failed.add(d.doc_id)
+            self.failures.setdefault(d.doc_id, (d.external_id, rows))
+            rows = []
+        self.chunked[(d.doc_id, cver)] = rows
 
     def input_hash(self, c: ChunkRecord) -> str:
         """`context_input_hash(c)`, made once per chunk: the context and embed walks ask for
@@ -253,6 +272,8 @@ class StageWalk:
         for d in todo:
             if (key := parse_key(d, pver)) in made:
                 self.parsed[(d.doc_id, pver)] = made[key]
+                if key in self.memory.failures:
+                    self.failures[d.doc_id] = (d.external_id, self.memory.failures[key])
         todo = [d for d in todo if parse_key(d, pver) not in made]
         self.counts["parse"].compute += len(todo)
         self.counts["parse"].cached += len(self.sp.docs) - len(todo)
@@ -264,31 +285,35 @@ class StageWalk:
         prefixers = {(t.versions["chunk"], t.versions["context"]): make_contextualizer(t.stages.context)
                      for t in over if t.stages.context.provider != "anthropic"}
 
-        def parse_and_cut(d: DocumentRecord) -> tuple[ParseRecord | None, dict[str, list[ChunkRecord] | None],
+        def parse_and_cut(d: DocumentRecord) -> tuple[ParseRecord | Failure, dict[str, list[ChunkRecord] | Failure],
                                                       dict[tuple[str, str], str]]:
             parse = self._parse_in_memory(d, g, scfg)
-            if parse is None:
-                return None, {}, {}
+            if isinstance(parse, Failure):
+                return parse, {}, {}
             rows = {cver: _cut(d, parse, cfg, cver, pver) for cver, cfg in cuts.items()}
             return parse, rows, _offline_prefixes(parse, rows, prefixers)
 
         for d, (parse, rows, prefixes) in zip(todo, fork_map(parse_and_cut, todo), strict=True):
-            self.parsed[(d.doc_id, pver)] = made[parse_key(d, pver)] = parse
+            if isinstance(parse, Failure):
+                self.memory.failures[parse_key(d, pver)] = parse
+                self.failures[d.doc_id] = (d.external_id, parse)
+            self.parsed[(d.doc_id, pver)] = made[parse_key(d, pver)] = None if isinstance(parse, Failure) else parse
             for cver, r in rows.items():
-                self.keep_cut(d.doc_id, cver, r)
+                self.keep_cut(d, cver, r)
             self.prefixes.update(prefixes)
 
-    def _parse_in_memory(self, d: DocumentRecord, g: Generation, scfg: SourceConfig) -> ParseRecord | None:
+    def _parse_in_memory(self, d: DocumentRecord, g: Generation, scfg: SourceConfig) -> ParseRecord | Failure:
+        """The parse the sync would store, or why it would dead-letter the document instead."""
         try:
             data = self.sp.data.get(d.content_hash or "")
             if data is None:
                 self.source = self.source or make_source(scfg)
                 data = read_content(self.rt, self.source, d)
             result = parse_document(data, d.external_id, g.stages.parse)
-        except Exception:
-            return None  # the sync dead-letters it: nothing to chunk
-        if parse_problems(result, scfg.quality):
-            return None
+        except Exception as e:
+            return _failure(e)  # nothing to chunk
+        if problems := parse_problems(result, scfg.quality):
+            return Failure("parse", "low-quality", "; ".join(problems))
         chash, pver, fmt = parse_key(d, g.versions["parse"])
         return ParseRecord(content_hash=chash, parse_version=pver, format=fmt, doc_id=d.doc_id, status="ok",
                            title=result.title, blocks=[b.to_dict() for b in result.blocks], metrics=result.metrics,
@@ -311,7 +336,7 @@ class StageWalk:
         todo = [d for d in todo if d.doc_id in current or not is_redirect(parses.get(d.doc_id))]
         cut = fork_map(lambda d: _cut(d, parses[d.doc_id], g.stages.chunk, cver, pver), todo)
         for d, rows in zip(todo, cut, strict=True):
-            self.keep_cut(d.doc_id, cver, rows)
+            self.keep_cut(d, cver, rows)
         if ("chunk", cver) not in self.walked:
             self.walked.add(("chunk", cver))
             # one the chunker fails on is dead-lettered, neither chunked nor cached (run_chunk)
@@ -460,6 +485,22 @@ class StageWalk:
         self.index = {k: max((n[k] for n in per_generation), default=0) for k in self.index}
 
 
+EXAMPLES = 20  # failures named per source; the count covers them all
+
+
+def _dead_letters(walk: StageWalk) -> dict[str, Any]:
+    """What the sync would newly dead-letter in one source: the documents whose parse or cut,
+    made in memory, fails (cached failures are already in `bindery dlq`)."""
+    failures = sorted(walk.failures.values(), key=lambda pf: pf[0])
+    by_reason: dict[str, int] = {}
+    for _, f in failures:
+        key = f"{f.stage}:{f.reason}"
+        by_reason[key] = by_reason.get(key, 0) + 1
+    return {"count": len(failures), "by_reason": by_reason,
+            "examples": [{"path": path, "stage": f.stage, "reason": f.reason, "error": f.error[:300]}
+                         for path, f in failures[:EXAMPLES]]}
+
+
 def _nothing_searchable(kind: str, targets: list[Generation], walk: StageWalk) -> str | None:
     """The error a sync reports when a source has documents and the live generation would hold
     none of them (orchestration.report._nothing_indexed): every parse failing, say."""
@@ -502,7 +543,11 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
                 index[k] += walk.index[k]
             llm_docs += walk.llm_docs
             entry["stages"] = {s: {"compute": c.compute, "cached": c.cached} for s, c in walk.counts.items()}
+            entry["dead_letters"] = _dead_letters(walk)
             entry["error"] = entry["error"] or _nothing_searchable(kind, targets, walk)
+        else:  # the sync would stop at the listing: no stage runs
+            entry["stages"] = {s: {"compute": 0, "cached": 0} for s in STAGES}
+            entry["dead_letters"] = {"count": 0, "by_reason": {}, "examples": []}
         out_sources[name] = entry
     from orchestration.estimate import estimate_seconds, llm_estimate
 

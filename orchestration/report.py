@@ -366,6 +366,7 @@ def _human_plan(r: dict[str, Any]) -> str:
             "ok" if guard["safe"] else f"ABORTS: {guard['reason']}")
         rows.append([name, s["listed"], *(s["changes"].get(k, 0) for k in CLASSES), verdict])
     lines += ["", *table(["source", "listed", *CLASSES, "outcome"], rows).splitlines(), *failing]
+    lines += _planned_dead_letters(r)
     est = r["estimate"]
     stage_rows = [[st, c["compute"], c["cached"], c["unit"], est["by_stage"].get(st)]
                   for st, c in r["stages"].items()]
@@ -382,6 +383,23 @@ def _human_plan(r: dict[str, Any]) -> str:
                      f"{llm['output_tokens']:,} output tokens, about ${llm['cost_usd']:,.2f}")
     lines.append(f"(planned in {r['seconds']} s; nothing was written)")
     return "\n".join(lines)
+
+
+def _planned_dead_letters(r: dict[str, Any], shown_per_source: int = 5) -> list[str]:
+    """The plan's documents that would land in the dead-letter table, a few named per source."""
+    lines: list[str] = []
+    for name, s in r["sources"].items():
+        dl = s.get("dead_letters") or {}
+        if not dl.get("count"):
+            continue
+        reasons = ", ".join(f"{k} {n}" for k, n in sorted(dl["by_reason"].items()))
+        n = dl["count"]
+        lines.append(f"{name}: {n} document{'s' if n != 1 else ''} would be dead-lettered ({reasons}):")
+        lines += [f"  {shown(e['path'])}: {e['stage']} {e['reason']}: {shown(e['error'])[:160]}"
+                  for e in dl["examples"][:shown_per_source]]
+        if n > shown_per_source:
+            lines.append(f"  ... and {n - shown_per_source} more (`bindery plan --json` lists {len(dl['examples'])})")
+    return ["", *lines] if lines else []
 
 
 def _human_evalset(r: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from connectors.config import load_config
 from connectors.store import DocumentStore
 from orchestration.estimate import estimate_seconds
+from orchestration.report import _human_plan
 from tests.anthropic_stub import AnthropicStub
 from tests.bindery_fixture import Deployment
 from tests.sync_helpers import LocalDeployment
@@ -235,6 +236,9 @@ def test_plan_reports_the_delete_guard_verdict(tmp_path: Path) -> None:
     guard = plan["sources"]["docs"]["delete_guard"]
     assert guard["safe"] is False and guard["would_delete"] == 4 and "shrank to 2 items from 6" in guard["reason"]
     assert plan["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}  # the sync would abort
+    # ... and the listing's classes still show what tripped the guard
+    assert plan["sources"]["docs"]["changes"]["deleted"] == 4 and plan["sources"]["docs"]["changes"]["unchanged"] == 2
+    assert plan["sources"]["docs"]["stages"]["parse"] == {"compute": 0, "cached": 0}
     dep.cli("sync", expect=1)
 
 
@@ -463,3 +467,22 @@ def test_a_file_whose_name_is_not_utf8_is_planned_as_the_sync_counts_it(tmp_path
     assert plan["sources"]["docs"]["changes"]["failed"] == out["sources"]["docs"]["failed"] == 1
     assert [d["reason"] for d in dep.cli("dlq")] == ["bad-name"]
     assert_plan_matches(*plan_then_sync(dep))  # and again, after the sync
+
+
+def test_plan_names_the_documents_the_sync_would_dead_letter(tmp_path: Path) -> None:
+    """The plan parses pending documents in memory; the ones that fail are named with the stage
+    and reason the sync then records in the dead-letter table (and cached failures are not new)."""
+    dep = LocalDeployment(tmp_path)
+    dep.write("broken/empty.md", "")
+    dep.write("broken/truncated.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog")
+    dep.write("broken/noise.txt", "\n".join(["== == == == == =="] * 40))
+    plan, _ = plan_then_sync(dep)
+    dl = plan["sources"]["docs"]["dead_letters"]
+    letters = {(d["doc"], d["stage"], d["reason"]) for d in dep.cli("dlq")}
+    assert {(e["path"], e["stage"], e["reason"]) for e in dl["examples"]} == letters and dl["count"] == 3
+    assert sum(dl["by_reason"].values()) == 3 and all(e["error"] for e in dl["examples"])
+    human = _human_plan(plan)
+    assert "docs: 3 documents would be dead-lettered" in human and "  broken/empty.md: parse " in human
+    again = dep.cli("plan")
+    assert again["sources"]["docs"]["dead_letters"] == {"count": 0, "by_reason": {}, "examples": []}  # in dlq
+    assert "dead-lettered" not in _human_plan(again)
