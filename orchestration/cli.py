@@ -169,18 +169,19 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
         # a live generation of an older release: the same configuration, but an index without
         # fields this release reads (attribution lines, whole threads): rebuilding it is the upgrade
         stale = keyword_missing_fields(cfg, live.record)
-        if a.force:
-            lifecycle.store.add_event("forced-rebuild", "operator rebuilt an identical candidate")
-        elif stale:
-            lifecycle.store.add_event("index-upgrade", f"live generation {live.name}'s keyword index lacks "
-                                      f"{', '.join(stale)}: rebuilt with this release's indexes")
-        elif nothing := lifecycle.nothing_to_reindex():  # not a failure: nothing to build or promote
+        if not a.force and not stale and (nothing := lifecycle.nothing_to_reindex()):
+            # not a failure: nothing to build or promote
             return {"candidate": None, "live": live.id, "changed_stages": [],
                     "message": f"{nothing} (use --force to rebuild anyway)"}
     if a.submit and a.promote and not a.wait:
         raise UsageError("reindex --submit --promote needs --wait (the gate judges a finished candidate)")
     if a.promote:
         check_eval_set(cfg, lifecycle.store)  # before the build, not after it
+    if a.force and live is not None and not lifecycle.config_drift():  # recorded once the checks pass
+        lifecycle.store.add_event("forced-rebuild", "operator rebuilt an identical candidate")
+    elif stale and live is not None:
+        lifecycle.store.add_event("index-upgrade", f"live generation {live.name}'s keyword index lacks "
+                                  f"{', '.join(stale)}: rebuilt with this release's indexes")
     cand = lifecycle.ensure_candidate()
     runner = _runner(cfg)
     tags = {"bindery/candidate": cand.name}
@@ -331,6 +332,7 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"promoted": res.success, "live": b.generation_id if b else None,
            "previous": b.previous_generation_id if b else None, "candidate": cand.id, "report": rep}
     if not res.success:
+        out["forced"] = False  # a stable key (docs/json-contract.md), refusal or not
         out["error"] = res.error
         raise CommandFailed(res.error or "promotion failed", out)
     out["forced"] = bool(res.metadata.get("index_binding", {}).get("forced"))
@@ -461,7 +463,9 @@ def cmd_query(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"-k: {e}") from None
     store = _store(cfg)
     gen = _generation(cfg, store, a.generation)
-    r = GenerationRetriever(cfg, gen, store)
+    binding = store.get_binding()
+    version = binding.version if binding and binding.generation_id == gen.id else None
+    r = GenerationRetriever(cfg, gen, store, version=version)
     try:
         filters = make_filters(a.principal, a.source or None, known_sources=[s.name for s in cfg.sources])
         return r.search(a.text, k, filters).to_json()

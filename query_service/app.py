@@ -70,23 +70,46 @@ class ScoredChunk(BaseModel):
 
 class HitModel(BaseModel):
     model_config = ConfigDict(extra="allow")
-    chunk_id: str
+    chunk_id: str = Field(description="the best-matching chunk of the unit")
+    unit_id: str = Field(description="the unit returned (small-to-big: a short document, a section or a run of "
+                                     "chunks), named by the chunk id of its first chunk")
     doc: str = Field(description="the document's path relative to its source root")
     source: str
     score: float = Field(description="fused score, comparable only within one answer: with z-score fusion "
                                      "(the default) a sum of each retriever's standardised score, so 0 is the "
                                      "candidates' average and a lone candidate scores 0")
-    text: str
+    text: str = Field(description="the unit's text")
+    chunk_text: str = Field(description="the best-matching chunk's own text")
     heading_path: list[str]
     page: int | None = None
     uri: str | None = None
-    ranks: dict[str, int] = Field(description="rank per retriever (dense, sparse)")
+    ranks: dict[str, int] = Field(description="rank in each list that found the unit: dense, sparse, unit (BM25 "
+                                              "over whole units), thread, attribution")
+
+
+class AttributionTrace(BaseModel):
+    """What a pasted reply's attribution line ("On …, X wrote:") named, and what it found."""
+
+    model_config = ConfigDict(extra="allow")
+    names: list[str]
+    address: str | None = None
+    message_id: str | None = None
+    day: str | None = Field(None, description="ISO date")
+    time: str | None = Field(None, description="HH:MM")
+    offset_minutes: int | None = Field(None, description="the zone named, minutes east of UTC")
+    units: int = Field(description="messages of the writer that got some evidence")
+    best: list[dict[str, Any]] = Field(description="up to five {unit_id, evidence}")
+    index_outdated: bool | None = Field(None, description="the keyword index predates writers' fields: "
+                                                          "`bindery reindex` rebuilds it")
 
 
 class TraceModel(BaseModel):
     model_config = ConfigDict(extra="allow")
     dense: list[ScoredChunk] = Field(default_factory=list)
     sparse: list[ScoredChunk] = Field(default_factory=list)
+    unit: list[ScoredChunk] = Field(default_factory=list, description="BM25 over whole units")
+    fusion: str | None = Field(None, description="zscore or rrf")
+    attribution: AttributionTrace | None = Field(None, description="only for a pasted reply with an attribution line")
     binding: dict[str, Any] = Field(default_factory=dict)
     timings: dict[str, float] = Field(default_factory=dict)
 
@@ -246,7 +269,9 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
                 "served_generation": served.gen.id if served else None,
                 "served_version": served.version if served else None}
 
-    @app.post("/search", response_model=SearchResponse, responses=_ERRORS)
+    # exclude_unset: a key the answer leaves out stays out (`reason` with hits, `attribution`
+    # without an attribution line), as in `bindery query --json`, instead of coming back as null
+    @app.post("/search", response_model=SearchResponse, response_model_exclude_unset=True, responses=_ERRORS)
     def search(req: SearchRequest, principals: tuple[str, ...] | None = Depends(caller)) -> dict[str, Any]:
         m = metrics
         try:

@@ -420,9 +420,11 @@ def check_query(query: str, k: int) -> str:
 class GenerationRetriever:
     """Serves one fixed generation from its published snapshot (used by evals and the gate)."""
 
-    def __init__(self, cfg: BinderyConfig, gen: GenerationRecord, store: DocumentStore | None = None):
+    def __init__(self, cfg: BinderyConfig, gen: GenerationRecord, store: DocumentStore | None = None, *,
+                 version: int | None = None):
+        """`version`: the binding version that pointed at `gen`, for the trace (None: not the binding's)."""
         self.cfg = cfg
-        self.served = _Served(cfg, gen, None)
+        self.served = _Served(cfg, gen, version)
         self._own_store = store is None
         self.store = store or DocumentStore(cfg.database_url, migrate=False)
 

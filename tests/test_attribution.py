@@ -226,9 +226,14 @@ def test_a_pasted_reply_finds_the_message_its_attribution_names(tmp_path: Path) 
     d.cli("sync")
     hits = d.cli("query", PASTED, "-k", "3")["hits"]
     assert hits[0]["doc"] == "mail/parent.eml", [h["doc"] for h in hits]
-    trace = d.cli("query", PASTED, "-k", "3")["trace"]["attribution"]
+    answer = d.cli("query", PASTED, "-k", "3")
+    assert answer["trace"]["binding"]["version"] == d.cli("status")["binding"]["version"]  # as /search says
+    trace = answer["trace"]["attribution"]
     assert trace["names"] == ["hendrik", "vries"] and "index_outdated" not in trace
     assert trace["day"] == "2024-09-03" and trace["best"][0]["evidence"] == 1.0
+    from query_service.app import AttributionTrace
+
+    assert set(trace) <= set(AttributionTrace.model_fields)  # the service's OpenAPI schema declares each key
     # off, the words decide: the message by somebody else that says what the reply says
     d.config["query"]["attribution_weight"] = 0
     d.save()

@@ -44,7 +44,7 @@ def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -
     dep.set_stage("chunk", max_tokens=16, overlap_tokens=0, min_tokens=0, parent_max_tokens=0)
     cand = dep.cli("reindex")["candidate"]
     out = dep.cli("promote", expect=1)
-    assert out["promoted"] is False and out["live"] == 1
+    assert out["promoted"] is False and out["forced"] is False and out["live"] == 1
     assert "recall@10 fell" in out["error"] or "regressed" in out["error"]
     rep = generation_row(_store(dep), cand).eval_report or {}
     assert rep["passed"] is False and rep["regressed"] and rep["live"]["recall@10"] > rep["candidate"]["recall@10"]
@@ -211,3 +211,17 @@ def test_gc_keeps_the_embeddings_of_an_edited_documents_unchanged_chunks(tmp_pat
     caches = dep.cli("gc")["caches"]
     assert caches["parses"] == 1  # the old content's parse is garbage ...
     assert dep.cli("reindex", "--force")["recomputed"]["embed"] == 0  # ... its chunks' embeddings are not
+
+
+def test_a_forced_reindex_refused_by_its_checks_records_no_rebuild(dep: Deployment) -> None:
+    """`reindex --promote --force` with a broken eval set exits 2 before building: no candidate,
+    and no 'forced-rebuild' event claiming one was built."""
+    (dep.root.parent / "broken.jsonl").write_text('{"id": "a", "query": \n')
+    dep.config["gate"] = {**dep.config.get("gate", {}), "queries": str(dep.root.parent / "broken.jsonl")}
+    dep.save()
+    dep.cli("reindex", "--promote", "--force", expect=2)
+    store = _store(dep)
+    try:
+        assert store.events("forced-rebuild") == [] and len(store.generations()) == 1
+    finally:
+        store.dispose()

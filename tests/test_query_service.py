@@ -101,6 +101,12 @@ def test_search_returns_provenance_and_a_trace(served: Served) -> None:
     assert tr["binding"]["generation"] == body["generation"] == 1
     assert tr["sparse"] and tr["dense"] and "total_ms" in tr["timings"]
     assert tr["sparse"][0]["chunk_id"] == top["chunk_id"]
+    assert "reason" not in body and "attribution" not in tr  # left out, as `bindery query --json` leaves them
+    # every key the service answers with is declared in its OpenAPI schema
+    schemas = c.get("/openapi.json").json()["components"]["schemas"]
+    assert set(top) <= set(schemas["HitModel"]["properties"])
+    assert set(tr) <= set(schemas["TraceModel"]["properties"])
+    assert set(body) <= set(schemas["SearchResponse"]["properties"])
 
 
 def test_raw_retriever_scores_are_for_operators_only(served: Served) -> None:
