@@ -155,6 +155,39 @@ def test_pasted_message_query_keeps_the_quoted_words_but_loses_attribution_and_f
         "how do I unsubscribe from a mailing list?")
 
 
+def test_a_long_rule_line_is_read_in_linear_time_and_as_the_rule_pattern_reads_it() -> None:
+    """A search strips mail noise from every query, and the parser from every mail body: a
+    4,000-character dash line held the process for ~200 s under the old regular expression
+    (cubic backtracking; found by an attacker's audit). The line test must say what that pattern
+    said on short lines, and finish on long ones (an alarm fails the test instead of hanging)."""
+    import random
+    import re
+    import signal
+
+    from connectors.message_text import is_rule_line, split_side, strip_message_noise
+
+    old = re.compile(r"^\s*(?:_{5,}|-{5,}|={5,}|~{5,})(?:.*(?:_{3,}|-{3,}|={3,}|~-->))?\s*$")
+    rng = random.Random(7)
+    pieces = ["-", "_", "=", "~", " ", "x", ">", "~-->", "\t", "-----", "~~~~~"]
+    for _ in range(20000):
+        line = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert is_rule_line(line) == bool(old.match(line)), repr(line)
+    assert is_rule_line("------ Yahoo! Groups Sponsor ------~-->") and not is_rule_line("----- not a rule")
+
+    def hung(*_: object) -> None:
+        raise TimeoutError("a long rule line is still read in super-linear time")
+
+    prior = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)  # the old pattern: ~3 s at 1,000 dashes, ~200 s at 4,000
+    try:
+        query = "-" * 4000 + "x"
+        assert strip_message_noise(query) == query
+        assert split_side("hello\n" + "-" * 30000 + "x")[0].startswith("hello")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, prior)
+
+
 def test_quoted_history_of_a_pasted_query_loses_its_own_noise() -> None:
     from connectors.message_text import strip_message_noise
 
