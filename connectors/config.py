@@ -303,6 +303,12 @@ class QueryConfig(_Strict):
     poll_seconds: float = Field(0.5, gt=0)
     auth: QueryAuthConfig = Field(default_factory=QueryAuthConfig)
     max_body_bytes: int = Field(65536, ge=1024)  # larger request bodies are refused (413) unread
+    # request headers (a JWT, cookies) larger than this are refused before the app sees them
+    max_header_bytes: int = Field(32768, ge=4096)
+    # Host header values `bindery serve` answers (DNS rebinding: a web page in the operator's
+    # browser must not reach a service bound to loopback under its own name). None: only
+    # localhost names when bound to a loopback address, any host otherwise (put a proxy in front)
+    allowed_hosts: list[str] | None = None
 
     @model_validator(mode="after")
     def _k_within_candidates(self) -> QueryConfig:

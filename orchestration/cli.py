@@ -544,13 +544,13 @@ def cmd_gc(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 def cmd_serve(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     import uvicorn
 
-    from query_service.app import create_app
+    from query_service.app import server_config
     from query_service.auth import no_credentials_warning
 
-    app = create_app(cfg)
+    config = server_config(cfg, a.host, a.port)
     if warning := no_credentials_warning(cfg.query.auth):
         print(warning, file=sys.stderr)
-    uvicorn.run(app, host=a.host, port=a.port, log_level="info")
+    uvicorn.Server(config).run()
 
 
 def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:

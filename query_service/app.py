@@ -14,11 +14,14 @@ unknown source); no live binding is a 503.
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from http import HTTPStatus
 from typing import Annotated, Any
 
+import uvicorn
 from fastapi import Depends, FastAPI, HTTPException, Request, Response, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -27,13 +30,14 @@ from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from connectors.config import BinderyConfig, load_config
 from connectors.errors import BindingError, QueryError
 from connectors.indexes.base import Filters
 from query_service.auth import Authenticator, Unauthorized
 from query_service.console import console_router
-from query_service.middleware import BodyLimit, RecordRequests, ServiceMetrics
+from query_service.middleware import BodyLimit, RecordRequests, SecurityHeaders, ServiceMetrics
 from query_service.retrieval import LiveRetriever, make_filters, redact_trace
 
 __all__ = ["SearchRequest", "SearchResponse", "app_from_env", "create_app"]
@@ -139,6 +143,8 @@ class Ready(BaseModel):
     version: int | None = None
     reason: str | None = None
     warning: str | None = None
+    error: str | None = Field(None, description="with 503: the one error shape's phrase")
+    detail: str | None = Field(None, description="with 503: what is wrong (the same as reason)")
 
 
 class BindingInfo(BaseModel):
@@ -163,13 +169,19 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 # `query.fusion` as the API description names it
 _FUSION_NAMES = {"zscore": "z-score fusion", "rrf": "reciprocal rank fusion"}
 
+log = logging.getLogger(__name__)
+
 _bearer = HTTPBearer(auto_error=False, description="an API key or a JWT")
 _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="an API key")
 
 
 # The routes are closures over one app's retriever, limits and auth; splitting them out would
 # thread that state through module globals.
-def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None = None) -> FastAPI:  # noqa: C901  # length: route closures
+def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None = None, *,  # noqa: C901  # length: route closures
+               allowed_hosts: list[str] | None = None) -> FastAPI:
+    """The service's app. `allowed_hosts`: the Host header values answered (else
+    `query.allowed_hosts`; when neither is set, any: `bindery serve` passes the loopback names
+    when it binds a loopback address)."""
     conf = cfg or load_config()
     auth = Authenticator(conf.query.auth)  # fails at startup on a missing secret or JWKS file
     state: dict[str, LiveRetriever] = {}
@@ -187,7 +199,20 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
                                      "generation, with ACLs enforced from a verified credential.")
     metrics = ServiceMetrics()
     app.add_middleware(BodyLimit, max_bytes=conf.query.max_body_bytes)
+    app.add_middleware(SecurityHeaders)
+    hosts = allowed_hosts or conf.query.allowed_hosts
+    if hosts:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)
     app.add_middleware(RecordRequests, metrics=metrics)  # outermost: counts the 413s too
+
+    @app.exception_handler(Exception)
+    async def _internal_error(_req: Request, exc: Exception) -> JSONResponse:
+        # the one error shape for a failure of the service itself (a store that cannot be
+        # read, say); its text may name hosts, users or SQL, so it goes to the log, not the caller
+        log.error("request failed: %s: %s", type(exc).__name__, exc)
+        metrics.errors.labels("internal").inc()
+        return JSONResponse(status_code=500, content={
+            "error": "internal server error", "detail": "the service could not answer; its log has the cause"})
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -249,8 +274,10 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
     def readyz() -> JSONResponse:
         r = _retriever()
         cur = r.current
-        if cur is None:
-            return JSONResponse(status_code=503, content={"ready": False, "reason": r.last_error})
+        if cur is None or r.store_error:
+            reason = r.store_error or r.last_error
+            return JSONResponse(status_code=503, content={"ready": False, "reason": reason,
+                                                          "error": "service unavailable", "detail": reason})
         return JSONResponse(content={"ready": True, "generation": cur.gen.id, "name": cur.gen.name,
                                      "version": cur.version, "warning": r.last_error})
 
@@ -297,6 +324,27 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
         return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+def loopback_hosts(host: str) -> list[str] | None:
+    """The Host header values a service bound to a loopback address answers: its own names,
+    never a name a web page chose (DNS rebinding). None (any) for another address, and for IPv6
+    loopback, whose bracketed Host the host check cannot read."""
+    try:
+        loopback = host == "localhost" or ipaddress.IPv4Address(host).is_loopback
+    except ValueError:
+        loopback = False
+    return ["localhost", "127.0.0.1"] if loopback else None
+
+
+def server_config(cfg: BinderyConfig, host: str, port: int, *, log_level: str = "info") -> uvicorn.Config:
+    """How `bindery serve` runs the app. h11, not httptools: h11 bounds the request head
+    (`query.max_header_bytes`; httptools buffered a 300 MB header), so no client can make the
+    service hold unbounded headers. On a loopback address only loopback Host names are answered
+    unless `query.allowed_hosts` says otherwise."""
+    app = create_app(cfg, allowed_hosts=cfg.query.allowed_hosts or loopback_hosts(host))
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, http="h11",
+                          h11_max_incomplete_event_size=cfg.query.max_header_bytes)
 
 
 def app_from_env() -> FastAPI:

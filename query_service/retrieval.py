@@ -449,6 +449,9 @@ class LiveRetriever:
         self._current: _Served | None = None
         self._swap = threading.Lock()
         self.last_error: str | None = None
+        # set while the follower cannot read the store: /readyz says not ready, with this fixed
+        # phrase (a database error's text names hosts, users and SQL: it goes to the log only)
+        self.store_error: str | None = None
         self._stop = threading.Event()
         self.refresh()
         if follow:
@@ -487,8 +490,14 @@ class LiveRetriever:
         while not self._stop.wait(self.cfg.query.poll_seconds):
             try:
                 self.refresh()
-            except Exception as e:
-                self.last_error = f"binding refresh failed: {e}"
+            except Exception:
+                if self.store_error is None:  # logged once per outage, not every poll
+                    log.exception("the binding could not be read; not ready until it can")
+                self.store_error = "the document store cannot be read (the service log has the cause)"
+            else:
+                if self.store_error is not None:
+                    log.warning("the document store reads again")
+                self.store_error = None
 
     def search(self, query: str, k: int = 10, filters: Filters | None = None) -> SearchResult:
         q = check_query(query, k)

@@ -97,3 +97,37 @@ def test_the_api_description_names_the_configured_fusion(tmp_path: Path, fusion:
     with TestClient(create_app(cfg)) as c:
         description = c.get("/openapi.json").json()["info"]["description"]
     assert named in description and not_named not in description
+
+
+def test_a_failure_of_the_service_is_one_json_line_without_its_cause(tmp_path: Path) -> None:
+    """A store that cannot be read made /binding and /search a plain-text 500, and /readyz said
+    'ready' while showing the database error's text (SQL, and for PostgreSQL host and user) to
+    anyone. Now: the one error shape, the cause in the log only, and /readyz not ready."""
+    import time
+
+    import sqlalchemy.exc
+
+    from query_service.retrieval import LiveRetriever
+
+    cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "query": {"poll_seconds": 0.05}})
+    DocumentStore(cfg.database_url).dispose()
+    live = LiveRetriever(cfg)
+
+    def broken(*_a: object, **_k: object) -> None:
+        raise sqlalchemy.exc.DatabaseError("SELECT secret FROM bindings", {}, Exception("host=db.internal user=ops"))
+
+    try:
+        with TestClient(create_app(cfg, live), raise_server_exceptions=False) as c:
+            live.store.get_binding = broken  # type: ignore[method-assign]
+            live.store.initialised = lambda: True  # type: ignore[method-assign]
+            r = c.get("/binding")
+            assert r.status_code == 500 and r.json()["error"] == "internal server error"
+            assert "SELECT" not in r.text and "db.internal" not in r.text
+            deadline = time.monotonic() + 10
+            while live.store_error is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            ready = c.get("/readyz")
+            assert ready.status_code == 503 and ready.json()["ready"] is False and ready.json()["error"]
+            assert "SELECT" not in ready.text and "db.internal" not in ready.text
+    finally:
+        live.close()

@@ -120,7 +120,7 @@ function gateReport(x) {
 
 // -- evals ----------------------------------------------------------------------------------
 const SERIES = ["recall@10", "mrr@10", "ndcg@10"];
-const COLOURS = ["#2457c5", "#c54a24", "#1f8a4c", "#8a1f7a"];
+const COLOURS = ["#2457c5", "#c54a24", "#1f8a4c", "#8a1f7a"];  // the legend's .series-N in console.css
 
 function lineChart(container, labels, series) {
   if (!labels.length) {
@@ -149,7 +149,7 @@ function lineChart(container, labels, series) {
     add("polyline", { points: pts.map((p) => p.join(",")).join(" "), fill: "none", stroke: COLOURS[si % 4], "stroke-width": 2 });
     pts.forEach(([px, py]) => add("circle", { cx: px, cy: py, r: 3.5, fill: COLOURS[si % 4] }));
   });
-  const legend = el("div", { class: "legend" }, ...series.map((s, si) => el("span", { style: `color:${COLOURS[si % 4]}` }, `● ${s.name}`)));
+  const legend = el("div", { class: "legend" }, ...series.map((s, si) => el("span", { class: `series-${si % 4}` }, `● ${s.name}`)));
   container.replaceChildren(svg, legend);
 }
 
