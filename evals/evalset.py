@@ -13,6 +13,7 @@ a gate judged on a half-read eval set would be worse than no gate.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterable
@@ -85,10 +86,24 @@ def _nonempty_str(value: Any, what: str) -> str:
     return value
 
 
+CASE_KEYS = ("id", "query", "gold", "category", "exclude_docs")
+GOLD_KEYS = ("doc", "text")
+
+
+def _no_misspelt_keys(obj: dict[str, Any], known: tuple[str, ...], where: str) -> None:
+    """Other keys are annotations (`evalset draft` marks its cases `"draft": true`), but one that
+    is a near miss of a known key is a typo whose meaning would be silently lost: an
+    `exlude_docs` would leave the documents it names in the results."""
+    for key in obj:
+        if key not in known and (near := difflib.get_close_matches(str(key), known, n=1, cutoff=0.75)):
+            raise InvalidCaseError(f"{where}unknown key {key!r} (did you mean {near[0]!r}?)")
+
+
 def _parse_gold(raw: Any, index: int) -> Gold:
     where = f"gold[{index}]"
     if not isinstance(raw, dict):
         raise InvalidCaseError(f"{where} must be an object with 'doc' and 'text', got {raw!r}")
+    _no_misspelt_keys(raw, GOLD_KEYS, f"{where}: ")
     if "doc" not in raw:
         raise InvalidCaseError(f"{where} has no 'doc'")
     doc = _nonempty_str(raw["doc"], f"{where}.doc")
@@ -111,6 +126,7 @@ def parse_case(obj: Any) -> EvalCase:
     """
     if not isinstance(obj, dict):
         raise InvalidCaseError(f"a case must be a JSON object, got {type(obj).__name__}")
+    _no_misspelt_keys(obj, CASE_KEYS, "")
     if "id" not in obj:
         raise InvalidCaseError("missing 'id'")
     case_id = obj["id"]

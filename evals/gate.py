@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connectors.errors import ConfigError, GateRefused
-from evals.metrics import METRIC_NAMES
+from evals.metrics import METRIC_NAMES, CaseResult
 from evals.runner import EvalReport
 
 __all__ = [
@@ -45,7 +45,8 @@ def _r(x: float) -> float:
 class GateReport:
     """The gate's verdict and the evidence for it. ``regressed`` / ``improved`` hold
     ``{"id", "category", "query", "live", "candidate", "delta"}`` for the gate metric, worst
-    (or best) first."""
+    (or best) first; ``regressed_secondary`` the same for the secondary metric, so a refusal on
+    it (MRR fell, recall did not) still names the queries that moved."""
 
     passed: bool
     metric: str
@@ -61,6 +62,7 @@ class GateReport:
     by_category: dict[str, dict[str, Any]] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # e.g. an eval set too small for the tolerance
+    regressed_secondary: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> GateReport:
@@ -71,7 +73,8 @@ class GateReport:
                    candidate=dict(d.get("candidate") or {}), delta=dict(d.get("delta") or {}),
                    regressed=list(d.get("regressed") or []), improved=list(d.get("improved") or []),
                    by_category=dict(d.get("by_category") or {}), reasons=list(d.get("reasons") or []),
-                   warnings=list(d.get("warnings") or []))
+                   warnings=list(d.get("warnings") or []),
+                   regressed_secondary=list(d.get("regressed_secondary") or []))
 
     def to_json(self) -> dict[str, Any]:
         """JSON-serialisable dict, stored with the generation and returned by `promote`."""
@@ -90,6 +93,7 @@ class GateReport:
             "by_category": self.by_category,
             "reasons": list(self.reasons),
             "warnings": list(self.warnings),
+            "regressed_secondary": [dict(q) for q in self.regressed_secondary],
         }
 
     def raise_if_refused(self) -> None:
@@ -208,15 +212,8 @@ def compare(
 
     ids = _paired_ids(live, candidate)
     cand_by_id = {c.id: c for c in candidate.per_case}
-    regressed, improved = [], []
-    for lc in live.per_case:
-        lv, cv = lc.values[metric], cand_by_id[lc.id].values[metric]
-        if cv < lv - EPSILON:
-            regressed.append(_flip(lc.id, lc.category, lc.query, lv, cv))
-        elif cv > lv + EPSILON:
-            improved.append(_flip(lc.id, lc.category, lc.query, lv, cv))
-    regressed.sort(key=lambda q: (q["delta"], q["id"]))
-    improved.sort(key=lambda q: (-q["delta"], q["id"]))
+    regressed, improved = _flips(live, cand_by_id, metric)
+    regressed_secondary = _flips(live, cand_by_id, secondary)[0] if secondary else []
 
     delta = {m: candidate.metrics[m] - live.metrics[m] for m in METRIC_NAMES}
     reasons: list[str] = []
@@ -261,7 +258,23 @@ def compare(
         by_category=_category_sides(live, candidate),
         reasons=reasons,
         warnings=warnings,
+        regressed_secondary=regressed_secondary,
     )
+
+
+def _flips(live: EvalReport, cand_by_id: dict[str, CaseResult],
+           metric: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(queries whose `metric` fell, worst first; queries whose `metric` rose, best first)."""
+    regressed, improved = [], []
+    for lc in live.per_case:
+        lv, cv = lc.values[metric], cand_by_id[lc.id].values[metric]
+        if cv < lv - EPSILON:
+            regressed.append(_flip(lc.id, lc.category, lc.query, lv, cv))
+        elif cv > lv + EPSILON:
+            improved.append(_flip(lc.id, lc.category, lc.query, lv, cv))
+    regressed.sort(key=lambda q: (q["delta"], q["id"]))
+    improved.sort(key=lambda q: (-q["delta"], q["id"]))
+    return regressed, improved
 
 
 def first_generation_report(
@@ -306,9 +319,13 @@ def format_gate(report: GateReport, max_listed: int = 10) -> str:
                 f"  {m.ljust(name_w)}  {report.live[m]:8.4f}  {report.candidate[m]:9.4f}"
                 f"  {report.delta[m]:+8.4f}"
             )
-    for title, flips in (("regressed", report.regressed), ("improved", report.improved)):
+    listed = [(f"regressed on {report.metric}", report.regressed), (f"improved on {report.metric}", report.improved)]
+    sec = report.secondary
+    if sec and not report.passed and -report.delta.get(sec, 0.0) > report.tolerance + EPSILON:
+        listed.insert(1, (f"regressed on {sec}", report.regressed_secondary))  # the metric it refused on
+    for title, flips in listed:
         if flips:
-            lines.append(f"  {title} on {report.metric} ({len(flips)}):")
+            lines.append(f"  {title} ({len(flips)}):")
             lines += [
                 f"    {q['id']}: {q['live']:.4f} -> {q['candidate']:.4f}  {q['query'][:60]}"
                 for q in flips[:max_listed]

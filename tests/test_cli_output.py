@@ -281,7 +281,7 @@ def test_query_k_defaults_to_the_configuration(dep: Deployment, capsys: pytest.C
     asked: list[int] = []
 
     class Retriever:  # records k; no model is loaded
-        def __init__(self, *args: Any) -> None:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
             pass
 
         def search(self, text: str, k: int, filters: Any) -> Any:

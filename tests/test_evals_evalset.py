@@ -89,6 +89,13 @@ def _case(**kw: object) -> str:
     return json.dumps({k: v for k, v in base.items() if v is not ...})
 
 
+def test_other_keys_are_annotations(tmp_path: Path) -> None:
+    """`evalset draft` marks its cases `"draft": true`; keys that are no near miss of a known one
+    are kept as a person's notes, not refused."""
+    p = _write(tmp_path, [_case(draft=True, notes="checked by ana")])
+    assert [c.id for c in load_eval_set(p)] == ["q1"]
+
+
 def test_gold_text_renormalised_and_defaults(tmp_path: Path) -> None:
     line = json.dumps(
         {"id": 7, "query": "q", "gold": [{"doc": "d.md", "text": "Guido, Van-Rossum\u2019s!"}]}
@@ -132,6 +139,9 @@ def test_blank_lines_skipped_and_line_numbers_kept(tmp_path: Path) -> None:
         (_case(exclude_docs="b.md"), "'exclude_docs' must be a list"),
         (_case(exclude_docs=[1]), "'exclude_docs' entry must be"),
         (_case(exclude_docs=["a.md"]), "also in 'exclude_docs'"),
+        (_case(exlude_docs=["b.md"]), r"unknown key 'exlude_docs' \(did you mean 'exclude_docs'\?\)"),
+        (_case(categroy="c"), r"did you mean 'category'"),
+        (_case(gold=[{"doc": "a.md", "txt": "x"}]), r"gold\[0\]: unknown key 'txt' \(did you mean 'text'\?\)"),
     ],
 )
 def test_invalid_line_names_file_line_and_problem(tmp_path: Path, line: str, problem: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from connectors.errors import ConfigError, GateRefused
-from evals.gate import NO_LIVE_REASON, compare, first_generation_report, format_gate
+from evals.gate import NO_LIVE_REASON, GateReport, compare, first_generation_report, format_gate
 from evals.metrics import METRIC_NAMES, CaseResult
 from evals.runner import EvalReport
 
@@ -92,6 +92,10 @@ def test_secondary_metric_drop_refused() -> None:
     g = compare(live, cand)
     assert not g.passed and not g.regressed
     assert len(g.reasons) == 1 and g.reasons[0].startswith("mrr@10 fell by 0.5000")
+    # the refusal still names the queries that moved: those whose MRR fell
+    assert len(g.regressed_secondary) == 100 and g.regressed_secondary[0]["delta"] == -0.5
+    assert "regressed on mrr@10 (100):" in format_gate(g) and "regressed on recall@10" not in format_gate(g)
+    assert GateReport.from_json(g.to_json()) == g
     assert compare(live, cand, secondary=None).passed
 
 
