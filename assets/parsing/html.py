@@ -150,7 +150,9 @@ _ROOT_XPATHS = (
     "//*[@id='content' or @id='main-content' or @id='main']",
 )
 _LANG_CLASS = re.compile(r"(?:language|lang|highlight|sourceCode)-([A-Za-z0-9_+#.-]+)")
-_TRAILING_ANCHOR = re.compile(r"\s*[¶#§]\s*$")
+# (?<!\s): the match starts at the first space of a run, never inside it (a run of spaces
+# before a non-anchor was retried from every position: quadratic)
+_TRAILING_ANCHOR = re.compile(r"(?<!\s)\s*[¶#§]\s*$")
 _MAX_DEPTH = 150
 
 

@@ -43,6 +43,7 @@ from assets.parsing.textutil import (
     normalize_text,
     table_header_lines,
 )
+from assets.parsing.toc import toc_entries, toc_entry
 from connectors.config import ParseConfig
 from connectors.documents import Block, BlockKind, ParseResult
 from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, NeedsOCR
@@ -65,7 +66,9 @@ _CAPTION = re.compile(r"^(?:figure|fig\.|table|chart|exhibit|plate)\s+[\dIVX]+[.
 _BAD_TITLE = re.compile(
     r"^(?:untitled|document\d*|slide \d+|.*\.(?:docx?|pdf|tex|indd|pptx?))$", re.IGNORECASE
 )
-_COMPOUND = re.compile(r"[^\W\d_]+-[^\W\d_]+")
+# the lookbehind starts a word only at its first letter: without it a long run of letters
+# before a hyphen was tried from every position (quadratic)
+_COMPOUND = re.compile(r"(?<![^\W\d_])[^\W\d_]+-[^\W\d_]+")
 
 _TOOLS_READY = False
 
@@ -440,10 +443,6 @@ def _join_split_tables(pages: list[_Page], tables: dict[int, _Table]) -> None:
         first.meta["table_header"] = table_header_lines(first.text)
 
 
-_TOC_ENTRY = re.compile(r"^(.+?)(?:\s*(?:\.\s*){2,}|\s+)(\d{1,4}|[ivxlcdm]{1,6})$", re.IGNORECASE)
-_TOC_ENTRIES = re.compile(r"\s*(.+?)(?:\s*(?:\.\s*){2,}|\s+)(\d{1,4})(?=\s|$)")
-
-
 def _demote_toc_entries(blocks: list[Block]) -> None:
     """Table-of-contents lines set like headings ("1 Foo .... 2") become paragraphs.
 
@@ -455,14 +454,15 @@ def _demote_toc_entries(blocks: list[Block]) -> None:
     texts = {clean_inline(b.text).lower() for b in headings}
     for b in headings:
         text = b.text.strip()
-        m = _TOC_ENTRY.match(text)
-        entries = [m] if m else []
-        if not m or clean_inline(m.group(1)).lower() not in texts:
+        entry = toc_entry(text)
+        titles = [entry[0]] if entry else []
+        if not entry or clean_inline(entry[0]).lower() not in texts:
             # Entries on consecutive lines can be joined into one "heading".
-            entries = list(_TOC_ENTRIES.finditer(text))
-            if "".join(e.group(0) for e in entries).strip() != text:
+            spans = toc_entries(text)
+            if text[:spans[-1][1] if spans else 0].strip() != text:
                 continue
-        if entries and all(clean_inline(e.group(1)).lower() in texts for e in entries):
+            titles = [title for _, _, title in spans]
+        if titles and all(clean_inline(t).lower() in texts for t in titles):
             b.kind, b.level = "paragraph", 0
             b.meta["toc"] = True
 

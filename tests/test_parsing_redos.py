@@ -1,0 +1,122 @@
+"""Untrusted documents cannot make a parser backtrack for minutes (ReDoS).
+
+An audit timed every regular expression a document reaches on long runs of the characters it
+repeats. These inputs took 10 to 45 s each to parse before the rewrites (super-linear growth: a
+few more kilobytes, minutes); each must now parse within an alarm far above what it costs, and
+each rewrite must read short strings exactly as the pattern it replaced.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pymupdf
+import pytest
+
+from assets.parsing import parse_document
+from connectors.config import ParseConfig
+
+LIMIT_S = 8  # each case parses in well under a second now; before, 16-45 s
+
+
+@contextmanager
+def alarm(seconds: int) -> Iterator[None]:
+    def hung(*_: object) -> None:
+        raise TimeoutError("still super-linear: parsing did not finish")
+
+    prior = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, prior)
+
+
+def _pdf_with_a_dotted_heading(dots: int) -> bytes:
+    """A page whose heading is "Ab....x": the contents-entry patterns' worst case (41 s at 1,600)."""
+    doc = pymupdf.open()
+    heading = "Ab" + "." * dots + "x"
+    page = doc.new_page(width=max(612, 11 * len(heading) + 200), height=900)
+    page.insert_text((50, 60), heading, fontsize=18, fontname="helv")
+    y = 100
+    for _ in range(70):
+        page.insert_text((50, y), "The quick brown fox jumps over the lazy dog while the pump runs. " * 3,
+                         fontsize=10, fontname="helv")
+        y += 11
+    page.insert_text((50, y + 20), "Introduction", fontsize=18, fontname="helv")
+    return bytes(doc.tobytes())
+
+
+CASES: dict[str, Callable[[], tuple[bytes, str]]] = {
+    "pdf contents entry": lambda: (_pdf_with_a_dotted_heading(1600), "dots.pdf"),
+    "text hyphenated line breaks": lambda: (("Para\n\n" + "ef gh-\n" * 16000).encode(), "breaks.txt"),
+    "html heading anchor": lambda: (("<h1>Title" + " " * 64000 + "x</h1><p>body text</p>").encode(), "a.html"),
+    "rst footnote spaces": lambda: (("Title\n=====\n\nPara " + "\t" * 16000 + "x\n").encode(), "a.rst"),
+    "rst link spaces": lambda: (("Title\n=====\n\nPara `" + " " * 64000 + "x\n").encode(), "b.rst"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_pathological_document_parses_in_linear_time(case: str) -> None:
+    data, name = CASES[case]()
+    with alarm(LIMIT_S):
+        parse_document(data, name, ParseConfig())
+
+
+def _random_strings(pieces: list[str], n: int, longest: int, seed: int) -> Iterator[str]:
+    rng = random.Random(seed)
+    for _ in range(n):
+        yield "".join(rng.choice(pieces) for _ in range(rng.randint(0, longest)))
+
+
+def test_contents_entries_are_read_as_the_patterns_read_them() -> None:
+    from assets.parsing.toc import toc_entries, toc_entry
+
+    one = re.compile(r"^(.+?)(?:\s*(?:\.\s*){2,}|\s+)(\d{1,4}|[ivxlcdm]{1,6})$", re.IGNORECASE)
+    joined = re.compile(r"\s*(.+?)(?:\s*(?:\.\s*){2,}|\s+)(\d{1,4})(?=\s|$)")
+    pieces = [*"aA. . .  \t\n1201234iIVxXmİı٣,", "Intro", "12345", " ..", "\u00a0"]
+    for s in _random_strings(pieces, 20000, 14, seed=3):
+        m = one.match(s)
+        assert toc_entry(s) == ((m.group(1), m.group(2)) if m else None), repr(s)
+        text = s.strip()
+        found = list(joined.finditer(text))
+        whole = "".join(e.group(0) for e in found).strip() == text  # how the PDF parser uses them
+        spans = toc_entries(text)
+        assert (text[:spans[-1][1] if spans else 0].strip() == text) == whole, repr(text)
+        if whole:
+            assert spans == [(e.start(), e.end(), e.group(1)) for e in found], repr(text)
+    assert toc_entry("Installation ........ 12") == ("Installation", "12")
+    assert [t for _, _, t in toc_entries("Intro 1 Setup .... 4 Use 9")] == ["Intro", "Setup", "Use"]
+
+
+@pytest.mark.parametrize(("old", "new", "pieces"), [
+    (r"\s*[¶#§]\s*$", "assets.parsing.html:_TRAILING_ANCHOR", [" ", "\t", "¶", "#", "§", "a", "\n"]),
+    (r"\s*\[(?:#\w*|\*|\d+|[A-Za-z][\w-]*)\]_", "assets.parsing.rst:_FOOTNOTE",
+     [" ", "\t", "[", "]", "_", "#", "*", "1", "a", "-", "x"]),
+    (r"`([^`<]*?)\s*<[^>`]*>`__?", "assets.parsing.rst:_LINK", [" ", "`", "<", ">", "_", "a", "\t"]),
+    (r":(?:[\w+.-]+:)?([\w+.-]+):`([^`]*?)(?:\s*<[^>`]*>)?`", "assets.parsing.rst:_ROLE",
+     [":", "`", " ", "<", ">", "a", ".", "-"]),
+    (r"[^\W\d_]+-[^\W\d_]+", "assets.parsing.pdf:_COMPOUND", ["a", "b", "-", "1", "_", " ", "é"]),
+])
+def test_rewritten_patterns_match_what_they_replaced(old: str, new: str, pieces: list[str]) -> None:
+    import importlib
+
+    module, name = new.split(":")
+    rewritten: re.Pattern[str] = getattr(importlib.import_module(module), name)
+    before = re.compile(old)
+    for s in _random_strings(pieces, 20000, 12, seed=5):
+        assert before.sub("|", s) == rewritten.sub("|", s), repr(s)
+        assert before.findall(s) == rewritten.findall(s), repr(s)
+
+
+def test_last_word_reads_what_the_search_read() -> None:
+    from assets.parsing.textutil import _last_word
+
+    for s in _random_strings(["a", "B", "_", "1", "-", " ", ".", "é", "\u00ad"], 20000, 10, seed=9):
+        m = re.search(r"(\w+)\W?$", s)
+        assert _last_word(s) == (m.group(1) if m else None), repr(s)
