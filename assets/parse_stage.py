@@ -20,7 +20,7 @@ from assets.listing import read_content, spool_path
 from assets.parsing import parse_document
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
-from connectors.config import ParseQualityThresholds
+from connectors.config import ParseQualityThresholds, SourceConfig
 from connectors.documents import ParseResult
 from connectors.errors import BinderyError, SourceError
 from connectors.sources import make_source
@@ -63,6 +63,12 @@ def is_redirect(parse: ParseRecord | ParseResult | None) -> bool:
 def stored_metadata(result: ParseResult) -> dict[str, Any]:
     """A parse's `doc_metadata` as the stage stores it (and `bindery plan` pictures it)."""
     return {**result.metadata, "warnings": result.warnings, "parsed_format": result.format}
+
+
+def max_bytes(scfg: SourceConfig) -> int:
+    """The most bytes a document of this source may hold, also once decompressed: a 256 KB
+    .gz must not feed 256 MB to a parser when the source allows 100 MB files."""
+    return int(scfg.max_file_mb * 1024 * 1024)
 
 
 def parse_problems(result: ParseResult, th: ParseQualityThresholds) -> list[str]:
@@ -144,7 +150,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
             try:
                 source = source or make_source(scfg)
                 data = read_content(rt, source, d)
-                result = parse_document(data, d.external_id, pcfg)
+                result = parse_document(data, d.external_id, pcfg, max_bytes=max_bytes(scfg))
                 problems = parse_problems(result, scfg.quality)
                 row.update(title=result.title, blocks=[b.to_dict() for b in result.blocks],
                            metrics=result.metrics, page_metrics=result.page_metrics,

@@ -45,6 +45,7 @@ from assets.parse_stage import (
     good_parse_ids,
     good_parses,
     is_redirect,
+    max_bytes,
     parse_key,
     parse_problems,
     pending_parses,
@@ -309,7 +310,7 @@ class StageWalk:
             if data is None:
                 self.source = self.source or make_source(scfg)
                 data = read_content(self.rt, self.source, d)
-            result = parse_document(data, d.external_id, g.stages.parse)
+            result = parse_document(data, d.external_id, g.stages.parse, max_bytes=max_bytes(scfg))
         except Exception as e:
             return _failure(e)  # nothing to chunk
         if problems := parse_problems(result, scfg.quality):

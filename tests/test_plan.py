@@ -7,6 +7,7 @@ and the Anthropic contextualiser (against the local stub that follows the Messag
 
 from __future__ import annotations
 
+import gzip
 import os
 from pathlib import Path
 from typing import Any, cast
@@ -476,13 +477,18 @@ def test_plan_names_the_documents_the_sync_would_dead_letter(tmp_path: Path) -> 
     dep.write("broken/empty.md", "")
     dep.write("broken/truncated.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog")
     dep.write("broken/noise.txt", "\n".join(["== == == == == =="] * 40))
+    # 6 KB of gzip that unpacks past the source's max_file_mb (64 KB): refused, not parsed
+    dep.write("broken/expands.txt.gz", gzip.compress(("The pump runs. " * 20000).encode()))
+    dep.config["sources"][0]["max_file_mb"] = 0.0625
+    dep.save()
     plan, _ = plan_then_sync(dep)
     dl = plan["sources"]["docs"]["dead_letters"]
     letters = {(d["doc"], d["stage"], d["reason"]) for d in dep.cli("dlq")}
-    assert {(e["path"], e["stage"], e["reason"]) for e in dl["examples"]} == letters and dl["count"] == 3
-    assert sum(dl["by_reason"].values()) == 3 and all(e["error"] for e in dl["examples"])
+    assert {(e["path"], e["stage"], e["reason"]) for e in dl["examples"]} == letters and dl["count"] == 4
+    assert ("broken/expands.txt.gz", "parse", "too-large") in letters
+    assert sum(dl["by_reason"].values()) == 4 and all(e["error"] for e in dl["examples"])
     human = _human_plan(plan)
-    assert "docs: 3 documents would be dead-lettered" in human and "  broken/empty.md: parse " in human
+    assert "docs: 4 documents would be dead-lettered" in human and "  broken/empty.md: parse " in human
     again = dep.cli("plan")
     assert again["sources"]["docs"]["dead_letters"] == {"count": 0, "by_reason": {}, "examples": []}  # in dlq
     assert "dead-lettered" not in _human_plan(again)
