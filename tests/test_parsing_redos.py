@@ -58,7 +58,17 @@ CASES: dict[str, Callable[[], tuple[bytes, str]]] = {
     "html heading anchor": lambda: (("<h1>Title" + " " * 64000 + "x</h1><p>body text</p>").encode(), "a.html"),
     "rst footnote spaces": lambda: (("Title\n=====\n\nPara " + "\t" * 16000 + "x\n").encode(), "a.rst"),
     "rst link spaces": lambda: (("Title\n=====\n\nPara `" + " " * 64000 + "x\n").encode(), "b.rst"),
+    # joined by concatenation: 21 s for 4 MB (a quadratic copy, not a pattern)
+    "text one long paragraph": lambda: (("Title\n\n" + "the pump runs quietly while the tank fills.\n" * 90000)
+                                        .encode(), "long.txt"),
 }
+
+
+def test_a_list_of_constants_is_headings_not_a_recursion_error() -> None:
+    """A thousand ALL-CAPS lines recursed once each and dead-lettered a harmless file."""
+    data = ("\n".join(f"CONST_{i}" for i in range(3000)) + "\n\nSome body text here.").encode()
+    result = parse_document(data, "constants.txt", ParseConfig())
+    assert sum(b.kind == "heading" for b in result.blocks) == 3000 and result.blocks[-1].text == "Some body text here."
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -114,9 +124,38 @@ def test_rewritten_patterns_match_what_they_replaced(old: str, new: str, pieces:
         assert before.findall(s) == rewritten.findall(s), repr(s)
 
 
-def test_last_word_reads_what_the_search_read() -> None:
-    from assets.parsing.textutil import _last_word
+def _join_lines_before(lines: list[str], vocabulary: frozenset[str]) -> str:
+    """join_lines as it was: concatenation and a search over the whole paragraph (quadratic)."""
+    out = ""
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        if not out:
+            out = line
+            continue
+        if out.endswith(("-", "\u2010", "\u00ad")) and len(out) > 1 and out[-2].isalpha() and line[:1].islower():
+            head = re.search(r"(\w+)\W?$", out)
+            tail = re.match(r"\w+", line)
+            compound = f"{head.group(1)}-{tail.group(0)}".lower() if head and tail else ""
+            out = out[:-1] + ("-" if compound and compound in vocabulary else "") + line
+        elif out.endswith("\u00ad"):
+            out = out[:-1] + line
+        else:
+            out = out + " " + line
+    return out
 
+
+def test_joining_lines_gives_what_it_gave_before() -> None:
+    from assets.parsing.textutil import _HYPHENS, _last_word, join_lines
+
+    assert _HYPHENS == ("-", "\u2010", "\u00ad")  # the reference above repeats them
     for s in _random_strings(["a", "B", "_", "1", "-", " ", ".", "é", "\u00ad"], 20000, 10, seed=9):
         m = re.search(r"(\w+)\W?$", s)
-        assert _last_word(s) == (m.group(1) if m else None), repr(s)
+        assert _last_word([s]) == (m.group(1) if m else None), repr(s)
+    rng = random.Random(11)
+    pieces = ["well-", "known", "infor-", "mation", "a", "-", "B", "\u00ad", " ", "x-", "\u2010", "é"]
+    vocabulary = frozenset({"well-known", "a-a", "x-known"})
+    for _ in range(20000):
+        lines = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 3))) for _ in range(rng.randint(0, 6))]
+        assert join_lines(lines, vocabulary) == _join_lines_before(lines, vocabulary), lines

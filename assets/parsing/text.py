@@ -73,25 +73,35 @@ def _is_wrapped_prose(lines: list[str]) -> bool:
 
 
 def _para_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
-    if len(para) >= 2 and _is_underline(para[1]) and _short_title(para[0], 12):
-        level = 1 if para[1].strip()[0] in "=*#" else 2
-        head = Block("heading", clean_inline(para[0]), level=level)
-        return [head, *(_para_blocks(para[2:], next_para) if para[2:] else [])]
-    if len(para) >= 2 and _all_caps(para[0]) and _short_title(para[0]):
-        return [
-            Block("heading", clean_inline(para[0]), level=1),
-            *_para_blocks(para[1:], next_para),
-        ]
-    if (
-        len(para) >= 3
-        and _short_title(para[0], MAX_WEAK_HEADING_WORDS)
-        and para[0][:1].isupper()
-        and not _ITEM.match(para[0])
-        and len(para[0]) < 0.5 * max(len(ln) for ln in para[1:])
-        and _is_wrapped_prose(para[1:])
-    ):
-        # "Day 2" on its own line above a wrapped paragraph.
-        return [Block("heading", clean_inline(para[0]), level=2), *_para_blocks(para[1:], None)]
+    """A paragraph's blocks: the headings that open it (taken one by one in a loop: a list of
+    a thousand ALL-CAPS constants recursed once per line and failed the file), then its body."""
+    heads: list[Block] = []
+    while True:
+        if len(para) >= 2 and _is_underline(para[1]) and _short_title(para[0], 12):
+            level = 1 if para[1].strip()[0] in "=*#" else 2
+            heads.append(Block("heading", clean_inline(para[0]), level=level))
+            para = para[2:]
+            if not para:
+                return heads
+        elif len(para) >= 2 and _all_caps(para[0]) and _short_title(para[0]):
+            heads.append(Block("heading", clean_inline(para[0]), level=1))
+            para = para[1:]
+        elif (
+            len(para) >= 3
+            and _short_title(para[0], MAX_WEAK_HEADING_WORDS)
+            and para[0][:1].isupper()
+            and not _ITEM.match(para[0])
+            and len(para[0]) < 0.5 * max(len(ln) for ln in para[1:])
+            and _is_wrapped_prose(para[1:])
+        ):
+            # "Day 2" on its own line above a wrapped paragraph.
+            heads.append(Block("heading", clean_inline(para[0]), level=2))
+            para, next_para = para[1:], None
+        else:
+            return heads + _body_blocks(para, next_para)
+
+
+def _body_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
     if len(para) == 1:
         level = _single_line_heading(para[0], next_para)
         if level:
