@@ -24,7 +24,7 @@ import json
 from typing import Any
 
 from assets.parsing.sniff import decode_text
-from assets.parsing.textutil import clean_inline, table_row_groups
+from assets.parsing.textutil import clean_inline, cut_label, table_row_groups
 from connectors.documents import Block, ParseResult
 
 __all__ = ["parse_json", "parse_jsonl"]
@@ -53,7 +53,7 @@ def _flat_row(obj: dict[str, Any], prefix: str = "") -> dict[str, str]:
     """An object flattened to dotted keys; lists of scalars joined, other lists as JSON."""
     out: dict[str, str] = {}
     for k, v in obj.items():
-        key = f"{prefix}{k}"
+        key = f"{prefix}{cut_label(str(k))}"
         if isinstance(v, dict):
             out.update(_flat_row(v, key + "."))
         elif isinstance(v, list):
@@ -134,7 +134,9 @@ class _Writer:
 
 
 def _join(path: str, key: Any) -> str:
-    return f"{path}.{key}" if path else str(key)
+    # a key is repeated in the path of every value under it: a long one is cut (a 150 KB
+    # object under one enormous key made hundreds of MB of text)
+    return f"{path}.{cut_label(str(key))}" if path else cut_label(str(key))
 
 
 def _title(value: Any) -> str | None:

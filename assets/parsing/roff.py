@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from connectors.errors import TooLarge
+
 __all__ = ["REQUEST", "Roff", "args", "condition", "logical_lines"]
 
 _GLYPHS = {
@@ -63,8 +65,13 @@ class Roff:
     """One document's string table (`.ds`, seeded with the usual predefined strings) and the
     resolution of escapes in its text."""
 
+    # characters that `\*` string references may add to one document: a 10 KB string named
+    # thousands of times made 100 MB of text from a 40 KB page
+    EXPANSION_BUDGET = 2_000_000
+
     def __init__(self) -> None:
         self.strings: dict[str, str] = dict(_STRINGS)
+        self.expanded = 0
 
     def text(self, s: str) -> str:
         """A line's text with its escapes resolved."""
@@ -84,6 +91,9 @@ class Roff:
         string = g("str2") or g("strn") or g("str1")
         if string is not None:
             value = self.strings.get(string, "")
+            self.expanded += len(value)
+            if self.expanded > self.EXPANSION_BUDGET:
+                raise TooLarge(f"string references expand past {self.EXPANSION_BUDGET:,} characters")
             return self.text(value) if "\\*" not in value else ""  # no recursion through strings
         if g("num") is not None:
             return _char(int(g("num")))

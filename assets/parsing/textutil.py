@@ -163,9 +163,10 @@ def markdown_table(rows: Sequence[Sequence[object]], header: Sequence[object] | 
     """
     body = [list(r) for r in rows]
     head = list(header) if header is not None else (body.pop(0) if body else [])
-    width = max([len(head)] + [len(r) for r in body]) if (head or body) else 0
+    width = table_width(head, body)
     if width == 0:
         return ""
+    head, body = fit_row(head, width), [fit_row(r, width) for r in body]
 
     def fmt(row: Iterable[object]) -> str:
         cells = [_cell(c) for c in row]
@@ -177,6 +178,33 @@ def markdown_table(rows: Sequence[Sequence[object]], header: Sequence[object] | 
     return "\n".join(lines)
 
 
+MAX_PADDING_SHARE = 10  # padding may be this many times a table's own cells (and 100 KB) ...
+
+
+def table_width(head: Sequence[object], rows: Sequence[Sequence[object]]) -> int:
+    """The number of columns to draw: the widest row, unless padding every row to it would
+    multiply the table (one row of 16,000 commas in a CSV of two-column rows made 956 MB of
+    text from 149 KB); then the header's width or the 95th percentile of the rows', whichever
+    is larger, and wider rows keep their extra cells in their last column (`fit_row`)."""
+    lengths = [len(r) for r in rows]
+    width = max([len(head), *lengths]) if (head or rows) else 0
+    padding = 3 * sum(width - n for n in lengths)
+    cells = sum(len(str(c)) + 3 for r in rows for c in r if c is not None)
+    if padding <= max(MAX_PADDING_SHARE * cells, 100_000):
+        return width
+    lengths.sort()
+    return max(len(head), lengths[int(0.95 * (len(lengths) - 1))], 1)
+
+
+def fit_row(row: Sequence[object], width: int) -> list[object]:
+    """`row` with at most `width` cells: the cells past the last column are kept in it."""
+    cells = list(row)
+    if len(cells) <= width:
+        return cells
+    rest = " ".join(str(c) for c in cells[width - 1:] if c is not None and str(c) != "")
+    return [*cells[:width - 1], rest]
+
+
 def table_header_lines(markdown: str) -> str:
     """The first two lines (header + separator) of a Markdown table."""
     return "\n".join(markdown.split("\n")[:2])
@@ -184,6 +212,14 @@ def table_header_lines(markdown: str) -> str:
 
 ROW_GROUP_ROWS = 50  # data rows per table block of a spreadsheet-like source ...
 ROW_GROUP_CHARS = 6000  # ... or fewer, when the rows are long
+
+
+MAX_LABEL_CHARS = 200
+
+
+def cut_label(label: str) -> str:
+    """A label (column header, key) that is repeated with every value it names, cut to a bound."""
+    return label if len(label) <= MAX_LABEL_CHARS else label[:MAX_LABEL_CHARS - 1] + "…"
 
 
 def table_row_groups(
@@ -205,8 +241,11 @@ def table_row_groups(
     """
     from connectors.documents import Block
 
-    head = [clean_inline("" if c is None else str(c)) for c in header]
-    width = max([len(head)] + [len(r) for r in rows]) if (head or rows) else 0
+    # a header label is repeated in every group: a long one is cut (a 369 KB file of rows under
+    # one enormous label made 160 MB of text)
+    head = [cut_label(clean_inline("" if c is None else str(c))) for c in header]
+    width = table_width(head, rows)
+    head = [str(c) for c in fit_row(head, width)]
     head += [f"column {i + 1}" for i in range(len(head), width)]
     header_md = table_header_lines(markdown_table([], header=head))
     blocks: list[Block] = []
@@ -224,7 +263,8 @@ def table_row_groups(
 
     for i, row in enumerate(rows):
         n = first_row + i
-        row_chars = sum(len(str(c)) + 3 for c in row if c is not None)
+        row = fit_row(row, width)
+        row_chars = sum(len(str(c)) + 3 for c in row if c is not None) + 3 * (width - len(row))  # padded
         if group and (len(group) >= max_rows or size + row_chars > max_chars):
             flush(n - 1)
         group.append(row)

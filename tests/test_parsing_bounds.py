@@ -1,0 +1,66 @@
+"""A few kilobytes of hostile input cannot make a parser produce or hold gigabytes.
+
+Found by a resource audit: each input below multiplied into hundreds of megabytes of text or
+memory (and, unbounded, an out-of-memory kill of the whole run). Now the text a parse returns
+stays within a small multiple of its input, or the document is refused as `too-large`.
+"""
+
+from __future__ import annotations
+
+import resource
+
+import pytest
+
+from assets.parsing import parse_document
+from connectors.config import ParseConfig
+from connectors.errors import TooLarge
+
+
+def _text_chars(data: bytes, name: str) -> int:
+    result = parse_document(data, name, ParseConfig())
+    return sum(len(b.text) for b in result.blocks)
+
+
+def test_one_wide_row_does_not_pad_every_row_of_a_csv() -> None:
+    """One row of 16,000 commas among 16,000 two-cell rows made 956 MB of text from 149 KB."""
+    data = ("name,value\nx" + "," * 16000 + "\n" + "".join(f"a{i},b\n" for i in range(16000))).encode()
+    assert _text_chars(data, "wide.csv") < 5 * len(data)
+    result = parse_document(data, "wide.csv", ParseConfig())
+    assert "a15999 | b" in result.blocks[-1].text  # every row is still there, under its columns
+
+
+def test_a_regular_csv_keeps_every_column() -> None:
+    rows = "".join(f"r{i},{i},x{i},\n" for i in range(300))  # a trailing empty cell in every row
+    result = parse_document(("a,b,c,d\n" + rows).encode(), "plain.csv", ParseConfig())
+    assert result.blocks[0].text.split("\n")[0] == "| a | b | c | d |" and "| r0 | 0 | x0 |  |" in result.blocks[0].text
+
+
+def test_a_long_header_label_is_not_repeated_in_every_group() -> None:
+    data = ("H" * 360000 + ",G\n" + "".join(f"a{i},b\n" for i in range(36000))).encode()
+    assert _text_chars(data, "label.csv") < 3 * len(data)
+
+
+def test_a_long_json_key_is_not_repeated_in_every_path() -> None:
+    data = ('{"' + "K" * 40000 + '": {' + ",".join(f'"{i}":1' for i in range(3000)) + "}}").encode()
+    assert _text_chars(data, "keys.json") < 15 * len(data)
+
+
+def test_a_man_page_string_named_thousands_of_times_is_refused() -> None:
+    """A 10 KB `.ds` string referenced 10,000 times made 100 MB of text from a 40 KB page."""
+    page = ('.TH X 1\n.SH NAME\nx \\- y\n.ds x ' + "word " * 2000 + "\n.SH DESCRIPTION\n"
+            + ("\\*x" * 50 + "\n") * 200)
+    with pytest.raises(TooLarge, match="string references expand"):
+        parse_document(page.encode(), "x.1", ParseConfig())
+    ordinary = '.TH X 1\n.ds v 2.1\n.SH NAME\nx \\- version \\*v of x\n'
+    assert "version 2.1 of x" in " ".join(b.text for b in parse_document(ordinary.encode(), "x.1").blocks)
+
+
+def test_a_subject_of_encoded_words_is_cut_before_the_standard_library_parses_it() -> None:
+    """16,000 encoded words in one Subject took 1.8 GB in the standard library (quadratic)."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    data = (b"From: a@b.org\r\nSubject: " + b"=?utf-8?q?a?= " * 16000
+            + b"\r\nContent-Type: text/plain\r\n\r\nThe pump runs at night.\r\n")
+    result = parse_document(data, "subject.eml", ParseConfig())
+    assert result.blocks[-1].text == "The pump runs at night." and result.metadata["subject"].startswith("aaaa")
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 500, f"peak memory grew by {grown_mb:.0f} MB"
