@@ -1,4 +1,4 @@
-"""Untrusted documents cannot make a parser backtrack for minutes (ReDoS).
+"""Untrusted documents cannot make a parser run for minutes (ReDoS and quadratic loops).
 
 An audit timed every regular expression a document reaches on long runs of the characters it
 repeats. These inputs took 10 to 45 s each to parse before the rewrites (super-linear growth: a
@@ -58,6 +58,10 @@ CASES: dict[str, Callable[[], tuple[bytes, str]]] = {
     "html heading anchor": lambda: (("<h1>Title" + " " * 64000 + "x</h1><p>body text</p>").encode(), "a.html"),
     "rst footnote spaces": lambda: (("Title\n=====\n\nPara " + "\t" * 16000 + "x\n").encode(), "a.rst"),
     "rst link spaces": lambda: (("Title\n=====\n\nPara `" + " " * 64000 + "x\n").encode(), "b.rst"),
+    # a run of siblings retried as records from each position, titles' ancestors re-read: n²
+    "xml sibling run": lambda: (("<?xml version='1.0'?><r>" + "<p>x</p>" * 20000 + "</r>").encode(), "run.xml"),
+    "xml sibling titles": lambda: (("<?xml version='1.0'?><r>" + "<title>x</title>" * 20000 + "</r>").encode(),
+                                   "titles.xml"),
     # joined by concatenation: 21 s for 4 MB (a quadratic copy, not a pattern)
     "text one long paragraph": lambda: (("Title\n\n" + "the pump runs quietly while the tank fills.\n" * 90000)
                                         .encode(), "long.txt"),
