@@ -64,3 +64,12 @@ def test_a_subject_of_encoded_words_is_cut_before_the_standard_library_parses_it
     assert result.blocks[-1].text == "The pump runs at night." and result.metadata["subject"].startswith("aaaa")
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 500, f"peak memory grew by {grown_mb:.0f} MB"
+
+
+def test_a_huge_page_is_rendered_for_ocr_below_a_pixel_bound() -> None:
+    from assets.parsing.pdf import MAX_OCR_PIXELS, ocr_dpi
+
+    assert ocr_dpi(612, 792, 300) == 300  # US letter: as configured
+    dpi = ocr_dpi(4200, 4200, 300)  # declared by a 4 KB file: 300 million pixels at 300 dpi
+    assert dpi < 300 and (4200 / 72 * dpi) ** 2 <= MAX_OCR_PIXELS
+    assert ocr_dpi(10**7, 10**7, 300) == 1

@@ -307,13 +307,24 @@ def _read_pages(doc: pymupdf.Document, config: ParseConfig, warnings: list[str])
     return pages
 
 
+MAX_OCR_PIXELS = 40_000_000  # a US-letter page at 300 dpi is 8.4 million
+
+
+def ocr_dpi(width_pt: float, height_pt: float, wanted: int) -> int:
+    """The resolution to render a page at for OCR: `wanted`, lowered so the image stays under
+    `MAX_OCR_PIXELS`. A 4 KB PDF can declare a page of 4,200 pt square: at 300 dpi that is a
+    300-million-pixel render (4.4 GB), from a resource audit."""
+    inches = max(width_pt, 1.0) * max(height_pt, 1.0) / 72 / 72
+    return max(1, min(wanted, int((MAX_OCR_PIXELS / inches) ** 0.5)))
+
+
 def _ocr_page(page: pymupdf.Page, p: _Page, config: ParseConfig) -> None:
     tessdata = find_tessdata(config.ocr_language)
     try:
         tp = page.get_textpage_ocr(
             flags=_FLAGS,
             language=config.ocr_language,
-            dpi=config.ocr_dpi,
+            dpi=ocr_dpi(page.rect.width, page.rect.height, config.ocr_dpi),
             full=True,
             tessdata=tessdata,
         )
