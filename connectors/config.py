@@ -310,6 +310,15 @@ class QueryConfig(_Strict):
     # localhost names when bound to a loopback address, any host otherwise (put a proxy in front)
     allowed_hosts: list[str] | None = None
 
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts_without_ports(cls, hosts: list[str] | None) -> list[str] | None:
+        for h in hosts or []:
+            if not h or "]:" in h or (":" in h and not h.startswith("[")):
+                raise ValueError(f"allowed_hosts entry {h!r}: a host name without a port "
+                                 "(the Host header's port is not compared)")
+        return hosts
+
     @model_validator(mode="after")
     def _k_within_candidates(self) -> QueryConfig:
         if self.k > self.candidates:

@@ -550,7 +550,10 @@ def cmd_serve(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     config = server_config(cfg, a.host, a.port)
     if warning := no_credentials_warning(cfg.query.auth):
         print(warning, file=sys.stderr)
-    uvicorn.Server(config).run()
+    try:
+        uvicorn.Server(config).run()
+    except KeyboardInterrupt:  # uvicorn has shut down cleanly; Ctrl-C is how serve is stopped
+        pass
 
 
 def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:

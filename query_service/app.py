@@ -30,14 +30,13 @@ from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from connectors.config import BinderyConfig, load_config
 from connectors.errors import BindingError, QueryError
 from connectors.indexes.base import Filters
 from query_service.auth import Authenticator, Unauthorized
 from query_service.console import console_router
-from query_service.middleware import BodyLimit, RecordRequests, SecurityHeaders, ServiceMetrics
+from query_service.middleware import BASE_HEADERS, BodyLimit, HostCheck, RecordRequests, SecurityHeaders, ServiceMetrics
 from query_service.retrieval import LiveRetriever, make_filters, redact_trace
 
 __all__ = ["SearchRequest", "SearchResponse", "app_from_env", "create_app"]
@@ -198,12 +197,14 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
                          description=f"Hybrid retrieval (dense + BM25, {fusion}) over the live "
                                      "generation, with ACLs enforced from a verified credential.")
     metrics = ServiceMetrics()
+    # the last added runs first: metrics see every answer, the security headers go on the
+    # host check's 400 and the body limit's 413 too
     app.add_middleware(BodyLimit, max_bytes=conf.query.max_body_bytes)
-    app.add_middleware(SecurityHeaders)
     hosts = allowed_hosts or conf.query.allowed_hosts
     if hosts:
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)
-    app.add_middleware(RecordRequests, metrics=metrics)  # outermost: counts the 413s too
+        app.add_middleware(HostCheck, allowed_hosts=hosts)
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(RecordRequests, metrics=metrics)
 
     @app.exception_handler(Exception)
     async def _internal_error(_req: Request, exc: Exception) -> JSONResponse:
@@ -211,7 +212,7 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
         # read, say); its text may name hosts, users or SQL, so it goes to the log, not the caller
         log.error("request failed: %s: %s", type(exc).__name__, exc)
         metrics.errors.labels("internal").inc()
-        return JSONResponse(status_code=500, content={
+        return JSONResponse(status_code=500, headers=BASE_HEADERS, content={
             "error": "internal server error", "detail": "the service could not answer; its log has the cause"})
 
     @app.exception_handler(StarletteHTTPException)
@@ -327,14 +328,17 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
 
 
 def loopback_hosts(host: str) -> list[str] | None:
-    """The Host header values a service bound to a loopback address answers: its own names,
-    never a name a web page chose (DNS rebinding). None (any) for another address, and for IPv6
-    loopback, whose bracketed Host the host check cannot read."""
+    """The Host header values a service bound to a loopback address answers: its own names
+    (the address it is bound to among them; an IPv6 one bracketed, as a Host header writes it),
+    never a name a web page chose (DNS rebinding). None (any host) for another address."""
     try:
-        loopback = host == "localhost" or ipaddress.IPv4Address(host).is_loopback
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         loopback = False
-    return ["localhost", "127.0.0.1"] if loopback else None
+    if not loopback:
+        return None
+    own = f"[{host}]" if ":" in host else host
+    return list(dict.fromkeys(["localhost", "127.0.0.1", "[::1]", own]))
 
 
 def server_config(cfg: BinderyConfig, host: str, port: int, *, log_level: str = "info") -> uvicorn.Config:

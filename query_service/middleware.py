@@ -1,5 +1,5 @@
 """ASGI middleware of the query service: a request-body size limit enforced before anything
-parses the body, and Prometheus metrics for every request.
+parses the body, a Host check, security headers, and Prometheus metrics for every request.
 
 `BodyLimit` refuses a body larger than `max_bytes` with 413: at once when ``Content-Length``
 says so, else (chunked uploads) as soon as the bytes received pass the limit, so an oversized
@@ -16,7 +16,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["BodyLimit", "RecordRequests", "SecurityHeaders", "ServiceMetrics"]
+__all__ = ["BASE_HEADERS", "BodyLimit", "HostCheck", "RecordRequests", "SecurityHeaders", "ServiceMetrics"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -38,6 +38,41 @@ CONSOLE_CSP = ("default-src 'self'; img-src 'self' data:; frame-ancestors 'none'
                "form-action 'none'")
 
 
+# Every answer, errors included (the catch-all 500 handler adds them itself: Starlette answers
+# it outside all middleware): no MIME sniffing, no framing, no referrer.
+BASE_HEADERS = {"x-content-type-options": "nosniff", "x-frame-options": "DENY", "referrer-policy": "no-referrer"}
+
+
+class HostCheck:
+    """Answer only requests whose Host header names this service (DNS rebinding: a web page in
+    the operator's browser must not reach a loopback service under a name the page chose).
+    Entries are host names without a port; ``*.example.org`` matches any subdomain, ``*`` any
+    host. Others get 400 in the service's one error shape, saying which setting to change."""
+
+    def __init__(self, app: ASGIApp, allowed_hosts: list[str]):
+        self.app = app
+        self.allowed = [h.lower() for h in allowed_hosts]
+
+    def _answers(self, host: str) -> bool:
+        # the name without its port; an IPv6 literal keeps its brackets ("[::1]:8000")
+        host = (host[: host.find("]") + 1] if host.startswith("[") else host.split(":", 1)[0]).lower()
+        return any(a == "*" or host == a or (a.startswith("*.") and host.endswith(a[1:]))
+                   for a in self.allowed)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
+        if self._answers(host):
+            await self.app(scope, receive, send)
+            return
+        shown = host[:100] or "(none)"
+        await _reply(send, 400, {"error": "bad request",
+                                 "detail": f"Host {shown!r} is not answered here; list it in "
+                                           "query.allowed_hosts"})
+
+
 class SecurityHeaders:
     """Headers every answer carries (no MIME sniffing, no framing, no referrer) and the
     console's Content-Security-Policy: a document's text shown there can never run as script,
@@ -51,8 +86,7 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        extra = [(b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
-                 (b"referrer-policy", b"no-referrer")]
+        extra = [(k.encode(), v.encode()) for k, v in BASE_HEADERS.items()]
         if str(scope.get("path", "")).startswith(self.console_prefix):
             extra.append((b"content-security-policy", CONSOLE_CSP.encode()))
 

@@ -400,7 +400,7 @@ def redact_trace(trace: dict[str, Any]) -> dict[str, Any]:
     rank order, without their raw scores. BM25 scores carry the corpus-wide document frequency
     of the query's words, documents the caller cannot read included, so a raw score would tell
     whether a word occurs in them."""
-    return {**trace, **{r: [{"chunk_id": e["chunk_id"]} for e in trace.get(r, [])]
+    return {**trace, **{r: [{"chunk_id": e["chunk_id"], "score": None} for e in trace.get(r, [])]
                         for r in ("dense", "sparse", "unit") if r in trace}}
 
 
@@ -440,6 +440,10 @@ class GenerationRetriever:
             self.store.dispose()
 
 
+class _StoreUnreadable(Exception):
+    """The binding or generation rows could not be read: the store, not a generation, is down."""
+
+
 class LiveRetriever:
     """Serves the live binding and follows it (see module docstring)."""
 
@@ -453,7 +457,10 @@ class LiveRetriever:
         # phrase (a database error's text names hosts, users and SQL: it goes to the log only)
         self.store_error: str | None = None
         self._stop = threading.Event()
-        self.refresh()
+        try:
+            self.refresh()
+        except _StoreUnreadable as e:  # at startup the caller sees the store's own error
+            raise e.__cause__ or e from None
         if follow:
             threading.Thread(target=self._follow, name="binding-follower", daemon=True).start()
 
@@ -462,16 +469,24 @@ class LiveRetriever:
         return self._current
 
     def refresh(self) -> bool:
-        """Open the bound generation if the binding moved; True when a swap happened."""
+        """Open the bound generation if the binding moved; True when a swap happened.
+
+        Raises `_StoreUnreadable` only when the store itself cannot be read; a generation that
+        cannot be opened keeps the old one serving and is reported as `last_error`."""
         with self._swap:
-            b = self.store.get_binding() if self.store.initialised() else None
+            try:
+                b = self.store.get_binding() if self.store.initialised() else None
+                cur = self._current
+                moved = b is not None and not (cur is not None and cur.version == b.version
+                                               and cur.gen.id == b.generation_id)
+                gen = self.store.get_generation(b.generation_id) if moved and b is not None else None
+            except Exception as e:
+                raise _StoreUnreadable() from e
             if b is None:
                 self.last_error = "no live binding yet: run `bindery sync` first"
                 return False
-            cur = self._current
-            if cur is not None and cur.version == b.version and cur.gen.id == b.generation_id:
+            if not moved:
                 return False
-            gen = self.store.get_generation(b.generation_id)
             if gen is None:
                 self.last_error = f"binding points at missing generation {b.generation_id}"
                 return False
@@ -479,6 +494,11 @@ class LiveRetriever:
                 new = _Served(self.cfg, gen, b.version)
             except BindingError as e:  # keep serving the old generation; report it on /readyz
                 self.last_error = str(e)
+                return False
+            except Exception:  # a generation that cannot open is not an outage of the store
+                log.exception("generation %s could not be opened; still serving the previous one", gen.id)
+                self.last_error = (f"generation {gen.id} could not be opened "
+                                   "(the service log has the cause)")
                 return False
             self._current = new
             self.last_error = None
@@ -490,10 +510,12 @@ class LiveRetriever:
         while not self._stop.wait(self.cfg.query.poll_seconds):
             try:
                 self.refresh()
-            except Exception:
+            except _StoreUnreadable:
                 if self.store_error is None:  # logged once per outage, not every poll
                     log.exception("the binding could not be read; not ready until it can")
                 self.store_error = "the document store cannot be read (the service log has the cause)"
+            except Exception:  # never let the follower die: the next poll tries again
+                log.exception("following the binding failed; the next poll retries")
             else:
                 if self.store_error is not None:
                     log.warning("the document store reads again")

@@ -8,6 +8,7 @@ Set BINDERY_SCREENSHOTS=DIR to keep the screenshots (docs/console-*.png were mad
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -212,7 +213,10 @@ def test_the_served_app_bounds_headers_checks_the_host_and_sets_security_headers
     assert status == 200 and "frame-ancestors 'none'" in headers["content-security-policy"]
     assert headers["x-content-type-options"] == "nosniff" and headers["x-frame-options"] == "DENY"
     assert get("/healthz", {"Host": f"localhost:{port}"})[0] == 200
-    assert get("/healthz", {"Host": "evil.example"})[0] == 400  # a rebound name is not answered
+    status, headers, body = get("/healthz", {"Host": "evil.example"})  # a rebound name is not answered
+    assert status == 400 and headers["x-frame-options"] == "DENY"
+    assert json.loads(body) == {"error": "bad request", "detail": "Host 'evil.example' is not answered "
+                                "here; list it in query.allowed_hosts"}
     try:
         big = get("/healthz", {"X-Pad": "a" * 200_000})[0]
     except (ConnectionError, http.client.HTTPException):

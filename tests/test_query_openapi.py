@@ -122,6 +122,7 @@ def test_a_failure_of_the_service_is_one_json_line_without_its_cause(tmp_path: P
             live.store.initialised = lambda: True  # type: ignore[method-assign]
             r = c.get("/binding")
             assert r.status_code == 500 and r.json()["error"] == "internal server error"
+            assert r.headers["x-content-type-options"] == "nosniff"  # answered outside the middleware
             assert "SELECT" not in r.text and "db.internal" not in r.text
             deadline = time.monotonic() + 10
             while live.store_error is None and time.monotonic() < deadline:
@@ -131,3 +132,31 @@ def test_a_failure_of_the_service_is_one_json_line_without_its_cause(tmp_path: P
             assert "SELECT" not in ready.text and "db.internal" not in ready.text
     finally:
         live.close()
+
+
+def test_the_host_check_answers_only_the_names_listed(tmp_path: Path) -> None:
+    from query_service.app import loopback_hosts
+
+    cfg = config_from_dict({"data_dir": str(tmp_path / "data")})
+    DocumentStore(cfg.database_url).dispose()
+    with TestClient(create_app(cfg, allowed_hosts=["search.example.org", "*.corp.example", "[::1]"])) as c:
+        def status(host: str) -> int:
+            return c.get("/healthz", headers={"Host": host}).status_code
+
+        assert status("search.example.org:8080") == 200 and status("SEARCH.example.org") == 200
+        assert status("a.b.corp.example") == 200 and status("[::1]:8000") == 200
+        assert status("evil.example") == 400 and status("corp.example.evil") == 400
+        bad = c.get("/healthz", headers={"Host": "evil.example"})
+        assert bad.json()["detail"].startswith("Host 'evil.example' is not answered")
+        assert bad.headers["x-frame-options"] == "DENY"
+    # the address bound is answered too (127.0.0.2, ::1); any host on a non-loopback address
+    assert "127.0.0.2" in (loopback_hosts("127.0.0.2") or [])
+    assert "[::1]" in (loopback_hosts("::1") or []) and loopback_hosts("0.0.0.0") is None
+
+
+def test_an_allowed_host_with_a_port_is_a_config_error() -> None:
+    from connectors.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="without a port"):
+        config_from_dict({"query": {"allowed_hosts": ["localhost:8000"]}})
+    assert config_from_dict({"query": {"allowed_hosts": ["[::1]", "*.example.org"]}}).query.allowed_hosts

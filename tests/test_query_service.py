@@ -116,7 +116,8 @@ def test_raw_retriever_scores_are_for_operators_only(served: Served) -> None:
     body = {"query": "battery XR-4471 office", "k": 5}
     for key in (ANON_KEY, HR_KEY):
         tr = c.post("/search", key=key, json=body).json()["trace"]
-        assert tr["sparse"] and all(e.get("score") is None for r in ("dense", "sparse", "unit") for e in tr[r])
+        assert tr["sparse"] and all("score" in e and e["score"] is None  # null, as the contract says
+                                    for r in ("dense", "sparse", "unit") for e in tr[r])
     ops = c.post("/search", key=OPS_KEY, json=body).json()["trace"]
     assert ops["sparse"] and all(isinstance(e["score"], float) for e in ops["sparse"])
 
@@ -241,6 +242,30 @@ def test_a_query_embedder_mismatch_is_a_hard_error(tmp_path: Path) -> None:
         assert c.get("/readyz").status_code == 503
         resp = c.post("/search", json={"query": "battery", "principal": "a"})
         assert resp.status_code == 503 and "differs" in resp.json()["detail"]
+    r.close()
+
+
+def test_a_generation_that_cannot_open_keeps_the_old_one_ready(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any failure opening a new generation once made /readyz say the *store* was down (503)
+    while the old generation served fine; now the old one serves and readyz warns."""
+    from query_service import retrieval
+
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    cfg = load_config(dep.config_path)
+    r = LiveRetriever(cfg, follow=False)
+    DocumentStore(cfg.database_url).bump_binding()
+
+    def broken(*_a: object, **_k: object) -> None:
+        raise OSError("index file unreadable")
+
+    monkeypatch.setattr(retrieval, "_Served", broken)
+    assert r.refresh() is False and r.store_error is None
+    assert r.last_error is not None and "could not be opened" in r.last_error
+    with TestClient(create_app(cfg, r, allowed_hosts=["testserver"])) as c:
+        ready = c.get("/readyz")
+        assert ready.status_code == 200 and "could not be opened" in ready.json()["warning"]
     r.close()
 
 
