@@ -40,6 +40,22 @@ def test_a_long_header_label_is_not_repeated_in_every_group() -> None:
     assert _text_chars(data, "label.csv") < 3 * len(data)
 
 
+def test_a_wide_header_over_short_rows_is_not_repeated_in_every_group() -> None:
+    """1,000 labels of 200 characters over rows of empty cells: two rows a group repeated the
+    200 KB header 1,000 times (408 MB from 2.2 MB). A group now holds a quarter of the header."""
+    header = ",".join(f"h{i}" + "x" * 190 for i in range(1000))
+    data = (header + "\n" + "\n".join("," * 999 + f"v{r}" for r in range(400))).encode()
+    assert _text_chars(data, "wide.csv") < 20 * len(data)
+
+
+def test_an_ordinary_long_header_label_stays_whole() -> None:
+    question = "How satisfied were you with " + "the onboarding sessions and materials, " * 8 + "overall?"
+    assert 300 < len(question) < 1000
+    rows = "".join(f"r{i},{i % 5}\n" for i in range(120))
+    result = parse_document((f'id,"{question}"\n' + rows).encode(), "survey.csv", ParseConfig())
+    assert all(question in b.text for b in result.blocks) and len(result.blocks) == 3
+
+
 def test_a_long_json_key_is_not_repeated_in_every_path() -> None:
     data = ('{"' + "K" * 40000 + '": {' + ",".join(f'"{i}":1' for i in range(3000)) + "}}").encode()
     assert _text_chars(data, "keys.json") < 15 * len(data)

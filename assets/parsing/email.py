@@ -73,7 +73,7 @@ class _ParsedMessage(EmailMessage):
         """`EmailMessage.get`, through a parse cache shared by the messages of this process."""
         for k, v in self.raw_items():
             if k.lower() == key:
-                if self.policy is _POLICY and isinstance(v, str):
+                if self.policy is _POLICY and isinstance(v, str) and len(v) <= _CACHED_RAW_CHARS:
                     return _fetch_parse(k, v)
                 return self.policy.header_fetch_parse(k, v)
         return _MISSING
@@ -114,7 +114,13 @@ _POLICY = policy.default.clone(message_factory=_ParsedMessage, header_factory=_H
 _PARSER = BytesParser(policy=_POLICY)
 
 
-@functools.lru_cache(maxsize=4096)
+# A parsed header holds a token tree hundreds of times its raw size (a 180-character To list,
+# 80 KB): only short values, the repeated From, To and Content-Type lines, are cached, and few
+# of them, so the cache stays near 30 MB whatever the archive.
+_CACHED_RAW_CHARS = 256
+
+
+@functools.lru_cache(maxsize=256)
 def _fetch_parse(name: str, raw: str) -> Any:
     """A header's parsed value, once per distinct raw value: the messages of an archive repeat
     the same From, To and Content-Type lines (a list's address in every To), and parsing an

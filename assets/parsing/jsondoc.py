@@ -32,6 +32,7 @@ __all__ = ["parse_json", "parse_jsonl"]
 MAX_LINES = 25
 MAX_COLUMNS = 20
 MAX_VALUE_CHARS = 2000
+MAX_KEY_CHARS = 200  # a key is repeated in the dotted path of every value under it
 _TITLE_KEYS = ("title", "name", "subject", "headline")
 
 
@@ -53,7 +54,7 @@ def _flat_row(obj: dict[str, Any], prefix: str = "") -> dict[str, str]:
     """An object flattened to dotted keys; lists of scalars joined, other lists as JSON."""
     out: dict[str, str] = {}
     for k, v in obj.items():
-        key = f"{prefix}{cut_label(str(k))}"
+        key = f"{prefix}{cut_label(str(k), MAX_KEY_CHARS)}"
         if isinstance(v, dict):
             out.update(_flat_row(v, key + "."))
         elif isinstance(v, list):
@@ -136,7 +137,7 @@ class _Writer:
 def _join(path: str, key: Any) -> str:
     # a key is repeated in the path of every value under it: a long one is cut (a 150 KB
     # object under one enormous key made hundreds of MB of text)
-    return f"{path}.{cut_label(str(key))}" if path else cut_label(str(key))
+    return f"{path}.{cut_label(str(key), MAX_KEY_CHARS)}" if path else cut_label(str(key), MAX_KEY_CHARS)
 
 
 def _title(value: Any) -> str | None:

@@ -74,31 +74,33 @@ def _is_wrapped_prose(lines: list[str]) -> bool:
 
 def _para_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
     """A paragraph's blocks: the headings that open it (taken one by one in a loop: a list of
-    a thousand ALL-CAPS constants recursed once per line and failed the file), then its body."""
+    a thousand ALL-CAPS constants recursed once per line and failed the file), then its body.
+    `i` walks the lines; the list is sliced once at the end, not once per heading."""
     heads: list[Block] = []
+    i, n = 0, len(para)
     while True:
-        if len(para) >= 2 and _is_underline(para[1]) and _short_title(para[0], 12):
-            level = 1 if para[1].strip()[0] in "=*#" else 2
-            heads.append(Block("heading", clean_inline(para[0]), level=level))
-            para = para[2:]
-            if not para:
+        if n - i >= 2 and _is_underline(para[i + 1]) and _short_title(para[i], 12):
+            level = 1 if para[i + 1].strip()[0] in "=*#" else 2
+            heads.append(Block("heading", clean_inline(para[i]), level=level))
+            i += 2
+            if i == n:
                 return heads
-        elif len(para) >= 2 and _all_caps(para[0]) and _short_title(para[0]):
-            heads.append(Block("heading", clean_inline(para[0]), level=1))
-            para = para[1:]
+        elif n - i >= 2 and _all_caps(para[i]) and _short_title(para[i]):
+            heads.append(Block("heading", clean_inline(para[i]), level=1))
+            i += 1
         elif (
-            len(para) >= 3
-            and _short_title(para[0], MAX_WEAK_HEADING_WORDS)
-            and para[0][:1].isupper()
-            and not _ITEM.match(para[0])
-            and len(para[0]) < 0.5 * max(len(ln) for ln in para[1:])
-            and _is_wrapped_prose(para[1:])
+            n - i >= 3
+            and _short_title(para[i], MAX_WEAK_HEADING_WORDS)
+            and para[i][:1].isupper()
+            and not _ITEM.match(para[i])
+            and len(para[i]) < 0.5 * max(len(ln) for ln in para[i + 1:])
+            and _is_wrapped_prose(para[i + 1:])
         ):
             # "Day 2" on its own line above a wrapped paragraph.
-            heads.append(Block("heading", clean_inline(para[0]), level=2))
-            para, next_para = para[1:], None
+            heads.append(Block("heading", clean_inline(para[i]), level=2))
+            i, next_para = i + 1, None
         else:
-            return heads + _body_blocks(para, next_para)
+            return heads + _body_blocks(para[i:], next_para)
 
 
 def _body_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:

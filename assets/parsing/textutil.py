@@ -214,12 +214,18 @@ ROW_GROUP_ROWS = 50  # data rows per table block of a spreadsheet-like source ..
 ROW_GROUP_CHARS = 6000  # ... or fewer, when the rows are long
 
 
-MAX_LABEL_CHARS = 200
+# A column header longer than this is cut: it is repeated in every group of rows (a survey's
+# question as a header stays whole; a 369 KB label under every group made 160 MB of text)
+MAX_LABEL_CHARS = 1000
+# A group's rows hold at least this share of the header's characters, so repeating the header in
+# every group cannot multiply the text: a header of 1,000 long labels over rows of empty cells
+# made 408 MB from 2.2 MB with two rows a group. Ordinary tables never reach the floor.
+HEADER_SHARE = 0.25
 
 
-def cut_label(label: str) -> str:
-    """A label (column header, key) that is repeated with every value it names, cut to a bound."""
-    return label if len(label) <= MAX_LABEL_CHARS else label[:MAX_LABEL_CHARS - 1] + "…"
+def cut_label(label: str, limit: int = MAX_LABEL_CHARS) -> str:
+    """A label (column header, key) that is repeated with every value it names, cut to `limit`."""
+    return label if len(label) <= limit else label[:limit - 1] + "…"
 
 
 def table_row_groups(
@@ -241,13 +247,12 @@ def table_row_groups(
     """
     from connectors.documents import Block
 
-    # a header label is repeated in every group: a long one is cut (a 369 KB file of rows under
-    # one enormous label made 160 MB of text)
     head = [cut_label(clean_inline("" if c is None else str(c))) for c in header]
     width = table_width(head, rows)
     head = [str(c) for c in fit_row(head, width)]
     head += [f"column {i + 1}" for i in range(len(head), width)]
     header_md = table_header_lines(markdown_table([], header=head))
+    floor = HEADER_SHARE * len(header_md)
     blocks: list[Block] = []
     group: list[Sequence[object]] = []
     size = 0
@@ -265,7 +270,7 @@ def table_row_groups(
         n = first_row + i
         row = fit_row(row, width)
         row_chars = sum(len(str(c)) + 3 for c in row if c is not None) + 3 * (width - len(row))  # padded
-        if group and (len(group) >= max_rows or size + row_chars > max_chars):
+        if group and (len(group) >= max_rows or size + row_chars > max_chars) and size >= floor:
             flush(n - 1)
         group.append(row)
         size += row_chars
