@@ -22,7 +22,7 @@ from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.config import ParseQualityThresholds, SourceConfig
 from connectors.documents import ParseResult
-from connectors.errors import BinderyError, SourceError
+from connectors.errors import BinderyError, SourceError, TooLarge
 from connectors.sources import make_source
 from connectors.store import DocumentRecord, ParseRecord
 
@@ -174,8 +174,10 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                     if d.doc_id in dead:
                         resolved.append(d.doc_id)
             except (BinderyError, Exception) as e:
-                if isinstance(e, SourceError):
-                    # the source is unreachable now: nothing is known about the bytes, don't cache
+                if isinstance(e, (SourceError, TooLarge)):
+                    # the source is unreachable now: nothing is known about the bytes. Too large
+                    # is measured against the source's max_file_mb, which the parse key does not
+                    # hold: raising the limit must parse the file again. Neither is cached.
                     rt.store.add_dead_letter(doc_id=d.doc_id, source=source_name, external_id=d.external_id,
                                              stage="parse", reason=e.reason, error=str(e),
                                              trace=traceback.format_exc(), content_hash=key[0])

@@ -491,8 +491,14 @@ EXAMPLES = 20  # failures named per source; the count covers them all
 
 def _dead_letters(walk: StageWalk) -> dict[str, Any]:
     """What the sync would newly dead-letter in one source: the documents whose parse or cut,
-    made in memory, fails (cached failures are already in `bindery dlq`)."""
-    failures = sorted(walk.failures.values(), key=lambda pf: pf[0])
+    made in memory, fails. Cached failures are already in `bindery dlq`, and so is a failure
+    the sync retries every time (too large, a source that was down) once it is recorded for the
+    same bytes and reason: neither is new."""
+    recorded = {(r.doc_id, r.stage, r.reason, r.content_hash)
+                for r in walk.rt.store.dead_letters(source=walk.sp.name)} if walk.failures else set()
+    hashes = {d.doc_id: d.content_hash for d in walk.sp.docs}
+    failures = sorted(((path, f) for doc_id, (path, f) in walk.failures.items()
+                       if (doc_id, f.stage, f.reason, hashes.get(doc_id)) not in recorded), key=lambda pf: pf[0])
     by_reason: dict[str, int] = {}
     for _, f in failures:
         key = f"{f.stage}:{f.reason}"

@@ -492,3 +492,8 @@ def test_plan_names_the_documents_the_sync_would_dead_letter(tmp_path: Path) -> 
     again = dep.cli("plan")
     assert again["sources"]["docs"]["dead_letters"] == {"count": 0, "by_reason": {}, "examples": []}  # in dlq
     assert "dead-lettered" not in _human_plan(again)
+    # too large is not cached against bytes that fit a raised limit: the next sync parses them
+    dep.config["sources"][0]["max_file_mb"] = 1
+    dep.save()
+    dep.cli("sync")
+    assert "broken/expands.txt.gz" not in {d["doc"] for d in dep.cli("dlq")}
