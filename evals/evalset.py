@@ -90,12 +90,29 @@ CASE_KEYS = ("id", "query", "gold", "category", "exclude_docs")
 GOLD_KEYS = ("doc", "text")
 
 
+def _misspelt(key: str, known: str) -> bool:
+    """`key` reads as a slip of the keyboard on `known`. A key that extends a known one is an
+    annotation (`category_id`, `docs`, `qid`); a short key is a slip when one letter is changed
+    or left out or two are swapped (`dco`, `txt`, `txet`), a long one when it is close enough."""
+    if key == known or (len(key) > len(known) and (key.startswith(known) or key.endswith(known))):
+        return False
+    if len(known) >= 5:
+        return difflib.SequenceMatcher(None, key, known).ratio() >= 0.8
+    if len(key) == len(known) - 1 >= 3:  # a letter left out: `txt`
+        return any(known[:i] + known[i + 1:] == key for i in range(len(known)))
+    if len(key) != len(known):
+        return False
+    diff = [i for i, (a, b) in enumerate(zip(key, known, strict=True)) if a != b]
+    return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and key[diff[0]] == known[diff[1]]
+                              and key[diff[1]] == known[diff[0]])
+
+
 def _no_misspelt_keys(obj: dict[str, Any], known: tuple[str, ...], where: str) -> None:
     """Other keys are annotations (`evalset draft` marks its cases `"draft": true`), but one that
     is a near miss of a known key is a typo whose meaning would be silently lost: an
     `exlude_docs` would leave the documents it names in the results."""
     for key in obj:
-        if key not in known and (near := difflib.get_close_matches(str(key), known, n=1, cutoff=0.75)):
+        if key not in known and (near := [k for k in known if _misspelt(str(key), k)]):
             raise InvalidCaseError(f"{where}unknown key {key!r} (did you mean {near[0]!r}?)")
 
 

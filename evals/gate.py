@@ -213,7 +213,8 @@ def compare(
     ids = _paired_ids(live, candidate)
     cand_by_id = {c.id: c for c in candidate.per_case}
     regressed, improved = _flips(live, cand_by_id, metric)
-    regressed_secondary = _flips(live, cand_by_id, secondary)[0] if secondary else []
+    # the secondary metric's own flips; none when it is the metric (they would be listed twice)
+    regressed_secondary = _flips(live, cand_by_id, secondary)[0] if secondary and secondary != metric else []
 
     delta = {m: candidate.metrics[m] - live.metrics[m] for m in METRIC_NAMES}
     reasons: list[str] = []

@@ -150,6 +150,13 @@ def test_invalid_line_names_file_line_and_problem(tmp_path: Path, line: str, pro
         load_eval_set(p)
 
 
+def test_annotations_that_extend_a_key_are_not_typos(tmp_path: Path) -> None:
+    """`qid`, `ids`, `category_id`, a gold's `docs`: annotations a team adds, not slips."""
+    p = _write(tmp_path, [_case(id="q1", qid=7, ids=[1], category_id=3, notes="n",
+                                gold=[{"doc": "a.md", "docs": ["a.md"], "texts": []}])])
+    assert [c.id for c in load_eval_set(p)] == ["q1"]
+
+
 def test_duplicate_id_names_both_lines(tmp_path: Path) -> None:
     p = _write(tmp_path, [_case(id="q1"), _case(id="q2"), _case(id="q1", query="other")])
     with pytest.raises(ConfigError, match=r"set\.jsonl:3: duplicate id 'q1' .*line 1"):
