@@ -298,11 +298,16 @@ def open_reader(cfg: BinderyConfig, gen: GenerationRecord) -> IndexPair:
         private = _private_vector_copy(engine, snap)
         cleanup.append(private)
         vec_path = str(private / _EMBEDDED[engine])
-    if cfg.backends.keyword == "tantivy":
-        kw_path = gen.keyword_snapshot
-        if not kw_path or not Path(kw_path).exists():
-            raise BindingError(f"generation {gen.name} has no published keyword snapshot")
-    vec, kw = _open(cfg, gen, vec_path, kw_path, read_only=True, dim=None)
+    try:
+        if cfg.backends.keyword == "tantivy":
+            kw_path = gen.keyword_snapshot
+            if not kw_path or not Path(kw_path).exists():
+                raise BindingError(f"generation {gen.name} has no published keyword snapshot")
+        vec, kw = _open(cfg, gen, vec_path, kw_path, read_only=True, dim=None)
+    except BaseException:  # a reader that never opened leaves no private copy behind
+        for path in cleanup:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
     return IndexPair(vec, kw, gen, cleanup)
 
 

@@ -49,6 +49,9 @@ __all__ = ["GenerationRetriever", "Hit", "LiveRetriever", "SearchResult", "check
 
 _EMBEDDERS: dict[str, Embedder] = {}
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="retrieve")
+# A bound generation that failed to open is tried again after this long (each try copies its
+# vector snapshot; a transient failure of a server backend still recovers on its own)
+OPEN_RETRY_SECONDS = 60.0
 _THREAD_LOOKUP_LIMIT = 2000  # chunks of thread neighbours fetched per query at most
 # A thread longer than this lends nothing to its other messages: in a long discussion another
 # message of the thread says little about the one asked for.
@@ -456,6 +459,8 @@ class LiveRetriever:
         # set while the follower cannot read the store: /readyz says not ready, with this fixed
         # phrase (a database error's text names hosts, users and SQL: it goes to the log only)
         self.store_error: str | None = None
+        # ((binding version, generation), when to try again) of a generation that failed to open
+        self._failed: tuple[tuple[int, int], float] | None = None
         self._stop = threading.Event()
         try:
             self.refresh()
@@ -490,17 +495,24 @@ class LiveRetriever:
             if gen is None:
                 self.last_error = f"binding points at missing generation {b.generation_id}"
                 return False
+            bound = (b.version, gen.id)
+            if self._failed is not None and self._failed[0] == bound and time.monotonic() < self._failed[1]:
+                return False  # it failed to open moments ago: retried after a pause, not every poll
             try:
                 new = _Served(self.cfg, gen, b.version)
             except BindingError as e:  # keep serving the old generation; report it on /readyz
                 self.last_error = str(e)
+                self._failed = (bound, time.monotonic() + OPEN_RETRY_SECONDS)
                 return False
             except Exception:  # a generation that cannot open is not an outage of the store
-                log.exception("generation %s could not be opened; still serving the previous one", gen.id)
+                if self._failed is None or self._failed[0] != bound:  # logged once per binding
+                    log.exception("generation %s could not be opened; still serving the previous one", gen.id)
                 self.last_error = (f"generation {gen.id} could not be opened "
                                    "(the service log has the cause)")
+                self._failed = (bound, time.monotonic() + OPEN_RETRY_SECONDS)
                 return False
             self._current = new
+            self._failed = None
             self.last_error = None
         if cur is not None:
             cur.retire()

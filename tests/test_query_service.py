@@ -4,6 +4,8 @@ filters on both retrievers, 4xx on bad input, fail-closed identity, embedder mis
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -245,8 +247,8 @@ def test_a_query_embedder_mismatch_is_a_hard_error(tmp_path: Path) -> None:
     r.close()
 
 
-def test_a_generation_that_cannot_open_keeps_the_old_one_ready(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_generation_that_cannot_open_keeps_the_old_one_ready(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
     """Any failure opening a new generation once made /readyz say the *store* was down (503)
     while the old generation served fine; now the old one serves and readyz warns."""
     from query_service import retrieval
@@ -257,12 +259,23 @@ def test_a_generation_that_cannot_open_keeps_the_old_one_ready(tmp_path: Path,
     r = LiveRetriever(cfg, follow=False)
     DocumentStore(cfg.database_url).bump_binding()
 
+    opens: list[int] = []
+
     def broken(*_a: object, **_k: object) -> None:
+        opens.append(1)
         raise OSError("index file unreadable")
 
     monkeypatch.setattr(retrieval, "_Served", broken)
-    assert r.refresh() is False and r.store_error is None
-    assert r.last_error is not None and "could not be opened" in r.last_error
+    with caplog.at_level(logging.ERROR, logger=retrieval.log.name):
+        assert r.refresh() is False and r.store_error is None
+        assert r.last_error is not None and "could not be opened" in r.last_error
+        # every poll used to retry the open (a copy of the snapshot each) and log a traceback
+        assert [r.refresh() for _ in range(5)] == [False] * 5 and len(opens) == 1
+        later = time.monotonic() + retrieval.OPEN_RETRY_SECONDS + 1
+        monkeypatch.setattr(time, "monotonic", lambda: later)  # the module retrieval reads it from
+        assert r.refresh() is False and len(opens) == 2  # tried again after the pause ...
+        monkeypatch.undo()
+    assert len([x for x in caplog.records if "could not be opened" in x.getMessage()]) == 1  # ... logged once
     with TestClient(create_app(cfg, r, allowed_hosts=["testserver"])) as c:
         ready = c.get("/readyz")
         assert ready.status_code == 200 and "could not be opened" in ready.json()["warning"]
