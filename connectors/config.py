@@ -315,8 +315,10 @@ class QueryConfig(_Strict):
     def _hosts_without_ports(cls, hosts: list[str] | None) -> list[str] | None:
         for h in hosts or []:
             if not h or "]:" in h or (":" in h and not h.startswith("[")):
-                raise ValueError(f"allowed_hosts entry {h!r}: a host name without a port "
-                                 "(the Host header's port is not compared)")
+                raise ValueError(f"allowed_hosts entry {h!r}: a host name without a port (the Host "
+                                 "header's port is not compared); an IPv6 address in brackets, [::1]")
+            if h != "*" and ("*" in h[2:] or (h.startswith("*") and not h.startswith("*.")) or " " in h):
+                raise ValueError(f"allowed_hosts entry {h!r}: a host name, '*.' and a domain, or '*'")
         return hosts
 
     @model_validator(mode="after")

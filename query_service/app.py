@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from http import HTTPStatus
@@ -334,7 +335,10 @@ def loopback_hosts(host: str) -> list[str] | None:
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
-        loopback = False
+        try:  # the short forms uvicorn binds as well ("127.1")
+            loopback = ipaddress.IPv4Address(socket.inet_aton(host)).is_loopback
+        except OSError:
+            loopback = False
     if not loopback:
         return None
     own = f"[{host}]" if ":" in host else host

@@ -10,6 +10,7 @@ into a `ServiceMetrics` registry, which `/metrics` renders.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -43,6 +44,9 @@ CONSOLE_CSP = ("default-src 'self'; img-src 'self' data:; frame-ancestors 'none'
 BASE_HEADERS = {"x-content-type-options": "nosniff", "x-frame-options": "DENY", "referrer-policy": "no-referrer"}
 
 
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^:\[\]@/\s]*)(?::[0-9]*)?")
+
+
 class HostCheck:
     """Answer only requests whose Host header names this service (DNS rebinding: a web page in
     the operator's browser must not reach a loopback service under a name the page chose).
@@ -54,9 +58,12 @@ class HostCheck:
         self.allowed = [h.lower() for h in allowed_hosts]
 
     def _answers(self, host: str) -> bool:
-        # the name without its port; an IPv6 literal keeps its brackets ("[::1]:8000")
-        host = (host[: host.find("]") + 1] if host.startswith("[") else host.split(":", 1)[0]).lower()
-        return any(a == "*" or host == a or (a.startswith("*.") and host.endswith(a[1:]))
+        # a name or a bracketed IPv6 literal, then at most a port; anything else is refused
+        m = _HOST.fullmatch(host)
+        if m is None:
+            return False
+        name = m.group(1).lower()
+        return any(a == "*" or name == a or (a.startswith("*.") and name.endswith(a[1:]))
                    for a in self.allowed)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -146,11 +146,14 @@ def test_the_host_check_answers_only_the_names_listed(tmp_path: Path) -> None:
         assert status("search.example.org:8080") == 200 and status("SEARCH.example.org") == 200
         assert status("a.b.corp.example") == 200 and status("[::1]:8000") == 200
         assert status("evil.example") == 400 and status("corp.example.evil") == 400
+        # only a port may follow the name (a proxy that forwards such a header verbatim)
+        for odd in ("[::1]evil.example", "search.example.org:80@evil.example", "search.example.org:x", ""):
+            assert status(odd) == 400, odd
         bad = c.get("/healthz", headers={"Host": "evil.example"})
         assert bad.json()["detail"].startswith("Host 'evil.example' is not answered")
         assert bad.headers["x-frame-options"] == "DENY"
     # the address bound is answered too (127.0.0.2, ::1); any host on a non-loopback address
-    assert "127.0.0.2" in (loopback_hosts("127.0.0.2") or [])
+    assert "127.0.0.2" in (loopback_hosts("127.0.0.2") or []) and "127.1" in (loopback_hosts("127.1") or [])
     assert "[::1]" in (loopback_hosts("::1") or []) and loopback_hosts("0.0.0.0") is None
 
 
@@ -159,4 +162,7 @@ def test_an_allowed_host_with_a_port_is_a_config_error() -> None:
 
     with pytest.raises(ConfigError, match="without a port"):
         config_from_dict({"query": {"allowed_hosts": ["localhost:8000"]}})
+    for never_matches in ("*example.org", "search.*", "a b"):
+        with pytest.raises(ConfigError, match="'\\*\\.' and a domain"):
+            config_from_dict({"query": {"allowed_hosts": [never_matches]}})
     assert config_from_dict({"query": {"allowed_hosts": ["[::1]", "*.example.org"]}}).query.allowed_hosts
