@@ -96,15 +96,29 @@ def parse_key(doc: DocumentRecord, parse_version: str) -> tuple[str, str, str]:
     return (doc.content_hash or "", parse_version, file_format(doc.external_id))
 
 
-def pending_parses(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> list[DocumentRecord]:
-    """The documents with no stored parse (ok, failed or rejected) for this parse version:
-    what `run_parse` parses and what `bindery plan` predicts it will."""
-    return _without_parse(docs, rt.store.parse_statuses([parse_key(d, parse_version) for d in docs]), parse_version)
+def pending_parses(rt: Runtime, docs: list[DocumentRecord], parse_version: str,
+                   limit: int) -> list[DocumentRecord]:
+    """The documents with no stored parse (ok, failed or rejected) for this parse version, or
+    one refused as too large under a lower size limit than `limit`: what `run_parse` parses and
+    what `bindery plan` predicts it will."""
+    have = rt.store.parse_statuses([parse_key(d, parse_version) for d in docs])
+    return _without_parse(docs, have, parse_version, _refused_below(rt, docs, have, parse_version, limit))
+
+
+def _refused_below(rt: Runtime, docs: list[DocumentRecord], have: dict[tuple[str, str, str], str],
+                   parse_version: str, limit: int) -> set[tuple[str, str, str]]:
+    """Keys of cached too-large failures made under a size limit below `limit`. The limit is the
+    source's max_file_mb, which the parse key does not hold: raising it must parse those files
+    again. A failure row records its limit in `metrics` (rows from before that count as 0)."""
+    failed = [k for d in docs if have.get(k := parse_key(d, parse_version), "ok") == "failed"]
+    rows = rt.store.get_parses(failed) if failed else {}
+    return {k for k, r in rows.items()
+            if r.reason == "too-large" and int((r.metrics or {}).get("max_bytes") or 0) < limit}
 
 
 def _without_parse(docs: list[DocumentRecord], have: dict[tuple[str, str, str], Any],
-                   parse_version: str) -> list[DocumentRecord]:
-    return [d for d in docs if parse_key(d, parse_version) not in have]
+                   parse_version: str, stale: set[tuple[str, str, str]]) -> list[DocumentRecord]:
+    return [d for d in docs if (k := parse_key(d, parse_version)) not in have or k in stale]
 
 
 # not yet split (issue 13): 91 lines, the next candidate after run_listing
@@ -112,6 +126,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
               progress: Progress = NO_PROGRESS) -> ParseStats:
     started = time.perf_counter()
     scfg = rt.cfg.source(source_name)
+    limit = max_bytes(scfg)
     stats = ParseStats()
     docs = [d for d in rt.store.documents(source_name) if d.content_hash]
     source = None
@@ -128,15 +143,17 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
 
     for pcfg, pver in {g.versions["parse"]: (g.stages.parse, g.versions["parse"]) for g in gens}.values():
         have = rt.store.parse_statuses([parse_key(d, pver) for d in docs])
+        stale = _refused_below(rt, docs, have, pver, limit)
         # a copy or a move of a file whose bytes already failed fails all the same
-        failed = [d for d in docs if have.get(parse_key(d, pver), "ok") != "ok" and d.doc_id not in dead]
+        failed = [d for d in docs if have.get(k := parse_key(d, pver), "ok") != "ok" and d.doc_id not in dead
+                  and k not in stale]
         cached_failures = rt.store.get_parses([parse_key(d, pver) for d in failed]) if failed else {}
         for d in failed:
             cached = cached_failures.get(parse_key(d, pver))
             if cached is not None:  # None only if `gc` removed it between the two reads
                 _dead_letter_cached(rt, d, cached)
                 dead.add(d.doc_id)
-        todo = _without_parse(docs, have, pver)
+        todo = _without_parse(docs, have, pver, stale)
         stats.cached += len(docs) - len(todo)
         progress.total(len(todo))
         for d in todo:
@@ -150,7 +167,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
             try:
                 source = source or make_source(scfg)
                 data = read_content(rt, source, d)
-                result = parse_document(data, d.external_id, pcfg, max_bytes=max_bytes(scfg))
+                result = parse_document(data, d.external_id, pcfg, max_bytes=limit)
                 problems = parse_problems(result, scfg.quality)
                 row.update(title=result.title, blocks=[b.to_dict() for b in result.blocks],
                            metrics=result.metrics, page_metrics=result.page_metrics,
@@ -174,10 +191,8 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                     if d.doc_id in dead:
                         resolved.append(d.doc_id)
             except (BinderyError, Exception) as e:
-                if isinstance(e, (SourceError, TooLarge)):
-                    # the source is unreachable now: nothing is known about the bytes. Too large
-                    # is measured against the source's max_file_mb, which the parse key does not
-                    # hold: raising the limit must parse the file again. Neither is cached.
+                if isinstance(e, SourceError):
+                    # the source is unreachable now: nothing is known about the bytes, don't cache
                     rt.store.add_dead_letter(doc_id=d.doc_id, source=source_name, external_id=d.external_id,
                                              stage="parse", reason=e.reason, error=str(e),
                                              trace=traceback.format_exc(), content_hash=key[0])
@@ -186,7 +201,8 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                     continue
                 reason = e.reason if isinstance(e, BinderyError) else f"crash:{type(e).__name__}"
                 msg = str(e) or type(e).__name__
-                row.update(status="failed", reason=reason, error=msg, blocks=None)
+                row.update(status="failed", reason=reason, error=msg, blocks=None,
+                           metrics={"max_bytes": limit} if isinstance(e, TooLarge) else None)
                 stats.failed += 1
                 stats.worst.append({"doc": d.external_id, "reason": f"{reason}: {msg}"[:300]})
                 rt.store.add_dead_letter(doc_id=d.doc_id, source=source_name, external_id=d.external_id,

@@ -268,7 +268,8 @@ class StageWalk:
         if ("parse", pver) in self.walked:
             return
         self.walked.add(("parse", pver))
-        todo = pending_parses(self.rt, self.sp.docs, pver)
+        scfg = self.rt.cfg.source(self.sp.name)
+        todo = pending_parses(self.rt, self.sp.docs, pver, max_bytes(scfg))
         made = self.memory.parses  # by an earlier source of this run: stored by the time this one asks
         for d in todo:
             if (key := parse_key(d, pver)) in made:
@@ -278,7 +279,6 @@ class StageWalk:
         todo = [d for d in todo if parse_key(d, pver) not in made]
         self.counts["parse"].compute += len(todo)
         self.counts["parse"].cached += len(self.sp.docs) - len(todo)
-        scfg = self.rt.cfg.source(self.sp.name)
         over = [t for t in targets if t.versions["parse"] == pver]
         cuts = {t.versions["chunk"]: t.stages.chunk for t in over}
         # offline prefixes are a pure function of the document and the chunk, so they are made in
@@ -492,8 +492,8 @@ EXAMPLES = 20  # failures named per source; the count covers them all
 def _dead_letters(walk: StageWalk) -> dict[str, Any]:
     """What the sync would newly dead-letter in one source: the documents whose parse or cut,
     made in memory, fails. Cached failures are already in `bindery dlq`, and so is a failure
-    the sync retries every time (too large, a source that was down) once it is recorded for the
-    same bytes and reason: neither is new."""
+    the sync retries every time (a source that was down) once it is recorded for the same bytes
+    and reason: neither is new."""
     recorded = {(r.doc_id, r.stage, r.reason, r.content_hash)
                 for r in walk.rt.store.dead_letters(source=walk.sp.name)} if walk.failures else set()
     hashes = {d.doc_id: d.content_hash for d in walk.sp.docs}

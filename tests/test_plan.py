@@ -492,8 +492,11 @@ def test_plan_names_the_documents_the_sync_would_dead_letter(tmp_path: Path) -> 
     again = dep.cli("plan")
     assert again["sources"]["docs"]["dead_letters"] == {"count": 0, "by_reason": {}, "examples": []}  # in dlq
     assert "dead-lettered" not in _human_plan(again)
-    # too large is not cached against bytes that fit a raised limit: the next sync parses them
+    # a too-large refusal is cached with its limit: raised, the plan and the next sync parse it
     dep.config["sources"][0]["max_file_mb"] = 1
     dep.save()
-    dep.cli("sync")
+    plan, synced = plan_then_sync(dep)
+    assert_plan_matches(plan, synced)
+    assert plan["stages"]["parse"]["compute"] == 1
     assert "broken/expands.txt.gz" not in {d["doc"] for d in dep.cli("dlq")}
+    assert dep.cli("plan")["stages"]["parse"]["compute"] == 0  # and then it is cached
