@@ -91,20 +91,22 @@ GOLD_KEYS = ("doc", "text")
 
 
 def _misspelt(key: str, known: str) -> bool:
-    """`key` reads as a slip of the keyboard on `known`. A key that extends a known one is an
-    annotation (`category_id`, `docs`, `qid`); a short key is a slip when one letter is changed
-    or left out or two are swapped (`dco`, `txt`, `txet`), a long one when it is close enough."""
-    if key == known or (len(key) > len(known) and (key.startswith(known) or key.endswith(known))):
+    """`key` reads as a slip of the keyboard on `known`. A key that adds a word to a known one
+    is an annotation (`category_id`, `gold_ids`), and so are a short key's plural and other
+    short words (`docs`, `ids`, `qid`, `doi`); a short key is a slip when it differs only in
+    case, a letter left out or two letters swapped (`Id`, `txt`, `txet`), a long one when it is
+    close enough (`exlude_docs`, `categroy`, `categories`)."""
+    if key == known or key.startswith(known + "_") or key.endswith("_" + known):
         return False
     if len(known) >= 5:
-        return difflib.SequenceMatcher(None, key, known).ratio() >= 0.8
-    if len(key) == len(known) - 1 >= 3:  # a letter left out: `txt`
+        return difflib.SequenceMatcher(None, key.lower(), known).ratio() >= 0.75
+    if key.lower() == known:
+        return True
+    if len(key) == len(known) - 1 >= 3:  # a letter left out
         return any(known[:i] + known[i + 1:] == key for i in range(len(known)))
-    if len(key) != len(known):
-        return False
-    diff = [i for i, (a, b) in enumerate(zip(key, known, strict=True)) if a != b]
-    return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and key[diff[0]] == known[diff[1]]
-                              and key[diff[1]] == known[diff[0]])
+    diff = [i for i, (a, b) in enumerate(zip(key, known, strict=False)) if a != b]
+    return (len(key) == len(known) and len(diff) == 2 and diff[1] == diff[0] + 1  # two swapped
+            and key[diff[0]] == known[diff[1]] and key[diff[1]] == known[diff[0]])
 
 
 def _no_misspelt_keys(obj: dict[str, Any], known: tuple[str, ...], where: str) -> None:

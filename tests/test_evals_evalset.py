@@ -152,9 +152,17 @@ def test_invalid_line_names_file_line_and_problem(tmp_path: Path, line: str, pro
 
 def test_annotations_that_extend_a_key_are_not_typos(tmp_path: Path) -> None:
     """`qid`, `ids`, `category_id`, a gold's `docs`: annotations a team adds, not slips."""
-    p = _write(tmp_path, [_case(id="q1", qid=7, ids=[1], category_id=3, notes="n",
-                                gold=[{"doc": "a.md", "docs": ["a.md"], "texts": []}])])
+    p = _write(tmp_path, [_case(id="q1", qid=7, ids=[1], category_id=3, notes="n", exclude_docs_ids=[],
+                                gold=[{"doc": "a.md", "docs": ["a.md"], "texts": [], "doi": "10.1/x"}])])
     assert [c.id for c in load_eval_set(p)] == ["q1"]
+
+
+@pytest.mark.parametrize(("key", "meant"), [("categories", "category"), ("categorys", "category"),
+                                            ("querys", "query"), ("Id", "id"), ("dco", "doc")])
+def test_slips_on_a_key_are_typos(tmp_path: Path, key: str, meant: str) -> None:
+    line = _case(**{key: "x"}) if meant != "doc" else _case(gold=[{"doc": "a.md", key: "x"}])
+    with pytest.raises(ConfigError, match=f"unknown key '{key}' \\(did you mean '{meant}'"):
+        load_eval_set(_write(tmp_path, [line]))
 
 
 def test_duplicate_id_names_both_lines(tmp_path: Path) -> None:
