@@ -102,16 +102,21 @@ def pending_parses(rt: Runtime, docs: list[DocumentRecord], parse_version: str,
     one refused as too large under a lower size limit than `limit`: what `run_parse` parses and
     what `bindery plan` predicts it will."""
     have = rt.store.parse_statuses([parse_key(d, parse_version) for d in docs])
-    return _without_parse(docs, have, parse_version, _refused_below(rt, docs, have, parse_version, limit))
+    stale = _refused_below(_failed_rows(rt, docs, have, parse_version), limit)
+    return _without_parse(docs, have, parse_version, stale)
 
 
-def _refused_below(rt: Runtime, docs: list[DocumentRecord], have: dict[tuple[str, str, str], str],
-                   parse_version: str, limit: int) -> set[tuple[str, str, str]]:
+def _failed_rows(rt: Runtime, docs: list[DocumentRecord], have: dict[tuple[str, str, str], str],
+                 parse_version: str) -> dict[tuple[str, str, str], ParseRecord]:
+    """The stored rows of the documents whose parse failed or was rejected (one read)."""
+    failed = [k for d in docs if have.get(k := parse_key(d, parse_version), "ok") != "ok"]
+    return rt.store.get_parses(failed) if failed else {}
+
+
+def _refused_below(rows: dict[tuple[str, str, str], ParseRecord], limit: int) -> set[tuple[str, str, str]]:
     """Keys of cached too-large failures made under a size limit below `limit`. The limit is the
     source's max_file_mb, which the parse key does not hold: raising it must parse those files
     again. A failure row records its limit in `metrics` (rows from before that count as 0)."""
-    failed = [k for d in docs if have.get(k := parse_key(d, parse_version), "ok") == "failed"]
-    rows = rt.store.get_parses(failed) if failed else {}
     return {k for k, r in rows.items()
             if r.reason == "too-large" and int((r.metrics or {}).get("max_bytes") or 0) < limit}
 
@@ -143,11 +148,11 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
 
     for pcfg, pver in {g.versions["parse"]: (g.stages.parse, g.versions["parse"]) for g in gens}.values():
         have = rt.store.parse_statuses([parse_key(d, pver) for d in docs])
-        stale = _refused_below(rt, docs, have, pver, limit)
+        cached_failures = _failed_rows(rt, docs, have, pver)
+        stale = _refused_below(cached_failures, limit)
         # a copy or a move of a file whose bytes already failed fails all the same
         failed = [d for d in docs if have.get(k := parse_key(d, pver), "ok") != "ok" and d.doc_id not in dead
                   and k not in stale]
-        cached_failures = rt.store.get_parses([parse_key(d, pver) for d in failed]) if failed else {}
         for d in failed:
             cached = cached_failures.get(parse_key(d, pver))
             if cached is not None:  # None only if `gc` removed it between the two reads
