@@ -12,11 +12,9 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import logging
 import os
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -31,6 +29,8 @@ from connectors.config import AutomationConfig, BinderyConfig, check_paths, chec
 from connectors.errors import BinderyError, ConfigError, GateRefused, UsageError
 from connectors.generations import keyword_missing_fields
 from orchestration import report
+from orchestration.cli_parser import ARGV, build_parser, share_common_options
+from orchestration.interrupts import quiet_interrupted_logging
 
 if TYPE_CHECKING:
     from connectors.lifecycle import Lifecycle
@@ -592,166 +592,13 @@ COMMANDS: dict[str, Callable[[BinderyConfig, argparse.Namespace], Any]] = {
 }
 
 
-_ARGV: list[str] = []  # the arguments being parsed, for _Parser.error's --json
 _COMMAND: list[str] = [""]  # the command main() ran, for entry()
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a usage mistake in one line (exit 2), not usage + error; with
-    `--json` anywhere on the line also `{"error": ..., "reason": "usage"}` on stdout."""
-
-    def error(self, message: str) -> NoReturn:
-        if "--json" in _ARGV:
-            print(json.dumps({"error": message, "reason": "usage"}))
-        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
-
-
-def _positive_int(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {n}")
-    return n
-
-
-def _port(value: str) -> int:
-    n = _positive_int(value)
-    if n > 65535:
-        raise argparse.ArgumentTypeError(f"not a TCP port: {n}")
-    return n
-
-
-# Dagster's run statuses (dagster.DagsterRunStatus), spelled for `runs --status`; checked
-# against Dagster's own list by the tests, kept here so parsing needs no Dagster import.
-RUN_STATUSES = ("queued", "not_started", "managed", "starting", "started", "suspended", "success", "failure",
-                "canceling", "canceled")
-
-
-def _run_status(value: str) -> str:
-    if value.lower() in RUN_STATUSES:
-        return value.lower()
-    raise argparse.ArgumentTypeError(f"unknown run status {value!r} (one of: {', '.join(RUN_STATUSES)})")
-
-
-def _generation_arg(value: str) -> str:
-    if value in ("live", "candidate") or (value.isdigit() and int(value) > 0):
-        return value
-    raise argparse.ArgumentTypeError(f"expected live, candidate or a generation id (a number), got {value!r}")
-
-
-def _common_options(p: argparse.ArgumentParser, default: Any) -> None:
-    p.add_argument("--config", default=default, help="configuration file (default: $BINDERY_CONFIG or ./bindery.yaml)")
-    p.add_argument("--json", action="store_true", default=default,
-                   help="machine-readable output (the stable contract of docs/json-contract.md)")
-    p.add_argument("--debug", action="store_true", default=default,
-                   help="show tracebacks and Dagster's full run log on the terminal")
-
-
-def _share_common_options(p: argparse.ArgumentParser) -> None:
-    """`--config`, `--json` and `--debug` work before or after the command (`bindery status
-    --json` and `bindery --json status`); on a subcommand they leave no default behind, so
-    one given before the command is not overwritten."""
-    for action in p._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                _common_options(sub, argparse.SUPPRESS)
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"bindery {version('bindery')}"
-    except PackageNotFoundError:
-        return "bindery (not installed)"
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="bindery", description="Batch ingestion and reindexing for RAG.")
-    _common_options(p, argparse.SUPPRESS)
-    p.add_argument("--version", action="version", version=_version(), help="print the version and exit")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    s = sub.add_parser("sync", help="bring sources up to date in the live generation")
-    s.add_argument("--source", action="append", help="only this source (repeatable)")
-    s.add_argument("--allow-mass-delete", action="store_true",
-                   help="perform a delete sweep even if the listing shrank beyond the safety limits")
-    _submit_options(s)
-    s = sub.add_parser("plan", help="what the next sync or reindex would do (writes nothing)")
-    s.add_argument("kind", nargs="?", choices=["sync", "reindex"], default="sync", help="sync (default) or reindex")
-    s.add_argument("--source", action="append", help="only this source (repeatable; sync only)")
-    s.add_argument("--allow-mass-delete", action="store_true",
-                   help="plan as if the sync were allowed past the delete guard")
-    s = sub.add_parser("reindex", help="build a candidate generation from the current configuration")
-    s.add_argument("--promote", action="store_true", help="run the gate and promote when it passes")
-    s.add_argument("--force", action="store_true", help="rebuild even if the configuration is unchanged")
-    _submit_options(s)
-    s = sub.add_parser("promote", help="judge the candidate on the eval set (gate.queries) and flip the binding")
-    s.add_argument("--force", action="store_true", help="flip even if the gate refuses (needs --reason)")
-    s.add_argument("--reason", help="why a forced promotion is right (recorded with the generation)")
-    s.add_argument("--by", help="who is promoting (default: $USER)")
-    s.add_argument("--candidate", type=_positive_int, help="generation id to judge (default: the newest candidate)")
-    s = sub.add_parser("rollback", help="restore the previous generation")
-    s.add_argument("--by", help="who is rolling back (default: $USER)")
-    s = sub.add_parser("eval", help="run an eval set against a generation")
-    s.add_argument("--queries", help="eval set (JSONL); default: gate.queries")
-    s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
-    s = sub.add_parser("tune", help="search retrieval settings on the eval set (tuning half), report the checking half")
-    s.add_argument("--budget", help="trials (24) or minutes (10m); default: tune.budget")
-    s.add_argument("--seed", type=int, default=None, help="split and trial-order seed; default: tune.seed")
-    s.add_argument("--queries", help="eval set (JSONL); default: gate.queries")
-    s.add_argument("--generation", default="live", type=_generation_arg,
-                   help="live, candidate or a generation id (query-time keys only)")
-    s.add_argument("--build", action="store_true",
-                   help="build the best ingestion setting as a candidate generation for `bindery promote`")
-    s = sub.add_parser("query", help="search the live generation")
-    s.add_argument("text", help="what to search for")
-    s.add_argument("-k", type=_positive_int, default=None,
-                   help="number of hits (default: query.k of the configuration, 10 unless set)")
-    s.add_argument("--principal", action="append", default=None, help="identity (repeatable); default public")
-    s.add_argument("--source", action="append", help="only this source (repeatable)")
-    s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
-    sub.add_parser("status", help="generations, documents, sources, freshness")
-    s = sub.add_parser("dlq", help="dead letters: list, or retry after a fix")
-    s.add_argument("action", nargs="?", choices=["list", "retry"], default="list",
-                   help="list (default) or retry")
-    s.add_argument("--doc", action="append", help="retry this document (path or doc id; repeatable)")
-    s.add_argument("--all", action="store_true", help="retry every dead letter")
-    s.add_argument("--source", help="only this source's dead letters")
-    s = sub.add_parser("verify", help="check store and indexes hold the same chunk ids")
-    s.add_argument("--repair", action="store_true", help="rebuild a drifted index from the document store")
-    sub.add_parser("gc", help="drop expired generations and orphaned cache rows")
-    s = sub.add_parser("evalset", help="draft an eval set from the corpus, for a person to review")
-    s.add_argument("action", choices=["draft"], help="draft: propose questions into --out")
-    s.add_argument("--out", required=True, help="JSONL file to write (see docs/eval-format.md)")
-    s.add_argument("--max", type=_positive_int, default=40, help="at most this many questions (default 40)")
-    s.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    s = sub.add_parser("runs", help="queued, running and finished runs of the Dagster instance")
-    s.add_argument("--limit", type=_positive_int, default=20, help="at most this many runs (default 20)")
-    s.add_argument("--status", action="append", type=_run_status,
-                   help="only runs in this status (repeatable): queued, started, success, failure, ...")
-    s = sub.add_parser("serve", help="run the query service")
-    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    s.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
-    s = sub.add_parser("hash-key", help="hash a query-service API key for query.auth.api_keys (key on stdin)")
-    s.add_argument("--new", action="store_true", help="generate a new random key and print it with its hash")
-    s = sub.add_parser("ui", help="run the Dagster UI on this configuration")
-    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    s.add_argument("--port", type=_port, default=3000, help="port (default 3000)")
-    return p
-
-
-def _submit_options(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--submit", action="store_true",
-                   help="enqueue the runs on the Dagster instance for its daemon instead of running them here")
-    s.add_argument("--wait", action="store_true", help="with --submit: follow the runs until they finish")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    _share_common_options(parser)
-    _ARGV[:] = sys.argv[1:] if argv is None else argv
+    share_common_options(parser)
+    ARGV[:] = sys.argv[1:] if argv is None else argv
     a = parser.parse_args(argv)
     for key, default in {"config": None, "json": False, "debug": False}.items():
         a.__dict__.setdefault(key, default)
@@ -766,7 +613,7 @@ def main(argv: list[str] | None = None) -> int:
     _DEBUG = a.debug
     _COMMAND[0] = a.command
     if not a.debug:
-        _quiet_interrupted_logging()
+        quiet_interrupted_logging()
     if a.command in _RUN_COMMANDS:
         from orchestration.terminal_progress import show_progress
 
@@ -788,53 +635,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bindery {a.command}: internal error: {type(e).__name__}: {_one_line(str(e))} "
               "(run again with --debug for the traceback)", file=sys.stderr)
         return 1
-
-
-def _not_interrupted(record: logging.LogRecord) -> bool:
-    exc = record.exc_info[1] if record.exc_info else None
-    return not isinstance(exc, KeyboardInterrupt)
-
-
-def _quiet_interrupted_logging() -> None:
-    """Ctrl-C must end in one line. A library that logs the interrupt it re-raises (SQLAlchemy's
-    pool logs "Exception closing connection" with the KeyboardInterrupt's traceback when the
-    signal lands in a close) would print that traceback through logging's last-resort handler
-    first; such records are dropped there. An interrupt inside a finalizer (`__del__`, a weakref
-    callback, a generator's close) is not printed as "Exception ignored in" either, and since a
-    finalizer cannot raise, Python drops it there: it is delivered again (`_redeliver`), or the
-    Ctrl-C would be lost and the run go on. Everything else still reaches stderr, and `--debug`
-    keeps them all."""
-    last = logging.lastResort
-    if last is not None and _not_interrupted not in last.filters:
-        last.addFilter(_not_interrupted)
-    if sys.unraisablehook is sys.__unraisablehook__:
-        def hook(unraisable: Any) -> None:
-            if _is_interrupt(unraisable.exc_value):
-                _redeliver()
-            else:
-                sys.__unraisablehook__(unraisable)
-
-        sys.unraisablehook = hook
-
-
-def _is_interrupt(exc: BaseException | None) -> bool:
-    # Dagster turns SIGINT into DagsterExecutionInterruptedError inside a run (named, not
-    # imported: the hook must not import Dagster)
-    return isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "DagsterExecutionInterruptedError"
-
-
-_REDELIVERIES = [0]  # a bound, so a finalizer that swallows every interrupt cannot loop forever
-
-
-def _redeliver() -> None:
-    """Send SIGINT to this process again in 50 ms, from a timer thread: by then the finalizer
-    that swallowed the first one has returned, and the handler raises where it can."""
-    if _REDELIVERIES[0] >= 5:
-        return
-    _REDELIVERIES[0] += 1
-    timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
-    timer.daemon = True
-    timer.start()
 
 
 # Commands that run the ingestion stages and so show their progress.

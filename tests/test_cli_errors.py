@@ -285,7 +285,7 @@ def test_usage_mistake_with_json_prints_the_error_as_json(tmp_path: Path, capsys
 def test_run_statuses_are_dagsters() -> None:
     import dagster as dg
 
-    from orchestration.cli import RUN_STATUSES
+    from orchestration.cli_parser import RUN_STATUSES
 
     assert set(RUN_STATUSES) == {s.value.lower() for s in dg.DagsterRunStatus}
 

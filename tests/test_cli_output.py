@@ -21,7 +21,8 @@ from evals.gate import compare, minimum_detectable_difference
 from evals.metrics import METRIC_NAMES, CaseResult
 from evals.runner import EvalReport
 from orchestration import report
-from orchestration.cli import _share_common_options, build_parser, main
+from orchestration.cli import main
+from orchestration.cli_parser import build_parser, share_common_options
 from tests.bindery_fixture import Deployment
 
 
@@ -81,7 +82,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_every_option_has_help_text() -> None:
     parser = build_parser()
-    _share_common_options(parser)
+    share_common_options(parser)
     missing = []
     for sub in (a for a in parser._actions if isinstance(a, argparse._SubParsersAction)):
         for name, p in sub.choices.items():

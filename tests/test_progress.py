@@ -184,7 +184,7 @@ def test_cli_display_is_installed_once_per_process() -> None:
 _POOL_INTERRUPTED = """
 import logging, sys
 from sqlalchemy.pool import NullPool
-from orchestration import cli
+from orchestration import interrupts
 
 class Conn:
     def close(self):
@@ -193,7 +193,7 @@ class Conn:
         pass
 
 if sys.argv[1] == "cli":
-    cli._quiet_interrupted_logging()
+    interrupts.quiet_interrupted_logging()
 pool = NullPool(Conn)
 try:
     pool._close_connection(Conn())
