@@ -70,7 +70,11 @@ class HostCheck:
         if scope["type"] != "http":  # no websocket routes: the app refuses those itself
             await self.app(scope, receive, send)
             return
-        host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
+        hosts = [v for k, v in scope.get("headers") or [] if k == b"host"]
+        if len(hosts) > 1:  # RFC 9112 3.2: a 400; proxies and this check could each read another one
+            await _reply(send, 400, {"error": "bad request", "detail": "more than one Host header"})
+            return
+        host = hosts[0].decode("latin-1") if hosts else ""
         if self._answers(host):
             await self.app(scope, receive, send)
             return

@@ -157,6 +157,47 @@ def test_the_host_check_answers_only_the_names_listed(tmp_path: Path) -> None:
     assert "[::1]" in (loopback_hosts("::1") or []) and loopback_hosts("0.0.0.0") is None
 
 
+def test_a_request_with_two_host_headers_is_refused(tmp_path: Path) -> None:
+    """HTTP/1.0 lets a client send Host twice (h11 refuses it only over 1.1). A proxy in front
+    may route by the first while the check read the last: such a request is a 400 (RFC 9112
+    3.2), whichever order the allowed and the foreign name come in."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    cfg = config_from_dict({"data_dir": str(tmp_path / "data")})
+    DocumentStore(cfg.database_url).dispose()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(cfg, allowed_hosts=["localhost"]), host="127.0.0.1",
+                                           port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+        def status(*hosts: str) -> int:
+            head = "".join(f"Host: {h}\r\n" for h in hosts)
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+                conn.sendall(f"GET /healthz HTTP/1.0\r\n{head}\r\n".encode())
+                reply = b""
+                while chunk := conn.recv(4096):
+                    reply += chunk
+            return int(reply.split(b" ", 2)[1])
+
+        assert status("localhost") == 200 and status("evil.example") == 400
+        assert status("evil.example", "localhost") == 400 and status("localhost", "evil.example") == 400
+        assert status("localhost", "localhost") == 400
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
 def test_an_allowed_host_with_a_port_is_a_config_error() -> None:
     from connectors.errors import ConfigError
 
