@@ -550,10 +550,10 @@ def cmd_serve(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     config = server_config(cfg, a.host, a.port)
     if warning := no_credentials_warning(cfg.query.auth):
         print(warning, file=sys.stderr)
-    try:
-        uvicorn.Server(config).run()
-    except KeyboardInterrupt:  # uvicorn has shut down cleanly; Ctrl-C is how serve is stopped
-        pass
+    # Ctrl-C: uvicorn shuts down cleanly, then raises the interrupt again, and `main` ends
+    # with one line and 130, so a supervisor tells a stop from a normal end (SIGTERM: uvicorn
+    # shuts down, then the process ends by that signal, as a service manager expects)
+    uvicorn.Server(config).run()
 
 
 def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:
@@ -572,6 +572,7 @@ def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     except KeyboardInterrupt:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
+        raise
 
 
 def cmd_hash_key(a: argparse.Namespace) -> dict[str, str]:
@@ -623,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a pipe's reader that left shows here, inside the handlers below
         return code
     except KeyboardInterrupt:
-        print(f"bindery {a.command}: {_interrupted()}", file=sys.stderr)
+        print(f"bindery {a.command}: {_interrupted(a.command)}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `bindery status | head`: the reader left; say nothing, as cat would
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -641,9 +642,14 @@ def main(argv: list[str] | None = None) -> int:
 _RUN_COMMANDS = ("sync", "reindex", "dlq")
 
 
-def _interrupted() -> str:
-    """The one line after Ctrl-C: what the stages had stored. Each stage stores in small
-    batches, one transaction each, so the store is consistent and the next run resumes there."""
+def _interrupted(command: str) -> str:
+    """The one line after Ctrl-C. After a run: what the stages had stored (each stage stores in
+    small batches, one transaction each, so the store is consistent and the next run resumes
+    there). The servers have shut down cleanly; other commands stored nothing."""
+    if command in ("serve", "ui"):
+        return "stopped"
+    if command not in _RUN_COMMANDS:
+        return "interrupted"
     from assets.progress import stored_counts
 
     counts = stored_counts()

@@ -251,6 +251,42 @@ def test_port_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str], base: d
     assert_one_line(code, text, f"--port {port}", "already in use")
 
 
+def test_ctrl_c_stops_serve_with_one_line_and_exit_130(tmp_path: Path, base: dict[str, Any]) -> None:
+    """Ctrl-C is how an operator stops `bindery serve`: uvicorn shuts down cleanly, then the
+    command ends with one line and 130, so a supervisor can tell it from a normal exit (it was
+    exit 0, with the interrupt swallowed)."""
+    import signal
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = write(tmp_path, base)
+    proc = subprocess.Popen([sys.executable, "-m", "orchestration.cli", "--config", config, "serve", "--port",
+                             str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
+                    assert r.status == 200
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+                time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "bindery serve: stopped", err[-2000:]
+
+
 def test_reindex_promote_checks_the_eval_set_before_building(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                              base: dict[str, Any]) -> None:
     from connectors.config import load_config
