@@ -300,6 +300,9 @@ class QueryConfig(_Strict):
     # list footer before retrieval (the same rules the e-mail parser uses to mark side text); the
     # quoted words stay, first: they are the answered message's own text (docs/retrieval.md).
     strip_message_noise: bool = True
+    # Neighbour expansion: with each hit, the texts of this many chunks just before and just
+    # after its unit (0 = off; at most 5, query_service/neighbours.py). A request may set its own.
+    neighbours: int = Field(0, ge=0, le=5)
     poll_seconds: float = Field(0.5, gt=0)
     auth: QueryAuthConfig = Field(default_factory=QueryAuthConfig)
     max_body_bytes: int = Field(65536, ge=1024)  # larger request bodies are refused (413) unread

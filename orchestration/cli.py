@@ -468,7 +468,7 @@ def cmd_query(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     r = GenerationRetriever(cfg, gen, store, version=version)
     try:
         filters = make_filters(a.principal, a.source or None, known_sources=[s.name for s in cfg.sources])
-        return r.search(a.text, k, filters).to_json()
+        return r.search(a.text, k, filters, neighbours=a.neighbours).to_json()
     finally:
         r.close()
 

@@ -49,6 +49,16 @@ RUN_STATUSES = ("queued", "not_started", "managed", "starting", "started", "susp
                 "canceling", "canceled")
 
 
+def _neighbours(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if not 0 <= n <= 5:  # query_service.neighbours.MAX_NEIGHBOURS (parsing imports no query code)
+        raise argparse.ArgumentTypeError(f"must be between 0 and 5, got {n}")
+    return n
+
+
 def _run_status(value: str) -> str:
     if value.lower() in RUN_STATUSES:
         return value.lower()
@@ -132,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--principal", action="append", default=None, help="identity (repeatable); default public")
     s.add_argument("--source", action="append", help="only this source (repeatable)")
     s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
+    s.add_argument("--neighbours", type=_neighbours, default=None,
+                   help="with each hit, this many chunks before and after it (0-5; default: query.neighbours)")
     sub.add_parser("status", help="generations, documents, sources, freshness")
     s = sub.add_parser("dlq", help="dead letters: list, or retry after a fix")
     s.add_argument("action", nargs="?", choices=["list", "retry"], default="list",

@@ -270,6 +270,9 @@ def _human_query(r: dict[str, Any]) -> str:
         text = " ".join(h["text"].split())[:160]
         lines.append(f"{i}. [{h['score']:.4f}] {h['source']}:{shown(h['doc'])}{page}  ({where})  [{ranks}]\n"
                      f"   {text}")
+        for side in ("before", "after"):  # neighbour expansion: what the document says around the hit
+            if h.get(side):
+                lines.append(f"   {side}: " + " ".join(" ".join(h[side]).split())[:120])
     return "\n".join(lines)
 
 

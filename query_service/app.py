@@ -38,6 +38,7 @@ from connectors.indexes.base import Filters
 from query_service.auth import Authenticator, Unauthorized
 from query_service.console import console_router
 from query_service.middleware import BASE_HEADERS, BodyLimit, HostCheck, RecordRequests, SecurityHeaders, ServiceMetrics
+from query_service.neighbours import MAX_NEIGHBOURS
 from query_service.retrieval import LiveRetriever, make_filters, redact_trace
 
 __all__ = ["SearchRequest", "SearchResponse", "app_from_env", "create_app"]
@@ -62,6 +63,9 @@ class SearchRequest(BaseModel):
     query: Annotated[str, Field(min_length=1, max_length=4000)]
     k: int = Field(10, ge=1, le=200)
     filters: SearchFilters = Field(default_factory=SearchFilters)
+    neighbours: int | None = Field(None, ge=0, le=MAX_NEIGHBOURS, description=(
+        "with each hit, the texts of this many chunks just before and just after its unit, as `before` "
+        "and `after` (default: query.neighbours of the configuration, 0 unless set)"))
     principal: Text | list[Text] | None = Field(
         None, description="only in `trusted-principal` mode (behind a gateway that sets it): who is asking. "
         "Otherwise the principals come from the credential and this field is refused.")
@@ -89,6 +93,10 @@ class HitModel(BaseModel):
     uri: str | None = None
     ranks: dict[str, int] = Field(description="rank in each list that found the unit: dense, sparse, unit (BM25 "
                                               "over whole units), thread, attribution")
+    before: list[str] | None = Field(None, description="neighbour expansion only: the texts of the chunks just "
+                                                        "before the unit, in document order")
+    after: list[str] | None = Field(None, description="neighbour expansion only: the texts of the chunks just after "
+                                                       "the unit, in document order")
 
 
 class AttributionTrace(BaseModel):
@@ -304,7 +312,8 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
     def search(req: SearchRequest, principals: tuple[str, ...] | None = Depends(caller)) -> dict[str, Any]:
         m = metrics
         try:
-            out = _retriever().search(req.query, req.k, filters_for(req, principals)).to_json()
+            out = _retriever().search(req.query, req.k, filters_for(req, principals),
+                                      neighbours=req.neighbours).to_json()
             if principals is None or not set(principals) & set(conf.query.auth.operators):
                 out["trace"] = redact_trace(out["trace"])
         except QueryError as e:

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from connectors.acl import allows
@@ -41,6 +41,7 @@ from connectors.mail_attribution import Attribution, find_attribution
 from connectors.message_text import strip_message_noise
 from connectors.store import DocumentStore, GenerationRecord
 from query_service.attribution import attributed_units
+from query_service.neighbours import MAX_NEIGHBOURS, neighbour_texts
 from query_service.ranking import RankedUnit, rank_units, unit_of
 
 log = logging.getLogger(__name__)
@@ -71,12 +72,18 @@ class Hit:
     ranks: dict[str, int]
     unit_id: str = ""  # the unit (small-to-big) this hit returns; "" = the chunk alone
     chunk_text: str = ""  # the matching chunk's own text (`text` is the whole unit's)
+    # neighbour expansion (query.neighbours): the chunks just before and after the unit; None: not asked
+    before: list[str] | None = None
+    after: list[str] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"chunk_id": self.chunk_id, "unit_id": self.unit_id or self.chunk_id, "doc": self.doc,
-                "source": self.source, "score": self.score, "text": self.text,
-                "chunk_text": self.chunk_text or self.text, "heading_path": self.heading_path,
-                "page": self.page, "uri": self.uri, "ranks": self.ranks}
+        out = {"chunk_id": self.chunk_id, "unit_id": self.unit_id or self.chunk_id, "doc": self.doc,
+               "source": self.source, "score": self.score, "text": self.text,
+               "chunk_text": self.chunk_text or self.text, "heading_path": self.heading_path,
+               "page": self.page, "uri": self.uri, "ranks": self.ranks}
+        if self.before is not None or self.after is not None:
+            out.update(before=self.before or [], after=self.after or [])
+        return out
 
 
 @dataclass
@@ -227,6 +234,10 @@ class _Served:
         if heads:  # a unit's text lives on its first chunk, which may not have matched itself
             payloads = {**payloads, **self.pair.vector.payloads(heads)}
         hits = [h for h in (_hit(r, payloads) for r in ranked) if h is not None]
+        if qcfg.neighbours > 0 and hits:
+            s = time.perf_counter()
+            hits = self._with_neighbours(hits, payloads, qcfg.neighbours)
+            timings["neighbours_ms"] = (time.perf_counter() - s) * 1000
         if not hits and reason is None:
             reason = "no matching chunks"
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
@@ -242,6 +253,13 @@ class _Served:
             "timings": {k_: round(v, 2) for k_, v in timings.items()},
         }
         return SearchResult(self.gen, hits, trace, reason if not hits else None)
+
+    def _with_neighbours(self, hits: list[Hit], payloads: dict[str, dict[str, Any]], n: int) -> list[Hit]:
+        """Each hit with the texts of the `n` chunks before and after its unit (`neighbours`)."""
+        heads = {h.unit_id: payloads[h.unit_id] for h in hits if h.unit_id in payloads}
+        texts = neighbour_texts(heads, n, self.gen.stage_versions["chunk"], self.pair.vector.payloads)
+        return [replace(h, before=texts.get(h.unit_id, ([], []))[0], after=texts.get(h.unit_id, ([], []))[1])
+                for h in hits]
 
     def _by_author(self, attr: Attribution, query: str, k: int, filters: Filters) -> list[ScoredId]:
         """The keyword index's chunks of the messages `attr` points at (`KeywordIndex.by_author`)."""
@@ -407,6 +425,15 @@ def redact_trace(trace: dict[str, Any]) -> dict[str, Any]:
                         for r in ("dense", "sparse", "unit") if r in trace}}
 
 
+def query_settings(cfg: BinderyConfig, neighbours: int | None) -> QueryConfig:
+    """The configured query settings, with one request's neighbour expansion when it set one."""
+    if neighbours is None or neighbours == cfg.query.neighbours:
+        return cfg.query
+    if not 0 <= neighbours <= MAX_NEIGHBOURS:
+        raise QueryError(f"neighbours must be between 0 and {MAX_NEIGHBOURS}, got {neighbours}")
+    return cfg.query.model_copy(update={"neighbours": neighbours})
+
+
 def check_query(query: str, k: int) -> str:
     """The query text, stripped and checked (not empty, at most 4,000 characters), or a QueryError;
     also that k is within 1..200. The CLI calls it before loading anything."""
@@ -431,11 +458,13 @@ class GenerationRetriever:
         self._own_store = store is None
         self.store = store or DocumentStore(cfg.database_url, migrate=False)
 
-    def search(self, query: str, k: int = 10, filters: Filters | None = None) -> SearchResult:
+    def search(self, query: str, k: int = 10, filters: Filters | None = None, *,
+               neighbours: int | None = None) -> SearchResult:
+        """`neighbours`: this request's neighbour expansion (None: `query.neighbours`)."""
         filters = filters or Filters()
         admit = Admission(self.store, filters)
         return enforce_current_access(admit, self.served.search(check_query(query, k), k, filters,
-                                                                self.cfg.query, admit))
+                                                                query_settings(self.cfg, neighbours), admit))
 
     def close(self) -> None:
         self.served.retire()
@@ -533,8 +562,11 @@ class LiveRetriever:
                     log.warning("the document store reads again")
                 self.store_error = None
 
-    def search(self, query: str, k: int = 10, filters: Filters | None = None) -> SearchResult:
+    def search(self, query: str, k: int = 10, filters: Filters | None = None, *,
+               neighbours: int | None = None) -> SearchResult:
+        """`neighbours`: this request's neighbour expansion (None: `query.neighbours`)."""
         q = check_query(query, k)
+        qcfg = query_settings(self.cfg, neighbours)
         filters = filters or Filters()
         for _ in range(3):
             served = self._current
@@ -543,7 +575,7 @@ class LiveRetriever:
             if served.acquire():
                 try:
                     admit = Admission(self.store, filters)
-                    result = served.search(q, k, filters, self.cfg.query, admit)
+                    result = served.search(q, k, filters, qcfg, admit)
                 finally:
                     served.release()
                 return enforce_current_access(admit, result)

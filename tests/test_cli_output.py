@@ -285,7 +285,7 @@ def test_query_k_defaults_to_the_configuration(dep: Deployment, capsys: pytest.C
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             pass
 
-        def search(self, text: str, k: int, filters: Any) -> Any:
+        def search(self, text: str, k: int, filters: Any, *, neighbours: int | None = None) -> Any:
             asked.append(k)
             return argparse.Namespace(to_json=lambda: {"generation": 1, "generation_name": "g1_test", "hits": [],
                                                        "reason": "none"})
