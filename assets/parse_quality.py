@@ -13,6 +13,11 @@ statistical floor (`quality.min_batch`, 20 by default):
   included;
 - a judged set smaller than `min_batch` never fails the check (ERROR), it warns.
 
+A run that writes two generations with different parse versions (a reindex under a new parser
+is building beside live) has every document parsed twice; each version is judged on its own
+documents and the worse verdict stands, so the floor and the shares count documents, never
+document x version (a 12-document source is not a 24-document batch).
+
 The verdict depends on the store's state only, never on what this run happened to compute, so
 re-running a failed sync gives the same verdict: `parse_accepted_at` moves only when the check
 passes or warns, never when it fails. The mean word share of the batch is also compared with
@@ -30,7 +35,7 @@ from assets.parse_stage import is_redirect, parse_key
 from assets.runtime import Generation, Runtime
 from connectors.config import ParseQualityThresholds
 
-__all__ = ["QualityVerdict", "accept", "judge", "quality_rows", "verdict_for"]
+__all__ = ["QualityVerdict", "accept", "judge", "judge_versions", "quality_rows", "verdict_for"]
 
 DRIFT_LIMIT = 0.25  # mean word share of a batch this far below the rest of the source: ERROR
 
@@ -44,6 +49,7 @@ class ParseRow:
     created_at: float | None  # None: no parse row (never judged)
     word_share: float | None = None
     reason: str | None = None
+    parse_version: str = ""
 
 
 @dataclass
@@ -63,12 +69,12 @@ def quality_rows(rt: Runtime, source: str, gens: list[Generation]) -> list[Parse
         for ext, key in keys.items():
             p = parses.get(key)
             if p is None:
-                rows.append(ParseRow(ext, True, None, reason="not parsed"))
+                rows.append(ParseRow(ext, True, None, reason="not parsed", parse_version=pver))
                 continue
             ok = p.status == "ok"
             share = (p.metrics or {}).get("word_share") if ok and not is_redirect(p) else None
             rows.append(ParseRow(ext, not ok, p.created_at, share,
-                                 None if ok else f"{p.reason}: {p.error}"[:300]))
+                                 None if ok else f"{p.reason}: {p.error}"[:300], parse_version=pver))
     return rows
 
 
@@ -116,13 +122,34 @@ def judge(rows: list[ParseRow], accepted_at: float | None, th: ParseQualityThres
     return QualityVerdict("warn" if warns else "ok", "; ".join(warns), meta)
 
 
+_SEVERITY = {"ok": 0, "warn": 1, "error": 2}
+
+
+def judge_versions(rows: list[ParseRow], accepted_at: float | None,
+                   th: ParseQualityThresholds) -> QualityVerdict:
+    """`judge` over each parse version's rows apart; the worst verdict (then the highest
+    failure share) stands, named by its version when the run targets more than one."""
+    by_version: dict[str, list[ParseRow]] = {}
+    for r in rows:
+        by_version.setdefault(r.parse_version, []).append(r)
+    if len(by_version) < 2:
+        return judge(rows, accepted_at, th)
+    verdicts = {v: judge(rs, accepted_at, th) for v, rs in sorted(by_version.items())}
+    version, worst = max(verdicts.items(), key=lambda kv: (_SEVERITY[kv[1].severity],
+                                                           kv[1].metadata["failure_share"]))
+    meta = {**worst.metadata, "parse_version": version,
+            "parse_versions": {v: q.severity for v, q in verdicts.items()}}
+    text = f"parse version {version}: {worst.description}" if worst.description else ""
+    return QualityVerdict(worst.severity, text, meta)
+
+
 def verdict_for(rt: Runtime, source: str, gens: list[Generation]) -> QualityVerdict:
     """Judge `source` now; a verdict that does not fail accepts the batch (`accept`)."""
     th = rt.cfg.source(source).quality
     row = rt.store.get_source(source)
     accepted_at = row.parse_accepted_at if row else None
     now = time.time()
-    verdict = judge(quality_rows(rt, source, gens), accepted_at, th)
+    verdict = judge_versions(quality_rows(rt, source, gens), accepted_at, th)
     if verdict.severity != "error":
         accept(rt, source, now)
     return verdict

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from assets.parse_quality import ParseRow, judge
+from dataclasses import replace
+
+from assets.parse_quality import ParseRow, judge, judge_versions
 from connectors.config import ParseQualityThresholds
 from tests.bindery_fixture import DOCS, Deployment
 
@@ -73,6 +75,23 @@ def test_drift_needs_a_batch_above_the_floor() -> None:
     assert v.severity == "error" and "word share" in v.description
 
 
+def test_each_parse_version_is_judged_on_its_own_documents() -> None:
+    """A reindex under a new parser builds beside live: the run's documents are parsed under
+    two versions. 12 documents, 4 broken, are 12 documents under each version (a warning below
+    the floor), not a 24-document population that fails; a version that is worse still shows."""
+    small = rows(8, 4)
+    both = [replace(r, parse_version=v) for v in ("p8", "p11") for r in small]
+    assert judge(both, accepted_at=None, th=TH).severity == "error"  # what counting rows did
+    v = judge_versions(both, accepted_at=None, th=TH)
+    assert v.severity == "warn" and v.metadata["judged_docs"] == 12 and "of 12 documents" in v.description
+    assert v.description.startswith("parse version ") and v.metadata["parse_versions"] == {"p11": "warn", "p8": "warn"}
+    broken_new = ([replace(r, parse_version="p8") for r in rows(30, 0)]
+                  + [replace(r, parse_version="p11") for r in rows(5, 25)])
+    v = judge_versions(broken_new, accepted_at=None, th=TH)
+    assert v.severity == "error" and v.metadata["parse_version"] == "p11" and v.metadata["judged_docs"] == 30
+    assert judge_versions(small, accepted_at=None, th=TH) == judge(small, accepted_at=None, th=TH)
+
+
 # -- end to end --------------------------------------------------------------------------------
 
 
@@ -87,6 +106,25 @@ def test_one_good_and_one_random_file_keep_the_sync_green(tmp_path: Path) -> Non
     assert "new/good.md" in {h["doc"] for h in dep.cli("query", "grey heron nests", "-k", "5")["hits"]}
     assert {d["doc"] for d in dep.cli("dlq")} == {"new/random.txt"}
     assert dep.cli("sync")["errors"] == {}  # and again: the same verdict
+
+
+@pytest.mark.slow
+def test_a_small_source_syncs_while_a_reindex_under_a_new_parser_waits(tmp_path: Path) -> None:
+    """After a parser change (an upgrade, an OCR setting) `bindery reindex` builds a candidate
+    under a new parse version and syncs write both generations. A 10-document source with 4
+    broken files warned before, and then every sync failed ("40% of 20 documents") until the
+    candidate was promoted, so edits were not indexed meanwhile."""
+    dep = Deployment(tmp_path)
+    for i in range(4):
+        dep.write(f"broken/{i}.txt", bytes([0, 1, 2, 3, 255]) * 200)
+    assert dep.cli("sync")["errors"] == {}
+    dep.config["stages"] = {"parse": {"ocr_dpi": 200}}
+    dep.save()
+    dep.cli("reindex")
+    dep.write("ops/oncall.txt", (dep.root / "ops/oncall.txt").read_text() + "Page the walrus team for dock faults.\n")
+    out = dep.cli("sync")
+    assert out["errors"] == {} and out["sources"]["docs"]["updated"] == 1
+    assert dep.cli("query", "walrus team dock faults", "-k", "3")["hits"][0]["doc"] == "ops/oncall.txt"
 
 
 @pytest.mark.slow
