@@ -8,12 +8,11 @@ the CLI on a real deployment.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from dataclasses import replace
 
 from assets.parse_quality import ParseRow, judge, judge_versions
 from connectors.config import ParseQualityThresholds
