@@ -8,6 +8,7 @@ from typing import Any
 from assets.index_stage import unindexed_reason
 from assets.listing import CLASSES  # the change classes are the listing's; one definition
 from connectors.config import BinderyConfig
+from connectors.generations import keyword_missing_fields
 from connectors.lifecycle import Generation, Lifecycle
 from connectors.shards import ShardStore, parse_key
 from connectors.store import BindingRecord, DocumentStore, GenerationRecord
@@ -100,6 +101,18 @@ def _row(gen: Generation | None) -> GenerationRecord | None:
     return gen.record if gen else None
 
 
+def _live_outdated(cfg: BinderyConfig, lifecycle: Lifecycle, live: GenerationRecord | None) -> dict[str, Any] | None:
+    """What a reindex would change in the live generation: the stages whose version under the
+    current configuration and code differs from live's (a changed setting, or a new release's
+    parser or chunker), and the keyword-index fields this release reads that live's index
+    lacks. Syncs keep writing at live's versions until a reindex is promoted. None: up to date."""
+    if live is None:
+        return None
+    stages = lifecycle.config_drift()
+    fields = keyword_missing_fields(cfg, live)
+    return {"stages": stages, "index_fields": fields} if stages or fields else None
+
+
 def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
     lifecycle = Lifecycle(cfg, store)
     b = store.get_binding()
@@ -136,6 +149,7 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
                             "candidate": cand_summary, "first_build": _gen_summary(first)},
             "binding": ({"version": b.version, "flipped_at": b.flipped_at, "flipped_by": b.flipped_by}
                         if b else None),
+            "live_outdated": _live_outdated(cfg, lifecycle, live),
             "events": [{"kind": e.kind, "message": e.message, "at": e.at} for e in store.events(limit=5)]}
 
 
@@ -307,10 +321,23 @@ def _human_status(r: dict[str, Any]) -> str:
                                        "lag p50/p95", "last error"], srcs).splitlines()]
     lines += ["", f"documents {r['documents']:,}   chunks (live) {r['chunks']:,}   dead letters {r['dead_letters']:,}"
                   + ("  (see `bindery dlq`)" if r["dead_letters"] else "")]
+    if r.get("live_outdated"):
+        lines += ["", _outdated_line(r)]
     if r["events"]:
         lines += ["", "recent events"]
         lines += [f"  {_ts(e['at'])}  {e['kind']}: {e['message']}" for e in r["events"]]
     return "\n".join(lines)
+
+
+def _outdated_line(r: dict[str, Any]) -> str:
+    out = r["live_outdated"]
+    what = ", ".join([*(f"stage {st}" for st in out["stages"]),
+                      *([f"keyword-index fields {', '.join(out['index_fields'])}"] if out["index_fields"] else [])])
+    cand = r["generations"].get("candidate")
+    step = (f"candidate {cand['name']} is {'built: `bindery promote` judges it' if cand.get('built') else 'building'}"
+            if cand else "`bindery plan reindex` shows the cost, `bindery reindex` builds it beside live")
+    return (f"live generation differs from the current configuration and release in: {what}; syncs keep "
+            f"writing at live's versions ({step})")
 
 
 def _human_dlq(r: Any) -> str:

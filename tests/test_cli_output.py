@@ -216,6 +216,26 @@ def test_rollback_json_has_the_promote_shape(dep: Deployment, capsys: pytest.Cap
     assert doc["report"]["by"] == "alice" and doc["report"]["reasons"]
 
 
+def test_status_says_when_live_is_behind_the_configuration_or_the_release(dep: Deployment,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A changed stage setting, or a release with a new parser, leaves live as it was built and
+    syncs writing at its versions until a reindex is promoted: `status` names the stages (an
+    upgrade audit found nothing said so), and the next step."""
+    cfg = str(dep.config_path)
+    flip(dep, add_generation(dep, 1))
+    assert json.loads(run(capsys, "--config", cfg, "--json", "status")[1])["live_outdated"] is None
+    assert "differs from the current configuration" not in run(capsys, "--config", cfg, "status")[1]
+    dep.config["stages"] = {"chunk": {"max_tokens": 120}}
+    dep.save()
+    doc = json.loads(run(capsys, "--config", cfg, "--json", "status")[1])
+    assert doc["live_outdated"] == {"stages": ["chunk"], "index_fields": []}
+    line = next(x for x in run(capsys, "--config", cfg, "status")[1].splitlines() if "differs" in x)
+    assert "stage chunk" in line and "`bindery reindex` builds it" in line
+    add_generation(dep, 2, chunk_tokens=120)  # the reindex has started
+    line = next(x for x in run(capsys, "--config", cfg, "status")[1].splitlines() if "differs" in x)
+    assert "candidate g2_test is building" in line
+
+
 def test_status_says_a_finished_candidate_is_built_not_building(dep: Deployment,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     live = add_generation(dep, 1)
