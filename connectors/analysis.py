@@ -16,6 +16,7 @@ Two jobs:
 
 from __future__ import annotations
 
+import itertools
 import re
 
 __all__ = ["IDENTIFIER_RE", "IDENT_BOOST", "MAX_IDENTIFIER_LEN", "identifiers", "sanitize_query"]
@@ -141,3 +142,36 @@ def sanitize_query(text: str) -> str:
     """
     cleaned = _QUERY_SYNTAX_RE.sub(" ", text).lower()
     return _WHITESPACE_RE.sub(" ", cleaned).strip()
+
+
+# Function words skipped by the proximity pairs (`proximity_pairs`): a pair with one of them
+# ("of the", "how do") says nothing about the topic and matches nearly every passage.
+_PROXIMITY_STOPWORD_TEXT = (
+    "a about above after again against all am an and any are as at be because been before being "
+    "below between both but by can could did do does doing down during each few for from further "
+    "had has have having he her here hers herself him himself his how i if in into is it its itself "
+    "just me more most my myself no nor not now of off on once only or other our ours ourselves out "
+    "over own same she should so some such than that the their theirs them themselves then there "
+    "these they this those through to too under until up very was we were what when where which "
+    "while who whom why will with would you your yours yourself yourselves s t"
+)
+PROXIMITY_STOPWORDS = frozenset(_PROXIMITY_STOPWORD_TEXT.split())
+MAX_PROXIMITY_PAIRS = 32  # a pasted message can be hundreds of words: its first pairs only
+
+
+def proximity_pairs(text: str) -> list[tuple[str, str, int]]:
+    """Adjacent pairs of the non-stopword words of ``text`` (after :func:`sanitize_query`), each
+    with the distance between them in the query (1 = next to each other; a stopword between
+    them makes it 2): ``(first, second, gap)``. Duplicates once; at most
+    ``MAX_PROXIMITY_PAIRS``. A query of fewer than two such words has none."""
+    kept = [(i, w) for i, w in enumerate(sanitize_query(text).split()) if w not in PROXIMITY_STOPWORDS]
+    out: list[tuple[str, str, int]] = []
+    seen: set[tuple[str, str, int]] = set()
+    for (i, a), (j, b) in itertools.pairwise(kept):
+        pair = (a, b, j - i)
+        if pair not in seen:
+            seen.add(pair)
+            out.append(pair)
+            if len(out) == MAX_PROXIMITY_PAIRS:
+                break
+    return out

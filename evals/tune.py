@@ -52,6 +52,9 @@ DEFAULT_SPACE: dict[str, list[Any]] = {
     # two units per document at most: +0.008 recall@10 on the command references, where one long
     # page's sections crowd out the page asked for; -0.015 on PDFs and the flex manual (docs/retrieval.md)
     "query.max_chunks_per_doc": [0, 2],
+    # adjacent query words as phrases: 0.5 is the default; short summaries that share their word
+    # pairs with sibling pages (the Redis commands) lose above it, manuals gain (docs/retrieval.md)
+    "query.proximity_weight": [0.0, 0.5, 0.75],
 }
 QUERY_TIME = ("query.",)
 INGESTION = ("stages.chunk.", "stages.context.", "stages.embed.")  # tuned through one generation each

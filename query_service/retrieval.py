@@ -36,7 +36,7 @@ from connectors.embedder import Embedder
 from connectors.errors import BinderyError, BindingError, ConfigError, EmbedderUnavailable, QueryError
 from connectors.generations import IndexPair, open_reader
 from connectors.identity import doc_id
-from connectors.indexes.base import Filters, ScoredId
+from connectors.indexes.base import Filters, ScoredId, SearchLevel
 from connectors.mail_attribution import Attribution, find_attribution
 from connectors.message_text import strip_message_noise
 from connectors.store import DocumentStore, GenerationRecord
@@ -196,11 +196,7 @@ class _Served:
 
         def sparse() -> tuple[list[ScoredId], list[ScoredId], list[ScoredId]]:
             s = time.perf_counter()
-            chunks = self.pair.keyword.search(query, qcfg.candidates, filters, heading_weight=qcfg.heading_weight,
-                                              plain_weight=qcfg.plain_weight)
-            units = (self.pair.keyword.search(query, qcfg.candidates, filters, level="unit",
-                                              plain_weight=qcfg.plain_weight)
-                     if qcfg.unit_weight > 0 else [])
+            chunks, units = self._keyword_lists(query, filters, qcfg)
             by_author = self._by_author(attribution, query, qcfg.candidates, filters) if attribution else []
             timings["sparse_ms"] = (time.perf_counter() - s) * 1000
             return chunks, units, by_author
@@ -253,6 +249,17 @@ class _Served:
             "timings": {k_: round(v, 2) for k_, v in timings.items()},
         }
         return SearchResult(self.gen, hits, trace, reason if not hits else None)
+
+    def _keyword_lists(self, query: str, filters: Filters, qcfg: QueryConfig) -> tuple[list[ScoredId], list[ScoredId]]:
+        """BM25 over chunks and over whole units (none when `unit_weight` is 0), with the
+        configured field weights and proximity pairs."""
+        def search(level: SearchLevel, heading_weight: float) -> list[ScoredId]:
+            return self.pair.keyword.search(query, qcfg.candidates, filters, level=level,
+                                            heading_weight=heading_weight, plain_weight=qcfg.plain_weight,
+                                            proximity_weight=qcfg.proximity_weight,
+                                            proximity_slop=qcfg.proximity_slop)
+
+        return search("chunk", qcfg.heading_weight), search("unit", 0.0) if qcfg.unit_weight > 0 else []
 
     def _with_neighbours(self, hits: list[Hit], payloads: dict[str, dict[str, Any]], n: int) -> list[Hit]:
         """Each hit with the texts of the `n` chunks before and after its unit (`neighbours`)."""

@@ -337,6 +337,22 @@ class ESStub:
             have = set(_WORD_RE.findall(" ".join(map(str, _values(src.get(fld)))).lower()))
             overlap = len(words & have)
             return float(overlap) if overlap and (not every or words <= have) else None
+        if kind == "match_phrase":  # the words in order, each within `slop` extra positions of the last
+            ((fld, arg),) = spec.items()
+            phrase = _WORD_RE.findall(str(arg["query"] if isinstance(arg, dict) else arg).lower())
+            slop = int(arg.get("slop", 0)) if isinstance(arg, dict) else 0
+            words = _WORD_RE.findall(" ".join(map(str, _values(src.get(fld)))).lower())
+            starts = [i for i, w in enumerate(words) if phrase and w == phrase[0]]
+            for start in starts:
+                at = start
+                for want in phrase[1:]:
+                    nxt = next((j for j in range(at + 1, min(len(words), at + 2 + slop)) if words[j] == want), None)
+                    if nxt is None:
+                        break
+                    at = nxt
+                else:
+                    return float(arg.get("boost", 1.0)) if isinstance(arg, dict) else 1.0
+            return None
         if kind == "constant_score":
             return float(spec.get("boost", 1.0)) if self._score(doc, spec["filter"]) is not None else None
         if kind in ("term", "terms"):

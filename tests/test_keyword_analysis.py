@@ -68,3 +68,14 @@ def test_sanitize_query_never_yields_a_syntax_error() -> None:
         cleaned = sanitize_query(raw)
         if cleaned:
             index.parse_query(cleaned, ["text"])  # must not raise
+
+
+def test_proximity_pairs_skip_stopwords_and_keep_the_distance() -> None:
+    from connectors.analysis import MAX_PROXIMITY_PAIRS, proximity_pairs
+
+    assert proximity_pairs("How do I start the Redis server?") == [("start", "redis", 2), ("redis", "server", 1)]
+    assert proximity_pairs("what is redis") == []  # fewer than two content words
+    assert proximity_pairs("") == []
+    assert proximity_pairs("ab cd ab cd") == [("ab", "cd", 1), ("cd", "ab", 1)]  # each pair once
+    words = " ".join(f"w{i}" for i in range(100))
+    assert len(proximity_pairs(words)) == MAX_PROXIMITY_PAIRS

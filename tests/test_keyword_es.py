@@ -343,3 +343,19 @@ def test_an_index_created_before_units_gets_their_fields_and_keeps_working(stub:
     (put,) = stub.calls("PUT", "/chunks_old/_mapping")
     assert set(put.body["properties"]) == {"heading", "text_plain", "unit", "unit_plain", "msgid", "reply_to",
                                            "author", "sent", "thread"}
+
+
+def test_proximity_pairs_become_match_phrase_clauses() -> None:
+    # off by default; on, one match_phrase per pair and field, the query's stopword gap widening the slop
+    plain = es_mod.build_query("start the redis server", Filters(), plain_weight=1.0)
+    assert plain is not None and not any("match_phrase" in c for c in plain["bool"]["should"])
+    body = es_mod.build_query("start the redis server", Filters(), level="unit", plain_weight=0.5,
+                              proximity_weight=0.4, proximity_slop=1)
+    assert body is not None
+    phrases = [c["match_phrase"] for c in body["bool"]["should"] if "match_phrase" in c]
+    assert phrases == [
+        {"unit": {"query": "start redis", "slop": 2, "boost": 0.4}},
+        {"unit": {"query": "redis server", "slop": 1, "boost": 0.4}},
+        {"unit_plain": {"query": "start redis", "slop": 2, "boost": pytest.approx(0.2)}},
+        {"unit_plain": {"query": "redis server", "slop": 1, "boost": pytest.approx(0.2)}},
+    ]

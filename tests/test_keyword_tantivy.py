@@ -319,3 +319,27 @@ def test_the_unstemmed_field_rewards_the_exact_word(index: TantivyIndex) -> None
     assert stemmed[0].score == pytest.approx(stemmed[1].score, rel=0.2)
     plain = index.search("configured", 5, Filters(), plain_weight=1.0)
     assert plain[0].chunk_id == "exact" and plain[0].score > plain[1].score * 1.5
+
+
+def test_proximity_ranks_the_adjacent_words_first(index: TantivyIndex) -> None:
+    # the same words, as often, in texts of the same length: bag-of-words BM25 ties them; the
+    # proximity pairs ("started server", kept apart only by a stopword) favour where they stand
+    # together, in the stemmed field ("starting servers") and at unit level too
+    near = "backup job started the server then " + FILLER
+    far = "backup job started then the " + FILLER + " server"
+    index.upsert([
+        IndexRecord("far", "d-far", "docs", "far.md", far, unit_text=far),
+        IndexRecord("near", "d-near", "docs", "near.md", near, unit_text=near),
+    ])
+    index.commit()
+    for level in ("chunk", "unit"):
+        flat = index.search("starting the servers", 5, Filters(), level=level, plain_weight=1.0)
+        assert flat[0].score == pytest.approx(flat[1].score)
+        prox = index.search("starting the servers", 5, Filters(), level=level, plain_weight=1.0,
+                            proximity_weight=0.5, proximity_slop=0)
+        assert ids(prox) == ["near", "far"] and prox[0].score > prox[1].score * 1.1
+        # the far hit keeps its bag-of-words score: the phrases only add
+        assert {h.chunk_id: h.score for h in prox}["far"] == pytest.approx(flat[0].score)
+    # one content word: no pairs, nothing added
+    one = index.search("servers", 5, Filters(), proximity_weight=0.5)
+    assert one[0].score == pytest.approx(index.search("servers", 5, Filters())[0].score)

@@ -81,11 +81,13 @@ class KeywordIndex(Protocol):
     def delete_docs(self, doc_ids: Iterable[str]) -> None: ...
     def commit(self) -> None: ...
     def search(self, query: str, k: int, filters: Filters, *, level: SearchLevel = "chunk",
-               heading_weight: float = 0.0, plain_weight: float = 0.0) -> list[ScoredId]:
+               heading_weight: float = 0.0, plain_weight: float = 0.0, proximity_weight: float = 0.0,
+               proximity_slop: int = 2) -> list[ScoredId]:
         """BM25 best first. ``level="chunk"``: chunk text (+ ``heading_weight`` x the heading
         field, + exact identifiers); ``level="unit"``: the unit field, one hit per unit, named
         by its first chunk (an index written before units existed returns ``[]``). Both levels
-        add ``plain_weight`` x BM25 over the same text unstemmed."""
+        add ``plain_weight`` x BM25 over the same text unstemmed, and ``proximity_weight`` x the
+        BM25 of the query's adjacent word pairs as phrases with ``proximity_slop``."""
         ...
     def thread_neighbours(self, message_ids: Sequence[str], k: int, filters: Filters,
                           threads: Sequence[str] = ()) -> list[str]:

@@ -36,7 +36,7 @@ from typing import Any, Self
 from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError, TransportError
 from elasticsearch.helpers import BulkIndexError, bulk
 
-from connectors.analysis import IDENT_BOOST, identifiers, sanitize_query
+from connectors.analysis import IDENT_BOOST, identifiers, proximity_pairs, sanitize_query
 from connectors.errors import IndexError_, QueryError
 from connectors.indexes.base import PUBLIC, Filters, IndexRecord, ScoredId, SearchLevel
 
@@ -280,9 +280,11 @@ class ElasticsearchIndex:
     # -- reads ---------------------------------------------------------------------------
 
     def search(self, query: str, k: int, filters: Filters, *, level: SearchLevel = "chunk",
-               heading_weight: float = 0.0, plain_weight: float = 0.0) -> list[ScoredId]:
+               heading_weight: float = 0.0, plain_weight: float = 0.0, proximity_weight: float = 0.0,
+               proximity_slop: int = 2) -> list[ScoredId]:
         """BM25 ``match`` on ``text`` (plus ``heading`` x ``heading_weight``) plus boosted exact
-        ``ident`` terms, or at ``level="unit"`` a ``match`` on ``unit``; filters in ``filter``.
+        ``ident`` terms, or at ``level="unit"`` a ``match`` on ``unit``; filters in ``filter``;
+        ``proximity_weight`` adds the query's adjacent word pairs as ``match_phrase`` queries.
 
         Semantics match :meth:`TantivyIndex.search`: ``principals=None`` raises
         :class:`QueryError` (fail closed), public chunks always pass the ACL filter, a blank
@@ -290,7 +292,8 @@ class ElasticsearchIndex:
         """
         if k < 1:
             raise QueryError(f"k must be at least 1, got {k}")
-        body = build_query(query, filters, level=level, heading_weight=heading_weight, plain_weight=plain_weight)
+        body = build_query(query, filters, level=level, heading_weight=heading_weight, plain_weight=plain_weight,
+                           proximity_weight=proximity_weight, proximity_slop=proximity_slop)
         if body is None:
             return []
         with self._errors("search"):
@@ -461,7 +464,8 @@ class ElasticsearchIndex:
 
 
 def build_query(query: str, filters: Filters, *, level: SearchLevel = "chunk",
-                heading_weight: float = 0.0, plain_weight: float = 0.0) -> dict[str, Any] | None:
+                heading_weight: float = 0.0, plain_weight: float = 0.0, proximity_weight: float = 0.0,
+                proximity_slop: int = 2) -> dict[str, Any] | None:
     """The ``bool`` query for ``query`` under ``filters``; ``None`` when nothing can match.
 
     ``should``: a ``match`` on ``text`` and one boosted ``term`` per identifier (a ``term``
@@ -488,6 +492,11 @@ def build_query(query: str, filters: Filters, *, level: SearchLevel = "chunk",
         ]
     if plain_weight > 0:
         should.append({"match": {f"{field}_plain": {"query": text, "boost": plain_weight}}})
+    if proximity_weight > 0:  # the pairs' distance in the query (a stopword between) widens the slop
+        weights = {field: 1.0, **({f"{field}_plain": plain_weight} if plain_weight > 0 else {})}
+        should += [{"match_phrase": {f: {"query": f"{a} {b}", "slop": proximity_slop + gap - 1,
+                                         "boost": proximity_weight * w}}}
+                   for f, w in weights.items() for a, b, gap in proximity_pairs(query)]
     body = build_filter_query(filters)
     if body is None:
         return None

@@ -61,7 +61,7 @@ from typing import Self
 
 import tantivy
 
-from connectors.analysis import IDENT_BOOST, identifiers, sanitize_query
+from connectors.analysis import IDENT_BOOST, identifiers, proximity_pairs, sanitize_query
 from connectors.errors import IndexError_, QueryError
 from connectors.indexes.base import PUBLIC, Filters, IndexRecord, ScoredId, SearchLevel
 
@@ -75,6 +75,13 @@ _FIELDS = ("chunk_id", "doc_id", "source", "external_id", "acl", "text", "ident"
 _UNIT_FIELDS = ("heading", "text_plain", "unit", "unit_plain", "msgid", "reply_to")
 _MAIL_FIELDS = ("author", "sent", "thread")  # absent from indexes written before attribution lines counted
 _DAY_BOOST = (3.0, 1.0, 1.0)  # the attributed day, the day before, the day after (const scores)
+# the analysers of tantivy's built-in `en_stem` and `default` tokenizers, to turn query words into
+# the terms a phrase query needs (a phrase query is not analysed)
+_STEM = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40))
+         .filter(tantivy.Filter.lowercase()).filter(tantivy.Filter.stemmer("english")).build())
+_PLAIN = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40))
+          .filter(tantivy.Filter.lowercase()).build())
+_STEMMED = frozenset({"text", "heading", "unit"})
 _MIN_HEAP_PER_THREAD_MB = 16  # tantivy refuses tiny per-thread budgets; stay well above
 
 
@@ -210,11 +217,14 @@ class TantivyIndex:
     # -- reads ---------------------------------------------------------------------------
 
     def search(self, query: str, k: int, filters: Filters, *, level: SearchLevel = "chunk",
-               heading_weight: float = 0.0, plain_weight: float = 0.0) -> list[ScoredId]:
+               heading_weight: float = 0.0, plain_weight: float = 0.0, proximity_weight: float = 0.0,
+               proximity_slop: int = 2) -> list[ScoredId]:
         """BM25 best first: at ``level="chunk"`` over ``text`` (plus ``heading_weight`` x the
         ``heading`` field) plus boosted exact ``ident`` matches; at ``level="unit"`` over the
         ``unit`` field, which only a unit's first chunk carries (one hit per unit). At either
-        level ``plain_weight`` adds the unstemmed field's BM25 with that weight.
+        level ``plain_weight`` adds the unstemmed field's BM25 with that weight, and
+        ``proximity_weight`` the BM25 of the query's adjacent word pairs as phrases with
+        ``proximity_slop`` (:func:`connectors.analysis.proximity_pairs`), on the same fields.
 
         Filters are MUST clauses with zero score: they restrict, never re-rank. ``principals``
         of ``None`` raises :class:`QueryError` (fail closed); public chunks (ACL ``"*"``) always
@@ -247,6 +257,12 @@ class TantivyIndex:
         should = [(tantivy.Occur.Should, relevance)]
         if level == "chunk":
             should += [(tantivy.Occur.Should, q) for q in self._ident_queries(searcher, query)]
+        if proximity_weight > 0:
+            field_weights = {fields[0]: 1.0}
+            if plain_weight > 0 and self._has_units:
+                field_weights[f"{fields[0]}_plain"] = plain_weight
+            should += [(tantivy.Occur.Should, q)
+                       for q in self._proximity_queries(query, field_weights, proximity_weight, proximity_slop)]
         clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should)), *self._filter_clauses(filters)]
         result = searcher.search(tantivy.Query.boolean_query(clauses), limit=k, count=False)
         return [
@@ -343,6 +359,22 @@ class TantivyIndex:
             idf = math.log(1.0 + (max(n_docs - df, 0) + 0.5) / (df + 0.5))
             term = tantivy.Query.term_query(self._schema, "ident", ident, index_option="basic")
             out.append(tantivy.Query.const_score_query(term, IDENT_BOOST * idf))
+        return out
+
+    def _proximity_queries(self, query: str, field_weights: dict[str, float], weight: float,
+                           slop: int) -> list[tantivy.Query]:
+        """One boosted phrase query per (field, adjacent word pair) of ``query``; the words
+        analysed as the field analyses text (stemmed or not) and kept at their distance."""
+        out: list[tantivy.Query] = []
+        pairs = proximity_pairs(query)
+        for field, fw in field_weights.items():
+            analyzer = _STEM if field in _STEMMED else _PLAIN
+            for a, b, gap in pairs:
+                ta, tb = analyzer.analyze(a), analyzer.analyze(b)
+                if len(ta) != 1 or len(tb) != 1:  # a word over tantivy's length limit, dropped
+                    continue
+                phrase = tantivy.Query.phrase_query(self._schema, field, [(0, ta[0]), (gap, tb[0])], slop)
+                out.append(tantivy.Query.boost_query(phrase, weight * fw))
         return out
 
     def _term_filter(self, field: str, values: Iterable[str]) -> tantivy.Query:
