@@ -341,12 +341,12 @@ class ESStub:
             ((fld, arg),) = spec.items()
             phrase = _WORD_RE.findall(str(arg["query"] if isinstance(arg, dict) else arg).lower())
             slop = int(arg.get("slop", 0)) if isinstance(arg, dict) else 0
-            words = _WORD_RE.findall(" ".join(map(str, _values(src.get(fld)))).lower())
-            starts = [i for i, w in enumerate(words) if phrase and w == phrase[0]]
+            tokens = _WORD_RE.findall(" ".join(map(str, _values(src.get(fld)))).lower())
+            starts = [i for i, w in enumerate(tokens) if phrase and w == phrase[0]]
             for start in starts:
                 at = start
                 for want in phrase[1:]:
-                    nxt = next((j for j in range(at + 1, min(len(words), at + 2 + slop)) if words[j] == want), None)
+                    nxt = next((j for j in range(at + 1, min(len(tokens), at + 2 + slop)) if tokens[j] == want), None)
                     if nxt is None:
                         break
                     at = nxt
