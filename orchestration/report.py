@@ -101,16 +101,26 @@ def _row(gen: Generation | None) -> GenerationRecord | None:
     return gen.record if gen else None
 
 
-def _live_outdated(cfg: BinderyConfig, lifecycle: Lifecycle, live: GenerationRecord | None) -> dict[str, Any] | None:
+def _live_outdated(cfg: BinderyConfig, lifecycle: Lifecycle, live: GenerationRecord | None,
+                   cand: GenerationRecord | None) -> dict[str, Any] | None:
     """What a reindex would change in the live generation: the stages whose version under the
     current configuration and code differs from live's (a changed setting, or a new release's
-    parser or chunker), and the keyword-index fields this release reads that live's index
-    lacks. Syncs keep writing at live's versions until a reindex is promoted. None: up to date."""
+    parser or chunker), the keyword-index fields this release reads that live's index lacks
+    (None when the index cannot be read now: status reports, it does not fail), and whether the
+    candidate, if any, was built for the current configuration. Syncs keep writing at live's
+    versions until a reindex is promoted. None: up to date."""
     if live is None:
         return None
     stages = lifecycle.config_drift()
-    fields = keyword_missing_fields(cfg, live)
-    return {"stages": stages, "index_fields": fields} if stages or fields else None
+    fields: list[str] | None
+    try:
+        fields = keyword_missing_fields(cfg, live)
+    except Exception:  # an engine that is down (Elasticsearch) is the sync's to report, not status's
+        fields = None
+    if not stages and not fields:
+        return None
+    current = None if cand is None else cand.stage_versions == lifecycle.current_versions
+    return {"stages": stages, "index_fields": fields, "candidate_current": current}
 
 
 def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
@@ -149,7 +159,7 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
                             "candidate": cand_summary, "first_build": _gen_summary(first)},
             "binding": ({"version": b.version, "flipped_at": b.flipped_at, "flipped_by": b.flipped_by}
                         if b else None),
-            "live_outdated": _live_outdated(cfg, lifecycle, live),
+            "live_outdated": _live_outdated(cfg, lifecycle, live, cand),
             "events": [{"kind": e.kind, "message": e.message, "at": e.at} for e in store.events(limit=5)]}
 
 
@@ -334,8 +344,14 @@ def _outdated_line(r: dict[str, Any]) -> str:
     what = ", ".join([*(f"stage {st}" for st in out["stages"]),
                       *([f"keyword-index fields {', '.join(out['index_fields'])}"] if out["index_fields"] else [])])
     cand = r["generations"].get("candidate")
-    step = (f"candidate {cand['name']} is {'built: `bindery promote` judges it' if cand.get('built') else 'building'}"
-            if cand else "`bindery plan reindex` shows the cost, `bindery reindex` builds it beside live")
+    if cand and out.get("candidate_current"):
+        state = "built: `bindery promote` judges it" if cand.get("built") else "building"
+        step = f"candidate {cand['name']} is {state}"
+    elif cand:
+        step = (f"candidate {cand['name']} was built for other settings: `bindery reindex` builds one for the "
+                "current configuration in its place")
+    else:
+        step = "`bindery plan reindex` shows the cost, `bindery reindex` builds it beside live"
     return (f"live generation differs from the current configuration and release in: {what}; syncs keep "
             f"writing at live's versions ({step})")
 

@@ -19,8 +19,10 @@ from connectors.identity import chunk_id
 __all__ = ["MAX_NEIGHBOURS", "neighbour_texts"]
 
 MAX_NEIGHBOURS = 5  # per side: past a few chunks a reader should follow the document itself
-_PROBE = 16  # chunk ids read at once past a unit's first chunk, looking for its end
-_MAX_ROUNDS = 8  # a unit is bounded by stages.chunk.parent_max_tokens: 128 chunks is far past it
+_PROBE = 16  # chunk ids read past a unit's first chunk in the first round, doubled each round after
+# 16 x (2^11 - 1) = 32,752 chunks: past the largest unit the configuration allows
+# (parent_max_tokens 100,000 over chunks of at least 16 word pieces: 6,250 chunks)
+_MAX_ROUNDS = 11
 
 Payloads = Callable[[Sequence[str]], dict[str, dict[str, Any]]]
 
@@ -31,8 +33,8 @@ def neighbour_texts(heads: dict[str, dict[str, Any]], n: int, chunk_version: str
 
     `heads` maps each unit to its first chunk's payload (`doc_id`, `ordinal`); `payloads`
     reads payloads by chunk id, leaving out ids the generation does not hold (past the end of
-    a document). The chunks after a unit are found by reading on from its first chunk, a few
-    ids at a time, over the unit's own chunks; every unit's reads go in one call per round."""
+    a document). The chunks after a unit are found by reading on from its first chunk over the
+    unit's own chunks, 16 ids, then 32, 64, ...; every unit's reads go in one call per round."""
     if n <= 0:
         return {}
     docs = {u: (str(p["doc_id"]), int(p["ordinal"])) for u, p in heads.items()
@@ -44,14 +46,15 @@ def neighbour_texts(heads: dict[str, dict[str, Any]], n: int, chunk_version: str
     after: dict[str, list[str]] = {u: [] for u in docs}
     at = {u: first + 1 for u, (_, first) in docs.items()}  # the next ordinal to read
     open_units = set(docs)
-    for _ in range(_MAX_ROUNDS):
+    for round_ in range(_MAX_ROUNDS):
         if not open_units:
             break
-        window = {u: [chunk_id(docs[u][0], chunk_version, o) for o in range(at[u], at[u] + _PROBE)]
+        size = _PROBE << round_  # a long unit costs a few reads, a short one reads little past its end
+        window = {u: [chunk_id(docs[u][0], chunk_version, o) for o in range(at[u], at[u] + size)]
                   for u in open_units}
         found = payloads([c for ids in window.values() for c in ids])
         for u, ids in window.items():
-            at[u] += _PROBE
+            at[u] += size
             for c in ids:
                 p = found.get(c)
                 if p is None:  # the document ends here

@@ -287,6 +287,31 @@ def test_ctrl_c_stops_serve_with_one_line_and_exit_130(tmp_path: Path, base: dic
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "bindery serve: stopped", err[-2000:]
 
 
+def test_ctrl_c_while_the_cli_is_still_loading_is_one_line(tmp_path: Path, base: dict[str, Any]) -> None:
+    """The console script (`orchestration.entry`) catches an interrupt that lands while the CLI's
+    modules are still being imported; `main`'s own handling only exists once they are. It was a
+    traceback from whichever module was loading. `serve` never ends by itself, so whenever the
+    signal lands (importing, starting, serving) the answer is one line and 130."""
+    import signal
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    script = "import sys; sys.argv[0] = 'bindery'; from orchestration.entry import main; main()"
+    for delay in (0.15, 0.3):
+        proc = subprocess.Popen([sys.executable, "-c", script, "--config", write(tmp_path, base), "serve",
+                                 "--port", port], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and "Traceback" not in err, (delay, err[-2000:])
+        assert err.strip().splitlines()[-1].startswith("bindery"), err[-2000:]
+
+
 def test_reindex_promote_checks_the_eval_set_before_building(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                              base: dict[str, Any]) -> None:
     from connectors.config import load_config

@@ -15,6 +15,7 @@ import pytest
 
 from assets.listing import CLASSES
 from connectors.config import load_config
+from connectors.errors import IndexError_
 from connectors.store import DocumentStore
 from connectors.versions import stage_configs_dump, stage_versions
 from evals.gate import compare, minimum_detectable_difference
@@ -217,7 +218,8 @@ def test_rollback_json_has_the_promote_shape(dep: Deployment, capsys: pytest.Cap
 
 
 def test_status_says_when_live_is_behind_the_configuration_or_the_release(dep: Deployment,
-                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+                                                                          capsys: pytest.CaptureFixture[str],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A changed stage setting, or a release with a new parser, leaves live as it was built and
     syncs writing at its versions until a reindex is promoted: `status` names the stages (an
     upgrade audit found nothing said so), and the next step."""
@@ -228,12 +230,24 @@ def test_status_says_when_live_is_behind_the_configuration_or_the_release(dep: D
     dep.config["stages"] = {"chunk": {"max_tokens": 120}}
     dep.save()
     doc = json.loads(run(capsys, "--config", cfg, "--json", "status")[1])
-    assert doc["live_outdated"] == {"stages": ["chunk"], "index_fields": []}
+    assert doc["live_outdated"] == {"stages": ["chunk"], "index_fields": [], "candidate_current": None}
     line = next(x for x in run(capsys, "--config", cfg, "status")[1].splitlines() if "differs" in x)
     assert "stage chunk" in line and "`bindery reindex` builds it" in line
     add_generation(dep, 2, chunk_tokens=120)  # the reindex has started
     line = next(x for x in run(capsys, "--config", cfg, "status")[1].splitlines() if "differs" in x)
     assert "candidate g2_test is building" in line
+    dep.config["stages"] = {"chunk": {"max_tokens": 150}}  # changed again: that candidate is not it either
+    dep.save()
+    line = next(x for x in run(capsys, "--config", cfg, "status")[1].splitlines() if "differs" in x)
+    assert "g2_test was built for other settings" in line and "`bindery reindex` builds one" in line
+
+    def unreachable(*args: Any, **kwargs: Any) -> list[str]:
+        raise IndexError_("cannot reach Elasticsearch at http://127.0.0.1:9")
+
+    # an engine that is down must not take the status report with it
+    monkeypatch.setattr("orchestration.report.keyword_missing_fields", unreachable)
+    code, out, _ = run(capsys, "--config", cfg, "--json", "status")
+    assert code == 0 and json.loads(out)["live_outdated"]["index_fields"] is None
 
 
 def test_status_says_a_finished_candidate_is_built_not_building(dep: Deployment,

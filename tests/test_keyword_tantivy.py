@@ -119,6 +119,13 @@ def test_blank_or_syntax_only_query_returns_nothing(index: TantivyIndex) -> None
     assert ids(index.search('valve AND (" OR ^~', 5, Filters())) == ["a"]
     with pytest.raises(QueryError):
         index.search("valve", 0, Filters())
+    # words tantivy drops (40 bytes or more: a CJK sentence between two spaces is one) match
+    # nothing; such a query alone was "could not be parsed: Only excluding terms given" (a 400)
+    cjk = "我们需要检索所有相关的文档内容，然后把结果返回给用户界面显示"
+    for query in (cjk, "x" * 41 + " " + "y" * 41):
+        for level in ("chunk", "unit"):
+            assert index.search(query, 5, Filters(), level=level, plain_weight=1.0, proximity_weight=0.5) == []
+    assert ids(index.search("valve " + cjk, 5, Filters())) == ["a"]
 
 
 def test_delete_docs_and_visibility_after_commit(index: TantivyIndex) -> None:

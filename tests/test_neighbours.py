@@ -46,8 +46,13 @@ def test_neighbours_skip_the_units_own_chunks_and_stop_at_the_documents_edges() 
     assert got[chunk_id("a", CVER, 0)] == ([], ["a u1 c0", "a u1 c1"])
     assert got[chunk_id("a", CVER, 43)] == (["a u1 c39", "a u2 c0"], [])
     assert got[chunk_id("b", CVER, 0)] == ([], [])
-    assert len(reads) == 1 + 3  # the chunks before, then one read per round for every unit at once
+    assert len(reads) == 1 + 2  # the chunks before, then one read per round (16, then 32 ids) for every unit
     assert neighbour_texts(heads, 0, CVER, payloads) == {}
+    # a unit of 3,000 chunks (parent_max_tokens allows thousands of small chunks): still found
+    huge = _document("c", [3000, 1])
+    far = neighbour_texts({chunk_id("c", CVER, 0): huge[chunk_id("c", CVER, 0)]}, 1, CVER,
+                          lambda ids: {c: huge[c] for c in ids if c in huge})
+    assert far[chunk_id("c", CVER, 0)] == ([], ["c u1 c0"])
 
 
 SECTIONS = {

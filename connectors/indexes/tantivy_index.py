@@ -82,6 +82,13 @@ _STEM = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.
 _PLAIN = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40))
           .filter(tantivy.Filter.lowercase()).build())
 _STEMMED = frozenset({"text", "heading", "unit"})
+
+
+def _indexable(text: str) -> bool:
+    """Whether any word of `text` survives the fields' analysers. Tantivy drops every term of
+    40 bytes or more (14 CJK characters between two spaces is one such term), and a query of
+    such words alone fails to parse ("Only excluding terms given"): it can match nothing."""
+    return bool(text) and bool(_PLAIN.analyze(text))
 _MIN_HEAP_PER_THREAD_MB = 16  # tantivy refuses tiny per-thread budgets; stay well above
 
 
@@ -236,7 +243,7 @@ class TantivyIndex:
         if k < 1:
             raise QueryError(f"k must be at least 1, got {k}")
         text = sanitize_query(query)
-        if not text or filters.sources == () or filters.docs == ():
+        if not _indexable(text) or filters.sources == () or filters.docs == ():
             return []
         if level == "unit" and not self._has_units:
             return []
@@ -315,7 +322,7 @@ class TantivyIndex:
             term = tantivy.Query.term_query(self._schema, "sent", key, index_option="basic")
             clauses.append((should, tantivy.Query.const_score_query(term, boost * 1000.0)))
         text = sanitize_query(query)
-        if text:
+        if _indexable(text):
             try:
                 clauses.append((should, self._index.parse_query(text, ["text"])))
             except ValueError as exc:
