@@ -82,7 +82,7 @@ class KeywordIndex(Protocol):
     def commit(self) -> None: ...
     def search(self, query: str, k: int, filters: Filters, *, level: SearchLevel = "chunk",
                heading_weight: float = 0.0, plain_weight: float = 0.0, proximity_weight: float = 0.0,
-               proximity_slop: int = 2) -> list[ScoredId]:
+               proximity_slop: int = 1) -> list[ScoredId]:
         """BM25 best first. ``level="chunk"``: chunk text (+ ``heading_weight`` x the heading
         field, + exact identifiers); ``level="unit"``: the unit field, one hit per unit, named
         by its first chunk (an index written before units existed returns ``[]``). Both levels

@@ -281,7 +281,7 @@ class ElasticsearchIndex:
 
     def search(self, query: str, k: int, filters: Filters, *, level: SearchLevel = "chunk",
                heading_weight: float = 0.0, plain_weight: float = 0.0, proximity_weight: float = 0.0,
-               proximity_slop: int = 2) -> list[ScoredId]:
+               proximity_slop: int = 1) -> list[ScoredId]:
         """BM25 ``match`` on ``text`` (plus ``heading`` x ``heading_weight``) plus boosted exact
         ``ident`` terms, or at ``level="unit"`` a ``match`` on ``unit``; filters in ``filter``;
         ``proximity_weight`` adds the query's adjacent word pairs as ``match_phrase`` queries.
@@ -465,7 +465,7 @@ class ElasticsearchIndex:
 
 def build_query(query: str, filters: Filters, *, level: SearchLevel = "chunk",
                 heading_weight: float = 0.0, plain_weight: float = 0.0, proximity_weight: float = 0.0,
-                proximity_slop: int = 2) -> dict[str, Any] | None:
+                proximity_slop: int = 1) -> dict[str, Any] | None:
     """The ``bool`` query for ``query`` under ``filters``; ``None`` when nothing can match.
 
     ``should``: a ``match`` on ``text`` and one boosted ``term`` per identifier (a ``term``

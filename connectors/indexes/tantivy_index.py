@@ -225,7 +225,7 @@ class TantivyIndex:
 
     def search(self, query: str, k: int, filters: Filters, *, level: SearchLevel = "chunk",
                heading_weight: float = 0.0, plain_weight: float = 0.0, proximity_weight: float = 0.0,
-               proximity_slop: int = 2) -> list[ScoredId]:
+               proximity_slop: int = 1) -> list[ScoredId]:
         """BM25 best first: at ``level="chunk"`` over ``text`` (plus ``heading_weight`` x the
         ``heading`` field) plus boosted exact ``ident`` matches; at ``level="unit"`` over the
         ``unit`` field, which only a unit's first chunk carries (one hit per unit). At either
