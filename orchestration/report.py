@@ -291,12 +291,12 @@ def _human_query(r: dict[str, Any]) -> str:
         where = shown(" > ".join(h["heading_path"])) or "-"
         page = f" p.{h['page']}" if h.get("page") else ""
         ranks = ", ".join(f"{k} #{v}" for k, v in h["ranks"].items())
-        text = " ".join(h["text"].split())[:160]
+        text = shown(" ".join(h["text"].split())[:160])  # a document's bidi or control characters, escaped
         lines.append(f"{i}. [{h['score']:.4f}] {h['source']}:{shown(h['doc'])}{page}  ({where})  [{ranks}]\n"
                      f"   {text}")
         for side in ("before", "after"):  # neighbour expansion: what the document says around the hit
             if h.get(side):
-                lines.append(f"   {side}: " + " ".join(" ".join(h[side]).split())[:120])
+                lines.append(f"   {side}: " + shown(" ".join(" ".join(h[side]).split())[:120]))
     return "\n".join(lines)
 
 

@@ -205,5 +205,9 @@ def test_names_with_control_or_bidi_characters_print_escaped() -> None:
            "heading_path": ["Caf\u00e9 \u6771\u4eac"], "ranks": {"dense": 1}, "text": "body"}
     out = human("query", {"generation": 1, "generation_name": "g1", "hits": [hit]}).splitlines()
     assert out[1] == "1. [1.0000] docs:new\\nline\\u202etxt.exe  (Caf\u00e9 \u6771\u4eac)  [dense #1]"
+    # a document's own text and its neighbours too: an override in a PDF reorders the line after it
+    hit = {**hit, "text": "pay \u202eAB", "before": ["x\u202ey"], "after": ["Caf\u00e9"]}
+    out = human("query", {"generation": 1, "generation_name": "g1", "hits": [hit]}).splitlines()
+    assert out[2:] == ["   pay \\u202eAB", "   before: x\\u202ey", "   after: Caf\u00e9"]
     rows = [{"at": 0, "source": "docs", "doc": "a\tb.txt", "stage": "parse", "reason": "empty", "error": "x"}]
     assert "a\\tb.txt" in human("dlq", rows)
