@@ -114,6 +114,15 @@ def service(tmp_path: Path) -> Iterator[tuple[str, Deployment]]:
     keys = [{"name": "ops", "hash": hash_key(OPERATOR_KEY), "principals": ["operator"]}]
     dep = Deployment(tmp_path, query={"poll_seconds": 0.1, "auth": {"api_keys": keys, "operators": ["operator"]}})
     dep.write("broken/truncated.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >>\n")  # a dead letter to show
+    # a manual long enough for one unit per section: a hit in one section has neighbours
+    dep.write("manuals/arm.md", "# Robot arm manual\n\n" + "".join(
+        f"## {part}\n\n" + " ".join(f"Step {i} of the {part.lower()} procedure: {what} and note it in the log."
+                                     for i in range(1, 16)) + "\n\n"
+        for part, what in (("Unpacking", "lift the arm by the two blue handles"),
+                           ("Mounting", "tighten the base bolts to twelve newton metres"),
+                           ("Calibration", "run the zeroing routine against the hard stop"),
+                           ("Maintenance", "grease the wrist bearings with the supplied tube"),
+                           ("Storage", "fold the joints and cover the arm with its dust sheet"))))
     dep.cli("sync")
     port = _free_port()
     # as `bindery serve` runs it: h11 with a header limit, loopback Host names only
@@ -174,7 +183,17 @@ def test_console_in_headless_chromium(service: tuple[str, Deployment], tmp_path:
         assert page.locator("#eval-chart svg, #eval-chart p").count() == 1
         page.wait_for_selector("#tune-chart svg")
         assert "latest-a" in page.inner_html("#tune-chart") and "older-run" not in page.inner_html("#tune-chart")
+        # neighbour expansion: the hit in Calibration shows the end of Mounting and the start of Maintenance
+        page.fill("#query", "run the zeroing routine against the hard stop")
+        page.fill("#neighbours", "1")
+        page.click("#search-form button")
+        page.wait_for_selector("#hits li .hit-context.after", timeout=60_000)
+        first = page.locator("#hits li").nth(0)
+        assert "manuals/arm.md" in first.inner_text() and "Calibration" in first.inner_text()
+        assert "mounting procedure" in first.locator(".hit-context.before").inner_text()
+        assert "maintenance procedure" in first.locator(".hit-context.after").inner_text()
         page.screenshot(path=str(shots / "console-search.png"), full_page=True)
+        page.fill("#neighbours", "0")
         # a pasted reply: the playground says whose message its attribution line asked for
         page.fill("#query", "On Tue, 3 Sep 2024 at 07:11, Hendrik de Vries wrote:\nHow long does the battery last?")
         page.click("#search-form button")

@@ -40,6 +40,8 @@ async function search(event) {
   const body = { query: $("#query").value, k: Number($("#k").value) || 10 };
   const principal = $("#principal").value.trim();
   if (principal) body.principal = principal;
+  const neighbours = Number($("#neighbours").value);
+  if (neighbours > 0) body.neighbours = neighbours;
   status.textContent = "searching…";
   status.className = "status";
   $("#hits").replaceChildren();
@@ -81,7 +83,17 @@ function renderHit(h) {
       el("span", { class: "hit-doc" }, `${h.source}:${h.doc}${h.page ? ` p.${h.page}` : ""}`),
       el("span", { class: "hit-where" }, where),
       el("span", { class: "ranks" }, `score ${fmt(h.score)} · ${ranks}`)),
-    el("p", { class: "hit-text" }, (h.text || "").slice(0, 600)));
+    ...context(h.before, "before"),
+    el("p", { class: "hit-text" }, (h.text || "").slice(0, 600)),
+    ...context(h.after, "after"));
+}
+
+// neighbour expansion: the document's text around the hit, muted, nearest part shown
+function context(texts, side) {
+  if (!texts || !texts.length) return [];
+  const joined = texts.join(" ");
+  const shown = side === "before" ? `… ${joined.slice(-300)}` : `${joined.slice(0, 300)} …`;
+  return [el("p", { class: `hit-context ${side}` }, shown)];
 }
 
 // -- generations ----------------------------------------------------------------------------
