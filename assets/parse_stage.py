@@ -101,9 +101,18 @@ def pending_parses(rt: Runtime, docs: list[DocumentRecord], parse_version: str,
     """The documents with no stored parse (ok, failed or rejected) for this parse version, or
     one refused as too large under a lower size limit than `limit`: what `run_parse` parses and
     what `bindery plan` predicts it will."""
+    return _parse_state(rt, docs, parse_version, limit)[0]
+
+
+def _parse_state(rt: Runtime, docs: list[DocumentRecord], parse_version: str, limit: int,
+                 ) -> tuple[list[DocumentRecord], dict[tuple[str, str, str], ParseRecord]]:
+    """(the documents to parse, the stored rows of the cached failures that stand) for one
+    parse version: two reads of the store, shared by `run_parse` and `pending_parses`."""
     have = rt.store.parse_statuses([parse_key(d, parse_version) for d in docs])
-    stale = _refused_below(_failed_rows(rt, docs, have, parse_version), limit)
-    return _without_parse(docs, have, parse_version, stale)
+    failures = _failed_rows(rt, docs, have, parse_version)
+    stale = _refused_below(failures, limit)
+    todo = _without_parse(docs, have, parse_version, stale)
+    return todo, {k: r for k, r in failures.items() if k not in stale}
 
 
 def _failed_rows(rt: Runtime, docs: list[DocumentRecord], have: dict[tuple[str, str, str], str],
@@ -147,18 +156,14 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
         resolved.clear()
 
     for pcfg, pver in {g.versions["parse"]: (g.stages.parse, g.versions["parse"]) for g in gens}.values():
-        have = rt.store.parse_statuses([parse_key(d, pver) for d in docs])
-        cached_failures = _failed_rows(rt, docs, have, pver)
-        stale = _refused_below(cached_failures, limit)
-        # a copy or a move of a file whose bytes already failed fails all the same
-        failed = [d for d in docs if have.get(k := parse_key(d, pver), "ok") != "ok" and d.doc_id not in dead
-                  and k not in stale]
-        for d in failed:
+        todo, cached_failures = _parse_state(rt, docs, pver, limit)
+        # a copy or a move of a file whose bytes already failed fails all the same (a row `gc`
+        # removed between the two reads is simply absent)
+        for d in docs:
             cached = cached_failures.get(parse_key(d, pver))
-            if cached is not None:  # None only if `gc` removed it between the two reads
+            if cached is not None and d.doc_id not in dead:
                 _dead_letter_cached(rt, d, cached)
                 dead.add(d.doc_id)
-        todo = _without_parse(docs, have, pver, stale)
         stats.cached += len(docs) - len(todo)
         progress.total(len(todo))
         for d in todo:

@@ -264,6 +264,9 @@ class QueryAuthConfig(_Strict):
     operators: list[str] = Field(default_factory=list)
 
 
+MAX_NEIGHBOURS = 5  # chunks per side a hit may carry: past a few, a reader follows the document itself
+
+
 class QueryConfig(_Strict):
     # every weight, decay and floor a finite number: an infinite weight makes every score inf or nan
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -308,7 +311,7 @@ class QueryConfig(_Strict):
     strip_message_noise: bool = True
     # Neighbour expansion: with each hit, the texts of this many chunks just before and just
     # after its unit (0 = off; at most 5, query_service/neighbours.py). A request may set its own.
-    neighbours: int = Field(0, ge=0, le=5)
+    neighbours: int = Field(0, ge=0, le=MAX_NEIGHBOURS)
     poll_seconds: float = Field(0.5, gt=0)
     auth: QueryAuthConfig = Field(default_factory=QueryAuthConfig)
     max_body_bytes: int = Field(65536, ge=1024)  # larger request bodies are refused (413) unread

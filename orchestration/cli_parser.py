@@ -1,8 +1,9 @@
 """The `bindery` command line's grammar: commands, options, their checks and help text.
 
 Kept apart from `orchestration.cli` (what each command does) so the whole surface an operator
-types can be read in one place. Parsing imports nothing heavy: `bindery --help` and a usage
-mistake answer at once. A usage mistake is one line and exit 2 (`_Parser`).
+types can be read in one place. Parsing imports nothing beyond the configuration module the
+CLI loads anyway: `bindery --help` and a usage mistake answer at once. A usage mistake is one
+line and exit 2 (`_Parser`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 from typing import Any, NoReturn
+
+from connectors.config import MAX_NEIGHBOURS  # the CLI imports the configuration anyway
 
 __all__ = ["ARGV", "RUN_STATUSES", "build_parser", "share_common_options"]
 
@@ -26,11 +29,15 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
-def _positive_int(value: str) -> int:
+def _whole_number(value: str) -> int:
     try:
-        n = int(value)
+        return int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+
+
+def _positive_int(value: str) -> int:
+    n = _whole_number(value)
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, got {n}")
     return n
@@ -50,12 +57,9 @@ RUN_STATUSES = ("queued", "not_started", "managed", "starting", "started", "susp
 
 
 def _neighbours(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if not 0 <= n <= 5:  # query_service.neighbours.MAX_NEIGHBOURS (parsing imports no query code)
-        raise argparse.ArgumentTypeError(f"must be between 0 and 5, got {n}")
+    n = _whole_number(value)
+    if not 0 <= n <= MAX_NEIGHBOURS:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {MAX_NEIGHBOURS}, got {n}")
     return n
 
 
@@ -143,7 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--source", action="append", help="only this source (repeatable)")
     s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
     s.add_argument("--neighbours", type=_neighbours, default=None,
-                   help="with each hit, this many chunks before and after it (0-5; default: query.neighbours)")
+                   help=f"with each hit, this many chunks before and after it (0-{MAX_NEIGHBOURS}; "
+                        "default: query.neighbours)")
     sub.add_parser("status", help="generations, documents, sources, freshness")
     s = sub.add_parser("dlq", help="dead letters: list, or retry after a fix")
     s.add_argument("action", nargs="?", choices=["list", "retry"], default="list",

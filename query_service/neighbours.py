@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from connectors.config import MAX_NEIGHBOURS
 from connectors.identity import chunk_id
 
 __all__ = ["MAX_NEIGHBOURS", "neighbour_texts"]
 
-MAX_NEIGHBOURS = 5  # per side: past a few chunks a reader should follow the document itself
 _PROBE = 16  # chunk ids read past a unit's first chunk in the first round, doubled each round after
 # 16 x (2^11 - 1) = 32,752 chunks: past the largest unit the configuration allows
 # (parent_max_tokens 100,000 over chunks of at least 16 word pieces: 6,250 chunks)

@@ -265,8 +265,11 @@ class _Served:
         """Each hit with the texts of the `n` chunks before and after its unit (`neighbours`)."""
         heads = {h.unit_id: payloads[h.unit_id] for h in hits if h.unit_id in payloads}
         texts = neighbour_texts(heads, n, self.gen.stage_versions["chunk"], self.pair.vector.payloads)
-        return [replace(h, before=texts.get(h.unit_id, ([], []))[0], after=texts.get(h.unit_id, ([], []))[1])
-                for h in hits]
+        out = []
+        for h in hits:
+            before, after = texts.get(h.unit_id, ([], []))
+            out.append(replace(h, before=before, after=after))
+        return out
 
     def _by_author(self, attr: Attribution, query: str, k: int, filters: Filters) -> list[ScoredId]:
         """The keyword index's chunks of the messages `attr` points at (`KeywordIndex.by_author`)."""

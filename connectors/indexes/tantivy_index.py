@@ -89,6 +89,8 @@ def _indexable(text: str) -> bool:
     40 bytes or more (14 CJK characters between two spaces is one such term), and a query of
     such words alone fails to parse ("Only excluding terms given"): it can match nothing."""
     return bool(text) and bool(_PLAIN.analyze(text))
+
+
 _MIN_HEAP_PER_THREAD_MB = 16  # tantivy refuses tiny per-thread budgets; stay well above
 
 
