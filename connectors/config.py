@@ -606,12 +606,34 @@ def _yaml_error(p: Path, e: yaml.YAMLError) -> ConfigError:
     return ConfigError(" ".join(f"{p}{where}: not valid YAML: {what}".split()))
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key written twice in one mapping.
+
+    Plain YAML loaders keep the last value: a second `sources:` block silently replaced the
+    first (its source vanished from the plan) and a second `data_dir:` pointed every command
+    at an empty instance."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults`: merged keys may be overridden
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str) and key in seen:
+                first = seen[key].start_mark.line + 1
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is written twice (lines {first} and "
+                    f"{key_node.start_mark.line + 1}); keep one", key_node.start_mark)
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_config(path: str | os.PathLike[str] | None = None) -> BinderyConfig:
     """Load `path`, else `$BINDERY_CONFIG`, else `./bindery.yaml`."""
     p = Path(path or os.environ.get("BINDERY_CONFIG") or "bindery.yaml")
     text = _read_text(p)
     try:
-        raw = yaml.safe_load(text) or {}
+        raw = yaml.load(text, Loader=_StrictLoader) or {}  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
         raise _yaml_error(p, e) from None
     if not isinstance(raw, dict):

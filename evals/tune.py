@@ -40,8 +40,9 @@ from evals.promotion import all_principals, excluding_search
 from evals.runner import run_eval
 from evals.split import EvalSplit, split_cases
 
-__all__ = ["DEFAULT_SPACE", "INGESTION", "Budget", "Trial", "TuneResult", "apply_settings", "check_tune_config",
-           "format_trials", "parse_budget", "run_tune", "split_space", "store_rows", "trial_settings"]
+__all__ = ["DEFAULT_SPACE", "INGESTION", "Budget", "Trial", "TuneResult", "apply_settings", "check_budget",
+           "check_tune_config", "format_trials", "parse_budget", "run_tune", "split_space", "store_rows",
+           "trial_settings"]
 
 # Query-time knobs whose useful ranges are wide enough that the defaults are not obviously best.
 DEFAULT_SPACE: dict[str, list[Any]] = {
@@ -92,15 +93,20 @@ def split_space(space: Mapping[str, Sequence[Any]]) -> tuple[dict[str, list[Any]
     return ingest, {k: list(v) for k, v in space.items() if k not in ingest}
 
 
-def check_tune_config(cfg: BinderyConfig, budget: str | None = None) -> None:
-    """`tune.budget` (or `--budget`) and every key and value of `tune.space`, checked before a
-    trial runs (and before the model loads), each mistake one ConfigError naming its key."""
-    where, value = ("--budget", budget) if budget else ("tune.budget", cfg.tune.budget)
+def check_budget(value: str | int, where: str) -> None:
+    """ConfigError naming `where` (a key or an option) unless `value` is a budget."""
     try:
         parse_budget(value)
     except ConfigError:
         raise ConfigError(f"{where}: {value!r} is not a budget: give a number of trials (12) "
                           "or minutes (10m)") from None
+
+
+def check_tune_config(cfg: BinderyConfig) -> None:
+    """`tune.budget` and every key and value of `tune.space`, checked when a command loads the
+    file (not only `bindery tune`: `bindery plan` is how an operator checks a configuration),
+    each mistake one ConfigError naming its key."""
+    check_budget(cfg.tune.budget, "tune.budget")
     for key, values in cfg.tune.space.items():
         name = f"tune.space.{key}"
         if not isinstance(values, list) or not values:

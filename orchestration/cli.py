@@ -25,7 +25,14 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from connectors.config import AutomationConfig, BinderyConfig, check_paths, check_stage_resources, load_config
+from connectors.config import (
+    AutomationConfig,
+    BinderyConfig,
+    TuneConfig,
+    check_paths,
+    check_stage_resources,
+    load_config,
+)
 from connectors.errors import BinderyError, ConfigError, GateRefused, UsageError
 from connectors.generations import keyword_missing_fields
 from orchestration import report
@@ -87,10 +94,15 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
         check_stage_resources(cfg)  # a model that is not here, an unset API key: before any work
     if a.command in ("serve", "ui"):
         check_port(a.host, a.port)
-    if a.command == "tune":
-        from evals.tune import check_tune_config
+    if a.command == "tune" or cfg.tune != TuneConfig():  # the defaults need no check (nor numpy's import)
+        from evals.tune import check_budget, check_tune_config
 
-        check_tune_config(cfg, a.budget)
+        check_tune_config(cfg)
+        if a.command == "tune" and a.budget:
+            try:
+                check_budget(a.budget, "--budget")
+            except ConfigError as e:
+                raise UsageError(str(e)) from None
     if cfg.automation.reconcile_cron != _DEFAULT_CRON:  # Dagster judges it; the default needs no Dagster import
         from orchestration.automation import check_cron
 
@@ -162,6 +174,8 @@ def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
 
 
 def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
+    if a.submit and a.promote and not a.wait:  # refused whatever the state: the options cannot work together
+        raise UsageError("reindex --submit --promote needs --wait (the gate judges a finished candidate)")
     lifecycle = _lifecycle(cfg)
     live = lifecycle.live()
     stale: list[str] = []
@@ -173,8 +187,6 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
             # not a failure: nothing to build or promote
             return {"candidate": None, "live": live.id, "changed_stages": [],
                     "message": f"{nothing} (use --force to rebuild anyway)"}
-    if a.submit and a.promote and not a.wait:
-        raise UsageError("reindex --submit --promote needs --wait (the gate judges a finished candidate)")
     if a.promote:
         check_eval_set(cfg, lifecycle.store)  # before the build, not after it
     if a.force and live is not None and not lifecycle.config_drift():  # recorded once the checks pass

@@ -233,7 +233,7 @@ def _human_sync(r: dict[str, Any]) -> str:
         lines.append(f"redirect pages: {r['redirect_pages']} (they only point at another page: kept, not indexed)")
     if r.get("truncated"):
         lines.append(f"warning: {r['truncated']} embedded texts were longer than the embedding model reads; "
-                     "their ends are in BM25 only (lower stages.chunk.max_tokens or context.max_prefix_tokens)")
+                     "their ends are in BM25 only (lower stages.chunk.max_tokens or stages.context.max_prefix_tokens)")
     if r.get("candidate") is not None:
         lines.append(f"candidate generation: {r.get('candidate_name')} (id {r['candidate']}); "
                      "run `bindery promote` to judge and flip")

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from connectors.config import load_config
 from orchestration.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,7 +87,10 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("plan reindex --source", {}, ["plan", "reindex", "--source", "docs"], ("--source", "plan sync")),
     ("gate.k below the metric's cutoff", {"gate": {"k": 5}}, ["status"], ("gate.k", "'recall@10'")),
     ("tune.budget", {"tune": {"budget": "soon"}}, ["tune"], ("tune.budget", "'soon'")),
+    # the tune section is checked by every command: `bindery plan` is how an operator checks a file
+    ("tune.budget, any command", {"tune": {"budget": "10x"}}, ["status"], ("tune.budget", "'10x'")),
     ("tune.space unknown key", {"tune": {"space": {"query.nope": [1]}}}, ["tune"], ("tune.space.query.nope",)),
+    ("tune.space unknown key, plan", {"tune": {"space": {"query.nope": [1]}}}, ["plan"], ("tune.space.query.nope",)),
     ("tune.space key tune cannot try", {"tune": {"space": {"stages.parse.ocr": [False]}}}, ["tune"],
      ("tune.space.stages.parse.ocr", "stages.chunk")),
     ("tune.space bad ingestion value", {"tune": {"space": {"stages.chunk.max_tokens": [200, 4]}}}, ["tune"],
@@ -165,6 +169,26 @@ def test_config_missing_and_bad_yaml(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert_one_line(*run_cli(capsys, "--config", str(p), "status"), "bindery.yaml:", "not valid YAML")
 
 
+@pytest.mark.parametrize("text, key", [
+    ("sources:\n- {name: a, root: .}\nsources:\n- {name: b, root: .}\n", "'sources'"),  # a source vanished
+    ("data_dir: one\nsources: []\ndata_dir: two\n", "'data_dir'"),  # another, empty instance
+    ("sources:\n- name: a\n  root: .\n  exclude: ['*.log']\n  exclude: ['*.tmp']\n", "'exclude'"),  # nested
+])
+def test_config_key_written_twice(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, key: str) -> None:
+    """YAML loaders keep the last of two equal keys; the configuration refuses them instead."""
+    p = tmp_path / "bindery.yaml"
+    p.write_text(text)
+    assert_one_line(*run_cli(capsys, "--config", str(p), "status"), key, "written twice")
+
+
+def test_config_merge_keys_still_override(tmp_path: Path) -> None:
+    """A YAML merge (`<<: *base`) may be overridden by the mapping's own keys: not a key written twice."""
+    p = tmp_path / "bindery.yaml"
+    p.write_text("sources:\n- &base {name: a, root: ., include: ['*.md']}\n"
+                 "- <<: *base\n  name: b\n  include: ['*.txt']\n")
+    assert [s.include for s in load_config(p).sources] == [["*.md"], ["*.txt"]]
+
+
 @pytest.mark.parametrize(("argv", "named"), [
     (["query", "x", "--generation", "abc"], ("--generation", "'abc'")),
     (["eval", "--generation", "-1"], ("--generation",)),
@@ -189,6 +213,17 @@ def test_usage_mistake_is_one_line_exit_2(tmp_path: Path, capsys: pytest.Capture
                                           argv: list[str], named: tuple[str, ...]) -> None:
     code, text = run_cli(capsys, "--config", write(tmp_path, base), *argv)
     assert_one_line(code, text, *named)
+
+
+def test_bad_budget_option_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            base: dict[str, Any]) -> None:
+    """`--budget 0` is the command line's mistake: no "configuration error:", reason "usage"."""
+    import json
+
+    code = main(["--config", write(tmp_path, base), "--json", "tune", "--budget", "0"])
+    out, err = capsys.readouterr()
+    assert code == 2 and json.loads(out)["reason"] == "usage"
+    assert "configuration error" not in err and "--budget" in err
 
 
 def test_json_error_names_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any]) -> None:

@@ -133,6 +133,9 @@ def test_reindex_with_nothing_to_change_does_not_say_promote(dep: Deployment,
     assert out.startswith("nothing to reindex") and "promote" not in out
     code, out, _ = run(capsys, "--config", str(dep.config_path), "reindex", "--json")
     assert code == 0 and json.loads(out)["candidate"] is None
+    # options that cannot work together are refused whatever the state, not only when there is work
+    code, _, err = run(capsys, "--config", str(dep.config_path), "reindex", "--submit", "--promote")
+    assert code == 2 and "needs --wait" in err
 
 
 def _report(values: list[float]) -> EvalReport:
