@@ -49,7 +49,7 @@ DEFAULT_SPACE: dict[str, list[Any]] = {
     "query.sparse_weight": [0.5, 1.0, 1.5],
     "query.unit_weight": [0.0, 0.3, 0.6, 1.0],
     "query.heading_weight": [0.0, 0.3],
-    "query.same_doc_decay": [0.8, 0.97, 1.0],
+    "query.same_doc_decay": [0.5, 0.7, 0.97],
     # two units per document at most: +0.008 recall@10 on the command references, where one long
     # page's sections crowd out the page asked for; -0.015 on PDFs and the flex manual (docs/retrieval.md)
     "query.max_chunks_per_doc": [0, 2],

@@ -63,7 +63,7 @@ def test_fraction_outside_the_open_interval_is_refused() -> None:
 @pytest.fixture(scope="module")
 def synced(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
     dep = Deployment(tmp_path_factory.mktemp("tune"))
-    dep.config["tune"] = {"space": {"query.rrf_k": [10, 60], "query.same_doc_decay": [0.5, 0.97]}, "budget": 4}
+    dep.config["tune"] = {"space": {"query.rrf_k": [10, 60], "query.same_doc_decay": [0.5, 0.7]}, "budget": 4}
     dep.save()
     dep.cli("sync")
     return dep
@@ -72,7 +72,7 @@ def synced(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
 def test_tune_reports_both_halves_and_recomputes_nothing(synced: Deployment) -> None:
     out = synced.cli("tune")
     assert len(out["trials"]) == 4
-    assert out["trials"][0]["settings"] == {"query.rrf_k": 60, "query.same_doc_decay": 0.97}  # defaults first
+    assert out["trials"][0]["settings"] == {"query.rrf_k": 60, "query.same_doc_decay": 0.7}  # defaults first
     assert out["split"]["tune"] + out["split"]["check"] == 8
     for trial in out["trials"]:
         assert set(trial) >= {"settings", "tune", "check", "seconds"}
@@ -123,7 +123,7 @@ def cut_apart(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
     dep = Deployment(tmp_path_factory.mktemp("tune-ingest"))
     dep.set_stage("chunk", max_tokens=24, overlap_tokens=0, min_tokens=0, parent_max_tokens=0)
     dep.config["tune"] = {"space": {"stages.chunk.parent_max_tokens": [0, 800],
-                                    "query.same_doc_decay": [0.97, 0.5]}, "budget": 4}
+                                    "query.same_doc_decay": [0.7, 0.5]}, "budget": 4}
     dep.save()
     dep.cli("sync")
     return dep
@@ -133,7 +133,7 @@ def test_ingestion_settings_are_tuned_through_one_generation_each(cut_apart: Dep
     out = cut_apart.cli("tune")
     settings = [t["settings"] for t in out["trials"]]
     assert [s["stages.chunk.parent_max_tokens"] for s in settings] == [0, 0, 800, 800]  # as it stands first
-    assert settings[0]["query.same_doc_decay"] == 0.97
+    assert settings[0]["query.same_doc_decay"] == 0.7
     # the unit budget changes no chunk text: the trial generation re-uses every parse and embedding
     assert all(t["parsed"] == 0 and t["embedded"] == 0 for t in out["trials"])
     assert out["built"] is None
