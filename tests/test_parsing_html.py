@@ -222,3 +222,38 @@ def test_a_redirect_page_is_known_as_one() -> None:
     assert "redirect" not in parse_document(itself.encode(), "status.html", CFG).metadata
     styled = stub.replace("<title>", "<style>" + "p { margin: 0 }\n" * 1000 + "</style><title>")
     assert "redirect" in parse_document(styled.encode(), "d.html", CFG).metadata
+
+
+ASCIIDOC_MANPAGE = """<html><head><title>git-daemon(1)</title></head>
+<body class="manpage">
+<div id="header">
+<h1>git-daemon(1) Manual Page</h1>
+<h2>NAME</h2>
+<div class="sectionbody"><p>git-daemon - A really simple server for Git repositories</p></div>
+</div>
+<div id="content">
+<div class="sect1"><h2 id="_synopsis">SYNOPSIS</h2>
+<div class="sectionbody"><pre>git daemon [--verbose] [--syslog] [--export-all]</pre></div></div>
+<div class="sect1"><h2 id="_description">DESCRIPTION</h2>
+<div class="sectionbody"><p>A really simple TCP Git daemon that normally listens on port 9418. It waits
+for a connection asking for a service, and will serve that service if it is enabled. It verifies
+that the directory has the magic file git-daemon-export-ok, and it will refuse to export any Git
+directory that has not explicitly been marked for export this way.</p></div></div>
+</div>
+<div id="footer"><div id="footer-text">Last updated 2023-02-08</div></div>
+</body></html>"""
+
+
+def test_a_page_heading_beside_the_content_root_is_kept() -> None:
+    """asciidoc puts a manual page's <h1> and NAME line in div#header, beside div#content: the one
+    sentence that says what the page is was lost with the header (all 196 of Git's pages)."""
+    r = parse_document(ASCIIDOC_MANPAGE.encode(), "git-daemon.html", CFG)
+    assert [(b.kind, b.text) for b in r.blocks[:3]] == [
+        ("heading", "git-daemon(1) Manual Page"), ("heading", "NAME"),
+        ("paragraph", "git-daemon - A really simple server for Git repositories")]
+    assert "SYNOPSIS" in _all_text(r) and "Last updated" not in _all_text(r)
+    # a site banner is not a page heading: a <header> beside <main> stays out
+    site = ASCIIDOC_MANPAGE.replace('<div id="header">', "<header>").replace("</div>\n<div id=\"content\">",
+                                                                           "</header>\n<main>", 1)
+    site = site.replace("</div>\n<div id=\"footer\">", "</main>\n<div id=\"footer\">", 1)
+    assert "really simple server" not in _all_text(parse_document(site.encode(), "site.html", CFG))

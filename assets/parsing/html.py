@@ -452,10 +452,34 @@ def html_blocks(
     title_el = doc.find(".//title")
     page_title = clean_inline(title_el.text_content()) if title_el is not None else None
     root, specific = _content_root(doc)
-    _clean(root, keep_headers=specific, quotes=quotes)
     walker = _Walker()
+    if specific and (lead := _page_heading(root)) is not None:
+        _clean(lead, keep_headers=True, quotes=quotes)
+        walker.walk(lead)
+    _clean(root, keep_headers=specific, quotes=quotes)
     walker.walk(root)
     return walker.blocks, page_title or None
+
+
+_LEAD_MAX_CHARS = 1500  # a page heading with a line or two under it, not a second content area
+
+
+def _page_heading(root: etree._Element) -> etree._Element | None:
+    """The page's own heading block, when the content root leaves it out: an earlier sibling of
+    the root holding the page's <h1> (asciidoc's `div#header` beside `div#content`, with the
+    manual page's NAME line, "git-daemon - A really simple server for Git repositories": the one
+    sentence that says what the page is). None when the root has an <h1> of its own, or the
+    sibling is chrome or too long to be a heading block."""
+    parent = root.getparent()
+    if parent is None or root.find(".//h1") is not None:
+        return None
+    for el in parent:
+        if el is root:
+            return None
+        if (isinstance(el.tag, str) and el.tag not in ("header", "nav", "aside") and el.find(".//h1") is not None
+                and not _is_chrome(el, keep_headers=True) and len(el.text_content().strip()) <= _LEAD_MAX_CHARS):
+            return el
+    return None
 
 
 _META = re.compile(r"<meta\s[^>]*>", re.IGNORECASE)
