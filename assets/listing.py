@@ -25,7 +25,7 @@ from typing import Any
 from assets.runtime import Runtime
 from connectors.acl import source_default
 from connectors.config import SourceConfig
-from connectors.errors import SourceError, TooLarge, UnsafeDeleteError
+from connectors.errors import SourceError, SourceUnavailable, TooLarge, UnsafeDeleteError
 from connectors.identity import content_hash, doc_id, short_hash
 from connectors.shards import Shard
 from connectors.sources import make_source
@@ -240,11 +240,15 @@ def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry
         return
     try:
         entry, fingerprint = _described(src, entry)
+    except SourceUnavailable:
+        raise  # the whole source: not this item's dead letter (run_listing)
     except SourceError as e:
         _failed(rt, sw, scfg, entry, did, live_old is not None, e)
         return
     try:
         data = src.read(entry)  # raises TooLarge past the source's max_file_mb
+    except SourceUnavailable:
+        raise
     except (SourceError, TooLarge) as e:
         _failed(rt, sw, scfg, entry, did, live_old is not None, e, traceback.format_exc())
         return
@@ -311,8 +315,15 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     res.counts["failed"] += len(problems)
     _dead_letter_problems(rt, scfg.name, problems)
     sw = _Sweep(res, known, gone_by_hash, _default_acl(scfg), time.time())
-    for entry in entries:
-        _sweep_entry(rt, sw, scfg, src, entry)
+    try:
+        for entry in entries:
+            _sweep_entry(rt, sw, scfg, src, entry)
+    except SourceUnavailable as e:
+        # the source went away after listing: a failed listing (the run fails with the reason, no
+        # delete sweep, nothing indexed is touched), not one dead letter per item still to read
+        rt.store.record_listing(scfg.name, None, ok=False, error=str(e))
+        rt.store.add_event("listing-failed", str(e), source=scfg.name)
+        raise
     rt.store.upsert_documents(sw.rows)
     rt.store.touch_documents(sw.touched, sw.now)
     _sweep_deletes(rt, res, gone, sw.now)

@@ -22,7 +22,7 @@ from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.config import ParseQualityThresholds, SourceConfig
 from connectors.documents import ParseResult
-from connectors.errors import BinderyError, SourceError, TooLarge
+from connectors.errors import BinderyError, SourceError, SourceUnavailable, TooLarge
 from connectors.sources import make_source
 from connectors.store import DocumentRecord, ParseRecord
 
@@ -201,6 +201,9 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                     if d.doc_id in dead:
                         resolved.append(d.doc_id)
             except (BinderyError, Exception) as e:
+                if isinstance(e, SourceUnavailable):
+                    flush()  # what was parsed stays; the source's failure ends the stage and the run
+                    raise
                 if isinstance(e, SourceError):
                     # the source is unreachable now: nothing is known about the bytes, don't cache
                     rt.store.add_dead_letter(doc_id=d.doc_id, source=source_name, external_id=d.external_id,

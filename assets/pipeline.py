@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -49,6 +50,7 @@ from assets.resources import (
     runtime,
 )
 from assets.runtime import Generation, Runtime, Target
+from connectors.errors import ConfigError
 from connectors.shards import ShardStore, parse_key
 
 SOURCES = dg.DynamicPartitionsDefinition(name="sources")
@@ -118,10 +120,25 @@ def _meta(stats: Any, gens: list[Generation], stage: str | None) -> dict[str, An
     return d
 
 
+SUBMITTED_CONFIG_TAG = "bindery/config"  # the --config of `bindery sync --submit`
+
+
+def _same_configuration(submitted: str | None, running: str) -> None:
+    """A run `bindery ... --submit` queued executes in the daemon's code location, which reads
+    the daemon's `BINDERY_CONFIG`, not the submitting command's `--config`: an audit submitted
+    with one file and the run silently used another's sources and endpoints. Refused instead."""
+    if submitted and Path(submitted).resolve() != Path(running).resolve():
+        raise ConfigError(
+            f"this run was submitted with --config {submitted}, but the code location running it reads "
+            f"{running} (BINDERY_CONFIG where the Dagster daemon or `bindery ui` was started): start the "
+            "daemon with that configuration, or submit with the one it runs")
+
+
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"},
           description="Lists the source and classifies every item; the safe delete sweep lives here.")
 def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bindery: BinderyConfigResource,
                    store: DocumentStoreResource) -> dg.MaterializeResult[Any]:
+    _same_configuration(context.run.tags.get(SUBMITTED_CONFIG_TAG), bindery.config_path)
     rt = runtime(bindery, store)
     source, shard = parse_key(context.partition_key)
     with _failures_recorded(rt, source, "listing"):

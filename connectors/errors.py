@@ -4,6 +4,7 @@
     ├── ConfigError            bad or incomplete configuration
     │   └── UsageError         a mistake in the command line itself (an argument, not the file)
     ├── SourceError            a source could not be listed or read (down, denied, missing)
+    │   ├── SourceUnavailable  the whole source is out of reach (endpoint down, credentials, bucket)
     │   └── UnsafeDeleteError  a listing too small to trust; the delete sweep was aborted
     ├── ParseError             one document could not be parsed (reason is specific)
     │   ├── EncryptedDocument
@@ -46,6 +47,13 @@ class UsageError(ConfigError):
 
 class SourceError(BinderyError):
     reason = "source"
+
+
+class SourceUnavailable(SourceError):
+    """Not one item but the whole source failed (endpoint unreachable or timing out, credentials
+    rejected, bucket gone, server errors after the retries): the sync stops that source and fails
+    with the reason, as a failed listing does, instead of dead-lettering every item it then tries
+    and reporting success."""
 
 
 class UnsafeDeleteError(SourceError):

@@ -560,6 +560,9 @@ def cmd_serve(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     from query_service.auth import no_credentials_warning
 
     config = server_config(cfg, a.host, a.port)
+    # the app opens the store as it starts: a database that is down would end in uvicorn's
+    # startup traceback and exit 3; opened here it is one line and exit 1, like every command
+    _store(cfg).dispose()
     if warning := no_credentials_warning(cfg.query.auth):
         print(warning, file=sys.stderr)
     # Ctrl-C: uvicorn shuts down cleanly, then raises the interrupt again, and `main` ends

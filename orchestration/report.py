@@ -138,7 +138,8 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
     for s in cfg.sources:
         row = store.get_source(s.name)
         sdocs = [d for d in docs if d.source == s.name]
-        lags = [state[d.doc_id].indexed_at - d.source_modified_at
+        # an unchanged re-upload is newer than its indexing but current the moment it is listed: 0
+        lags = [max(0.0, state[d.doc_id].indexed_at - d.source_modified_at)
                 for d in sdocs if d.doc_id in state and d.source_modified_at]
         by_source[s.name] = {
             "kind": s.kind, "documents": len(sdocs), "indexed": sum(1 for d in sdocs if d.doc_id in state),

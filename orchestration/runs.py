@@ -21,7 +21,7 @@ import re
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +29,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.pipeline import GENERATION, GENERATIONS
+from assets.pipeline import GENERATION, GENERATIONS, SUBMITTED_CONFIG_TAG
 from connectors.config import BinderyConfig
 from connectors.errors import BinderyError, ConfigError
 from connectors.shards import all_partition_keys
@@ -243,6 +243,8 @@ class Runner:
         and the webserver load), so any run launcher can start them on any worker."""
         run_config = {"ops": {"source_listing": {"config": {"allow_mass_delete": allow_mass_delete}}}}
         base_tags = {"bindery/launched-by": "cli-submit", "bindery/host": socket.gethostname(), **(tags or {})}
+        if self.cfg.config_path:  # the run refuses to go on under another configuration (assets.pipeline)
+            base_tags[SUBMITTED_CONFIG_TAG] = self.cfg.config_path
         with code_location(self.cfg, self.instance) as (request, location, repo):
             remote_job = repo.get_full_job(job_name)
             submitted = []
@@ -371,10 +373,22 @@ def list_runs(instance: dg.DagsterInstance, *, limit: int = 20,
         seconds = round(rec.end_time - rec.start_time, 1) if rec.start_time and rec.end_time else None
         rows.append({"run_id": run.run_id, "status": run.status.value, "job": run.job_name,
                      "partition": run.tags.get("dagster/partition"),
-                     "launched_by": run.tags.get("bindery/launched-by", "ui"),
+                     "launched_by": launched_by(run.tags),
                      "created_at": rec.create_timestamp.timestamp(), "started_at": rec.start_time,
                      "ended_at": rec.end_time, "seconds": seconds})
     return rows
+
+
+def launched_by(tags: Mapping[str, str]) -> str:
+    """Who started a run: `cli` / `cli-submit` (Bindery's own tag), `sensor` or `schedule` (the
+    tags Dagster puts on what they launch), else `ui` (a launch or backfill by hand)."""
+    if who := tags.get("bindery/launched-by"):
+        return who
+    if "dagster/sensor_name" in tags:
+        return "sensor"
+    if "dagster/schedule_name" in tags:
+        return "schedule"
+    return "ui"
 
 
 def runs_table(rows: list[dict[str, Any]]) -> str:

@@ -444,3 +444,17 @@ def test_an_address_not_of_this_machine_names_host_not_port(tmp_path: Path, caps
     code, text = run_cli(capsys, "--config", write(tmp_path, base), "serve", "--host", "192.0.2.1", "--port", "18735")
     assert_one_line(code, text, "--host 192.0.2.1", "choose another --host")
     assert "--port" not in text
+
+
+def test_serve_with_the_database_down_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  base: dict[str, Any]) -> None:
+    """The query service opened its store inside uvicorn's startup: a database that is down
+    ended in ~90 lines of traceback and exit 3. Now one line, exit 1, as for every command."""
+    from tests.moto_server import free_port
+
+    url = f"postgresql+psycopg://bindery@127.0.0.1:{free_port()}/nope"
+    cfg = write(tmp_path, {**base, "backends": {"database_url": url}})
+    code, text = run_cli(capsys, "--config", cfg, "serve", "--port", str(free_port()))
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert code == 1 and "Traceback" not in text and len(lines) == 1
+    assert "cannot open document store" in lines[0] and "Connection refused" in lines[0]

@@ -355,3 +355,30 @@ def test_runs_with_a_status_filter_that_matches_nothing_says_so(dep: Deployment,
     assert code == 0 and out.strip() == "no runs with status queued" and seen == [["queued"]]
     code, out, _ = run(capsys, "--config", str(dep.config_path), "runs")
     assert code == 0 and out.strip() == "no runs in the instance yet"
+
+
+def test_runs_name_who_launched_them() -> None:
+    """A sensor's run was listed as launched by `ui` (only Bindery's own tag was read)."""
+    from orchestration.runs import launched_by
+
+    assert launched_by({"bindery/launched-by": "cli-submit"}) == "cli-submit"
+    assert launched_by({"dagster/sensor_name": "source_change_sensor", "bindery/trigger": "sensor"}) == "sensor"
+    assert launched_by({"dagster/schedule_name": "reconcile"}) == "schedule"
+    assert launched_by({}) == "ui"
+
+
+def test_an_unchanged_touch_leaves_no_negative_lag(tmp_path: Path) -> None:
+    """A file touched (or an object re-uploaded) with the same bytes is newer than its indexing
+    but not re-indexed: its lag read negative (-68 s in an audit). It is current: 0."""
+    import os
+
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    later = time.time() + 120
+    for p in dep.root.rglob("*"):
+        if p.is_file():
+            os.utime(p, (later, later))
+    out = dep.cli("sync")
+    assert out["recomputed"]["parse"] == 0
+    src = dep.cli("status")["sources"]["docs"]
+    assert src["lag_p50_s"] is not None and src["lag_p50_s"] >= 0 and src["lag_p95_s"] >= 0

@@ -25,6 +25,7 @@ from connectors.errors import SourceError, UnsafeDeleteError
 from connectors.sources import make_source
 from connectors.sources.base import Source, SourceEntry
 from connectors.store import DocumentRecord, EventRecord, SourceRecord
+from tests.bindery_fixture import DOCS
 from tests.moto_server import free_port
 from tests.sync_helpers import LocalDeployment, S3Deployment, assert_converged, hits, index_sets, store_of
 
@@ -346,6 +347,37 @@ def test_s3_emptied_bucket_aborts_then_override(s3dep: S3Deployment) -> None:
     out = dep.cli("sync", "--allow-mass-delete")
     assert out["sources"]["docs"]["deleted"] == 6
     assert index_sets(dep)["vector"] == set() and dep.cli("status")["documents"] == 0
+
+
+@slow
+def test_s3_going_down_after_its_listing_fails_the_sync(s3dep: S3Deployment,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An audit killed the endpoint between the listing and the reads: the sync exited 0 with
+    `"errors": {}`, every changed object a dead letter and the source's status clean. A source
+    that is out of reach fails the run with the reason, as a failed listing does; nothing indexed
+    is lost and the next sync catches up."""
+    from botocore.exceptions import EndpointConnectionError
+
+    from connectors.sources.s3 import S3Source
+
+    dep = s3dep
+    dep.cli("sync")
+    chunks = index_sets(dep)["vector"]
+    for rel in sorted(DOCS)[:3]:
+        dep.edit(rel, f"{DOCS[rel]}\n\nA paragraph added before the outage.\n")
+
+    def down(self: S3Source, entry: SourceEntry) -> bytes:
+        raise self._fail("read", EndpointConnectionError(endpoint_url=self.endpoint), self.key_of(entry))
+
+    with monkeypatch.context() as m:
+        m.setattr(S3Source, "read", down)
+        out = dep.cli("sync", expect=1)
+    assert "endpoint unreachable" in out["errors"]["docs"]
+    assert dep.cli("dlq") == []  # the items did nothing wrong
+    assert "endpoint unreachable" in (dep.cli("status")["sources"]["docs"]["last_error"] or "")
+    _unchanged_indexes(dep, chunks)
+    out = dep.cli("sync")
+    assert out["errors"] == {} and out["sources"]["docs"]["updated"] == 3
 
 
 @slow

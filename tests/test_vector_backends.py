@@ -302,3 +302,15 @@ def test_an_edge_snapshot_takes_the_disk_of_its_shard_not_its_preallocation(tmp_
         assert reader.vector.count() == 5
     finally:
         reader.close()
+
+
+def test_an_unreachable_qdrant_server_is_one_index_error_naming_it() -> None:
+    """qdrant-client let `ResponseHandlingException: [Errno 111] Connection refused` out, naming
+    neither the engine nor its address; Elasticsearch's adapter already said both."""
+    from connectors.errors import IndexError_
+    from connectors.indexes.qdrant_index import QdrantIndex
+    from tests.moto_server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(IndexError_, match=f"cannot reach Qdrant at {url}: .*refused"):
+        QdrantIndex(url=url, dim=4, timeout=2)

@@ -12,16 +12,46 @@ indexes created here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from pydantic import TypeAdapter
 from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from connectors.errors import IndexError_, QueryError
 from connectors.identity import point_id
 from connectors.indexes.base import FILTER_FIELDS, PUBLIC, Filters, IndexRecord, ScoredId
 
 COLLECTION = "chunks"
+
+
+class _Reporting:
+    """A server's client whose transport failures say which server and why, in one line.
+
+    qdrant-client lets them out as `ResponseHandlingException: [Errno 111] Connection refused`,
+    naming neither the engine nor its address (Elasticsearch's adapter says "cannot reach
+    Elasticsearch at URL"); every call goes through here, so no method can forget."""
+
+    def __init__(self, client: QdrantClient, url: str) -> None:
+        self._client = client
+        self._url = url
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attr(*args, **kwargs)
+            except ResponseHandlingException as e:  # connection refused, timeouts, DNS
+                cause = e.source if getattr(e, "source", None) is not None else e
+                raise IndexError_(f"cannot reach Qdrant at {self._url}: {cause}") from e
+            except UnexpectedResponse as e:
+                raise IndexError_(f"Qdrant at {self._url} answered {name} with HTTP {e.status_code} "
+                                  f"{e.reason_phrase}".rstrip()) from e
+
+        return call
 
 
 class QdrantIndex:
@@ -31,8 +61,8 @@ class QdrantIndex:
         """`path`: local mode. `url` (+ `api_key`): a server; `on_disk` and `quantization`
         (Qdrant's own `quantization_config`) apply when this creates the collection."""
         try:
-            self.client = (QdrantClient(path=path) if path
-                           else QdrantClient(url=url, api_key=api_key, timeout=timeout))
+            self.client = cast(QdrantClient, QdrantClient(path=path) if path else _Reporting(
+                QdrantClient(url=url, api_key=api_key, timeout=timeout), str(url)))
         except RuntimeError as e:  # local mode: the path is open in another client
             raise IndexError_(f"vector index at {path} is in use by another client: {e}") from e
         self.collection = collection

@@ -41,13 +41,15 @@ from botocore.exceptions import (
 
 from connectors.acl import parse_list, source_default
 from connectors.config import SourceConfig
-from connectors.errors import ConfigError, SourceError, TooLarge
+from connectors.errors import ConfigError, SourceError, SourceUnavailable, TooLarge
 from connectors.sources.base import SourceEntry
 from connectors.sources.globs import PathFilter
 
 __all__ = ["DEFAULT_REGION", "S3Source", "parse_acl"]
 
 DEFAULT_REGION = "us-east-1"
+# error codes that say the source, not the object, is out of reach (with any 5xx after retries)
+_SOURCE_WIDE = frozenset({"NoSuchBucket", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken"})
 
 
 _session_lock = threading.Lock()
@@ -125,12 +127,15 @@ class S3Source:
     # -- errors --------------------------------------------------------------------------
 
     def _fail(self, action: str, e: Exception, key: str | None = None) -> SourceError:
-        """A SourceError that names what we tried, where, and why it failed."""
+        """A SourceError that names what we tried, where, and why it failed; a SourceUnavailable
+        when the cause is the whole source, not this object (`_SOURCE_WIDE`)."""
         where = f"s3://{self.bucket}/{key if key is not None else self.prefix}"
+        wide = isinstance(e, (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, NoCredentialsError))
         if isinstance(e, ClientError):
             err = e.response.get("Error", {})
             code = str(err.get("Code", ""))
             status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            wide = code in _SOURCE_WIDE or (isinstance(status, int) and status >= 500)
             if code == "NoSuchBucket":
                 cause = f"bucket {self.bucket!r} does not exist"
             elif code in ("NoSuchKey", "404"):
@@ -149,7 +154,7 @@ class S3Source:
             cause = "no AWS credentials found (set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"
         else:
             cause = f"{type(e).__name__}: {e}"
-        return SourceError(
+        return (SourceUnavailable if wide else SourceError)(
             f"source {self.name!r}: cannot {action} {where} at {self.endpoint}: {cause}"
         )
 
