@@ -129,11 +129,15 @@ def _owned_by_bindery(path: Path) -> bool:
 _SET_HERE: str | None = None
 
 
+def _home_of(cfg: BinderyConfig) -> Path:
+    env = os.environ.get("DAGSTER_HOME")
+    return Path(env if env and env != _SET_HERE else cfg.data_path / "dagster_home")
+
+
 def dagster_home(cfg: BinderyConfig) -> Path:
     """The instance folder (`$DAGSTER_HOME` when the user set it, else `data_dir/dagster_home`)
     with a current `dagster.yaml`. A file Bindery did not write is left exactly as it is."""
-    env = os.environ.get("DAGSTER_HOME")
-    home = Path(env if env and env != _SET_HERE else cfg.data_path / "dagster_home")
+    home = _home_of(cfg)
     home.mkdir(parents=True, exist_ok=True)
     yaml_path = home / "dagster.yaml"
     if _owned_by_bindery(yaml_path):
@@ -164,12 +168,13 @@ def get_instance(cfg: BinderyConfig) -> dg.DagsterInstance:
     """The instance every CLI command uses; its PostgreSQL schema is created on first use, a new
     embedded home's SQLite storage is seeded from a template (`storage_seed`)."""
     global _SET_HERE
+    pg = postgres_target(cfg)
+    if pg is not None and _owned_by_bindery(_home_of(cfg) / "dagster.yaml"):
+        # reached before the file is rewritten: a command refused for an unreachable database
+        # (a wrong user, say) must not leave its settings behind for the daemon to fail on
+        _ensure_schema(*pg)
     home = dagster_home(cfg)
     os.environ["DAGSTER_HOME"] = _SET_HERE = str(home)
-    pg = postgres_target(cfg)
-    if (home / "dagster.yaml").read_text().startswith(GENERATED_MARK):
-        if pg is not None:
-            _ensure_schema(*pg)
-        else:
-            seed_sqlite_storage(home)  # a new home's databases, copied instead of created
+    if pg is None and (home / "dagster.yaml").read_text().startswith(GENERATED_MARK):
+        seed_sqlite_storage(home)  # a new home's databases, copied instead of created
     return dg.DagsterInstance.get()

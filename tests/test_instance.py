@@ -97,6 +97,21 @@ def test_configuration_changes_rewrite_only_bindery_files(tmp_path: Path, monkey
     assert (own / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
 
 
+def test_a_refused_database_leaves_the_instance_file_as_it_was(tmp_path: Path) -> None:
+    """A command refused because the instance's PostgreSQL rejects the configured connection
+    (a wrong port or user) rewrote dagster.yaml first: a daemon started next read the bad
+    settings and failed on every retry. The file keeps the last settings that worked."""
+    from tests.moto_server import free_port
+
+    good = _cfg(tmp_path)
+    path = dagster_home(good) / "dagster.yaml"
+    before = path.read_text()
+    bad = _cfg(tmp_path, backends={"database_url": f"postgresql+psycopg://nouser:pw@127.0.0.1:{free_port()}/x"})
+    with pytest.raises(ConfigError, match="not reachable"):
+        get_instance(bad)
+    assert path.read_text() == before and "nouser" not in before
+
+
 # -- the shared instance on PostgreSQL --------------------------------------------------------
 
 
