@@ -90,6 +90,10 @@ class SourceConfig(_Strict):
     prefix: str = ""
     endpoint_url: str | None = None  # s3-compatible endpoint (moto, MinIO)
     region: str | None = None
+    # s3: seconds one request may wait for an answer, and tries per request (throttling, 5xx and
+    # timeouts are retried with backoff): a hung endpoint holds a sync about their product
+    read_timeout_s: float = Field(30.0, gt=0, le=3600, allow_inf_nan=False)
+    max_attempts: int = Field(5, ge=1, le=20)
     include: list[str] = Field(default_factory=lambda: ["**/*"])
     exclude: list[str] = Field(default_factory=list)
     # Safe delete sweep: a listing smaller than either bound aborts all deletes.

@@ -284,6 +284,17 @@ def silent_endpoint() -> Iterator[str]:
         yield f"http://127.0.0.1:{srv.getsockname()[1]}"
 
 
+def test_timeouts_and_tries_come_from_the_source_configuration(silent_endpoint: str, aws_env: None) -> None:
+    """A hung endpoint held a sync ~150 s (30 s x 5 tries, fixed in the code): both are settings."""
+    s = S3Source(cfg("bkt", silent_endpoint, read_timeout_s=0.3, max_attempts=1), connect_timeout=1)
+    t = time.monotonic()
+    with pytest.raises(SourceError, match="timed out"):
+        list(s.list())
+    assert time.monotonic() - t < 3
+    defaults = S3Source(cfg("bkt", silent_endpoint))._client.meta.config
+    assert defaults.read_timeout == 30 and defaults.retries["total_max_attempts"] == 5
+
+
 def test_read_timeout(silent_endpoint: str, aws_env: None) -> None:
     s = S3Source(cfg("bkt", silent_endpoint), max_attempts=1, connect_timeout=1, read_timeout=0.3)
     t = time.monotonic()

@@ -97,8 +97,8 @@ class S3Source:
         *,
         page_size: int = 1000,
         connect_timeout: float = 5.0,
-        read_timeout: float = 30.0,
-        max_attempts: int = 5,
+        read_timeout: float | None = None,
+        max_attempts: int | None = None,
     ) -> None:
         if cfg.kind != "s3" or not cfg.bucket:
             raise ConfigError(f"source {cfg.name!r}: S3Source needs kind s3 and a bucket")
@@ -110,6 +110,8 @@ class S3Source:
         self.endpoint = cfg.endpoint_url or f"AWS S3 ({cfg.region or DEFAULT_REGION})"
         self.page_size = page_size
         self.max_bytes = int(cfg.max_file_mb * 1024 * 1024)
+        read_timeout = cfg.read_timeout_s if read_timeout is None else read_timeout
+        max_attempts = cfg.max_attempts if max_attempts is None else max_attempts
         self._filter = PathFilter(cfg.include, cfg.exclude)
         self._default = source_default(cfg)
         self._client = client or _new_client(
