@@ -43,7 +43,7 @@ def rrf(ranked: Mapping[str, Sequence[str]], k: int = 60,
 
 
 def zscore(scored: Mapping[str, Sequence[tuple[str, float]]],
-           weights: Mapping[str, float] | None = None) -> list[Fused]:
+           weights: Mapping[str, float] | None = None, complete: Mapping[str, int] | None = None) -> list[Fused]:
     """Score fusion: sum over retrievers of w_r * z_r(d), where z_r standardises retriever r's
     scores over its own candidate list (mean 0, standard deviation 1).
 
@@ -52,8 +52,16 @@ def zscore(scored: Mapping[str, Sequence[tuple[str, float]]],
     the same 1/(k+1) as a marginal one. An id a retriever did not return gets that retriever's
     lowest standardised score (it ranked below the list's last candidate). Ties break by best
     single rank, then id, as in `rrf`.
+
+    `complete` names the retrievers whose list holds every match (BM25 returned fewer hits than
+    it was asked for), with the depth asked: every other unit scores that retriever's natural 0
+    (no query word), so the statistics are taken over the depth, the missing entries as zeros.
+    Standardised over its own few entries, a lone exact match of a rare name scored z = 0 (two
+    matches: +1 and -1) and eleven of sixty two-rare-word lookups on an e-mail archive ranked
+    their only matching message below dense-only neighbours, some out of the top ten.
     """
     weights = weights or {}
+    complete = complete or {}
     z: dict[str, dict[str, float]] = {}
     floors: dict[str, float] = {}
     ranks: dict[str, dict[str, int]] = {}
@@ -66,10 +74,12 @@ def zscore(scored: Mapping[str, Sequence[tuple[str, float]]],
         if not best:
             continue
         values = list(best.values())
-        mean = math.fsum(values) / len(values)
-        sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values)) or 1.0
+        zeros = max(0, complete.get(name, 0) - len(values))
+        n = len(values) + zeros
+        mean = math.fsum(values) / n
+        sd = math.sqrt((math.fsum((v - mean) ** 2 for v in values) + zeros * mean**2) / n) or 1.0
         z[name] = {cid: (s - mean) / sd for cid, s in best.items()}
-        floors[name] = min(z[name].values())
+        floors[name] = -mean / sd if zeros else min(z[name].values())
     total = {cid: math.fsum(weights.get(name, 1.0) * z[name].get(cid, floors[name]) for name in z)
              for cid in ranks}
     return sorted((Fused(cid, s, ranks[cid]) for cid, s in total.items()),

@@ -24,7 +24,7 @@ A chunk without a `unit` in its payload (an index written before units) is its o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,9 +71,12 @@ Neighbours = Callable[[Sequence[tuple[str, str]]], dict[str, dict[str, str]]]
 
 def rank_units(dense: Sequence[ScoredId], sparse: Sequence[ScoredId], unit_sparse: Sequence[ScoredId],
                payloads: Payloads, qcfg: QueryConfig, neighbours: Neighbours | None = None,
-               attributed: Mapping[str, tuple[str, float]] | None = None) -> list[RankedUnit]:
+               attributed: Mapping[str, tuple[str, float]] | None = None,
+               complete: Collection[str] = ()) -> list[RankedUnit]:
     """Steps 1-5 of the module docstring. `payloads` must hold every chunk id in the three lists;
-    `attributed` maps a unit to (its best chunk, its evidence) (`attribution.attributed_units`)."""
+    `attributed` maps a unit to (its best chunk, its evidence) (`attribution.attributed_units`);
+    `complete` names the keyword lists ("sparse", "unit") that came back shorter than
+    `qcfg.candidates` (before any filtering), so hold every match (`fusion.zscore`)."""
     d_units, d_best = _to_units(dense, payloads)
     s_units, s_best = _to_units(sparse, payloads)
     lists = {"dense": d_units, "sparse": s_units}
@@ -81,7 +84,7 @@ def rank_units(dense: Sequence[ScoredId], sparse: Sequence[ScoredId], unit_spars
         lists["unit"] = [(h.chunk_id, h.score) for h in unit_sparse]
     weights = {"dense": qcfg.dense_weight, "sparse": qcfg.sparse_weight, "unit": qcfg.unit_weight}
     if qcfg.fusion == "zscore":
-        fused = zscore(lists, weights)
+        fused = zscore(lists, weights, dict.fromkeys(complete, qcfg.candidates))
     else:
         fused = rrf({name: [u for u, _ in items] for name, items in lists.items()}, k=qcfg.rrf_k, weights=weights)
 

@@ -203,6 +203,9 @@ class _Served:
 
         fd, fs = _POOL.submit(dense), _POOL.submit(sparse)
         dense_hits, (sparse_hits, unit_hits, author_hits) = fd.result(), fs.result()
+        # a keyword list shorter than asked holds every match: the rest score BM25's 0 (fusion)
+        complete = [name for name, hits in (("sparse", sparse_hits), ("unit", unit_hits))
+                    if len(hits) < qcfg.candidates]
         s = time.perf_counter()
         ids = list(dict.fromkeys(h.chunk_id for h in (*dense_hits, *sparse_hits, *unit_hits, *author_hits)))
         payloads = self.pair.vector.payloads(ids)
@@ -217,7 +220,7 @@ class _Served:
         ranked = rank_units(dense_hits, sparse_hits, unit_hits, payloads, qcfg,
                             neighbours=lambda pairs: self._thread_neighbours(pairs, payloads, filters,
                                                                              qcfg.thread_mates_weight > 0, admit),
-                            attributed=attributed)
+                            attributed=attributed, complete=complete)
         reason = None
         if qcfg.score_floor > 0:
             kept = [r for r in ranked if r.score >= qcfg.score_floor]

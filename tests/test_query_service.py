@@ -90,6 +90,25 @@ def test_health_ready_and_binding(served: Served) -> None:
     assert b["generation"] == 1 and b["served_generation"] == 1 and b["embedder_id"]
 
 
+def test_keyword_lists_shorter_than_asked_are_fused_as_complete(served: Served,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The retriever tells fusion which keyword lists hold every match (`fusion.zscore`): a
+    rare word's few BM25 hits, never a list cut at `candidates`."""
+    import query_service.retrieval as retrieval
+    from query_service.ranking import rank_units as real
+
+    seen: list[tuple[str, ...]] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(tuple(kwargs.get("complete", ())))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(retrieval, "rank_units", spy)
+    _, c = served
+    hits = c.post("/search", json={"query": "heartbeat", "k": 3}).json()["hits"]
+    assert hits[0]["doc"] == "ops/errors.html" and seen[-1] == ("sparse", "unit")  # 3 of 50 asked
+
+
 def test_search_returns_provenance_and_a_trace(served: Served) -> None:
     _, c = served
     r = c.post("/search", json={"query": "ERR-0x1F", "k": 3})

@@ -263,6 +263,25 @@ def test_zscore_fusion_keeps_how_much_better_a_candidate_is() -> None:
     assert fused["x"].score > fused["z"].score
 
 
+def test_a_lone_keyword_match_is_not_standardised_away() -> None:
+    """BM25 found the only message naming both rare words (its whole list: one hit). Over a list
+    of one, a z-score is 0, and dense-only neighbours outranked the match (11 of 60 such lookups
+    on mail_ham, some out of the top ten). A keyword list shorter than asked holds every match:
+    the rest score 0, and the statistics are taken over the depth asked."""
+    payloads = {c: {"doc_id": c.upper(), "unit": c} for c in "abcdefm"}
+    dense = [ScoredId(c, s) for c, s in zip("abcdefm", (0.62, 0.60, 0.58, 0.41, 0.40, 0.39, 0.45), strict=True)]
+    dense.sort(key=lambda h: -h.score)
+    lone = [ScoredId("m", 14.2)]
+    before = rank_units(dense, lone, lone, payloads, QueryConfig())  # as if BM25 had filled its list
+    assert [r.unit_id for r in before].index("m") > 0
+    ranked = rank_units(dense, lone, lone, payloads, QueryConfig(), complete=("sparse", "unit"))
+    assert ranked[0].unit_id == "m" and ranked[0].ranks == {"dense": 4, "sparse": 1, "unit": 1}
+    # and a full list (BM25 had more matches than it was asked for) is standardised as before
+    full = [ScoredId(c, float(10 - i)) for i, c in enumerate("abcdefm")]
+    assert zscore({"sparse": [(h.chunk_id, h.score) for h in full]}) == zscore(
+        {"sparse": [(h.chunk_id, h.score) for h in full]}, complete={"sparse": 7})
+
+
 def test_units_rank_once_at_their_best_chunk_and_return_their_first_chunk() -> None:
     payloads = {"a1": {"doc_id": "A", "unit": "a1"}, "a2": {"doc_id": "A", "unit": "a1"},
                 "b1": {"doc_id": "B", "unit": "b1"}, "c1": {"doc_id": "C"}}
