@@ -204,12 +204,22 @@ class _Sweep:
     rows: list[dict[str, Any]] = field(default_factory=list)
     touched: list[str] = field(default_factory=list)
     read: list[str] = field(default_factory=list)  # described and read this pass
+    streak: int = 0  # items in a row that failed with a transient source error
+
+
+TRANSIENT_STREAK = 3  # that many items in a row timing out or 5xx-ing: the source, not the items
 
 
 def _failed(rt: Runtime, sw: _Sweep, scfg: SourceConfig, entry: SourceEntry, did: str, alive: bool,
             e: SourceError | TooLarge, trace: str | None = None) -> None:
     """A listed item that could not be described or read: dead-lettered; an indexed previous
-    version stays (only the new version is missing)."""
+    version stays (only the new version is missing). A run of transient failures (timeouts, 5xx
+    after the retries) is the source's: SourceUnavailable, before this one is dead-lettered."""
+    if isinstance(e, SourceError) and e.transient:
+        sw.streak += 1
+        if sw.streak >= TRANSIENT_STREAK:
+            raise SourceUnavailable(f"{e} ({sw.streak} items in a row failed like this: the source is "
+                                    "not answering)") from e
     sw.res.counts["failed"] += 1
     rt.store.add_dead_letter(doc_id=did, source=scfg.name, external_id=entry.external_id,
                              stage="listing", reason=e.reason, error=str(e), trace=trace)
@@ -253,6 +263,7 @@ def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry
         _failed(rt, sw, scfg, entry, did, live_old is not None, e, traceback.format_exc())
         return
     sw.read.append(did)
+    sw.streak = 0
     acl = _acl_of(entry)
     chash = content_hash(data)
     cls = change_class(live_old, chash, acl, dict(entry.metadata), sw.gone_by_hash)
@@ -320,7 +331,10 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
             _sweep_entry(rt, sw, scfg, src, entry)
     except SourceUnavailable as e:
         # the source went away after listing: a failed listing (the run fails with the reason, no
-        # delete sweep, nothing indexed is touched), not one dead letter per item still to read
+        # delete sweep, nothing indexed is touched), not one dead letter per item still to read;
+        # what was read before it is kept (as after a crash here: the next sync goes on from it)
+        rt.store.upsert_documents(sw.rows)
+        rt.store.touch_documents(sw.touched, sw.now)
         rt.store.record_listing(scfg.name, None, ok=False, error=str(e))
         rt.store.add_event("listing-failed", str(e), source=scfg.name)
         raise

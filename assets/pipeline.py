@@ -21,9 +21,10 @@ partitioned the same way.
 """
 
 
+import hashlib
 import statistics
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import timedelta
@@ -120,25 +121,35 @@ def _meta(stats: Any, gens: list[Generation], stage: str | None) -> dict[str, An
     return d
 
 
-SUBMITTED_CONFIG_TAG = "bindery/config"  # the --config of `bindery sync --submit`
+SUBMITTED_CONFIG_TAG = "bindery/config"  # the --config of `bindery sync --submit`, as it was named
+SUBMITTED_DIGEST_TAG = "bindery/config-sha256"  # ... and what that file held
 
 
-def _same_configuration(submitted: str | None, running: str) -> None:
+def config_digest(path: str) -> str:
+    """sha256 of a configuration file's bytes: what a submitted run compares (the same file
+    mounted at another path on a worker is the same configuration; another file is not)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _same_configuration(tags: Mapping[str, str], running: str) -> None:
     """A run `bindery ... --submit` queued executes in the daemon's code location, which reads
     the daemon's `BINDERY_CONFIG`, not the submitting command's `--config`: an audit submitted
-    with one file and the run silently used another's sources and endpoints. Refused instead."""
-    if submitted and Path(submitted).resolve() != Path(running).resolve():
+    with one file and the run silently used another's sources and endpoints. Refused instead,
+    when the two files' contents differ (not their paths: a worker mounts the file elsewhere)."""
+    digest = tags.get(SUBMITTED_DIGEST_TAG)
+    if digest and digest != config_digest(running):
         raise ConfigError(
-            f"this run was submitted with --config {submitted}, but the code location running it reads "
-            f"{running} (BINDERY_CONFIG where the Dagster daemon or `bindery ui` was started): start the "
-            "daemon with that configuration, or submit with the one it runs")
+            f"this run was submitted with --config {tags.get(SUBMITTED_CONFIG_TAG)}, but the code location "
+            f"running it reads {running}, whose contents differ (BINDERY_CONFIG where the Dagster daemon or "
+            "`bindery ui` was started): start the daemon with that configuration, or submit with the one "
+            "it runs")
 
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"},
           description="Lists the source and classifies every item; the safe delete sweep lives here.")
 def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bindery: BinderyConfigResource,
                    store: DocumentStoreResource) -> dg.MaterializeResult[Any]:
-    _same_configuration(context.run.tags.get(SUBMITTED_CONFIG_TAG), bindery.config_path)
+    _same_configuration(context.run.tags, bindery.config_path)
     rt = runtime(bindery, store)
     source, shard = parse_key(context.partition_key)
     with _failures_recorded(rt, source, "listing"):

@@ -619,19 +619,22 @@ class _StrictLoader(yaml.SafeLoader):
     first (its source vanished from the plan) and a second `data_dir:` pointed every command
     at an empty instance."""
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, yaml.Node] = {}
+    def compose_mapping_node(self, anchor: Any) -> yaml.MappingNode:
+        # checked as written, before any construction: a merge (`<<: *base`) is not resolved yet
+        # (its keys may be overridden), nor is a key's value (an unhashable key is YAML's error)
+        node: yaml.MappingNode = super().compose_mapping_node(anchor)
+        seen: dict[tuple[str, str], yaml.Node] = {}
         for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults`: merged keys may be overridden
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
                 continue
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, str) and key in seen:
+            key = (key_node.tag, key_node.value)
+            if key in seen:
                 first = seen[key].start_mark.line + 1
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} is written twice (lines {first} and "
+                raise yaml.composer.ComposerError(
+                    None, None, f"key {key_node.value!r} is written twice (lines {first} and "
                     f"{key_node.start_mark.line + 1}); keep one", key_node.start_mark)
             seen[key] = key_node
-        return super().construct_mapping(node, deep=deep)
+        return node
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> BinderyConfig:

@@ -46,14 +46,21 @@ class UsageError(ConfigError):
 
 
 class SourceError(BinderyError):
+    """`transient`: the failure may be the source's, not the item's (a 5xx after the retries, a
+    read that timed out): one is the item's dead letter, a run of them the source's failure."""
+
     reason = "source"
+
+    def __init__(self, *args: Any, transient: bool = False) -> None:
+        super().__init__(*args)
+        self.transient = transient
 
 
 class SourceUnavailable(SourceError):
-    """Not one item but the whole source failed (endpoint unreachable or timing out, credentials
-    rejected, bucket gone, server errors after the retries): the sync stops that source and fails
-    with the reason, as a failed listing does, instead of dead-lettering every item it then tries
-    and reporting success."""
+    """Not one item but the whole source failed (endpoint unreachable, credentials rejected,
+    bucket gone, or several items in a row failing with transient errors): the sync stops that
+    source and fails with the reason, as a failed listing does, instead of dead-lettering every
+    item it then tries and reporting success."""
 
 
 class UnsafeDeleteError(SourceError):

@@ -575,9 +575,9 @@ def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     import subprocess
     from pathlib import Path
 
-    from orchestration.instance import dagster_home
+    from orchestration.instance import checked_home
 
-    env = {**os.environ, "BINDERY_CONFIG": cfg.config_path or "", "DAGSTER_HOME": str(dagster_home(cfg))}
+    env = {**os.environ, "BINDERY_CONFIG": cfg.config_path or "", "DAGSTER_HOME": str(checked_home(cfg))}
     root = Path(__file__).resolve().parent.parent
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(root / "workspace.yaml"), "-h", a.host, "-p", str(a.port)]
     # dagster dev ignores SIGINT/SIGTERM when its parent ignored them; restore the default.

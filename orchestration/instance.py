@@ -150,6 +150,17 @@ def dagster_home(cfg: BinderyConfig) -> Path:
     return home
 
 
+def checked_home(cfg: BinderyConfig) -> Path:
+    """`dagster_home`, for a process about to use the instance (a command, `bindery ui`): on
+    PostgreSQL the connection is tried, and the schema made, before the file is written, so a
+    command refused for a database that rejects the configured connection (a wrong user) leaves
+    no settings behind for the daemon to fail on. (`dagster_home` alone only writes the file.)"""
+    pg = postgres_target(cfg)
+    if pg is not None and _owned_by_bindery(_home_of(cfg) / "dagster.yaml"):
+        _ensure_schema(*pg)
+    return dagster_home(cfg)
+
+
 def _ensure_schema(url: str, schema: str) -> None:
     """Create the instance's schema once; concurrent first starts may race, which is fine."""
     engine = sa.create_engine(url)
@@ -168,13 +179,8 @@ def get_instance(cfg: BinderyConfig) -> dg.DagsterInstance:
     """The instance every CLI command uses; its PostgreSQL schema is created on first use, a new
     embedded home's SQLite storage is seeded from a template (`storage_seed`)."""
     global _SET_HERE
-    pg = postgres_target(cfg)
-    if pg is not None and _owned_by_bindery(_home_of(cfg) / "dagster.yaml"):
-        # reached before the file is rewritten: a command refused for an unreachable database
-        # (a wrong user, say) must not leave its settings behind for the daemon to fail on
-        _ensure_schema(*pg)
-    home = dagster_home(cfg)
+    home = checked_home(cfg)
     os.environ["DAGSTER_HOME"] = _SET_HERE = str(home)
-    if pg is None and (home / "dagster.yaml").read_text().startswith(GENERATED_MARK):
+    if postgres_target(cfg) is None and (home / "dagster.yaml").read_text().startswith(GENERATED_MARK):
         seed_sqlite_storage(home)  # a new home's databases, copied instead of created
     return dg.DagsterInstance.get()

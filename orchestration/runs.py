@@ -29,7 +29,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.pipeline import GENERATION, GENERATIONS, SUBMITTED_CONFIG_TAG
+from assets.pipeline import GENERATION, GENERATIONS, SUBMITTED_CONFIG_TAG, SUBMITTED_DIGEST_TAG, config_digest
 from connectors.config import BinderyConfig
 from connectors.errors import BinderyError, ConfigError
 from connectors.shards import all_partition_keys
@@ -245,6 +245,7 @@ class Runner:
         base_tags = {"bindery/launched-by": "cli-submit", "bindery/host": socket.gethostname(), **(tags or {})}
         if self.cfg.config_path:  # the run refuses to go on under another configuration (assets.pipeline)
             base_tags[SUBMITTED_CONFIG_TAG] = self.cfg.config_path
+            base_tags[SUBMITTED_DIGEST_TAG] = config_digest(self.cfg.config_path)
         with code_location(self.cfg, self.instance) as (request, location, repo):
             remote_job = repo.get_full_job(job_name)
             submitted = []

@@ -181,6 +181,23 @@ def test_config_key_written_twice(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert_one_line(*run_cli(capsys, "--config", str(p), "status"), key, "written twice")
 
 
+def test_config_odd_yaml_is_still_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An unhashable key stays YAML's own one-line error (it was an internal TypeError, exit 1)."""
+    p = tmp_path / "bindery.yaml"
+    p.write_text("? [a]\n: 1\n")
+    assert_one_line(*run_cli(capsys, "--config", str(p), "status"), "not valid YAML", "unhashable")
+
+
+def test_config_merge_chains_are_not_duplicates(tmp_path: Path) -> None:
+    """A merge of a mapping that itself merged and overrode a key: no key is written twice (a
+    check after construction saw the flattened anchor's keys twice)."""
+    p = tmp_path / "bindery.yaml"
+    p.write_text("sources:\n- name: a\n  root: .\n  include: &inc ['*.md']\n"
+                 "  exclude: &ex ['x']\n- &b\n  <<: {name: b, root: ., include: *inc}\n  name: b2\n"
+                 "- <<: *b\n  name: c\n")
+    assert [s.name for s in load_config(p).sources] == ["a", "b2", "c"]
+
+
 def test_config_merge_keys_still_override(tmp_path: Path) -> None:
     """A YAML merge (`<<: *base`) may be overridden by the mapping's own keys: not a key written twice."""
     p = tmp_path / "bindery.yaml"

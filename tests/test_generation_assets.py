@@ -19,7 +19,14 @@ import dagster as dg
 import numpy as np
 import yaml
 
-from assets.pipeline import GENERATION, STAGE_ASSETS, SUBMITTED_CONFIG_TAG, TARGET_TAG
+from assets.pipeline import (
+    GENERATION,
+    STAGE_ASSETS,
+    SUBMITTED_CONFIG_TAG,
+    SUBMITTED_DIGEST_TAG,
+    TARGET_TAG,
+    config_digest,
+)
 from connectors.config import EmbedConfig, load_config
 from connectors.embedder import embedder_id
 from connectors.lifecycle import Lifecycle
@@ -177,18 +184,23 @@ def test_a_forced_promotion_is_recorded_on_the_candidate_as_forced_with_its_reas
 
 
 def test_a_run_submitted_under_another_configuration_is_refused(tmp_path: Path) -> None:
-    """`bindery sync --submit` tags its runs with its --config; the daemon's code location reads
-    its own BINDERY_CONFIG. An audit submitted with one file and the run used the other's sources
-    and endpoints without a word: the listing now refuses, naming both files."""
+    """`bindery sync --submit` tags its runs with its --config and the file's digest; the daemon's
+    code location reads its own BINDERY_CONFIG. An audit submitted with one file and the run used
+    the other's sources and endpoints without a word: the listing now refuses, naming both."""
     s = _System(tmp_path)
     other = tmp_path / "other.yaml"
-    other.write_text(s.config_path.read_text())
+    other.write_text(s.config_path.read_text() + "# another deployment's file\n")
+    tags = {SUBMITTED_CONFIG_TAG: str(other), SUBMITTED_DIGEST_TAG: config_digest(str(other))}
     result = dg.materialize(STAGE_ASSETS, partition_key="docs", instance=s.instance, resources=s.resources(),
-                            tags={SUBMITTED_CONFIG_TAG: str(other)}, raise_on_error=False)
+                            tags=tags, raise_on_error=False)
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
     assert "other.yaml" in str(failure.step_failure_data.error) and "BINDERY_CONFIG" in str(
         failure.step_failure_data.error)
     assert s.lifecycle().live() is None  # nothing ran under the wrong file
-    s.stages(**{SUBMITTED_CONFIG_TAG: f"{tmp_path}/./bindery.yaml"})  # the same file, however spelt, runs
+    # the same contents at another path (a worker mounts the file elsewhere) run
+    same = tmp_path / "mounted" / "bindery.yaml"
+    same.parent.mkdir()
+    same.write_text(s.config_path.read_text())
+    s.stages(**{SUBMITTED_CONFIG_TAG: str(same), SUBMITTED_DIGEST_TAG: config_digest(str(same))})
     assert s.lifecycle().live() is not None

@@ -24,7 +24,7 @@ import yaml
 
 from connectors.config import BinderyConfig, config_from_dict
 from connectors.errors import ConfigError
-from orchestration.instance import GENERATED_MARK, dagster_home, get_instance, instance_settings
+from orchestration.instance import GENERATED_MARK, checked_home, dagster_home, get_instance, instance_settings
 from tests.bindery_fixture import Deployment
 from tests.conftest import PG_URL
 from tests.instance_check import validate_instance_yaml
@@ -109,6 +109,8 @@ def test_a_refused_database_leaves_the_instance_file_as_it_was(tmp_path: Path) -
     bad = _cfg(tmp_path, backends={"database_url": f"postgresql+psycopg://nouser:pw@127.0.0.1:{free_port()}/x"})
     with pytest.raises(ConfigError, match="not reachable"):
         get_instance(bad)
+    with pytest.raises(ConfigError, match="not reachable"):  # `bindery ui` prepares the home itself
+        checked_home(bad)
     assert path.read_text() == before and "nouser" not in before
 
 

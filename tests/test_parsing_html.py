@@ -257,3 +257,9 @@ def test_a_page_heading_beside_the_content_root_is_kept() -> None:
                                                                            "</header>\n<main>", 1)
     site = site.replace("</div>\n<div id=\"footer\">", "</main>\n<div id=\"footer\">", 1)
     assert "really simple server" not in _all_text(parse_document(site.encode(), "site.html", CFG))
+    # nor is a blog's banner in the same shape as asciidoc's header: its <h1> names the site, not
+    # the page (<title> "A post - My Blog")
+    blog = (b'<html><head><title>A post - My Blog</title></head><body><div id="header"><h1>My Blog</h1>'
+            b'<div class="description">Notes on everything</div></div><div id="content"><h2>A post</h2><p>'
+            + b"The post says what it has to say. " * 20 + b"</p></div></body></html>")
+    assert "My Blog" not in _all_text(parse_document(blog, "post.html", CFG))

@@ -381,6 +381,45 @@ def test_s3_going_down_after_its_listing_fails_the_sync(s3dep: S3Deployment,
 
 
 @slow
+def test_one_s3_object_failing_is_its_dead_letter_a_run_of_them_the_sources(
+        s3dep: S3Deployment, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 5xx after the retries or a stalled read may be one object's: that object is a dead letter
+    and the rest sync. Three items in a row failing so is the source not answering: the sync
+    fails with the reason, keeping the items read before (a review found one bad key stopped a
+    whole source for good, and the items read before it were dropped)."""
+    from botocore.exceptions import ClientError
+
+    from connectors.sources.s3 import S3Source
+
+    dep = s3dep
+    dep.cli("sync")
+    edited = sorted(DOCS)[:4]
+    for rel in edited:
+        dep.edit(rel, f"{DOCS[rel]}\n\nAn edit made while the store was unwell.\n")
+    real = S3Source.read
+    bad = {edited[1]}
+
+    def flaky(self: S3Source, entry: SourceEntry) -> bytes:
+        if entry.external_id in bad:
+            raise self._fail("read", ClientError({"Error": {"Code": "InternalError"},
+                                                  "ResponseMetadata": {"HTTPStatusCode": 500}}, "GetObject"),
+                             self.key_of(entry))
+        return real(self, entry)
+
+    with monkeypatch.context() as m:
+        m.setattr(S3Source, "read", flaky)
+        out = dep.cli("sync")  # one object's 500: its dead letter, the others sync
+        assert out["errors"] == {} and out["sources"]["docs"]["updated"] == 3
+        assert [d["doc"] for d in dep.cli("dlq")] == [edited[1]]
+        bad.update(edited[1:4])  # ... and now three in a row (just edited, so all re-read: racy)
+        dep.edit(edited[0], f"{DOCS[edited[0]]}\n\nA second edit.\n")
+        out = dep.cli("sync", expect=1)
+        assert "3 items in a row" in out["errors"]["docs"]
+    out = dep.cli("sync")  # the store is well again
+    assert out["errors"] == {} and dep.cli("dlq") == []
+
+
+@slow
 def test_s3_failed_listings_never_delete(s3dep: S3Deployment) -> None:
     dep = s3dep
     dep.cli("sync")

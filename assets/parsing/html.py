@@ -453,7 +453,7 @@ def html_blocks(
     page_title = clean_inline(title_el.text_content()) if title_el is not None else None
     root, specific = _content_root(doc)
     walker = _Walker()
-    if specific and (lead := _page_heading(root)) is not None:
+    if specific and page_title and (lead := _page_heading(root, page_title)) is not None:
         _clean(lead, keep_headers=True, quotes=quotes)
         walker.walk(lead)
     _clean(root, keep_headers=specific, quotes=quotes)
@@ -464,22 +464,34 @@ def html_blocks(
 _LEAD_MAX_CHARS = 1500  # a page heading with a line or two under it, not a second content area
 
 
-def _page_heading(root: etree._Element) -> etree._Element | None:
-    """The page's own heading block, when the content root leaves it out: an earlier sibling of
-    the root holding the page's <h1> (asciidoc's `div#header` beside `div#content`, with the
-    manual page's NAME line, "git-daemon - A really simple server for Git repositories": the one
-    sentence that says what the page is). None when the root has an <h1> of its own, or the
-    sibling is chrome or too long to be a heading block."""
+def _page_heading(root: etree._Element, title: str) -> etree._Element | None:
+    """The page's own heading block, when the content root leaves it out: the nearest earlier
+    sibling of the root holding an <h1> that names the page, i.e. its text and the <title>'s
+    begin alike (asciidoc's `div#header` beside `div#content`: "git-daemon(1) Manual Page" for
+    the title "git-daemon(1)", with the manual page's NAME line, "git-daemon - A really simple
+    server for Git repositories": the one sentence that says what the page is). A site's banner
+    ("My Blog" on "A post - My Blog") or a hero ("Welcome to Acme") names the site, not the page,
+    and stays out; so does chrome, and a block too long to be a heading block."""
     parent = root.getparent()
     if parent is None or root.find(".//h1") is not None:
         return None
-    for el in parent:
-        if el is root:
-            return None
-        if (isinstance(el.tag, str) and el.tag not in ("header", "nav", "aside") and el.find(".//h1") is not None
+    siblings = list(parent)
+    for el in reversed(siblings[: siblings.index(root)]):
+        if not isinstance(el.tag, str) or el.tag in ("header", "nav", "aside"):
+            continue
+        h1 = el if el.tag == "h1" else el.find(".//h1")
+        if h1 is None:
+            continue
+        named, page = _norm_heading(h1.text_content()), _norm_heading(title)
+        if (named and page and (named.startswith(page) or page.startswith(named))
                 and not _is_chrome(el, keep_headers=True) and len(el.text_content().strip()) <= _LEAD_MAX_CHARS):
             return el
+        return None  # the nearest heading block is not the page's: nothing further up is
     return None
+
+
+def _norm_heading(text: str) -> str:
+    return " ".join(re.sub(r"[\W_]+", " ", text.lower()).split())
 
 
 _META = re.compile(r"<meta\s[^>]*>", re.IGNORECASE)

@@ -132,12 +132,15 @@ class S3Source:
         """A SourceError that names what we tried, where, and why it failed; a SourceUnavailable
         when the cause is the whole source, not this object (`_SOURCE_WIDE`)."""
         where = f"s3://{self.bucket}/{key if key is not None else self.prefix}"
-        wide = isinstance(e, (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, NoCredentialsError))
+        # the endpoint cannot be reached at all, or it refuses who we are: no object can be read
+        wide = isinstance(e, (EndpointConnectionError, ConnectTimeoutError, NoCredentialsError))
+        transient = isinstance(e, ReadTimeoutError)  # one object's body can stall: see _Sweep.streak
         if isinstance(e, ClientError):
             err = e.response.get("Error", {})
             code = str(err.get("Code", ""))
             status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            wide = code in _SOURCE_WIDE or (isinstance(status, int) and status >= 500)
+            wide = code in _SOURCE_WIDE
+            transient = isinstance(status, int) and status >= 500
             if code == "NoSuchBucket":
                 cause = f"bucket {self.bucket!r} does not exist"
             elif code in ("NoSuchKey", "404"):
@@ -156,9 +159,8 @@ class S3Source:
             cause = "no AWS credentials found (set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"
         else:
             cause = f"{type(e).__name__}: {e}"
-        return (SourceUnavailable if wide else SourceError)(
-            f"source {self.name!r}: cannot {action} {where} at {self.endpoint}: {cause}"
-        )
+        message = f"source {self.name!r}: cannot {action} {where} at {self.endpoint}: {cause}"
+        return SourceUnavailable(message) if wide else SourceError(message, transient=transient)
 
     def key_of(self, entry: SourceEntry) -> str:
         return self.prefix + entry.external_id
