@@ -326,20 +326,22 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     res.counts["failed"] += len(problems)
     _dead_letter_problems(rt, scfg.name, problems)
     sw = _Sweep(res, known, gone_by_hash, _default_acl(scfg), time.time())
+    gone_away: SourceUnavailable | None = None
     try:
         for entry in entries:
             _sweep_entry(rt, sw, scfg, src, entry)
     except SourceUnavailable as e:
-        # the source went away after listing: a failed listing (the run fails with the reason, no
-        # delete sweep, nothing indexed is touched), not one dead letter per item still to read;
-        # what was read before it is kept (as after a crash here: the next sync goes on from it)
-        rt.store.upsert_documents(sw.rows)
-        rt.store.touch_documents(sw.touched, sw.now)
-        rt.store.record_listing(scfg.name, None, ok=False, error=str(e))
-        rt.store.add_event("listing-failed", str(e), source=scfg.name)
-        raise
+        gone_away = e
+    # what was read is kept, even when the source went away part-way (as after a crash here: the
+    # next sync goes on from it)
     rt.store.upsert_documents(sw.rows)
     rt.store.touch_documents(sw.touched, sw.now)
+    if gone_away is not None:
+        # a failed listing (the run fails with the reason, no delete sweep, nothing indexed is
+        # touched), not one dead letter per item still to read
+        rt.store.record_listing(scfg.name, None, ok=False, error=str(gone_away))
+        rt.store.add_event("listing-failed", str(gone_away), source=scfg.name)
+        raise gone_away
     _sweep_deletes(rt, res, gone, sw.now)
     _clear_stale_dead_letters(rt, scfg.name, listed, all_problems)
     # an item that failed to read (unreadable, too large, gone mid-listing) and reads now leaves

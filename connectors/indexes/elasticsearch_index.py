@@ -494,9 +494,10 @@ def build_query(query: str, filters: Filters, *, level: SearchLevel = "chunk",
         should.append({"match": {f"{field}_plain": {"query": text, "boost": plain_weight}}})
     if proximity_weight > 0:  # the pairs' distance in the query (a stopword between) widens the slop
         weights = {field: 1.0, **({f"{field}_plain": plain_weight} if plain_weight > 0 else {})}
+        pairs = proximity_pairs(query)
         should += [{"match_phrase": {f: {"query": f"{a} {b}", "slop": proximity_slop + gap - 1,
                                          "boost": proximity_weight * w}}}
-                   for f, w in weights.items() for a, b, gap in proximity_pairs(query)]
+                   for f, w in weights.items() for a, b, gap in pairs]
     body = build_filter_query(filters)
     if body is None:
         return None
