@@ -27,7 +27,7 @@ import sqlalchemy as sa
 import yaml
 
 from connectors.config import BinderyConfig
-from connectors.errors import ConfigError
+from connectors.errors import ConfigError, StoreError
 from orchestration.storage_seed import seed_sqlite_storage
 
 __all__ = ["GENERATED_MARK", "dagster_home", "get_instance", "instance_settings", "postgres_target"]
@@ -170,7 +170,9 @@ def _ensure_schema(url: str, schema: str) -> None:
     except sa.exc.IntegrityError:
         pass  # another process created it between our check and our create
     except sa.exc.OperationalError as e:
-        raise ConfigError(f"the Dagster instance's PostgreSQL is not reachable: {e.orig}") from None
+        # a StoreError, as when the document store cannot open the same database: exit 1 from
+        # every command (a database that is down is not a mistake in the configuration)
+        raise StoreError(f"the Dagster instance's PostgreSQL is not reachable: {e.orig}") from None
     finally:
         engine.dispose()
 

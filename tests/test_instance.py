@@ -23,7 +23,7 @@ import sqlalchemy as sa
 import yaml
 
 from connectors.config import BinderyConfig, config_from_dict
-from connectors.errors import ConfigError
+from connectors.errors import ConfigError, StoreError
 from orchestration.instance import GENERATED_MARK, checked_home, dagster_home, get_instance, instance_settings
 from tests.bindery_fixture import Deployment
 from tests.conftest import PG_URL
@@ -107,9 +107,9 @@ def test_a_refused_database_leaves_the_instance_file_as_it_was(tmp_path: Path) -
     path = dagster_home(good) / "dagster.yaml"
     before = path.read_text()
     bad = _cfg(tmp_path, backends={"database_url": f"postgresql+psycopg://nouser:pw@127.0.0.1:{free_port()}/x"})
-    with pytest.raises(ConfigError, match="not reachable"):
+    with pytest.raises(StoreError, match="not reachable"):
         get_instance(bad)
-    with pytest.raises(ConfigError, match="not reachable"):  # `bindery ui` prepares the home itself
+    with pytest.raises(StoreError, match="not reachable"):  # `bindery ui` prepares the home itself
         checked_home(bad)
     assert path.read_text() == before and "nouser" not in before
 
