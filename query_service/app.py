@@ -52,14 +52,17 @@ Text = Annotated[str, Field(min_length=1, max_length=1024)]
 class SearchFilters(BaseModel):
     """Restrictions applied identically to both retrievers. An empty list matches nothing."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     sources: list[Text] | None = Field(None, max_length=256, description="only these sources")
     docs: list[Text] | None = Field(None, max_length=1000, description="only these documents (paths)")
     exclude_docs: list[Text] | None = Field(None, max_length=1000, description="never these documents")
 
 
 class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A search. Strict: `"k": "5"` or `"neighbours": true` is a 422 naming the field, not
+    quietly read as 5 or 1 (a client that sends the wrong type has a bug worth seeing)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
     query: Annotated[str, Field(min_length=1, max_length=4000)]
     k: int = Field(10, ge=1, le=200)
     filters: SearchFilters = Field(default_factory=SearchFilters)

@@ -162,6 +162,11 @@ def test_acl_filters_apply_to_both_retrievers(served: Served) -> None:
     ({"query": "x", "k": 0}, 422),
     ({"query": "x", "k": 10_000}, 422),
     ({"query": "x", "filters": {"bogus": 1}}, 422),
+    # strict types: a string or a boolean is not quietly read as a number
+    ({"query": "x", "k": "5"}, 422),
+    ({"query": "x", "neighbours": True}, 422),
+    ({"query": "x", "neighbours": "2"}, 422),
+    ({"query": "x", "filters": {"sources": "docs"}}, 422),
     ({"query": "x", "principal": "a"}, 400),  # the credential says who is asking
     ({"query": "   "}, 400),
     ({"query": "AND OR NOT ( [ { :\\ ~ * ?"}, 200),
