@@ -81,6 +81,10 @@ class ESStub:
         self.indices: dict[str, StubIndex] = {}
         self.aliases: dict[str, set[str]] = {}  # alias -> indices
         self.requests: list[Recorded] = []
+        # a shard that fails every search: real Elasticsearch then answers with the other shards'
+        # hits and `_shards.failed` (a partial result), or, with allow_partial_search_results=false,
+        # a 503 search_phase_execution_exception
+        self.failed_shard = False
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -130,7 +134,13 @@ class ESStub:
             if parts[-1] == "_mapping" and method == "GET":
                 return 200, {name: {"mappings": self.indices[name].mappings} for name in self._resolve(parts[0])}
             if parts[-1] == "_search":
-                return 200, self._search(parts[0], body or {})
+                if self.failed_shard and params.get("allow_partial_search_results") == "false":
+                    raise StubError(503, "search_phase_execution_exception", "Partial shards failure")
+                found = self._search(parts[0], body or {})
+                if self.failed_shard:
+                    found["_shards"] = {"total": 2, "successful": 1, "skipped": 0, "failed": 1, "failures": [
+                        {"shard": 1, "index": parts[0], "reason": {"type": "node_disconnected_exception"}}]}
+                return 200, found
             if parts[-1] == "_count":
                 docs = self._searchable(parts[0])
                 query = (body or {}).get("query", {"match_all": {}})
@@ -317,6 +327,7 @@ class ESStub:
         return {
             "took": 1,
             "timed_out": False,
+            "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
             "hits": {"max_score": max((h["_score"] for h in hits), default=None), "hits": hits},
         }
 

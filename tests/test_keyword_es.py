@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -146,6 +147,32 @@ def test_search_request_contract(index: ElasticsearchIndex, stub: ESStub) -> Non
     ]
     assert bool_["must_not"] == [{"terms": {"external_id": ["x.md"]}}]
     assert "must" not in bool_
+    assert req.params["allow_partial_search_results"] == "false"
+
+
+def test_partial_results_are_an_error_not_a_short_answer(index: ElasticsearchIndex, stub: ESStub) -> None:
+    """A failed shard's hits are missing from the answer: taken as whole, a short keyword list
+    would be fused as holding every match and `verify` would see the shard's chunks as lost.
+    Every search asks Elasticsearch to fail instead; a partial answer that still comes back
+    (a timed-out shard, a proxy that drops the flag) is refused by the adapter itself."""
+    index.upsert([rec("a", "valve"), rec("b", "pump")])
+    index.commit()
+    stub.failed_shard = True
+    with pytest.raises(IndexError_, match="search_phase_execution_exception"):
+        index.search("valve", 5, Filters())
+    original = stub.handle
+
+    def dropping_the_flag(method: str, path: str, params: dict[str, str], body: Any) -> tuple[int, Any]:
+        return original(method, path, {k: v for k, v in params.items() if k != "allow_partial_search_results"}, body)
+
+    stub.handle = dropping_the_flag  # type: ignore[method-assign]
+    for read in (lambda: index.search("valve", 5, Filters()), index.chunk_ids, index.acls,
+                 lambda: index.thread_neighbours(["<m@x>"], 5, Filters()),
+                 lambda: index.by_author(["ann"], None, [], [], "valve", 5, Filters())):
+        with pytest.raises(IndexError_, match=r"partial results \(1 of 2 shards failed\)"):
+            read()
+    stub.failed_shard = False
+    assert ids(index.search("valve", 5, Filters())) == ["a"]
 
 
 def test_fail_closed_and_blank_queries_send_nothing(

@@ -299,11 +299,11 @@ class ElasticsearchIndex:
         with self._errors("search"):
             try:
                 resp = self._client.search(
-                    index=self.index_name, query=body, size=k, source=False, track_total_hits=False
-                )
+                    index=self.index_name, query=body, size=k, source=False, track_total_hits=False,
+                    allow_partial_search_results=False)
             except BadRequestError as exc:
                 raise QueryError(f"Elasticsearch rejected the query: {_error_type(exc)}") from exc
-        return [ScoredId(hit["_id"], float(hit["_score"] or 0.0)) for hit in resp["hits"]["hits"]]
+        return [ScoredId(hit["_id"], float(hit["_score"] or 0.0)) for hit in self._hits(resp, "search")]
 
     def thread_neighbours(self, message_ids: Sequence[str], k: int, filters: Filters,
                           threads: Sequence[str] = ()) -> list[str]:
@@ -322,8 +322,8 @@ class ElasticsearchIndex:
             if not self._client.indices.exists(index=self.index_name):
                 return []
             resp = self._client.search(index=self.index_name, query=body, size=k, source=False,
-                                       track_total_hits=False)
-        return [hit["_id"] for hit in resp["hits"]["hits"]]
+                                       track_total_hits=False, allow_partial_search_results=False)
+        return [hit["_id"] for hit in self._hits(resp, "thread lookup")]
 
     def by_author(self, names: Sequence[str], address: str | None, message_ids: Sequence[str],
                   days: Sequence[str], query: str, k: int, filters: Filters) -> list[ScoredId]:
@@ -355,10 +355,10 @@ class ElasticsearchIndex:
                 return []
             try:
                 resp = self._client.search(index=self.index_name, query=body, size=k, source=False,
-                                           track_total_hits=False)
+                                           track_total_hits=False, allow_partial_search_results=False)
             except BadRequestError as exc:
                 raise QueryError(f"Elasticsearch rejected the query: {_error_type(exc)}") from exc
-        return [ScoredId(hit["_id"], float(hit["_score"] or 0.0)) for hit in resp["hits"]["hits"]]
+        return [ScoredId(hit["_id"], float(hit["_score"] or 0.0)) for hit in self._hits(resp, "author lookup")]
 
     def missing_fields(self) -> list[str]:
         """Fields of `INDEX_MAPPINGS` this index's mapping lacks (see `KeywordIndex`); ``[]``
@@ -387,9 +387,9 @@ class ElasticsearchIndex:
                     sort=[{"chunk_id": "asc"}],
                     search_after=after,
                     source=False,
-                    track_total_hits=False,
+                    track_total_hits=False, allow_partial_search_results=False,
                 )
-                hits = resp["hits"]["hits"]
+                hits = self._hits(resp, "list chunk ids")
                 out.update(hit["_id"] for hit in hits)
                 if len(hits) < _PAGE:
                     return out
@@ -408,9 +408,9 @@ class ElasticsearchIndex:
                     sort=[{"chunk_id": "asc"}],
                     search_after=after,
                     source={"includes": ["acl"]},
-                    track_total_hits=False,
+                    track_total_hits=False, allow_partial_search_results=False,
                 )
-                hits = resp["hits"]["hits"]
+                hits = self._hits(resp, "list ACLs")
                 out.update((hit["_id"], tuple(sorted(hit.get("_source", {}).get("acl") or ()))) for hit in hits)
                 if len(hits) < _PAGE:
                     return out
@@ -442,6 +442,20 @@ class ElasticsearchIndex:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def _hits(self, resp: Any, action: str) -> list[dict[str, Any]]:
+        """The hits of a search response, refused when they are partial. Every search asks for
+        ``allow_partial_search_results=false``, so a failed shard is an error already; this also
+        catches a shard that timed out, or a proxy or version that ignores the flag. Partial hits
+        would be taken as the whole answer: a short keyword list is fused as holding every match,
+        and `verify` would see the missing shard's chunks as lost."""
+        shards = resp.get("_shards") or {}
+        if resp.get("timed_out") or shards.get("failed"):
+            failed = f"{shards.get('failed')} of {shards.get('total')} shards failed"
+            what = "timed out" if resp.get("timed_out") else failed
+            raise IndexError_(f"{action} on {self.index_name} returned partial results ({what}); not used")
+        hits: list[dict[str, Any]] = resp["hits"]["hits"]
+        return hits
 
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
