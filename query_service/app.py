@@ -29,7 +29,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from connectors.config import BinderyConfig, load_config
@@ -49,6 +49,17 @@ __all__ = ["SearchRequest", "SearchResponse", "app_from_env", "create_app"]
 Text = Annotated[str, Field(min_length=1, max_length=1024)]
 
 
+def _a_number(value: Any) -> Any:
+    """A count is a JSON number, whole: 5 or 5.0 (what many JSON encoders write for a double),
+    never "5" or true, which lax validation would read as 5 and 1."""
+    if isinstance(value, bool | str):
+        raise ValueError(f"must be a number, not a {'boolean' if isinstance(value, bool) else 'string'}")
+    return value
+
+
+NUMBER = BeforeValidator(_a_number)  # after the Field constraints, or the schema loses min/max
+
+
 class SearchFilters(BaseModel):
     """Restrictions applied identically to both retrievers. An empty list matches nothing."""
 
@@ -60,13 +71,14 @@ class SearchFilters(BaseModel):
 
 class SearchRequest(BaseModel):
     """A search. Strict: `"k": "5"` or `"neighbours": true` is a 422 naming the field, not
-    quietly read as 5 or 1 (a client that sends the wrong type has a bug worth seeing)."""
+    quietly read as 5 or 1 (a client that sends the wrong type has a bug worth seeing); a
+    whole number written as a float (5.0) is a number, as JSON Schema's integer allows."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     query: Annotated[str, Field(min_length=1, max_length=4000)]
-    k: int = Field(10, ge=1, le=200)
+    k: Annotated[int, Field(strict=False, ge=1, le=200), NUMBER] = 10
     filters: SearchFilters = Field(default_factory=SearchFilters)
-    neighbours: int | None = Field(None, ge=0, le=MAX_NEIGHBOURS, description=(
+    neighbours: Annotated[int, Field(strict=False, ge=0, le=MAX_NEIGHBOURS), NUMBER] | None = Field(None, description=(
         "with each hit, the texts of this many chunks just before and just after its unit, as `before` "
         "and `after` (default: query.neighbours of the configuration, 0 unless set)"))
     principal: Text | list[Text] | None = Field(

@@ -128,6 +128,11 @@ def test_search_returns_provenance_and_a_trace(served: Served) -> None:
     assert set(top) <= set(schemas["HitModel"]["properties"])
     assert set(tr) <= set(schemas["TraceModel"]["properties"])
     assert set(body) <= set(schemas["SearchResponse"]["properties"])
+    # the counts are bounded integers, in JSON Schema's own words (a client generator reads them)
+    req = schemas["SearchRequest"]["properties"]
+    assert (req["k"]["type"], req["k"]["minimum"], req["k"]["maximum"]) == ("integer", 1, 200)
+    assert {"type": "integer", "minimum": 0, "maximum": 5} == {
+        key: v for key, v in req["neighbours"]["anyOf"][0].items() if key in ("type", "minimum", "maximum")}
 
 
 def test_raw_retriever_scores_are_for_operators_only(served: Served) -> None:
@@ -167,6 +172,9 @@ def test_acl_filters_apply_to_both_retrievers(served: Served) -> None:
     ({"query": "x", "neighbours": True}, 422),
     ({"query": "x", "neighbours": "2"}, 422),
     ({"query": "x", "filters": {"sources": "docs"}}, 422),
+    ({"query": "x", "k": 2.5}, 422),
+    ({"query": "x", "k": 5.0, "neighbours": 1.0}, 200),  # a whole float is a number (JSON Schema agrees)
+    ({"query": "x", "k": 1e1}, 200),
     ({"query": "x", "principal": "a"}, 400),  # the credential says who is asking
     ({"query": "   "}, 400),
     ({"query": "AND OR NOT ( [ { :\\ ~ * ?"}, 200),
