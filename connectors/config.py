@@ -10,13 +10,14 @@ are kept out of the hash (connectors.versions).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from connectors.errors import ConfigError
+from connectors.errors import ConfigError, without_secrets
 
 __all__ = [
     "BinderyConfig",
@@ -46,6 +47,10 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# keys whose values are secrets: an error message (terminals, CI logs, `--json`) never echoes them
+_SECRET_KEY = re.compile(r"(password|secret|token|api_key|access_key)$", re.IGNORECASE)
+
+
 def check_database_url(url: str) -> None:
     """Raise ValueError unless `url` names a supported backend whose driver is installed."""
     from sqlalchemy.engine import make_url
@@ -54,7 +59,8 @@ def check_database_url(url: str) -> None:
     try:
         parsed = make_url(url)
     except ArgumentError:
-        raise ValueError(f"not a database URL: {url!r} (e.g. postgresql+psycopg://user@host/db)") from None
+        raise ValueError(f"not a database URL: {without_secrets(repr(url))} "
+                         "(e.g. postgresql+psycopg://user@host/db)") from None
     if parsed.get_backend_name() not in SUPPORTED_DATABASES:
         raise ValueError(f"unsupported database {parsed.get_backend_name()!r} "
                          f"(supported: {', '.join(SUPPORTED_DATABASES)})")
@@ -489,7 +495,8 @@ def _problem(err: Any) -> str:
     loc = ".".join(str(p) for p in err["loc"]) or "<root>"
     msg = str(err["msg"]).removeprefix("Value error, ")
     value = err.get("input")
-    got = f" (got {value!r})" if isinstance(value, (int, float, str, bool)) and err["type"] != "missing" else ""
+    shown = "***" if _SECRET_KEY.search(str(err["loc"][-1]) if err["loc"] else "") else without_secrets(repr(value))
+    got = f" (got {shown})" if isinstance(value, (int, float, str, bool)) and err["type"] != "missing" else ""
     return " ".join(f"{loc}: {msg}{got}".split())
 
 

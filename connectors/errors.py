@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -129,3 +130,12 @@ class GateRefused(BinderyError):
 
 class QueryError(BinderyError):
     reason = "bad-query"
+
+
+_URL_PASSWORD = re.compile(r":[^:/@\s]+@")  # user:PASSWORD@host, with or without a well-formed scheme
+
+
+def without_secrets(text: str) -> str:
+    """`text` with every URL password (scheme://user:PASSWORD@host) replaced by ***: an error
+    message that names a URL lands in terminals, CI logs and `--json` output."""
+    return _URL_PASSWORD.sub(":***@", text)

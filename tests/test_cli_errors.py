@@ -480,3 +480,17 @@ def test_the_database_down_is_one_line_and_exit_1(tmp_path: Path, capsys: pytest
     assert code == 1 and "Traceback" not in text and len(lines) == 1
     assert "not reachable" in lines[0] or "cannot open document store" in lines[0]
     assert "Connection refused" in lines[0]
+
+
+@pytest.mark.parametrize("url", ["postgres://app:S3CRETPW@db.example/app", "notaurl:S3CRETPW@x",
+                                 "mysql://app:S3CRETPW@db.example/app"])
+def test_a_database_url_in_an_error_hides_its_password(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       base: dict[str, Any], url: str) -> None:
+    """`backends.database_url: postgres://app:PW@...` (the scheme many hosts hand out) was refused
+    with the whole URL echoed, password included, on stderr and in `--json`."""
+    cfg = write(tmp_path, {**base, "backends": {"database_url": url}})
+    for args in (["status"], ["--json", "status"]):
+        code, text = run_cli(capsys, "--config", cfg, *args)
+        assert code == 2 and "backends.database_url" in text and "S3CRETPW" not in text, text
+    code, text = run_cli(capsys, "--config", write(tmp_path, {**base, "password": "hunter2"}), "status")
+    assert code == 2 and "password" in text and "hunter2" not in text

@@ -37,7 +37,7 @@ from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundErro
 from elasticsearch.helpers import BulkIndexError, bulk
 
 from connectors.analysis import IDENT_BOOST, identifiers, proximity_pairs, sanitize_query
-from connectors.errors import IndexError_, QueryError
+from connectors.errors import IndexError_, QueryError, without_secrets
 from connectors.indexes.base import PUBLIC, Filters, IndexRecord, ScoredId, SearchLevel
 
 __all__ = ["IDENT_BOOST", "INDEX_MAPPINGS", "ElasticsearchIndex", "index_settings"]
@@ -473,7 +473,7 @@ class ElasticsearchIndex:
             ) from exc
         except TransportError as exc:
             raise IndexError_(
-                f"{action} on {self.index_name}: cannot reach Elasticsearch at {self.url}: {exc}"
+                without_secrets(f"{action} on {self.index_name}: cannot reach Elasticsearch at {self.url}: {exc}")
             ) from exc
 
 

@@ -18,7 +18,7 @@ from pydantic import TypeAdapter
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from connectors.errors import IndexError_, QueryError
+from connectors.errors import IndexError_, QueryError, without_secrets
 from connectors.identity import point_id
 from connectors.indexes.base import FILTER_FIELDS, PUBLIC, Filters, IndexRecord, ScoredId
 
@@ -46,10 +46,10 @@ class _Reporting:
                 return attr(*args, **kwargs)
             except ResponseHandlingException as e:  # connection refused, timeouts, DNS
                 cause = e.source if getattr(e, "source", None) is not None else e
-                raise IndexError_(f"cannot reach Qdrant at {self._url}: {cause}") from e
+                raise IndexError_(without_secrets(f"cannot reach Qdrant at {self._url}: {cause}")) from e
             except UnexpectedResponse as e:
-                raise IndexError_(f"Qdrant at {self._url} answered {name} with HTTP {e.status_code} "
-                                  f"{e.reason_phrase}".rstrip()) from e
+                raise IndexError_(without_secrets(f"Qdrant at {self._url} answered {name} with HTTP "
+                                                  f"{e.status_code} {e.reason_phrase}".rstrip())) from e
 
         return call
 
