@@ -47,6 +47,9 @@ BASE_HEADERS = {"x-content-type-options": "nosniff", "x-frame-options": "DENY", 
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^:\[\]@/\s]*)(?::[0-9]*)?")
 
 
+# the methods a metric names; any other token is a valid method too, so each would be a new series
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
 class HostCheck:
     """Answer only requests whose Host header names this service (DNS rebinding: a web page in
     the operator's browser must not reach a loopback service under a name the page chose).
@@ -202,8 +205,9 @@ class RecordRequests:
             await self.app(scope, receive, recording_send)
         finally:
             route = scope.get("route")
-            # the route template, never the raw path: fuzzed or scanned URLs must not create series
+            # the route template, never the raw path, and a known method or "other": fuzzed or
+            # scanned requests must not create series
             name = getattr(route, "path", None) or "unmatched"
-            method = scope.get("method", "")
+            method = scope.get("method", "") if scope.get("method") in _METHODS else "other"
             self.metrics.requests.labels(method, name, str(status)).inc()
             self.metrics.latency.labels(method, name).observe(time.perf_counter() - t0)

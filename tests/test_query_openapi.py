@@ -64,6 +64,8 @@ def test_metrics_count_requests_by_route_and_status(client: TestClient) -> None:
     client.post("/search", json={"query": "x"})  # 401
     client.post("/search", json={"query": "x"}, headers={"X-API-Key": KEY})  # 503: nothing indexed yet
     client.get("/no/such/path/123")
+    for i in range(5):  # invented methods: one "other" series, not one each
+        client.request(f"M{i}XYZ", "/healthz")
     text = client.get("/metrics")
     assert text.headers["content-type"].startswith("text/plain")
     body = text.text
@@ -71,6 +73,7 @@ def test_metrics_count_requests_by_route_and_status(client: TestClient) -> None:
     assert 'bindery_http_requests_total{method="POST",route="/search",status="401"} 1.0' in body
     assert 'bindery_http_requests_total{method="POST",route="/search",status="503"} 1.0' in body
     assert 'route="unmatched",status="404"' in body and "/no/such/path" not in body
+    assert 'method="other",route="/healthz",status="405"} 5.0' in body and "XYZ" not in body
     assert 'bindery_http_request_duration_seconds_bucket{le="0.005",method="GET",route="/healthz"}' in body
     assert 'bindery_search_errors_total{reason="unauthorized"} 1.0' in body
     assert 'bindery_search_errors_total{reason="no-binding"} 1.0' in body
