@@ -223,7 +223,7 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
     metrics = ServiceMetrics()
     # the last added runs first: metrics see every answer, the security headers go on the
     # host check's 400 and the body limit's 413 too
-    app.add_middleware(BodyLimit, max_bytes=conf.query.max_body_bytes)
+    app.add_middleware(BodyLimit, max_bytes=conf.query.max_body_bytes, max_header_bytes=conf.query.max_header_bytes)
     hosts = allowed_hosts or conf.query.allowed_hosts
     if hosts:
         app.add_middleware(HostCheck, allowed_hosts=hosts)

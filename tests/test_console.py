@@ -241,4 +241,5 @@ def test_the_served_app_bounds_headers_checks_the_host_and_sets_security_headers
     except (ConnectionError, http.client.HTTPException):
         big = 0  # the server may close the connection instead of answering
     assert big in (0, 400, 431)
+    assert get("/healthz", {"X-Pad": "a" * 90_000})[0] in (400, 431)  # refused whether h11 or the app sees it whole
     assert get("/healthz", {})[0] == 200  # and it still serves

@@ -210,3 +210,13 @@ def test_an_allowed_host_with_a_port_is_a_config_error() -> None:
         with pytest.raises(ConfigError, match="'\\*\\.' and a domain"):
             config_from_dict({"query": {"allowed_hosts": [never_matches]}})
     assert config_from_dict({"query": {"allowed_hosts": ["[::1]", "*.example.org"]}}).query.allowed_hosts
+
+
+def test_request_headers_over_the_limit_are_a_431(client: TestClient) -> None:
+    """h11 bounds a request head only while it is incomplete: a 90 KB header that arrived in one
+    read reached the app. The app refuses heads over `query.max_header_bytes` itself, in the one
+    JSON error shape."""
+    r = client.get("/healthz", headers={"X-Pad": "a" * 40_000})
+    assert r.status_code == 431
+    assert r.json()["error"] == "request header fields too large" and "query.max_header_bytes" in r.json()["detail"]
+    assert client.get("/healthz", headers={"X-Pad": "a" * 20_000}).status_code == 200
