@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from assets.parse_stage import is_redirect, parse_key
 from assets.runtime import Generation, Runtime
 from connectors.config import ParseQualityThresholds
+from connectors.store import DocumentRecord, ParseRecord
 
 __all__ = ["QualityVerdict", "accept", "judge", "judge_versions", "quality_rows", "verdict_for"]
 
@@ -59,15 +61,20 @@ class QualityVerdict:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def quality_rows(rt: Runtime, source: str, gens: list[Generation]) -> list[ParseRow]:
-    """Every current document of `source` under every parse version the run targets."""
-    docs = [d for d in rt.store.documents(source) if d.content_hash]
+def quality_rows(rt: Runtime, source: str, gens: list[Generation], *, docs: Iterable[DocumentRecord] | None = None,
+                 unstored: Mapping[tuple[str, str], ParseRecord] | None = None) -> list[ParseRow]:
+    """Every current document of `source` under every parse version the run targets. `bindery
+    plan` judges the run before it happens: `docs` are the documents the listing would leave
+    and `unstored` the parses it made in memory, by (document id, parse version)."""
+    current = [d for d in (rt.store.documents(source) if docs is None else docs) if d.content_hash]
+    made = unstored or {}
     rows: list[ParseRow] = []
     for pver in sorted({g.versions["parse"] for g in gens}):
-        keys = {d.external_id: parse_key(d, pver) for d in docs}
+        keys = {d.external_id: parse_key(d, pver) for d in current}
+        ids = {d.external_id: d.doc_id for d in current}
         parses = rt.store.get_parses(keys.values())
         for ext, key in keys.items():
-            p = parses.get(key)
+            p = parses.get(key) or made.get((ids[ext], pver))
             if p is None:
                 rows.append(ParseRow(ext, True, None, reason="not parsed", parse_version=pver))
                 continue

@@ -96,12 +96,13 @@ def parse_key(doc: DocumentRecord, parse_version: str) -> tuple[str, str, str]:
     return (doc.content_hash or "", parse_version, file_format(doc.external_id))
 
 
-def pending_parses(rt: Runtime, docs: list[DocumentRecord], parse_version: str,
-                   limit: int) -> list[DocumentRecord]:
+def pending_parses(rt: Runtime, docs: list[DocumentRecord], parse_version: str, limit: int,
+                   ) -> tuple[list[DocumentRecord], dict[tuple[str, str, str], ParseRecord]]:
     """The documents with no stored parse (ok, failed or rejected) for this parse version, or
-    one refused as too large under a lower size limit than `limit`: what `run_parse` parses and
-    what `bindery plan` predicts it will."""
-    return _parse_state(rt, docs, parse_version, limit)[0]
+    one refused as too large under a lower size limit than `limit`, and the stored failures that
+    stand, by parse key: what `run_parse` parses and dead-letters, and what `bindery plan`
+    predicts it will."""
+    return _parse_state(rt, docs, parse_version, limit)
 
 
 def _parse_state(rt: Runtime, docs: list[DocumentRecord], parse_version: str, limit: int,
@@ -239,10 +240,30 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
 def _dead_letter_cached(rt: Runtime, doc: DocumentRecord, parse: ParseRecord) -> None:
     """A document whose bytes already failed (under another name, or before a move) is not
     parsed again, but it fails all the same: it gets its own dead letter."""
+    reason, error = cached_failure(rt, doc, parse)
     rt.store.add_dead_letter(doc_id=doc.doc_id, source=doc.source, external_id=doc.external_id,
-                             stage="parse", reason=parse.reason or "parse-failed",
-                             error=f"{parse.error or 'failed'} (cached result for identical content)",
-                             content_hash=doc.content_hash)
+                             stage="parse", reason=reason, error=error, content_hash=doc.content_hash)
+
+
+def cached_failure(rt: Runtime, doc: DocumentRecord, parse: ParseRecord) -> tuple[str, str]:
+    """(reason, message) of `doc`'s dead letter when its bytes already failed as another
+    document: the stored message names the file first parsed ("blank.txt: the file is empty"),
+    so it is told of `doc` instead, with the other file named as where the verdict comes from."""
+    error = parse.error or "failed"
+    first = rt.store.get_documents([parse.doc_id]).get(parse.doc_id) if parse.doc_id not in (None, doc.doc_id) else None
+    if first is not None and first.external_id != doc.external_id:
+        # parsers name the file by its path or, most, by its file name
+        names = ((first.external_id, doc.external_id), (_file_name(first.external_id), _file_name(doc.external_id)))
+        for was, now in names:
+            if error.startswith(f"{was}: "):
+                error = f"{now}: {error[len(was) + 2:]}"
+                break
+        return parse.reason or "parse-failed", f"{error} (cached result for identical content: {first.external_id})"
+    return parse.reason or "parse-failed", f"{error} (cached result for identical content)"
+
+
+def _file_name(external_id: str) -> str:
+    return external_id.rstrip("/").rsplit("/", 1)[-1]
 
 
 def good_parse_ids(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> set[str]:

@@ -39,9 +39,12 @@ from assets.listing import (
     change_class,
     check_delete_safety,
     entry_problem,
+    printable_id,
     read_content,
 )
+from assets.parse_quality import judge_versions, quality_rows
 from assets.parse_stage import (
+    cached_failure,
     good_parse_ids,
     good_parses,
     is_redirect,
@@ -86,6 +89,7 @@ class SourcePlan:
     error: str | None = None
     docs: list[DocumentRecord] = field(default_factory=list)
     data: dict[str, bytes] = field(default_factory=dict)  # content hash -> bytes read by the listing
+    failures: dict[str, tuple[str, Failure]] = field(default_factory=dict)  # what the listing dead-letters
 
     @property
     def proceeds(self) -> bool:
@@ -109,6 +113,10 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     # counted as the sync counts it, failed, and never read: its name cannot even be hashed
     entries = [e for e in listed if entry_problem(e) is None]
     sp.changes["failed"] += len(listed) - len(entries)
+    for item in listed:
+        if (problem := entry_problem(item)) is not None:
+            sp.failures[doc_id(scfg.name, item.external_id)] = (printable_id(item.external_id),
+                                                                 Failure("listing", *problem))
     known = {d.external_id: d for d in rt.store.documents(scfg.name, include_deleted=True)}
     live_known = {k: d for k, d in known.items() if d.deleted_at is None}
     listed_ids = {e.external_id for e in entries}
@@ -130,8 +138,10 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
             if src.needs_describe:
                 entry = src.describe(entry)
             data = src.read(entry)
-        except (SourceError, TooLarge):
+        except (SourceError, TooLarge) as e:
             sp.changes["failed"] += 1
+            why = Failure("listing", e.reason, str(e))
+            sp.failures[doc_id(scfg.name, entry.external_id)] = (entry.external_id, why)
             if live_old is not None:
                 sp.docs.append(live_old)  # the sync keeps what is indexed
             continue
@@ -228,6 +238,7 @@ class StageWalk:
         self.cut_failed: set[str] = set()  # documents the chunker fails on: the sync leaves them be
         self.failures: dict[str, tuple[str, Failure]] = {}  # doc id -> (path, why the sync dead-letters it)
         self.searchable: dict[str, int] = {}  # generation -> documents it holds after the run
+        self.blocked: str | None = None  # the parse-quality check's error: the sync stops after parsing
 
     def keep_cut(self, d: DocumentRecord, cver: str, rows: list[ChunkRecord] | Failure) -> None:
         if isinstance(rows, Failure):
@@ -246,6 +257,25 @@ class StageWalk:
         return h
 
     # parse
+    def parse_check(self, targets: list[Generation]) -> str | None:
+        """The sync's blocking parse_quality check (`assets.parse_quality`), judged over the
+        parses the store holds and those made here in memory: the run's error when it would
+        fail, else None. A warning does not stop a sync, so the plan does not name it."""
+        now = time.time()
+        made: dict[tuple[str, str], ParseRecord] = {}
+        for (doc, pver), p in self.parsed.items():
+            if p is None:  # would be stored as a failed parse, created now
+                _, f = self.failures.get(doc, ("", Failure("parse", "failed", "")))
+                p = ParseRecord(content_hash="", parse_version=pver, format="", doc_id=doc, status="failed",
+                                title=None, blocks=[], metrics={}, page_metrics=[], error=f.error, reason=f.reason,
+                                doc_metadata={}, seconds=None, created_at=now)
+            made[(doc, pver)] = p
+        rows = quality_rows(self.rt, self.sp.name, targets, docs=self.sp.docs, unstored=made)
+        source = self.rt.store.get_source(self.sp.name)
+        verdict = judge_versions(rows, source.parse_accepted_at if source else None,
+                                 self.rt.cfg.source(self.sp.name).quality)
+        return f"blocking check parse_quality failed: {verdict.description}" if verdict.severity == "error" else None
+
     def good_ids(self, g: Generation) -> set[str]:
         """The documents with a good parse (stored, or made in memory now) for generation `g`;
         the stored ones by status alone: their blocks are read only where they are needed."""
@@ -269,7 +299,13 @@ class StageWalk:
             return
         self.walked.add(("parse", pver))
         scfg = self.rt.cfg.source(self.sp.name)
-        todo = pending_parses(self.rt, self.sp.docs, pver, max_bytes(scfg))
+        todo, cached_failures = pending_parses(self.rt, self.sp.docs, pver, max_bytes(scfg))
+        if cached_failures:  # a copy or a move of bytes that already failed: dead-lettered, unparsed
+            dead = self.rt.store.dead_letter_docs(("parse", "listing"))
+            for d in self.sp.docs:
+                if (c := cached_failures.get(parse_key(d, pver))) is not None and d.doc_id not in dead:
+                    why = Failure("parse", *cached_failure(self.rt, d, c))
+                    self.failures.setdefault(d.doc_id, (d.external_id, why))
         made = self.memory.parses  # by an earlier source of this run: stored by the time this one asks
         for d in todo:
             if (key := parse_key(d, pver)) in made:
@@ -467,8 +503,17 @@ class StageWalk:
                 self.index["chunks"] += len(cs)
 
     def run(self, targets: list[Generation], delete_only: list[Generation]) -> None:
+        """Every stage, as the sync runs them; the parse-quality check between parse and chunk
+        (`parse_check`) stops the walk where it would stop the sync."""
         for g in targets:
             self.walk_parse(g, targets)
+        if self.blocked is None:
+            self.blocked = self.parse_check(targets)
+        if self.blocked is not None:
+            # the sync parses and dead-letters, then its blocking check stops chunking, embedding
+            # and indexing (deletes included) for this source: no cut fails, nothing is written
+            self.failures = {k: v for k, v in self.failures.items() if v[1].stage == "parse"}
+            return
         per_generation = []
         for g, maintained_only in [(g, False) for g in targets] + [(g, True) for g in delete_only]:
             before = dict(self.index)
@@ -494,11 +539,13 @@ def _dead_letters(walk: StageWalk) -> dict[str, Any]:
     made in memory, fails. Cached failures are already in `bindery dlq`, and so is a failure
     the sync retries every time (a source that was down) once it is recorded for the same bytes
     and reason: neither is new."""
+    every = {**walk.sp.failures, **walk.failures}
     recorded = {(r.doc_id, r.stage, r.reason, r.content_hash)
-                for r in walk.rt.store.dead_letters(source=walk.sp.name)} if walk.failures else set()
+                for r in walk.rt.store.dead_letters(source=walk.sp.name)} if every else set()
     hashes = {d.doc_id: d.content_hash for d in walk.sp.docs}
-    failures = sorted(((path, f) for doc_id, (path, f) in walk.failures.items()
-                       if (doc_id, f.stage, f.reason, hashes.get(doc_id)) not in recorded), key=lambda pf: pf[0])
+    failures = sorted(((path, f) for did, (path, f) in every.items()
+                       if (did, f.stage, f.reason, None if f.stage == "listing" else hashes.get(did)) not in recorded),
+                      key=lambda pf: pf[0])
     by_reason: dict[str, int] = {}
     for _, f in failures:
         key = f"{f.stage}:{f.reason}"
@@ -551,7 +598,7 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
             llm_docs += walk.llm_docs
             entry["stages"] = {s: {"compute": c.compute, "cached": c.cached} for s, c in walk.counts.items()}
             entry["dead_letters"] = _dead_letters(walk)
-            entry["error"] = entry["error"] or _nothing_searchable(kind, targets, walk)
+            entry["error"] = entry["error"] or walk.blocked or _nothing_searchable(kind, targets, walk)
         else:  # the sync would stop at the listing: no stage runs
             entry["stages"] = {s: {"compute": 0, "cached": 0} for s in STAGES}
             entry["dead_letters"] = {"count": 0, "by_reason": {}, "examples": []}

@@ -500,3 +500,58 @@ def test_plan_names_the_documents_the_sync_would_dead_letter(tmp_path: Path) -> 
     assert plan["stages"]["parse"]["compute"] == 1
     assert "broken/expands.txt.gz" not in {d["doc"] for d in dep.cli("dlq")}
     assert dep.cli("plan")["stages"]["parse"]["compute"] == 0  # and then it is cached
+
+
+def test_a_sync_the_parse_quality_check_would_stop_is_planned_as_stopped(tmp_path: Path) -> None:
+    """Found by an audit: ten unreadable scans and one new note, and the plan said "1 document to
+    write" while the sync's blocking parse_quality check failed and wrote nothing. The plan
+    judges the check over the stored parses and its own, and stops where the sync stops."""
+    dep = LocalDeployment(tmp_path)
+    dep.config["sources"][0]["quality"] = {"min_batch": 3}
+    dep.save()
+    dep.cli("sync")
+    for i in range(3):
+        dep.write(f"inbox/scan-{i}.pdf", b"%PDF-1.4\n" + os.urandom(900))
+    dep.write("notes/dock.md", "# Dock\n\nQuarterly dock maintenance is on Tuesdays.\n")
+    before = footprint(dep)
+    plan = dep.cli("plan")
+    assert footprint(dep) == before, "bindery plan wrote something"
+    synced = dep.cli("sync", expect=1)
+    error = plan["sources"]["docs"]["error"]
+    assert error and error.startswith("blocking check parse_quality failed: 75% of 4 documents (batch)"), error
+    assert synced["errors"]["docs"] == error
+    assert_plan_matches(plan, synced)
+    assert plan["written"] == {"documents": 0, "chunks": 0, "deleted": 0} and plan["recomputed"]["chunk"] == 0
+    assert plan["sources"]["docs"]["dead_letters"]["count"] == 3  # parsed and dead-lettered all the same
+    assert "FAILS" in _human_plan(plan)
+    # a threshold that tolerates them: the plan says the note goes in, and the sync agrees
+    dep.config["sources"][0]["quality"] = {"min_batch": 3, "max_failure_share": 0.9}
+    dep.save()
+    plan, synced = plan_then_sync(dep, "sync")
+    assert plan["sources"]["docs"]["error"] is None and not synced.get("errors"), synced.get("errors")
+    assert_plan_matches(plan, synced)
+    assert plan["written"]["documents"] == 1
+
+
+def test_the_plan_counts_listing_refusals_and_copies_of_failed_bytes_as_dead_letters(tmp_path: Path) -> None:
+    """Found by an audit: a file over max_file_mb (refused by the listing) and a copy of bytes
+    that already failed (dead-lettered from the cached verdict, never parsed) were dead letters
+    of the sync the plan did not name; and the copy's dead letter named the other file."""
+    dep = LocalDeployment(tmp_path)
+    dep.config["sources"][0]["max_file_mb"] = 0.0625
+    dep.save()
+    dep.write("broken/empty.md", "   \n")
+    dep.cli("sync")
+    before = {(d["doc"], d["stage"], d["reason"]) for d in dep.cli("dlq")}
+    dep.write("big/huge.txt", "The pump runs. " * 8000)  # 120 KB, over the 64 KB limit
+    dep.write("copies/blank-again.md", "   \n")  # the bytes of broken/empty.md
+    plan, synced = plan_then_sync(dep)
+    assert_plan_matches(plan, synced)
+    letters = {d["doc"]: d for d in dep.cli("dlq")}
+    new = {(d, v["stage"], v["reason"]) for d, v in letters.items()} - before
+    dl = plan["sources"]["docs"]["dead_letters"]
+    assert {(e["path"], e["stage"], e["reason"]) for e in dl["examples"]} == new and dl["count"] == 2
+    assert {d for d, _, _ in new} == {"big/huge.txt", "copies/blank-again.md"}
+    copy = letters["copies/blank-again.md"]["error"]
+    assert copy.startswith("blank-again.md: the file is empty") and copy.endswith(": broken/empty.md)"), copy
+    assert dep.cli("plan")["sources"]["docs"]["dead_letters"]["count"] == 0  # recorded now: not new
