@@ -676,9 +676,25 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def check_options(a: argparse.Namespace) -> None:
+    """Options that mean nothing beside the others given: a usage error, never silently ignored
+    (an operator who types them expects them to do something)."""
+    if getattr(a, "config", None) is not None and not str(a.config).strip():
+        raise UsageError("--config: the path is empty (an unset variable?); name the configuration file")
+    if a.command == "dlq" and a.action == "list" and (a.doc or a.all):
+        raise UsageError(f"{'--doc' if a.doc else '--all'}: only with `bindery dlq retry` (the list shows every "
+                         "dead letter; --source narrows it)")
+    if a.command == "plan" and a.kind == "reindex" and a.allow_mass_delete:
+        raise UsageError("--allow-mass-delete: a reindex deletes nothing from live (it builds a new generation); "
+                         "the option is for plan sync")
+    if a.command == "promote" and a.reason and not a.force:
+        raise UsageError("--reason: only with --force (it records why a refused candidate was promoted anyway)")
+
+
 def _dispatch(a: argparse.Namespace) -> int:
     """Run one command; map Bindery's errors to exit codes (1 failed, 2 usage/configuration)."""
     try:
+        check_options(a)
         if a.command == "hash-key":  # needs no configuration
             result = cmd_hash_key(a)
         else:

@@ -85,6 +85,12 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     # found by the operator audit (issue 11): each was exit 1, or a late failure, or several lines
     ("query unknown source", {}, ["query", "x", "--source", "nope"], ("--source", "unknown source 'nope'")),
     ("plan reindex --source", {}, ["plan", "reindex", "--source", "docs"], ("--source", "plan sync")),
+    # options that meant nothing beside the others and were silently ignored (a later audit)
+    ("dlq list --doc", {}, ["dlq", "--doc", "a.md"], ("--doc", "dlq retry")),
+    ("dlq list --all", {}, ["dlq", "list", "--all"], ("--all", "dlq retry")),
+    ("plan reindex --allow-mass-delete", {}, ["plan", "reindex", "--allow-mass-delete"],
+     ("--allow-mass-delete", "plan sync")),
+    ("promote --reason without --force", {}, ["promote", "--reason", "why"], ("--reason", "--force")),
     ("gate.k below the metric's cutoff", {"gate": {"k": 5}}, ["status"], ("gate.k", "'recall@10'")),
     ("tune.budget", {"tune": {"budget": "soon"}}, ["tune"], ("tune.budget", "'soon'")),
     # the tune section is checked by every command: `bindery plan` is how an operator checks a file
@@ -494,3 +500,13 @@ def test_a_database_url_in_an_error_hides_its_password(tmp_path: Path, capsys: p
         assert code == 2 and "backends.database_url" in text and "S3CRETPW" not in text, text
     code, text = run_cli(capsys, "--config", write(tmp_path, {**base, "password": "hunter2"}), "status")
     assert code == 2 and "password" in text and "hunter2" not in text
+
+
+def test_an_empty_config_path_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               base: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--config "$CFG"` with CFG unset read ./bindery.yaml instead, and could sync the wrong
+    configuration."""
+    write(tmp_path, base)  # a ./bindery.yaml that must not be read
+    monkeypatch.chdir(tmp_path)
+    code, text = run_cli(capsys, "--config", "", "status")
+    assert_one_line(code, text, "--config", "empty")
