@@ -241,6 +241,12 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            # FastAPI's answer to a body it cannot decode (not UTF-8, nested past the JSON
+            # parser's depth): a malformed body like any other, 422 and counted
+            metrics.errors.labels("invalid-request").inc()
+            return JSONResponse(status_code=422, content={"error": "bad request", "detail": [
+                "body: not a JSON document this service can read (UTF-8 JSON, nested at most a few hundred levels)"]})
         # every error body has one shape, {"error": a short phrase, "detail": what to do}, as the
         # 413 and 422 bodies already had (FastAPI's default is {"detail"} alone)
         try:
