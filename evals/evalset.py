@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -227,9 +228,14 @@ def resolve_source_prefixes(cases: Iterable[EvalCase], documents: Iterable[tuple
     docs = list(documents)
     ids = {ext for _, ext in docs}
     prefixed = {f"{src}:{ext}": ext for src, ext in docs}
+    # a file name stored decomposed (NFD, as macOS writes "café") and typed composed (NFC, as
+    # editors and browsers write it) is the same document
+    composed = {unicodedata.normalize("NFC", k): ext for k, ext in (*((e, e) for e in ids), *prefixed.items())}
 
     def resolve(name: str) -> str:
-        return name if name in ids else prefixed.get(name, name)
+        if name in ids:
+            return name
+        return prefixed.get(name) or composed.get(unicodedata.normalize("NFC", name), name)
 
     return [replace(c, gold=tuple(replace(g, doc=resolve(g.doc)) for g in c.gold),
                     exclude_docs=tuple(resolve(d) for d in c.exclude_docs)) for c in cases]

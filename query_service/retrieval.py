@@ -25,6 +25,7 @@ import logging
 import sys
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -391,7 +392,14 @@ def make_filters(principal: str | list[str] | None, sources: list[str] | None = 
             # the configured names are not listed: they can say what exists ("hr-layoffs-2025")
             raise QueryError(f"unknown source(s) {', '.join(map(repr, unknown))}")
     return Filters(principals=principals, sources=tuple(sources) if sources is not None else None,
-                   docs=tuple(docs) if docs is not None else None, exclude_docs=tuple(exclude_docs or ()))
+                   docs=_both_forms(docs) if docs is not None else None, exclude_docs=_both_forms(exclude_docs or ()))
+
+
+def _both_forms(paths: Iterable[str]) -> tuple[str, ...]:
+    """Each path as given, composed (NFC) and decomposed (NFD): a file name stored decomposed,
+    as macOS writes "café", matches a filter typed composed, as editors and browsers write it."""
+    return tuple(dict.fromkeys(f for p in paths for f in (p, unicodedata.normalize("NFC", p),
+                                                          unicodedata.normalize("NFD", p))))
 
 
 class Admission:

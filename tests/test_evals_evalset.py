@@ -182,3 +182,21 @@ def test_utf8_bom_tolerated(tmp_path: Path) -> None:
     p = tmp_path / "bom.jsonl"
     p.write_bytes("\ufeff".encode() + _case().encode() + b"\n")
     assert [c.id for c in load_eval_set(p)] == ["q1"]
+
+
+def test_a_gold_path_typed_composed_names_a_file_stored_decomposed() -> None:
+    """A file named "café-menü.md" on a file system that stores names decomposed (NFD) was never
+    found by an eval set that typed the name composed (NFC), nor by a `filters.docs` so typed."""
+    import unicodedata
+
+    from evals.evalset import resolve_source_prefixes
+    from query_service.retrieval import make_filters
+
+    stored = unicodedata.normalize("NFD", "menus/café-menü.md")
+    typed = unicodedata.normalize("NFC", stored)
+    assert stored != typed
+    case = EvalCase(id="q", query="menu", gold=(Gold(doc=typed, text=None),), exclude_docs=(f"docs:{typed}",))
+    (resolved,) = resolve_source_prefixes([case], [("docs", stored)])
+    assert resolved.gold[0].doc == stored and resolved.exclude_docs == (stored,)
+    f = make_filters("*", docs=[typed], exclude_docs=[typed])
+    assert f.docs is not None and stored in f.docs and typed in f.docs and stored in f.exclude_docs
