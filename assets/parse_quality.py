@@ -72,7 +72,7 @@ def quality_rows(rt: Runtime, source: str, gens: list[Generation], *, docs: Iter
     for pver in sorted({g.versions["parse"] for g in gens}):
         keys = {d.external_id: parse_key(d, pver) for d in current}
         ids = {d.external_id: d.doc_id for d in current}
-        parses = rt.store.get_parses(keys.values())
+        parses = rt.store.get_parses(keys.values(), blocks=False)  # statuses and metrics: no text
         for ext, key in keys.items():
             p = parses.get(key) or made.get((ids[ext], pver))
             if p is None:

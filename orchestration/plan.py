@@ -507,8 +507,7 @@ class StageWalk:
         (`parse_check`) stops the walk where it would stop the sync."""
         for g in targets:
             self.walk_parse(g, targets)
-        if self.blocked is None:
-            self.blocked = self.parse_check(targets)
+        self.blocked = self.parse_check(targets)
         if self.blocked is not None:
             # the sync parses and dead-letters, then its blocking check stops chunking, embedding
             # and indexing (deletes included) for this source: no cut fails, nothing is written

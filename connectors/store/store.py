@@ -294,16 +294,22 @@ class DocumentStore:
         return out
 
     # -- parses ---------------------------------------------------------------------------
-    def get_parses(self, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], ParseRecord]:
-        """(content hash, parse version, format) -> the stored parse (any status), for those stored."""
+    def get_parses(self, keys: Iterable[tuple[str, str, str]], *,
+                   blocks: bool = True) -> dict[tuple[str, str, str], ParseRecord]:
+        """(content hash, parse version, format) -> the stored parse (any status), for those stored.
+        `blocks=False` leaves out the text (`blocks` and `page_metrics` None): what the
+        parse-quality check reads of every document, for a fraction of the bytes."""
         keys = list(keys)
         out: dict[tuple[str, str, str], ParseRecord] = {}
         hashes = sorted({k[0] for k in keys})
+        heavy = ("blocks", "page_metrics")
+        cols = list(t.parses.c) if blocks else [col for col in t.parses.c if col.name not in heavy]
         with self.engine.connect() as c:
             for batch in _batches(hashes):
-                q = sa.select(t.parses).where(t.parses.c.content_hash.in_(batch))
+                q = sa.select(*cols).where(t.parses.c.content_hash.in_(batch))
                 for r in c.execute(q).mappings():
-                    out[(r["content_hash"], r["parse_version"], r["format"])] = ParseRecord.from_row(r)
+                    row = r if blocks else {**r, **dict.fromkeys(heavy)}
+                    out[(r["content_hash"], r["parse_version"], r["format"])] = ParseRecord.from_row(row)
         wanted = set(keys)
         return {k: v for k, v in out.items() if k in wanted}
 
