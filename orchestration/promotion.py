@@ -21,7 +21,7 @@ import dagster as dg
 
 from assets.pipeline import GENERATION, GENERATIONS
 from assets.resources import BinderyConfigResource, DocumentStoreResource
-from connectors.errors import ConfigError, GateRefused
+from connectors.errors import BindingError, ConfigError, GateRefused, UsageError
 from connectors.lifecycle import Lifecycle
 from evals.gate import GateReport, format_gate
 from evals.promotion import judge, promote
@@ -56,6 +56,10 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
                     ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
     cfg, lifecycle = bindery.config, Lifecycle(bindery.config, store.store)
     cand = lifecycle.resolve(context.partition_key)
+    try:  # launched from the UI on the live or a dropped generation: refused, and nothing recorded
+        lifecycle.check_promotable(cand, force=config.force, reason=config.reason)
+    except (BindingError, UsageError) as e:
+        raise dg.Failure(str(e)) from None
     report: GateReport | None
     try:
         report = judge(cfg, store.store, cand)

@@ -63,6 +63,19 @@ def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -
     assert any(e["kind"] == "forced-promotion" for e in dep.cli("status")["events"])
 
 
+def test_promoting_the_live_generation_is_refused_before_it_is_judged(dep: Deployment) -> None:
+    """Found by an audit: `promote --candidate <live id>` ran the gate first and recorded its
+    verdict on live (live against itself, or "gate not run" with --force), so `status` showed
+    the live generation as refused. Now it is refused before anything is judged or recorded."""
+    live = dep.cli("status")["live"]
+    before = generation_row(_store(dep), live).eval_report
+    for args in (["--candidate", str(live)], ["--candidate", str(live), "--force", "--reason", "test"]):
+        out = dep.cli("promote", *args, expect=1)
+        assert out["reason"] == "binding" and "is live; only a candidate can be promoted" in out["error"]
+    assert generation_row(_store(dep), live).eval_report == before
+    assert dep.cli("status")["live"] == live
+
+
 def test_equal_candidate_is_promoted_and_rollback_restores_exactly(dep: Deployment) -> None:
     query = ("query", "How long does the XR-4471 battery last?", "-k", "5")
     before = dep.cli(*query)
