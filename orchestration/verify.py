@@ -10,6 +10,7 @@ contexts: no source access, no model calls for unchanged content) — the store 
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 from assets.index_stage import run_index
@@ -37,6 +38,13 @@ def _acl_mismatches(expected: dict[str, tuple[str, ...]], indexed: dict[str, tup
     return sum(1 for c, a in indexed.items() if c in expected and expected[c] != a)
 
 
+def missing_snapshots(gen: GenerationRecord) -> int:
+    """Published snapshots the generation row names that are gone from disk. Readers (the query
+    service, `bindery query`, the gate) open these copies, never the working indexes, so a
+    generation whose snapshot was deleted cannot be served however consistent its indexes are."""
+    return sum(1 for p in (gen.vector_snapshot, gen.keyword_snapshot) if p and not Path(p).exists())
+
+
 def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) -> dict[str, Any]:
     rt = Runtime(cfg, store)
     report: dict[str, Any] = {"consistent": True, "generations": {}}
@@ -58,13 +66,18 @@ def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) ->
             "acl_mismatch_in_vector": _acl_mismatches(acls, vec_acls),
             "acl_mismatch_in_keyword": _acl_mismatches(acls, kw_acls),
         }
-        ok = not any(problems.values())
+        indexes_ok = not any(problems.values())
+        problems["missing_snapshots"] = missing_snapshots(g.record)
+        ok = indexes_ok and not problems["missing_snapshots"]
         report["generations"][g.name] = {"chunks": len(expected), "consistent": ok, **problems, "repaired": False}
         if ok:
             continue
         report["consistent"] = False
         if repair:
-            _rebuild(rt, g.record)
+            if indexes_ok:  # the working indexes are right: publishing them again is the whole repair
+                _republish(rt, g.record)
+            else:
+                _rebuild(rt, g.record)
             report["generations"][g.name]["repaired"] = True
     return report
 
@@ -79,10 +92,15 @@ def _rebuild(rt: Runtime, gen: GenerationRecord) -> None:
     g = next(x for x in rt.lifecycle.generations(RETAINED) if x.id == gen.id)
     for s in rt.cfg.sources:
         run_index(rt, s.name, [g])
+    _republish(rt, gen, f"rebuilt indexes of {gen.name} from the document store")
+
+
+def _republish(rt: Runtime, gen: GenerationRecord, what: str | None = None) -> None:
+    """Publish the generation's working indexes as a new snapshot, and point readers at it."""
     with writer_lock(rt.cfg, gen.name):
         open_writer(rt.cfg, gen, None).close()  # ensure empty indexes exist even with no data
         vec, kw = publish(rt.cfg, gen)
     rt.store.update_generation(gen.id, vector_snapshot=vec, keyword_snapshot=kw)
-    rt.store.add_event("verify-repair", f"rebuilt indexes of {gen.name} from the document store")
+    rt.store.add_event("verify-repair", what or f"published the indexes of {gen.name} again (a snapshot was gone)")
     if gen.status == "live":
         rt.store.bump_binding()

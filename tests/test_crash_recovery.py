@@ -344,3 +344,24 @@ if __name__ == "__main__":  # the child of crash_at_hook: bindery sync that dies
     from orchestration.cli import main
 
     sys.exit(main(["--config", sys.argv[2], "--json", "sync"]))
+
+
+def test_verify_finds_a_published_snapshot_gone_and_repair_publishes_it_again(tmp_path: Path) -> None:
+    """Found by an audit: readers open the published snapshot, never the working indexes, so
+    with the snapshot deleted every query failed ("no published vector snapshot") while
+    `verify` said consistent, `--repair` did nothing and a quiet sync did not publish."""
+    import shutil
+
+    dep = LocalDeployment(tmp_path)
+    dep.cli("sync")
+    gen = generation_row(store_of(dep))
+    assert gen.vector_snapshot and gen.keyword_snapshot
+    shutil.rmtree(Path(gen.vector_snapshot).parent)  # the snapshot folder holds both copies
+    out = dep.cli("verify", expect=1)
+    g = out["generations"][gen.name]
+    assert out["consistent"] is False and g["missing_snapshots"] == 2 and g["missing_in_vector"] == 0
+    out = dep.cli("verify", "--repair")
+    assert out["generations"][gen.name]["repaired"] is True
+    assert dep.cli("verify")["consistent"] is True
+    assert hits(dep, "Lyon office Part-Dieu", k=1)[0]["doc"] == "people/lyon.md"
+    assert dep.cli("sync")["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
