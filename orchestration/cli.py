@@ -355,10 +355,18 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+_LEFT_RUNNING: list[str] = []  # submitted runs a Ctrl-C stopped `--wait` from following
+
+
 def _submit_and_wait(runner: Runner, job: str, sources: list[str], **kw: Any) -> tuple[list[RunOutcome], float]:
-    """Enqueue runs for the daemon and follow them to the end, progress on stderr."""
+    """Enqueue runs for the daemon and follow them to the end, progress on stderr. Ctrl-C stops
+    the waiting, not the runs: the daemon has them, and the one line says so (`_interrupted`)."""
     runs = runner.submit_sources(job, sources, **kw)
-    return runner.follow(runs, echo=lambda line: print(line, file=sys.stderr, flush=True))
+    try:
+        return runner.follow(runs, echo=lambda line: print(line, file=sys.stderr, flush=True))
+    except KeyboardInterrupt:
+        _LEFT_RUNNING[:] = [r.run_id for r in runs if not runner.finished(r.run_id)]
+        raise
 
 
 def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str, sources: list[str],
@@ -666,6 +674,10 @@ def _interrupted(command: str) -> str:
     there). The servers have shut down cleanly; other commands stored nothing."""
     if command in ("serve", "ui"):
         return "stopped"
+    if _LEFT_RUNNING:
+        return (f"stopped waiting; the daemon still has {len(_LEFT_RUNNING)} submitted run(s), which go on: "
+                f"{', '.join(r[:8] for r in _LEFT_RUNNING)} (`bindery runs` follows them; the UI's Runs page "
+                "can terminate them)")
     if command not in _RUN_COMMANDS:
         return "interrupted"
     from assets.progress import stored_counts

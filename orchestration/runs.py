@@ -39,6 +39,9 @@ from orchestration.estimate import remember_throughput
 from orchestration.instance import get_instance
 from orchestration.terminal_log import terminal_logger
 
+# how long `--wait` waits on runs no daemon has dequeued before it says so and stops waiting
+DAEMON_GRACE = 120.0
+
 
 @dataclass
 class RunOutcome:
@@ -262,10 +265,17 @@ class Runner:
         beats = self.instance.get_daemon_heartbeats()
         return any(time.time() - b.timestamp < within for b in beats.values())
 
+    def finished(self, run_id: str) -> bool:
+        """Whether the run has ended (a run the instance no longer holds counts as ended)."""
+        run = self.instance.get_run_by_id(run_id)
+        return run is None or run.is_finished
+
     def follow(self, runs: list[Submitted], *, echo: Callable[[str], None], poll_seconds: float = 1.0,
-               timeout: float | None = None) -> tuple[list[RunOutcome], float]:
+               timeout: float | None = None, daemon_grace: float = DAEMON_GRACE) -> tuple[list[RunOutcome], float]:
         """Wait for submitted runs to finish, echoing each status change and each asset a run
-        materialises; returns their outcomes (in the order given) and the seconds waited."""
+        materialises; returns their outcomes (in the order given) and the seconds waited.
+        Runs still queued after `daemon_grace` seconds with no daemon alive fail the wait
+        (they would wait for ever); they stay queued for a daemon started later."""
         started = time.perf_counter()
         pending = {r.run_id: r for r in runs}
         seen: dict[str, Any] = {}
@@ -290,8 +300,15 @@ class Runner:
                     done[run_id] = self.outcome(run)
                     del pending[run_id]
             if pending:
-                if timeout is not None and time.perf_counter() - started > timeout:
+                waited = time.perf_counter() - started
+                if timeout is not None and waited > timeout:
                     raise BinderyError(f"runs still not finished after {timeout:.0f} s: {', '.join(pending)}")
+                queued = [r for r in pending if seen.get(r) == dg.DagsterRunStatus.QUEUED]
+                if queued and waited > daemon_grace and not self.daemon_alive():
+                    raise BinderyError(
+                        f"{len(queued)} run(s) still queued after {waited:.0f} s and no Dagster daemon is running "
+                        f"to start them ({', '.join(r[:8] for r in queued)}); they stay queued: start one "
+                        "(`bindery ui`, or `dagster-daemon run`) and follow them with `bindery runs`")
                 time.sleep(poll_seconds)
         return [done[r.run_id] for r in runs], time.perf_counter() - started
 

@@ -168,3 +168,40 @@ def test_a_second_run_of_a_source_says_it_waits_and_does_not_count_the_wait(
         assert waited >= 0.3
     t.join()
     assert f"waiting for another run of source 'docs' to finish (process {os.getpid()})..." in capfd.readouterr().err
+
+
+def test_wait_with_no_daemon_stops_waiting_and_says_why(dep: Deployment) -> None:
+    """Found by an audit: `sync --submit --wait` with no daemon waited for ever. After a grace
+    period with the runs still queued and no daemon alive, the wait ends with the reason; the
+    runs stay queued for a daemon started later."""
+    from connectors.errors import BinderyError
+    from orchestration.runs import Runner
+
+    runner = Runner(load_config(dep.config_path))
+    runs = runner.submit_sources("sync", ["docs"])
+    with pytest.raises(BinderyError, match=r"still queued after .* no Dagster daemon is running"):
+        runner.follow(runs, echo=lambda _line: None, poll_seconds=0.05, daemon_grace=0.2)
+    assert not runner.finished(runs[0].run_id)
+    assert [r["status"] for r in dep.cli("runs")["runs"]] == ["QUEUED"]
+
+
+def test_ctrl_c_while_waiting_says_the_runs_go_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C during `--wait` stops the waiting, not the daemon's runs: the line said "stored
+    before stopping: nothing new; the next run resumes from there" while the runs went on."""
+    from orchestration import cli
+
+    class Interrupting:
+        def submit_sources(self, *_a: Any, **_k: Any) -> list[Any]:
+            return [type("S", (), {"run_id": "abcdef123456"})()]
+
+        def follow(self, *_a: Any, **_k: Any) -> Any:
+            raise KeyboardInterrupt
+
+        def finished(self, _run_id: str) -> bool:
+            return False
+
+    monkeypatch.setattr(cli, "_LEFT_RUNNING", [])
+    with pytest.raises(KeyboardInterrupt):
+        cli._submit_and_wait(Interrupting(), "sync", ["docs"])  # type: ignore[arg-type]
+    line = cli._interrupted("sync")
+    assert line.startswith("stopped waiting; the daemon still has 1 submitted run(s)") and "abcdef12" in line
