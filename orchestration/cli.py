@@ -561,7 +561,9 @@ def cmd_gc(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from assets.embed_stage import embedded_text_hashes
 
     dropped = lifecycle.collect_garbage()  # first: what only dropped generations used goes with them
-    return {"dropped": dropped, "caches": lifecycle.store.gc_orphan_caches(embedded_text_hashes(lifecycle.store))}
+    started = time.time()  # embeddings a concurrent run writes from now on are not judged
+    in_use = embedded_text_hashes(lifecycle.store)
+    return {"dropped": dropped, "caches": lifecycle.store.gc_orphan_caches(in_use, created_before=started)}
 
 
 def cmd_serve(cfg: BinderyConfig, a: argparse.Namespace) -> None:

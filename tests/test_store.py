@@ -182,3 +182,20 @@ def test_gc_keeps_an_embedding_a_current_text_still_uses(db_url: str) -> None:
     assert set(store.get_embeddings(["shared", "edited-away"], "e")) == {"shared"}
     store.mark_deleted(["a"], time.time())
     assert store.gc_orphan_caches({}) == {"parses": 0, "contexts": 0, "embeddings": 1}
+
+
+def test_gc_drops_embeddings_no_current_text_uses(db_url: str) -> None:
+    """Found by an audit: after two chunk-size changes and the oldest generation dropped, the
+    embeddings of its chunks stayed (their contents are live documents), and gc said "no orphaned
+    cache rows". A text no retained generation embeds is garbage whatever its content."""
+    store = DocumentStore(db_url)
+    store.upsert_documents([_doc("a", content_hash="live")])
+    store.put_embeddings([{"text_hash": h, "embedder_id": "e", "dim": 1, "vector": b"\0\0\0\0",
+                           "content_hash": "live", "created_at": time.time()} for h in ("current", "old-cut")])
+    assert store.gc_orphan_caches({"current": "live"}) == {"parses": 0, "contexts": 0, "embeddings": 1}
+    assert set(store.get_embeddings(["current", "old-cut"], "e")) == {"current"}
+    assert store.gc_orphan_caches({"current": "live"})["embeddings"] == 0  # and nothing more the second time
+    # one a run wrote while gc read what is in use stays: that run's index stage reads it next
+    store.put_embeddings([{"text_hash": "just-written", "embedder_id": "e", "dim": 1, "vector": b"\0\0\0\0",
+                           "content_hash": "live", "created_at": time.time()}])
+    assert store.gc_orphan_caches({"current": "live"}, created_before=time.time() - 60)["embeddings"] == 0

@@ -265,7 +265,8 @@ class DocumentStore:
                 c.execute(t.chunks.delete().where(t.chunks.c.doc_id.in_(batch)))
                 c.execute(t.dead_letters.delete().where(t.dead_letters.c.doc_id.in_(batch)))
 
-    def gc_orphan_caches(self, in_use: Mapping[str, str] | None = None) -> dict[str, int]:
+    def gc_orphan_caches(self, in_use: Mapping[str, str] | None = None, *,
+                         created_before: float | None = None) -> dict[str, int]:
         """Drop content-keyed cache rows whose source content no live document has any more,
         so a deleted document leaves nothing behind in parses, contexts or embeddings.
 
@@ -273,11 +274,21 @@ class DocumentStore:
         first computed for. `in_use` maps the text hashes current documents embed to a content
         that embeds them: such a row naming a dead content is re-pointed there and kept, so an
         edited document's unchanged chunks (or a passage other documents share) are never
-        embedded again."""
+        embedded again. With `in_use` given, an embedding of a text no current text is (a chunk
+        cut under a chunk size no retained generation uses) goes too, whatever its content; only
+        one made before `created_before` (when `in_use` was read), so a run embedding while gc
+        works keeps what it just wrote for its index stage."""
         live = sa.select(t.documents.c.content_hash).where(
             t.documents.c.deleted_at.is_(None), t.documents.c.content_hash.is_not(None))
         out = {}
+        unused = 0
         with self.tx() as c:
+            if in_use is not None:
+                e = t.embeddings
+                old = e.c.created_at < (created_before if created_before is not None else time.time())
+                stale = [h for (h,) in c.execute(sa.select(e.c.text_hash).where(old).distinct()) if h not in in_use]
+                for batch in _batches(stale):
+                    unused += c.execute(e.delete().where(e.c.text_hash.in_(batch), old)).rowcount or 0
             if in_use:
                 e = t.embeddings
                 dead = c.execute(sa.select(e.c.text_hash, e.c.embedder_id).where(
@@ -291,6 +302,7 @@ class DocumentStore:
                 q = table.delete().where(table.c.content_hash.is_not(None),
                                          table.c.content_hash.not_in(live))
                 out[name] = c.execute(q).rowcount or 0
+        out["embeddings"] += unused
         return out
 
     # -- parses ---------------------------------------------------------------------------
