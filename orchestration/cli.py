@@ -398,8 +398,20 @@ def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str,
 def cmd_runs(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
     """Queued, running and finished runs of the instance, newest first."""
     from orchestration.instance import get_instance
-    from orchestration.runs import list_runs, runs_table
+    from orchestration.runs import cancel_runs, list_runs, runs_table
 
+    if a.cancel:
+        if a.status:
+            raise UsageError("--status: lists runs; --cancel cancels the runs it names (use one or the other)")
+        try:
+            cancelled = cancel_runs(get_instance(cfg), a.cancel)
+        except ConfigError as e:
+            raise UsageError(str(e)) from None
+        if a.json:
+            return {"cancelled": cancelled}
+        for c in cancelled:
+            print(f"{c['run_id'][:8]}: {'cancelled' if c['cancelled'] else 'could not be cancelled'} ({c['status']})")
+        return None
     rows = list_runs(get_instance(cfg), limit=a.limit, statuses=a.status)
     if a.json:
         return {"runs": rows}
@@ -678,8 +690,8 @@ def _interrupted(command: str) -> str:
         return "stopped"
     if _LEFT_RUNNING:
         return (f"stopped waiting; the daemon still has {len(_LEFT_RUNNING)} submitted run(s), which go on: "
-                f"{', '.join(r[:8] for r in _LEFT_RUNNING)} (`bindery runs` follows them; the UI's Runs page "
-                "can terminate them)")
+                f"{', '.join(r[:8] for r in _LEFT_RUNNING)} (`bindery runs` follows them, `bindery runs --cancel "
+                "ID` stops one)")
     if command not in _RUN_COMMANDS:
         return "interrupted"
     from assets.progress import stored_counts

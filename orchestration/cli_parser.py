@@ -168,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=_positive_int, default=20, help="at most this many runs (default 20)")
     s.add_argument("--status", action="append", type=_run_status,
                    help="only runs in this status (repeatable): queued, started, success, failure, ...")
+    s.add_argument("--cancel", action="append", metavar="RUN_ID",
+                   help="cancel this run (its id or first 8+ characters; repeatable): a queued run leaves the "
+                        "queue, a started one is terminated")
     s = sub.add_parser("serve", help="run the query service")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=_port, default=8000, help="port (default 8000)")

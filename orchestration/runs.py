@@ -397,6 +397,31 @@ def list_runs(instance: dg.DagsterInstance, *, limit: int = 20,
     return rows
 
 
+def cancel_runs(instance: dg.DagsterInstance, wanted: list[str]) -> list[dict[str, Any]]:
+    """Cancel runs by id or by a unique prefix of at least 8 characters (what `bindery runs` and
+    `--wait` print): a queued run leaves the queue, a started one is terminated through the run
+    launcher. Raises ConfigError naming what matches no run, or more than one, or a finished run."""
+    runs: list[dg.DagsterRun] = []
+    for want in wanted:
+        if len(want) < 8:
+            raise ConfigError(f"--cancel {want}: give at least the 8 characters `bindery runs` shows")
+        found = instance.get_run_by_id(want)
+        matches = [found] if found else [r.dagster_run for r in instance.get_run_records(limit=1000)
+                                         if r.dagster_run.run_id.startswith(want)]
+        if len(matches) != 1:
+            raise ConfigError(f"--cancel {want}: " + ("no such run" if not matches else "names more than one run"))
+        if matches[0].is_finished:
+            raise ConfigError(f"--cancel {want}: the run has already ended ({matches[0].status.value})")
+        runs.append(matches[0])
+    out = []
+    for run in runs:
+        done = instance.run_coordinator.cancel_run(run.run_id)
+        after = instance.get_run_by_id(run.run_id)
+        out.append({"run_id": run.run_id, "cancelled": bool(done),
+                    "status": after.status.value if after else run.status.value})
+    return out
+
+
 def launched_by(tags: Mapping[str, str]) -> str:
     """Who started a run: `cli` / `cli-submit` (Bindery's own tag), `sensor` or `schedule` (the
     tags Dagster puts on what they launch), else `ui` (a launch or backfill by hand)."""

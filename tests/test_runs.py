@@ -205,3 +205,13 @@ def test_ctrl_c_while_waiting_says_the_runs_go_on(monkeypatch: pytest.MonkeyPatc
         cli._submit_and_wait(Interrupting(), "sync", ["docs"])  # type: ignore[arg-type]
     line = cli._interrupted("sync")
     assert line.startswith("stopped waiting; the daemon still has 1 submitted run(s)") and "abcdef12" in line
+
+
+def test_a_queued_run_can_be_cancelled_from_the_cli(dep: Deployment) -> None:
+    """Runs `--submit` queued (or a Ctrl-C'd `--wait` left) could be cancelled only in the UI."""
+    run_id = dep.cli("sync", "--source", "docs", "--submit")["submitted"][0]["run_id"]
+    out = dep.cli("runs", "--cancel", run_id[:8])
+    assert out == {"cancelled": [{"run_id": run_id, "cancelled": True, "status": "CANCELED"}]}
+    assert [r["status"] for r in dep.cli("runs")["runs"]] == ["CANCELED"]
+    for wrong in (run_id[:8], "ffffffffffff", "abc"):  # ended, unknown, too short to name one
+        assert "--cancel" in dep.cli("runs", "--cancel", wrong, expect=2)["error"]
