@@ -236,10 +236,10 @@ def test_the_served_app_bounds_headers_checks_the_host_and_sets_security_headers
     assert status == 400 and headers["x-frame-options"] == "DENY"
     assert json.loads(body) == {"error": "bad request", "detail": "Host 'evil.example' is not answered "
                                 "here; list it in query.allowed_hosts"}
-    try:
-        big = get("/healthz", {"X-Pad": "a" * 200_000})[0]
-    except (ConnectionError, http.client.HTTPException):
-        big = 0  # the server may close the connection instead of answering
-    assert big in (0, 400, 431)
-    assert get("/healthz", {"X-Pad": "a" * 90_000})[0] in (400, 431)  # refused whether h11 or the app sees it whole
+    for size in (200_000, 90_000):  # refused whether h11 sees the head arrive or the app gets it whole
+        try:
+            big = get("/healthz", {"X-Pad": "a" * size})[0]
+        except (ConnectionError, http.client.HTTPException):
+            big = 0  # the server may close the connection instead of answering
+        assert big in (0, 400, 431), (size, big)
     assert get("/healthz", {})[0] == 200  # and it still serves
