@@ -332,12 +332,12 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("a forced promotion needs --reason")
     lifecycle = _lifecycle(cfg)
     store = lifecycle.store
+    if not a.force:
+        check_eval_set(cfg, store)  # a configuration mistake: exit 2 before anything else
     cand = lifecycle.resolve(a.candidate)  # fails early and clearly when there is none
     # the live or a dropped generation is refused before any judging: the gate would otherwise
     # record a verdict on live (live against itself, or "gate not run") and status would show it
     lifecycle.check_promotable(cand, force=bool(a.force), reason=a.reason)
-    if not a.force:
-        check_eval_set(cfg, store)
     conf = {"force": bool(a.force), "reason": a.reason, "forced_by": a.by or os.environ.get("USER") or "cli"}
     run_config = {"ops": {"generation_eval": {"config": conf}, "index_binding": {"config": conf}}}
     res = _runner(cfg).run_generation("promote", cand.name, run_config=run_config)
