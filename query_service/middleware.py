@@ -50,6 +50,7 @@ _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^:\[\]@/\s]*)(?::[0-9]*)?")
 # the methods a metric names; any other token is a valid method too, so each would be a new series
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
+
 class HostCheck:
     """Answer only requests whose Host header names this service (DNS rebinding: a web page in
     the operator's browser must not reach a loopback service under a name the page chose).
@@ -217,6 +218,6 @@ class RecordRequests:
             # the route template, never the raw path, and a known method or "other": fuzzed or
             # scanned requests must not create series
             name = getattr(route, "path", None) or "unmatched"
-            method = scope.get("method", "") if scope.get("method") in _METHODS else "other"
+            method = scope["method"] if scope.get("method") in _METHODS else "other"
             self.metrics.requests.labels(method, name, str(status)).inc()
             self.metrics.latency.labels(method, name).observe(time.perf_counter() - t0)

@@ -150,14 +150,19 @@ def test_dead_letters_replace_and_resolve(db_url: str) -> None:
     assert store.dead_letters() == []
 
 
+def _embedding(text_hash: str, content_hash: str) -> dict[str, Any]:
+    """An embedding row of a one-dimensional vector, made now."""
+    return {"text_hash": text_hash, "embedder_id": "e", "dim": 1, "vector": b"\0\0\0\0",
+            "content_hash": content_hash, "created_at": time.time()}
+
+
 def test_gc_drops_caches_of_deleted_content(db_url: str) -> None:
     store = DocumentStore(db_url)
     store.upsert_documents([_doc("a", content_hash="live"), _doc("b", content_hash="gone")])
     for h in ("live", "gone"):
         store.put_parses([{"content_hash": h, "parse_version": "p", "format": "md", "status": "ok",
                            "created_at": time.time()}])
-        store.put_embeddings([{"text_hash": "t" + h, "embedder_id": "e", "dim": 1, "vector": b"\0\0\0\0",
-                               "content_hash": h, "created_at": time.time()}])
+        store.put_embeddings([_embedding("t" + h, h)])
     store.mark_deleted(["b"], time.time())
     assert store.gc_orphan_caches() == {"parses": 1, "contexts": 0, "embeddings": 1}
     assert set(store.get_embeddings(["tlive", "tgone"], "e")) == {"tlive"}
@@ -176,8 +181,7 @@ def test_gc_keeps_an_embedding_a_current_text_still_uses(db_url: str) -> None:
     text's content, and dropped like any other once nothing does."""
     store = DocumentStore(db_url)
     store.upsert_documents([_doc("a", content_hash="new")])
-    store.put_embeddings([{"text_hash": h, "embedder_id": "e", "dim": 1, "vector": b"\0\0\0\0",
-                           "content_hash": "old", "created_at": time.time()} for h in ("shared", "edited-away")])
+    store.put_embeddings([_embedding(h, "old") for h in ("shared", "edited-away")])
     assert store.gc_orphan_caches({"shared": "new"}) == {"parses": 0, "contexts": 0, "embeddings": 1}
     assert set(store.get_embeddings(["shared", "edited-away"], "e")) == {"shared"}
     store.mark_deleted(["a"], time.time())
@@ -190,12 +194,10 @@ def test_gc_drops_embeddings_no_current_text_uses(db_url: str) -> None:
     cache rows". A text no retained generation embeds is garbage whatever its content."""
     store = DocumentStore(db_url)
     store.upsert_documents([_doc("a", content_hash="live")])
-    store.put_embeddings([{"text_hash": h, "embedder_id": "e", "dim": 1, "vector": b"\0\0\0\0",
-                           "content_hash": "live", "created_at": time.time()} for h in ("current", "old-cut")])
+    store.put_embeddings([_embedding(h, "live") for h in ("current", "old-cut")])
     assert store.gc_orphan_caches({"current": "live"}) == {"parses": 0, "contexts": 0, "embeddings": 1}
     assert set(store.get_embeddings(["current", "old-cut"], "e")) == {"current"}
     assert store.gc_orphan_caches({"current": "live"})["embeddings"] == 0  # and nothing more the second time
     # one a run wrote while gc read what is in use stays: that run's index stage reads it next
-    store.put_embeddings([{"text_hash": "just-written", "embedder_id": "e", "dim": 1, "vector": b"\0\0\0\0",
-                           "content_hash": "live", "created_at": time.time()}])
+    store.put_embeddings([_embedding("just-written", "live")])
     assert store.gc_orphan_caches({"current": "live"}, created_before=time.time() - 60)["embeddings"] == 0

@@ -289,8 +289,6 @@ class DocumentStore:
                 stale = [h for (h,) in c.execute(sa.select(e.c.text_hash).where(old).distinct()) if h not in in_use]
                 for batch in _batches(stale):
                     unused += c.execute(e.delete().where(e.c.text_hash.in_(batch), old)).rowcount or 0
-            if in_use:
-                e = t.embeddings
                 dead = c.execute(sa.select(e.c.text_hash, e.c.embedder_id).where(
                     e.c.content_hash.is_not(None), e.c.content_hash.not_in(live))).all()
                 for text_hash, embedder_id in dead:
