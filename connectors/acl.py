@@ -10,6 +10,10 @@ An ACL is a tuple of principals (user names, group names: opaque strings compare
   principal per line, ``#`` comments, blank lines ignored; the nearest one in the file's folder
   or above wins), or an S3 object's ``acl`` user metadata (comma-separated); else the source's
   configured ``acl``; else, when ``acl`` is not set at all, public.
+* A sidecar *above* a local source's root (the root is a subfolder of a tree a sidecar
+  protects) is not the source's to widen: it narrows the source's default (`narrow`), so a file
+  is never readable through a source rooted inside its protected tree by anyone the tree's
+  sidecar leaves out. The same holds for the target of a followed external symlink.
 
 A caller may read a document when its ACL is public or names one of the caller's principals
 (`allows`). Naming ``*`` as a caller gives access to public documents only, never to
@@ -28,8 +32,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from connectors.config import SourceConfig
 
-__all__ = ["PUBLIC", "PUBLIC_ACL", "SIDECAR", "Acl", "allows", "normalise", "parse_list", "parse_sidecar",
-           "source_default"]
+__all__ = ["PUBLIC", "PUBLIC_ACL", "SIDECAR", "Acl", "allows", "narrow", "normalise", "parse_list",
+           "parse_sidecar", "source_default"]
 
 PUBLIC = "*"  # the principal meaning "anyone"
 PUBLIC_ACL: tuple[str, ...] = (PUBLIC,)
@@ -69,6 +73,17 @@ def source_default(cfg: SourceConfig) -> Acl:
     if cfg.acl is None:
         return Acl(PUBLIC_ACL, "default")
     return Acl(normalise(cfg.acl), "config")
+
+
+def narrow(a: Acl, b: Acl) -> Acl:
+    """Who both ACLs let in (public narrows to the other one; `()` stays nobody). Where two
+    statements govern one file (a sidecar above a source's root and the source's own default, a
+    symlink's folder and its target's), the file is readable only by whom both allow."""
+    if PUBLIC in a.principals:
+        return b
+    if PUBLIC in b.principals:
+        return a
+    return Acl(tuple(p for p in a.principals if p in b.principals), f"{a.origin}+{b.origin}")
 
 
 def allows(acl: Iterable[str], principals: Iterable[str]) -> bool:

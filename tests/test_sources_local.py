@@ -343,3 +343,45 @@ def test_a_re_read_whose_bytes_changed_since_the_listing_is_refused(tree: Path, 
     put(tree, "a.txt", "private text")
     with pytest.raises(SourceError, match="bytes changed since the listing"):
         read_content(rt, s, doc)
+
+
+def test_a_sidecar_above_the_root_narrows_the_sources_files(tree: Path) -> None:
+    """A source rooted inside a protected tree must not publish it: through `hr/sub` as its own
+    source, a file is readable by no one the tree's sidecar leaves out (as through the tree)."""
+    put(tree, "hr/.bindery-acl", "group:hr\nalice\n")
+    put(tree, "hr/sub/notes.md", "severance terms")
+    put(tree, "hr/sub/team/.bindery-acl", "bob\n")  # a sidecar inside the root still wins below it
+    put(tree, "hr/sub/team/roster.md", "roster")
+    assert listing(src(tree))["hr/sub/notes.md"].acl == ("group:hr", "alice")
+    inner = listing(src(tree / "hr/sub"))
+    assert inner["notes.md"].acl == ("group:hr", "alice")
+    assert inner["notes.md"].metadata["acl_from"] == f"sidecar:{tree / 'hr'}/.bindery-acl"
+    assert inner["team/roster.md"].acl == ("bob",)
+    # the source's own acl is narrowed, never widened, by the sidecar above
+    assert listing(src(tree / "hr/sub", acl=["alice", "carol"]))["notes.md"].acl == ("alice",)
+    assert listing(src(tree / "hr/sub", acl=["carol"]))["notes.md"].acl == ()
+
+
+def test_an_unreadable_sidecar_above_the_root_fails_the_listing(tree: Path) -> None:
+    put(tree, "hr/.bindery-acl", b"\xff\xfe\x00bad")
+    put(tree, "hr/sub/notes.md", "severance terms")
+    with pytest.raises(SourceError, match="ACL file"):
+        list(src(tree / "hr/sub").list())
+
+
+def test_a_followed_external_symlink_keeps_its_targets_protection(tree: Path, tmp_path: Path) -> None:
+    """`follow_external_symlinks: true` follows a link out of the root, but the sidecar that
+    protects the target's tree still narrows what the link publishes."""
+    put(tree, "hr/.bindery-acl", "group:hr\n")
+    put(tree, "hr/layoffs.md", "plans")
+    put(tree, "hr/reviews/q3.md", "reviews")
+    ext = tmp_path / "ext"
+    ext.mkdir()
+    (ext / "plan.md").symlink_to(tree / "hr/layoffs.md")
+    (ext / "reviews").symlink_to(tree / "hr/reviews", target_is_directory=True)
+    (ext / "readme.md").symlink_to(tree / "a.txt")  # nothing protects a.txt: the link's folder decides
+    entries = listing(src(ext, follow_external_symlinks=True))
+    assert entries["plan.md"].acl == ("group:hr",)
+    assert entries["reviews/q3.md"].acl == ("group:hr",)
+    assert entries["readme.md"].acl == ("*",)
+    assert listing(src(ext, follow_external_symlinks=True, acl=["group:hr", "bob"]))["plan.md"].acl == ("group:hr",)

@@ -12,7 +12,10 @@ ACL (semantics in connectors.acl): the nearest `.bindery-acl` file in the item's
 folder above it, up to the root, wins; else the source's configured `acl`; else public. A
 sidecar that lists nobody yields `()`: no principal may see those documents (fail closed). A
 symlink inside the root takes the ACL of its target's real location, not that of the folder it
-sits in, so a link can never republish a private file under a public folder's ACL.
+sits in, so a link can never republish a private file under a public folder's ACL. The nearest
+sidecar *above* the root narrows the source's default (a source rooted inside a protected tree
+cannot publish it), and a followed external symlink is narrowed by the sidecar nearest its
+target.
 `metadata["acl_from"]` says where an ACL came from.
 
 Failure rules (a failed listing must never look like an empty one, or the delete sweep would
@@ -75,6 +78,7 @@ class LocalFolderSource:
         self._default_acl = acls.source_default(cfg)
         self.follow_external = cfg.follow_external_symlinks
         self._real_root = os.path.realpath(self.root)
+        self._root_acl: Acl | None = None  # the default narrowed by a sidecar above the root: per listing
 
     # -- listing -------------------------------------------------------------------------
 
@@ -110,8 +114,25 @@ class LocalFolderSource:
                 rel = os.path.relpath(current, self._real_root)
                 return self._read_sidecar(sidecar, "" if rel == "." else rel.replace(os.sep, "/") + "/")
             if current == self._real_root or not current.startswith(self._real_root + os.sep):
-                return self._default_acl
+                return self._root_acl or self._default_acl
             current = os.path.dirname(current)
+
+    def _sidecar_outside(self, real_dir: str) -> Acl | None:
+        """The nearest sidecar in `real_dir` or any folder above it, up to `/` (None: none)."""
+        current = real_dir
+        while True:
+            sidecar = os.path.join(current, ACL_SIDECAR)
+            if os.path.lexists(sidecar):
+                return self._read_sidecar(sidecar, current.rstrip(os.sep) + "/")
+            parent = os.path.dirname(current)
+            if parent == current:
+                return None
+            current = parent
+
+    def _narrowed(self, acl: Acl, real_dir: str) -> Acl:
+        """`acl`, narrowed by the sidecar that governs `real_dir` from outside the root, if any."""
+        outside = self._sidecar_outside(real_dir)
+        return acl if outside is None else acls.narrow(outside, acl)
 
     def _walk(self) -> Iterator[_Item]:
         """Files under the root that pass the include/exclude filter, in a stable order."""
@@ -121,7 +142,8 @@ class LocalFolderSource:
             raise self._fail("open root folder", self.root, e) from e
         if not stat.S_ISDIR(root_st.st_mode):
             raise SourceError(f"source {self.name!r}: root {self.root} is not a folder")
-        yield from self._walk_dir(str(self.root), "", self._default_acl, {_dir_key(root_st)})
+        self._root_acl = self._narrowed(self._default_acl, os.path.dirname(self._real_root))
+        yield from self._walk_dir(str(self.root), "", self._root_acl, {_dir_key(root_st)})
 
     def _walk_dir(
         self, path: str, rel_dir: str, acl: Acl, ancestors: set[tuple[int, int]]
@@ -161,9 +183,12 @@ class LocalFolderSource:
                         "skipped (set follow_external_symlinks: true on the source to follow it)")))
                 continue
             entry_acl = acl
-            if de.is_symlink() and self._inside(de.path):  # its target's ACL, not the link's folder's
+            if de.is_symlink():
                 real = os.path.realpath(de.path)
-                entry_acl = self._acl_of_target(real if stat.S_ISDIR(st.st_mode) else os.path.dirname(real))
+                real_dir = real if stat.S_ISDIR(st.st_mode) else os.path.dirname(real)
+                # inside the root: its target's ACL, not the link's folder's; outside (followed on
+                # request): the link's folder's, narrowed by whatever protects the target's tree
+                entry_acl = self._acl_of_target(real_dir) if self._inside(de.path) else self._narrowed(acl, real_dir)
             if stat.S_ISDIR(st.st_mode):
                 key = _dir_key(st)
                 if key in ancestors:
