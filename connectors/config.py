@@ -475,6 +475,10 @@ class BinderyConfig(_Strict):
     def database_url(self) -> str:
         return self.backends.database_url or f"sqlite:///{self.data_path / 'bindery.db'}"
 
+    def source_names(self) -> tuple[str, ...]:
+        """The configured sources' names: the documents of any other source are not served."""
+        return tuple(s.name for s in self.sources)
+
     def source(self, name: str) -> SourceConfig:
         for s in self.sources:
             if s.name == name:

@@ -569,13 +569,18 @@ def cmd_verify(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_gc(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
-    lifecycle = _lifecycle(cfg)
     from assets.embed_stage import embedded_text_hashes
+    from assets.runtime import Runtime
+    from orchestration.removed_sources import remove_unconfigured_sources
+
+    lifecycle = _lifecycle(cfg)
 
     dropped = lifecycle.collect_garbage()  # first: what only dropped generations used goes with them
+    removed = remove_unconfigured_sources(Runtime(cfg, lifecycle.store))  # then their caches are orphans
     started = time.time()  # embeddings a concurrent run writes from now on are not judged
     in_use = embedded_text_hashes(lifecycle.store)
-    return {"dropped": dropped, "caches": lifecycle.store.gc_orphan_caches(in_use, created_before=started)}
+    return {"dropped": dropped, "removed_sources": removed,
+            "caches": lifecycle.store.gc_orphan_caches(in_use, created_before=started)}
 
 
 def cmd_serve(cfg: BinderyConfig, a: argparse.Namespace) -> None:

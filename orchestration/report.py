@@ -161,6 +161,7 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
             "binding": ({"version": b.version, "flipped_at": b.flipped_at, "flipped_by": b.flipped_by}
                         if b else None),
             "live_outdated": _live_outdated(cfg, lifecycle, live, cand),
+            "removed_sources": store.removed_sources(cfg.source_names()),
             "events": [{"kind": e.kind, "message": e.message, "at": e.at} for e in store.events(limit=5)]}
 
 
@@ -334,6 +335,9 @@ def _human_status(r: dict[str, Any]) -> str:
                   + ("  (see `bindery dlq`)" if r["dead_letters"] else "")]
     if r.get("live_outdated"):
         lines += ["", _outdated_line(r)]
+    for name, n in (r.get("removed_sources") or {}).items():
+        lines += ["", f"source {name!r} is no longer configured: its {n:,} document{'s' if n != 1 else ''} "
+                      "are not served; `bindery gc` removes them from the store and the indexes"]
     if r["events"]:
         lines += ["", "recent events"]
         lines += [f"  {_ts(e['at'])}  {e['kind']}: {e['message']}" for e in r["events"]]
@@ -481,7 +485,9 @@ def _human_gc(r: dict[str, Any]) -> str:
     rows = {k: v for k, v in (r.get("caches") or {}).items() if v}
     caches = ("removed orphaned cache rows: " + ", ".join(f"{k} {v:,}" for k, v in rows.items())
               if rows else "no orphaned cache rows")
-    return f"{gens}\n{caches}"
+    removed = [f"removed the {n:,} documents of source {name!r}, which is no longer configured"
+               for name, n in (r.get("removed_sources") or {}).items()]
+    return "\n".join([gens, *removed, caches])
 
 
 def _human_hash_key(r: dict[str, str]) -> str:

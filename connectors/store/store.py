@@ -230,17 +230,28 @@ class DocumentStore:
                 out.update({r["doc_id"]: DocumentRecord.from_row(r) for r in c.execute(q).mappings()})
         return out
 
-    def current_acls(self, doc_ids: Iterable[str]) -> dict[str, list[str]]:
-        """doc_id -> current ACL, for documents that exist and are not deleted (one indexed
-        SELECT on the primary key per batch; the query service calls it once per query)."""
+    def current_acls(self, doc_ids: Iterable[str], sources: Iterable[str] | None = None) -> dict[str, list[str]]:
+        """doc_id -> current ACL, for documents that exist and are not deleted, and (given
+        `sources`) belong to one of those sources (one indexed SELECT on the primary key per
+        batch; the query service calls it once per query)."""
         ids = list(doc_ids)
+        among = None if sources is None else sorted(set(sources))
         out: dict[str, list[str]] = {}
         with self.engine.connect() as c:
             for batch in _batches(ids):
-                q = sa.select(t.documents.c.doc_id, t.documents.c.acl).where(
+                q = sa.select(t.documents.c.doc_id, t.documents.c.acl, t.documents.c.source).where(
                     t.documents.c.doc_id.in_(batch), t.documents.c.deleted_at.is_(None))
-                out.update({r[0]: list(r[1] or ()) for r in c.execute(q)})
+                out.update({r[0]: list(r[1] or ()) for r in c.execute(q) if among is None or r[2] in among})
         return out
+
+    def removed_sources(self, configured: Iterable[str]) -> dict[str, int]:
+        """source -> live documents the store still holds for a source the configuration no longer
+        names (they are not served; `bindery gc` removes them)."""
+        names = set(configured)
+        q = (sa.select(t.documents.c.source, sa.func.count()).where(t.documents.c.deleted_at.is_(None))
+             .group_by(t.documents.c.source))
+        with self.engine.connect() as c:
+            return {r[0]: int(r[1]) for r in c.execute(q) if r[0] not in names}
 
     def upsert_documents(self, rows: list[dict[str, Any]]) -> None:
         """Insert or update document rows: mappings of `DocumentRecord` fields (a batch write;
