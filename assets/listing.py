@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Container
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from assets.runtime import Runtime
-from connectors.acl import source_default
+from connectors.acl import PUBLIC, source_default
 from connectors.config import SourceConfig
-from connectors.errors import SourceError, SourceUnavailable, TooLarge, UnsafeDeleteError
+from connectors.errors import SourceError, SourceUnavailable, TooLarge, UnreadableAcl, UnsafeDeleteError
 from connectors.identity import content_hash, doc_id, short_hash
 from connectors.shards import Shard
 from connectors.sources import make_source
@@ -167,22 +167,72 @@ def change_class(live_old: DocumentRecord | None, chash: str, acl: list[str], me
 
 
 def _list_source(rt: Runtime, scfg: SourceConfig, src: Source) -> list[SourceEntry]:
-    """Everything the source lists; a listing that cannot complete is recorded and re-raised."""
+    """Everything the source lists; a listing that cannot complete is recorded and re-raised.
+    One that failed on an ACL file first withholds the documents that file governs."""
     try:
         return list(src.list())
     except SourceError as e:
+        if isinstance(e, UnreadableAcl) and (n := _withhold(rt, scfg, e.folder)):
+            e = UnreadableAcl(f"{e}; its {n} document{'s' if n != 1 else ''} under "
+                              f"{e.folder or 'the root'} are withheld from everyone until it can be read",
+                              folder=e.folder)
         rt.store.record_listing(scfg.name, None, ok=False, error=str(e))
         rt.store.add_event("listing-failed", str(e), source=scfg.name)
-        raise
+        raise e from None
 
 
-def _guard_deletes(rt: Runtime, scfg: SourceConfig, listed: int, gone: int, allow_mass_delete: bool) -> None:
-    """The delete guard: refuse (and record why) a sweep that looks like a broken listing."""
+def _set_acls(rt: Runtime, docs: list[tuple[DocumentRecord, list[str]]]) -> int:
+    """Store these documents' new ACLs (the query service checks every hit against the store, so
+    it takes effect at once; the next index run rewrites the indexes' copies). Returns how many."""
+    rt.store.upsert_documents([d.replace(acl=acl, acl_hash=short_hash(acl, 16)).columns() for d, acl in docs])
+    return len(docs)
+
+
+def _withhold(rt: Runtime, scfg: SourceConfig, folder: str) -> int:
+    """Give the live documents under `folder` (relative to the root; "" = all) an empty ACL."""
+    docs = [d for d in rt.store.documents(scfg.name) if d.external_id.startswith(folder) and d.acl]
+    return _set_acls(rt, [(d, []) for d in docs])
+
+
+def _narrowed(old: list[str], new: list[str]) -> list[str]:
+    """Who both ACLs let in (`connectors.acl.narrow` on stored lists)."""
+    if PUBLIC in old:
+        return new
+    return old if PUBLIC in new else [p for p in old if p in new]
+
+
+def _narrow_access(rt: Runtime, src: Source, entries: list[SourceEntry],
+                   known: dict[str, DocumentRecord]) -> int:
+    """Of a listing the delete guard refused, apply only what takes access away: each listed
+    document keeps the principals both its stored and its listed ACL name. A listing too small to
+    delete from is still a statement about the files it does hold, and an ACL that was narrowed
+    must not stay wide for as long as the listing stays broken. (A source whose listing carries
+    no ACLs, S3, is left as it is: describing every object of a refused listing is its own risk.)"""
+    if src.needs_describe:
+        return 0
+    narrowed = []
+    for entry in entries:
+        old = known.get(entry.external_id)
+        if old is None or old.deleted_at is not None:
+            continue
+        acl = sorted(_narrowed(list(old.acl), _acl_of(entry)))
+        if acl != sorted(old.acl):
+            narrowed.append((old, acl))
+    return _set_acls(rt, narrowed) if narrowed else 0
+
+
+def _guard_deletes(rt: Runtime, scfg: SourceConfig, listed: int, gone: int, allow_mass_delete: bool,
+                   narrow: Callable[[], int]) -> None:
+    """The delete guard: refuse (and record why) a sweep that looks like a broken listing, after
+    `narrow` applied whatever of it takes access away."""
     prior = rt.store.get_source(scfg.name)
     last_good = prior.last_good_listing_count if prior else None
     unsafe = check_delete_safety(scfg, listed, gone, last_good)
     if unsafe and not allow_mass_delete:
-        msg = f"delete sweep aborted: {unsafe}. Nothing was changed. Re-run with --allow-mass-delete if intended."
+        n = narrow()
+        kept = (f"Nothing was changed but the access of {n} document{'s' if n != 1 else ''} the listing "
+                "narrows (taken away at once)." if n else "Nothing was changed.")
+        msg = f"delete sweep aborted: {unsafe}. {kept} Re-run with --allow-mass-delete if intended."
         rt.store.record_listing(scfg.name, listed, ok=False, error=msg)
         rt.store.add_event("delete-sweep-aborted", msg, source=scfg.name,
                            details={"listed": listed, "would_delete": gone,
@@ -314,7 +364,8 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     known = {d.external_id: d for d in rt.store.documents(scfg.name, include_deleted=True)}
     listed_ids = {e.external_id for e in entries}
     gone = [d for k, d in known.items() if d.deleted_at is None and k not in listed_ids]
-    _guard_deletes(rt, scfg, len(entries), len(gone), allow_mass_delete)
+    _guard_deletes(rt, scfg, len(entries), len(gone), allow_mass_delete,
+                   lambda: _narrow_access(rt, src, entries, known))
 
     res = ListingResult(scfg.name, len(entries))
     gone_by_hash = {d.content_hash: d for d in gone if d.content_hash}

@@ -64,6 +64,17 @@ class SourceUnavailable(SourceError):
     item it then tries and reporting success."""
 
 
+class UnreadableAcl(SourceError):
+    """A local source's `.bindery-acl` could not be read. The listing fails (an ACL file read as
+    nothing must never mean the folder above decides), and the documents it governs, the files
+    under `folder` (a path relative to the root, `""`: all of them), are withheld from everyone
+    until it can be read: their old, possibly wider ACL must not outlive the file that changed it."""
+
+    def __init__(self, *args: Any, folder: str = "") -> None:
+        super().__init__(*args)
+        self.folder = folder
+
+
 class UnsafeDeleteError(SourceError):
     reason = "unsafe-delete"
 

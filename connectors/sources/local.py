@@ -20,7 +20,9 @@ target.
 
 Failure rules (a failed listing must never look like an empty one, or the delete sweep would
 remove everything): a missing or unreadable root, an unreadable subfolder or an unreadable
-sidecar (a broken link, a folder or a FIFO named `.bindery-acl` included) raises `SourceError`.
+sidecar (a broken link, a folder or a FIFO named `.bindery-acl` included) raises `SourceError`
+(`UnreadableAcl` for a sidecar, naming the folder whose files it governs: the listing withholds
+them from everyone until it reads again).
 Items that vanish mid-walk (deleted concurrently) and broken symlinks are left out, as they no
 longer exist.
 """
@@ -39,7 +41,7 @@ from pathlib import Path, PurePosixPath
 from connectors import acl as acls
 from connectors.acl import PUBLIC_ACL, SIDECAR, Acl
 from connectors.config import SourceConfig
-from connectors.errors import ConfigError, SourceError, TooLarge
+from connectors.errors import ConfigError, SourceError, TooLarge, UnreadableAcl
 from connectors.sources.base import SourceEntry
 from connectors.sources.globs import PathFilter
 
@@ -85,21 +87,22 @@ class LocalFolderSource:
     def _fail(self, what: str, path: str | Path, e: OSError) -> SourceError:
         return SourceError(f"source {self.name!r}: cannot {what} {path}: {_reason(e)}")
 
-    def _read_sidecar(self, path: str, rel_dir: str) -> Acl:
+    def _read_sidecar(self, path: str, rel_dir: str, governs: str = "") -> Acl:
         """The ACL of a sidecar. Anything named like one that is not a readable regular file (a
         broken link, a folder, a FIFO) fails the listing: a sidecar we cannot read must never
-        mean the folder above decides (fail closed, not open)."""
+        mean the folder above decides (fail closed, not open). `governs`: the folder (relative
+        to the root) whose files it decides, withheld from everyone until it reads again."""
         try:
             st = os.stat(path)
             if not stat.S_ISREG(st.st_mode):  # checked before open: a FIFO would block the walk
-                raise SourceError(f"source {self.name!r}: ACL file {path} is not a regular file")
+                raise UnreadableAcl(f"source {self.name!r}: ACL file {path} is not a regular file", folder=governs)
             with open(path, "rb") as f:
                 principals = acls.parse_sidecar(f.read())
         except (OSError, UnicodeDecodeError) as e:
             reason = _reason(e) if isinstance(e, OSError) else f"not UTF-8 text ({e.reason})"
             if isinstance(e, FileNotFoundError):
                 reason = "it is a broken link or vanished"
-            raise SourceError(f"source {self.name!r}: cannot read ACL file {path}: {reason}") from e
+            raise UnreadableAcl(f"source {self.name!r}: cannot read ACL file {path}: {reason}", folder=governs) from e
         return Acl(principals, f"sidecar:{rel_dir}{ACL_SIDECAR}")
 
     def _acl_of_target(self, real_dir: str) -> Acl:
@@ -159,7 +162,7 @@ class LocalFolderSource:
             raise self._fail("list folder", path, e) from e
         for de in entries:
             if de.name == ACL_SIDECAR:
-                acl = self._read_sidecar(de.path, rel_dir)
+                acl = self._read_sidecar(de.path, rel_dir, governs=rel_dir)
                 break
         for de in entries:
             if de.name.startswith("."):

@@ -1,0 +1,70 @@
+"""Access taken away reaches the query service even when the sync that sees it is refused: a
+delete guard that refuses a shrunken listing still applies the ACLs it narrows, and an ACL file
+that cannot be read withholds the documents it governs instead of leaving their old access."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from connectors.config import load_config
+from connectors.indexes.base import Filters
+from query_service.retrieval import LiveRetriever
+from tests.bindery_fixture import Deployment
+
+pytestmark = pytest.mark.slow
+
+QUERY = "Lyon office part dieu district"
+
+
+def _docs_seen_by(dep: Deployment, principal: str, query: str = QUERY) -> set[str]:
+    r = LiveRetriever(load_config(dep.config_path))
+    try:
+        return {h.doc for h in r.search(query, 10, Filters(principals=(principal,))).hits}
+    finally:
+        r.close()
+
+
+def test_a_refused_sweep_still_narrows_access(tmp_path: Path) -> None:
+    dep = Deployment(tmp_path)
+    dep.write("people/.bindery-acl", "group:hr\ngroup:eng\n")
+    dep.cli("sync")
+    assert "people/lyon.md" in _docs_seen_by(dep, "group:eng")
+
+    dep.write("people/.bindery-acl", "group:hr\n")  # eng loses access ...
+    aside = tmp_path / "aside"
+    shutil.move(dep.root / "robots", aside)  # ... in a listing that also lost most files
+    shutil.move(dep.root / "ops", aside / "ops")
+    out = dep.cli("sync", expect=1)
+    assert "delete sweep aborted" in out["errors"]["docs"]
+    assert "access of 1 document" in out["errors"]["docs"]
+    assert "people/lyon.md" not in _docs_seen_by(dep, "group:eng")  # taken away at once
+    assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")
+    assert dep.cli("status")["documents"] == 6  # nothing deleted
+
+    shutil.move(aside / "ops", dep.root / "ops")  # the listing heals: the indexes catch up
+    shutil.move(aside, dep.root / "robots")
+    dep.cli("sync")
+    assert dep.cli("verify")["consistent"] is True
+    assert "people/lyon.md" not in _docs_seen_by(dep, "group:eng")
+
+
+def test_an_unreadable_acl_file_withholds_what_it_governs(tmp_path: Path) -> None:
+    dep = Deployment(tmp_path)
+    dep.write("people/.bindery-acl", "group:hr\n")
+    dep.cli("sync")
+    assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")
+
+    dep.write("people/.bindery-acl", "group:nobody\n".encode("utf-16"))  # an editor's UTF-16
+    out = dep.cli("sync", expect=1)
+    assert "cannot read ACL file" in out["errors"]["docs"] and "withheld from everyone" in out["errors"]["docs"]
+    assert "people/lyon.md" not in _docs_seen_by(dep, "group:hr")  # its old access does not outlive the file
+    assert "robots/xr4471.md" in _docs_seen_by(dep, "*", "XR-4471 warehouse robot")  # other folders keep theirs
+
+    dep.write("people/.bindery-acl", "group:hr\n")
+    dep.cli("sync")
+    assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")
+    assert dep.cli("verify")["consistent"] is True
+
