@@ -293,7 +293,10 @@ class Lifecycle:
 
     def check_promotable(self, cand: GenerationRecord, *, force: bool, reason: str | None) -> None:
         """Refuse, before any judging, a promotion that cannot happen."""
-        if cand.status not in ("building", "previous", "retired"):
+        if cand.status == "retired":  # older than previous: deletes and access changes no longer reach it
+            raise BindingError(f"generation {cand.id} is retired: its indexes missed the deletes and access "
+                               "changes since; `bindery reindex` builds a current candidate")
+        if cand.status not in ("building", "previous"):
             raise BindingError(f"generation {cand.id} is {cand.status}; only a candidate can be promoted")
         if not cand.vector_snapshot and is_embedded(vector_engine(self.cfg, cand)):
             raise BindingError(f"candidate {cand.name} has no indexed data yet; finish its reindex first")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import getpass
 import json
 import os
 import signal
@@ -338,7 +339,7 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     # the live or a dropped generation is refused before any judging: the gate would otherwise
     # record a verdict on live (live against itself, or "gate not run") and status would show it
     lifecycle.check_promotable(cand, force=bool(a.force), reason=a.reason)
-    conf = {"force": bool(a.force), "reason": a.reason, "forced_by": a.by or os.environ.get("USER") or "cli"}
+    conf = {"force": bool(a.force), "reason": a.reason, "forced_by": a.by or getpass.getuser()}
     run_config = {"ops": {"generation_eval": {"config": conf}, "index_binding": {"config": conf}}}
     res = _runner(cfg).run_generation("promote", cand.name, run_config=run_config)
     b = store.get_binding()

@@ -97,6 +97,8 @@ def test_candidate_promotion_rollback_and_gc(tmp_path: Path) -> None:
     g3 = Lifecycle(_cfg(tmp_path, max_tokens=300), store).ensure_candidate()
     g4 = Lifecycle(_cfg(tmp_path, max_tokens=400), store).ensure_candidate()  # supersedes g3
     assert _row(store, g3.id).status == "retired"
+    with pytest.raises(BindingError, match="is retired: its indexes missed the deletes"):  # not maintained
+        lc2.check_promotable(_row(store, g3.id), force=True, reason="roll forward")
     assert lc2.expired() == []  # inside the rollback window, within the budget
     assert [g.id for g in lc2.expired(now=time.time() + 7200)] == [g3.id]
     assert lc2.collect_garbage() == []
