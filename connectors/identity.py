@@ -25,12 +25,14 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # chunk 4: chunks grouped into units (small-to-big): `parent_id`, `unit_text`.
 # context 2: the offline summary sentence comes from the document's own running text (no
 # headings, no quoted history or other side text).
+# parse 13: a legacy single-byte text whose code page the detector cannot tell from cp1252 is read
+# as cp1252 (French was read as cp1250: "foręt").
 # parse 12: an HTML page's heading block beside its content root is kept (asciidoc's div#header:
 # the <h1> and the manual page's NAME line).
 # parse 8: more attribution forms ("X wrote:", "X posted:"), initials quoting ("E> ..."), labelled
 # rule lines and Yahoo!/SourceForge list boilerplate as footers.
 # parse 7: e-mail signatures and list footers become one block marked {"side": "footer"}.
-STAGE_CODE_VERSIONS = {"parse": "12", "chunk": "4", "context": "2", "embed": "1"}
+STAGE_CODE_VERSIONS = {"parse": "13", "chunk": "4", "context": "2", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

@@ -229,6 +229,9 @@ def _control_share(text: str) -> float:
     return len(_CONTROL.findall(text)) / len(text)
 
 
+_WESTERN = ("latin_1", "iso8859_15", "cp1252")  # read as cp1252: a superset of Latin-1's printable range
+
+
 def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
     """Decode text bytes: BOM, then a declared charset, then UTF-8, then a detector.
 
@@ -251,10 +254,15 @@ def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
         pass
     from charset_normalizer import from_bytes  # lazy: only legacy encodings need it
 
-    best = from_bytes(data[: 4 * _SAMPLE]).best()
+    matches = from_bytes(data[: 4 * _SAMPLE])
+    best = matches.best()
     if best is not None and best.coherence >= 0.2 and best.encoding not in ("utf_8", "ascii"):
         enc = best.encoding
-        if enc in ("latin_1", "iso8859_15", "cp1252"):
+        # On a short text several single-byte code pages tie, and the detector's pick among
+        # them is arbitrary: French read as cp1250 ("forêt" -> "foręt"). Western European text
+        # is the likelier one, so cp1252 wins any tie it is part of.
+        western = [m for m in matches if m.encoding in _WESTERN]
+        if enc in _WESTERN or (western and western[0].coherence >= best.coherence - 0.02):
             enc = "cp1252"
         try:
             return data.decode(enc, errors="replace"), enc
