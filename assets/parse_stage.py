@@ -146,6 +146,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
     docs = [d for d in rt.store.documents(source_name) if d.content_hash]
     source = None
     dead = rt.store.dead_letter_docs(("parse", "listing"))
+    failed_parse = rt.store.dead_letter_docs(("parse",))
     pending: list[dict[str, Any]] = []
     resolved: list[str] = []
 
@@ -159,12 +160,18 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
     for pcfg, pver in {g.versions["parse"]: (g.stages.parse, g.versions["parse"]) for g in gens}.values():
         todo, cached_failures = _parse_state(rt, docs, pver, limit)
         # a copy or a move of a file whose bytes already failed fails all the same (a row `gc`
-        # removed between the two reads is simply absent)
+        # removed between the two reads is simply absent); a file put back to bytes that parsed
+        # well before leaves the table although nothing is parsed again
+        waiting = {d.doc_id for d in todo}
         for d in docs:
             cached = cached_failures.get(parse_key(d, pver))
             if cached is not None and d.doc_id not in dead:
                 _dead_letter_cached(rt, d, cached)
                 dead.add(d.doc_id)
+        if back := [d.doc_id for d in docs if d.doc_id in failed_parse and d.doc_id not in waiting
+                    and parse_key(d, pver) not in cached_failures]:
+            rt.store.resolve_dead_letters(back, stages=("parse",))
+            failed_parse.difference_update(back)
         stats.cached += len(docs) - len(todo)
         progress.total(len(todo))
         for d in todo:

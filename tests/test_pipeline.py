@@ -119,6 +119,15 @@ def test_broken_files_go_to_dead_letters_and_the_run_succeeds(dep: Deployment) -
     (dep.root / "broken/blob.txt").write_text("Now a perfectly readable note about the blob.\n")
     dep.cli("sync")
     assert {d["doc"] for d in dep.cli("dlq")} == {"broken/truncated.pdf"}
+    # broken again, then put back to the bytes that parsed: nothing is parsed, and it leaves the table
+    good = (dep.root / "broken/blob.txt").read_bytes()
+    (dep.root / "broken/blob.txt").write_bytes(bytes(range(256)) * 17)
+    dep.cli("sync")
+    assert {d["doc"] for d in dep.cli("dlq")} == {"broken/truncated.pdf", "broken/blob.txt"}
+    (dep.root / "broken/blob.txt").write_bytes(good)
+    assert dep.cli("sync")["recomputed"]["parse"] == 0
+    assert {d["doc"] for d in dep.cli("dlq")} == {"broken/truncated.pdf"}
+    assert dep.cli("status")["dead_letters"] == 1
 
 
 def dep_docs() -> list[str]:
