@@ -267,11 +267,19 @@ def _subprocess(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow  # two CLI subprocesses, each importing Dagster
 def test_internal_error_is_one_line_without_debug_and_a_traceback_with_it(tmp_path: Path,
                                                                           base: dict[str, Any]) -> None:
-    """A store that is not a database at all is nothing the CLI anticipates: still one line
-    (exit 1) that points at --debug, and --debug shows the traceback."""
+    """A store whose schema says current but whose tables are not (hand-edited) is nothing the CLI
+    anticipates: still one line (exit 1) that points at --debug, and --debug shows the traceback."""
+    import sqlite3
+
+    from connectors.store.store import HEAD_REVISION
+
     data = tmp_path / "data"
     data.mkdir()
-    (data / "bindery.db").write_bytes(b"this is not a SQLite database" * 100)
+    db = sqlite3.connect(data / "bindery.db")
+    db.execute("create table alembic_version (version_num varchar(32) not null primary key)")
+    db.execute("insert into alembic_version values (?)", (HEAD_REVISION,))
+    db.commit()
+    db.close()
     cfg = write(tmp_path, base)
     plain = _subprocess("--config", cfg, "status", cwd=tmp_path)
     assert plain.returncode == 1
@@ -486,6 +494,20 @@ def test_the_database_down_is_one_line_and_exit_1(tmp_path: Path, capsys: pytest
     assert code == 1 and "Traceback" not in text and len(lines) == 1
     assert "not reachable" in lines[0] or "cannot open document store" in lines[0]
     assert "Connection refused" in lines[0]
+
+
+@pytest.mark.parametrize("command", ["status", "plan", "sync", "dlq"])
+def test_a_corrupt_store_is_one_line_naming_the_store(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      base: dict[str, Any], command: str) -> None:
+    """A database file that is not one (overwritten, truncated) is the store's failure, reason
+    `store`, not an "internal error" that reads as a bug."""
+    cfg = write(tmp_path, base)
+    data = Path(base["data_dir"])
+    data.mkdir(parents=True)
+    (data / "bindery.db").write_bytes(bytes(range(256)) * 32)
+    code, text = run_cli(capsys, "--config", cfg, "--json", command)
+    assert code == 1 and "Traceback" not in text and "internal error" not in text
+    assert '"reason": "store"' in text and "file is not a database" in text
 
 
 @pytest.mark.parametrize("url", ["postgres://app:S3CRETPW@db.example/app", "notaurl:S3CRETPW@x",

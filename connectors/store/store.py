@@ -93,7 +93,7 @@ class DocumentStore:
             self.engine = make_engine(url)
             if migrate:
                 self.migrate()
-        except sa.exc.OperationalError as e:
+        except sa.exc.DatabaseError as e:  # down, refused, or not a database at all (a corrupt file)
             raise StoreError(f"cannot open document store {self._safe_url()}: {e.orig}") from e
 
     @classmethod
@@ -112,7 +112,7 @@ class DocumentStore:
                 return cls._empty()
             if store.schema_revision() != HEAD_REVISION:
                 store.migrate()
-        except sa.exc.OperationalError as e:
+        except sa.exc.DatabaseError as e:  # down, refused, or not a database at all (a corrupt file)
             raise StoreError(f"cannot open document store {store._safe_url()}: {e.orig}") from e
         return store
 
