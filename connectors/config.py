@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
@@ -670,18 +671,21 @@ def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: 
     which the query service and the Dagster code location also call: an unmounted source
     folder must not stop them, only the runs that would list it (and their safe-delete
     checks refuse to delete from an empty listing anyway). `create=False` (`bindery plan`, which
-    writes nothing) checks that `data_dir` could be created without creating it."""
+    writes nothing) checks that `data_dir` could be created without creating it: a probe folder
+    made and removed at once in its nearest existing parent."""
     data = cfg.data_path
     existing = next((p for p in (data, *data.parents) if p.exists()), None)
     if existing is not None and not existing.is_dir():
         raise ConfigError(f"data_dir: {existing} is a file, not a folder")
     if existing is not None and not os.access(existing, os.W_OK):
         raise ConfigError(f"data_dir: {existing} is not writable")
-    if create:
-        try:  # what access() cannot tell: a read-only or virtual file system (/proc), an odd mount
+    try:  # what access() cannot tell: a read-only or virtual file system (/proc), an odd mount
+        if create:
             data.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise ConfigError(f"data_dir: cannot create {data}: {e.strerror or e}") from None
+        elif existing is not None and existing != data:
+            os.rmdir(tempfile.mkdtemp(prefix=".bindery-probe-", dir=existing))
+    except OSError as e:
+        raise ConfigError(f"data_dir: cannot create {data}: {e.strerror or e}") from None
     for i, s in enumerate(cfg.sources):
         if not roots or s.kind != "local" or (sources and s.name not in sources):
             continue

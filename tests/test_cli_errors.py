@@ -295,6 +295,12 @@ def test_data_dir_that_cannot_be_created(tmp_path: Path, capsys: pytest.CaptureF
     """/proc refuses a mkdir even to root, which access() does not tell: a one-line data_dir error."""
     cfg = write(tmp_path, {**base, "data_dir": "/proc/bindery-test/data"})
     assert_one_line(*run_cli(capsys, "--config", cfg, "status"), "data_dir", "/proc")
+    # plan, which creates nothing, refuses it as the sync would (it passed, and the sync then did not)
+    assert_one_line(*run_cli(capsys, "--config", cfg, "plan"), "data_dir", "/proc")
+    plan_dir = tmp_path / "fresh" / "data"
+    cfg = write(tmp_path, {**base, "data_dir": str(plan_dir)})
+    assert run_cli(capsys, "--config", cfg, "plan")[0] == 0
+    assert list(tmp_path.glob(".bindery-probe-*")) == [] and not (tmp_path / "fresh").exists()  # nothing left
 
 
 @pytest.mark.parametrize("command", ["serve", "ui"])
