@@ -27,7 +27,12 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
     for o in outcomes:
         m = o.metadata
         lst = m.get("source_listing", {})
-        sources[o.partition] = {k: int(lst.get(f"docs_{k}", 0)) for k in CLASSES}
+        # a sharded source runs one partition per shard, each counting its own documents: the
+        # contract (and `bindery plan`) report the source
+        source = parse_key(o.partition)[0]
+        counts = sources.setdefault(source, dict.fromkeys(CLASSES, 0))
+        for k in CLASSES:
+            counts[k] += int(lst.get(f"docs_{k}", 0))
         recomputed["parse"] += int(m.get("parsed_documents", {}).get("attempted", 0))
         recomputed["chunk"] += int(m.get("chunks", {}).get("chunked", 0))
         recomputed["context"] += int(m.get("contextual_prefixes", {}).get("computed", 0))
@@ -48,7 +53,10 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
         if o.checks:
             checks[o.partition] = o.checks
         if not o.success:
-            errors[o.partition] = o.error or "failed"
+            why = o.error or "failed"
+            if source != o.partition:  # which shard, where several may fail
+                why = f"{o.partition}: {why}"
+            errors[source] = f"{errors[source]}; {why}" if source in errors else why
     b = store.get_binding()
     # the index step has put the same reason on the source row (assets.pipeline.indexes)
     errors.update(_nothing_indexed([o.partition for o in outcomes if o.success], store, b))
