@@ -26,7 +26,8 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # context 2: the offline summary sentence comes from the document's own running text (no
 # headings, no quoted history or other side text).
 # parse 13: a legacy single-byte text whose code page the detector cannot tell from cp1252 is read
-# as cp1252 (French was read as cp1250: "foręt").
+# as cp1252 (French was read as cp1250: "foręt"); two PDF columns that a few regions bridge (a
+# centred author block, a code line running into the gutter) are read as columns.
 # parse 12: an HTML page's heading block beside its content root is kept (asciidoc's div#header:
 # the <h1> and the manual page's NAME line).
 # parse 8: more attribution forms ("X wrote:", "X posted:"), initials quoting ("E> ..."), labelled

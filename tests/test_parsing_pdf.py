@@ -183,6 +183,24 @@ def test_layout_columns_and_order_with_spanning_regions() -> None:
     assert reading_order(regions, cols) == [title, l1, l2, r1, r2, foot]
 
 
+def test_two_columns_bridged_by_a_few_regions_are_still_columns() -> None:
+    """A centred author block above the columns and a code line running into the gutter (the ACM
+    template's pages): the pure gap test saw one column and interleaved the two columns' lines."""
+    authors = _region(240, 60, 360, 90, "Author Name, Affiliation")  # narrow, across the gutter
+    l1 = _region(50, 100, 290, 200, "left one " * 30)
+    code = _region(50, 205, 311, 215, "\\documentclass[sigconf, language=english]")  # into the gutter
+    l2 = _region(50, 220, 290, 300, "left two " * 30)
+    r1 = _region(318, 100, 545, 200, "right one " * 30)
+    r2 = _region(318, 210, 545, 300, "right two " * 30)
+    regions = [r1, l2, authors, code, r2, l1]
+    cols = columns_of(regions)
+    assert cols == [(50, 311), (318, 545)]
+    assert reading_order(regions, cols) == [authors, l1, code, l2, r1, r2]
+    # one short line on the right of a single column is not a column
+    lines = [_region(50, 100 + 12 * i, 400, 110 + 12 * i, "a line of body text " * 3) for i in range(20)]
+    assert columns_of([*lines, _region(420, 60, 545, 70, "March 3, 2024")]) == []
+
+
 def test_layout_single_column_with_short_lines_is_not_columns() -> None:
     body = _region(50, 100, 545, 300, "body text " * 40)
     heading = _region(50, 80, 200, 95, "Heading")

@@ -27,6 +27,8 @@ __all__ = [
 MIN_COLUMN_GAP = 8.0  # points of empty x-range that separate two columns
 MIN_COLUMN_CHARS = 80  # a column must hold at least this much text to count as one
 NARROW_SHARE = 0.6  # regions narrower than this share of the content width can sit in a column
+COLUMN_SHARE = 0.2  # of a page's narrow text, what each of two columns bridged by others must hold
+STRADDLE_SHARE = 0.1  # ... and at most what the regions bridging them may
 MARGIN_ZONE = 0.12  # top/bottom share of the page height searched for running headers/footers
 HEADING_SIZE_RATIO = 1.15  # font size over body size that makes a short line a heading
 MAX_HEADING_WORDS = 20
@@ -122,7 +124,29 @@ def columns_of(regions: Sequence[Region]) -> list[tuple[float, float]]:
             groups.append([r.x0, r.x1])
             chars.append(r.chars)
     kept = [(g[0], g[1]) for g, c in zip(groups, chars, strict=True) if c >= MIN_COLUMN_CHARS]
-    return kept if len(kept) >= 2 else []
+    return kept if len(kept) >= 2 else _two_columns_despite(narrow)
+
+
+def _two_columns_despite(narrow: Sequence[Region]) -> list[tuple[float, float]]:
+    """Two columns that a few regions bridge: a centred title or author block above them, a code
+    line running into the gutter. Without this one overflowing line read a whole two-column page
+    as one column, its two columns' lines interleaved. The split is where a right column starts
+    (some region's left edge) that leaves the least text straddling it, each side holding at least
+    COLUMN_SHARE of the text and the straddlers at most STRADDLE_SHARE of it; none: []."""
+    total = sum(r.chars for r in narrow)
+    best: tuple[int, float] | None = None
+    for g in sorted({r.x0 for r in narrow}):
+        left = sum(r.chars for r in narrow if r.x1 <= g)
+        right = sum(r.chars for r in narrow if r.x0 >= g)
+        across = total - left - right
+        if (min(left, right) >= max(COLUMN_SHARE * total, MIN_COLUMN_CHARS) and across <= STRADDLE_SHARE * total
+                and (best is None or across < best[0])):
+            best = (across, g)
+    if best is None:
+        return []
+    g = best[1]
+    lefts, rights = [r for r in narrow if r.x1 <= g], [r for r in narrow if r.x0 >= g]
+    return [(min(r.x0 for r in lefts), max(r.x1 for r in lefts)), (g, max(r.x1 for r in rights))]
 
 
 def _column_index(region: Region, columns: Sequence[tuple[float, float]]) -> int | None:
