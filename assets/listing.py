@@ -88,7 +88,7 @@ def _clear_stale_dead_letters(rt: Runtime, source: str, entries: list[SourceEntr
     rt.store.delete_dead_letters(stale)
 
 
-PROBLEM_REASONS = ("bad-name", "external-symlink")
+PROBLEM_REASONS = ("bad-name", "external-symlink", "broken-symlink", "symlink-loop")
 
 
 @dataclass
@@ -394,6 +394,10 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
         rt.store.add_event("listing-failed", str(gone_away), source=scfg.name)
         raise gone_away
     _sweep_deletes(rt, res, gone, sw.now)
+    # a document that became a problem item (a link now dangling) was just swept, and its dead
+    # letters purged with it: its problem is recorded again, as the reason it left
+    swept = set(res.deleted_ids)
+    _dead_letter_problems(rt, scfg.name, [(e, p) for e, p in problems if doc_id(scfg.name, e.external_id) in swept])
     _clear_stale_dead_letters(rt, scfg.name, listed, all_problems)
     # an item that failed to read (unreadable, too large, gone mid-listing) and reads now leaves
     # the table, even when its bytes turn out unchanged and nothing downstream runs again

@@ -100,6 +100,31 @@ def test_symlinks_out_of_the_root_are_a_per_source_choice(tmp_path: Path) -> Non
     assert _dead(rt) == {}  # the skipped links were listed this time: their dead letters are gone
 
 
+def test_a_link_to_nothing_is_a_dead_letter_and_its_document_goes(tmp_path: Path) -> None:
+    """A dangling link (its target deleted, a share unmounted) or two links pointing at each
+    other were left out with a log line only: `bindery dlq` showed nothing. Now each is a
+    dead letter with its reason; a document the link used to be leaves the indexes like a
+    deleted file's, and mending the link clears the dead letter."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "target.txt").write_text("the real notes about pangolins")
+    (src / "notes.txt").symlink_to(src / "target.txt")
+    (src / "a.txt").symlink_to(src / "b.txt")
+    (src / "b.txt").symlink_to(src / "a.txt")
+    rt = _rt(tmp_path)
+    run_listing(rt, "s")
+    assert {d.external_id for d in rt.store.documents("s")} == {"target.txt", "notes.txt"}
+    assert {k: d.reason for k, d in _dead(rt).items()} == {"a.txt": "symlink-loop", "b.txt": "symlink-loop"}
+    (src / "target.txt").rename(src / "moved.txt")  # notes.txt now points at nothing
+    res = run_listing(rt, "s", allow_mass_delete=True)
+    assert {d.external_id for d in rt.store.documents("s")} == {"moved.txt"} and res.counts["failed"] == 3
+    assert _dead(rt)["notes.txt"].reason == "broken-symlink" and "target.txt" in _dead(rt)["notes.txt"].error
+    (src / "notes.txt").unlink()
+    (src / "notes.txt").symlink_to(src / "moved.txt")
+    run_listing(rt, "s")
+    assert "notes.txt" not in _dead(rt)
+
+
 @pytest.mark.slow
 def test_a_live_source_keeps_syncing_around_odd_files(tmp_path: Path) -> None:
     dep = Deployment(tmp_path)

@@ -111,18 +111,22 @@ def test_deleted_files_disappear(tree: Path) -> None:
     assert "a.txt" in ids
 
 
-def test_symlinks_followed_loops_and_broken_links_skipped(tree: Path, tmp_path: Path) -> None:
+def test_symlinks_followed_folder_loops_skipped_broken_links_listed_as_problems(tree: Path, tmp_path: Path) -> None:
     outside = put(tmp_path / "elsewhere", "linked.txt", "via link")
     (tree / "sub/loop").symlink_to(tree, target_is_directory=True)
     (tree / "sub/deeper/up").symlink_to(tree / "sub", target_is_directory=True)
     (tree / "link.txt").symlink_to(outside)
     (tree / "broken.txt").symlink_to(tmp_path / "missing")
     (tree / "loopA.txt").symlink_to(tree / "loopB.txt")  # two file links pointing at each other:
-    (tree / "loopB.txt").symlink_to(tree / "loopA.txt")  # ELOOP, skipped, not the whole listing
+    (tree / "loopB.txt").symlink_to(tree / "loopA.txt")  # ELOOP: listed as a problem, not failing the listing
     ids = listing(src(tree, follow_external_symlinks=True))
     assert "link.txt" in ids and ids["link.txt"].problem is None
-    assert "broken.txt" not in ids and "loopA.txt" not in ids and "loopB.txt" not in ids
-    assert not any("loop" in i or "/up/" in i for i in ids)
+    # a link that leads to no file is listed with its reason (dead-lettered, never read), not left out unseen
+    assert ids["broken.txt"].problem == ("broken-symlink", f"broken.txt is a symlink that points at "
+                                         f"{tmp_path / 'missing'}, which does not exist; fix or remove the link")
+    assert ids["loopA.txt"].problem is not None and ids["loopA.txt"].problem[0] == "symlink-loop"
+    assert ids["loopB.txt"].problem is not None and ids["loopB.txt"].problem[0] == "symlink-loop"
+    assert not any("/loop" in i or "/up/" in i for i in ids)  # folder loops: walked once
     assert src(tree, follow_external_symlinks=True).read(ids["link.txt"]) == b"via link"
     # by default a link out of the root is listed with its reason, and never read
     ids = listing(src(tree))

@@ -23,8 +23,9 @@ remove everything): a missing or unreadable root, an unreadable subfolder or an 
 sidecar (a broken link, a folder or a FIFO named `.bindery-acl` included) raises `SourceError`
 (`UnreadableAcl` for a sidecar, naming the folder whose files it governs: the listing withholds
 them from everyone until it reads again).
-Items that vanish mid-walk (deleted concurrently) and broken symlinks are left out, as they no
-longer exist.
+Items that vanish mid-walk (deleted concurrently) are left out, as they no longer exist; a
+symlink that is dangling or loops is listed with a `problem` (dead-lettered with the reason, and
+its document, if it had one, removed like a deleted file's).
 """
 
 from __future__ import annotations
@@ -171,12 +172,15 @@ class LocalFolderSource:
             try:
                 st = de.stat()  # follows symlinks
             except FileNotFoundError:
-                log.info("source %r: skipping %s (vanished or broken symlink)", self.name, rel)
-                continue
+                if de.is_symlink() and self._filter(rel):  # dangling: listed as a problem, never read
+                    yield self._broken_link(de, rel, acl, "broken-symlink",
+                                            f"points at {os.readlink(de.path)}, which does not exist")
+                continue  # otherwise it vanished while we walked
             except OSError as err:
                 if err.errno == errno.ELOOP and de.is_symlink():  # links that point at each other:
-                    # as broken as a dangling link, and skipped like one (never the whole source)
-                    log.warning("source %r: skipping %s (a symlink that loops back on itself)", self.name, rel)
+                    # as broken as a dangling link, and listed like one (never failing the source)
+                    if self._filter(rel):
+                        yield self._broken_link(de, rel, acl, "symlink-loop", "loops back on itself")
                     continue
                 raise self._fail("stat", de.path, err) from err
             if de.is_symlink() and not self.follow_external and not self._inside(de.path):
@@ -200,6 +204,12 @@ class LocalFolderSource:
                 yield from self._walk_dir(de.path, rel + "/", entry_acl, ancestors | {key})
             elif stat.S_ISREG(st.st_mode) and self._filter(rel):
                 yield _Item(rel, de.path, st, entry_acl)
+
+    def _broken_link(self, de: os.DirEntry[str], rel: str, acl: Acl, reason: str, what: str) -> _Item:
+        """A symlink that leads to no file: listed with a `problem`, so the listing dead-letters
+        it with the reason (`bindery dlq`) instead of leaving it out unseen."""
+        return _Item(rel, de.path, de.stat(follow_symlinks=False), acl,
+                     (reason, f"{rel} is a symlink that {what}; fix or remove the link"))
 
     def list(self) -> Iterator[SourceEntry]:
         """Every matching file. Raises SourceError if the walk cannot be completed."""
