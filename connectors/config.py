@@ -52,6 +52,13 @@ class _Strict(BaseModel):
 _SECRET_KEY = re.compile(r"(password|secret|token|api_key|access_key)$", re.IGNORECASE)
 
 
+def _is_secret(loc: tuple[Any, ...]) -> bool:
+    """Whether the value at `loc` may be a secret: a key named like one, or anything under
+    `query.auth.api_keys` (a raw key pasted into `hash:` by mistake is a key all the same)."""
+    path = [str(p) for p in loc]
+    return bool(path and _SECRET_KEY.search(path[-1])) or "api_keys" in path
+
+
 def check_database_url(url: str) -> None:
     """Raise ValueError unless `url` names a supported backend whose driver is installed."""
     from sqlalchemy.engine import make_url
@@ -500,7 +507,7 @@ def _problem(err: Any) -> str:
     loc = ".".join(str(p) for p in err["loc"]) or "<root>"
     msg = str(err["msg"]).removeprefix("Value error, ")
     value = err.get("input")
-    shown = "***" if _SECRET_KEY.search(str(err["loc"][-1]) if err["loc"] else "") else without_secrets(repr(value))
+    shown = "***" if _is_secret(err["loc"]) else without_secrets(repr(value))
     got = f" (got {shown})" if isinstance(value, (int, float, str, bool)) and err["type"] != "missing" else ""
     return " ".join(f"{loc}: {msg}{got}".split())
 

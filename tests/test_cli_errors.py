@@ -530,6 +530,16 @@ def test_a_database_url_in_an_error_hides_its_password(tmp_path: Path, capsys: p
     assert code == 2 and "password" in text and "hunter2" not in text
 
 
+def test_a_raw_api_key_pasted_as_its_hash_is_not_echoed(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         base: dict[str, Any]) -> None:
+    """`hash: bk_...` (the key itself where its hash belongs) was refused with the key quoted on
+    stderr, into CI output and service logs."""
+    auth = {"api_keys": [{"hash": "bk_MyRealKeyPastedHere", "principals": ["alice"]}]}
+    cfg = write(tmp_path, {**base, "query": {"auth": auth}})
+    code, text = run_cli(capsys, "--config", cfg, "status")
+    assert code == 2 and "query.auth.api_keys.0.hash" in text and "MyRealKey" not in text, text
+
+
 def test_an_empty_config_path_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                base: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """`--config "$CFG"` with CFG unset read ./bindery.yaml instead, and could sync the wrong
