@@ -9,6 +9,7 @@ are kept out of the hash (connectors.versions).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tempfile
@@ -679,7 +680,8 @@ def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: 
     folder must not stop them, only the runs that would list it (and their safe-delete
     checks refuse to delete from an empty listing anyway). `create=False` (`bindery plan`, which
     writes nothing) checks that `data_dir` could be created without creating it: a probe folder
-    made and removed at once in its nearest existing parent."""
+    made and removed at once in its nearest existing parent. A `data_dir` it creates is
+    owner-only (0700)."""
     data = cfg.data_path
     existing = next((p for p in (data, *data.parents) if p.exists()), None)
     if existing is not None and not existing.is_dir():
@@ -687,8 +689,12 @@ def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: 
     if existing is not None and not os.access(existing, os.W_OK):
         raise ConfigError(f"data_dir: {existing} is not writable")
     try:  # what access() cannot tell: a read-only or virtual file system (/proc), an odd mount
-        if create:
-            data.mkdir(parents=True, exist_ok=True)
+        if create and not data.exists():
+            # it holds every source's text, whatever the sources' own permissions: owner-only, as
+            # PostgreSQL keeps its data directory (an existing one keeps what its owner chose)
+            with contextlib.suppress(FileExistsError):  # another process made it first: theirs
+                data.mkdir(parents=True)
+                data.chmod(0o700)
         elif existing is not None and existing != data:
             os.rmdir(tempfile.mkdtemp(prefix=".bindery-probe-", dir=existing))
     except OSError as e:

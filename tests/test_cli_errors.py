@@ -290,6 +290,21 @@ def test_internal_error_is_one_line_without_debug_and_a_traceback_with_it(tmp_pa
     assert debug.returncode == 1 and "Traceback" in debug.stderr
 
 
+def test_a_data_dir_bindery_creates_is_owner_only(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 base: dict[str, Any]) -> None:
+    """The store and the indexes hold every source's text: a data_dir Bindery creates is 0700
+    (it was 0755, so any local user read a private folder's text in bindery.db); one that exists
+    keeps the permissions its owner gave it."""
+    cfg = write(tmp_path, {**base, "data_dir": str(tmp_path / "new" / "data")})
+    assert run_cli(capsys, "--config", cfg, "status")[0] == 0
+    assert (tmp_path / "new" / "data").stat().st_mode & 0o777 == 0o700
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o750)
+    shared.chmod(0o750)
+    assert run_cli(capsys, "--config", write(tmp_path, {**base, "data_dir": str(shared)}), "status")[0] == 0
+    assert shared.stat().st_mode & 0o777 == 0o750
+
+
 def test_data_dir_that_cannot_be_created(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                          base: dict[str, Any]) -> None:
     """/proc refuses a mkdir even to root, which access() does not tell: a one-line data_dir error."""
