@@ -201,20 +201,25 @@ def _narrowed(old: list[str], new: list[str]) -> list[str]:
     return old if PUBLIC in new else [p for p in old if p in new]
 
 
-def _narrow_access(rt: Runtime, src: Source, entries: list[SourceEntry],
+def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[SourceEntry],
                    known: dict[str, DocumentRecord]) -> int:
     """Of a listing the delete guard refused, apply only what takes access away: each listed
     document keeps the principals both its stored and its listed ACL name. A listing too small to
     delete from is still a statement about the files it does hold, and an ACL that was narrowed
-    must not stay wide for as long as the listing stays broken. (A source whose listing carries
-    no ACLs, S3, is left as it is: describing every object of a refused listing is its own risk.)"""
-    if src.needs_describe:
-        return 0
+    must not stay wide for as long as the listing stays broken. A source whose listing carries no
+    ACLs (S3) describes the objects the cheap test says changed, as a sync would; one it cannot
+    describe now keeps its ACL until the next sync."""
+    default = _default_acl(scfg)
     narrowed = []
     for entry in entries:
         old = known.get(entry.external_id)
-        if old is None or old.deleted_at is not None:
+        if old is None or old.deleted_at is not None or _unchanged(src, old, entry, default):
             continue
+        if src.needs_describe:
+            try:
+                entry = src.describe(entry)
+            except SourceError:
+                continue
         acl = sorted(_narrowed(list(old.acl), _acl_of(entry)))
         if acl != sorted(old.acl):
             narrowed.append((old, acl))
@@ -255,6 +260,7 @@ class _Sweep:
     touched: list[str] = field(default_factory=list)
     read: list[str] = field(default_factory=list)  # described and read this pass
     streak: int = 0  # items in a row that failed with a transient source error
+    last_transient: str = ""  # the last of them
 
 
 TRANSIENT_STREAK = 3  # that many items in a row timing out or 5xx-ing: the source, not the items
@@ -267,6 +273,7 @@ def _failed(rt: Runtime, sw: _Sweep, scfg: SourceConfig, entry: SourceEntry, did
     after the retries) is the source's: SourceUnavailable, before this one is dead-lettered."""
     if isinstance(e, SourceError) and e.transient:
         sw.streak += 1
+        sw.last_transient = str(e)
         if sw.streak >= TRANSIENT_STREAK:
             raise SourceUnavailable(f"{e} ({sw.streak} items in a row failed like this: the source is "
                                     "not answering)") from e
@@ -365,7 +372,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     listed_ids = {e.external_id for e in entries}
     gone = [d for k, d in known.items() if d.deleted_at is None and k not in listed_ids]
     _guard_deletes(rt, scfg, len(entries), len(gone), allow_mass_delete,
-                   lambda: _narrow_access(rt, src, entries, known))
+                   lambda: _narrow_access(rt, scfg, src, entries, known))
 
     res = ListingResult(scfg.name, len(entries))
     gone_by_hash = {d.content_hash: d for d in gone if d.content_hash}
@@ -381,6 +388,9 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     try:
         for entry in entries:
             _sweep_entry(rt, sw, scfg, src, entry)
+        if sw.streak >= 2 and not sw.read:  # too few items for a streak, yet every one failed so
+            raise SourceUnavailable(f"{sw.last_transient} (every item this sync read failed like this: "
+                                    "the source is not answering)")
     except SourceUnavailable as e:
         gone_away = e
     # what was read is kept, even when the source went away part-way (as after a crash here: the

@@ -68,3 +68,24 @@ def test_an_unreadable_acl_file_withholds_what_it_governs(tmp_path: Path) -> Non
     assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")
     assert dep.cli("verify")["consistent"] is True
 
+
+
+def test_a_refused_s3_sweep_still_narrows_access(tmp_path: Path, moto_endpoint: str) -> None:
+    """S3 carries ACLs in object metadata, which the listing does not return: the refused sweep
+    describes the objects whose LastModified moved, as a sync would, and narrows those."""
+    import boto3
+
+    from tests.sync_helpers import S3Deployment
+
+    dep = S3Deployment(tmp_path, boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1"),
+                       moto_endpoint)
+    dep.set_acl("people/lyon.md", ["group:hr", "group:eng"])
+    dep.cli("sync")
+    assert "people/lyon.md" in _docs_seen_by(dep, "group:eng")
+    dep.set_acl("people/lyon.md", ["group:hr"])
+    for rel in ("robots/xr4471.md", "robots/xr5200.md", "ops/firmware.md", "ops/oncall.txt"):
+        dep.remove(rel)
+    out = dep.cli("sync", expect=1)
+    assert "delete sweep aborted" in out["errors"]["docs"] and "access of 1 document" in out["errors"]["docs"]
+    assert "people/lyon.md" not in _docs_seen_by(dep, "group:eng")
+    assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")

@@ -417,6 +417,17 @@ def test_one_s3_object_failing_is_its_dead_letter_a_run_of_them_the_sources(
         assert "3 items in a row" in out["errors"]["docs"]
     out = dep.cli("sync")  # the store is well again
     assert out["errors"] == {} and dep.cli("dlq") == []
+    # fewer changed items than a streak needs, and every one fails: the source's failure too
+    # (two edited objects both failing made a sync with exit 0 and no last_error)
+    for rel in edited[:2]:
+        dep.edit(rel, f"{DOCS[rel]}\n\nA third edit.\n")
+    bad.clear()
+    bad.update(edited[:2])
+    with monkeypatch.context() as m:
+        m.setattr(S3Source, "read", flaky)
+        out = dep.cli("sync", expect=1)
+    assert "every item this sync read failed" in out["errors"]["docs"]
+    assert "not answering" in (dep.cli("status")["sources"]["docs"]["last_error"] or "")
 
 
 @slow
