@@ -13,6 +13,7 @@ import contextlib
 import os
 import re
 import tempfile
+import urllib.parse
 from pathlib import Path
 from typing import Any, Literal
 
@@ -101,7 +102,8 @@ class SourceConfig(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     kind: Literal["local", "s3"] = "local"
     root: str | None = None  # local folder
-    bucket: str | None = None  # s3
+    # s3 (checked as botocore checks them, so a mistake is a configuration error, not a run's)
+    bucket: str | None = None
     prefix: str = ""
     endpoint_url: str | None = None  # s3-compatible endpoint (moto, MinIO)
     region: str | None = None
@@ -129,6 +131,29 @@ class SourceConfig(_Strict):
     @classmethod
     def _expand(cls, v: str | None) -> str | None:
         return os.path.expanduser(v) if v else v
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _endpoint(cls, v: str | None) -> str | None:
+        if v is not None:
+            parts = urllib.parse.urlsplit(v)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError("must be an http:// or https:// URL with a host, like http://minio:9000")
+        return v
+
+    @field_validator("bucket")
+    @classmethod
+    def _bucket(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[a-zA-Z0-9.\-_]{1,255}", v):
+            raise ValueError("a bucket name is letters, digits, '.', '-' and '_' (no prefix: that is `prefix`)")
+        return v
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-]{0,61}[a-zA-Z0-9])?", v):
+            raise ValueError("a region name is letters, digits and '-', like eu-west-1")
+        return v
 
     @field_validator("include", "exclude")
     @classmethod
