@@ -501,6 +501,18 @@ class BinderyConfig(_Strict):
     prices: PricesConfig = Field(default_factory=PricesConfig)
     tune: TuneConfig = Field(default_factory=TuneConfig)
 
+    @model_validator(mode="after")
+    def _dagster_on_postgres(self) -> BinderyConfig:
+        """`orchestration.storage: postgres` with no PostgreSQL to put it in: refused when the file
+        loads (plan included), not when a run first opens the Dagster instance."""
+        from sqlalchemy.engine import make_url
+
+        url = self.orchestration.postgres_url or self.backends.database_url
+        if self.orchestration.storage == "postgres" and (not url or make_url(url).get_backend_name() != "postgresql"):
+            raise ValueError("orchestration.storage: postgres needs orchestration.postgres_url or a PostgreSQL "
+                             "backends.database_url")
+        return self
+
     @property
     def data_path(self) -> Path:
         return Path(self.data_dir)
@@ -530,12 +542,13 @@ def _resolve(base: Path, value: str | None) -> str | None:
 
 def _problem(err: Any) -> str:
     """One pydantic error as `dotted.key: what is wrong (got VALUE)`, on one line."""
-    loc = ".".join(str(p) for p in err["loc"]) or "<root>"
+    loc = ".".join(str(p) for p in err["loc"])
     msg = str(err["msg"]).removeprefix("Value error, ")
     value = err.get("input")
     shown = "***" if _is_secret(err["loc"]) else without_secrets(repr(value))
     got = f" (got {shown})" if isinstance(value, (int, float, str, bool)) and err["type"] != "missing" else ""
-    return " ".join(f"{loc}: {msg}{got}".split())
+    # a rule across sections (checked on the whole file) names its keys itself
+    return " ".join((f"{loc}: {msg}{got}" if loc else f"{msg}{got}").split())
 
 
 def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> BinderyConfig:

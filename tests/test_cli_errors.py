@@ -67,6 +67,8 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
      ["sync"], ("sources.0.region", "bad region!")),
     ("s3 bucket with a prefix", {"sources": [{"name": "a", "kind": "s3", "bucket": "kbase/docs"}]},
      ["plan"], ("sources.0.bucket", "prefix")),
+    ("dagster on postgres without one", {"orchestration": {"storage": "postgres"}}, ["plan"],
+     ("orchestration.storage", "postgres needs")),
     ("bad cron", {"automation": {"reconcile_cron": "every night"}}, ["status"],
      ("automation.reconcile_cron", "every night")),
     ("cron out of range", {"automation": {"reconcile_cron": "61 3 * * *"}}, ["status"],
