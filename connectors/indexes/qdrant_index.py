@@ -11,6 +11,7 @@ indexes created here.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
@@ -21,6 +22,16 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from connectors.errors import IndexError_, QueryError, without_secrets
 from connectors.identity import point_id
 from connectors.indexes.base import FILTER_FIELDS, PUBLIC, Filters, IndexRecord, ScoredId
+
+
+def quiet_version_probe() -> None:
+    """A server that is down: the first request says so in one line (`_Reporting`). The client's
+    version probe, on a thread of its own, would print a stray UserWarning with a source line
+    before it; a version mismatch still warns. (Process-wide: the probe's thread is not ours.)"""
+    warnings.filterwarnings("ignore", message="Failed to obtain server version", category=UserWarning)
+
+
+quiet_version_probe()
 
 COLLECTION = "chunks"
 
