@@ -172,10 +172,10 @@ def _list_source(rt: Runtime, scfg: SourceConfig, src: Source) -> list[SourceEnt
     try:
         return list(src.list())
     except SourceError as e:
-        if isinstance(e, UnreadableAcl) and (n := _withhold(rt, scfg, e.folder)):
-            e = UnreadableAcl(f"{e}; its {n} document{'s' if n != 1 else ''} under "
-                              f"{e.folder or 'the root'} are withheld from everyone until it can be read",
-                              folder=e.folder)
+        if isinstance(e, UnreadableAcl) and (n := _withhold(rt, scfg, e)):
+            e = UnreadableAcl(f"{e}; {n} document{'s' if n != 1 else ''} it governs "
+                              f"{'are' if n != 1 else 'is'} withheld from everyone until it can be read",
+                              folders=e.folders, origins=e.origins)
         rt.store.record_listing(scfg.name, None, ok=False, error=str(e))
         rt.store.add_event("listing-failed", str(e), source=scfg.name)
         raise e from None
@@ -184,13 +184,24 @@ def _list_source(rt: Runtime, scfg: SourceConfig, src: Source) -> list[SourceEnt
 def _set_acls(rt: Runtime, docs: list[tuple[DocumentRecord, list[str]]]) -> int:
     """Store these documents' new ACLs (the query service checks every hit against the store, so
     it takes effect at once; the next index run rewrites the indexes' copies). Returns how many."""
-    rt.store.upsert_documents([d.replace(acl=acl, acl_hash=short_hash(acl, 16)).columns() for d, acl in docs])
-    return len(docs)
+    return rt.store.set_acls([(d.doc_id, d.acl_hash, acl, short_hash(acl, 16)) for d, acl in docs])
 
 
-def _withhold(rt: Runtime, scfg: SourceConfig, folder: str) -> int:
-    """Give the live documents under `folder` (relative to the root; "" = all) an empty ACL."""
-    docs = [d for d in rt.store.documents(scfg.name) if d.external_id.startswith(folder) and d.acl]
+def withhold_removed_sources(rt: Runtime) -> int:
+    """Withhold from everyone the documents of sources the configuration no longer names: a
+    source taken out of it leaves search at the next listing of any source (the query service
+    follows the store, not its own configuration, which may be older or newer). Its rows stay
+    until `bindery gc` (orchestration.removed_sources); put back, its next listing restores them."""
+    removed = rt.store.removed_sources(rt.cfg.source_names())
+    docs = [d for name in removed for d in rt.store.documents(name) if d.acl]
+    return _set_acls(rt, [(d, []) for d in docs]) if docs else 0
+
+
+def _withhold(rt: Runtime, scfg: SourceConfig, e: UnreadableAcl) -> int:
+    """Give the live documents unreadable ACL files govern an empty ACL: those under their
+    folders, and those whose ACL came from one of them (a link to a file they govern)."""
+    docs = [d for d in rt.store.documents(scfg.name) if d.acl and (
+        d.external_id.startswith(e.folders) or (d.metadata or {}).get("acl_from") in e.origins)]
     return _set_acls(rt, [(d, []) for d in docs])
 
 
@@ -364,6 +375,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     started = time.perf_counter()
     scfg = rt.cfg.source(source_name)
     rt.store.upsert_source(scfg.name, scfg.kind, scfg.model_dump(mode="json"))
+    withhold_removed_sources(rt)
     src = source or make_source(scfg)
     listed = _list_source(rt, scfg, src)
     problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]

@@ -522,7 +522,7 @@ class BinderyConfig(_Strict):
         return self.backends.database_url or f"sqlite:///{self.data_path / 'bindery.db'}"
 
     def source_names(self) -> tuple[str, ...]:
-        """The configured sources' names: the documents of any other source are not served."""
+        """The configured sources' names (a listing withholds the documents of any other)."""
         return tuple(s.name for s in self.sources)
 
     def source(self, name: str) -> SourceConfig:

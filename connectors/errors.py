@@ -65,14 +65,17 @@ class SourceUnavailable(SourceError):
 
 
 class UnreadableAcl(SourceError):
-    """A local source's `.bindery-acl` could not be read. The listing fails (an ACL file read as
-    nothing must never mean the folder above decides), and the documents it governs, the files
-    under `folder` (a path relative to the root, `""`: all of them), are withheld from everyone
-    until it can be read: their old, possibly wider ACL must not outlive the file that changed it."""
+    """A local source's `.bindery-acl` files that could not be read. The listing fails (an ACL
+    file read as nothing must never mean the folder above decides), and the documents they
+    govern are withheld from everyone until they can be read: the files under `folders` (paths
+    relative to the root, `""`: all of them) and those whose ACL came from one of `origins` (a
+    link elsewhere to a file they govern). Their old, possibly wider ACL must not outlive the
+    file that changed it."""
 
-    def __init__(self, *args: Any, folder: str = "") -> None:
+    def __init__(self, *args: Any, folders: tuple[str, ...] = ("",), origins: tuple[str, ...] = ()) -> None:
         super().__init__(*args)
-        self.folder = folder
+        self.folders = folders
+        self.origins = origins
 
 
 class UnsafeDeleteError(SourceError):

@@ -1,13 +1,13 @@
 """Documents of sources the configuration no longer names.
 
-Taking a source out of `bindery.yaml` withdraws it at once: the query service admits only the
-configured sources' documents (`query_service.retrieval.Admission`). Its rows and index entries
-stay until `bindery gc` removes them here, from every retained generation's indexes and then
-from the store, the way a delete sweep removes deleted files. It is not done by a sync: a
-source renamed by mistake (or a configuration copied without one source) must not cost its
-documents before an operator has seen `bindery status` name it: putting it back before a gc
-serves them again as they were; after a gc (which also drops their cached parses and
-embeddings) a sync ingests them anew.
+Taking a source out of `bindery.yaml` withholds its documents from everyone at the next listing
+of any source (`assets.listing.withhold_removed_sources`: an empty ACL, which the query service
+reads from the store with every answer). Its rows and index entries stay until `bindery gc`
+removes them here, from every retained generation's indexes and then from the store, the way a
+delete sweep removes deleted files. A sync does not delete them: a source renamed by mistake (or
+a configuration copied without one source) must not cost its documents before an operator has
+seen `bindery status` name it. Put back before a gc, its next listing restores them; after a gc
+(which also drops their cached parses and embeddings) a sync ingests them anew.
 """
 
 from __future__ import annotations

@@ -344,8 +344,8 @@ def _human_status(r: dict[str, Any]) -> str:
     if r.get("live_outdated"):
         lines += ["", _outdated_line(r)]
     for name, n in (r.get("removed_sources") or {}).items():
-        lines += ["", f"source {name!r} is no longer configured: its {n:,} document{'s' if n != 1 else ''} "
-                      "are not served; `bindery gc` removes them from the store and the indexes"]
+        lines += ["", f"source {name!r} is no longer configured: a sync withholds its {n:,} document"
+                      f"{'s' if n != 1 else ''} from search; `bindery gc` removes them from the store and the indexes"]
     if r["events"]:
         lines += ["", "recent events"]
         lines += [f"  {_ts(e['at'])}  {e['kind']}: {e['message']}" for e in r["events"]]

@@ -407,19 +407,16 @@ class Admission:
     none). Each document's current ACL is looked up once per query, whatever asks: the
     candidates before fusion, thread neighbours, the final hits."""
 
-    def __init__(self, store: DocumentStore, filters: Filters, sources: Iterable[str]) -> None:
+    def __init__(self, store: DocumentStore, filters: Filters) -> None:
         self.store = store
         self.principals = filters.principals or ()
-        # a source taken out of the configuration is withdrawn at once, before `bindery gc`
-        # removes its documents from the store and the indexes
-        self.sources = tuple(sources)
         self.verdict: dict[str, bool] = {}
 
     def __call__(self, doc_ids: set[str]) -> set[str]:
         """`_Served.search`'s `admit`: of these doc ids, those the caller may read."""
         unknown = doc_ids - self.verdict.keys()
         if unknown:  # one primary-key SELECT
-            acl_now = self.store.current_acls(unknown, self.sources)
+            acl_now = self.store.current_acls(unknown)
             self.verdict.update((d, allows(acl_now.get(d, ()), self.principals)) for d in unknown)
         return {d for d in doc_ids if self.verdict[d]}
 
@@ -486,7 +483,7 @@ class GenerationRetriever:
                neighbours: int | None = None) -> SearchResult:
         """`neighbours`: this request's neighbour expansion (None: `query.neighbours`)."""
         filters = filters or Filters()
-        admit = Admission(self.store, filters, self.cfg.source_names())
+        admit = Admission(self.store, filters)
         return enforce_current_access(admit, self.served.search(check_query(query, k), k, filters,
                                                                 query_settings(self.cfg, neighbours), admit))
 
@@ -598,7 +595,7 @@ class LiveRetriever:
                 raise BindingError(self.last_error or "no live binding")
             if served.acquire():
                 try:
-                    admit = Admission(self.store, filters, self.cfg.source_names())
+                    admit = Admission(self.store, filters)
                     result = served.search(q, k, filters, qcfg, admit)
                 finally:
                     served.release()

@@ -54,14 +54,21 @@ def test_a_refused_sweep_still_narrows_access(tmp_path: Path) -> None:
 def test_an_unreadable_acl_file_withholds_what_it_governs(tmp_path: Path) -> None:
     dep = Deployment(tmp_path)
     dep.write("people/.bindery-acl", "group:hr\n")
+    dep.write("ops/.bindery-acl", "group:hr\n")
+    (dep.root / "lyon-link.md").symlink_to(dep.root / "people/lyon.md")  # in the root: the target's ACL
     dep.cli("sync")
-    assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")
+    assert {"people/lyon.md", "lyon-link.md"} <= _docs_seen_by(dep, "group:hr")
 
-    dep.write("people/.bindery-acl", "group:nobody\n".encode("utf-16"))  # an editor's UTF-16
+    dep.write("people/.bindery-acl", "group:nobody\n".encode("utf-16"))  # an editor's UTF-16 ...
+    dep.write("ops/.bindery-acl", "group:nobody\n".encode("utf-16"))  # ... twice: the walk finds both
     out = dep.cli("sync", expect=1)
     assert "cannot read ACL file" in out["errors"]["docs"] and "withheld from everyone" in out["errors"]["docs"]
-    assert "people/lyon.md" not in _docs_seen_by(dep, "group:hr")  # its old access does not outlive the file
+    assert "and 1 more ACL files" in out["errors"]["docs"]
+    # their old access does not outlive the files, nor reach them through a link
+    assert not {"people/lyon.md", "lyon-link.md"} & _docs_seen_by(dep, "group:hr")
+    assert not any(d.startswith("ops/") for d in _docs_seen_by(dep, "group:hr", "firmware rollback on-call"))
     assert "robots/xr4471.md" in _docs_seen_by(dep, "*", "XR-4471 warehouse robot")  # other folders keep theirs
+    dep.write("ops/.bindery-acl", "group:hr\n")
 
     dep.write("people/.bindery-acl", "group:hr\n")
     dep.cli("sync")

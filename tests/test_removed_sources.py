@@ -1,5 +1,7 @@
-"""A source taken out of the configuration: withdrawn from search at once, named by `status`,
-and removed by `bindery gc` from the store and every retained generation (never by a sync)."""
+"""A source taken out of the configuration: withheld from search by the next sync (which deletes
+nothing), named by `status`, and removed by `bindery gc` from the store and every retained
+generation. The query service follows the store, so neither taking a source out nor adding one
+needs it restarted."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.config import load_config
+from connectors.config import BinderyConfig, load_config
 from connectors.indexes.base import PUBLIC, Filters
 from connectors.store import DocumentStore
 from query_service.retrieval import LiveRetriever
@@ -18,9 +20,8 @@ pytestmark = pytest.mark.slow
 SECRET = "Quartermaster Brindlewood approved the tangerine budget for the harbour annex."
 
 
-def _hits(dep: Deployment, query: str) -> list[tuple[str, str]]:
-    cfg = load_config(dep.config_path)
-    r = LiveRetriever(cfg)
+def _hits(dep: Deployment, query: str, cfg: BinderyConfig | None = None) -> list[tuple[str, str]]:
+    r = LiveRetriever(cfg or load_config(dep.config_path))
     try:
         return [(h.source, h.doc) for h in r.search(query, 10, Filters(principals=(PUBLIC,))).hits]
     finally:
@@ -32,22 +33,32 @@ def test_a_removed_source_is_not_served_and_gc_removes_it_everywhere(tmp_path: P
     ext = tmp_path / "ext"
     ext.mkdir()
     (ext / "annex.md").write_text(f"# Annex\n\n{SECRET}\n")
+    started_with = load_config(dep.config_path)  # a query service started before ext was added
     dep.config["sources"].append({"name": "ext", "kind": "local", "root": str(ext)})
     dep.save()
     dep.cli("sync")
     assert ("ext", "annex.md") in _hits(dep, "tangerine budget harbour annex")
+    assert ("ext", "annex.md") in _hits(dep, "tangerine budget harbour annex", started_with)
     dep.cli("reindex", "--force")
     dep.cli("promote", "--force", "--reason", "a second generation holding the source")
 
     dep.config["sources"] = [s for s in dep.config["sources"] if s["name"] != "ext"]
     dep.save()
-    # withdrawn at once, before any sync or gc: the store still holds it, the service does not serve it
-    assert all(src != "ext" for src, _ in _hits(dep, "tangerine budget harbour annex"))
-    status = dep.cli("status")
-    assert status["removed_sources"] == {"ext": 1}
-    sync = dep.cli("sync")  # a sync deletes nothing of a source it does not list
-    assert sync["written"]["deleted"] == 0 and "ext" not in sync["sources"]
     assert dep.cli("status")["removed_sources"] == {"ext": 1}
+    sync = dep.cli("sync")  # withholds what it no longer lists, deletes nothing
+    assert sync["written"]["deleted"] == 0 and "ext" not in sync["sources"]
+    assert all(src != "ext" for src, _ in _hits(dep, "tangerine budget harbour annex"))
+    assert dep.cli("status")["removed_sources"] == {"ext": 1}
+
+    # put back before a gc: its next listing restores it, nothing re-embedded
+    dep.config["sources"].append({"name": "ext", "kind": "local", "root": str(ext)})
+    dep.save()
+    back = dep.cli("sync")
+    assert back["sources"]["ext"]["acl"] == 1 and back["recomputed"]["embed"] == 0
+    assert ("ext", "annex.md") in _hits(dep, "tangerine budget harbour annex")
+    dep.config["sources"] = [s for s in dep.config["sources"] if s["name"] != "ext"]
+    dep.save()
+    dep.cli("sync")
 
     out = dep.cli("gc")
     assert out["removed_sources"] == {"ext": 1}

@@ -93,18 +93,26 @@ class LocalFolderSource:
         broken link, a folder, a FIFO) fails the listing: a sidecar we cannot read must never
         mean the folder above decides (fail closed, not open). `governs`: the folder (relative
         to the root) whose files it decides, withheld from everyone until it reads again."""
+        origin = f"sidecar:{rel_dir}{ACL_SIDECAR}"
         try:
             st = os.stat(path)
             if not stat.S_ISREG(st.st_mode):  # checked before open: a FIFO would block the walk
-                raise UnreadableAcl(f"source {self.name!r}: ACL file {path} is not a regular file", folder=governs)
+                raise OSError(f"ACL file {path} is not a regular file")
             with open(path, "rb") as f:
                 principals = acls.parse_sidecar(f.read())
         except (OSError, UnicodeDecodeError) as e:
             reason = _reason(e) if isinstance(e, OSError) else f"not UTF-8 text ({e.reason})"
             if isinstance(e, FileNotFoundError):
                 reason = "it is a broken link or vanished"
-            raise UnreadableAcl(f"source {self.name!r}: cannot read ACL file {path}: {reason}", folder=governs) from e
-        return Acl(principals, f"sidecar:{rel_dir}{ACL_SIDECAR}")
+            what = reason if reason.startswith("ACL file") else f"cannot read ACL file {path}: {reason}"
+            raise UnreadableAcl(f"source {self.name!r}: {what}", folders=(governs,), origins=(origin,)) from e
+        return Acl(principals, origin)
+
+    def _unreadable(self, e: UnreadableAcl) -> Acl:
+        """Note an ACL file that could not be read and go on: the walk finds every such file
+        before the listing fails, so the documents each one governs are all withheld."""
+        self._failed_acls.append(e)
+        return Acl(acls.NOBODY, "unreadable")
 
     def _acl_of_target(self, real_dir: str) -> Acl:
         """The ACL that governs a folder inside the root by its real location: the nearest
@@ -116,7 +124,8 @@ class LocalFolderSource:
             sidecar = os.path.join(current, ACL_SIDECAR)
             if os.path.lexists(sidecar):
                 rel = os.path.relpath(current, self._real_root)
-                return self._read_sidecar(sidecar, "" if rel == "." else rel.replace(os.sep, "/") + "/")
+                rel_dir = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+                return self._read_sidecar(sidecar, rel_dir, governs=rel_dir)
             if current == self._real_root or not current.startswith(self._real_root + os.sep):
                 return self._root_acl or self._default_acl
             current = os.path.dirname(current)
@@ -146,8 +155,16 @@ class LocalFolderSource:
             raise self._fail("open root folder", self.root, e) from e
         if not stat.S_ISDIR(root_st.st_mode):
             raise SourceError(f"source {self.name!r}: root {self.root} is not a folder")
-        self._root_acl = self._narrowed(self._default_acl, os.path.dirname(self._real_root))
+        self._failed_acls: list[UnreadableAcl] = []
+        try:
+            self._root_acl = self._narrowed(self._default_acl, os.path.dirname(self._real_root))
+        except UnreadableAcl as e:
+            self._root_acl = self._unreadable(e)
         yield from self._walk_dir(str(self.root), "", self._root_acl, {_dir_key(root_st)})
+        if failed := list({e.origins: e for e in self._failed_acls}.values()):  # one per file
+            more = f" (and {len(failed) - 1} more ACL files)" if len(failed) > 1 else ""
+            raise UnreadableAcl(f"{failed[0]}{more}", folders=tuple(f for e in failed for f in e.folders),
+                                origins=tuple(o for e in failed for o in e.origins))
 
     def _walk_dir(
         self, path: str, rel_dir: str, acl: Acl, ancestors: set[tuple[int, int]]
@@ -161,41 +178,29 @@ class LocalFolderSource:
             return  # the folder was removed while we walked: its files are gone
         except OSError as e:
             raise self._fail("list folder", path, e) from e
-        for de in entries:
-            if de.name == ACL_SIDECAR:
-                acl = self._read_sidecar(de.path, rel_dir, governs=rel_dir)
-                break
+        acl = self._folder_acl(entries, rel_dir, acl)
         for de in entries:
             if de.name.startswith("."):
                 continue
             rel = rel_dir + de.name
             try:
                 st = de.stat()  # follows symlinks
-            except FileNotFoundError:
-                if de.is_symlink() and self._filter(rel):  # dangling: listed as a problem, never read
-                    yield self._broken_link(de, rel, acl, "broken-symlink",
-                                            f"points at {os.readlink(de.path)}, which does not exist")
-                continue  # otherwise it vanished while we walked
             except OSError as err:
-                if err.errno == errno.ELOOP and de.is_symlink():  # links that point at each other:
-                    # as broken as a dangling link, and listed like one (never failing the source)
-                    if self._filter(rel):
-                        yield self._broken_link(de, rel, acl, "symlink-loop", "loops back on itself")
-                    continue
-                raise self._fail("stat", de.path, err) from err
+                # a link to nothing (dangling, or links pointing at each other) is listed as a
+                # problem, never read and never failing the source; anything else vanished meanwhile
+                broken = isinstance(err, FileNotFoundError) or err.errno == errno.ELOOP
+                if not broken:
+                    raise self._fail("stat", de.path, err) from err
+                if de.is_symlink() and self._filter(rel) and (item := self._broken_link(de, rel, acl, err)):
+                    yield item
+                continue
             if de.is_symlink() and not self.follow_external and not self._inside(de.path):
                 if stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and self._filter(rel)):
                     yield _Item(rel, de.path, st, acl, ("external-symlink", (
                         f"{rel} is a symlink to {os.path.realpath(de.path)}, outside the source root; "
                         "skipped (set follow_external_symlinks: true on the source to follow it)")))
                 continue
-            entry_acl = acl
-            if de.is_symlink():
-                real = os.path.realpath(de.path)
-                real_dir = real if stat.S_ISDIR(st.st_mode) else os.path.dirname(real)
-                # inside the root: its target's ACL, not the link's folder's; outside (followed on
-                # request): the link's folder's, narrowed by whatever protects the target's tree
-                entry_acl = self._acl_of_target(real_dir) if self._inside(de.path) else self._narrowed(acl, real_dir)
+            entry_acl = self._link_acl(de, st, acl) if de.is_symlink() else acl
             if stat.S_ISDIR(st.st_mode):
                 key = _dir_key(st)
                 if key in ancestors:
@@ -205,11 +210,40 @@ class LocalFolderSource:
             elif stat.S_ISREG(st.st_mode) and self._filter(rel):
                 yield _Item(rel, de.path, st, entry_acl)
 
-    def _broken_link(self, de: os.DirEntry[str], rel: str, acl: Acl, reason: str, what: str) -> _Item:
+    def _folder_acl(self, entries: list[os.DirEntry[str]], rel_dir: str, inherited: Acl) -> Acl:
+        """The ACL of a folder's files: its own sidecar's, else the one it inherits."""
+        for de in entries:
+            if de.name == ACL_SIDECAR:
+                try:
+                    return self._read_sidecar(de.path, rel_dir, governs=rel_dir)
+                except UnreadableAcl as e:
+                    return self._unreadable(e)
+        return inherited
+
+    def _link_acl(self, de: os.DirEntry[str], st: os.stat_result, acl: Acl) -> Acl:
+        """A followed symlink's ACL. Inside the root: its target's, not the link's folder's;
+        outside (followed on request): the link's folder's, narrowed by whatever protects the
+        target's tree."""
+        real = os.path.realpath(de.path)
+        real_dir = real if stat.S_ISDIR(st.st_mode) else os.path.dirname(real)
+        try:
+            return self._acl_of_target(real_dir) if self._inside(de.path) else self._narrowed(acl, real_dir)
+        except UnreadableAcl as e:
+            return self._unreadable(e)
+
+    def _broken_link(self, de: os.DirEntry[str], rel: str, acl: Acl, err: OSError) -> _Item | None:
         """A symlink that leads to no file: listed with a `problem`, so the listing dead-letters
-        it with the reason (`bindery dlq`) instead of leaving it out unseen."""
-        return _Item(rel, de.path, de.stat(follow_symlinks=False), acl,
-                     (reason, f"{rel} is a symlink that {what}; fix or remove the link"))
+        it with the reason (`bindery dlq`) instead of leaving it out unseen. None: the link itself
+        went away while we looked."""
+        try:
+            if err.errno == errno.ELOOP:
+                reason, what = "symlink-loop", "loops back on itself"
+            else:
+                reason, what = "broken-symlink", f"points at {os.readlink(de.path)}, which does not exist"
+            return _Item(rel, de.path, de.stat(follow_symlinks=False), acl,
+                         (reason, f"{rel} is a symlink that {what}; fix or remove the link"))
+        except FileNotFoundError:
+            return None
 
     def list(self) -> Iterator[SourceEntry]:
         """Every matching file. Raises SourceError if the walk cannot be completed."""

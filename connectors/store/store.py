@@ -230,23 +230,33 @@ class DocumentStore:
                 out.update({r["doc_id"]: DocumentRecord.from_row(r) for r in c.execute(q).mappings()})
         return out
 
-    def current_acls(self, doc_ids: Iterable[str], sources: Iterable[str] | None = None) -> dict[str, list[str]]:
-        """doc_id -> current ACL, for documents that exist and are not deleted, and (given
-        `sources`) belong to one of those sources (one indexed SELECT on the primary key per
-        batch; the query service calls it once per query)."""
+    def current_acls(self, doc_ids: Iterable[str]) -> dict[str, list[str]]:
+        """doc_id -> current ACL, for documents that exist and are not deleted (one indexed
+        SELECT on the primary key per batch; the query service calls it once per query)."""
         ids = list(doc_ids)
-        among = None if sources is None else sorted(set(sources))
         out: dict[str, list[str]] = {}
         with self.engine.connect() as c:
             for batch in _batches(ids):
-                q = sa.select(t.documents.c.doc_id, t.documents.c.acl, t.documents.c.source).where(
+                q = sa.select(t.documents.c.doc_id, t.documents.c.acl).where(
                     t.documents.c.doc_id.in_(batch), t.documents.c.deleted_at.is_(None))
-                out.update({r[0]: list(r[1] or ()) for r in c.execute(q) if among is None or r[2] in among})
+                out.update({r[0]: list(r[1] or ()) for r in c.execute(q)})
         return out
+
+    def set_acls(self, changes: Sequence[tuple[str, str, list[str], str]]) -> int:
+        """Give documents a new ACL: (doc_id, the acl_hash it was read with, ACL, its hash). Only a
+        live row still holding the ACL it was read with changes (a concurrent run's newer write
+        stands); touches nothing else. Returns how many rows changed."""
+        n = 0
+        with self.tx() as c:
+            for did, old_hash, acl, acl_hash in changes:
+                n += c.execute(t.documents.update().where(
+                    t.documents.c.doc_id == did, t.documents.c.acl_hash == old_hash,
+                    t.documents.c.deleted_at.is_(None)).values(acl=acl, acl_hash=acl_hash)).rowcount or 0
+        return n
 
     def removed_sources(self, configured: Iterable[str]) -> dict[str, int]:
         """source -> live documents the store still holds for a source the configuration no longer
-        names (they are not served; `bindery gc` removes them)."""
+        names (a listing withholds them from search; `bindery gc` removes them)."""
         names = set(configured)
         q = (sa.select(t.documents.c.source, sa.func.count()).where(t.documents.c.deleted_at.is_(None))
              .group_by(t.documents.c.source))
