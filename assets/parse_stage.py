@@ -157,21 +157,19 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
         pending.clear()
         resolved.clear()
 
+    not_good: set[str] = set()  # documents without a good stored parse under some version of the run
     for pcfg, pver in {g.versions["parse"]: (g.stages.parse, g.versions["parse"]) for g in gens}.values():
         todo, cached_failures = _parse_state(rt, docs, pver, limit)
         # a copy or a move of a file whose bytes already failed fails all the same (a row `gc`
-        # removed between the two reads is simply absent); a file put back to bytes that parsed
-        # well before leaves the table although nothing is parsed again
-        waiting = {d.doc_id for d in todo}
+        # removed between the two reads is simply absent)
+        not_good.update(d.doc_id for d in todo)
         for d in docs:
             cached = cached_failures.get(parse_key(d, pver))
-            if cached is not None and d.doc_id not in dead:
-                _dead_letter_cached(rt, d, cached)
-                dead.add(d.doc_id)
-        if back := [d.doc_id for d in docs if d.doc_id in failed_parse and d.doc_id not in waiting
-                    and parse_key(d, pver) not in cached_failures]:
-            rt.store.resolve_dead_letters(back, stages=("parse",))
-            failed_parse.difference_update(back)
+            if cached is not None:
+                not_good.add(d.doc_id)
+                if d.doc_id not in dead:
+                    _dead_letter_cached(rt, d, cached)
+                    dead.add(d.doc_id)
         stats.cached += len(docs) - len(todo)
         progress.total(len(todo))
         for d in todo:
@@ -236,6 +234,10 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
             if len(pending) >= _FLUSH:
                 flush()
         flush()
+    # a file put back to bytes that parsed well before (under every version the run targets)
+    # leaves the table although nothing was parsed again
+    if back := [d.doc_id for d in docs if d.doc_id in failed_parse and d.doc_id not in not_good]:
+        rt.store.resolve_dead_letters(back, stages=("parse",))
     for d in docs:  # the spool only bridges listing -> parse
         p = spool_path(rt, d.content_hash or "")
         if p.exists():
