@@ -506,9 +506,14 @@ class BinderyConfig(_Strict):
         """`orchestration.storage: postgres` with no PostgreSQL to put it in: refused when the file
         loads (plan included), not when a run first opens the Dagster instance."""
         from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
 
         url = self.orchestration.postgres_url or self.backends.database_url
-        if self.orchestration.storage == "postgres" and (not url or make_url(url).get_backend_name() != "postgresql"):
+        try:
+            backend = make_url(url).get_backend_name() if url else None
+        except ArgumentError:
+            raise ValueError(f"orchestration.postgres_url: not a database URL ({without_secrets(repr(url))})") from None
+        if self.orchestration.storage == "postgres" and backend != "postgresql":
             raise ValueError("orchestration.storage: postgres needs orchestration.postgres_url or a PostgreSQL "
                              "backends.database_url")
         return self

@@ -59,7 +59,8 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
             errors[source] = f"{errors[source]}; {why}" if source in errors else why
     b = store.get_binding()
     # the index step has put the same reason on the source row (assets.pipeline.indexes)
-    errors.update(_nothing_indexed([o.partition for o in outcomes if o.success], store, b))
+    for source, why in _nothing_indexed([o.partition for o in outcomes if o.success], store, b).items():
+        errors[source] = f"{errors[source]}; {why}" if source in errors else why  # a failed shard's reason stays
     return {"generation": b.generation_id if b else None, "sources": sources, "recomputed": recomputed,
             "written": written, "truncated": truncated, "redirect_pages": redirects,
             "seconds": round(seconds, 3), "timings": timings, "errors": errors,

@@ -69,6 +69,8 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
      ["plan"], ("sources.0.bucket", "prefix")),
     ("dagster on postgres without one", {"orchestration": {"storage": "postgres"}}, ["plan"],
      ("orchestration.storage", "postgres needs")),
+    ("malformed postgres_url", {"orchestration": {"postgres_url": "notaurl"}}, ["status"],
+     ("orchestration.postgres_url", "not a database URL")),
     ("bad cron", {"automation": {"reconcile_cron": "every night"}}, ["status"],
      ("automation.reconcile_cron", "every night")),
     ("cron out of range", {"automation": {"reconcile_cron": "61 3 * * *"}}, ["status"],
