@@ -229,7 +229,9 @@ def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[S
         if src.needs_describe:
             try:
                 entry = src.describe(entry)
-            except SourceError:
+            except SourceError as e:
+                if e.transient or isinstance(e, SourceUnavailable):
+                    break  # the source, not this object: the refusal is not held up object by object
                 continue
         acl = sorted(_narrowed(list(old.acl), _acl_of(entry)))
         if acl != sorted(old.acl):
@@ -383,8 +385,9 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     known = {d.external_id: d for d in rt.store.documents(scfg.name, include_deleted=True)}
     listed_ids = {e.external_id for e in entries}
     gone = [d for k, d in known.items() if d.deleted_at is None and k not in listed_ids]
+    mine = entries if shard is None else [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
     _guard_deletes(rt, scfg, len(entries), len(gone), allow_mass_delete,
-                   lambda: _narrow_access(rt, scfg, src, entries, known))
+                   lambda: _narrow_access(rt, scfg, src, mine, known))
 
     res = ListingResult(scfg.name, len(entries))
     gone_by_hash = {d.content_hash: d for d in gone if d.content_hash}
