@@ -37,6 +37,7 @@ def remove_unconfigured_sources(rt: Runtime) -> dict[str, int]:
                     pair.vector.delete_docs(held)
                     pair.keyword.delete_docs(held)
                     pair.keyword.commit()
+                    counts = {"chunks": pair.vector.count(), "keyword_chunks": pair.keyword.count()}
                 finally:
                     pair.close()
                 vec, kw = publish(rt.cfg, g.record)
@@ -44,9 +45,12 @@ def remove_unconfigured_sources(rt: Runtime) -> dict[str, int]:
             if g.status == "live":
                 rt.store.bump_binding()
             rt.store.clear_index_state(g.id, held)
+            rt.store.update_generation(g.id, counts={**counts, "documents": len(rt.store.index_state(g.id))})
         gone = [d.doc_id for d in rt.store.documents(source)]
         rt.store.purge_documents(gone)
         rt.store.mark_deleted(gone, time.time())
+        # its listing problems and unread files too: no sync of it will ever clear them
+        rt.store.delete_dead_letters([d.id for d in rt.store.dead_letters(source=source)])
         rt.store.add_event("gc", f"removed the {len(gone)} documents of source {source!r}, "
                                  "which the configuration no longer names")
     return removed

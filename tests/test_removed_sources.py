@@ -60,8 +60,18 @@ def test_a_removed_source_is_not_served_and_gc_removes_it_everywhere(tmp_path: P
     dep.save()
     dep.cli("sync")
 
+    (ext / "broken.pdf").write_bytes(b"%PDF-1.7 truncated")  # a dead letter of the source, then removed
+    dep.config["sources"].append({"name": "ext", "kind": "local", "root": str(ext)})
+    dep.save()
+    dep.cli("sync")
+    assert [d["doc"] for d in dep.cli("dlq")] == ["broken.pdf"]
+    dep.config["sources"] = [s for s in dep.config["sources"] if s["name"] != "ext"]
+    dep.save()
+    live_docs = dep.cli("status")["generations"]["live"]["counts"]["documents"]
     out = dep.cli("gc")
-    assert out["removed_sources"] == {"ext": 1}
+    assert out["removed_sources"] == {"ext": 2}
+    assert dep.cli("dlq") == []  # nothing of the source is left to retry
+    assert dep.cli("status")["generations"]["live"]["counts"]["documents"] == live_docs - 1
     assert dep.cli("status")["removed_sources"] == {}
     store = DocumentStore(load_config(dep.config_path).database_url)
     try:
@@ -77,5 +87,5 @@ def test_a_removed_source_is_not_served_and_gc_removes_it_everywhere(tmp_path: P
     # put back after the gc, it is ingested anew
     dep.config["sources"].append({"name": "ext", "kind": "local", "root": str(ext)})
     dep.save()
-    assert dep.cli("sync")["sources"]["ext"]["new"] == 1
+    assert dep.cli("sync")["sources"]["ext"]["new"] == 2  # annex.md and broken.pdf
     assert ("ext", "annex.md") in _hits(dep, "tangerine budget harbour annex")
