@@ -11,9 +11,11 @@ An ACL is a tuple of principals (user names, group names: opaque strings compare
   or above wins), or an S3 object's ``acl`` user metadata (comma-separated); else the source's
   configured ``acl``; else, when ``acl`` is not set at all, public.
 * A sidecar *above* a local source's root (the root is a subfolder of a tree a sidecar
-  protects) is not the source's to widen: it narrows the source's default (`narrow`), so a file
-  is never readable through a source rooted inside its protected tree by anyone the tree's
-  sidecar leaves out. The same holds for the target of a followed external symlink.
+  protects) is not the source's to widen: it narrows the source's default (`narrow`), the ACL
+  of the files no sidecar inside the root names. A sidecar inside the root still decides for its
+  own folder, as it does when the tree is listed from above, so a source rooted inside a
+  protected tree never gives a file more access than listing the tree itself would. The target
+  of a followed external symlink is narrowed the same way.
 
 A caller may read a document when its ACL is public or names one of the caller's principals
 (`allows`). Naming ``*`` as a caller gives access to public documents only, never to
