@@ -248,6 +248,8 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
     deletes to the generations in `maintain` (module docstring)."""
     started = time.perf_counter()
     stats = IndexStats()
+    for removed in rt.store.removed_sources(rt.cfg.source_names()):  # withheld by the listing
+        unindex_source(rt, removed)
     docs = {d.doc_id: d for d in rt.store.documents(source_name)}
     for g in gens + (maintain or []):
         g_started = time.perf_counter()
@@ -315,3 +317,35 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
             stats.lag_seconds += [now - docs[did].changed_at for did in changed]
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def unindex_source(rt: Runtime, source: str) -> int:
+    """Take a source's documents out of the indexes of every retained generation, keeping their
+    store rows, chunks and embeddings (a source the configuration no longer names: put back, its
+    next index run writes them again from the caches). Returns how many generations changed."""
+    from connectors.lifecycle import RETAINED
+
+    changed = 0
+    for g in rt.lifecycle.generations(RETAINED):
+        held = list(rt.store.index_state(g.id, source))
+        if not held:
+            continue
+        with writer_lock(rt.cfg, g.name):
+            pair = rt.open_writer(g.record, None)
+            try:
+                pair.vector.delete_docs(held)
+                pair.keyword.delete_docs(held)
+                pair.keyword.commit()
+                counts = {"chunks": pair.vector.count(), "keyword_chunks": pair.keyword.count()}
+            finally:
+                pair.close()
+            vec, kw = publish(rt.cfg, g.record)
+        # readers first, bookkeeping last (as `run_index`): a process killed in between leaves
+        # index-state rows that the next call deletes again
+        rt.store.update_generation(g.id, vector_snapshot=vec, keyword_snapshot=kw, published_at=time.time())
+        if g.status == "live":
+            rt.store.bump_binding()
+        rt.store.clear_index_state(g.id, held)
+        rt.store.update_generation(g.id, counts={**counts, "documents": len(rt.store.index_state(g.id))})
+        changed += 1
+    return changed

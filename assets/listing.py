@@ -190,8 +190,10 @@ def _set_acls(rt: Runtime, docs: list[tuple[DocumentRecord, list[str]]]) -> int:
 def withhold_removed_sources(rt: Runtime) -> int:
     """Withhold from everyone the documents of sources the configuration no longer names: a
     source taken out of it leaves search at the next listing of any source (the query service
-    follows the store, not its own configuration, which may be older or newer). Its rows stay
-    until `bindery gc` (orchestration.removed_sources); put back, its next listing restores them."""
+    follows the store, not its own configuration, which may be older or newer). The same run's
+    index step then takes them out of every retained generation's indexes (`run_index`); their
+    store rows, chunks and embeddings stay until `bindery gc` (orchestration.removed_sources).
+    Put back, its next listing and index run restore them from the caches."""
     removed = rt.store.removed_sources(rt.cfg.source_names())
     docs = [d for name in removed for d in rt.store.documents(name) if d.acl]
     return _set_acls(rt, [(d, []) for d in docs]) if docs else 0
