@@ -21,8 +21,9 @@ target.
 Failure rules (a failed listing must never look like an empty one, or the delete sweep would
 remove everything): a missing or unreadable root, an unreadable subfolder or an unreadable
 sidecar (a broken link, a folder or a FIFO named `.bindery-acl` included) raises `SourceError`
-(`UnreadableAcl` for a sidecar, naming the folder whose files it governs: the listing withholds
-them from everyone until it reads again).
+(`UnreadableAcl` for sidecars, once the walk has found every unreadable one, naming the folders
+they govern and their origins: the listing withholds those documents, links to them included,
+from everyone until they read again).
 Items that vanish mid-walk (deleted concurrently) are left out, as they no longer exist; a
 symlink that is dangling or loops is listed with a `problem` (dead-lettered with the reason, and
 its document, if it had one, removed like a deleted file's).
