@@ -414,6 +414,7 @@ def test_one_s3_object_failing_is_its_dead_letter_a_run_of_them_the_sources(
         assert [d["doc"] for d in dep.cli("dlq")] == [edited[1]]
         bad.update(edited[1:4])  # ... and now three in a row (just edited, so all re-read: racy)
         dep.edit(edited[0], f"{DOCS[edited[0]]}\n\nA second edit.\n")
+        assert "3 items in a row" in (dep.cli("plan")["sources"]["docs"]["error"] or "")
         out = dep.cli("sync", expect=1)
         assert "3 items in a row" in out["errors"]["docs"]
     out = dep.cli("sync")  # the store is well again
@@ -430,6 +431,8 @@ def test_one_s3_object_failing_is_its_dead_letter_a_run_of_them_the_sources(
     bad.update(edited[:2])
     with monkeypatch.context() as m:
         m.setattr(S3Source, "read", flaky)
+        plan = dep.cli("plan")  # the plan foresees it, by the sync's own rule
+        assert "every item this sync read failed" in (plan["sources"]["docs"]["error"] or "")
         out = dep.cli("sync", expect=1)
     assert "every item this sync read failed" in out["errors"]["docs"]
     assert "not answering" in (dep.cli("status")["sources"]["docs"]["last_error"] or "")
