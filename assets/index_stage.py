@@ -47,7 +47,7 @@ from connectors.generations import publish, writer_lock
 from connectors.identity import short_hash, text_hash
 from connectors.indexes.base import IndexRecord
 from connectors.mail_attribution import sent_keys
-from connectors.store import ChunkRecord, DocumentRecord, DocumentStore, IndexStateRecord
+from connectors.store import ChunkRecord, DocumentRecord, DocumentStore, GenerationRecord, IndexStateRecord
 
 
 @dataclass
@@ -275,22 +275,10 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
                 {"generation_id": g.id, "doc_id": did, "source": source_name, "digest": "", "chunks": 0,
                  "indexed_at": time.time(), "acl_hash": docs[did].acl_hash} for did in changed if did not in state])
             dim = next((len(rs[0].vector or []) for rs in records.values() if rs), None)
-            pair = rt.open_writer(g.record, dim)
-            try:
-                # An empty index (a first build) holds nothing to delete, and a filtered delete
-                # is a full scan in Qdrant local mode. Otherwise every changed document is
-                # deleted first, recorded or not: a run killed after writing but before
-                # recording leaves chunks that only a delete by document removes.
-                stale = changed + gone if pair.vector.count() or pair.keyword.count() else []
-                pair.vector.delete_docs(stale)
-                pair.keyword.delete_docs(stale)
-                recs = [r for did in changed for r in records[did]]
-                pair.vector.upsert(recs)
-                pair.keyword.upsert(recs)
-                pair.keyword.commit()
-                counts = {"chunks": pair.vector.count(), "keyword_chunks": pair.keyword.count()}
-            finally:
-                pair.close()
+            # every changed document is deleted first, recorded or not: a run killed after
+            # writing but before recording leaves chunks that only a delete by document removes
+            recs = [r for did in changed for r in records[did]]
+            counts = _rewrite(rt, g.record, dim, changed + gone, recs)
             vec_snap, kw_snap = publish(rt.cfg, g.record)
             now = time.time()
             # Readers first, bookkeeping last: the snapshot is recorded (and live readers told)
@@ -319,6 +307,24 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
     return stats
 
 
+def _rewrite(rt: Runtime, gen: GenerationRecord, dim: int | None, delete: list[str],
+             records: list[IndexRecord]) -> dict[str, int]:
+    """Delete `delete` documents, then write `records`, in both working indexes of `gen` (its
+    writer lock held); their chunk counts after. An empty index (a first build) holds nothing to
+    delete, and a filtered delete is a full scan in Qdrant local mode: it is skipped there."""
+    pair = rt.open_writer(gen, dim)
+    try:
+        stale = delete if pair.vector.count() or pair.keyword.count() else []
+        pair.vector.delete_docs(stale)
+        pair.keyword.delete_docs(stale)
+        pair.vector.upsert(records)
+        pair.keyword.upsert(records)
+        pair.keyword.commit()
+        return {"chunks": pair.vector.count(), "keyword_chunks": pair.keyword.count()}
+    finally:
+        pair.close()
+
+
 def unindex_source(rt: Runtime, source: str) -> int:
     """Take a source's documents out of the indexes of every retained generation, keeping their
     store rows, chunks and embeddings (a source the configuration no longer names: put back, its
@@ -331,14 +337,7 @@ def unindex_source(rt: Runtime, source: str) -> int:
         if not held:
             continue
         with writer_lock(rt.cfg, g.name):
-            pair = rt.open_writer(g.record, None)
-            try:
-                pair.vector.delete_docs(held)
-                pair.keyword.delete_docs(held)
-                pair.keyword.commit()
-                counts = {"chunks": pair.vector.count(), "keyword_chunks": pair.keyword.count()}
-            finally:
-                pair.close()
+            counts = _rewrite(rt, g.record, None, held, [])
             vec, kw = publish(rt.cfg, g.record)
         # readers first, bookkeeping last (as `run_index`): a process killed in between leaves
         # index-state rows that the next call deletes again

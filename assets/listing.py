@@ -274,11 +274,38 @@ class _Sweep:
     rows: list[dict[str, Any]] = field(default_factory=list)
     touched: list[str] = field(default_factory=list)
     read: list[str] = field(default_factory=list)  # described and read this pass
-    streak: int = 0  # items in a row that failed with a transient source error
-    last_transient: str = ""  # the last of them
+    streak: ReadStreak = field(default_factory=lambda: ReadStreak())
 
 
 TRANSIENT_STREAK = 3  # that many items in a row timing out or 5xx-ing: the source, not the items
+
+
+@dataclass
+class ReadStreak:
+    """When failing reads are the source's failure, not the items': TRANSIENT_STREAK transient
+    failures in a row, or, with too few items for a streak, two or more and no read succeeding.
+    The sync's rule, which `bindery plan` applies to its own reads."""
+
+    streak: int = 0  # items in a row that failed with a transient source error
+    read: int = 0  # items read
+    last: str = ""  # the last transient failure
+
+    def ok(self) -> None:
+        self.streak, self.read = 0, self.read + 1
+
+    def failed(self, e: SourceError | TooLarge) -> str | None:
+        """Count a failed item; the source's failure it makes, if it does."""
+        if isinstance(e, SourceError) and e.transient:
+            self.streak, self.last = self.streak + 1, str(e)
+            if self.streak >= TRANSIENT_STREAK:
+                return f"{e} ({self.streak} items in a row failed like this: the source is not answering)"
+        return None
+
+    def finished(self) -> str | None:
+        """After the last item: the source's failure the whole pass makes, if it does."""
+        if self.streak >= 2 and not self.read:
+            return f"{self.last} (every item this sync read failed like this: the source is not answering)"
+        return None
 
 
 def _failed(rt: Runtime, sw: _Sweep, scfg: SourceConfig, entry: SourceEntry, did: str, alive: bool,
@@ -286,12 +313,8 @@ def _failed(rt: Runtime, sw: _Sweep, scfg: SourceConfig, entry: SourceEntry, did
     """A listed item that could not be described or read: dead-lettered; an indexed previous
     version stays (only the new version is missing). A run of transient failures (timeouts, 5xx
     after the retries) is the source's: SourceUnavailable, before this one is dead-lettered."""
-    if isinstance(e, SourceError) and e.transient:
-        sw.streak += 1
-        sw.last_transient = str(e)
-        if sw.streak >= TRANSIENT_STREAK:
-            raise SourceUnavailable(f"{e} ({sw.streak} items in a row failed like this: the source is "
-                                    "not answering)") from e
+    if (down := sw.streak.failed(e)) is not None:
+        raise SourceUnavailable(down) from e
     sw.res.counts["failed"] += 1
     rt.store.add_dead_letter(doc_id=did, source=scfg.name, external_id=entry.external_id,
                              stage="listing", reason=e.reason, error=str(e), trace=trace)
@@ -335,7 +358,7 @@ def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry
         _failed(rt, sw, scfg, entry, did, live_old is not None, e, traceback.format_exc())
         return
     sw.read.append(did)
-    sw.streak = 0
+    sw.streak.ok()
     acl = _acl_of(entry)
     chash = content_hash(data)
     cls = change_class(live_old, chash, acl, dict(entry.metadata), sw.gone_by_hash)
@@ -405,9 +428,8 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     try:
         for entry in entries:
             _sweep_entry(rt, sw, scfg, src, entry)
-        if sw.streak >= 2 and not sw.read:  # too few items for a streak, yet every one failed so
-            raise SourceUnavailable(f"{sw.last_transient} (every item this sync read failed like this: "
-                                    "the source is not answering)")
+        if (down := sw.streak.finished()) is not None:  # too few items for a streak, every one failed
+            raise SourceUnavailable(down)
     except SourceUnavailable as e:
         gone_away = e
     # what was read is kept, even when the source went away part-way (as after a crash here: the

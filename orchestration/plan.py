@@ -33,7 +33,7 @@ from assets.context_stage import context_input_hash, document_context, embed_tex
 from assets.index_stage import doc_digest
 from assets.listing import (
     CLASSES,
-    TRANSIENT_STREAK,
+    ReadStreak,
     _acl_of,
     _default_acl,
     _unchanged,
@@ -129,7 +129,7 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
         sp.unsafe = unsafe  # the sync aborts; the items are still classified, to show what tripped it
     gone_hashes = {d.content_hash for d in gone if d.content_hash}
     default_acl = _default_acl(scfg)
-    streak, read, last = 0, 0, ""  # the sync's rule: transient failures in a row are the source's
+    reads = ReadStreak()  # the sync's rule: failing reads that are the source's failure
     for entry in entries:
         live_old = live_known.get(entry.external_id)
         if live_old is not None and _unchanged(src, live_old, entry, default_acl):
@@ -140,16 +140,11 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
             if src.needs_describe:
                 entry = src.describe(entry)
             data = src.read(entry)
-            streak, read = 0, read + 1
+            reads.ok()
         except (SourceError, TooLarge) as e:
-            if isinstance(e, SourceUnavailable):
-                sp.error = str(e)
+            if (down := str(e) if isinstance(e, SourceUnavailable) else reads.failed(e)) is not None:
+                sp.error = down
                 return sp
-            if isinstance(e, SourceError) and e.transient:
-                streak, last = streak + 1, str(e)
-                if streak >= TRANSIENT_STREAK:
-                    sp.error = f"{e} ({streak} items in a row failed like this: the source is not answering)"
-                    return sp
             sp.changes["failed"] += 1
             why = Failure("listing", e.reason, str(e))
             sp.failures[doc_id(scfg.name, entry.external_id)] = (entry.external_id, why)
@@ -168,8 +163,7 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
             first_seen=live_old.first_seen if live_old else now, last_seen=now,
             changed_at=live_old.changed_at if live_old else now))
     sp.changes["deleted"] = len(gone)
-    if streak >= 2 and not read:
-        sp.error = f"{last} (every item this sync read failed like this: the source is not answering)"
+    sp.error = reads.finished()
     return sp
 
 
