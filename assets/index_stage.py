@@ -34,6 +34,7 @@ import functools
 import re
 import time
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
@@ -243,18 +244,23 @@ def unindexed_reason(store: DocumentStore, source: str, live_generation_id: int 
 
 
 def run_index(rt: Runtime, source_name: str, gens: list[Generation],
-              maintain: list[Generation] | None = None, *, progress: Progress = NO_PROGRESS) -> IndexStats:
+              maintain: list[Generation] | None = None, *, progress: Progress = NO_PROGRESS,
+              only: Collection[str] | None = None) -> IndexStats:
     """Bring `gens` up to date with the store for one source, and apply access changes and
-    deletes to the generations in `maintain` (module docstring)."""
+    deletes to the generations in `maintain` (module docstring). With `only`, just those
+    documents: the rest of the source is neither read nor touched."""
     started = time.perf_counter()
     stats = IndexStats()
-    for removed in rt.store.removed_sources(rt.cfg.source_names()):  # withheld by the listing
-        unindex_source(rt, removed)
-    docs = {d.doc_id: d for d in rt.store.documents(source_name)}
+    if only is None:
+        for removed in rt.store.removed_sources(rt.cfg.source_names()):  # withheld by the listing
+            unindex_source(rt, removed)
+    docs = {d.doc_id: d for d in rt.store.documents(source_name) if only is None or d.doc_id in only}
     for g in gens + (maintain or []):
         g_started = time.perf_counter()
         writing = g in gens
         state = rt.store.index_state(g.id, source_name)
+        if only is not None:  # the others are not in `docs`: they must not read as deleted
+            state = {did: st for did, st in state.items() if did in only}
         plan = _plan(rt, g, docs, state, writing)
         records, digests, changed, gone = plan.records, plan.digests, plan.changed, plan.gone
         stats.unchanged_docs += len(digests) - len(changed) if writing else 0
@@ -323,6 +329,21 @@ def _rewrite(rt: Runtime, gen: GenerationRecord, dim: int | None, delete: list[s
         return {"chunks": pair.vector.count(), "keyword_chunks": pair.keyword.count()}
     finally:
         pair.close()
+
+
+def apply_access(rt: Runtime, source: str, doc_ids: Collection[str]) -> int:
+    """Write the store's ACL of `doc_ids` into every retained generation's indexes, nothing else
+    of theirs changed: what a listing narrows or withholds in a run that then stops before its
+    index step (a delete sweep the guard refused, an ACL file that cannot be read). The query
+    service already refused them (it checks every hit against the store); without this the
+    indexes kept the wider ACL until the next successful run, and `bindery verify` rightly
+    reported drift. Returns the documents rewritten or removed, over all generations."""
+    from connectors.lifecycle import RETAINED
+
+    if not doc_ids:
+        return 0
+    stats = run_index(rt, source, [], rt.lifecycle.generations(RETAINED), only=set(doc_ids))
+    return stats.written_docs + stats.deleted_docs + stats.revoked_docs
 
 
 def unindex_source(rt: Runtime, source: str) -> int:

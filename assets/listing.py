@@ -187,6 +187,23 @@ def _set_acls(rt: Runtime, docs: list[tuple[DocumentRecord, list[str]]]) -> int:
     return rt.store.set_acls([(d.doc_id, d.acl_hash, acl, short_hash(acl, 16)) for d, acl in docs])
 
 
+def _restrict(rt: Runtime, source: str, docs: list[tuple[DocumentRecord, list[str]]]) -> int:
+    """`_set_acls` in a run that stops at its listing (a refused delete sweep, an unreadable ACL
+    file), so no index step follows to carry the change: it is written into every retained
+    generation's indexes here (`index_stage.apply_access`). Should that fail, the store still
+    refuses the documents to every reader, and the next successful run rewrites them."""
+    from assets.index_stage import apply_access  # the index stage reads spooled bytes from here
+
+    n = _set_acls(rt, docs) if docs else 0
+    if n:
+        try:
+            apply_access(rt, source, [d.doc_id for d, _ in docs])
+        except Exception as e:  # the refusal the caller raises must still be the error
+            rt.store.add_event("access-not-indexed", f"the narrowed access of {n} document(s) is enforced "
+                               f"by the store but not yet in the indexes: {e}", source=source)
+    return n
+
+
 def withhold_removed_sources(rt: Runtime) -> int:
     """Withhold from everyone the documents of sources the configuration no longer names: a
     source taken out of it leaves search at the next listing of any source (the query service
@@ -204,7 +221,7 @@ def _withhold(rt: Runtime, scfg: SourceConfig, e: UnreadableAcl) -> int:
     folders, and those whose ACL came from one of them (a link to a file they govern)."""
     docs = [d for d in rt.store.documents(scfg.name) if d.acl and (
         d.external_id.startswith(e.folders) or (d.metadata or {}).get("acl_from") in e.origins)]
-    return _set_acls(rt, [(d, []) for d in docs])
+    return _restrict(rt, scfg.name, [(d, []) for d in docs])
 
 
 def _narrowed(old: list[str], new: list[str]) -> list[str]:
@@ -238,7 +255,7 @@ def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[S
         acl = sorted(_narrowed(list(old.acl), _acl_of(entry)))
         if acl != sorted(old.acl):
             narrowed.append((old, acl))
-    return _set_acls(rt, narrowed) if narrowed else 0
+    return _restrict(rt, scfg.name, narrowed)
 
 
 def _guard_deletes(rt: Runtime, scfg: SourceConfig, listed: int, gone: int, allow_mass_delete: bool,

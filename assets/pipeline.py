@@ -148,9 +148,12 @@ def _same_configuration(tags: Mapping[str, str], running: str) -> None:
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"},
           description="Lists the source and classifies every item; the safe delete sweep lives here.")
 def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bindery: BinderyConfigResource,
-                   store: DocumentStoreResource) -> dg.MaterializeResult[Any]:
+                   store: DocumentStoreResource, vector_index: VectorIndexResource,
+                   keyword_index: KeywordIndexResource) -> dg.MaterializeResult[Any]:
     _same_configuration(context.run.tags, bindery.config_path)
-    rt = runtime(bindery, store)
+    # the indexes: a listing that narrows access and then stops (a refused delete sweep, an
+    # unreadable ACL file) writes the narrowed ACLs into them itself (`listing._restrict`)
+    rt = runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index)
     source, shard = parse_key(context.partition_key)
     with _failures_recorded(rt, source, "listing"):
         res = run_listing(rt, source, allow_mass_delete=config.allow_mass_delete, shard=shard)

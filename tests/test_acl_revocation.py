@@ -43,6 +43,8 @@ def test_a_refused_sweep_still_narrows_access(tmp_path: Path) -> None:
     assert "people/lyon.md" not in _docs_seen_by(dep, "group:eng")  # taken away at once
     assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")
     assert dep.cli("status")["documents"] == 6  # nothing deleted
+    # the indexes hold the narrowed ACL too, though the run stopped before its index step
+    assert dep.cli("verify")["consistent"] is True
 
     shutil.move(aside / "ops", dep.root / "ops")  # the listing heals: the indexes catch up
     shutil.move(aside, dep.root / "robots")
@@ -68,13 +70,13 @@ def test_an_unreadable_acl_file_withholds_what_it_governs(tmp_path: Path) -> Non
     assert not {"people/lyon.md", "lyon-link.md"} & _docs_seen_by(dep, "group:hr")
     assert not any(d.startswith("ops/") for d in _docs_seen_by(dep, "group:hr", "firmware rollback on-call"))
     assert "robots/xr4471.md" in _docs_seen_by(dep, "*", "XR-4471 warehouse robot")  # other folders keep theirs
+    assert dep.cli("verify")["consistent"] is True  # withheld in the indexes too, not only in the store
     dep.write("ops/.bindery-acl", "group:hr\n")
 
     dep.write("people/.bindery-acl", "group:hr\n")
     dep.cli("sync")
     assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")
     assert dep.cli("verify")["consistent"] is True
-
 
 
 def test_a_refused_s3_sweep_still_narrows_access(tmp_path: Path, moto_endpoint: str) -> None:
@@ -96,3 +98,4 @@ def test_a_refused_s3_sweep_still_narrows_access(tmp_path: Path, moto_endpoint: 
     assert "delete sweep aborted" in out["errors"]["docs"] and "access of 1 document" in out["errors"]["docs"]
     assert "people/lyon.md" not in _docs_seen_by(dep, "group:eng")
     assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")
+    assert dep.cli("verify")["consistent"] is True
