@@ -1,0 +1,61 @@
+"""`bindery ui` stopped the way a service manager stops it (SIGTERM) takes `dagster dev` and
+everything it started down with it: an orphaned daemon would go on launching queued runs and
+the port would stay taken."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.bindery_fixture import Deployment
+from tests.moto_server import free_port
+
+pytestmark = pytest.mark.slow
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:  # a local test server
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_sigterm_stops_dagster_dev_and_its_children(tmp_path: Path) -> None:
+    dep = Deployment(tmp_path)
+    port = free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "orchestration.cli", "--config", str(dep.config_path),
+                             "ui", "--port", str(port)], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not _answers(f"http://127.0.0.1:{port}/server_info"):
+            assert proc.poll() is None, "bindery ui ended before the UI answered"
+            assert time.monotonic() < deadline, "the UI did not answer within two minutes"
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while _group_alive(proc.pid) and time.monotonic() < deadline:  # its children, reaped by now
+            time.sleep(0.2)
+        assert not _group_alive(proc.pid), "dagster processes outlived `bindery ui`"
+        assert not _answers(f"http://127.0.0.1:{port}/server_info")
+    finally:
+        if _group_alive(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
