@@ -15,10 +15,10 @@ import re
 import tempfile
 import urllib.parse
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from connectors.errors import ConfigError, without_secrets
 
@@ -49,9 +49,28 @@ SUPPORTED_DATABASES = ("sqlite", "postgresql")
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """Refuse true/false (YAML's yes/no/on/off too) for a number: pydantic reads `k: true`
+        as 1 and `max_file_mb: off` as 0, silently."""
+        if isinstance(value, bool) and info.field_name is not None:
+            kinds = _kinds(cls.model_fields[info.field_name].annotation)
+            if bool not in kinds and kinds & {int, float}:
+                raise ValueError("expected a number, not true/false")
+        return value
+
+
+def _kinds(annotation: Any) -> set[Any]:
+    """The plain types an annotation admits (`int | None` -> {int, NoneType})."""
+    args = get_args(annotation)
+    return {k for a in args for k in _kinds(a)} if args and get_origin(annotation) is not Literal else {annotation}
+
 
 # keys whose values are secrets: an error message (terminals, CI logs, `--json`) never echoes them
-_SECRET_KEY = re.compile(r"(password|secret|token|api_key|access_key)$", re.IGNORECASE)
+# (`token` alone or an auth/api/... token; not `max_tokens` or a misspelt `max_token`, a size)
+_SECRET_KEY = re.compile(
+    r"(password|secret|api_key|access_key|^token|(auth|access|api|bearer|refresh|session|id)_token)$", re.IGNORECASE)
 
 
 def _is_secret(loc: tuple[Any, ...]) -> bool:

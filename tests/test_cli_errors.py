@@ -86,7 +86,11 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("negative score floor", {"query": {"score_floor": -0.5}}, ["status"], ("query.score_floor",)),
     ("qdrant server without url", {"backends": {"vector": "qdrant-server"}}, ["status"], ("qdrant_url",)),
     ("unknown gate metric", {"gate": {"metric": "recall@7"}}, ["status"], ("gate.metric", "recall@7")),
-    ("unknown key", {"stages": {"chunk": {"max_token": 100}}}, ["status"], ("stages.chunk.max_token",)),
+    # a size is no secret: a misspelt `max_tokens` shows its value
+    ("unknown key", {"stages": {"chunk": {"max_token": 100}}}, ["status"], ("stages.chunk.max_token", "got 100")),
+    ("true for a number", {"query": {"k": True}}, ["plan"], ("query.k", "not true/false")),
+    ("off for a number", {"sources": [{"name": "docs", "root": "/tmp", "max_file_mb": False}]}, ["plan"],
+     ("sources.0.max_file_mb", "not true/false")),
     ("wrong type", {"query": {"k": "ten"}}, ["status"], ("query.k",)),
     ("duplicate sources", {"sources": [{"name": "a", "root": "/tmp"}, {"name": "a", "root": "/tmp"}]},
      ["status"], ("duplicate source",)),
