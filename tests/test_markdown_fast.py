@@ -97,3 +97,22 @@ def test_an_input_the_rust_parser_panics_on_parses_through_markdown_it_py() -> N
     with pytest.raises(BaseException, match="index out of bounds"):
         markdown_fast.tokens(text)
     assert [b.to_dict() for b in parse_markdown(text).blocks] == [b.to_dict() for b in _blocks(_MD.parse(text))]
+
+
+@pytest.mark.parametrize("line", [">" * 50_000 + " quoted", "- " * 40_000 + "item", "> " * 150 + "quoted"])
+def test_nesting_past_the_limit_is_read_as_plain_text(line: str) -> None:
+    """One line of 50,000 `>` crashed the Rust parser (SIGSEGV): every sync and plan of its
+    source died with no dead letter. Past MAX_NESTING the document is plain text, all of it."""
+    from assets.parsing import parse_document
+
+    result = parse_document(f"# Notes\n\n{line}\n\nthe last words\n".encode(), "deep.md")
+    assert "read as plain text" in " ".join(result.warnings)
+    text = " ".join(b.text for b in result.blocks)
+    assert line.split()[-1] in text and "the last words" in text
+
+
+def test_nesting_within_the_limit_stays_markdown() -> None:
+    body = "# Notes\n\n" + "> " * markdown.MAX_NESTING + "quoted\n"
+    assert markdown.nesting(body) <= markdown.MAX_NESTING
+    result = parse_markdown(body)
+    assert not result.warnings and result.blocks[-1].text == "quoted"

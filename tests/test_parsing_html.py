@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from assets.parsing import parse_document
 from connectors.config import ParseConfig
 from connectors.documents import ParseResult
+from connectors.errors import CorruptDocument
 from tests.fixtures import docgen
 
 CFG = ParseConfig()
@@ -263,3 +266,17 @@ def test_a_page_heading_beside_the_content_root_is_kept() -> None:
             b'<div class="description">Notes on everything</div></div><div id="content"><h2>A post</h2><p>'
             + b"The post says what it has to say. " * 20 + b"</p></div></body></html>")
     assert "My Blog" not in _all_text(parse_document(blog, "post.html", CFG))
+
+
+def test_a_page_nested_past_256_levels_is_read_whole() -> None:
+    """A legacy page whose paragraphs each open an unclosed <font> nests one level per paragraph:
+    libxml2 stopped building the tree at 256 and the rest of the page was lost unannounced."""
+    page = "<html><body>" + "".join(f"<p><font>topic{i} words" for i in range(400)) + "</body></html>"
+    text = " ".join(b.text for b in parse_document(page.encode(), "legacy.html").blocks)
+    assert "topic0 " in text and "topic399" in text
+
+
+def test_a_page_nested_past_what_libxml2_reads_is_a_dead_letter() -> None:
+    page = "<html><body><p>Intro</p>" + "<div>" * 5000 + "<p>deep</p></body></html>"
+    with pytest.raises(CorruptDocument, match="2,048 levels deep"):
+        parse_document(page.encode(), "deep.html")

@@ -27,7 +27,7 @@ from lxml import etree
 from assets.parsing.sniff import decode_text, html_declared_charset
 from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
 from connectors.documents import Block, BlockKind, ParseResult
-from connectors.errors import EmptyDocument
+from connectors.errors import CorruptDocument, EmptyDocument
 
 __all__ = ["html_blocks", "parse_html"]
 
@@ -433,11 +433,18 @@ class _Walker:
 
 def _parse_tree(html_text: str) -> etree._Element:
     html_text = re.sub(r"^\s*<\?xml[^>]*\?>", "", html_text)  # lxml rejects str + encoding decl
-    parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True)
+    # huge_tree: past 256 levels libxml2 stops building the tree and the rest of the page is lost
+    # without a word (a legacy page of unclosed <font> tags nests one level per paragraph); the
+    # walker bounds its own recursion (_MAX_DEPTH)
+    parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, huge_tree=True)
     try:
-        return lxml.html.document_fromstring(html_text, parser=parser)
+        doc = lxml.html.document_fromstring(html_text, parser=parser)
     except (etree.ParserError, ValueError) as e:
         raise EmptyDocument(f"HTML has no parsable content: {e}") from None
+    if any("Excessive depth" in e.message for e in parser.error_log):  # even huge_tree stops at 2,048
+        raise CorruptDocument("HTML nests elements more than 2,048 levels deep: what lies deeper cannot "
+                              "be read, so the page is not indexed in part")
+    return doc
 
 
 def html_blocks(

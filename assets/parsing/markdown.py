@@ -80,6 +80,28 @@ def _html_fragment(html: str) -> list[Block]:
         return []
 
 
+# Block quotes and lists nested deeper than this are not read as Markdown but as plain text.
+# markdown-it-pyrs crashes the whole process (SIGSEGV) somewhere past 30,000 levels (one line of
+# 50,000 `>` did it: every sync and plan of its source died, with no dead letter), the block
+# builder here recurses once per level, and markdown-it-py silently drops what lies past its own
+# limit of 20 levels. No real document comes near 100.
+MAX_NESTING = 100
+# the start of a line that opens containers: `>` and list markers (a level needs one character
+# at least, so only a run longer than MAX_NESTING characters can be too deep)
+_OPENERS = re.compile(r"^[ \t]{0,3}(?:(?:>|(?:[-+*]|\d{1,9}[.)])(?=[ \t]))[ \t]*)+", re.M)
+_OPENER = re.compile(r">|[-+*]|\d{1,9}[.)]")
+
+
+def nesting(body: str) -> int:
+    """The deepest run of block-quote and list markers opening one line, where it could exceed
+    `MAX_NESTING` (0 otherwise: counting is only done for long runs)."""
+    deepest = 0
+    for m in _OPENERS.finditer(body):
+        if m.end() - m.start() > MAX_NESTING:
+            deepest = max(deepest, len(_OPENER.findall(m.group())))
+    return deepest
+
+
 def _tokens(body: str) -> Sequence[Token | markdown_fast.Tok]:
     """The block token stream: from the Rust parser (about 3x faster over a whole parse), or
     from markdown-it-py where that is missing or fails (panics) on a document."""
@@ -151,8 +173,15 @@ def _blocks(tokens: Sequence[Token | markdown_fast.Tok]) -> list[Block]:
 
 
 def parse_markdown(text: str) -> ParseResult:
-    """Parse Markdown text (already decoded) into typed blocks."""
+    """Parse Markdown text (already decoded) into typed blocks; one nested past `MAX_NESTING`
+    levels is read as plain text instead, with a warning saying so."""
     front, body, warning = split_front_matter(text)
+    if (depth := nesting(body)) > MAX_NESTING:
+        from assets.parsing.text import text_blocks
+
+        return ParseResult(blocks=text_blocks(body), title=None, format="markdown", metadata={},
+                           warnings=[f"block quotes or lists nested {depth:,} levels deep (more than "
+                                     f"{MAX_NESTING}): read as plain text, not as Markdown"])
     blocks = _blocks(_tokens(body))
     h1 = next((b.text for b in blocks if b.kind == "heading" and b.level == 1), None)
     # a heading that opens the document names it; a later one names only its section
