@@ -36,7 +36,7 @@ import dagster as dg
 from assets.chunk_stage import run_chunk
 from assets.context_stage import run_context
 from assets.embed_stage import run_embed
-from assets.index_stage import IndexStats, run_index, unindexed_reason
+from assets.index_stage import IndexStats, run_index, settle_access, unindexed_reason
 from assets.listing import run_listing
 from assets.parse_quality import verdict_for
 from assets.parse_stage import ParseStats, run_parse
@@ -180,6 +180,9 @@ def parse_quality_verdict(stats: ParseStats, rt: Runtime, source: str, gens: lis
             warn.append("Great Expectations suite reported unexpected documents")
     if verdict.severity == "error":
         rt.store.set_source_error(source, f"parse_quality: {verdict.description}")
+        # the index step will not run: what the listing deleted or re-permissioned reaches the
+        # indexes here, so store and indexes still agree (`bindery verify`)
+        settle_access(rt, source)
         return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
                                    description=verdict.description, metadata=meta)
     if warn:
@@ -204,8 +207,10 @@ with warnings.catch_warnings():
           check_specs=[PARSE_QUALITY],
           description="Structured blocks + quality metrics per document; failures go to the dead-letter table.")
 def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyConfigResource,
-                     store: DocumentStoreResource) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
-    rt, src = _scoped(context, runtime(bindery, store))
+                     store: DocumentStoreResource, vector_index: VectorIndexResource,
+                     keyword_index: KeywordIndexResource) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
+    # the indexes: a run the parse-quality check blocks still carries its deletes into them
+    rt, src = _scoped(context, runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index))
     gens = _targets(context, rt)
     with _failures_recorded(rt, src, "parse"), \
             _progress(context, "parse", "documents") as progress:

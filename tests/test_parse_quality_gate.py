@@ -144,6 +144,22 @@ def test_a_systematic_failure_blocks_on_every_run_until_fixed(tmp_path: Path) ->
 
 
 @pytest.mark.slow
+def test_a_blocked_run_still_carries_deletes_and_access_into_the_indexes(tmp_path: Path) -> None:
+    """The listing deletes and re-permissions in the store before the check blocks the index
+    step: the indexes follow in the same run, so `bindery verify` stays consistent (it reported
+    orphans after every blocked run) and a rollback target does not keep a deleted document."""
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    (dep.root / "robots/xr5200.md").unlink()
+    dep.write("people/.bindery-acl", "group:hr\n")
+    for i in range(24):
+        dep.write(f"junk/{i}.txt", bytes([0, 1, 2, 3, 255]) * 200)
+    assert "parse_quality" in dep.cli("sync", expect=1)["error"]
+    assert dep.cli("verify")["consistent"] is True
+    assert "robots/xr5200.md" not in {h["doc"] for h in dep.cli("query", "XR-5200 heavy carrier", "-k", "5")["hits"]}
+
+
+@pytest.mark.slow
 def test_dlq_retry_of_a_file_that_still_fails_says_so(tmp_path: Path) -> None:
     dep = Deployment(tmp_path)
     dep.write("notes/scan.txt", b"\x00\x01\x02" * 300)
