@@ -556,7 +556,9 @@ def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) 
         raise CommandFailed("the retry's sync failed: " + "; ".join(f"{k}: {v}" for k, v in sync["errors"].items()),
                             out)
     if left:
-        raise CommandFailed(f"{len(left)} of {len(entries)} still failing: {', '.join(left[:5])}", out)
+        # names as `dlq list` shows them: an escape sequence in a file name must not reach the terminal
+        raise CommandFailed(f"{len(left)} of {len(entries)} still failing: "
+                            f"{', '.join(report.shown(n) for n in left[:5])}", out)
     return out
 
 

@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +33,8 @@ from connectors.config import QueryAuthConfig
 from connectors.errors import BinderyError, ConfigError
 
 __all__ = ["Authenticator", "Unauthorized", "hash_key", "new_key"]
+
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")  # how environment variables are named, by convention
 
 _HASH_PREFIX = "sha256:"
 
@@ -100,8 +103,12 @@ class Authenticator:
         if j.hs256_secret_env:
             secret = env.get(j.hs256_secret_env)
             if not secret:
-                raise ConfigError(f"query.auth.jwt.hs256_secret_env: the environment variable "
-                                  f"{j.hs256_secret_env} is not set")
+                # the name, where it looks like one; a value that does not may be the secret itself
+                name = j.hs256_secret_env
+                raise ConfigError("query.auth.jwt.hs256_secret_env: " + (
+                    f"the environment variable {name} is not set" if _ENV_NAME.fullmatch(name) else
+                    "the environment variable it names is not set (the value is not shown: it does not look like "
+                    "a variable name; was the secret itself pasted there?)"))
             self._hs_secret = secret
         if j.jwks_file:
             try:

@@ -163,9 +163,13 @@ def test_a_blocked_run_still_carries_deletes_and_access_into_the_indexes(tmp_pat
 def test_dlq_retry_of_a_file_that_still_fails_says_so(tmp_path: Path) -> None:
     dep = Deployment(tmp_path)
     dep.write("notes/scan.txt", b"\x00\x01\x02" * 300)
+    dep.write("notes/evil\x1b[31mRED.txt", b"\x00\x01\x02" * 300)
     dep.cli("sync")
     out = dep.cli("dlq", "retry", "--doc", "notes/scan.txt", expect=1)
     assert out["still_failing"] == ["notes/scan.txt"] and out["resolved"] == 0
+    out = dep.cli("dlq", "retry", "--all", expect=1)  # a name's escape sequence never reaches a terminal
+    assert "evil\\x1b[31mRED.txt" in out["error"] and "\x1b" not in out["error"]
+    (dep.root / "notes/evil\x1b[31mRED.txt").unlink()
     (dep.root / "notes/scan.txt").write_text("The scanner note, now typed out as plain text for everyone.\n")
     out = dep.cli("dlq", "retry", "--doc", "notes/scan.txt")
     assert {k: out[k] for k in ("retried", "resolved", "still_failing")} == {"retried": 1, "resolved": 1,

@@ -155,6 +155,10 @@ def test_secrets_must_exist_at_startup(tmp_path: Path) -> None:
         create_app(_cfg(tmp_path, {"jwt": {"hs256_secret_env": "BINDERY_MISSING"}}))
     with pytest.raises(ConfigError, match="jwks_file"):
         create_app(_cfg(tmp_path, {"jwt": {"jwks_file": str(tmp_path / "none.json")}}))
+    # the secret itself pasted where its variable's name belongs is not echoed to the logs
+    with pytest.raises(ConfigError, match="was the secret itself pasted") as e:
+        create_app(_cfg(tmp_path, {"jwt": {"hs256_secret_env": "s3cr3t-Xq9!vL"}}))
+    assert "s3cr3t" not in str(e.value)
 
 
 def test_secrets_never_come_from_the_yaml(tmp_path: Path) -> None:
