@@ -82,13 +82,21 @@ def _clear_stale_dead_letters(rt: Runtime, source: str, entries: list[SourceEntr
     listing problems of items now listed without one (a renamed link, a changed option)."""
     listed = {doc_id(source, e.external_id) for e in entries}
     still = {doc_id(source, e.external_id) for e, _ in problems}
+    unlisted = unlisted_folders(problems)
     stale = [d.id for d in rt.store.dead_letters(source=source)
-             if d.doc_id not in listed
+             if (d.doc_id not in listed and not d.external_id.startswith(unlisted))
              or (d.stage == "listing" and d.reason in PROBLEM_REASONS and d.doc_id not in still)]
     rt.store.delete_dead_letters(stale)
 
 
-PROBLEM_REASONS = ("bad-name", "external-symlink", "broken-symlink", "symlink-loop")
+PROBLEM_REASONS = ("bad-name", "external-symlink", "broken-symlink", "symlink-loop", "unreadable-folder")
+
+
+def unlisted_folders(problems: list[tuple[SourceEntry, tuple[str, str]]]) -> tuple[str, ...]:
+    """The folders (`rel/`) a listing could not read: what it knew under them is kept as it
+    was, neither swept as deleted nor cleared of its dead letters. The sync and `bindery plan`
+    both apply it."""
+    return tuple(e.external_id for e, (reason, _) in problems if reason == "unreadable-folder")
 
 
 @dataclass
@@ -426,9 +434,11 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     entries = [e for e in listed if entry_problem(e) is None]
     known = {d.external_id: d for d in rt.store.documents(scfg.name, include_deleted=True)}
     listed_ids = {e.external_id for e in entries}
-    gone = [d for k, d in known.items() if d.deleted_at is None and k not in listed_ids]
+    unlisted = unlisted_folders(problems)  # what lies under them is kept as it was
+    gone = [d for k, d in known.items() if d.deleted_at is None and k not in listed_ids and not k.startswith(unlisted)]
     mine = entries if shard is None else [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
-    _guard_deletes(rt, scfg, len(entries), len(gone), allow_mass_delete,
+    held = sum(1 for k, d in known.items() if d.deleted_at is None and k.startswith(unlisted))
+    _guard_deletes(rt, scfg, len(entries) + held, len(gone), allow_mass_delete,
                    lambda: _narrow_access(rt, scfg, src, mine, known))
 
     res = ListingResult(scfg.name, len(entries))

@@ -42,6 +42,7 @@ from assets.listing import (
     entry_problem,
     printable_id,
     read_content,
+    unlisted_folders,
 )
 from assets.parse_quality import judge_versions, quality_rows
 from assets.parse_stage import (
@@ -121,10 +122,13 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     known = {d.external_id: d for d in rt.store.documents(scfg.name, include_deleted=True)}
     live_known = {k: d for k, d in known.items() if d.deleted_at is None}
     listed_ids = {e.external_id for e in entries}
-    gone = [d for k, d in live_known.items() if k not in listed_ids]
+    unlisted = unlisted_folders([(e, p) for e in listed if (p := entry_problem(e)) is not None])
+    gone = [d for k, d in live_known.items() if k not in listed_ids and not k.startswith(unlisted)]
+    held = sum(1 for k in live_known if k.startswith(unlisted))  # kept as they were: not a shrunken listing
     prior = rt.store.get_source(scfg.name)
     sp.listed, sp.would_delete = len(entries), len(gone)
-    unsafe = check_delete_safety(scfg, len(entries), len(gone), prior.last_good_listing_count if prior else None)
+    unsafe = check_delete_safety(scfg, len(entries) + held, len(gone),
+                                 prior.last_good_listing_count if prior else None)
     if unsafe and not allow_mass_delete:
         sp.unsafe = unsafe  # the sync aborts; the items are still classified, to show what tripped it
     gone_hashes = {d.content_hash for d in gone if d.content_hash}

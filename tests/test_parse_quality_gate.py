@@ -241,3 +241,36 @@ def test_a_file_that_reads_again_unchanged_leaves_the_dead_letter_table(tmp_path
     out = dep.cli("sync")
     assert out["sources"]["docs"]["unchanged"] == len(DOCS) and out["dead_letters"] == 0
     assert dep.cli("dlq") == [] and dep.cli("status")["dead_letters"] == 0
+
+
+def test_an_unreadable_folder_keeps_its_documents_and_the_rest_syncs(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """One folder the OS refuses to list used to fail the whole source: a new file elsewhere was
+    never indexed. Now the rest syncs, the folder is a dead letter saying why, and what was
+    indexed under it stays (neither deleted nor changed) until it can be read again."""
+
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    real = os.scandir
+    locked = str(dep.root / "robots")
+
+    def scandir(path: Any) -> Any:  # chmod 000 does not stop root: the OS refusing is simulated
+        if str(path) == locked:
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    dep.write("new/heron.md", "# Heron\n\nThe grey heron nests in tall trees near the lake every spring.\n")
+    (dep.root / "robots/xr5200.md").unlink()  # unseen while the folder cannot be read
+    out = dep.cli("sync")
+    assert out["errors"] == {} and out["sources"]["docs"]["new"] == 1 and out["sources"]["docs"]["deleted"] == 0
+    assert [(d["doc"], d["reason"]) for d in dep.cli("dlq")] == [("robots/", "unreadable-folder")]
+    assert "new/heron.md" in {h["doc"] for h in dep.cli("query", "grey heron nests", "-k", "5")["hits"]}
+    assert "robots/xr4471.md" in {h["doc"] for h in dep.cli("query", "XR-4471 warehouse robot", "-k", "5")["hits"]}
+    assert dep.cli("sync")["sources"]["docs"]["deleted"] == 0  # and again
+    plan = dep.cli("plan")
+    assert plan["sources"]["docs"]["delete_guard"] == {"safe": True, "would_delete": 0, "reason": None}
+
+    monkeypatch.setattr(os, "scandir", real)  # readable again: its changes arrive
+    out = dep.cli("sync")
+    assert out["sources"]["docs"]["deleted"] == 1 and dep.cli("dlq") == []

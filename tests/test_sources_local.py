@@ -230,9 +230,11 @@ def test_missing_root_is_an_error_not_an_empty_listing(tmp_path: Path) -> None:
         list(src(f).list())
 
 
-def test_unreadable_subfolder_fails_the_listing(
+def test_an_unreadable_subfolder_is_listed_as_a_problem(
     tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The rest of the source is listed; the folder is an item with a problem (a dead letter),
+    and the listing keeps what it knew under it (tests/test_parse_quality_gate.py end to end)."""
     # chmod 000 does not stop root, so simulate the OS refusing one folder.
     real = os.scandir
     bad = str(tree / "sub")
@@ -243,7 +245,12 @@ def test_unreadable_subfolder_fails_the_listing(
         return real(path)
 
     monkeypatch.setattr(os, "scandir", scandir)
-    with pytest.raises(SourceError, match=r"sub: Permission denied"):
+    entries = listing(src(tree))
+    assert entries["sub/"].problem is not None and entries["sub/"].problem[0] == "unreadable-folder"
+    assert "Permission denied" in entries["sub/"].problem[1]
+    assert not any(k.startswith("sub/") and k != "sub/" for k in entries) and "a.txt" in entries
+    bad = str(tree)  # the root itself still fails the source: nothing could be listed
+    with pytest.raises(SourceError, match="Permission denied"):
         list(src(tree).list())
 
 

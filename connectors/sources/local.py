@@ -178,7 +178,19 @@ class LocalFolderSource:
                 raise self._fail("open root folder", path, e) from e
             return  # the folder was removed while we walked: its files are gone
         except OSError as e:
-            raise self._fail("list folder", path, e) from e
+            if not rel_dir:
+                raise self._fail("list folder", path, e) from e
+            # one folder that cannot be listed does not stop the source: it is listed as a problem
+            # (a dead letter saying why), and the documents known under it are kept as they were,
+            # neither deleted nor changed, until it can be read (`assets.listing.unlisted_folders`)
+            try:
+                st = os.stat(path)
+            except OSError:
+                raise self._fail("list folder", path, e) from e
+            yield _Item(rel_dir, path, st, acl, ("unreadable-folder", (
+                f"cannot list folder {rel_dir}: {_reason(e)}; the documents known under it are kept as they "
+                "were (not deleted, not updated) until it can be read")))
+            return
         acl = self._folder_acl(entries, rel_dir, acl)
         for de in entries:
             if de.name.startswith("."):
