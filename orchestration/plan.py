@@ -622,6 +622,8 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
         "sources": out_sources, "stages": stages,
         "recomputed": {s: totals[s].compute for s in ("parse", "chunk", "context", "embed")},
         "written": {"documents": index["write"], "chunks": index["chunks"], "deleted": index["delete"]},
+        # withheld by any listing, taken out of the indexes by any index step (`listing.withhold_removed_sources`)
+        "removed_sources": rt.store.removed_sources(cfg.source_names()),
         "estimate": estimate_seconds(stages, history),
         "llm": llm_estimate(cfg, targets, llm_docs, history),
         "seconds": round(time.perf_counter() - started, 3),

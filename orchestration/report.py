@@ -433,6 +433,9 @@ def _human_plan(r: dict[str, Any]) -> str:
     lines += ["", *table(["stage", "compute", "cached", "unit", "est. seconds"], stage_rows).splitlines()]
     w = r["written"]
     lines += ["", f"indexes: {w['documents']} documents to write ({w['chunks']} chunks), {w['deleted']} to remove"]
+    lines += [f"source {name!r} is no longer configured: the {r['kind']} withholds its {n:,} "
+              f"document{'s' if n != 1 else ''} from search and takes them out of every generation's indexes "
+              "(`bindery gc` then removes them)" for name, n in (r.get("removed_sources") or {}).items()]
     total = est["seconds"]
     lines.append(f"estimated time: {'unknown' if total is None else f'about {total:,.0f} s'}"
                  + (f"; {est['note']}" if est.get("note") else ""))

@@ -45,6 +45,7 @@ def test_a_removed_source_is_not_served_and_gc_removes_it_everywhere(tmp_path: P
     dep.config["sources"] = [s for s in dep.config["sources"] if s["name"] != "ext"]
     dep.save()
     assert dep.cli("status")["removed_sources"] == {"ext": 1}
+    assert dep.cli("plan")["removed_sources"] == {"ext": 1}  # the plan says what the sync will withhold
     sync = dep.cli("sync")  # withholds what it no longer lists, deletes nothing
     assert sync["written"]["deleted"] == 0 and "ext" not in sync["sources"]
     assert all(src != "ext" for src, _ in _hits(dep, "tangerine budget harbour annex"))
