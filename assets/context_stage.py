@@ -54,7 +54,7 @@ def missing_contexts(rt: Runtime, chunks: list[ChunkRecord], context_version: st
     (one entry per distinct input: identical chunks share a prefix). `hash_of` is
     `context_input_hash` or a memo of it."""
     by_hash = {hash_of(c): c for c in chunks}
-    have = rt.store.get_contexts(list(by_hash), context_version)
+    have = rt.store.cached_contexts(list(by_hash), context_version)
     return {h: c for h, c in by_hash.items() if h not in have}
 
 

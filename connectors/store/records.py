@@ -8,6 +8,10 @@ they are payloads, not rows.
 
 `from_row` builds a record from a SQLAlchemy row mapping; a column the record does not know
 (a migration without a matching field) is a TypeError at once, never silently dropped.
+`records_of` builds the records of a whole-table SELECT by position, for the reads that return
+tens of thousands of rows (chunks, prefixes, documents, index state): by name, building them was
+most of reading a large source's chunks and prefixes; the columns are checked against the
+fields once per result, so the same TypeError stands.
 Writes of many rows at a time (`upsert_documents`, `put_parses`, `replace_chunks`,
 `set_index_state`, ...) still take mappings: the rows are built once for the INSERT and a record
 in between would only add a copy.
@@ -16,12 +20,12 @@ in between would only add a copy.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 __all__ = ["BindingRecord", "ChunkRecord", "ContextRecord", "DeadLetterRecord", "DocumentRecord", "EventRecord",
-           "GenerationRecord", "IndexStateRecord", "ParseRecord", "SourceRecord"]
+           "GenerationRecord", "IndexStateRecord", "ParseRecord", "SourceRecord", "records_of"]
 
 
 _NAMES: dict[type, tuple[str, ...]] = {}  # record class -> its field names, in column order
@@ -32,6 +36,18 @@ def _names(cls: type) -> tuple[str, ...]:
     if names is None:
         names = _NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
     return names
+
+
+R = TypeVar("R", bound="_Record")
+
+
+def records_of(cls: type[R], result: Any) -> Iterator[R]:
+    """The records of `result`, a SQLAlchemy result of `select(table)` (not `.mappings()`), built
+    by position (module docstring)."""
+    columns = tuple(result.keys())
+    if columns != _names(cls):
+        raise TypeError(f"{cls.__name__} has the fields {_names(cls)}, the rows the columns {columns}")
+    return (cls(*row) for row in result)
 
 
 @dataclass(frozen=True, slots=True)

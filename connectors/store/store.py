@@ -28,6 +28,7 @@ from connectors.store.records import (
     IndexStateRecord,
     ParseRecord,
     SourceRecord,
+    records_of,
 )
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
@@ -219,7 +220,7 @@ class DocumentStore:
         if not include_deleted:
             q = q.where(t.documents.c.deleted_at.is_(None))
         with self.engine.connect() as c:
-            return [DocumentRecord.from_row(r) for r in c.execute(q.order_by(t.documents.c.external_id)).mappings()]
+            return list(records_of(DocumentRecord, c.execute(q.order_by(t.documents.c.external_id))))
 
     def get_documents(self, doc_ids: Iterable[str]) -> dict[str, DocumentRecord]:
         ids = list(doc_ids)
@@ -227,7 +228,7 @@ class DocumentStore:
         with self.engine.connect() as c:
             for batch in _batches(ids):
                 q = sa.select(t.documents).where(t.documents.c.doc_id.in_(batch))
-                out.update({r["doc_id"]: DocumentRecord.from_row(r) for r in c.execute(q).mappings()})
+                out.update({r.doc_id: r for r in records_of(DocumentRecord, c.execute(q))})
         return out
 
     def current_acls(self, doc_ids: Iterable[str]) -> dict[str, list[str]]:
@@ -421,7 +422,7 @@ class DocumentStore:
                     .where(t.chunks.c.doc_id.in_(batch), t.chunks.c.chunk_version == chunk_version)
                     .order_by(t.chunks.c.doc_id, t.chunks.c.ordinal)
                 )
-                out.extend(ChunkRecord.from_row(r) for r in c.execute(q).mappings())
+                out.extend(records_of(ChunkRecord, c.execute(q)))
         return out
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, ChunkRecord]:
@@ -429,7 +430,7 @@ class DocumentStore:
         with self.engine.connect() as c:
             for batch in _batches(chunk_ids):
                 q = sa.select(t.chunks).where(t.chunks.c.chunk_id.in_(batch))
-                out.update({r["chunk_id"]: ChunkRecord.from_row(r) for r in c.execute(q).mappings()})
+                out.update({r.chunk_id: r for r in records_of(ChunkRecord, c.execute(q))})
         return out
 
     def drop_chunk_versions_except(self, keep: set[str]) -> int:
@@ -444,8 +445,18 @@ class DocumentStore:
                 q = sa.select(t.contexts).where(
                     t.contexts.c.input_hash.in_(batch), t.contexts.c.context_version == version
                 )
-                out.update({r["input_hash"]: ContextRecord.from_row(r) for r in c.execute(q).mappings()})
+                out.update({r.input_hash: r for r in records_of(ContextRecord, c.execute(q))})
         return out
+
+    def cached_contexts(self, input_hashes: Sequence[str], version: str) -> set[str]:
+        """Which of these inputs have a prefix stored for `version` (the hashes alone)."""
+        have: set[str] = set()
+        with self.engine.connect() as c:
+            for batch in _batches(list(input_hashes)):
+                q = sa.select(t.contexts.c.input_hash).where(
+                    t.contexts.c.input_hash.in_(batch), t.contexts.c.context_version == version)
+                have.update(r[0] for r in c.execute(q))
+        return have
 
     def put_contexts(self, rows: list[dict[str, Any]]) -> None:
         """Upsert prefix rows: mappings of `ContextRecord` fields (a batch write)."""
@@ -562,7 +573,7 @@ class DocumentStore:
         if source is not None:
             q = q.where(t.index_state.c.source == source)
         with self.engine.connect() as c:
-            return {r["doc_id"]: IndexStateRecord.from_row(r) for r in c.execute(q).mappings()}
+            return {r.doc_id: r for r in records_of(IndexStateRecord, c.execute(q))}
 
     def set_index_state(self, rows: list[dict[str, Any]]) -> None:
         """Upsert index-state rows (mappings with the `IndexStateRecord` fields: a batch write)."""
