@@ -349,10 +349,10 @@ def apply_access(rt: Runtime, source: str, doc_ids: Collection[str]) -> int:
 def settle_access(rt: Runtime, source: str) -> int:
     """Carry the listing's deletes and access changes into every retained generation's indexes
     in a run stopped before its index step by the blocking parse-quality check: a document
-    deleted from the store leaves them, and one whose ACL changed while its content did not is
-    rewritten with its new ACL (one whose content changed too waits for the next good run; the
-    store's check keeps it from anyone its new ACL leaves out). Without this `bindery verify`
-    reported orphans after every blocked run. Returns the documents rewritten or removed."""
+    deleted from the store leaves them, and one whose ACL changed is rewritten with its new ACL
+    where its content did not change, else removed until the next good run writes it (the
+    module's rule: never left under its old ACL). Without this `bindery verify` reported drift
+    after every blocked run. Returns the documents rewritten or removed."""
     from connectors.lifecycle import RETAINED
 
     live = {d.doc_id: d for d in rt.store.documents(source)}
@@ -360,8 +360,7 @@ def settle_access(rt: Runtime, source: str) -> int:
     for g in rt.lifecycle.generations(RETAINED):
         state = rt.store.index_state(g.id, source)
         due.update(did for did in state if did not in live)
-        moved = {did: live[did] for did, st in state.items() if did in live and st.acl_hash != live[did].acl_hash}
-        due.update(_current_only(rt, g, moved) if moved else ())
+        due.update(did for did, st in state.items() if did in live and st.acl_hash != live[did].acl_hash)
     return apply_access(rt, source, due)
 
 

@@ -30,6 +30,7 @@ from connectors.identity import content_hash, doc_id, short_hash
 from connectors.shards import Shard
 from connectors.sources import make_source
 from connectors.sources.base import Source, SourceEntry
+from connectors.sources.globs import PathFilter
 from connectors.store import DocumentRecord
 
 # What a sync does to each listed document, in reporting order; `orchestration/report.py` imports it.
@@ -94,9 +95,26 @@ PROBLEM_REASONS = ("bad-name", "external-symlink", "broken-symlink", "symlink-lo
 
 def unlisted_folders(problems: list[tuple[SourceEntry, tuple[str, str]]]) -> tuple[str, ...]:
     """The folders (`rel/`) a listing could not read: what it knew under them is kept as it
-    was, neither swept as deleted nor cleared of its dead letters. The sync and `bindery plan`
-    both apply it."""
+    was, neither swept as deleted nor cleared of its dead letters (`split_gone`)."""
     return tuple(e.external_id for e, (reason, _) in problems if reason == "unreadable-folder")
+
+
+def split_gone(scfg: SourceConfig, live: dict[str, DocumentRecord], listed_ids: Container[str],
+               problems: list[tuple[SourceEntry, tuple[str, str]]],
+               ) -> tuple[list[DocumentRecord], list[DocumentRecord]]:
+    """(gone, kept) of the live documents a listing did not list: those under a folder it could
+    not read are kept as they were, unless the source's include/exclude rules now leave them out
+    (an operator excluding a folder must see it go, readable or not); the rest are gone. The
+    sync and `bindery plan` both apply it; the delete guard counts the kept ones as listed."""
+    unlisted = unlisted_folders(problems)
+    wanted = PathFilter(scfg.include, scfg.exclude) if unlisted else None
+    gone: list[DocumentRecord] = []
+    kept: list[DocumentRecord] = []
+    for k, d in live.items():
+        if k in listed_ids:
+            continue
+        (kept if wanted is not None and k.startswith(unlisted) and wanted(k) else gone).append(d)
+    return gone, kept
 
 
 @dataclass
@@ -434,11 +452,9 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     entries = [e for e in listed if entry_problem(e) is None]
     known = {d.external_id: d for d in rt.store.documents(scfg.name, include_deleted=True)}
     listed_ids = {e.external_id for e in entries}
-    unlisted = unlisted_folders(problems)  # what lies under them is kept as it was
-    gone = [d for k, d in known.items() if d.deleted_at is None and k not in listed_ids and not k.startswith(unlisted)]
+    gone, kept = split_gone(scfg, {k: d for k, d in known.items() if d.deleted_at is None}, listed_ids, problems)
     mine = entries if shard is None else [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
-    held = sum(1 for k, d in known.items() if d.deleted_at is None and k.startswith(unlisted))
-    _guard_deletes(rt, scfg, len(entries) + held, len(gone), allow_mass_delete,
+    _guard_deletes(rt, scfg, len(entries) + len(kept), len(gone), allow_mass_delete,
                    lambda: _narrow_access(rt, scfg, src, mine, known))
 
     res = ListingResult(scfg.name, len(entries))
@@ -479,6 +495,8 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     # the table, even when its bytes turn out unchanged and nothing downstream runs again
     if sw.read and (recovered := rt.store.dead_letter_docs(("listing",)) & set(sw.read)):
         rt.store.resolve_dead_letters(sorted(recovered), stages=("listing",))
-    rt.store.record_listing(scfg.name, res.listed, ok=True, probe=None)  # the whole listing, even for a shard
+    # the whole listing, even for a shard; what is kept under a folder that could not be read
+    # counts in the baseline the next listing is judged against: one such sync must not lower it
+    rt.store.record_listing(scfg.name, res.listed + len(kept), ok=True, probe=None)
     res.seconds = time.perf_counter() - started
     return res

@@ -68,16 +68,17 @@ def _kinds(annotation: Any) -> set[Any]:
 
 
 # keys whose values are secrets: an error message (terminals, CI logs, `--json`) never echoes them
-# (`token` alone or an auth/api/... token; not `max_tokens` or a misspelt `max_token`, a size)
-_SECRET_KEY = re.compile(
-    r"(password|secret|api_key|access_key|^token|(auth|access|api|bearer|refresh|session|id)_token)$", re.IGNORECASE)
+_SECRET_KEY = re.compile(r"(password|secret|token|api_key|access_key)$", re.IGNORECASE)
+# ... but a count of word pieces is no secret (`max_tokens`, or `max_token` misspelt)
+_TOKEN_COUNT = re.compile(r"(max|min|overlap|prefix|max_prefix)_tokens?|\w*_tokens", re.IGNORECASE)
 
 
 def _is_secret(loc: tuple[Any, ...]) -> bool:
     """Whether the value at `loc` may be a secret: a key named like one, or anything under
     `query.auth.api_keys` (a raw key pasted into `hash:` by mistake is a key all the same)."""
     path = [str(p) for p in loc]
-    return bool(path and _SECRET_KEY.search(path[-1])) or "api_keys" in path
+    return (bool(path and _SECRET_KEY.search(path[-1]) and not _TOKEN_COUNT.fullmatch(path[-1]))
+            or "api_keys" in path)
 
 
 def check_database_url(url: str) -> None:

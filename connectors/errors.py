@@ -46,6 +46,11 @@ class UsageError(ConfigError):
     reason = "usage"
 
 
+class UnknownGeneration(UsageError):
+    """A generation asked for by an id or name that no generation has (`--generation 99`): the
+    caller's mistake, as an unknown `--source` is."""
+
+
 class SourceError(BinderyError):
     """`transient`: the failure may be the source's, not the item's (a 5xx after the retries, a
     read that timed out): one is the item's dead letter, a run of them the source's failure."""

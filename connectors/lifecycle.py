@@ -42,7 +42,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from connectors.config import BinderyConfig, StageConfigs
-from connectors.errors import BindingError, GateRefused, UsageError
+from connectors.errors import BindingError, GateRefused, UnknownGeneration, UsageError
 from connectors.generations import (
     drop_generation_files,
     is_embedded,
@@ -174,11 +174,11 @@ class Lifecycle:
         if isinstance(which, str) and not which.isdigit():
             named = next((g for g in self.store.generations() if g.name == which), None)
             if named is None:
-                raise BindingError(f"no generation {which}")
+                raise UnknownGeneration(f"no generation {which} (`bindery status` lists them)")
             return named
         row = self.store.get_generation(int(which))
         if row is None:
-            raise BindingError(f"no generation {which}")
+            raise UnknownGeneration(f"no generation {which} (`bindery status` lists them)")
         return row
 
     def config_drift(self) -> list[str]:

@@ -615,10 +615,11 @@ def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(root / "workspace.yaml"), "-h", a.host, "-p", str(a.port)]
     # dagster dev ignores SIGINT/SIGTERM when its parent ignored them; restore the default.
     proc = subprocess.Popen(cmd, env=env, cwd=root, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    # a service manager stops `bindery ui` with SIGTERM (SIGHUP: its terminal closed): pass it on
-    # and wait, so `dagster dev` takes its webserver, daemon and code server down with it rather
-    # than leave them running, holding the port and launching queued runs
-    forwarded = {s: signal.signal(s, lambda signum, _frame: proc.send_signal(signum))
+    # a service manager stops `bindery ui` with SIGTERM (SIGHUP: its terminal closed): pass on a
+    # SIGTERM and wait, so `dagster dev` takes its webserver, daemon and code server down with it
+    # rather than leave them running, holding the port and launching queued runs. SIGTERM for
+    # both: dagster dev shuts down on it, while a SIGHUP kills it outright and orphans the rest
+    forwarded = {s: signal.signal(s, lambda _signum, _frame: proc.send_signal(signal.SIGTERM))
                  for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         proc.wait()

@@ -42,7 +42,7 @@ from assets.listing import (
     entry_problem,
     printable_id,
     read_content,
-    unlisted_folders,
+    split_gone,
 )
 from assets.parse_quality import judge_versions, quality_rows
 from assets.parse_stage import (
@@ -122,12 +122,12 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     known = {d.external_id: d for d in rt.store.documents(scfg.name, include_deleted=True)}
     live_known = {k: d for k, d in known.items() if d.deleted_at is None}
     listed_ids = {e.external_id for e in entries}
-    unlisted = unlisted_folders([(e, p) for e in listed if (p := entry_problem(e)) is not None])
-    gone = [d for k, d in live_known.items() if k not in listed_ids and not k.startswith(unlisted)]
-    held = sum(1 for k in live_known if k.startswith(unlisted))  # kept as they were: not a shrunken listing
+    problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]
+    gone, kept = split_gone(scfg, live_known, listed_ids, problems)
+    sp.docs.extend(kept)  # kept as they were under a folder that could not be read, as the sync keeps them
     prior = rt.store.get_source(scfg.name)
     sp.listed, sp.would_delete = len(entries), len(gone)
-    unsafe = check_delete_safety(scfg, len(entries) + held, len(gone),
+    unsafe = check_delete_safety(scfg, len(entries) + len(kept), len(gone),
                                  prior.last_good_listing_count if prior else None)
     if unsafe and not allow_mass_delete:
         sp.unsafe = unsafe  # the sync aborts; the items are still classified, to show what tripped it
@@ -521,7 +521,9 @@ class StageWalk:
         self.blocked = self.parse_check(targets)
         if self.blocked is not None:
             # the sync parses and dead-letters, then its blocking check stops chunking, embedding
-            # and indexing (deletes included) for this source: no cut fails, nothing is written
+            # and indexing for this source: no cut fails, nothing is counted as written (its
+            # deletes and access changes still reach the indexes, `index_stage.settle_access`,
+            # which the sync does not count in `written` either)
             self.failures = {k: v for k, v in self.failures.items() if v[1].stage == "parse"}
             return
         per_generation = []

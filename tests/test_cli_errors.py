@@ -89,6 +89,9 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     # a size is no secret: a misspelt `max_tokens` shows its value
     ("unknown key", {"stages": {"chunk": {"max_token": 100}}}, ["status"], ("stages.chunk.max_token", "got 100")),
     ("true for a number", {"query": {"k": True}}, ["plan"], ("query.k", "not true/false")),
+    # ... while a token pasted under a misplaced key stays hidden
+    ("a token under an unknown key", {"sources": [{"name": "docs", "root": "/tmp", "hf_token": "hf_S3CR3T"}]},
+     ["plan"], ("sources.0.hf_token", "got ***")),
     ("off for a number", {"sources": [{"name": "docs", "root": "/tmp", "max_file_mb": False}]}, ["plan"],
      ("sources.0.max_file_mb", "not true/false")),
     ("wrong type", {"query": {"k": "ten"}}, ["status"], ("query.k",)),
@@ -228,6 +231,7 @@ def test_config_merge_keys_still_override(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("argv", "named"), [
     (["query", "x", "--generation", "abc"], ("--generation", "'abc'")),
+    (["query", "x", "--generation", "99"], ("no generation 99",)),  # an id no generation has
     (["eval", "--generation", "-1"], ("--generation",)),
     (["query", "x", "-k", "0"], ("-k", "1 or more")),
     (["query", "x", "-k", "many"], ("-k", "'many'")),

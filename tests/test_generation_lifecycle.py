@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from connectors.config import BinderyConfig, config_from_dict
-from connectors.errors import BindingError, ConfigError, GateRefused
+from connectors.errors import BindingError, ConfigError, GateRefused, UnknownGeneration
 from connectors.lifecycle import Lifecycle
 from connectors.store import DocumentStore, GenerationRecord
 
@@ -105,7 +105,7 @@ def test_candidate_promotion_rollback_and_gc(tmp_path: Path) -> None:
     store.update_generation(g3.id, retired_at=time.time() - 7200)
     assert lc2.collect_garbage() == [g3.name]
     assert _row(store, g3.id).status == "dropped"
-    with pytest.raises(BindingError, match="no generation 99"):
+    with pytest.raises(UnknownGeneration, match="no generation 99"):  # the caller's mistake: exit 2
         lc2.resolve("99")
 
     lc2.drop_candidate(g4.record, reason="a judged tune trial")

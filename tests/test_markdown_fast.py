@@ -99,7 +99,11 @@ def test_an_input_the_rust_parser_panics_on_parses_through_markdown_it_py() -> N
     assert [b.to_dict() for b in parse_markdown(text).blocks] == [b.to_dict() for b in _blocks(_MD.parse(text))]
 
 
-@pytest.mark.parametrize("line", [">" * 50_000 + " quoted", "- " * 40_000 + "item", "> " * 150 + "quoted"])
+@pytest.mark.parametrize("line", [">" * 50_000 + " quoted", "- " * 40_000 + "item", "> " * 150 + "quoted",
+                                  # a list item's continuation line is indented (a review found it)
+                                  "1.  an item\n\n    " + ">" * 50_000 + " quoted",
+                                  # nested by indentation alone: no markers to count, Python's recursion
+                                  "\n".join("  " * i + "- item" for i in range(400)) + " deepest"])
 def test_nesting_past_the_limit_is_read_as_plain_text(line: str) -> None:
     """One line of 50,000 `>` crashed the Rust parser (SIGSEGV): every sync and plan of its
     source died with no dead letter. Past MAX_NESTING the document is plain text, all of it."""

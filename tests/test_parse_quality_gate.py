@@ -152,6 +152,8 @@ def test_a_blocked_run_still_carries_deletes_and_access_into_the_indexes(tmp_pat
     dep.cli("sync")
     (dep.root / "robots/xr5200.md").unlink()
     dep.write("people/.bindery-acl", "group:hr\n")
+    dep.write("ops/.bindery-acl", "group:ops\n")  # an access change and an edit: out until written
+    dep.write("ops/oncall.txt", (dep.root / "ops/oncall.txt").read_text() + "Page the walrus team.\n")
     for i in range(24):
         dep.write(f"junk/{i}.txt", bytes([0, 1, 2, 3, 255]) * 200)
     assert "parse_quality" in dep.cli("sync", expect=1)["error"]
@@ -262,7 +264,9 @@ def test_an_unreadable_folder_keeps_its_documents_and_the_rest_syncs(tmp_path: P
     monkeypatch.setattr(os, "scandir", scandir)
     dep.write("new/heron.md", "# Heron\n\nThe grey heron nests in tall trees near the lake every spring.\n")
     (dep.root / "robots/xr5200.md").unlink()  # unseen while the folder cannot be read
+    plan = dep.cli("plan")
     out = dep.cli("sync")
+    assert plan["written"] == out["written"] and plan["recomputed"] == out["recomputed"]
     assert out["errors"] == {} and out["sources"]["docs"]["new"] == 1 and out["sources"]["docs"]["deleted"] == 0
     assert [(d["doc"], d["reason"]) for d in dep.cli("dlq")] == [("robots/", "unreadable-folder")]
     assert "new/heron.md" in {h["doc"] for h in dep.cli("query", "grey heron nests", "-k", "5")["hits"]}
@@ -270,7 +274,31 @@ def test_an_unreadable_folder_keeps_its_documents_and_the_rest_syncs(tmp_path: P
     assert dep.cli("sync")["sources"]["docs"]["deleted"] == 0  # and again
     plan = dep.cli("plan")
     assert plan["sources"]["docs"]["delete_guard"] == {"safe": True, "would_delete": 0, "reason": None}
+    # what is kept stays in the delete guard's baseline: the folder coming back empty (an
+    # unmounted share) is refused as a shrunken listing, not swept
+    assert dep.cli("status")["sources"]["docs"]["last_good_listing_count"] == len(DOCS) + 1
 
     monkeypatch.setattr(os, "scandir", real)  # readable again: its changes arrive
     out = dep.cli("sync")
     assert out["sources"]["docs"]["deleted"] == 1 and dep.cli("dlq") == []
+
+
+def test_an_excluded_folder_goes_even_when_it_cannot_be_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Documents are kept under an unreadable folder only while the source still wants them: an
+    operator who excludes the folder (a nested source's folder, say) sees them go, readable or not."""
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    real = os.scandir
+    locked = str(dep.root / "people")
+
+    def scandir(path: Any) -> Any:
+        if str(path) == locked:
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    dep.config["sources"][0]["exclude"] = ["people/**"]
+    dep.save()
+    out = dep.cli("sync")
+    assert out["sources"]["docs"]["deleted"] == 1
+    assert "people/lyon.md" not in {h["doc"] for h in dep.cli("query", "Lyon office part dieu", "-k", "5")["hits"]}

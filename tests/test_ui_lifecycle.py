@@ -1,4 +1,5 @@
-"""`bindery ui` stopped the way a service manager stops it (SIGTERM) takes `dagster dev` and
+"""`bindery ui` stopped the way a service manager stops it (SIGTERM; SIGHUP when its terminal
+closes) takes `dagster dev` and
 everything it started down with it: an orphaned daemon would go on launching queued runs and
 the port would stay taken."""
 
@@ -36,7 +37,8 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def test_sigterm_stops_dagster_dev_and_its_children(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_stops_dagster_dev_and_its_children(tmp_path: Path, sig: signal.Signals) -> None:
     dep = Deployment(tmp_path)
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -49,7 +51,7 @@ def test_sigterm_stops_dagster_dev_and_its_children(tmp_path: Path) -> None:
             assert proc.poll() is None, "bindery ui ended before the UI answered"
             assert time.monotonic() < deadline, "the UI did not answer within two minutes"
             time.sleep(0.5)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         proc.wait(timeout=60)
         deadline = time.monotonic() + 30
         while _group_alive(proc.pid) and time.monotonic() < deadline:  # its children, reaped by now

@@ -86,9 +86,10 @@ def _html_fragment(html: str) -> list[Block]:
 # builder here recurses once per level, and markdown-it-py silently drops what lies past its own
 # limit of 20 levels. No real document comes near 100.
 MAX_NESTING = 100
-# the start of a line that opens containers: `>` and list markers (a level needs one character
-# at least, so only a run longer than MAX_NESTING characters can be too deep)
-_OPENERS = re.compile(r"^[ \t]{0,3}(?:(?:>|(?:[-+*]|\d{1,9}[.)])(?=[ \t]))[ \t]*)+", re.M)
+# the start of a line that opens containers: `>` and list markers, after any indentation (a
+# list item's continuation lines are indented; a level needs one character at least, so only a
+# run longer than MAX_NESTING characters can be too deep)
+_OPENERS = re.compile(r"^[ \t]*(?:(?:>|(?:[-+*]|\d{1,9}[.)])(?=[ \t]))[ \t]*)+", re.M)
 _OPENER = re.compile(r">|[-+*]|\d{1,9}[.)]")
 
 
@@ -102,6 +103,11 @@ def nesting(body: str) -> int:
     return deepest
 
 
+class _TooDeep(Exception):
+    """Nesting the token stream cannot be built for (lists nested by indentation alone, which
+    `nesting` does not count, recurse past Python's limit): read as plain text."""
+
+
 def _tokens(body: str) -> Sequence[Token | markdown_fast.Tok]:
     """The block token stream: from the Rust parser (about 3x faster over a whole parse), or
     from markdown-it-py where that is missing or fails (panics) on a document."""
@@ -110,9 +116,18 @@ def _tokens(body: str) -> Sequence[Token | markdown_fast.Tok]:
             return markdown_fast.tokens(body)
         except (KeyboardInterrupt, SystemExit):
             raise
+        except RecursionError:  # markdown-it-py would silently drop all past its 20 levels
+            raise _TooDeep from None
         except BaseException:  # a panic inside the Rust parser arrives as pyo3's PanicException
             pass
     return _MD.parse(body)
+
+
+def _as_plain_text(body: str, why: str) -> ParseResult:
+    from assets.parsing.text import text_blocks
+
+    return ParseResult(blocks=text_blocks(body), title=None, format="markdown", metadata={},
+                       warnings=[f"{why}: read as plain text, not as Markdown"])
 
 
 def _blocks(tokens: Sequence[Token | markdown_fast.Tok]) -> list[Block]:
@@ -177,12 +192,11 @@ def parse_markdown(text: str) -> ParseResult:
     levels is read as plain text instead, with a warning saying so."""
     front, body, warning = split_front_matter(text)
     if (depth := nesting(body)) > MAX_NESTING:
-        from assets.parsing.text import text_blocks
-
-        return ParseResult(blocks=text_blocks(body), title=None, format="markdown", metadata={},
-                           warnings=[f"block quotes or lists nested {depth:,} levels deep (more than "
-                                     f"{MAX_NESTING}): read as plain text, not as Markdown"])
-    blocks = _blocks(_tokens(body))
+        return _as_plain_text(body, f"block quotes or lists nested {depth:,} levels deep (more than {MAX_NESTING})")
+    try:
+        blocks = _blocks(_tokens(body))
+    except _TooDeep:
+        return _as_plain_text(body, "lists nested too deep to read")
     h1 = next((b.text for b in blocks if b.kind == "heading" and b.level == 1), None)
     # a heading that opens the document names it; a later one names only its section
     first = blocks[0].text if blocks and blocks[0].kind == "heading" else None
