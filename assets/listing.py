@@ -90,13 +90,36 @@ def _clear_stale_dead_letters(rt: Runtime, source: str, entries: list[SourceEntr
     rt.store.delete_dead_letters(stale)
 
 
-PROBLEM_REASONS = ("bad-name", "external-symlink", "broken-symlink", "symlink-loop", "unreadable-folder")
+PROBLEM_REASONS = ("bad-name", "external-symlink", "broken-symlink", "symlink-loop", "unreadable-folder",
+                   "excluded-target")
 
 
 def unlisted_folders(problems: list[tuple[SourceEntry, tuple[str, str]]]) -> tuple[str, ...]:
     """The folders (`rel/`) a listing could not read: what it knew under them is kept as it
     was, neither swept as deleted nor cleared of its dead letters (`split_gone`)."""
     return tuple(e.external_id for e, (reason, _) in problems if reason == "unreadable-folder")
+
+
+def narrowing(old: DocumentRecord, acl: list[str]) -> list[str] | None:
+    """The ACL `old` keeps when what the source now says about it (`acl`) cannot be applied in
+    full (its new bytes cannot be read; its folder cannot be listed): who both let in (access is
+    only ever taken away on such evidence); None when that changes nothing."""
+    kept = sorted(_narrowed(list(old.acl), acl))
+    return kept if kept != sorted(old.acl) else None
+
+
+def kept_narrowing(kept: list[DocumentRecord], problems: list[tuple[SourceEntry, tuple[str, str]]],
+                   ) -> list[tuple[DocumentRecord, list[str]]]:
+    """(document, narrowed ACL) of the documents kept under folders that could not be listed,
+    where the ACL those folders now inherit (a sidecar above them changed) takes access away."""
+    folders = sorted(((e.external_id, _acl_of(e)) for e, (reason, _) in problems if reason == "unreadable-folder"),
+                     key=lambda f: -len(f[0]))  # the innermost folder first
+    out = []
+    for d in kept:
+        acl = next((a for folder, a in folders if d.external_id.startswith(folder)), None)
+        if acl is not None and (narrow := narrowing(d, acl)) is not None:
+            out.append((d, narrow))
+    return out
 
 
 def split_gone(scfg: SourceConfig, live: dict[str, DocumentRecord], listed_ids: Container[str],
@@ -317,6 +340,7 @@ class _Sweep:
     rows: list[dict[str, Any]] = field(default_factory=list)
     touched: list[str] = field(default_factory=list)
     read: list[str] = field(default_factory=list)  # described and read this pass
+    narrow: list[tuple[DocumentRecord, list[str]]] = field(default_factory=list)  # kept, with less access
     streak: ReadStreak = field(default_factory=lambda: ReadStreak())
 
 
@@ -351,18 +375,22 @@ class ReadStreak:
         return None
 
 
-def _failed(rt: Runtime, sw: _Sweep, scfg: SourceConfig, entry: SourceEntry, did: str, alive: bool,
-            e: SourceError | TooLarge, trace: str | None = None) -> None:
+def _failed(rt: Runtime, sw: _Sweep, scfg: SourceConfig, entry: SourceEntry, did: str, old: DocumentRecord | None,
+            e: SourceError | TooLarge, trace: str | None = None, *, described: bool = False) -> None:
     """A listed item that could not be described or read: dead-lettered; an indexed previous
-    version stays (only the new version is missing). A run of transient failures (timeouts, 5xx
-    after the retries) is the source's: SourceUnavailable, before this one is dead-lettered."""
+    version stays (only the new version is missing), with no more access than the item's ACL
+    now gives (`described`: the entry carries it) — a file narrowed as it became unreadable
+    must not stay readable as it was. A run of transient failures (timeouts, 5xx after the
+    retries) is the source's: SourceUnavailable, before this one is dead-lettered."""
     if (down := sw.streak.failed(e)) is not None:
         raise SourceUnavailable(down) from e
     sw.res.counts["failed"] += 1
     rt.store.add_dead_letter(doc_id=did, source=scfg.name, external_id=entry.external_id,
                              stage="listing", reason=e.reason, error=str(e), trace=trace)
-    if alive:
+    if old is not None:
         sw.touched.append(did)
+        if described and (narrow := narrowing(old, _acl_of(entry))) is not None:
+            sw.narrow.append((old, narrow))
 
 
 def _described(src: Source, entry: SourceEntry) -> tuple[SourceEntry, str]:
@@ -391,14 +419,14 @@ def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry
     except SourceUnavailable:
         raise  # the whole source: not this item's dead letter (run_listing)
     except SourceError as e:
-        _failed(rt, sw, scfg, entry, did, live_old is not None, e)
+        _failed(rt, sw, scfg, entry, did, live_old, e)
         return
     try:
         data = src.read(entry)  # raises TooLarge past the source's max_file_mb
     except SourceUnavailable:
         raise
     except (SourceError, TooLarge) as e:
-        _failed(rt, sw, scfg, entry, did, live_old is not None, e, traceback.format_exc())
+        _failed(rt, sw, scfg, entry, did, live_old, e, traceback.format_exc(), described=True)
         return
     sw.read.append(did)
     sw.streak.ok()
@@ -453,9 +481,11 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     known = {d.external_id: d for d in rt.store.documents(scfg.name, include_deleted=True)}
     listed_ids = {e.external_id for e in entries}
     gone, kept = split_gone(scfg, {k: d for k, d in known.items() if d.deleted_at is None}, listed_ids, problems)
+    narrowed_kept = kept_narrowing(kept, problems)
     mine = entries if shard is None else [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
     _guard_deletes(rt, scfg, len(entries) + len(kept), len(gone), allow_mass_delete,
-                   lambda: _narrow_access(rt, scfg, src, mine, known))
+                   lambda: _narrow_access(rt, scfg, src, mine, known) + _restrict(rt, scfg.name, narrowed_kept))
+    _set_acls(rt, narrowed_kept)  # this run's index step writes them
 
     res = ListingResult(scfg.name, len(entries))
     gone_by_hash = {d.content_hash: d for d in gone if d.content_hash}
@@ -479,6 +509,10 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     # next sync goes on from it)
     rt.store.upsert_documents(sw.rows)
     rt.store.touch_documents(sw.touched, sw.now)
+    if gone_away is None:
+        _set_acls(rt, sw.narrow)  # this run's index step writes them
+    else:  # the run stops here, with no index step to carry the narrowing: written there too
+        _restrict(rt, scfg.name, sw.narrow)
     if gone_away is not None:
         # a failed listing (the run fails with the reason, no delete sweep, nothing indexed is
         # touched), not one dead letter per item still to read

@@ -40,6 +40,8 @@ from assets.listing import (
     change_class,
     check_delete_safety,
     entry_problem,
+    kept_narrowing,
+    narrowing,
     printable_id,
     read_content,
     split_gone,
@@ -101,6 +103,10 @@ class SourcePlan:
 # -- listing ---------------------------------------------------------------------------------
 
 
+def _with_acl(d: DocumentRecord, acl: list[str]) -> DocumentRecord:
+    return d.replace(acl=acl, acl_hash=short_hash(acl, 16))
+
+
 def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool = False,
                     source: Source | None = None) -> SourcePlan:
     """The listing's classification of every item, with its rules, and nothing written."""
@@ -124,7 +130,9 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     listed_ids = {e.external_id for e in entries}
     problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]
     gone, kept = split_gone(scfg, live_known, listed_ids, problems)
-    sp.docs.extend(kept)  # kept as they were under a folder that could not be read, as the sync keeps them
+    # kept under a folder that could not be read, as the sync keeps them (narrowed as it narrows them)
+    narrowed = {d.doc_id: acl for d, acl in kept_narrowing(kept, problems)}
+    sp.docs.extend(_with_acl(d, narrowed[d.doc_id]) if d.doc_id in narrowed else d for d in kept)
     prior = rt.store.get_source(scfg.name)
     sp.listed, sp.would_delete = len(entries), len(gone)
     unsafe = check_delete_safety(scfg, len(entries) + len(kept), len(gone),
@@ -140,9 +148,11 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
             sp.changes["unchanged"] += 1
             sp.docs.append(live_old)
             continue
+        described = False
         try:
             if src.needs_describe:
                 entry = src.describe(entry)
+            described = True
             data = src.read(entry)
             reads.ok()
         except (SourceError, TooLarge) as e:
@@ -152,8 +162,9 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
             sp.changes["failed"] += 1
             why = Failure("listing", e.reason, str(e))
             sp.failures[doc_id(scfg.name, entry.external_id)] = (entry.external_id, why)
-            if live_old is not None:
-                sp.docs.append(live_old)  # the sync keeps what is indexed
+            if live_old is not None:  # the sync keeps what is indexed, with no more access than it now has
+                narrow = narrowing(live_old, _acl_of(entry)) if described else None
+                sp.docs.append(live_old if narrow is None else _with_acl(live_old, narrow))
             continue
         chash = content_hash(data)
         acl = _acl_of(entry)

@@ -99,3 +99,65 @@ def test_a_refused_s3_sweep_still_narrows_access(tmp_path: Path, moto_endpoint: 
     assert "people/lyon.md" not in _docs_seen_by(dep, "group:eng")
     assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")
     assert dep.cli("verify")["consistent"] is True
+
+
+def test_access_narrowed_as_a_file_becomes_unreadable_is_taken_away(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file whose new bytes cannot be read keeps its indexed version (one bad read sinks
+    nothing), but not the access it had: an ACL narrowed at the same time applies to it (an
+    attacker's find: the old text stayed readable by everyone on every sync)."""
+    import os
+    import time
+    from typing import Any
+
+    from connectors.errors import SourceError
+    from connectors.sources.local import LocalFolderSource
+
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    assert "people/lyon.md" in _docs_seen_by(dep, "group:eng")
+    real_read = LocalFolderSource.read
+
+    def unreadable(self: LocalFolderSource, entry: Any) -> bytes:
+        if entry.external_id == "people/lyon.md":
+            raise SourceError(f"cannot read {entry.external_id}: Permission denied")
+        return real_read(self, entry)
+
+    monkeypatch.setattr(LocalFolderSource, "read", unreadable)
+    dep.write("people/.bindery-acl", "group:hr\n")
+    later = time.time() + 5
+    os.utime(dep.root / "people/lyon.md", (later, later))  # changed, and now unreadable
+    plan = dep.cli("plan")
+    out = dep.cli("sync")
+    assert out["sources"]["docs"]["failed"] == 1 and plan["written"] == out["written"]
+    assert "people/lyon.md" not in _docs_seen_by(dep, "group:eng")
+    assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")  # still indexed for who may read it
+    assert dep.cli("verify")["consistent"] is True
+
+
+def test_a_folder_that_cannot_be_listed_still_loses_access_taken_above_it(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Documents kept under a folder that cannot be listed keep no more access than the folder
+    now inherits: a sidecar narrowed above it applies to them (an attacker's find)."""
+    import os
+    from typing import Any
+
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    assert "robots/xr4471.md" in _docs_seen_by(dep, "group:eng", "XR-4471 warehouse robot")
+    real = os.scandir
+    locked = str(dep.root / "robots")
+
+    def scandir(path: Any) -> Any:
+        if str(path) == locked:
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    dep.write(".bindery-acl", "group:staff\n")
+    plan = dep.cli("plan")
+    out = dep.cli("sync")
+    assert plan["written"] == out["written"]
+    assert "robots/xr4471.md" not in _docs_seen_by(dep, "group:eng", "XR-4471 warehouse robot")
+    assert "robots/xr4471.md" in _docs_seen_by(dep, "group:staff", "XR-4471 warehouse robot")
+    assert dep.cli("verify")["consistent"] is True

@@ -396,3 +396,59 @@ def test_a_followed_external_symlink_keeps_its_targets_protection(tree: Path, tm
     assert entries["reviews/q3.md"].acl == ("group:hr",)
     assert entries["readme.md"].acl == ("*",)
     assert listing(src(ext, follow_external_symlinks=True, acl=["group:hr", "bob"]))["plan.md"].acl == ("group:hr",)
+
+
+def test_a_link_cannot_publish_what_the_rules_keep_out(tmp_path: Path) -> None:
+    """A nested source's folder must be excluded from the outer one (config._check_nested_sources);
+    a link in the outer source's public folder into it, or into a hidden or excluded folder,
+    listed those files under the outer source's wider ACL (an attacker's find). Such a link is
+    now a problem item, and the files behind it are not listed."""
+    root = tmp_path / "srv"
+    put(root, "hr/salaries.md", "# Salaries\n\nsecret\n")
+    put(root, ".private/notes.md", "hidden\n")
+    put(root, "drafts/plan.md", "draft\n")
+    put(root, "pub/readme.md", "public\n")
+    for link, target in [("pub/link.md", "../hr/salaries.md"), ("pub/hrdir", "../hr"),
+                         ("pub/hidden.md", "../.private/notes.md"), ("pub/draft.md", "../drafts/plan.md")]:
+        (root / link).symlink_to(target)
+    entries = listing(src(root, exclude=["hr/", "drafts/**"]))
+    problems = {k: e.problem[0] for k, e in entries.items() if e.problem}
+    assert problems == dict.fromkeys(["pub/link.md", "pub/hrdir", "pub/hidden.md", "pub/draft.md"], "excluded-target")
+    assert {k for k, e in entries.items() if not e.problem} == {"pub/readme.md"}
+
+
+def test_a_link_the_walk_may_not_look_behind_is_a_problem_not_a_failure(tree: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """One link into a folder this process may not enter failed every listing of the source, so
+    no later ACL change was ever applied; it is now a dead-letter item like a broken link."""
+    (tree / "locked-link.md").symlink_to(tree / "sub" / "b.md")
+    real_scandir = os.scandir
+
+    class Entry:
+        def __init__(self, de: os.DirEntry[str]) -> None:
+            self._de = de
+            self.name, self.path = de.name, de.path
+
+        def stat(self, follow_symlinks: bool = True) -> os.stat_result:
+            if self.name == "locked-link.md" and follow_symlinks:
+                raise PermissionError(13, "Permission denied", self.path)
+            return self._de.stat(follow_symlinks=follow_symlinks)
+
+        def is_symlink(self) -> bool:
+            return self._de.is_symlink()
+
+    class Scan:
+        def __init__(self, path: str) -> None:
+            self._it = real_scandir(path)
+
+        def __enter__(self) -> list[Entry]:
+            return [Entry(de) for de in self._it]
+
+        def __exit__(self, *exc: object) -> None:
+            self._it.close()
+
+    monkeypatch.setattr(os, "scandir", Scan)
+    entries = listing(src(tree))
+    assert entries["locked-link.md"].problem is not None
+    assert "cannot be read" in entries["locked-link.md"].problem[1]
+    assert "a.txt" in entries

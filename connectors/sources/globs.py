@@ -52,3 +52,8 @@ class PathFilter:
         if self._include is not None and not self._include.match_file(path):
             return False
         return not (self._exclude is not None and self._exclude.match_file(path))
+
+    def excludes_folder(self, folder: str) -> bool:
+        """Whether the exclude rules leave out the files of `folder` (relative, no trailing
+        slash): `hr/` and `hr/**` do; tested with a file name no pattern names."""
+        return self._exclude is not None and self._exclude.match_file(f"{folder}/\x00probe")

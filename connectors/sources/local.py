@@ -199,12 +199,13 @@ class LocalFolderSource:
             try:
                 st = de.stat()  # follows symlinks
             except OSError as err:
-                # a link to nothing (dangling, or links pointing at each other) is listed as a
-                # problem, never read and never failing the source; anything else vanished meanwhile
-                broken = isinstance(err, FileNotFoundError) or err.errno == errno.ELOOP
-                if not broken:
+                # a link to nothing (dangling, or links pointing at each other) or to what this
+                # process may not look at is listed as a problem, never read and never failing
+                # the source (one such link froze every ACL change); anything else vanished meanwhile
+                broken = (isinstance(err, FileNotFoundError | PermissionError) or err.errno == errno.ELOOP)
+                if not broken or not de.is_symlink():
                     raise self._fail("stat", de.path, err) from err
-                if de.is_symlink() and self._filter(rel) and (item := self._broken_link(de, rel, acl, err)):
+                if self._filter(rel) and (item := self._broken_link(de, rel, acl, err)):
                     yield item
                 continue
             if de.is_symlink() and not self.follow_external and not self._inside(de.path):
@@ -212,6 +213,12 @@ class LocalFolderSource:
                     yield _Item(rel, de.path, st, acl, ("external-symlink", (
                         f"{rel} is a symlink to {os.path.realpath(de.path)}, outside the source root; "
                         "skipped (set follow_external_symlinks: true on the source to follow it)")))
+                continue
+            if de.is_symlink() and (hidden := self._unlisted_target(de.path, st)) is not None:
+                if stat.S_ISDIR(st.st_mode) or self._filter(rel):
+                    yield _Item(rel, de.path, st, acl, ("excluded-target", (
+                        f"{rel} is a symlink to {hidden}, which this source does not list (its exclude rules or "
+                        "a hidden name); skipped, so the link cannot publish what the rules keep out")))
                 continue
             entry_acl = self._link_acl(de, st, acl) if de.is_symlink() else acl
             if stat.S_ISDIR(st.st_mode):
@@ -244,6 +251,22 @@ class LocalFolderSource:
         except UnreadableAcl as e:
             return self._unreadable(e)
 
+    def _unlisted_target(self, link: str, st: os.stat_result) -> str | None:
+        """The root-relative path of a symlink's target inside the root that the source itself
+        would not list (excluded, or under a hidden name), else None. A folder another source
+        covers must be excluded here (`config._check_nested_sources`), and a link into it would
+        otherwise list its files under this source's wider ACL."""
+        if not self._inside(link):
+            return None
+        rel = os.path.relpath(os.path.realpath(link), self._real_root).replace(os.sep, "/")
+        if rel == ".":
+            return None
+        hidden = any(part.startswith(".") for part in rel.split("/"))
+        if stat.S_ISDIR(st.st_mode):
+            # a folder is out when the exclude rules leave out what it holds (`hr/`, `hr/**`)
+            return rel + "/" if hidden or self._filter.excludes_folder(rel) else None
+        return rel if hidden or not self._filter(rel) else None
+
     def _broken_link(self, de: os.DirEntry[str], rel: str, acl: Acl, err: OSError) -> _Item | None:
         """A symlink that leads to no file: listed with a `problem`, so the listing dead-letters
         it with the reason (`bindery dlq`) instead of leaving it out unseen. None: the link itself
@@ -251,6 +274,9 @@ class LocalFolderSource:
         try:
             if err.errno == errno.ELOOP:
                 reason, what = "symlink-loop", "loops back on itself"
+            elif isinstance(err, PermissionError):
+                target = os.readlink(de.path)
+                reason, what = "broken-symlink", f"points at {target}, which cannot be read ({_reason(err)})"
             else:
                 reason, what = "broken-symlink", f"points at {os.readlink(de.path)}, which does not exist"
             return _Item(rel, de.path, de.stat(follow_symlinks=False), acl,
