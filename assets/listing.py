@@ -281,15 +281,27 @@ def _narrowed(old: list[str], new: list[str]) -> list[str]:
 
 
 def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[SourceEntry],
-                   known: dict[str, DocumentRecord]) -> int:
+                   known: dict[str, DocumentRecord], moved: list[tuple[DocumentRecord, list[SourceEntry]]]) -> int:
     """Of a listing the delete guard refused, apply only what takes access away: each listed
     document keeps the principals both its stored and its listed ACL name. A listing too small to
     delete from is still a statement about the files it does hold, and an ACL that was narrowed
     must not stay wide for as long as the listing stays broken. A source whose listing carries no
     ACLs (S3) describes the objects the cheap test says changed, as a sync would; one it cannot
-    describe now keeps its ACL until the next sync."""
+    describe now keeps its ACL until the next sync. `moved`: documents no longer at their path,
+    each with the new items of the same fingerprint (a rename keeps size and time): the old path
+    stays served until the sweep runs, so it keeps no more access than its new place gives (a
+    file moved into a protected folder in a refused sync stayed public)."""
     default = _default_acl(scfg)
     narrowed = []
+    for was, news in moved:
+        acl = list(was.acl)
+        try:
+            for entry in news:
+                acl = _narrowed(acl, _acl_of(src.describe(entry) if src.needs_describe else entry))
+        except SourceError:
+            continue  # not described now: as an item that cannot be described, kept until the next sync
+        if (narrow := narrowing(was, acl)) is not None:
+            narrowed.append((was, narrow))
     for entry in entries:
         old = known.get(entry.external_id)
         if old is None or old.deleted_at is not None or _unchanged(src, old, entry, default):
@@ -305,6 +317,18 @@ def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[S
         if acl != sorted(old.acl):
             narrowed.append((old, acl))
     return _restrict(rt, scfg.name, narrowed)
+
+
+def _moves(entries: list[SourceEntry], known: dict[str, DocumentRecord], gone: list[DocumentRecord],
+           shard: Shard | None) -> list[tuple[DocumentRecord, list[SourceEntry]]]:
+    """The documents gone from their path (this shard's) that an item new to the listing may have
+    been moved to: (document, the new items with its fingerprint)."""
+    fresh: dict[str, list[SourceEntry]] = {}
+    for e in entries:
+        if (was := known.get(e.external_id)) is None or was.deleted_at is not None:
+            fresh.setdefault(e.fingerprint.removesuffix(RACY_MARK), []).append(e)
+    return [(d, news) for d in gone if d.fingerprint and (shard is None or shard.holds(d.doc_id))
+            and (news := fresh.get(d.fingerprint.removesuffix(RACY_MARK), []))]
 
 
 def _guard_deletes(rt: Runtime, scfg: SourceConfig, listed: int, gone: int, allow_mass_delete: bool,
@@ -484,7 +508,8 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     narrowed_kept = kept_narrowing(kept, problems)
     mine = entries if shard is None else [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
     _guard_deletes(rt, scfg, len(entries) + len(kept), len(gone), allow_mass_delete,
-                   lambda: _narrow_access(rt, scfg, src, mine, known) + _restrict(rt, scfg.name, narrowed_kept))
+                   lambda: _narrow_access(rt, scfg, src, mine, known, _moves(entries, known, gone, shard))
+                   + _restrict(rt, scfg.name, narrowed_kept))
     _set_acls(rt, narrowed_kept)  # this run's index step writes them
 
     res = ListingResult(scfg.name, len(entries))

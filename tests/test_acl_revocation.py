@@ -53,6 +53,27 @@ def test_a_refused_sweep_still_narrows_access(tmp_path: Path) -> None:
     assert "people/lyon.md" not in _docs_seen_by(dep, "group:eng")
 
 
+def test_a_file_moved_into_a_protected_folder_in_a_refused_sync_is_narrowed(tmp_path: Path) -> None:
+    """The refused sweep keeps a moved file's old path served; it now keeps no more access than
+    the file's new place gives (an attacker's find: `pub/layoffs.md` moved into `hr/` stayed
+    public, full text, for as long as the guard kept refusing)."""
+    dep = Deployment(tmp_path)
+    dep.write("hr/.bindery-acl", "group:hr\n")
+    dep.write("pub/layoffs.md", "# Layoffs\n\nThe quokka division closes in March; tell nobody yet.\n")
+    dep.cli("sync")
+    assert "pub/layoffs.md" in _docs_seen_by(dep, "group:eng", "quokka division closes")
+    aside = tmp_path / "aside"
+    shutil.move(dep.root / "robots", aside)  # a listing that also lost most files: refused
+    shutil.move(dep.root / "ops", aside / "ops")
+    shutil.move(dep.root / "pub/layoffs.md", dep.root / "hr/layoffs.md")
+    out = dep.cli("sync", expect=1)
+    assert "delete sweep aborted" in out["errors"]["docs"]
+    seen = _docs_seen_by(dep, "group:eng", "quokka division closes")
+    assert "pub/layoffs.md" not in seen and "hr/layoffs.md" not in seen
+    assert "pub/layoffs.md" in _docs_seen_by(dep, "group:hr", "quokka division closes")  # until the sweep runs
+    assert dep.cli("verify")["consistent"] is True
+
+
 def test_an_unreadable_acl_file_withholds_what_it_governs(tmp_path: Path) -> None:
     dep = Deployment(tmp_path)
     dep.write("people/.bindery-acl", "group:hr\n")
