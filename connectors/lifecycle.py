@@ -300,8 +300,24 @@ class Lifecycle:
             raise BindingError(f"generation {cand.id} is {cand.status}; only a candidate can be promoted")
         if not cand.vector_snapshot and is_embedded(vector_engine(self.cfg, cand)):
             raise BindingError(f"candidate {cand.name} has no indexed data yet; finish its reindex first")
+        if cand.status == "building" and (missing := self.unbuilt_sources(cand)):
+            # not even forced: the gate's verdict can be overridden, a source missing from live cannot
+            raise BindingError(
+                f"candidate {cand.name} holds nothing of {', '.join(map(repr, missing))}, which the live "
+                "generation serves: promoted, they would leave search. Build it for every source first "
+                "(`bindery reindex`, or in the UI a backfill of `reindex` over all sources)")
         if force and not reason:
             raise UsageError("a forced promotion needs --reason")
+
+    def unbuilt_sources(self, cand: GenerationRecord) -> list[str]:
+        """The configured sources the live generation holds documents of and `cand` holds none
+        of (a reindex run for some sources only, from the UI's per-source partitions)."""
+        live = self.live()
+        if live is None:
+            return []
+        held = {r.source for r in self.store.index_state(cand.id).values() if r.digest}
+        serving = {r.source for r in self.store.index_state(live.id).values() if r.digest}
+        return sorted((serving & set(self.cfg.source_names())) - held)
 
     def promote(self, cand: GenerationRecord, verdict: dict[str, Any], *, force: bool = False,
                 reason: str | None = None, by: str | None = None) -> dict[str, Any]:

@@ -112,3 +112,34 @@ def test_candidate_promotion_rollback_and_gc(tmp_path: Path) -> None:
     assert _row(store, g4.id).status == "dropped" and lc2.building() is None
     with pytest.raises(BindingError, match="only a candidate can be dropped"):
         lc2.drop_candidate(_row(store, g1.id), reason="no")
+
+
+def test_a_candidate_built_for_some_sources_only_is_not_promoted(tmp_path: Path) -> None:
+    """The UI's reindex runs per source partition: a candidate built for one source passed a
+    gate whose questions were all about that source, and promoted it dropped the other source
+    from search (a UI operator's find). Refused, forced or not, until every source is built."""
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    sources = [{"name": n, "root": str(tmp_path / n)} for n in ("a", "b")]
+    cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "sources": sources})
+    store = DocumentStore(cfg.database_url)
+    lc = Lifecycle(cfg, store)
+    (g1,) = lc.targets("sync")
+    _published(lc, g1.id)
+    lc.bind_first([g1])
+
+    def holds(gen_id: int, source: str) -> None:
+        store.set_index_state([{"generation_id": gen_id, "doc_id": f"{source}-1", "source": source, "digest": "d",
+                                "chunks": 1, "indexed_at": 0.0, "acl_hash": "h"}])
+
+    holds(g1.id, "a")
+    holds(g1.id, "b")
+    lc2 = Lifecycle(config_from_dict({"data_dir": str(tmp_path / "data"), "sources": sources,
+                                      "stages": {"chunk": {"max_tokens": 100}}}), store)
+    (g2,) = lc2.targets("candidate")
+    _published(lc2, g2.id)
+    holds(g2.id, "a")
+    with pytest.raises(BindingError, match="holds nothing of 'b'"):
+        lc2.check_promotable(lc2.resolve(g2.id), force=True, reason="the gate passed anyway")
+    holds(g2.id, "b")
+    lc2.check_promotable(lc2.resolve(g2.id), force=False, reason=None)
