@@ -85,6 +85,8 @@ def build_schedule(default_on: bool, cron: str) -> dg.ScheduleDefinition:
         missing = [n for n in names if n not in existing]
         if missing:
             context.instance.add_dynamic_partitions("sources", missing)
-        return [dg.RunRequest(partition_key=n, tags={"bindery/trigger": "schedule"}) for n in names]
+        # one run key per source: Dagster refuses a tick of several requests without them (every
+        # tick failed with two sources or shards); a schedule scopes the keys to its tick
+        return [dg.RunRequest(partition_key=n, run_key=n, tags={"bindery/trigger": "schedule"}) for n in names]
 
     return reconcile_schedule

@@ -249,6 +249,10 @@ def test_reconcile_schedule_requests_every_source_and_registers_partitions(conf:
             again = schedule(ctx)
             assert isinstance(again, list)
             assert sorted(str(r.partition_key) for r in again) == ["docs", "wiki"]
+            # Dagster's rule for a tick of several requests, which calling the function skips (every
+            # real tick failed with two sources: "must specify a run_key in each RunRequest")
+            keys = [r.run_key for r in again]
+            assert None not in keys and len(set(keys)) == len(keys)
 
 
 @pytest.mark.slow
