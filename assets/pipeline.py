@@ -97,13 +97,19 @@ def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]
     """The generations this run writes (connectors.lifecycle): the tag `bindery/target` says
     whether it is a sync or a reindex."""
     target: Target = "candidate" if context.run.tags.get(TARGET_TAG) == "candidate" else "sync"
-    # launched from the UI (the CLI names the candidate it checked for): a reindex of an unchanged
-    # configuration would build a copy of the live generation, and block the next real one, as
-    # `bindery reindex` without --force refuses to
-    launched_bare = not ({CANDIDATE_TAG, FORCE_TAG} & context.run.tags.keys())
-    if target == "candidate" and launched_bare and (nothing := rt.lifecycle.nothing_to_reindex()):
-        raise dg.Failure(description=f"{nothing}; add the run tag {FORCE_TAG}=true to rebuild anyway")
+    _refuse_idle_reindex(context, rt)
     return rt.lifecycle.targets(target)
+
+
+def _refuse_idle_reindex(context: dg.AssetExecutionContext, rt: Runtime) -> None:
+    """A reindex launched from the UI (the CLI names the candidate it checked for) of an
+    unchanged configuration would build a copy of the live generation, and block the next real
+    one, as `bindery reindex` without --force refuses to: it fails at once, before its listing
+    changes anything (it listed first, and a file deleted meanwhile left the store only)."""
+    reindex = context.run.tags.get(TARGET_TAG) == "candidate"
+    launched_bare = not ({CANDIDATE_TAG, FORCE_TAG} & context.run.tags.keys())
+    if reindex and launched_bare and (nothing := rt.lifecycle.nothing_to_reindex()):
+        raise dg.Failure(description=f"{nothing}; add the run tag {FORCE_TAG}=true to rebuild anyway")
 
 
 def _progress(context: dg.AssetExecutionContext, stage: str, unit: str) -> StageProgress:
@@ -154,6 +160,7 @@ def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bin
     # the indexes: a listing that narrows access and then stops (a refused delete sweep, an
     # unreadable ACL file) writes the narrowed ACLs into them itself (`listing._restrict`)
     rt = runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index)
+    _refuse_idle_reindex(context, rt)
     source, shard = parse_key(context.partition_key)
     with _failures_recorded(rt, source, "listing"):
         res = run_listing(rt, source, allow_mass_delete=config.allow_mass_delete, shard=shard)

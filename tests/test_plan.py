@@ -20,7 +20,7 @@ from connectors.store import DocumentStore
 from orchestration.estimate import estimate_seconds
 from orchestration.report import _human_plan
 from tests.anthropic_stub import AnthropicStub
-from tests.bindery_fixture import Deployment
+from tests.bindery_fixture import DOCS, Deployment
 from tests.sync_helpers import LocalDeployment
 
 pytestmark = pytest.mark.slow
@@ -339,12 +339,15 @@ def test_a_reindex_launched_from_the_ui_with_nothing_changed_builds_nothing(tmp_
                               resources=resources(str(dep.config_path)), tags={TARGET_TAG: "candidate", **tags},
                               raise_on_error=False)
 
+    (dep.root / "robots/xr5200.md").unlink()  # the refusal comes first: the listing changes nothing
     refused = reindex()
     assert not refused.success
     failure = next(e for e in refused.all_events if e.event_type_value == "STEP_FAILURE")
+    assert failure.step_key == "source_listing"
     user = failure.step_failure_data.user_failure_data
     assert user is not None and "nothing to reindex" in str(user.description)
     assert dep.cli("status")["generations"]["candidate"] is None  # no candidate was made
+    assert dep.cli("verify")["consistent"] is True and dep.cli("status")["documents"] == len(DOCS)
     assert reindex(**{FORCE_TAG: "true"}).success
     assert dep.cli("status")["generations"]["candidate"] is not None
 
