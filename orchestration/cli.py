@@ -611,6 +611,10 @@ def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     from orchestration.instance import checked_home
 
     env = {**os.environ, "BINDERY_CONFIG": cfg.config_path or "", "DAGSTER_HOME": str(checked_home(cfg))}
+    # the configured sources' partitions, as every command that runs jobs registers them (and the
+    # runs of dead CLI processes marked failed): on a fresh instance the UI could not launch
+    # `sync` for any source ("Nonexistent partition keys") until a CLI run or the sensor did it
+    _runner(cfg)
     root = Path(__file__).resolve().parent.parent
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(root / "workspace.yaml"), "-h", a.host, "-p", str(a.port)]
     # dagster dev ignores SIGINT/SIGTERM when its parent ignored them; restore the default.

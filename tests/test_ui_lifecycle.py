@@ -51,6 +51,11 @@ def test_sigterm_stops_dagster_dev_and_its_children(tmp_path: Path, sig: signal.
             assert proc.poll() is None, "bindery ui ended before the UI answered"
             assert time.monotonic() < deadline, "the UI did not answer within two minutes"
             time.sleep(0.5)
+        # the configured sources' partitions are there for a UI-only operator's first `sync`
+        import dagster as dg
+
+        with dg.DagsterInstance.from_config(str(dep.data / "dagster_home")) as inst:
+            assert inst.get_dynamic_partitions("sources") == ["docs"]
         proc.send_signal(sig)
         proc.wait(timeout=60)
         deadline = time.monotonic() + 30
