@@ -658,6 +658,14 @@ _COMMAND: list[str] = [""]  # the command main() ran, for entry()
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # before a command began (its arguments, its modules): `_main` has the rest
+        print("bindery: interrupted while starting; nothing was done", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     share_common_options(parser)
     ARGV[:] = sys.argv[1:] if argv is None else argv
