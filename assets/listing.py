@@ -293,13 +293,26 @@ def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[S
     file moved into a protected folder in a refused sync stayed public)."""
     default = _default_acl(scfg)
     narrowed = []
+    described: dict[str, list[str] | None] = {}  # each new item described once, however many match it
+
+    def acl_of(entry: SourceEntry) -> list[str] | None:
+        if entry.external_id not in described:
+            try:
+                described[entry.external_id] = _acl_of(src.describe(entry) if src.needs_describe else entry)
+            except SourceError as e:
+                if e.transient or isinstance(e, SourceUnavailable):
+                    raise  # the source, not this object
+                described[entry.external_id] = None  # as an item that cannot be described: kept till the next sync
+        return described[entry.external_id]
+
     for was, news in moved:
         acl = list(was.acl)
         try:
-            for entry in news:
-                acl = _narrowed(acl, _acl_of(src.describe(entry) if src.needs_describe else entry))
+            found = [a for e in news if (a := acl_of(e)) is not None]
         except SourceError:
-            continue  # not described now: as an item that cannot be described, kept until the next sync
+            break
+        for a in found:
+            acl = _narrowed(acl, a)
         if (narrow := narrowing(was, acl)) is not None:
             narrowed.append((was, narrow))
     for entry in entries:
@@ -406,6 +419,8 @@ def _failed(rt: Runtime, sw: _Sweep, scfg: SourceConfig, entry: SourceEntry, did
     now gives (`described`: the entry carries it) — a file narrowed as it became unreadable
     must not stay readable as it was. A run of transient failures (timeouts, 5xx after the
     retries) is the source's: SourceUnavailable, before this one is dead-lettered."""
+    if old is not None and described and (narrow := narrowing(old, _acl_of(entry))) is not None:
+        sw.narrow.append((old, narrow))  # also when this failure is the one that ends the listing
     if (down := sw.streak.failed(e)) is not None:
         raise SourceUnavailable(down) from e
     sw.res.counts["failed"] += 1
@@ -413,8 +428,6 @@ def _failed(rt: Runtime, sw: _Sweep, scfg: SourceConfig, entry: SourceEntry, did
                              stage="listing", reason=e.reason, error=str(e), trace=trace)
     if old is not None:
         sw.touched.append(did)
-        if described and (narrow := narrowing(old, _acl_of(entry))) is not None:
-            sw.narrow.append((old, narrow))
 
 
 def _described(src: Source, entry: SourceEntry) -> tuple[SourceEntry, str]:
@@ -510,7 +523,6 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     _guard_deletes(rt, scfg, len(entries) + len(kept), len(gone), allow_mass_delete,
                    lambda: _narrow_access(rt, scfg, src, mine, known, _moves(entries, known, gone, shard))
                    + _restrict(rt, scfg.name, narrowed_kept))
-    _set_acls(rt, narrowed_kept)  # this run's index step writes them
 
     res = ListingResult(scfg.name, len(entries))
     gone_by_hash = {d.content_hash: d for d in gone if d.content_hash}
@@ -535,9 +547,11 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     rt.store.upsert_documents(sw.rows)
     rt.store.touch_documents(sw.touched, sw.now)
     if gone_away is None:
-        _set_acls(rt, sw.narrow)  # this run's index step writes them
-    else:  # the run stops here, with no index step to carry the narrowing: written there too
-        _restrict(rt, scfg.name, sw.narrow)
+        _set_acls(rt, sw.narrow + narrowed_kept)  # this run's index step writes them
+    else:  # the run stops here, with no index step to carry the narrowing: written there too,
+        # and what the listing says of the items not reached takes access away as in a refused sweep
+        _restrict(rt, scfg.name, sw.narrow + narrowed_kept)
+        _narrow_access(rt, scfg, src, entries, known, [])
     if gone_away is not None:
         # a failed listing (the run fails with the reason, no delete sweep, nothing indexed is
         # touched), not one dead letter per item still to read

@@ -310,14 +310,26 @@ class Lifecycle:
             raise UsageError("a forced promotion needs --reason")
 
     def unbuilt_sources(self, cand: GenerationRecord) -> list[str]:
-        """The configured sources the live generation holds documents of and `cand` holds none
-        of (a reindex run for some sources only, from the UI's per-source partitions)."""
+        """The partitions (sources, or shards of a sharded source) the live generation holds
+        documents of and `cand` holds none of: a reindex run for some partitions only, from the
+        UI's per-partition jobs."""
+        from connectors.shards import parse_key, partition_keys
+
         live = self.live()
         if live is None:
             return []
-        held = {r.source for r in self.store.index_state(cand.id).values() if r.digest}
-        serving = {r.source for r in self.store.index_state(live.id).values() if r.digest}
-        return sorted((serving & set(self.cfg.source_names())) - held)
+        held = {(r.source, did) for did, r in self.store.index_state(cand.id).items() if r.digest}
+        serving = {(r.source, did) for did, r in self.store.index_state(live.id).items() if r.digest}
+        missing = []
+        for key in [k for s in self.cfg.sources for k in partition_keys(s)]:
+            name, shard = parse_key(key)
+
+            def mine(pairs: set[tuple[str, str]], name: str = name, shard: Any = shard) -> bool:
+                return any(src == name and (shard is None or shard.holds(did)) for src, did in pairs)
+
+            if mine(serving) and not mine(held):
+                missing.append(key)
+        return missing
 
     def promote(self, cand: GenerationRecord, verdict: dict[str, Any], *, force: bool = False,
                 reason: str | None = None, by: str | None = None) -> dict[str, Any]:

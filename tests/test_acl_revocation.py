@@ -182,3 +182,34 @@ def test_a_folder_that_cannot_be_listed_still_loses_access_taken_above_it(tmp_pa
     assert "robots/xr4471.md" not in _docs_seen_by(dep, "group:eng", "XR-4471 warehouse robot")
     assert "robots/xr4471.md" in _docs_seen_by(dep, "group:staff", "XR-4471 warehouse robot")
     assert dep.cli("verify")["consistent"] is True
+
+
+def test_access_narrowed_while_the_source_stops_answering_is_taken_away(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads that time out one after another fail the listing (the source, not its items); what
+    the listing said of the ACLs still takes access away, for the item that ended it and those
+    never reached (a review's find: a share timing out kept every narrowing from applying)."""
+    import os
+    import time
+    from typing import Any
+
+    from connectors.errors import SourceError
+    from connectors.sources.local import LocalFolderSource
+
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    assert "people/lyon.md" in _docs_seen_by(dep, "group:eng")
+
+    def timing_out(self: LocalFolderSource, entry: Any) -> bytes:
+        raise SourceError(f"reading {entry.external_id} timed out", transient=True)
+
+    monkeypatch.setattr(LocalFolderSource, "read", timing_out)
+    dep.write(".bindery-acl", "group:staff\n")
+    later = time.time() + 5
+    for p in dep.root.rglob("*"):
+        if p.is_file():
+            os.utime(p, (later, later))
+    assert dep.cli("sync", expect=1)["errors"]
+    assert not _docs_seen_by(dep, "group:eng") and not _docs_seen_by(dep, "group:eng", "XR-4471 warehouse robot")
+    assert "people/lyon.md" in _docs_seen_by(dep, "group:staff")
+    assert dep.cli("verify")["consistent"] is True

@@ -143,3 +143,39 @@ def test_a_candidate_built_for_some_sources_only_is_not_promoted(tmp_path: Path)
         lc2.check_promotable(lc2.resolve(g2.id), force=True, reason="the gate passed anyway")
     holds(g2.id, "b")
     lc2.check_promotable(lc2.resolve(g2.id), force=False, reason=None)
+
+
+def test_a_candidate_missing_a_shard_is_not_promoted(tmp_path: Path) -> None:
+    """A sharded source's reindex runs per shard: a candidate holding one shard of it held "the
+    source" by name, passed, and promoted would have dropped the other shard (a review's find)."""
+    from connectors.shards import parse_key, partition_keys
+
+    (tmp_path / "a").mkdir()
+    sources = [{"name": "a", "root": str(tmp_path / "a"), "shards": 2}]
+    cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "sources": sources})
+    store = DocumentStore(cfg.database_url)
+    lc = Lifecycle(cfg, store)
+    (g1,) = lc.targets("sync")
+    _published(lc, g1.id)
+    lc.bind_first([g1])
+    keys = partition_keys(cfg.source("a"))
+    shards = [parse_key(k)[1] for k in keys]
+    docs = [f"doc-{i}" for i in range(40)]
+    first = next(d for d in docs if shards[0] is not None and shards[0].holds(d))
+    second = next(d for d in docs if shards[1] is not None and shards[1].holds(d))
+
+    def holds(gen_id: int, did: str) -> None:
+        store.set_index_state([{"generation_id": gen_id, "doc_id": did, "source": "a", "digest": "d",
+                                "chunks": 1, "indexed_at": 0.0, "acl_hash": "h"}])
+
+    holds(g1.id, first)
+    holds(g1.id, second)
+    lc2 = Lifecycle(config_from_dict({"data_dir": str(tmp_path / "data"), "sources": sources,
+                                      "stages": {"chunk": {"max_tokens": 100}}}), store)
+    (g2,) = lc2.targets("candidate")
+    _published(lc2, g2.id)
+    holds(g2.id, first)
+    with pytest.raises(BindingError, match=keys[1]):
+        lc2.check_promotable(lc2.resolve(g2.id), force=True, reason="the gate passed anyway")
+    holds(g2.id, second)
+    lc2.check_promotable(lc2.resolve(g2.id), force=False, reason=None)

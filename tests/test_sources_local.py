@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -415,6 +416,34 @@ def test_a_link_cannot_publish_what_the_rules_keep_out(tmp_path: Path) -> None:
     problems = {k: e.problem[0] for k, e in entries.items() if e.problem}
     assert problems == dict.fromkeys(["pub/link.md", "pub/hrdir", "pub/hidden.md", "pub/draft.md"], "excluded-target")
     assert {k for k, e in entries.items() if not e.problem} == {"pub/readme.md"}
+
+    # a link to a folder above the excluded one: what it reaches is judged where it really is
+    # (a review's bypass, with the anchored form `_check_nested_sources` asks for)
+    put(root, "projects/secret/salaries.md", "secret\n")
+    put(root, "projects/open/plan.md", "open\n")
+    (root / "pub/proj").symlink_to("../projects")
+    entries = listing(src(root, exclude=["hr/", "drafts/**", "projects/secret/"]))
+    assert "pub/proj/open/plan.md" in entries and not any("secret" in k for k in entries)
+    # the include rules decide by the listed path, as for any file: a link in is followed
+    put(root, "shared/b.md", "shared\n")
+    (root / "pub/b.md").symlink_to("../shared/b.md")
+    assert not listing(src(root, include=["pub/**"]))["pub/b.md"].problem
+
+
+def test_a_file_that_vanishes_during_the_walk_is_skipped(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deleted between the folder's listing and its stat: gone, as if listed a moment later (a
+    review caught a change that failed the whole listing instead)."""
+    real_scandir = os.scandir
+
+    def scandir(path: str) -> Any:
+        entries = list(real_scandir(path))
+        for de in entries:
+            if de.name == "a.txt":
+                os.unlink(de.path)
+        return contextlib.nullcontext(iter(entries))
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert "a.txt" not in listing(src(tree))
 
 
 def test_a_link_the_walk_may_not_look_behind_is_a_problem_not_a_failure(tree: Path,

@@ -53,6 +53,10 @@ class PathFilter:
             return False
         return not (self._exclude is not None and self._exclude.match_file(path))
 
+    def excludes(self, path: str) -> bool:
+        """Whether the exclude rules (the include rules aside) leave out `path`."""
+        return self._exclude is not None and self._exclude.match_file(path)
+
     def excludes_folder(self, folder: str) -> bool:
         """Whether the exclude rules leave out the files of `folder` (relative, no trailing
         slash): `hr/` and `hr/**` do; tested with a file name no pattern names."""

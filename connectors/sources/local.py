@@ -168,8 +168,10 @@ class LocalFolderSource:
                                 origins=tuple(o for e in failed for o in e.origins))
 
     def _walk_dir(
-        self, path: str, rel_dir: str, acl: Acl, ancestors: set[tuple[int, int]]
+        self, path: str, rel_dir: str, acl: Acl, ancestors: set[tuple[int, int]], real_dir: str | None = None
     ) -> Iterator[_Item]:
+        """`real_dir`: where this folder really is, relative to the root, when a symlink led
+        here: what the exclude rules leave out there stays out, whatever path reached it."""
         try:
             with os.scandir(path) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -203,9 +205,9 @@ class LocalFolderSource:
                 # process may not look at is listed as a problem, never read and never failing
                 # the source (one such link froze every ACL change); anything else vanished meanwhile
                 broken = (isinstance(err, FileNotFoundError | PermissionError) or err.errno == errno.ELOOP)
-                if not broken or not de.is_symlink():
+                if not broken or (isinstance(err, PermissionError) and not de.is_symlink()):
                     raise self._fail("stat", de.path, err) from err
-                if self._filter(rel) and (item := self._broken_link(de, rel, acl, err)):
+                if de.is_symlink() and self._filter(rel) and (item := self._broken_link(de, rel, acl, err)):
                     yield item
                 continue
             if de.is_symlink() and not self.follow_external and not self._inside(de.path):
@@ -220,13 +222,17 @@ class LocalFolderSource:
                         f"{rel} is a symlink to {hidden}, which this source does not list (its exclude rules or "
                         "a hidden name); skipped, so the link cannot publish what the rules keep out")))
                 continue
+            real = self._real_rel(de.path) if de.is_symlink() else None if real_dir is None else real_dir + de.name
+            if real is not None and not de.is_symlink() and self._excluded_at(real, st):
+                continue  # reached through a folder link, but excluded where it really is
             entry_acl = self._link_acl(de, st, acl) if de.is_symlink() else acl
             if stat.S_ISDIR(st.st_mode):
                 key = _dir_key(st)
                 if key in ancestors:
                     log.warning("source %r: skipping symlink loop at %s", self.name, rel)
                     continue
-                yield from self._walk_dir(de.path, rel + "/", entry_acl, ancestors | {key})
+                yield from self._walk_dir(de.path, rel + "/", entry_acl, ancestors | {key},
+                                          None if real is None else real + "/")
             elif stat.S_ISREG(st.st_mode) and self._filter(rel):
                 yield _Item(rel, de.path, st, entry_acl)
 
@@ -251,21 +257,31 @@ class LocalFolderSource:
         except UnreadableAcl as e:
             return self._unreadable(e)
 
-    def _unlisted_target(self, link: str, st: os.stat_result) -> str | None:
-        """The root-relative path of a symlink's target inside the root that the source itself
-        would not list (excluded, or under a hidden name), else None. A folder another source
-        covers must be excluded here (`config._check_nested_sources`), and a link into it would
-        otherwise list its files under this source's wider ACL."""
+    def _real_rel(self, link: str) -> str | None:
+        """Where a symlink inside the root really leads, relative to the root (None: outside)."""
         if not self._inside(link):
             return None
         rel = os.path.relpath(os.path.realpath(link), self._real_root).replace(os.sep, "/")
-        if rel == ".":
+        return None if rel == "." else rel
+
+    def _excluded_at(self, real: str, st: os.stat_result) -> bool:
+        """Whether the exclude rules (or a hidden name) leave out what really is at `real`: a
+        folder when they leave out what it holds (`hr/`, `hr/**`). The include rules decide by
+        the path a file is listed under, as for any file; exclusion protects a place."""
+        if any(part.startswith(".") for part in real.split("/")):
+            return True
+        return self._filter.excludes_folder(real) if stat.S_ISDIR(st.st_mode) else self._filter.excludes(real)
+
+    def _unlisted_target(self, link: str, st: os.stat_result) -> str | None:
+        """The root-relative path of a symlink's target inside the root that the source itself
+        leaves out (excluded, or under a hidden name), else None. A folder another source covers
+        must be excluded here (`config._check_nested_sources`), and a link into it, or into a
+        folder above it (then `_walk_dir` judges what it reaches by its real place), would
+        otherwise list its files under this source's wider ACL."""
+        real = self._real_rel(link)
+        if real is None or not self._excluded_at(real, st):
             return None
-        hidden = any(part.startswith(".") for part in rel.split("/"))
-        if stat.S_ISDIR(st.st_mode):
-            # a folder is out when the exclude rules leave out what it holds (`hr/`, `hr/**`)
-            return rel + "/" if hidden or self._filter.excludes_folder(rel) else None
-        return rel if hidden or not self._filter(rel) else None
+        return real + "/" if stat.S_ISDIR(st.st_mode) else real
 
     def _broken_link(self, de: os.DirEntry[str], rel: str, acl: Acl, err: OSError) -> _Item | None:
         """A symlink that leads to no file: listed with a `problem`, so the listing dead-letters
