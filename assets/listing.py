@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -281,7 +281,8 @@ def _narrowed(old: list[str], new: list[str]) -> list[str]:
 
 
 def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[SourceEntry],
-                   known: dict[str, DocumentRecord], moved: list[tuple[DocumentRecord, list[SourceEntry]]]) -> int:
+                   known: dict[str, DocumentRecord], moved: list[tuple[DocumentRecord, list[SourceEntry]]],
+                   problems: Sequence[tuple[SourceEntry, tuple[str, str]]] = ()) -> int:
     """Of a listing the delete guard refused, apply only what takes access away: each listed
     document keeps the principals both its stored and its listed ACL name. A listing too small to
     delete from is still a statement about the files it does hold, and an ACL that was narrowed
@@ -292,7 +293,12 @@ def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[S
     stays served until the sweep runs, so it keeps no more access than its new place gives (a
     file moved into a protected folder in a refused sync stayed public)."""
     default = _default_acl(scfg)
-    narrowed = []
+    narrowed: list[tuple[DocumentRecord, list[str]]] = []
+    # what a symlink reaches that the rules exclude (indexed by an earlier release, or before the
+    # rules changed) leaves search now, not when a sweep the guard refuses is allowed
+    out_of_bounds = tuple(e.external_id for e, (reason, _) in problems if reason == "excluded-target")
+    narrowed.extend((d, []) for k, d in known.items() if d.deleted_at is None and d.acl and out_of_bounds
+                    and (k in out_of_bounds or k.startswith(tuple(f"{p}/" for p in out_of_bounds))))
     described: dict[str, list[str] | None] = {}  # each new item described once, however many match it
 
     def acl_of(entry: SourceEntry) -> list[str] | None:
@@ -378,6 +384,7 @@ class _Sweep:
     touched: list[str] = field(default_factory=list)
     read: list[str] = field(default_factory=list)  # described and read this pass
     narrow: list[tuple[DocumentRecord, list[str]]] = field(default_factory=list)  # kept, with less access
+    at: int = 0  # the index of the entry being swept
     streak: ReadStreak = field(default_factory=lambda: ReadStreak())
 
 
@@ -521,7 +528,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     narrowed_kept = kept_narrowing(kept, problems)
     mine = entries if shard is None else [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
     _guard_deletes(rt, scfg, len(entries) + len(kept), len(gone), allow_mass_delete,
-                   lambda: _narrow_access(rt, scfg, src, mine, known, _moves(entries, known, gone, shard))
+                   lambda: _narrow_access(rt, scfg, src, mine, known, _moves(entries, known, gone, shard), problems)
                    + _restrict(rt, scfg.name, narrowed_kept))
 
     res = ListingResult(scfg.name, len(entries))
@@ -536,7 +543,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     sw = _Sweep(res, known, gone_by_hash, _default_acl(scfg), time.time())
     gone_away: SourceUnavailable | None = None
     try:
-        for entry in entries:
+        for sw.at, entry in enumerate(entries):
             _sweep_entry(rt, sw, scfg, src, entry)
         if (down := sw.streak.finished()) is not None:  # too few items for a streak, every one failed
             raise SourceUnavailable(down)
@@ -551,7 +558,10 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     else:  # the run stops here, with no index step to carry the narrowing: written there too,
         # and what the listing says of the items not reached takes access away as in a refused sweep
         _restrict(rt, scfg.name, sw.narrow + narrowed_kept)
-        _narrow_access(rt, scfg, src, entries, known, [])
+        try:  # the items not reached; whatever happens here, the listing's failure is what is recorded
+            _narrow_access(rt, scfg, src, entries[sw.at + 1:], known, [])
+        except Exception as e:
+            rt.store.add_event("access-not-narrowed", f"after the source stopped answering: {e}", source=scfg.name)
     if gone_away is not None:
         # a failed listing (the run fails with the reason, no delete sweep, nothing indexed is
         # touched), not one dead letter per item still to read

@@ -213,3 +213,21 @@ def test_access_narrowed_while_the_source_stops_answering_is_taken_away(tmp_path
     assert not _docs_seen_by(dep, "group:eng") and not _docs_seen_by(dep, "group:eng", "XR-4471 warehouse robot")
     assert "people/lyon.md" in _docs_seen_by(dep, "group:staff")
     assert dep.cli("verify")["consistent"] is True
+
+
+def test_what_a_link_reaches_in_an_excluded_folder_leaves_search_even_in_a_refused_sweep(tmp_path: Path) -> None:
+    """Documents listed through a folder link into what the rules now exclude (indexed before the
+    rule, or by an earlier release) are withheld at once, even when the delete guard refuses the
+    sweep that would remove them (a review's find: they kept their old, wider ACL)."""
+    dep = Deployment(tmp_path)
+    for i in range(8):
+        dep.write(f"projects/secret/s{i}.md", f"# Salary band {i}\n\nThe pangolin salary band {i} is confidential.\n")
+    (dep.root / "people" / "proj").symlink_to("../projects")
+    dep.cli("sync")
+    assert "people/proj/secret/s0.md" in _docs_seen_by(dep, "group:eng", "pangolin salary band 0")
+    dep.config["sources"][0]["exclude"] = ["projects/secret/"]
+    dep.save()
+    out = dep.cli("sync", expect=1)  # 16 of 22 documents would go: refused
+    assert "delete sweep aborted" in out["errors"]["docs"]
+    assert not any(d.startswith("people/proj/secret/") for d in _docs_seen_by(dep, "group:eng", "pangolin salary band"))
+    assert dep.cli("verify")["consistent"] is True

@@ -224,7 +224,13 @@ class LocalFolderSource:
                 continue
             real = self._real_rel(de.path) if de.is_symlink() else None if real_dir is None else real_dir + de.name
             if real is not None and not de.is_symlink() and self._excluded_at(real, st):
-                continue  # reached through a folder link, but excluded where it really is
+                # reached through a folder link, but excluded where it really is: a problem item,
+                # so what an earlier release indexed under this path is withheld and then swept
+                if stat.S_ISDIR(st.st_mode) or self._filter(rel):
+                    yield _Item(rel, de.path, st, acl, ("excluded-target", (
+                        f"{rel} is {real} reached through a symlink, which this source does not list (its "
+                        "exclude rules or a hidden name); skipped")))
+                continue
             entry_acl = self._link_acl(de, st, acl) if de.is_symlink() else acl
             if stat.S_ISDIR(st.st_mode):
                 key = _dir_key(st)
