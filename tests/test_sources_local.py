@@ -483,3 +483,21 @@ def test_a_link_the_walk_may_not_look_behind_is_a_problem_not_a_failure(tree: Pa
     assert entries["locked-link.md"].problem is not None
     assert "cannot be read" in entries["locked-link.md"].problem[1]
     assert "a.txt" in entries
+
+
+def test_a_ladder_of_folder_links_is_walked_a_bounded_number_of_times(tmp_path: Path) -> None:
+    """Folders each linking twice to the next reach the last one by 2**n paths: the walk grew
+    exponentially (a review's find: 15 levels listed 65,519 entries in 36 s). Each folder is
+    walked under at most MAX_FOLDER_PATHS paths; the rest are problem items."""
+    from connectors.sources.local import MAX_FOLDER_PATHS
+
+    root = tmp_path / "root"
+    for i in range(15):
+        put(root, f"l{i}/doc{i}.md", f"level {i}\n")
+        if i:
+            (root / f"l{i - 1}" / "a").symlink_to(f"../l{i}")
+            (root / f"l{i - 1}" / "b").symlink_to(f"../l{i}")
+    entries = listing(src(root))
+    assert len(entries) < 15 * 3 * MAX_FOLDER_PATHS
+    assert any(e.problem and e.problem[0] == "link-fanout" for e in entries.values())
+    assert {f"l{i}/doc{i}.md" for i in range(15)} <= entries.keys()

@@ -63,6 +63,12 @@ class _Item:
     problem: tuple[str, str] | None = None
 
 
+# A folder is listed under at most this many paths (symlinks that reach it several ways): a
+# ladder of folders each linking twice to the next made a listing exponential (15 levels: 65,519
+# entries, 36 s), and anyone who may write a link in a listed folder could stall every sync.
+MAX_FOLDER_PATHS = 64
+
+
 def _reason(e: OSError) -> str:
     return e.strerror or str(e)
 
@@ -157,6 +163,7 @@ class LocalFolderSource:
         if not stat.S_ISDIR(root_st.st_mode):
             raise SourceError(f"source {self.name!r}: root {self.root} is not a folder")
         self._failed_acls: list[UnreadableAcl] = []
+        self._walked: dict[tuple[int, int], int] = {}  # folder -> the symlink paths it was walked by
         try:
             self._root_acl = self._narrowed(self._default_acl, os.path.dirname(self._real_root))
         except UnreadableAcl as e:
@@ -233,12 +240,7 @@ class LocalFolderSource:
                 continue
             entry_acl = self._link_acl(de, st, acl) if de.is_symlink() else acl
             if stat.S_ISDIR(st.st_mode):
-                key = _dir_key(st)
-                if key in ancestors:
-                    log.warning("source %r: skipping symlink loop at %s", self.name, rel)
-                    continue
-                yield from self._walk_dir(de.path, rel + "/", entry_acl, ancestors | {key},
-                                          None if real is None else real + "/")
+                yield from self._walk_sub(de, rel, st, acl, entry_acl, ancestors, real)
             elif stat.S_ISREG(st.st_mode) and self._filter(rel):
                 yield _Item(rel, de.path, st, entry_acl)
 
@@ -262,6 +264,28 @@ class LocalFolderSource:
             return self._acl_of_target(real_dir) if self._inside(de.path) else self._narrowed(acl, real_dir)
         except UnreadableAcl as e:
             return self._unreadable(e)
+
+    def _walk_sub(self, de: os.DirEntry[str], rel: str, st: os.stat_result, acl: Acl, entry_acl: Acl,
+                  ancestors: set[tuple[int, int]], real: str | None) -> Iterator[_Item]:
+        """A subfolder (or a folder a symlink leads to): walked unless it closes a loop or was
+        already walked under too many paths through symlinks."""
+        key = _dir_key(st)
+        if key in ancestors:
+            log.warning("source %r: skipping symlink loop at %s", self.name, rel)
+            return
+        if (de.is_symlink() or real is not None) and self._fanned_out(key):  # reached through a link
+            yield _Item(rel, de.path, st, acl, ("link-fanout", (
+                f"{rel} is a folder already listed under {MAX_FOLDER_PATHS} other paths through symlinks; "
+                "skipped here (links that reach one folder many ways make the walk grow exponentially)")))
+            return
+        real_dir = None if real is None else real + "/"
+        yield from self._walk_dir(de.path, rel + "/", entry_acl, ancestors | {key}, real_dir)
+
+    def _fanned_out(self, key: tuple[int, int]) -> bool:
+        """Count one more path through symlinks to a folder; True past MAX_FOLDER_PATHS of them
+        (its own place in the tree is always walked, and not counted)."""
+        self._walked[key] = self._walked.get(key, 0) + 1
+        return self._walked[key] > MAX_FOLDER_PATHS
 
     def _real_rel(self, link: str) -> str | None:
         """Where a symlink inside the root really leads, relative to the root (None: outside)."""
