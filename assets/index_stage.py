@@ -337,12 +337,19 @@ def apply_access(rt: Runtime, source: str, doc_ids: Collection[str]) -> int:
     index step (a delete sweep the guard refused, an ACL file that cannot be read). The query
     service already refused them (it checks every hit against the store); without this the
     indexes kept the wider ACL until the next successful run, and `bindery verify` rightly
-    reported drift. Returns the documents rewritten or removed, over all generations."""
+    reported drift. Returns the documents rewritten or removed, over all generations. It never
+    raises: its callers are stopping a run for a reason of their own, which must stay the run's
+    error; a failure here is an event, and the next successful run writes the indexes."""
     from connectors.lifecycle import RETAINED
 
     if not doc_ids:
         return 0
-    stats = run_index(rt, source, [], rt.lifecycle.generations(RETAINED), only=set(doc_ids))
+    try:
+        stats = run_index(rt, source, [], rt.lifecycle.generations(RETAINED), only=set(doc_ids))
+    except Exception as e:
+        rt.store.add_event("access-not-indexed", f"the access changes and deletes of {len(doc_ids)} document(s) "
+                           f"are enforced by the store but not yet in the indexes: {e}", source=source)
+        return 0
     return stats.written_docs + stats.deleted_docs + stats.revoked_docs
 
 

@@ -239,17 +239,13 @@ def _set_acls(rt: Runtime, docs: list[tuple[DocumentRecord, list[str]]]) -> int:
 def _restrict(rt: Runtime, source: str, docs: list[tuple[DocumentRecord, list[str]]]) -> int:
     """`_set_acls` in a run that stops at its listing (a refused delete sweep, an unreadable ACL
     file), so no index step follows to carry the change: it is written into every retained
-    generation's indexes here (`index_stage.apply_access`). Should that fail, the store still
-    refuses the documents to every reader, and the next successful run rewrites them."""
+    generation's indexes here (`index_stage.apply_access`, which notes a failure as an event: the
+    store still refuses the documents to every reader, and the next successful run rewrites them)."""
     from assets.index_stage import apply_access  # the index stage reads spooled bytes from here
 
     n = _set_acls(rt, docs) if docs else 0
     if n:
-        try:
-            apply_access(rt, source, [d.doc_id for d, _ in docs])
-        except Exception as e:  # the refusal the caller raises must still be the error
-            rt.store.add_event("access-not-indexed", f"the narrowed access of {n} document(s) is enforced "
-                               f"by the store but not yet in the indexes: {e}", source=source)
+        apply_access(rt, source, [d.doc_id for d, _ in docs])
     return n
 
 
@@ -296,9 +292,10 @@ def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[S
     narrowed: list[tuple[DocumentRecord, list[str]]] = []
     # what a symlink reaches that the rules exclude (indexed by an earlier release, or before the
     # rules changed) leaves search now, not when a sweep the guard refuses is allowed
-    out_of_bounds = tuple(e.external_id for e, (reason, _) in problems if reason == "excluded-target")
-    narrowed.extend((d, []) for k, d in known.items() if d.deleted_at is None and d.acl and out_of_bounds
-                    and (k in out_of_bounds or k.startswith(tuple(f"{p}/" for p in out_of_bounds))))
+    out_of_bounds = {e.external_id for e, (reason, _) in problems if reason == "excluded-target"}
+    under = tuple(f"{p}/" for p in out_of_bounds)
+    narrowed.extend((d, []) for k, d in known.items() if out_of_bounds and d.deleted_at is None and d.acl
+                    and (k in out_of_bounds or k.startswith(under)))
     described: dict[str, list[str] | None] = {}  # each new item described once, however many match it
 
     def acl_of(entry: SourceEntry) -> list[str] | None:
@@ -311,30 +308,20 @@ def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[S
                 described[entry.external_id] = None  # as an item that cannot be described: kept till the next sync
         return described[entry.external_id]
 
-    for was, news in moved:
-        acl = list(was.acl)
+    # a moved document against each new item of its fingerprint; a listed one against its own item
+    pairs = [(was, news) for was, news in moved] + [
+        (old, [entry]) for entry in entries if (old := known.get(entry.external_id)) is not None
+        and old.deleted_at is None and not _unchanged(src, old, entry, default)]
+    for was, news in pairs:
         try:
             found = [a for e in news if (a := acl_of(e)) is not None]
         except SourceError:
-            break
+            break  # the source, not this object: the refusal is not held up object by object
+        acl = list(was.acl)
         for a in found:
             acl = _narrowed(acl, a)
         if (narrow := narrowing(was, acl)) is not None:
             narrowed.append((was, narrow))
-    for entry in entries:
-        old = known.get(entry.external_id)
-        if old is None or old.deleted_at is not None or _unchanged(src, old, entry, default):
-            continue
-        if src.needs_describe:
-            try:
-                entry = src.describe(entry)
-            except SourceError as e:
-                if e.transient or isinstance(e, SourceUnavailable):
-                    break  # the source, not this object: the refusal is not held up object by object
-                continue
-        acl = sorted(_narrowed(list(old.acl), _acl_of(entry)))
-        if acl != sorted(old.acl):
-            narrowed.append((old, acl))
     return _restrict(rt, scfg.name, narrowed)
 
 
@@ -562,7 +549,6 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
             _narrow_access(rt, scfg, src, entries[sw.at + 1:], known, [])
         except Exception as e:
             rt.store.add_event("access-not-narrowed", f"after the source stopped answering: {e}", source=scfg.name)
-    if gone_away is not None:
         # a failed listing (the run fails with the reason, no delete sweep, nothing indexed is
         # touched), not one dead letter per item still to read
         rt.store.record_listing(scfg.name, None, ok=False, error=str(gone_away))

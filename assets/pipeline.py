@@ -188,13 +188,9 @@ def parse_quality_verdict(stats: ParseStats, rt: Runtime, source: str, gens: lis
     if verdict.severity == "error":
         rt.store.set_source_error(source, f"parse_quality: {verdict.description}")
         # the index step will not run: what the listing deleted or re-permissioned reaches the
-        # indexes here, so store and indexes still agree (`bindery verify`). Should that fail,
-        # the store's check still refuses them to readers: the verdict stays the run's outcome
-        try:
-            settle_access(rt, source)
-        except Exception as e:
-            rt.store.add_event("access-not-indexed", f"the deletes and access changes of a blocked run are "
-                               f"enforced by the store but not yet in the indexes: {e}", source=source)
+        # indexes here, so store and indexes still agree (`bindery verify`); a failure to write
+        # them is an event (`apply_access`), and the verdict stays the run's outcome
+        settle_access(rt, source)
         return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
                                    description=verdict.description, metadata=meta)
     if warn:

@@ -318,18 +318,19 @@ class Lifecycle:
         live = self.live()
         if live is None:
             return []
-        held = {(r.source, did) for did, r in self.store.index_state(cand.id).items() if r.digest}
-        serving = {(r.source, did) for did, r in self.store.index_state(live.id).items() if r.digest}
-        missing = []
-        for key in [k for s in self.cfg.sources for k in partition_keys(s)]:
+        keys = [k for s in self.cfg.sources for k in partition_keys(s)]
+        by_source: dict[str, list[tuple[str, Any]]] = {}
+        for key in keys:
             name, shard = parse_key(key)
+            by_source.setdefault(name, []).append((key, shard))
 
-            def mine(pairs: set[tuple[str, str]], name: str = name, shard: Any = shard) -> bool:
-                return any(src == name and (shard is None or shard.holds(did)) for src, did in pairs)
+        def partitions(gen_id: int) -> set[str]:
+            """The partitions of the configured sources `gen_id` holds a document of."""
+            return {key for did, r in self.store.index_state(gen_id).items() if r.digest
+                    for key, shard in by_source.get(r.source, ()) if shard is None or shard.holds(did)}
 
-            if mine(serving) and not mine(held):
-                missing.append(key)
-        return missing
+        serving, held = partitions(live.id), partitions(cand.id)
+        return [k for k in keys if k in serving and k not in held]
 
     def promote(self, cand: GenerationRecord, verdict: dict[str, Any], *, force: bool = False,
                 reason: str | None = None, by: str | None = None) -> dict[str, Any]:

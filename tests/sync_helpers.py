@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -185,3 +186,18 @@ class LocalDeployment(Deployment):
             sidecar.unlink(missing_ok=True)
         else:
             sidecar.write_text("".join(p + "\n" for p in principals))
+
+
+def refuse_listing(monkeypatch: Any, folder: Path) -> Callable[[], None]:
+    """Make the OS refuse to list `folder` (chmod 000 does not stop root, so the refusal is
+    simulated at `os.scandir`); returns a function that makes it readable again."""
+    real = os.scandir
+    locked = str(folder)
+
+    def scandir(path: Any) -> Any:
+        if str(path) == locked:
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    return lambda: monkeypatch.setattr(os, "scandir", real)

@@ -13,6 +13,7 @@ from connectors.config import load_config
 from connectors.indexes.base import Filters
 from query_service.retrieval import LiveRetriever
 from tests.bindery_fixture import Deployment
+from tests.sync_helpers import refuse_listing
 
 pytestmark = pytest.mark.slow
 
@@ -160,21 +161,11 @@ def test_a_folder_that_cannot_be_listed_still_loses_access_taken_above_it(tmp_pa
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Documents kept under a folder that cannot be listed keep no more access than the folder
     now inherits: a sidecar narrowed above it applies to them (an attacker's find)."""
-    import os
-    from typing import Any
 
     dep = Deployment(tmp_path)
     dep.cli("sync")
     assert "robots/xr4471.md" in _docs_seen_by(dep, "group:eng", "XR-4471 warehouse robot")
-    real = os.scandir
-    locked = str(dep.root / "robots")
-
-    def scandir(path: Any) -> Any:
-        if str(path) == locked:
-            raise PermissionError(13, "Permission denied", path)
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    refuse_listing(monkeypatch, dep.root / "robots")
     dep.write(".bindery-acl", "group:staff\n")
     plan = dep.cli("plan")
     out = dep.cli("sync")

@@ -114,6 +114,12 @@ def test_candidate_promotion_rollback_and_gc(tmp_path: Path) -> None:
         lc2.drop_candidate(_row(store, g1.id), reason="no")
 
 
+def _holds(store: DocumentStore, gen_id: int, source: str, did: str) -> None:
+    """An index-state row: generation `gen_id` holds document `did` of `source`."""
+    store.set_index_state([{"generation_id": gen_id, "doc_id": did, "source": source, "digest": "d",
+                            "chunks": 1, "indexed_at": 0.0, "acl_hash": "h"}])
+
+
 def test_a_candidate_built_for_some_sources_only_is_not_promoted(tmp_path: Path) -> None:
     """The UI's reindex runs per source partition: a candidate built for one source passed a
     gate whose questions were all about that source, and promoted it dropped the other source
@@ -129,8 +135,7 @@ def test_a_candidate_built_for_some_sources_only_is_not_promoted(tmp_path: Path)
     lc.bind_first([g1])
 
     def holds(gen_id: int, source: str) -> None:
-        store.set_index_state([{"generation_id": gen_id, "doc_id": f"{source}-1", "source": source, "digest": "d",
-                                "chunks": 1, "indexed_at": 0.0, "acl_hash": "h"}])
+        _holds(store, gen_id, source, f"{source}-1")
 
     holds(g1.id, "a")
     holds(g1.id, "b")
@@ -165,8 +170,7 @@ def test_a_candidate_missing_a_shard_is_not_promoted(tmp_path: Path) -> None:
     second = next(d for d in docs if shards[1] is not None and shards[1].holds(d))
 
     def holds(gen_id: int, did: str) -> None:
-        store.set_index_state([{"generation_id": gen_id, "doc_id": did, "source": "a", "digest": "d",
-                                "chunks": 1, "indexed_at": 0.0, "acl_hash": "h"}])
+        _holds(store, gen_id, "a", did)
 
     holds(g1.id, first)
     holds(g1.id, second)

@@ -17,6 +17,7 @@ import pytest
 from assets.parse_quality import ParseRow, judge, judge_versions
 from connectors.config import ParseQualityThresholds
 from tests.bindery_fixture import DOCS, Deployment
+from tests.sync_helpers import refuse_listing
 
 TH = ParseQualityThresholds()  # max_failure_share 0.3, warn 0.05, min_batch 20
 
@@ -253,15 +254,7 @@ def test_an_unreadable_folder_keeps_its_documents_and_the_rest_syncs(tmp_path: P
 
     dep = Deployment(tmp_path)
     dep.cli("sync")
-    real = os.scandir
-    locked = str(dep.root / "robots")
-
-    def scandir(path: Any) -> Any:  # chmod 000 does not stop root: the OS refusing is simulated
-        if str(path) == locked:
-            raise PermissionError(13, "Permission denied", path)
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    readable_again = refuse_listing(monkeypatch, dep.root / "robots")
     dep.write("new/heron.md", "# Heron\n\nThe grey heron nests in tall trees near the lake every spring.\n")
     (dep.root / "robots/xr5200.md").unlink()  # unseen while the folder cannot be read
     plan = dep.cli("plan")
@@ -278,7 +271,7 @@ def test_an_unreadable_folder_keeps_its_documents_and_the_rest_syncs(tmp_path: P
     # unmounted share) is refused as a shrunken listing, not swept
     assert dep.cli("status")["sources"]["docs"]["last_good_listing_count"] == len(DOCS) + 1
 
-    monkeypatch.setattr(os, "scandir", real)  # readable again: its changes arrive
+    readable_again()  # its changes arrive
     out = dep.cli("sync")
     assert out["sources"]["docs"]["deleted"] == 1 and dep.cli("dlq") == []
 
@@ -288,15 +281,7 @@ def test_an_excluded_folder_goes_even_when_it_cannot_be_read(tmp_path: Path, mon
     operator who excludes the folder (a nested source's folder, say) sees them go, readable or not."""
     dep = Deployment(tmp_path)
     dep.cli("sync")
-    real = os.scandir
-    locked = str(dep.root / "people")
-
-    def scandir(path: Any) -> Any:
-        if str(path) == locked:
-            raise PermissionError(13, "Permission denied", path)
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    refuse_listing(monkeypatch, dep.root / "people")
     dep.config["sources"][0]["exclude"] = ["people/**"]
     dep.save()
     out = dep.cli("sync")

@@ -223,20 +223,14 @@ class LocalFolderSource:
                         f"{rel} is a symlink to {os.path.realpath(de.path)}, outside the source root; "
                         "skipped (set follow_external_symlinks: true on the source to follow it)")))
                 continue
-            if de.is_symlink() and (hidden := self._unlisted_target(de.path, st)) is not None:
-                if stat.S_ISDIR(st.st_mode) or self._filter(rel):
-                    yield _Item(rel, de.path, st, acl, ("excluded-target", (
-                        f"{rel} is a symlink to {hidden}, which this source does not list (its exclude rules or "
-                        "a hidden name); skipped, so the link cannot publish what the rules keep out")))
-                continue
+            # where it really is, when a symlink leads there (this one, or a folder link above it):
+            # what the exclude rules leave out there stays out, whatever path reaches it
             real = self._real_rel(de.path) if de.is_symlink() else None if real_dir is None else real_dir + de.name
-            if real is not None and not de.is_symlink() and self._excluded_at(real, st):
-                # reached through a folder link, but excluded where it really is: a problem item,
-                # so what an earlier release indexed under this path is withheld and then swept
-                if stat.S_ISDIR(st.st_mode) or self._filter(rel):
-                    yield _Item(rel, de.path, st, acl, ("excluded-target", (
-                        f"{rel} is {real} reached through a symlink, which this source does not list (its "
-                        "exclude rules or a hidden name); skipped")))
+            if real is not None and self._excluded_at(real, st):
+                if stat.S_ISDIR(st.st_mode) or self._filter(rel):  # a problem item: what an earlier release
+                    yield _Item(rel, de.path, st, acl, ("excluded-target", (  # listed here is withheld, swept
+                        f"{rel} leads to {real}, which this source does not list (its exclude rules or a hidden "
+                        "name); skipped, so a symlink cannot publish what the rules keep out")))
                 continue
             entry_acl = self._link_acl(de, st, acl) if de.is_symlink() else acl
             if stat.S_ISDIR(st.st_mode):
@@ -297,21 +291,12 @@ class LocalFolderSource:
     def _excluded_at(self, real: str, st: os.stat_result) -> bool:
         """Whether the exclude rules (or a hidden name) leave out what really is at `real`: a
         folder when they leave out what it holds (`hr/`, `hr/**`). The include rules decide by
-        the path a file is listed under, as for any file; exclusion protects a place."""
+        the path a file is listed under, as for any file; exclusion protects a place (a folder
+        another source covers must be excluded here, `config._check_nested_sources`, and a link
+        into it, or above it, would otherwise list its files under this source's wider ACL)."""
         if any(part.startswith(".") for part in real.split("/")):
             return True
         return self._filter.excludes_folder(real) if stat.S_ISDIR(st.st_mode) else self._filter.excludes(real)
-
-    def _unlisted_target(self, link: str, st: os.stat_result) -> str | None:
-        """The root-relative path of a symlink's target inside the root that the source itself
-        leaves out (excluded, or under a hidden name), else None. A folder another source covers
-        must be excluded here (`config._check_nested_sources`), and a link into it, or into a
-        folder above it (then `_walk_dir` judges what it reaches by its real place), would
-        otherwise list its files under this source's wider ACL."""
-        real = self._real_rel(link)
-        if real is None or not self._excluded_at(real, st):
-            return None
-        return real + "/" if stat.S_ISDIR(st.st_mode) else real
 
     def _broken_link(self, de: os.DirEntry[str], rel: str, acl: Acl, err: OSError) -> _Item | None:
         """A symlink that leads to no file: listed with a `problem`, so the listing dead-letters
