@@ -41,6 +41,9 @@ from orchestration.terminal_log import terminal_logger
 
 # how long `--wait` waits on runs no daemon has dequeued before it says so and stops waiting
 DAEMON_GRACE = 120.0
+# a run in these states is writing (or about to write) its partition's stores
+_ACTIVE = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+_SOURCE_JOBS = ("sync", "reindex")
 
 
 @dataclass
@@ -232,9 +235,27 @@ class Runner:
         cfg = {"ops": {"source_listing": {"config": {"allow_mass_delete": allow_mass_delete}}}}
         for name in sources:
             with source_lock(self.cfg, name) as wait:
-                waited += wait
+                waited += wait + self._wait_for_instance_runs(name)
                 outcomes.append(self.run(job_name, partition=name, run_config=cfg, tags=tags))
         return outcomes, time.perf_counter() - started - waited
+
+    def _wait_for_instance_runs(self, name: str, poll_seconds: float = 1.0) -> float:
+        """The file lock keeps CLI runs of a source apart; a run the UI, a sensor or a schedule
+        started goes through the daemon's queue instead, which holds those back while a CLI run
+        is STARTED but cannot hold back the CLI. So before it starts, an in-process run waits for
+        any active run of the same source partition in the instance (found by a review: a CLI
+        sync wrote beside a UI run of the same source). Returns the seconds waited."""
+        started = time.perf_counter()
+        said: set[str] = set()
+        while active := [r for r in self.instance.get_runs(filters=dg.RunsFilter(
+                statuses=_ACTIVE, tags={"dagster/partition": name})) if r.job_name in _SOURCE_JOBS]:
+            for run in active:
+                if run.run_id not in said:
+                    said.add(run.run_id)
+                    print(f"waiting for run {run.run_id[:8]} ({run.job_name} of source {name!r}, "
+                          f"launched by {launched_by(run.tags)}) to finish...", file=sys.stderr, flush=True)
+            time.sleep(poll_seconds)
+        return time.perf_counter() - started if said else 0.0
 
     # -- runs through the instance (--submit, --wait) -------------------------------------
 

@@ -215,3 +215,35 @@ def test_a_queued_run_can_be_cancelled_from_the_cli(dep: Deployment) -> None:
     assert [r["status"] for r in dep.cli("runs")["runs"]] == ["CANCELED"]
     for wrong in (run_id[:8], "ffffffffffff", "abc"):  # ended, unknown, too short to name one
         assert "--cancel" in dep.cli("runs", "--cancel", wrong, expect=2)["error"]
+
+
+def test_a_cli_run_waits_for_a_run_of_the_same_source_the_ui_started(
+        dep: Deployment, capfd: pytest.CaptureFixture[str]) -> None:
+    """Found by a review: the file lock kept CLI runs apart, but a CLI sync started beside a
+    UI run of the same source (the daemon's queue holds back only what it launches), and both
+    wrote the same stores. The CLI now waits for it, says so, and does not count the wait."""
+    import threading
+
+    import dagster as dg
+
+    from orchestration.runs import Runner
+
+    runner = Runner(load_config(dep.config_path))
+    ui_run = runner.instance.get_run_by_id(runner.submit_sources("sync", ["docs"], tags={
+        "bindery/launched-by": "ui"})[0].run_id)
+    assert ui_run is not None
+    runner.instance.handle_new_event(dg.EventLogEntry(  # type: ignore[no-untyped-call]
+        error_info=None, level="DEBUG", user_message="", run_id=ui_run.run_id, timestamp=time.time(),
+        dagster_event=dg.DagsterEvent(dg.DagsterEventType.RUN_START.value, ui_run.job_name)))
+    started = runner.instance.get_run_by_id(ui_run.run_id)
+    assert started is not None and started.status == dg.DagsterRunStatus.STARTED
+
+    finish = threading.Timer(1.5, lambda: runner.instance.report_run_failed(started, message="ended by the test"))
+    finish.start()
+    t0 = time.perf_counter()
+    outcomes, own_seconds = runner.run_sources("sync", ["docs"])
+    finish.join()
+    assert time.perf_counter() - t0 >= 1.5 and own_seconds < time.perf_counter() - t0 - 1.0
+    assert outcomes[0].success
+    err = capfd.readouterr().err
+    assert f"waiting for run {ui_run.run_id[:8]} (sync of source 'docs', launched by ui) to finish..." in err
