@@ -505,7 +505,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     scfg = rt.cfg.source(source_name)
     rt.store.upsert_source(scfg.name, scfg.kind, scfg.model_dump(mode="json"))
     withhold_removed_sources(rt)
-    src = source or make_source(scfg)
+    src = source or make_source(scfg, rt.cfg.sources)
     listed = _list_source(rt, scfg, src)
     problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]
     entries = [e for e in listed if entry_problem(e) is None]

@@ -111,7 +111,7 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
                     source: Source | None = None) -> SourcePlan:
     """The listing's classification of every item, with its rules, and nothing written."""
     sp = SourcePlan(scfg.name)
-    src = source or make_source(scfg)
+    src = source or make_source(scfg, rt.cfg.sources)
     try:
         listed = list(src.list())
     except SourceError as e:

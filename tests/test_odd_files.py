@@ -100,6 +100,32 @@ def test_symlinks_out_of_the_root_are_a_per_source_choice(tmp_path: Path) -> Non
     assert _dead(rt) == {}  # the skipped links were listed this time: their dead letters are gone
 
 
+
+def test_a_followed_link_into_another_sources_root_keeps_that_sources_acl(tmp_path: Path) -> None:
+    """With `follow_external_symlinks: true`, a link into a second source's root listed its
+    files under this source's ACL when only that source's `acl:` protected them (no sidecar):
+    anyone who may write a link here published them (an attacker's find, listed as a limit
+    until now). The target's source narrows the link, in the store and in the plan alike."""
+    from orchestration.plan import predict_listing
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/readme.txt").write_text("public notes about otters")
+    hr = tmp_path / "hr"
+    (hr / "reviews").mkdir(parents=True)
+    (hr / "salaries.txt").write_text("salaries of everyone")
+    (hr / "reviews/q3.txt").write_text("third quarter reviews")
+    (tmp_path / "src/pay.txt").symlink_to(hr / "salaries.txt")
+    (tmp_path / "src/reviews").symlink_to(hr / "reviews", target_is_directory=True)
+    cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "sources": [
+        {"name": "s", "kind": "local", "root": str(tmp_path / "src"), "follow_external_symlinks": True},
+        {"name": "hr", "kind": "local", "root": str(hr), "acl": ["group:hr"]}]})
+    rt = Runtime(cfg, DocumentStore(cfg.database_url))
+    run_listing(rt, "s")
+    acl = {d.external_id: tuple(d.acl) for d in rt.store.documents("s")}
+    assert acl == {"readme.txt": ("*",), "pay.txt": ("group:hr",), "reviews/q3.txt": ("group:hr",)}
+    assert {d.external_id: tuple(d.acl) for d in predict_listing(rt, cfg.source("s")).docs} == acl
+
+
 def test_a_link_to_nothing_is_a_dead_letter_and_its_document_goes(tmp_path: Path) -> None:
     """A dangling link (its target deleted, a share unmounted) or two links pointing at each
     other were left out with a log line only: `bindery dlq` showed nothing. Now each is a

@@ -10,13 +10,14 @@ local listings carry them already (`describe()` is the identity there).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from connectors.config import SourceConfig
 from connectors.errors import ConfigError
 from connectors.sources.base import Source, SourceEntry
 from connectors.sources.globs import PathFilter, check_patterns
-from connectors.sources.local import ACL_SIDECAR, PUBLIC_ACL, LocalFolderSource
+from connectors.sources.local import ACL_SIDECAR, PUBLIC_ACL, LocalFolderSource, local_guards
 
 if TYPE_CHECKING:
     from connectors.sources.s3 import S3Source
@@ -34,11 +35,13 @@ __all__ = [
 ]
 
 
-def make_source(cfg: SourceConfig) -> Source:
-    """The source a config describes. Raises ConfigError if the config is incomplete."""
+def make_source(cfg: SourceConfig, others: Sequence[SourceConfig] = ()) -> Source:
+    """The source a config describes. Raises ConfigError if the config is incomplete. `others`:
+    the configuration's sources (a local source's followed external symlinks into another's
+    root are narrowed by that source's `acl:`, `local_guards`)."""
     cfg.check_complete()
     if cfg.kind == "local":
-        return LocalFolderSource(cfg)
+        return LocalFolderSource(cfg, local_guards(cfg, others))
     if cfg.kind == "s3":
         from connectors.sources.s3 import S3Source
 

@@ -15,7 +15,8 @@ symlink inside the root takes the ACL of its target's real location, not that of
 sits in, so a link can never republish a private file under a public folder's ACL. The nearest
 sidecar *above* the root narrows the source's default (a source rooted inside a protected tree
 cannot publish it), and a followed external symlink is narrowed by the sidecar nearest its
-target.
+target and by the `acl:` of every other local source whose root holds the target (`guards`: a
+link into a sibling source's root must not list its files under this source's wider ACL).
 `metadata["acl_from"]` says where an ACL came from.
 
 Failure rules (a failed listing must never look like an empty one, or the delete sweep would
@@ -36,7 +37,7 @@ import hashlib
 import logging
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -47,7 +48,7 @@ from connectors.errors import ConfigError, SourceError, TooLarge, UnreadableAcl
 from connectors.sources.base import SourceEntry
 from connectors.sources.globs import PathFilter
 
-__all__ = ["ACL_SIDECAR", "PUBLIC_ACL", "LocalFolderSource"]
+__all__ = ["ACL_SIDECAR", "PUBLIC_ACL", "LocalFolderSource", "local_guards"]
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +79,12 @@ class LocalFolderSource:
 
     needs_describe = False  # list() already carries ACLs; describe() is the identity
 
-    def __init__(self, cfg: SourceConfig) -> None:
+    def __init__(self, cfg: SourceConfig, guards: Sequence[tuple[str, Acl]] = ()) -> None:
+        """`guards`: (real root, default ACL) of the other local sources (`local_guards`)."""
         if cfg.kind != "local" or not cfg.root:
             raise ConfigError(f"source {cfg.name!r}: LocalFolderSource needs kind local and a root")
         self.name = cfg.name
+        self._guards = tuple(guards)
         self.root = Path(cfg.root).absolute()
         self.max_bytes = int(cfg.max_file_mb * 1024 * 1024)
         self._filter = PathFilter(cfg.include, cfg.exclude)
@@ -150,9 +153,14 @@ class LocalFolderSource:
             current = parent
 
     def _narrowed(self, acl: Acl, real_dir: str) -> Acl:
-        """`acl`, narrowed by the sidecar that governs `real_dir` from outside the root, if any."""
+        """`acl`, narrowed by the sidecar that governs `real_dir` from outside the root, if any,
+        and by the default ACL of each other source whose root holds `real_dir`."""
         outside = self._sidecar_outside(real_dir)
-        return acl if outside is None else acls.narrow(outside, acl)
+        acl = acl if outside is None else acls.narrow(outside, acl)
+        for root, guard in self._guards:
+            if real_dir == root or real_dir.startswith(root.rstrip(os.sep) + os.sep):
+                acl = acls.narrow(guard, acl)
+        return acl
 
     def _walk(self) -> Iterator[_Item]:
         """Files under the root that pass the include/exclude filter, in a stable order."""
@@ -389,6 +397,16 @@ class LocalFolderSource:
             line = f"{item.rel}\t{st.st_mtime_ns}\t{st.st_size}\t{acl}\n"
             h.update(line.encode("utf-8", "surrogateescape"))
         return h.hexdigest()
+
+
+def local_guards(cfg: SourceConfig, sources: Sequence[SourceConfig]) -> tuple[tuple[str, Acl], ...]:
+    """What protects the other local sources' trees from `cfg`'s followed external symlinks:
+    each one's real root and default ACL. Only with `follow_external_symlinks` (without it no
+    link leaves the root); a source with no `acl:` is public and narrows nothing."""
+    if cfg.kind != "local" or not cfg.follow_external_symlinks:
+        return ()
+    return tuple((os.path.realpath(o.root), acls.source_default(o)) for o in sources
+                 if o.kind == "local" and o.root and o.name != cfg.name and o.acl is not None)
 
 
 def _dir_key(st: os.stat_result) -> tuple[int, int]:
