@@ -162,7 +162,7 @@ class Authenticator:
             raise Unauthorized(f"invalid token: {e}") from None
         principals = _as_principals(_claim(claims, j.principals_claim))
         if j.include_subject and isinstance(claims.get("sub"), str) and claims["sub"]:
-            principals = tuple(dict.fromkeys((claims["sub"], *principals)))
+            principals = tuple(dict.fromkeys((j.subject_prefix + claims["sub"], *principals)))
         return principals
 
     def _jwks_key(self, kid: str | None) -> Any:

@@ -107,6 +107,11 @@ def test_rs256_tokens_from_a_jwks_file(tmp_path: Path) -> None:
                  "include_subject": True, "audience": "bindery"}}))
     good = _token({"sub": "u-1", "realm": {"roles": ["eng", "eng"]}, "aud": "bindery"}, priv, "RS256", kid="k1")
     assert auth.principals(f"Bearer {good}", None) == ("u-1", "eng")
+    prefixed = Authenticator(QueryAuthConfig.model_validate(
+        {"jwt": {"jwks_file": str(tmp_path / "jwks.json"), "principals_claim": "realm.roles",
+                 "include_subject": True, "subject_prefix": "user:", "audience": "bindery"}}))
+    named_like_a_group = _token({"sub": "eng", "realm": {"roles": []}, "aud": "bindery"}, priv, "RS256", kid="k1")
+    assert prefixed.principals(f"Bearer {named_like_a_group}", None) == ("user:eng",)  # not the group eng
     with pytest.raises(Unauthorized):  # another audience
         auth.principals(f"Bearer {_token({'aud': 'other'}, priv, 'RS256', kid='k1')}", None)
     with pytest.raises(Unauthorized):  # unknown key id
