@@ -399,6 +399,34 @@ def test_a_followed_external_symlink_keeps_its_targets_protection(tree: Path, tm
     assert listing(src(ext, follow_external_symlinks=True, acl=["group:hr", "bob"]))["plan.md"].acl == ("group:hr",)
 
 
+
+def test_a_link_in_a_private_folder_keeps_its_name_private(tree: Path, tmp_path: Path) -> None:
+    """A link takes its target's ACL so it cannot publish a private file; but a link in a
+    private folder to a public file was listed as public, and its name, a path inside the
+    private folder ("hr/termination-evidence.md"), came back to every reader (an attacker
+    pass's find). A link's ACL is now its folder's narrowed by its target's, and below a
+    followed folder link no sidecar widens past the link's folder."""
+    put(tree, "hr/.bindery-acl", "group:hr\n")
+    put(tree, "pub/zebra.md", "zebras")
+    put(tree, "pub/open/.bindery-acl", "*\n")
+    put(tree, "pub/open/notes.md", "notes")
+    (tree / "hr/termination-evidence.md").symlink_to("../pub/zebra.md")
+    (tree / "hr/pubtree").symlink_to("../pub", target_is_directory=True)
+    (tree / "pub/salaries.md").symlink_to("../hr/termination-evidence.md")
+    ext = tmp_path / "ext"
+    put(ext, "open/.bindery-acl", "*\n")
+    put(ext, "open/x.md", "x")
+    (tree / "hr/outside").symlink_to(ext, target_is_directory=True)
+    entries = listing(src(tree, follow_external_symlinks=True))
+    hr_only = ("group:hr",)
+    for rel in ("hr/termination-evidence.md", "hr/pubtree/zebra.md", "hr/pubtree/open/notes.md",
+                "hr/outside/open/x.md"):
+        assert entries[rel].acl == hr_only, rel
+    assert entries["pub/zebra.md"].acl == entries["pub/open/notes.md"].acl == ("*",)
+    # a public link through the private one to a public file shows only its own public name
+    assert entries["pub/salaries.md"].acl == ("*",)
+
+
 def test_a_link_cannot_publish_what_the_rules_keep_out(tmp_path: Path) -> None:
     """A nested source's folder must be excluded from the outer one (config._check_nested_sources);
     a link in the outer source's public folder into it, or into a hidden or excluded folder,

@@ -11,8 +11,10 @@ path relative to the root; `fingerprint` is `"{mtime_ns}-{size}"`.
 ACL (semantics in connectors.acl): the nearest `.bindery-acl` file in the item's folder or any
 folder above it, up to the root, wins; else the source's configured `acl`; else public. A
 sidecar that lists nobody yields `()`: no principal may see those documents (fail closed). A
-symlink inside the root takes the ACL of its target's real location, not that of the folder it
-sits in, so a link can never republish a private file under a public folder's ACL. The nearest
+symlink is readable only by whom both its own folder and its target's real location let in, so
+a link can never republish a private file under a public folder's ACL, nor show its name (a
+private path) to the readers of a public target; below a followed folder link, the link's folder
+caps every sidecar met (`_walk_dir`'s `ceiling`). The nearest
 sidecar *above* the root narrows the source's default (a source rooted inside a protected tree
 cannot publish it), and a followed external symlink is narrowed by the sidecar nearest its
 target and by the `acl:` of every other local source whose root holds the target (`guards`: a
@@ -127,8 +129,8 @@ class LocalFolderSource:
     def _acl_of_target(self, real_dir: str) -> Acl:
         """The ACL that governs a folder inside the root by its real location: the nearest
         sidecar from it up to the root, else the source's default. A symlink inside the root
-        lists its target with the target's ACL, never the ACL of the folder the link sits in
-        (otherwise anyone who may write a link in a public folder publishes a private file)."""
+        is narrowed by it (`_link_acl`): otherwise anyone who may write a link in a public
+        folder publishes a private file."""
         current = real_dir
         while True:
             sidecar = os.path.join(current, ACL_SIDECAR)
@@ -176,17 +178,18 @@ class LocalFolderSource:
             self._root_acl = self._narrowed(self._default_acl, os.path.dirname(self._real_root))
         except UnreadableAcl as e:
             self._root_acl = self._unreadable(e)
-        yield from self._walk_dir(str(self.root), "", self._root_acl, {_dir_key(root_st)})
+        yield from self._walk_dir(str(self.root), "", self._root_acl, {_dir_key(root_st)}, None, None)
         if failed := list({e.origins: e for e in self._failed_acls}.values()):  # one per file
             more = f" (and {len(failed) - 1} more ACL files)" if len(failed) > 1 else ""
             raise UnreadableAcl(f"{failed[0]}{more}", folders=tuple(f for e in failed for f in e.folders),
                                 origins=tuple(o for e in failed for o in e.origins))
 
-    def _walk_dir(
-        self, path: str, rel_dir: str, acl: Acl, ancestors: set[tuple[int, int]], real_dir: str | None = None
-    ) -> Iterator[_Item]:
+    def _walk_dir(self, path: str, rel_dir: str, acl: Acl, ancestors: set[tuple[int, int]], real_dir: str | None,
+                  ceiling: Acl | None) -> Iterator[_Item]:
         """`real_dir`: where this folder really is, relative to the root, when a symlink led
-        here: what the exclude rules leave out there stays out, whatever path reached it."""
+        here: what the exclude rules leave out there stays out, whatever path reached it.
+        `ceiling`: under a folder link inside the root, the ACL of the folder holding the link,
+        which narrows every sidecar met below (a private folder's names stay private)."""
         try:
             with os.scandir(path) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -209,6 +212,8 @@ class LocalFolderSource:
                 "were (not deleted, not updated) until it can be read")))
             return
         acl = self._folder_acl(entries, rel_dir, acl)
+        if ceiling is not None:
+            acl = acls.narrow(ceiling, acl)
         for de in entries:
             if de.name.startswith("."):
                 continue
@@ -242,7 +247,8 @@ class LocalFolderSource:
                 continue
             entry_acl = self._link_acl(de, st, acl) if de.is_symlink() else acl
             if stat.S_ISDIR(st.st_mode):
-                yield from self._walk_sub(de, rel, st, acl, entry_acl, ancestors, real)
+                below = acl if de.is_symlink() else ceiling  # a followed folder link: its folder caps what it reaches
+                yield from self._walk_sub(de, rel, st, acl, entry_acl, ancestors, real, below)
             elif stat.S_ISREG(st.st_mode) and self._filter(rel):
                 yield _Item(rel, de.path, st, entry_acl)
 
@@ -257,18 +263,22 @@ class LocalFolderSource:
         return inherited
 
     def _link_acl(self, de: os.DirEntry[str], st: os.stat_result, acl: Acl) -> Acl:
-        """A followed symlink's ACL. Inside the root: its target's, not the link's folder's;
-        outside (followed on request): the link's folder's, narrowed by whatever protects the
-        target's tree."""
+        """A followed symlink's ACL: the link's folder's, narrowed by its target's (inside the
+        root: the sidecar or default that governs the target's real place; outside, followed on
+        request: whatever protects the target's tree). So a link in a public folder never
+        publishes a private file, and a link in a private folder never shows its name, a
+        private path, to readers of a public target."""
         real = os.path.realpath(de.path)
         real_dir = real if stat.S_ISDIR(st.st_mode) else os.path.dirname(real)
         try:
-            return self._acl_of_target(real_dir) if self._inside(de.path) else self._narrowed(acl, real_dir)
+            if self._inside(de.path):
+                return acls.narrow(acl, self._acl_of_target(real_dir))
+            return self._narrowed(acl, real_dir)
         except UnreadableAcl as e:
             return self._unreadable(e)
 
     def _walk_sub(self, de: os.DirEntry[str], rel: str, st: os.stat_result, acl: Acl, entry_acl: Acl,
-                  ancestors: set[tuple[int, int]], real: str | None) -> Iterator[_Item]:
+                  ancestors: set[tuple[int, int]], real: str | None, ceiling: Acl | None) -> Iterator[_Item]:
         """A subfolder (or a folder a symlink leads to): walked unless it closes a loop or was
         already walked under too many paths through symlinks."""
         key = _dir_key(st)
@@ -281,7 +291,7 @@ class LocalFolderSource:
                 "skipped here (links that reach one folder many ways make the walk grow exponentially)")))
             return
         real_dir = None if real is None else real + "/"
-        yield from self._walk_dir(de.path, rel + "/", entry_acl, ancestors | {key}, real_dir)
+        yield from self._walk_dir(de.path, rel + "/", entry_acl, ancestors | {key}, real_dir, ceiling)
 
     def _fanned_out(self, key: tuple[int, int]) -> bool:
         """Count one more path through symlinks to a folder; True past MAX_FOLDER_PATHS of them
