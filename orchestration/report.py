@@ -147,9 +147,10 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
     for s in cfg.sources:
         row = store.get_source(s.name)
         sdocs = [d for d in docs if d.source == s.name]
-        # an unchanged re-upload is newer than its indexing but current the moment it is listed: 0
-        lags = [max(0.0, state[d.doc_id].indexed_at - d.source_modified_at)
-                for d in sdocs if d.doc_id in state and d.source_modified_at]
+        # lag as the index step reports it to the UI: from the listing that saw a document's content
+        # or ACL change to its indexing (a file's mtime says nothing of an ACL change, and an old file
+        # synced the first time is not years late)
+        lags = [max(0.0, state[d.doc_id].indexed_at - d.changed_at) for d in sdocs if d.doc_id in state]
         by_source[s.name] = {
             "kind": s.kind, "documents": len(sdocs), "indexed": sum(1 for d in sdocs if d.doc_id in state),
             "last_listing_at": row.last_listing_at if row else None,

@@ -369,11 +369,18 @@ def test_runs_name_who_launched_them() -> None:
 
 def test_an_unchanged_touch_leaves_no_negative_lag(tmp_path: Path) -> None:
     """A file touched (or an object re-uploaded) with the same bytes is newer than its indexing
-    but not re-indexed: its lag read negative (-68 s in an audit). It is current: 0."""
+    but not re-indexed: its lag read negative (-68 s in an audit). It is current: 0. And lag
+    runs from the listing that saw a change, as the UI's run metadata has it: `status` counted
+    from the file's mtime, so an old file's first sync read years late."""
     import os
 
     dep = Deployment(tmp_path)
+    for p in dep.root.rglob("*"):  # written years before the first sync: not years late
+        if p.is_file():
+            os.utime(p, (1e9, 1e9))
     dep.cli("sync")
+    first = dep.cli("status")["sources"]["docs"]
+    assert 0 <= first["lag_p50_s"] <= first["lag_p95_s"] < 600
     later = time.time() + 120
     for p in dep.root.rglob("*"):
         if p.is_file():
