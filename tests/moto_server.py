@@ -16,20 +16,22 @@ for use outside pytest (benchmarks, scripts).
 
 from __future__ import annotations
 
+import http.server
 import os
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-__all__ = ["TEST_AWS_ENV", "free_port", "moto_endpoint", "run_moto_server"]
+__all__ = ["TEST_AWS_ENV", "Rewrite", "free_port", "moto_endpoint", "rewriting_proxy", "run_moto_server"]
 
 TEST_AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -109,3 +111,55 @@ def moto_endpoint() -> Iterator[str]:
     """Pytest fixture body (register with `pytest.fixture(scope="session")`, see above)."""
     with run_moto_server() as url:
         yield url
+
+
+# (method, path with query, upstream status, upstream body) -> the (status, body) to answer with
+Rewrite = Callable[[str, str, int, bytes], tuple[int, bytes]]
+
+
+@contextmanager
+def rewriting_proxy(upstream: str, rewrite: Rewrite) -> Iterator[str]:
+    """An HTTP proxy in front of `upstream` (a moto server) that passes each request on and lets
+    `rewrite` change the reply: what a corporate proxy, a captive portal or an S3-compatible
+    store with other habits puts between a source and its bucket. Yields the proxy's URL."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+        def _forward(self) -> None:
+            n = int(self.headers.get("Content-Length") or 0)
+            req = urllib.request.Request(upstream + self.path, data=self.rfile.read(n) if n else None,
+                                         method=self.command)
+            for k, v in self.headers.items():
+                if k.lower() not in ("content-length", "connection"):
+                    req.add_header(k, v)
+            try:
+                with opener.open(req, timeout=10) as resp:
+                    status, headers, body = resp.status, resp.headers, resp.read()
+            except urllib.error.HTTPError as e:
+                status, headers, body = e.code, e.headers, e.read()
+            new_status, new_body = rewrite(self.command, self.path, status, body)
+            self.send_response(new_status)
+            for k, v in headers.items():
+                if k.lower() not in ("content-length", "connection", "transfer-encoding", "server", "date"):
+                    self.send_header(k, v)
+            length = headers.get("Content-Length", "0") if self.command == "HEAD" else str(len(new_body))
+            self.send_header("Content-Length", length)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(new_body)
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -14,7 +14,7 @@ import pytest
 from connectors.config import SourceConfig
 from connectors.errors import SourceError, TooLarge
 from connectors.sources import S3Source, SourceEntry, make_source
-from tests.moto_server import TEST_AWS_ENV, free_port
+from tests.moto_server import TEST_AWS_ENV, free_port, rewriting_proxy
 
 
 @pytest.fixture
@@ -127,6 +127,31 @@ def test_fingerprint_changes_with_new_bytes_and_deletes_disappear(
     assert "guide.md" not in after
     with pytest.raises(SourceError, match=r"guide\.md.*does not exist"):
         s.read(before["guide.md"])
+
+
+
+BLOCKED = b"<html><body><h1>Access blocked by corporate proxy</h1></body></html>"
+
+
+@pytest.mark.parametrize("blocked_page", ["first", "second"])
+def test_a_reply_that_is_not_a_listing_fails_the_listing(
+        s3: Any, bucket: str, moto_endpoint: str, blocked_page: str) -> None:
+    """boto reads any 200 reply as an empty page with no next one: an HTML page a proxy sent
+    for the second page ended the listing there, and a sync swept the objects of the pages
+    never read as deleted (1,106 listed before, 1,000 after: 106 deleted, exit 0). The first
+    page blocked read as an empty bucket. Both now fail the listing, naming the cause."""
+    fill(s3, bucket)
+
+    def block(method: str, path: str, status: int, body: bytes) -> tuple[int, bytes]:
+        second = "continuation-token=" in path
+        if method == "GET" and "list-type=2" in path and second == (blocked_page == "second"):
+            return 200, BLOCKED
+        return status, body
+
+    with rewriting_proxy(moto_endpoint, block) as url:
+        assert len(listing(make(bucket, moto_endpoint, prefix="docs", page_size=2))) == 5  # direct: all of them
+        with pytest.raises(SourceError, match=r"reply \(HTTP 200\) is not an S3 listing"):
+            listing(make(bucket, url, prefix="docs", page_size=2))
 
 
 def test_describe_fills_acl_and_metadata(s3: Any, bucket: str, moto_endpoint: str) -> None:

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import threading
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any, cast
 
 import boto3
@@ -68,6 +70,14 @@ def _new_client(endpoint_url: str | None, region: str, config: Config) -> Any:
 
 
 parse_acl = parse_list  # `"alice, group:eng,"` -> `("alice", "group:eng")` (connectors.acl)
+
+
+def _whole_seconds(when: datetime) -> float:
+    """A LastModified as whole seconds. HEAD's Last-Modified (an HTTP date) has no fraction; a
+    listing's may (MinIO lists real milliseconds, AWS and moto `.000`): compared as they came,
+    every object of such a store differed from what describe() stored, and each sync described
+    and read every object again."""
+    return float(math.floor(when.timestamp()))
 
 
 def _etag(raw: str) -> str:
@@ -140,7 +150,12 @@ class S3Source:
             code = str(err.get("Code", ""))
             status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             wide = code in _SOURCE_WIDE
-            transient = isinstance(status, int) and status >= 500
+            # A HEAD reply has no body, so no error code: a bare 400 there is how S3 refuses an
+            # expired session token (or an object encrypted with a customer key). Counted like a
+            # 5xx: a run of them in a row stops the sync as the source's failure, one line,
+            # instead of dead-lettering every changed object as "400: Bad Request".
+            bare_400 = status == 400 and code in ("", "400")
+            transient = (isinstance(status, int) and status >= 500) or bare_400
             if code == "NoSuchBucket":
                 cause = f"bucket {self.bucket!r} does not exist"
             elif code in ("NoSuchKey", "404"):
@@ -149,6 +164,9 @@ class S3Source:
                 cause = f"credentials rejected ({code})"
             elif code in ("AccessDenied", "403") or status == 403:
                 cause = f"access denied ({code}: {err.get('Message') or 'forbidden'})"
+            elif bare_400:
+                cause = ("400 Bad Request with no error code (expired or malformed credentials, or an object "
+                         "encrypted with a customer key, SSE-C)")
             else:
                 cause = f"{code or status}: {err.get('Message') or e}"
         elif isinstance(e, EndpointConnectionError):
@@ -176,7 +194,7 @@ class S3Source:
         )
         try:
             for page in pages:
-                for obj in page.get("Contents", ()):
+                for obj in self._listing_page(page).get("Contents", ()):
                     key: str = obj["Key"]
                     if key.endswith("/"):
                         continue
@@ -189,10 +207,24 @@ class S3Source:
                         uri=f"s3://{self.bucket}/{key}",
                         size=size,
                         fingerprint=f"{_etag(obj['ETag'])}-{size}",
-                        modified_at=obj["LastModified"].timestamp(),
+                        modified_at=_whole_seconds(obj["LastModified"]),
                     )
         except (BotoCoreError, ClientError) as e:
             raise self._fail("list", e) from e
+
+    def _listing_page(self, page: dict[str, Any]) -> dict[str, Any]:
+        """`page`, refused unless it is a ListObjectsV2 reply. boto reads any 200 reply (an HTML
+        page from a corporate proxy or a captive portal) as an empty page without a next one,
+        so a listing ended there looked complete, and a sync swept the objects of the pages it
+        never read as deleted (found by an S3 operator pass). Every S3 and S3-compatible store
+        sends IsTruncated, and a continuation token when it is true."""
+        truncated = page.get("IsTruncated")
+        if truncated is None or (truncated and not page.get("NextContinuationToken")):
+            status = page.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            raise SourceUnavailable(
+                f"source {self.name!r}: cannot list s3://{self.bucket}/{self.prefix} at {self.endpoint}: the reply "
+                f"(HTTP {status}) is not an S3 listing (a proxy, or a service other than S3, answered?)")
+        return page
 
     def describe(self, entry: SourceEntry) -> SourceEntry:
         """The entry with ACL and metadata filled in from `head_object`.
@@ -218,7 +250,7 @@ class S3Source:
             entry,
             size=size,
             fingerprint=f"{etag}-{size}" if etag else entry.fingerprint,
-            modified_at=modified.timestamp() if modified else entry.modified_at,
+            modified_at=_whole_seconds(modified) if modified else entry.modified_at,
             acl=acl,
             metadata=meta,
         )
