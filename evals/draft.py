@@ -96,14 +96,18 @@ def _identifiers(docs: dict[str, list[ChunkRecord]]) -> Iterable[tuple[str, str,
 
 
 def _tables(docs: dict[str, list[ChunkRecord]]) -> Iterable[tuple[str, str, str | None]]:
+    """"<second column's header> of <first row's first cell>", answered by that cell, from the
+    first chunk that holds a table's header, its separator row and a row under them. A chunk
+    that holds only the header (the rows went to the next) or only rows is passed over: its
+    first row read as the header made questions like "4.50 of Island" (a gate pass's find)."""
     for doc, chunks in docs.items():
         for c in chunks:
             lines = [r for r in c.display_text.splitlines() if r.strip().startswith("|")]
             rows = [[cell.strip() for cell in r.strip().strip("|").split("|")] for r in lines]
-            rows = [r for r in rows if not all(set(cell) <= set("-: ") for cell in r)]
-            if len(rows) < 2 or len(rows[0]) < 2:
+            rule = next((i for i, r in enumerate(rows) if i and all(set(cell) <= set("-: ") for cell in r)), None)
+            if rule is None or rule + 1 >= len(rows) or len(rows[rule - 1]) < 2:
                 continue
-            header, first = rows[0], rows[1]
+            header, first = rows[rule - 1], rows[rule + 1]
             if len(first) == len(header) and normalise(first[0]) and normalise(first[1]):
                 yield f"{header[1]} of {first[0]}", doc, normalise(first[1])
                 break

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.errors import ConfigError
+from connectors.query_limits import query_problem
 
 __all__ = [
     "DEFAULT_CATEGORY",
@@ -58,11 +59,15 @@ class Gold:
 
     doc: str
     text: str | None = None
+    # the source, when the label named it (``source:path``, `resolve_source_prefixes`): then only
+    # that source's document answers, not another source's file at the same path
+    source: str | None = None
 
-    def satisfied_by(self, doc: str, normalised_text: str) -> bool:
-        """True iff a hit from ``doc`` whose normalised text is ``normalised_text`` satisfies
-        this gold item."""
-        return doc == self.doc and (self.text is None or self.text in normalised_text)
+    def satisfied_by(self, doc: str, normalised_text: str, source: str | None = None) -> bool:
+        """True iff a hit from ``doc`` (of ``source``, when the search says) whose normalised
+        text is ``normalised_text`` satisfies this gold item."""
+        return (doc == self.doc and (self.source is None or source is None or source == self.source)
+                and (self.text is None or self.text in normalised_text))
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,8 @@ def parse_case(obj: Any) -> EvalCase:
     if "query" not in obj:
         raise InvalidCaseError("missing 'query'")
     query = _nonempty_str(obj["query"], "'query'")
+    if (bad := query_problem(query)) is not None:  # the query service would refuse it mid-gate
+        raise InvalidCaseError(f"'query': {bad}")
 
     gold_raw = obj.get("gold")
     if not isinstance(gold_raw, list) or not gold_raw:
@@ -188,7 +195,10 @@ def load_eval_set(path: str | Path) -> list[EvalCase]:
     """
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8-sig").splitlines()
+        # JSONL's records end at "\n" alone (a "\r" before it is stripped as whitespace):
+        # splitlines() also broke a line at a raw U+2028, U+0085 or form feed inside a string,
+        # which `json.dumps(..., ensure_ascii=False)` writes as they are
+        lines = p.read_text(encoding="utf-8-sig").split("\n")
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read eval set: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
@@ -203,6 +213,8 @@ def load_eval_set(path: str | Path) -> list[EvalCase]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{p}:{lineno}: bad JSON: {exc.msg} (column {exc.colno})") from exc
+        except RecursionError:
+            raise ConfigError(f"{p}:{lineno}: bad JSON: nested too deeply") from None
         try:
             case = parse_case(obj)
         except InvalidCaseError as exc:
@@ -226,17 +238,22 @@ def resolve_source_prefixes(cases: Iterable[EvalCase], documents: Iterable[tuple
     id stays as it is (a path may contain ':'); one that is neither is left for the eval's
     "not in the corpus" warning."""
     docs = list(documents)
-    ids = {ext for _, ext in docs}
-    prefixed = {f"{src}:{ext}": ext for src, ext in docs}
+    ids: dict[str, tuple[str | None, str]] = {ext: (None, ext) for _, ext in docs}
+    prefixed = {f"{src}:{ext}": (src, ext) for src, ext in docs}
     # a file name stored decomposed (NFD, as macOS writes "café") and typed composed (NFC, as
     # editors and browsers write it) is the same document
-    composed = {unicodedata.normalize("NFC", k): ext for k, ext in (*((e, e) for e in ids), *prefixed.items())}
+    composed = {unicodedata.normalize("NFC", k): v for k, v in (*ids.items(), *prefixed.items())}
 
-    def resolve(name: str) -> str:
+    def resolve(name: str) -> tuple[str | None, str]:
+        """(the source the name gives, or None; the external id)."""
         if name in ids:
-            return name
-        return prefixed.get(name) or composed.get(unicodedata.normalize("NFC", name), name)
+            return ids[name]
+        return prefixed.get(name) or composed.get(unicodedata.normalize("NFC", name), (None, name))
 
-    return [replace(c, gold=tuple(replace(g, doc=resolve(g.doc)) for g in c.gold),
-                    exclude_docs=tuple(resolve(d) for d in c.exclude_docs)) for c in cases]
+    def gold(g: Gold) -> Gold:
+        source, doc = resolve(g.doc)
+        return replace(g, doc=doc, source=source)
+
+    return [replace(c, gold=tuple(gold(g) for g in c.gold),
+                    exclude_docs=tuple(resolve(d)[1] for d in c.exclude_docs)) for c in cases]
 

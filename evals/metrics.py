@@ -61,6 +61,7 @@ class Hit(NamedTuple):
 
     doc: str
     text: str
+    source: str | None = None  # None: the search did not say (then any source's `doc` matches)
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def satisfied_sets(gold: Sequence[Gold], hits: Iterable[Hit]) -> list[frozenset[
     out: list[frozenset[int]] = []
     for hit in hits:
         norm = normalise(hit.text or "")
-        out.append(frozenset(i for i, g in enumerate(gold) if g.satisfied_by(hit.doc, norm)))
+        out.append(frozenset(i for i, g in enumerate(gold) if g.satisfied_by(hit.doc, norm, hit.source)))
     return out
 
 

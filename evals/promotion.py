@@ -50,7 +50,10 @@ def evaluate(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, qu
         report = run_eval(cases, excluding_search(retriever, filters), k=k or cfg.gate.k, excluding=True)
     finally:
         retriever.close()
-    known = {d.external_id for d in documents}
+    # what this generation's indexes hold, not the store's documents: a dead-lettered document or
+    # one added after the generation was built can never be found in it either
+    held = {did for did, r in store.index_state(gen.id).items() if r.digest}
+    known = {d.external_id for d in documents if d.doc_id in held}
     return replace(report, unknown_gold=tuple(sorted({g.doc for c in cases for g in c.gold} - known)))
 
 

@@ -58,14 +58,14 @@ def to_hit(raw: HitLike) -> Hit:
     if isinstance(raw, Hit):
         return raw
     if isinstance(raw, Mapping):
-        doc, text = raw.get("doc"), raw.get("text")
+        doc, text, source = raw.get("doc"), raw.get("text"), raw.get("source")
     else:
-        doc, text = getattr(raw, "doc", None), getattr(raw, "text", None)
+        doc, text, source = getattr(raw, "doc", None), getattr(raw, "text", None), getattr(raw, "source", None)
     if not isinstance(doc, str):
         raise TypeError(f"search hit has no string 'doc' (external id): {raw!r}")
     if text is not None and not isinstance(text, str):
         raise TypeError(f"search hit 'text' must be a string: {raw!r}")
-    return Hit(doc=doc, text=text or "")
+    return Hit(doc=doc, text=text or "", source=source if isinstance(source, str) else None)
 
 
 def _rounded(d: Mapping[str, float | int]) -> dict[str, float | int]:
@@ -81,7 +81,8 @@ class EvalReport:
     by_category: dict[str, dict[str, float | int]]
     per_case: list[CaseResult] = field(repr=False)
     # gold documents the searched generation does not hold (a typo, a path relative to another
-    # root): their questions can never be answered, so the report says which they are
+    # root, a dead letter, a document added after it was built): their questions can never be
+    # answered, so the report says which they are
     unknown_gold: tuple[str, ...] = ()
 
     @classmethod
@@ -174,6 +175,7 @@ def format_table(report: EvalReport) -> str:
     lines.append(row("cases", (str(vals["cases"]) for _, vals in cols)))
     if report.unknown_gold:
         shown = ", ".join(report.unknown_gold[:5]) + (", ..." if len(report.unknown_gold) > 5 else "")
-        lines.append(f"warning: {len(report.unknown_gold)} gold documents are not in the corpus (misspelt, or a "
-                     f"path relative to another root?); their questions always score 0: {shown}")
+        lines.append(f"warning: {len(report.unknown_gold)} gold documents are not in this generation (misspelt, a "
+                     f"path relative to another root, a dead letter, or added after it was built?); their questions "
+                     f"always score 0: {shown}")
     return "\n".join(lines)

@@ -257,14 +257,13 @@ def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
 
 def _reply_pairs(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord,
-                 docs: list[DocumentRecord]) -> list[tuple[str, str]]:
-    """(reply, the message it replies to) external ids among the corpus's e-mails, from the
-    parse metadata the index stage reads (`assets.index_stage.message_keys`)."""
+                 docs: list[DocumentRecord], by_id: dict[str, str]) -> list[tuple[str, str]]:
+    """(reply, the message it replies to) among the corpus's e-mails, named as `by_id` names
+    documents, from the parse metadata the index stage reads (`assets.index_stage.message_keys`)."""
     from assets.index_stage import message_keys
     from assets.runtime import Runtime
 
     keys = message_keys(Runtime(cfg, store), docs, gen.stage_versions["parse"])
-    by_id = {d.doc_id: d.external_id for d in docs}
     doc_of_message = {mk.message_id: by_id[did] for did, mk in keys.items() if mk.message_id}
     return [(by_id[did], doc_of_message[mk.reply_to]) for did, mk in keys.items()
             if mk.reply_to in doc_of_message and doc_of_message[mk.reply_to] != by_id[did]]
@@ -290,7 +289,10 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     store = _store(cfg)
     gen = _generation(cfg, store, "live")
     documents = store.documents()
-    docs = {d.doc_id: d.external_id for d in documents}
+    # a path two sources both hold is named `source:path`, as `bindery query` prints it: by the
+    # path alone their chunks were drafted as one document and either file answered its questions
+    paths = Counter(d.external_id for d in documents)
+    docs = {d.doc_id: d.external_id if paths[d.external_id] == 1 else f"{d.source}:{d.external_id}" for d in documents}
     by_doc: dict[str, list[ChunkRecord]] = {}
     for c in store.chunks_for(list(docs), gen.stage_versions["chunk"]):
         by_doc.setdefault(docs[c.doc_id], []).append(c)
@@ -300,7 +302,8 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
         writer = AnthropicQuestionWriter(cfg.stages.context)
     try:
-        cases = draft_cases(by_doc, max_cases=a.max, writer=writer, replies=_reply_pairs(cfg, store, gen, documents))
+        replies = _reply_pairs(cfg, store, gen, documents, docs)
+        cases = draft_cases(by_doc, max_cases=a.max, writer=writer, replies=replies)
     finally:
         if writer is not None:
             writer.close()
@@ -341,10 +344,13 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     lifecycle.check_promotable(cand, force=bool(a.force), reason=a.reason)
     conf = {"force": bool(a.force), "reason": a.reason, "forced_by": a.by or getpass.getuser()}
     run_config = {"ops": {"generation_eval": {"config": conf}, "index_binding": {"config": conf}}}
+    started = time.time()
     res = _runner(cfg).run_generation("promote", cand.name, run_config=run_config)
     b = store.get_binding()
     judged = store.get_generation(cand.id)
     rep = (judged.eval_report if judged else None) or {}
+    if rep.get("judged_at", started) < started:  # a verdict of an earlier run: this one judged nothing
+        rep = {}
     out: dict[str, Any] = {"promoted": res.success, "live": b.generation_id if b else None,
            "previous": b.previous_generation_id if b else None, "candidate": cand.id, "report": rep}
     if not res.success:

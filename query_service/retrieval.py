@@ -40,6 +40,7 @@ from connectors.identity import doc_id
 from connectors.indexes.base import Filters, ScoredId, SearchLevel
 from connectors.mail_attribution import Attribution, find_attribution
 from connectors.message_text import strip_message_noise
+from connectors.query_limits import check_text, query_problem
 from connectors.store import DocumentStore, GenerationRecord
 from query_service.attribution import attributed_units
 from query_service.neighbours import MAX_NEIGHBOURS, neighbour_texts
@@ -364,17 +365,6 @@ def _hit(r: RankedUnit, payloads: dict[str, dict[str, Any]]) -> Hit | None:
                unit_id=r.unit_id, chunk_text=chunk["display_text"])
 
 
-def check_text(value: str) -> str:
-    """`value` itself when it is valid Unicode text; QueryError otherwise (a lone surrogate,
-    e.g. from a JSON ``"\\ud800"`` escape, which no index can match and tantivy rejects)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise QueryError(f"{value.encode('utf-8', 'backslashreplace').decode()[:80]!r} is not valid Unicode "
-                         "text (it contains a lone surrogate)") from None
-    return value
-
-
 def make_filters(principal: str | list[str] | None, sources: list[str] | None = None,
                  docs: list[str] | None = None, exclude_docs: list[str] | None = None, *,
                  known_sources: list[str] | None = None, allow_no_principal: bool = False) -> Filters:
@@ -458,14 +448,11 @@ def query_settings(cfg: BinderyConfig, neighbours: int | None) -> QueryConfig:
 def check_query(query: str, k: int) -> str:
     """The query text, stripped and checked (not empty, at most 4,000 characters), or a QueryError;
     also that k is within 1..200. The CLI calls it before loading anything."""
-    q = check_text((query or "").strip())
-    if not q:
-        raise QueryError("query is empty")
-    if len(q) > 4000:
-        raise QueryError(f"query is {len(q)} characters; the limit is 4000")
+    if (problem := query_problem(query)) is not None:
+        raise QueryError(problem)
     if not 1 <= k <= 200:
         raise QueryError(f"k must be between 1 and 200, got {k}")
-    return q
+    return query.strip()
 
 
 class GenerationRetriever:

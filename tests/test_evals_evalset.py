@@ -142,6 +142,11 @@ def test_blank_lines_skipped_and_line_numbers_kept(tmp_path: Path) -> None:
         (_case(exlude_docs=["b.md"]), r"unknown key 'exlude_docs' \(did you mean 'exclude_docs'\?\)"),
         (_case(categroy="c"), r"did you mean 'category'"),
         (_case(gold=[{"doc": "a.md", "txt": "x"}]), r"gold\[0\]: unknown key 'txt' \(did you mean 'text'\?\)"),
+        # what the query service refuses failed the gate's run halfway, naming no line, and the
+        # refused promotion then printed an earlier verdict as its report (a gate pass's find)
+        (_case(query="tea " * 1001), "'query': query is 4003 characters; the limit is 4000"),
+        (_case(query="tea \ud800"), "'query': .*lone surrogate"),
+        ("[" * 100_000 + "]" * 100_000, "bad JSON: nested too deeply"),
     ],
 )
 def test_invalid_line_names_file_line_and_problem(tmp_path: Path, line: str, problem: str) -> None:
@@ -182,6 +187,19 @@ def test_utf8_bom_tolerated(tmp_path: Path) -> None:
     p = tmp_path / "bom.jsonl"
     p.write_bytes("\ufeff".encode() + _case().encode() + b"\n")
     assert [c.id for c in load_eval_set(p)] == ["q1"]
+
+
+def test_a_line_separator_inside_a_string_is_not_the_end_of_a_record(tmp_path: Path) -> None:
+    """JSONL records end at a newline; `str.splitlines()` also broke a line at a raw U+2028,
+    U+0085 or form feed inside a string (json.dumps with ensure_ascii=False writes them as
+    they are): the file was refused as bad JSON and the line numbers after it were off."""
+    queries = ["knot\u2028loop", "next\u0085line", "page\x0cbreak"]
+    p = _write(tmp_path, [json.dumps({"id": f"q{i}", "query": q, "gold": [{"doc": "a.md"}]}, ensure_ascii=False)
+                          for i, q in enumerate(queries)] + ['{"id": "bad"'])
+    with pytest.raises(ConfigError, match=r"set\.jsonl:4: bad JSON"):
+        load_eval_set(p)
+    p.write_text(p.read_text(encoding="utf-8").rsplit("\n", 2)[0] + "\n", encoding="utf-8")
+    assert [c.query for c in load_eval_set(p)] == queries
 
 
 def test_a_gold_path_typed_composed_names_a_file_stored_decomposed() -> None:

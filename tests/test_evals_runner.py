@@ -90,7 +90,7 @@ def test_unknown_gold_documents_are_named_in_the_table() -> None:
     _, search = search_with({c.query: [Hit("a.md", "the answer")] for c in CASES})
     report = replace(run_eval(CASES, search), unknown_gold=("docs/howto/x.md",))
     assert report.to_json()["unknown_gold_docs"] == ["docs/howto/x.md"]
-    assert "warning: 1 gold documents are not in the corpus" in format_table(report)
+    assert "warning: 1 gold documents are not in this generation" in format_table(report)
     assert "docs/howto/x.md" in format_table(report)
     assert "warning" not in format_table(run_eval(CASES, search))
 
@@ -178,3 +178,20 @@ def test_gold_documents_may_be_named_as_bindery_query_prints_them() -> None:
     # a name that is a document's own id stays (a path may hold ':'); an unknown one is left alone
     assert [g.doc for g in got.gold] == ["api/quickstart.md", "a:b.md", "wiki:a:b.md", "other:x.md"]
     assert got.exclude_docs == ("wiki:a:b.md",)
+    assert [g.source for g in got.gold] == ["docs", None, None, None]
+
+
+def test_a_gold_label_that_names_its_source_is_not_answered_by_another_sources_file() -> None:
+    """`docs:tea-brewing.md` lost its source when resolved, so a `cafe` source's file at the
+    same path, ranked first, scored the case MRR 1.0, and the gate could pass a candidate that
+    returned the wrong source's document (a gate pass's find)."""
+    from evals.evalset import EvalCase, Gold, resolve_source_prefixes
+    from evals.metrics import Hit, score_case
+
+    docs = [("docs", "tea-brewing.md"), ("cafe", "tea-brewing.md")]
+    (case,) = resolve_source_prefixes([EvalCase(id="m1", query="espresso", gold=(Gold("docs:tea-brewing.md"),))], docs)
+    hits = [Hit("tea-brewing.md", "espresso", "cafe"), Hit("tea-brewing.md", "green tea", "docs")]
+    assert score_case(case, hits).values["mrr@10"] == 0.5
+    (plain,) = resolve_source_prefixes([EvalCase(id="m2", query="espresso", gold=(Gold("tea-brewing.md"),))], docs)
+    assert score_case(plain, hits).values["mrr@10"] == 1.0  # a label without a source: either file
+    assert score_case(case, [Hit("tea-brewing.md", "x")]).values["mrr@10"] == 1.0  # a search that names none

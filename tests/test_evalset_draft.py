@@ -107,6 +107,21 @@ def test_llm_draft_against_the_anthropic_stub(monkeypatch: pytest.MonkeyPatch) -
             assert any(case["gold"][0]["text"] in normalise(c.display_text) for c in long[doc])
 
 
+
+def test_a_table_question_needs_the_tables_header_over_its_rows() -> None:
+    """With small chunks a table's header and separator made one chunk and its rows the next;
+    the draft took the first data row as the header and asked "4.50 of Island" (a gate pass's
+    find). A chunk with the header alone, or with rows alone, proposes nothing; one with both
+    asks "Fare of Harbour"."""
+    split = {"ferry.md": [chunk(0, ["Ferry timetable"], "| Route | Fare | Minutes |\n|---|---|---|", "table"),
+                          chunk(1, ["Ferry timetable"], "| Harbour | 4.50 | 25 |\n| Island | 7.00 | 40 |", "table")]}
+    assert [c for c in draft_cases(split, max_cases=40) if c["category"] == "table"] == []
+    whole = {"ferry.md": [chunk(0, ["Ferry timetable"], "| Route | Fare | Minutes |\n|---|---|---|\n"
+                                "| Harbour | 4.50 | 25 |\n| Island | 7.00 | 40 |", "table")]}
+    (table,) = [c for c in draft_cases(whole, max_cases=40) if c["category"] == "table"]
+    assert table["query"] == "Fare of Harbour" and table["gold"][0]["text"] == "4 50"
+
+
 def test_reply_parsing() -> None:
     q = parse_reply("Question: How long does the XR-4471 run?\nAnswer: \"11 hours on one charge\"")
     assert q is not None and q.question == "How long does the XR-4471 run?" and q.answer == "11 hours on one charge"
@@ -130,6 +145,32 @@ def test_cli_drafts_from_the_live_generation_and_the_draft_evaluates(tmp_path: P
     typo = tmp_path / "evals" / "typo.jsonl"  # a gold path that names no document: said, not silently 0
     typo.write_text(json.dumps({"id": "t1", "query": "anything", "gold": [{"doc": "docs/howto/nope.md"}]}) + "\n")
     assert dep.cli("eval", "--queries", str(typo))["unknown_gold_docs"] == ["docs/howto/nope.md"]
+    # a document the store knows but the generation does not hold (a dead letter: empty) is
+    # unanswerable in it too, and was not named (a gate pass's find)
+    dep.write("notes/empty.md", "")
+    dep.cli("sync")
+    typo.write_text(json.dumps({"id": "t2", "query": "anything", "gold": [{"doc": "notes/empty.md"}]}) + "\n")
+    assert dep.cli("eval", "--queries", str(typo))["unknown_gold_docs"] == ["notes/empty.md"]
+
+
+
+@pytest.mark.slow
+def test_a_path_two_sources_hold_is_drafted_with_its_source(tmp_path: Path) -> None:
+    """Chunks were grouped by path alone: two sources' files at one path were drafted as one
+    document, and either answered its questions (a gate pass's find). Such a path is now
+    named `source:path`, and the eval holds the label to that source."""
+    other = tmp_path / "vendor"
+    (other / "robots").mkdir(parents=True)
+    (other / "robots/xr4471.md").write_text("# Vendor sheet: ZQ-1\n\nThe ZQ-1 gripper holds 12 kilograms.\n")
+    dep = Deployment(tmp_path)
+    dep.config["sources"].append({"name": "vendor", "kind": "local", "root": str(other)})
+    dep.save()
+    dep.cli("sync")
+    out = tmp_path / "draft.jsonl"
+    dep.cli("evalset", "draft", "--out", str(out))
+    golds = {g["doc"] for line in out.read_text().splitlines() for g in json.loads(line)["gold"]}
+    assert {"docs:robots/xr4471.md", "vendor:robots/xr4471.md"} <= golds and "robots/xr4471.md" not in golds
+    assert dep.cli("eval", "--queries", str(out))["unknown_gold_docs"] == []
 
 
 def test_cli_drafts_reply_questions_from_a_mail_archive(tmp_path: Path) -> None:

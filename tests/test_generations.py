@@ -63,6 +63,29 @@ def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -
     assert any(e["kind"] == "forced-promotion" for e in dep.cli("status")["events"])
 
 
+
+def test_a_promotion_that_fails_before_judging_shows_no_earlier_verdict(
+        dep: Deployment, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gate run whose eval could not finish printed the verdict an earlier run had stored as
+    its own report (a refusal on other metrics, with another case count; for the previous
+    generation even "passed": first generation): the operator read a judgement that was never
+    made (a gate pass's find). Such a run now reports `{}`."""
+    import evals.promotion
+    from connectors.errors import QueryError
+
+    dep.set_stage("chunk", max_tokens=16, overlap_tokens=0, min_tokens=0, parent_max_tokens=0)
+    cand = dep.cli("reindex")["candidate"]
+    assert dep.cli("promote", expect=1)["report"]["passed"] is False  # a verdict, stored on the candidate
+
+    def unfinished(*_a: object, **_k: object) -> None:
+        raise QueryError("the eval could not finish")
+
+    monkeypatch.setattr(evals.promotion, "evaluate", unfinished)
+    out = dep.cli("promote", expect=1)
+    assert out["promoted"] is False and "could not finish" in out["error"] and out["report"] == {}
+    assert generation_row(_store(dep), cand).eval_report  # the earlier verdict is still on record
+
+
 def test_promoting_the_live_generation_is_refused_before_it_is_judged(dep: Deployment) -> None:
     """Found by an audit: `promote --candidate <live id>` ran the gate first and recorded its
     verdict on live (live against itself, or "gate not run" with --force), so `status` showed
