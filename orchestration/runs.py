@@ -253,7 +253,8 @@ class Runner:
                 if run.run_id not in said:
                     said.add(run.run_id)
                     print(f"waiting for run {run.run_id[:8]} ({run.job_name} of source {name!r}, "
-                          f"launched by {launched_by(run.tags)}) to finish...", file=sys.stderr, flush=True)
+                          f"launched by {launched_by(run.tags)}) to finish (`bindery runs` lists it; Ctrl-C stops "
+                          "waiting)...", file=sys.stderr, flush=True)
             time.sleep(poll_seconds)
         return time.perf_counter() - started if said else 0.0
 

@@ -246,4 +246,4 @@ def test_a_cli_run_waits_for_a_run_of_the_same_source_the_ui_started(
     assert time.perf_counter() - t0 >= 1.5 and own_seconds < time.perf_counter() - t0 - 1.0
     assert outcomes[0].success
     err = capfd.readouterr().err
-    assert f"waiting for run {ui_run.run_id[:8]} (sync of source 'docs', launched by ui) to finish..." in err
+    assert f"waiting for run {ui_run.run_id[:8]} (sync of source 'docs', launched by ui) to finish" in err
