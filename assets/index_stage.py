@@ -243,6 +243,13 @@ def unindexed_reason(store: DocumentStore, source: str, live_generation_id: int 
     return None
 
 
+def _totals(counts: dict[str, Any]) -> dict[str, float]:
+    """What the whole generation holds after this step, every source: the UI's `generation`
+    partition showed only what one step wrote, so a glance read a 3-document generation."""
+    return {"generation_documents": int(counts.get("documents") or 0),
+            "generation_chunks": int(counts.get("chunks") or 0)}
+
+
 def run_index(rt: Runtime, source_name: str, gens: list[Generation],
               maintain: list[Generation] | None = None, *, progress: Progress = NO_PROGRESS,
               only: Collection[str] | None = None) -> IndexStats:
@@ -272,6 +279,7 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
             "incomplete_docs": len(docs) - len(digests) if writing else 0, "seconds": 0.0}
         stats.generations[g.name] = gstats
         if not changed and not gone:
+            gstats.update(_totals(g.record.counts or {}))
             gstats["seconds"] = round(time.perf_counter() - g_started, 3)
             continue
         progress.total(len(changed) + len(gone))
@@ -301,6 +309,7 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
                 for did in changed])
             counts["documents"] = len(rt.store.index_state(g.id))
             rt.store.update_generation(g.id, counts=counts)
+            gstats.update(_totals(counts))
         progress.advance(len(changed) + len(gone))
         gstats["written_chunks"] = len(recs)
         gstats["seconds"] = round(time.perf_counter() - g_started, 3)

@@ -105,9 +105,10 @@ def test_each_generation_has_its_own_builds_and_a_reindex_never_freshens_the_liv
     assert g1.run_id == first.run_id
     meta = _meta(g1)
     assert meta["written_chunks"] >= 2 and isinstance(meta["seconds"], float)
-    assert {k: v for k, v in meta.items() if k not in ("written_chunks", "seconds")} == {
+    assert meta["generation_chunks"] == meta["written_chunks"]  # the whole generation, every source
+    assert {k: v for k, v in meta.items() if k not in ("written_chunks", "generation_chunks", "seconds")} == {
         "written_docs": 2, "deleted_docs": 0, "revoked_docs": 0, "unchanged_docs": 0, "incomplete_docs": 0,
-        "source": "docs", "role": "written", "live": True}
+        "generation_documents": 2, "source": "docs", "role": "written", "live": True}
     (bound,) = s.records("index_binding", live.name)
     assert _meta(bound)["first_generation"] is True and _meta(bound)["live"] == live.id
     for asset in ("vector_index", "keyword_index"):
