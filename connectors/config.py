@@ -307,7 +307,8 @@ class JwtConfig(_Strict):
     principals_claim: str = "groups"  # a dotted path; the value is a list or a comma/space-separated string
     include_subject: bool = False  # add the `sub` claim as a principal too
     # put before the `sub` principal (e.g. "user:") so that a subject can never be read as a group
-    # of the same name: with "" an IdP that lets users pick their subject lets one named after a group in
+    # of the same name; with "", where an IdP lets users choose their subject, a user named after
+    # a group reads that group's documents
     subject_prefix: str = ""
     audience: str | None = None
     issuer: str | None = None

@@ -188,8 +188,8 @@ class LocalFolderSource:
                   ceiling: Acl | None) -> Iterator[_Item]:
         """`real_dir`: where this folder really is, relative to the root, when a symlink led
         here: what the exclude rules leave out there stays out, whatever path reached it.
-        `ceiling`: under a folder link inside the root, the ACL of the folder holding the link,
-        which narrows every sidecar met below (a private folder's names stay private)."""
+        `ceiling`: below a followed folder link, the ACL of the folder holding the link, which
+        narrows every sidecar met there (a private folder's names stay private)."""
         try:
             with os.scandir(path) as it:
                 entries = sorted(it, key=lambda e: e.name)
