@@ -76,6 +76,8 @@ def _failures_recorded(rt: Runtime, source: str, stage: str) -> Iterator[None]:
     UI): `status` showed such a source as if nothing had happened."""
     try:
         yield
+    except dg.Failure:
+        raise  # a refusal on purpose (an idle reindex), not the source's failure
     except Exception as e:
         rt.store.set_source_error(source, f"{stage}: {type(e).__name__}: {e}"[:2000])
         raise
@@ -219,9 +221,9 @@ def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyConfigRe
                      keyword_index: KeywordIndexResource) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
     # the indexes: a run the parse-quality check blocks still carries its deletes into them
     rt, src = _scoped(context, runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index))
-    gens = _targets(context, rt)
     with _failures_recorded(rt, src, "parse"), \
             _progress(context, "parse", "documents") as progress:
+        gens = _targets(context, rt)  # inside: a store that refuses the generation row is the source's error too
         stats = run_parse(rt, src, gens, progress=progress)
     meta = _meta(stats, gens, "parse")
     meta["reasons"] = dg.MetadataValue.json(stats.reasons)
@@ -239,9 +241,9 @@ def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyConfigRe
 def chunks(context: dg.AssetExecutionContext, bindery: BinderyConfigResource,
            store: DocumentStoreResource) -> dg.MaterializeResult[Any]:
     rt, src = _scoped(context, runtime(bindery, store))
-    gens = _targets(context, rt)
     with _failures_recorded(rt, src, "chunk"), \
             _progress(context, "chunk", "documents") as progress:
+        gens = _targets(context, rt)  # inside: a store that refuses the generation row is the source's error too
         stats = run_chunk(rt, src, gens, progress=progress)
     return dg.MaterializeResult(metadata=_meta(stats, gens, "chunk"))
 
@@ -252,9 +254,9 @@ def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyConfi
                         store: DocumentStoreResource, contextualiser: ContextualiserResource
                         ) -> dg.MaterializeResult[Any]:
     rt, src = _scoped(context, runtime(bindery, store, contextualiser=contextualiser))
-    gens = _targets(context, rt)
     with _failures_recorded(rt, src, "context"), \
             _progress(context, "context", "chunks") as progress:
+        gens = _targets(context, rt)  # inside: a store that refuses the generation row is the source's error too
         stats = run_context(rt, src, gens, progress=progress)
     return dg.MaterializeResult(metadata=_meta(stats, gens, "context"))
 
@@ -264,9 +266,9 @@ def contextual_prefixes(context: dg.AssetExecutionContext, bindery: BinderyConfi
 def embeddings(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, store: DocumentStoreResource,
                embedder: EmbedderResource) -> dg.MaterializeResult[Any]:
     rt, src = _scoped(context, runtime(bindery, store, embedder=embedder))
-    gens = _targets(context, rt)
     with _failures_recorded(rt, src, "embed"), \
             _progress(context, "embed", "texts") as progress:
+        gens = _targets(context, rt)  # inside: a store that refuses the generation row is the source's error too
         stats = run_embed(rt, src, gens, progress=progress)
     meta = _meta(stats, gens, "embed")
     if stats.model_seconds:
@@ -337,10 +339,10 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, s
     `keyword_index` (the live index) are materialised, with the live generation's counts, only
     when the live generation was written: a candidate-only run leaves them as they were."""
     rt, src = _scoped(context, runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index))
-    gens = _targets(context, rt)
-    maintain = rt.lifecycle.maintained(gens)  # access changes + deletes
     with _failures_recorded(rt, src, "index"), \
             _progress(context, "index", "documents") as progress:
+        gens = _targets(context, rt)
+        maintain = rt.lifecycle.maintained(gens)  # access changes + deletes
         stats = run_index(rt, src, gens, maintain, progress=progress)
     bound = rt.lifecycle.bind_first(gens)
     live = rt.lifecycle.live()

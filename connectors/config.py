@@ -314,6 +314,13 @@ class JwtConfig(_Strict):
     issuer: str | None = None
     leeway_seconds: float = Field(30.0, ge=0)
 
+    @model_validator(mode="after")
+    def _prefix_needs_subject(self) -> JwtConfig:
+        if self.subject_prefix and not self.include_subject:
+            raise ValueError("subject_prefix is set but include_subject is false: the subject is not a principal, "
+                             "so the prefix would do nothing (set include_subject: true, or drop subject_prefix)")
+        return self
+
     @property
     def enabled(self) -> bool:
         return bool(self.hs256_secret_env or self.jwks_file)
@@ -605,11 +612,30 @@ def _location(s: SourceConfig) -> tuple[str, str]:
     """Where a source lists: (the store it reads, its folder as a POSIX path ending in '/')."""
     if s.kind == "local":
         return "local", os.path.realpath(s.root or ".").rstrip("/") + "/"
-    # the bucket alone, whatever endpoint reaches it: one store has many spellings ("…:5055/",
-    # localhost for 127.0.0.1, no endpoint_url for AWS's own URL), and keyed by the URL's text a
-    # nested source with a narrower acl passed the check (an S3 operator pass's find); two
-    # services holding buckets of one name are rare, and for them the check only asks too much
-    return f"s3:{s.bucket}", "/" + s.prefix.strip("/") + ("/" if s.prefix.strip("/") else "")
+    prefix = s.prefix.strip("/")
+    return f"s3:{_endpoint_key(s.endpoint_url)}:{s.bucket}", "/" + prefix + ("/" if prefix else "")
+
+
+def _endpoint_key(url: str | None) -> str:
+    """One name per S3 service, however its URL is written: keyed by the URL's text, "…:5055/"
+    and "…:5055", localhost and 127.0.0.1, or no endpoint_url and AWS's own URL were different
+    stores, and a nested source with a narrower acl passed `_check_nested_sources` (an S3
+    operator pass's find)."""
+    from urllib.parse import urlsplit
+
+    if not url:
+        return "aws"
+    parts = urlsplit(url.strip())
+    host = (parts.hostname or "").lower().rstrip(".")
+    if host == "amazonaws.com" or host.endswith(".amazonaws.com"):
+        return "aws"
+    if host in ("localhost", "::1") or host.startswith("127."):
+        host = "loopback"
+    try:
+        port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    except ValueError:  # a malformed port: checked with the rest of the URL elsewhere
+        port = 0
+    return f"{host}:{port}{parts.path.rstrip('/')}"
 
 
 def _check_nested_sources(sources: list[SourceConfig]) -> None:

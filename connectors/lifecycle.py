@@ -110,6 +110,20 @@ def bind_live(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, *
         return Flip(binding, alias_error=error)
 
 
+
+MAX_OPERATOR_CHARS = 128  # `bindings.flipped_by`, `generations.forced_by`
+
+
+def operator_name(by: str | None) -> str:
+    """Who flips the binding: `by` (`--by`, the UI's `forced_by`), else the user running the
+    process. Longer than the store keeps is a usage error before anything is judged: PostgreSQL
+    refused it at the flip, after the gate had passed (SQLite keeps any length)."""
+    who = by or getpass.getuser()
+    if len(who) > MAX_OPERATOR_CHARS:
+        raise UsageError(f"--by: at most {MAX_OPERATOR_CHARS} characters, got {len(who)}")
+    return who
+
+
 class Lifecycle:
     """Every state change of generations, and every lookup of one, for one configuration and
     one document store."""
@@ -273,8 +287,9 @@ class Lifecycle:
     # -- judge (the verdict; judging itself is evals.promotion.judge) ------------------------
 
     def record_verdict(self, gen_id: int, verdict: dict[str, Any]) -> None:
-        """Store the gate's verdict on the generation it judged (`promote` reads it back)."""
-        self.store.update_generation(gen_id, eval_report=verdict)
+        """Store the gate's verdict on the generation it judged (`promote` reads it back), with
+        when it was judged: `promote` shows a verdict only when its own run recorded it."""
+        self.store.update_generation(gen_id, eval_report={"judged_at": time.time(), **verdict})
 
     # -- flip -------------------------------------------------------------------------------
 
@@ -336,7 +351,7 @@ class Lifecycle:
                 reason: str | None = None, by: str | None = None) -> dict[str, Any]:
         """Flip to `cand` if its `verdict` passed, or when forced — a forced promotion records
         who forced it and why. Raises GateRefused (with the verdict) otherwise."""
-        who = by or getpass.getuser()
+        who = operator_name(by)
         if not verdict["passed"] and not force:
             self.store.add_event("gate-refused", f"candidate {cand.name} refused: {'; '.join(verdict['reasons'])}",
                                  details=verdict)
@@ -361,7 +376,7 @@ class Lifecycle:
         prev = self.store.get_generation(b.previous_generation_id)
         if prev is None or prev.status == "dropped":
             raise BindingError(f"previous generation {b.previous_generation_id} no longer exists")
-        who = by or getpass.getuser()
+        who = operator_name(by)
         flip = bind_live(self.cfg, self.store, prev, by=who, previous_id=b.generation_id)
         binding = flip.binding
         self.store.add_event("rollback", f"{who} rolled back from generation {b.generation_id} to {prev.id}")

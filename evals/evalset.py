@@ -195,10 +195,10 @@ def load_eval_set(path: str | Path) -> list[EvalCase]:
     """
     p = Path(path)
     try:
-        # JSONL's records end at "\n" alone (a "\r" before it is stripped as whitespace):
-        # splitlines() also broke a line at a raw U+2028, U+0085 or form feed inside a string,
-        # which `json.dumps(..., ensure_ascii=False)` writes as they are
-        lines = p.read_text(encoding="utf-8-sig").split("\n")
+        # records end at a line break ("\n", "\r\n" or an old Mac's "\r", which JSON forbids raw
+        # inside a string): splitlines() also broke a line at a raw U+2028, U+0085 or form feed
+        # inside a string, which `json.dumps(..., ensure_ascii=False)` writes as they are
+        lines = p.read_text(encoding="utf-8-sig").replace("\r\n", "\n").replace("\r", "\n").split("\n")
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read eval set: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:

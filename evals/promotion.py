@@ -53,8 +53,11 @@ def evaluate(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, qu
     # what this generation's indexes hold, not the store's documents: a dead-lettered document or
     # one added after the generation was built can never be found in it either
     held = {did for did, r in store.index_state(gen.id).items() if r.digest}
-    known = {d.external_id for d in documents if d.doc_id in held}
-    return replace(report, unknown_gold=tuple(sorted({g.doc for c in cases for g in c.gold} - known)))
+    known = {(d.source, d.external_id) for d in documents if d.doc_id in held}
+    paths = {doc for _, doc in known}
+    unknown = {g.doc if g.source is None else f"{g.source}:{g.doc}" for c in cases for g in c.gold
+               if (g.doc not in paths if g.source is None else (g.source, g.doc) not in known)}
+    return replace(report, unknown_gold=tuple(sorted(unknown)))
 
 
 def excluding_search(retriever: GenerationRetriever, filters: Filters) -> ExcludingSearchFn:

@@ -47,7 +47,7 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
             try:
                 # the source's configuration is part of its state: a changed default ACL,
                 # include/exclude or size limit must be re-listed even if no file moved
-                fp = short_hash([make_source(s).probe(), s.model_dump(mode="json")], 64)
+                fp = short_hash([make_source(s, cfg.sources).probe(), s.model_dump(mode="json")], 64)
             except SourceError as e:
                 skipped.append(dg.SkipReason(f"{s.name}: {e}"))
                 context.log.warning(f"probe of {s.name} failed: {e}")

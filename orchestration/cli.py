@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import getpass
 import json
 import os
 import signal
@@ -342,7 +341,9 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     # the live or a dropped generation is refused before any judging: the gate would otherwise
     # record a verdict on live (live against itself, or "gate not run") and status would show it
     lifecycle.check_promotable(cand, force=bool(a.force), reason=a.reason)
-    conf = {"force": bool(a.force), "reason": a.reason, "forced_by": a.by or getpass.getuser()}
+    from connectors.lifecycle import operator_name
+
+    conf = {"force": bool(a.force), "reason": a.reason, "forced_by": operator_name(a.by)}  # checked before judging
     run_config = {"ops": {"generation_eval": {"config": conf}, "index_binding": {"config": conf}}}
     started = time.time()
     res = _runner(cfg).run_generation("promote", cand.name, run_config=run_config)

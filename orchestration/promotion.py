@@ -22,7 +22,7 @@ import dagster as dg
 from assets.pipeline import GENERATION, GENERATIONS
 from assets.resources import BinderyConfigResource, DocumentStoreResource
 from connectors.errors import BindingError, ConfigError, GateRefused, UsageError
-from connectors.lifecycle import Lifecycle
+from connectors.lifecycle import Lifecycle, operator_name
 from evals.gate import GateReport, format_gate
 from evals.promotion import judge, promote
 
@@ -58,6 +58,7 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
     cand = lifecycle.resolve(context.partition_key)
     try:  # launched from the UI on the live or a dropped generation: refused, and nothing recorded
         lifecycle.check_promotable(cand, force=config.force, reason=config.reason)
+        operator_name(config.forced_by)  # before judging: the store keeps 128 characters
     except (BindingError, UsageError) as e:
         raise dg.Failure(str(e)) from None
     report: GateReport | None

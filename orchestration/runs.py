@@ -41,8 +41,9 @@ from orchestration.terminal_log import terminal_logger
 
 # how long `--wait` waits on runs no daemon has dequeued before it says so and stops waiting
 DAEMON_GRACE = 120.0
-# a run in these states is writing (or about to write) its partition's stores
-_ACTIVE = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+# a run in these states is writing (or about to write) its partition's stores; a CANCELING one
+# is being stopped (one whose worker is gone stays CANCELING, and must not block every CLI run)
+_ACTIVE = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
 _SOURCE_JOBS = ("sync", "reindex")
 
 
@@ -244,11 +245,14 @@ class Runner:
         started goes through the daemon's queue instead, which holds those back while a CLI run
         is STARTED but cannot hold back the CLI. So before it starts, an in-process run waits for
         any active run of the same source partition in the instance (found by a review: a CLI
-        sync wrote beside a UI run of the same source). Returns the seconds waited."""
+        sync wrote beside a UI run of the same source). Not for in-process CLI runs: the file lock
+        keeps those apart, so one still STARTED is dead or on another machine. Returns the
+        seconds waited."""
         started = time.perf_counter()
         said: set[str] = set()
         while active := [r for r in self.instance.get_runs(filters=dg.RunsFilter(
-                statuses=_ACTIVE, tags={"dagster/partition": name})) if r.job_name in _SOURCE_JOBS]:
+                statuses=_ACTIVE, tags={"dagster/partition": name}))
+                if r.job_name in _SOURCE_JOBS and launched_by(r.tags) != "cli"]:
             for run in active:
                 if run.run_id not in said:
                     said.add(run.run_id)

@@ -389,3 +389,21 @@ def test_an_unchanged_touch_leaves_no_negative_lag(tmp_path: Path) -> None:
     assert out["recomputed"]["parse"] == 0
     src = dep.cli("status")["sources"]["docs"]
     assert src["lag_p50_s"] is not None and src["lag_p50_s"] >= 0 and src["lag_p95_s"] >= 0
+
+
+def test_a_store_that_refuses_the_generation_row_is_the_sources_last_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On PostgreSQL an embedder id over 64 characters made every sync fail while creating the
+    generation, before the stage recorded failures: `status` showed no error for the source (a
+    PostgreSQL pass's find). Whatever fails in a stage is now the source's last error."""
+    from connectors.errors import StoreError
+    from connectors.lifecycle import Lifecycle
+
+    def refused(*_a: object, **_k: object) -> None:
+        raise StoreError("the store refused the generation row")
+
+    dep = Deployment(tmp_path)
+    monkeypatch.setattr(Lifecycle, "targets", refused)
+    dep.cli("sync", expect=1)
+    err = dep.cli("status")["sources"]["docs"]["last_error"] or ""
+    assert err.startswith("parse: StoreError: the store refused the generation row"), err

@@ -200,6 +200,10 @@ def test_a_line_separator_inside_a_string_is_not_the_end_of_a_record(tmp_path: P
         load_eval_set(p)
     p.write_text(p.read_text(encoding="utf-8").rsplit("\n", 2)[0] + "\n", encoding="utf-8")
     assert [c.query for c in load_eval_set(p)] == queries
+    for ending in ("\r\n", "\r"):  # Windows' and old Macs' line ends still end records
+        p.write_bytes(p.read_text(encoding="utf-8").replace("\r\n", "\n").replace("\r", "\n")
+                      .replace("\n", ending).encode())
+        assert [c.query for c in load_eval_set(p)] == queries
 
 
 def test_a_gold_path_typed_composed_names_a_file_stored_decomposed() -> None:

@@ -162,6 +162,8 @@ def test_a_path_two_sources_hold_is_drafted_with_its_source(tmp_path: Path) -> N
     other = tmp_path / "vendor"
     (other / "robots").mkdir(parents=True)
     (other / "robots/xr4471.md").write_text("# Vendor sheet: ZQ-1\n\nThe ZQ-1 gripper holds 12 kilograms.\n")
+    (other / "ops").mkdir()
+    (other / "ops/firmware.md").write_text("")  # a dead letter, at a path the other source indexes
     dep = Deployment(tmp_path)
     dep.config["sources"].append({"name": "vendor", "kind": "local", "root": str(other)})
     dep.save()
@@ -171,6 +173,9 @@ def test_a_path_two_sources_hold_is_drafted_with_its_source(tmp_path: Path) -> N
     golds = {g["doc"] for line in out.read_text().splitlines() for g in json.loads(line)["gold"]}
     assert {"docs:robots/xr4471.md", "vendor:robots/xr4471.md"} <= golds and "robots/xr4471.md" not in golds
     assert dep.cli("eval", "--queries", str(out))["unknown_gold_docs"] == []
+    dead = tmp_path / "dead.jsonl"  # the vendor's copy is in no generation, whatever docs' copy is
+    dead.write_text(json.dumps({"id": "d1", "query": "firmware", "gold": [{"doc": "vendor:ops/firmware.md"}]}) + "\n")
+    assert dep.cli("eval", "--queries", str(dead))["unknown_gold_docs"] == ["vendor:ops/firmware.md"]
 
 
 def test_cli_drafts_reply_questions_from_a_mail_archive(tmp_path: Path) -> None:

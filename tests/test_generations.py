@@ -108,6 +108,8 @@ def test_equal_candidate_is_promoted_and_rollback_restores_exactly(dep: Deployme
     assert out["report"]["passed"] and out["report"]["regressed"] == []
     assert dep.cli(*query)["generation"] == cand
 
+    # longer than the store keeps: refused before anything moves (PostgreSQL refused it at the flip)
+    assert "--by: at most 128 characters" in dep.cli("rollback", "--by", "x" * 129, expect=2)["error"]
     back = dep.cli("rollback")
     assert (back["live"], back["previous"]) == (1, cand)
     after = dep.cli(*query)

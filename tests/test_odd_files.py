@@ -110,20 +110,44 @@ def test_a_followed_link_into_another_sources_root_keeps_that_sources_acl(tmp_pa
 
     (tmp_path / "src").mkdir()
     (tmp_path / "src/readme.txt").write_text("public notes about otters")
-    hr = tmp_path / "hr"
+    above = tmp_path / "shared"
+    hr = above / "hr"
     (hr / "reviews").mkdir(parents=True)
     (hr / "salaries.txt").write_text("salaries of everyone")
     (hr / "reviews/q3.txt").write_text("third quarter reviews")
+    (above / "pub").mkdir()
+    (above / "pub/menu.txt").write_text("lunch menu")
     (tmp_path / "src/pay.txt").symlink_to(hr / "salaries.txt")
     (tmp_path / "src/reviews").symlink_to(hr / "reviews", target_is_directory=True)
+    # a link to the folder above the other source's root reaches it as a plain subfolder (a review's find)
+    (tmp_path / "src/shared").symlink_to(above, target_is_directory=True)
     cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "sources": [
         {"name": "s", "kind": "local", "root": str(tmp_path / "src"), "follow_external_symlinks": True},
         {"name": "hr", "kind": "local", "root": str(hr), "acl": ["group:hr"]}]})
     rt = Runtime(cfg, DocumentStore(cfg.database_url))
     run_listing(rt, "s")
     acl = {d.external_id: tuple(d.acl) for d in rt.store.documents("s")}
-    assert acl == {"readme.txt": ("*",), "pay.txt": ("group:hr",), "reviews/q3.txt": ("group:hr",)}
+    hr_only = ("group:hr",)
+    assert acl == {"readme.txt": ("*",), "pay.txt": hr_only, "reviews/q3.txt": hr_only, "shared/pub/menu.txt": ("*",),
+                   "shared/hr/salaries.txt": hr_only, "shared/hr/reviews/q3.txt": hr_only}
     assert {d.external_id: tuple(d.acl) for d in predict_listing(rt, cfg.source("s")).docs} == acl
+
+
+
+def test_following_links_does_not_narrow_a_nested_sources_own_files(tmp_path: Path) -> None:
+    """A public source inside a staff-only one is a layout the configuration accepts; with
+    follow_external_symlinks on, the other sources' acl narrowed the inner source's own root
+    too, so turning the option on made all of its files staff-only (a review's find)."""
+    outer = tmp_path / "staff"
+    (outer / "public").mkdir(parents=True)
+    (outer / "public/notice.txt").write_text("the canteen opens at eight")
+    (outer / "plan.txt").write_text("staff plans")
+    cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "sources": [
+        {"name": "staff", "kind": "local", "root": str(outer), "acl": ["group:staff"]},
+        {"name": "pub", "kind": "local", "root": str(outer / "public"), "follow_external_symlinks": True}]})
+    rt = Runtime(cfg, DocumentStore(cfg.database_url))
+    run_listing(rt, "pub")
+    assert {d.external_id: tuple(d.acl) for d in rt.store.documents("pub")} == {"notice.txt": ("*",)}
 
 
 def test_a_link_to_nothing_is_a_dead_letter_and_its_document_goes(tmp_path: Path) -> None:

@@ -112,6 +112,8 @@ def test_rs256_tokens_from_a_jwks_file(tmp_path: Path) -> None:
                  "include_subject": True, "subject_prefix": "user:", "audience": "bindery"}}))
     named_like_a_group = _token({"sub": "eng", "realm": {"roles": []}, "aud": "bindery"}, priv, "RS256", kid="k1")
     assert prefixed.principals(f"Bearer {named_like_a_group}", None) == ("user:eng",)  # not the group eng
+    with pytest.raises(ValueError, match="subject_prefix is set but include_subject is false"):
+        QueryAuthConfig.model_validate({"jwt": {"jwks_file": "k.json", "subject_prefix": "user:"}})
     with pytest.raises(Unauthorized):  # another audience
         auth.principals(f"Bearer {_token({'aud': 'other'}, priv, 'RS256', kid='k1')}", None)
     with pytest.raises(Unauthorized):  # unknown key id

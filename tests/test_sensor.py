@@ -107,6 +107,24 @@ def test_first_tick_registers_partitions_and_requests_every_source(conf: Config)
     assert tick.result.skip_reason is None
 
 
+
+def test_narrowing_another_sources_acl_requests_the_source_whose_links_it_narrows(conf: Config) -> None:
+    """A followed external link into another source's root takes that source's `acl:` too; the
+    probe was built without the other sources, so narrowing that acl re-synced only the other
+    source, and the linking one kept serving the old access (a review's find)."""
+    hr = conf.folder("hr", {"pay.md": "# Pay\n\nsalaries\n"})
+    docs = conf.folder("docs")
+    (docs / "pay.md").symlink_to(hr / "pay.md")
+    conf.raw["sources"][0]["acl"] = ["group:hr", "contractors"]
+    conf.raw["sources"][1]["follow_external_symlinks"] = True
+    conf.save()
+    sensor = Sensor(conf.path)
+    sensor.tick()
+    conf.raw["sources"][0]["acl"] = ["group:hr"]
+    conf.save()
+    assert set(sensor.tick().runs) == {"hr", "docs"}
+
+
 def test_unchanged_sources_request_nothing(conf: Config) -> None:
     conf.folder("docs")
     conf.folder("wiki")

@@ -116,6 +116,29 @@ def test_flip_keeps_previous_and_rollback_restores(db_url: str) -> None:
     assert generation_row(store, g3).status == "previous"
 
 
+
+def test_long_embedder_ids_and_operator_names(db_url: str) -> None:
+    """A local fine-tuned model in a folder with a long name made an embedder id over 64
+    characters: PostgreSQL refused it on every sync (migration 0005 widens the columns; SQLite
+    never checked). A `--by` longer than the store keeps is refused before anything is judged
+    (PostgreSQL refused it at the flip, after the gate had passed)."""
+    from connectors.errors import UsageError
+    from connectors.lifecycle import operator_name
+
+    long_id = "all-MiniLM-L6-v2-finetuned-internal-support-tickets-2026-q4-extra-words-0123abcd"
+    assert len(long_id) > 64
+    store = DocumentStore(db_url)
+    gid = store.create_generation(name="g1", status="building", stage_versions={}, stage_configs={},
+                                  embedder_id=long_id, vector_index="g1", keyword_index="g1", counts={})
+    store.put_embeddings([{"text_hash": "t1", "embedder_id": long_id, "dim": 1, "vector": b"\0\0\0\0",
+                           "content_hash": "h", "created_at": time.time()}])
+    assert generation_row(store, gid).embedder_id == long_id
+    assert store.missing_embeddings(["t1", "t2"], long_id) == {"t2"}
+    assert operator_name("x" * 128) == "x" * 128
+    with pytest.raises(UsageError, match="--by: at most 128 characters, got 129"):
+        operator_name("x" * 129)
+
+
 def test_concurrent_flips_leave_one_consistent_binding(db_url: str) -> None:
     store = DocumentStore(db_url)
     gens = [_gen(store, f"g{i}") for i in range(6)]

@@ -356,12 +356,18 @@ def test_a_store_that_lists_milliseconds_is_not_read_again_every_sync(
     assert "HeadObject" not in s3_calls.calls and "GetObject" not in s3_calls.calls, s3_calls.calls
 
 
+EXPIRED = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>ExpiredToken</Code>'
+           b"<Message>The provided token has expired.</Message></Error>")
+
+
 def test_credentials_that_expire_mid_run_stop_the_sync_with_one_reason(
         tmp_path: Path, s3: Any, moto_endpoint: str) -> None:
     """S3 refuses a HEAD with an expired session token as a bare 400 (a HEAD reply has no body,
     so no error code): every changed object became a dead letter reading "400: Bad Request"
-    and the sync exited 0. A run of them is now the source's failure, naming the likely cause;
-    the indexed versions stay, and the next good sync reads the objects."""
+    and the sync exited 0. A bare 400 now asks the bucket once with a request whose reply has a
+    code: an expired token stops the sync as the source's failure, naming it, and the indexed
+    versions stay. An object that alone answers so (encrypted with a customer key, SSE-C) is
+    its own dead letter, and the rest syncs."""
     from connectors.errors import SourceError
     from tests.moto_server import rewriting_proxy
 
@@ -370,12 +376,21 @@ def test_credentials_that_expire_mid_run_stop_the_sync_with_one_reason(
     keys = [f"doc{i}.md" for i in range(4)]
     for key in keys:
         s3.put_object(Bucket=bucket, Key=key, Body=f"# {key}\n\nFirst text.\n".encode())
-    expired = False
+    # keys whose HEAD is a bare 400; "*": every request after the listing, as a token that
+    # expires while the sync runs
+    refused: set[str] = set()
+    listed: list[str] = []
 
-    def refuse_heads(method: str, path: str, status: int, body: bytes) -> tuple[int, bytes]:
-        return (400, b"") if expired and method == "HEAD" else (status, body)
+    def refuse(method: str, path: str, status: int, body: bytes) -> tuple[int, bytes]:
+        if "*" in refused and (listed or "list-type=2" not in path):
+            return (400, b"") if method == "HEAD" else (400, EXPIRED)
+        if "list-type=2" in path:
+            listed.append(path)
+        if method == "HEAD" and path.split("?")[0].rsplit("/", 1)[-1] in refused:
+            return 400, b""
+        return status, body
 
-    with rewriting_proxy(moto_endpoint, refuse_heads) as url:
+    with rewriting_proxy(moto_endpoint, refuse) as url:
         cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "sources": [
             {"name": "bk", "kind": "s3", "bucket": bucket, "endpoint_url": url, "region": "us-east-1"}]})
         rt = Runtime(cfg)
@@ -383,11 +398,16 @@ def test_credentials_that_expire_mid_run_stop_the_sync_with_one_reason(
         before = {d.external_id: d.content_hash for d in rt.store.documents("bk")}
         for key in keys:
             s3.put_object(Bucket=bucket, Key=key, Body=f"# {key}\n\nSecond text.\n".encode())
-        expired = True
-        with pytest.raises(SourceError, match=r"400 Bad Request with no error code \(expired or malformed cred"
-                                              r".*3 items in a row"):
+        refused.add("*")
+        listed.clear()
+        with pytest.raises(SourceError, match=r"cannot list .*credentials rejected \(ExpiredToken\)"):
             run_listing(rt, "bk")
+        assert len(listed) == 1  # the listing itself went through: the token expired after it
         assert {d.external_id: d.content_hash for d in rt.store.documents("bk")} == before
-        expired = False
-        assert run_listing(rt, "bk").counts["updated"] == 4
-        assert rt.store.dead_letters(source="bk") == []
+        assert rt.store.dead_letters(source="bk") == []  # the source's failure, no object's
+        refused.clear()
+        refused.add("doc2.md")  # one object that HEAD refuses alone
+        res = run_listing(rt, "bk")
+        assert res.counts["updated"] == 3 and res.counts["failed"] == 1
+        (dead,) = rt.store.dead_letters(source="bk")
+        assert dead.external_id == "doc2.md" and "SSE-C" in dead.error

@@ -154,15 +154,27 @@ class LocalFolderSource:
                 return None
             current = parent
 
-    def _narrowed(self, acl: Acl, real_dir: str) -> Acl:
+    def _narrowed(self, acl: Acl, real_dir: str, *, guarded: bool = True) -> Acl:
         """`acl`, narrowed by the sidecar that governs `real_dir` from outside the root, if any,
-        and by the default ACL of each other source whose root holds `real_dir`."""
+        and (`guarded`: for a followed link's target) by the default ACL of each other source
+        whose root holds `real_dir`."""
         outside = self._sidecar_outside(real_dir)
         acl = acl if outside is None else acls.narrow(outside, acl)
-        for root, guard in self._guards:
+        for root, guard in self._guards if guarded else ():
             if real_dir == root or real_dir.startswith(root.rstrip(os.sep) + os.sep):
                 acl = acls.narrow(guard, acl)
         return acl
+
+    def _guard_keys(self) -> dict[tuple[int, int], Acl]:
+        """The other sources' roots by folder identity, for the walk below a followed link: a
+        link to a folder *above* another source's root reaches that root as a plain subfolder."""
+        keys: dict[tuple[int, int], Acl] = {}
+        for root, guard in self._guards:
+            try:
+                keys[_dir_key(os.stat(root))] = guard
+            except OSError:
+                continue  # that source's root is missing: its own listing says so
+        return keys
 
     def _walk(self) -> Iterator[_Item]:
         """Files under the root that pass the include/exclude filter, in a stable order."""
@@ -174,8 +186,11 @@ class LocalFolderSource:
             raise SourceError(f"source {self.name!r}: root {self.root} is not a folder")
         self._failed_acls: list[UnreadableAcl] = []
         self._walked: dict[tuple[int, int], int] = {}  # folder -> the symlink paths it was walked by
+        self._guarded = self._guard_keys()
         try:
-            self._root_acl = self._narrowed(self._default_acl, os.path.dirname(self._real_root))
+            # a sidecar above the root narrows the source; another source around it does not (a
+            # nested source's acl is its own, `config._check_nested_sources`)
+            self._root_acl = self._narrowed(self._default_acl, os.path.dirname(self._real_root), guarded=False)
         except UnreadableAcl as e:
             self._root_acl = self._unreadable(e)
         yield from self._walk_dir(str(self.root), "", self._root_acl, {_dir_key(root_st)}, None, None)
@@ -291,6 +306,8 @@ class LocalFolderSource:
                 "skipped here (links that reach one folder many ways make the walk grow exponentially)")))
             return
         real_dir = None if real is None else real + "/"
+        if (guard := self._guarded.get(key)) is not None:  # another source's root: its acl narrows
+            entry_acl = acls.narrow(guard, entry_acl)
         yield from self._walk_dir(de.path, rel + "/", entry_acl, ancestors | {key}, real_dir, ceiling)
 
     def _fanned_out(self, key: tuple[int, int]) -> bool:

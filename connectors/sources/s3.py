@@ -80,6 +80,11 @@ def _whole_seconds(when: datetime) -> float:
     return float(math.floor(when.timestamp()))
 
 
+def _bare_400(e: ClientError) -> bool:
+    return (e.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 400
+            and str(e.response.get("Error", {}).get("Code", "")) in ("", "400"))
+
+
 def _etag(raw: str) -> str:
     return raw.strip('"')
 
@@ -150,12 +155,7 @@ class S3Source:
             code = str(err.get("Code", ""))
             status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             wide = code in _SOURCE_WIDE
-            # A HEAD reply has no body, so no error code: a bare 400 there is how S3 refuses an
-            # expired session token (or an object encrypted with a customer key). Counted like a
-            # 5xx: a run of them in a row stops the sync as the source's failure, one line,
-            # instead of dead-lettering every changed object as "400: Bad Request".
-            bare_400 = status == 400 and code in ("", "400")
-            transient = (isinstance(status, int) and status >= 500) or bare_400
+            transient = isinstance(status, int) and status >= 500
             if code == "NoSuchBucket":
                 cause = f"bucket {self.bucket!r} does not exist"
             elif code in ("NoSuchKey", "404"):
@@ -164,9 +164,8 @@ class S3Source:
                 cause = f"credentials rejected ({code})"
             elif code in ("AccessDenied", "403") or status == 403:
                 cause = f"access denied ({code}: {err.get('Message') or 'forbidden'})"
-            elif bare_400:
-                cause = ("400 Bad Request with no error code (expired or malformed credentials, or an object "
-                         "encrypted with a customer key, SSE-C)")
+            elif _bare_400(e):  # a HEAD reply has no body, so no code
+                cause = "400 Bad Request with no error code (an object encrypted with a customer key, SSE-C?)"
             else:
                 cause = f"{code or status}: {err.get('Message') or e}"
         elif isinstance(e, EndpointConnectionError):
@@ -236,6 +235,8 @@ class S3Source:
         try:
             head = self._client.head_object(Bucket=self.bucket, Key=key)
         except (BotoCoreError, ClientError) as e:
+            if isinstance(e, ClientError) and _bare_400(e):
+                self._check_credentials()  # the source's failure, not this object's, when they fail
             raise self._fail("describe", e, key) from e
         user = _user_metadata(head)
         acl, origin = self._acl_of(user)
@@ -254,6 +255,17 @@ class S3Source:
             acl=acl,
             metadata=meta,
         )
+
+    def _check_credentials(self) -> None:
+        """After a HEAD refused with a bare 400, which says neither why nor whose fault (an
+        expired session token refuses every request so; an object encrypted with a customer key,
+        SSE-C, refuses only its own): one listing request, whose reply has a body and so an
+        error code. A credential failure is the source's (SourceUnavailable: the sync stops with
+        one reason instead of dead-lettering every changed object as "400: Bad Request")."""
+        try:
+            self._client.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix, MaxKeys=1)
+        except (BotoCoreError, ClientError) as e:
+            raise self._fail("list", e) from e
 
     def _acl_of(self, user: dict[str, str]) -> tuple[tuple[str, ...], str]:
         """(principals, origin) from an object's user metadata, else the source's default."""

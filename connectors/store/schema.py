@@ -117,7 +117,7 @@ embeddings = sa.Table(
     "embeddings",
     metadata,
     sa.Column("text_hash", sa.String(32), primary_key=True),
-    sa.Column("embedder_id", sa.String(64), primary_key=True),
+    sa.Column("embedder_id", sa.String(255), primary_key=True),  # 0005: was 64
     sa.Column("dim", sa.Integer, nullable=False),
     sa.Column("vector", sa.LargeBinary, nullable=False),  # float32 little-endian
     # The content it was first computed for; when no live document has that content any more
@@ -134,7 +134,7 @@ generations = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),  # building|live|previous|retired|dropped
     sa.Column("stage_versions", sa.JSON, nullable=False),
     sa.Column("stage_configs", sa.JSON, nullable=False),
-    sa.Column("embedder_id", sa.String(64), nullable=False),
+    sa.Column("embedder_id", sa.String(255), nullable=False),  # 0005: was 64
     sa.Column("vector_index", sa.Text, nullable=False),  # physical location / collection
     sa.Column("vector_engine", sa.String(32)),  # qdrant-edge|qdrant-local|qdrant-server; NULL: before 0002
     sa.Column("keyword_index", sa.Text, nullable=False),
