@@ -51,7 +51,7 @@ from assets.resources import (
     runtime,
 )
 from assets.runtime import Generation, Runtime, Target
-from connectors.errors import ConfigError
+from connectors.errors import BinderyError, ConfigError
 from connectors.shards import ShardStore, parse_key
 
 SOURCES = dg.DynamicPartitionsDefinition(name="sources")
@@ -73,11 +73,17 @@ class ListingConfig(dg.Config):
 def _failures_recorded(rt: Runtime, source: str, stage: str) -> Iterator[None]:
     """A stage that raises leaves its reason on the source row (`bindery status` shows it);
     the next good listing clears it. So does an interrupt (Ctrl-C, a run terminated from the
-    UI): `status` showed such a source as if nothing had happened."""
+    UI): `status` showed such a source as if nothing had happened. Bindery's own errors (a
+    source that is down, a store that refuses, bad configuration) end the step as a Dagster
+    `Failure` whose description is the one-line reason, so the UI shows that line, not a
+    stack of Dagster wrappers; anything else keeps its traceback there."""
     try:
         yield
     except dg.Failure:
         raise  # a refusal on purpose (an idle reindex), not the source's failure
+    except BinderyError as e:
+        rt.store.set_source_error(source, f"{stage}: {type(e).__name__}: {e}"[:2000])
+        raise dg.Failure(description=str(e), metadata={"stage": stage, "error": type(e).__name__}) from e
     except Exception as e:
         rt.store.set_source_error(source, f"{stage}: {type(e).__name__}: {e}"[:2000])
         raise

@@ -74,6 +74,9 @@ def _first_error(events: Iterable[dg.DagsterEvent]) -> str | None:
                 return f"blocking check {data.check_name} failed: {data.description}"
     for ev in events:
         if ev.event_type_value == "STEP_FAILURE" and ev.step_failure_data:
+            failure: Any = ev.step_failure_data.user_failure_data
+            if failure is not None and failure.description:  # a dg.Failure: its description is the reason
+                return headline(failure.description)
             err = ev.step_failure_data.error
             while err is not None and err.cause is not None and "dagster" in (err.cls_name or "").lower():
                 err = err.cause
