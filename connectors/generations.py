@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, cast
 from connectors.config import BinderyConfig, VectorEngine
 from connectors.errors import BindingError, ConfigError, IndexError_
 from connectors.indexes.base import KeywordIndex, VectorIndex
+from connectors.processes import process_alive
 from connectors.store.records import GenerationRecord
 
 if TYPE_CHECKING:
@@ -266,12 +267,30 @@ def publish(cfg: BinderyConfig, gen: GenerationRecord) -> tuple[str | None, str 
     return vec_snap, kw_snap
 
 
+_READER_PREFIX = "bindery-reader-"  # then the owning process's pid: bindery-reader-<pid>-<random>
+_swept = False
+
+
+def _sweep_dead_readers() -> None:
+    """Remove, once per process, the private copies that killed readers left (atexit never ran
+    for them: each held up to the vector index's size, ~95 MB seen, for ever)."""
+    global _swept
+    if _swept:
+        return
+    _swept = True
+    for path in Path(tempfile.gettempdir()).glob(f"{_READER_PREFIX}*-*"):
+        pid = path.name[len(_READER_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)) and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def _private_vector_copy(engine: str, snap: str) -> Path:
     """A reader's own openable copy of a vector snapshot (both Qdrant engines lock their path):
     an Edge shadow of hard links, or a full copy for local mode."""
     from connectors.indexes.qdrant_edge_index import shadow_snapshot
 
-    private = Path(tempfile.mkdtemp(prefix="bindery-reader-"))
+    _sweep_dead_readers()
+    private = Path(tempfile.mkdtemp(prefix=f"{_READER_PREFIX}{os.getpid()}-"))
     target = private / _EMBEDDED[engine]
     try:
         if engine == "qdrant-edge":

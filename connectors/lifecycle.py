@@ -302,8 +302,10 @@ class Lifecycle:
         row = self.store.get_generation(first.id) if first is not None else None
         if first is None or row is None or not row.published_at:
             return None  # never bind a generation readers cannot open
-        bind_live(self.cfg, self.store, row, by=by)
+        # the verdict first: a process killed between the two leaves a verdict and no binding,
+        # which the next run's bind_first completes; the other order left "not judged" for good
         self.record_verdict(first.id, {"passed": True, "reasons": [FIRST_GENERATION]})
+        bind_live(self.cfg, self.store, row, by=by)
         return first.name
 
     def check_promotable(self, cand: GenerationRecord, *, force: bool, reason: str | None) -> None:

@@ -32,6 +32,7 @@ import dagster as dg
 from assets.pipeline import GENERATION, GENERATIONS, SUBMITTED_CONFIG_TAG, SUBMITTED_DIGEST_TAG, config_digest
 from connectors.config import BinderyConfig
 from connectors.errors import BinderyError, ConfigError
+from connectors.processes import process_alive
 from connectors.shards import all_partition_keys
 from orchestration.automation import partition_requests
 from orchestration.definitions import build_definitions
@@ -135,16 +136,6 @@ def outcome_from_events(job: str, partition: str | None, run_id: str, success: b
     return out
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True
-
-
 @contextmanager
 def source_lock(cfg: BinderyConfig, name: str) -> Iterator[float]:
     """CLI-launched runs of one source never overlap (the UI's queue enforces the same). Yields
@@ -194,7 +185,7 @@ class Runner:
             statuses=[dg.DagsterRunStatus.STARTED], tags={"bindery/launched-by": "cli", "bindery/host": host}))
         for run in started:
             pid = int(run.tags.get("bindery/pid", "0") or 0)
-            if pid <= 0 or pid == os.getpid() or _alive(pid):
+            if pid <= 0 or pid == os.getpid() or process_alive(pid):
                 continue
             self.instance.report_run_failed(
                 run, message=f"the bindery process (pid {pid} on {host}) that ran this died before it finished; "

@@ -263,3 +263,50 @@ def test_a_forced_reindex_refused_by_its_checks_records_no_rebuild(dep: Deployme
         assert store.events("forced-rebuild") == [] and len(store.generations()) == 1
     finally:
         store.dispose()
+
+
+def test_a_first_sync_killed_between_verdict_and_binding_completes_on_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first generation was bound live, then its "first generation" verdict recorded: a
+    process killed between the two left it "not judged" for good, as later runs skip binding a
+    system that has a binding (a crash pass's find). The verdict now comes first; a run killed
+    after it leaves no binding, and the next sync binds the generation."""
+    dep = Deployment(tmp_path)
+    real = Lifecycle.record_verdict
+
+    def killed_after(self: Lifecycle, gen_id: int, verdict: dict[str, object]) -> None:
+        real(self, gen_id, verdict)
+        raise KeyboardInterrupt  # the process dies right after the verdict is written
+
+    with monkeypatch.context() as m:
+        m.setattr(Lifecycle, "record_verdict", killed_after)
+        dep.cli("sync", expect=130)  # as Ctrl-C: the CLI stops with one line
+    assert _store(dep).get_binding() is None
+    dep.cli("sync")
+    live = dep.cli("status")["generations"]["live"]
+    assert live is not None and live["eval"]["passed"] is True
+
+
+def test_private_reader_copies_of_killed_processes_are_swept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader's private copy of a vector snapshot was removed on close or at exit only: each
+    SIGKILLed `bindery serve` left one in the temp folder for ever (up to ~95 MB each, a crash
+    pass's find). The first reader a process opens removes those of processes that are gone."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    import connectors.generations as generations
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(generations, "_swept", False)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (tmp_path / f"bindery-reader-{dead}-abc" / "edge").mkdir(parents=True)
+    mine = tmp_path / f"bindery-reader-{os.getpid()}-def"
+    mine.mkdir()
+    unrelated = tmp_path / "bindery-reader-notes"
+    unrelated.mkdir()
+    generations._sweep_dead_readers()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mine.name, unrelated.name])
