@@ -83,7 +83,8 @@ def _failures_recorded(rt: Runtime, source: str, stage: str) -> Iterator[None]:
         raise  # a refusal on purpose (an idle reindex), not the source's failure
     except BinderyError as e:
         rt.store.set_source_error(source, f"{stage}: {type(e).__name__}: {e}"[:2000])
-        raise dg.Failure(description=str(e), metadata={"stage": stage, "error": type(e).__name__}) from e
+        raise dg.Failure(description=str(e) or type(e).__name__,
+                         metadata={"stage": stage, "error": type(e).__name__}) from e
     except Exception as e:
         rt.store.set_source_error(source, f"{stage}: {type(e).__name__}: {e}"[:2000])
         raise

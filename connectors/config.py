@@ -612,30 +612,13 @@ def _location(s: SourceConfig) -> tuple[str, str]:
     """Where a source lists: (the store it reads, its folder as a POSIX path ending in '/')."""
     if s.kind == "local":
         return "local", os.path.realpath(s.root or ".").rstrip("/") + "/"
+    # by bucket, whatever endpoint_url says: one service has many spellings (a trailing '/',
+    # localhost, a cluster DNS name, an IP, AWS's default and regional URLs), and keyed by the
+    # URL a nested source with a narrower acl passed the check and stayed readable through the
+    # wider one (an S3 operator pass's find). Two services with a bucket of one name, nested,
+    # are refused too: the safe side of a guess
     prefix = s.prefix.strip("/")
-    return f"s3:{_endpoint_key(s.endpoint_url)}:{s.bucket}", "/" + prefix + ("/" if prefix else "")
-
-
-def _endpoint_key(url: str | None) -> str:
-    """One name per S3 service, however its URL is written: keyed by the URL's text, "…:5055/"
-    and "…:5055", localhost and 127.0.0.1, or no endpoint_url and AWS's own URL were different
-    stores, and a nested source with a narrower acl passed `_check_nested_sources` (an S3
-    operator pass's find)."""
-    from urllib.parse import urlsplit
-
-    if not url:
-        return "aws"
-    parts = urlsplit(url.strip())
-    host = (parts.hostname or "").lower().rstrip(".")
-    if host == "amazonaws.com" or host.endswith(".amazonaws.com"):
-        return "aws"
-    if host in ("localhost", "::1") or host.startswith("127."):
-        host = "loopback"
-    try:
-        port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
-    except ValueError:  # a malformed port: checked with the rest of the URL elsewhere
-        port = 0
-    return f"{host}:{port}{parts.path.rstrip('/')}"
+    return f"s3:{s.bucket}", "/" + prefix + ("/" if prefix else "")
 
 
 def _check_nested_sources(sources: list[SourceConfig]) -> None:

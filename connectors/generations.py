@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, cast
 from connectors.config import BinderyConfig, VectorEngine
 from connectors.errors import BindingError, ConfigError, IndexError_
 from connectors.indexes.base import KeywordIndex, VectorIndex
-from connectors.processes import process_alive
 from connectors.store.records import GenerationRecord
 
 if TYPE_CHECKING:
@@ -139,7 +138,7 @@ class IndexPair:
             except Exception:
                 pass
         for p in self._cleanup:
-            shutil.rmtree(p, ignore_errors=True)
+            _release(p)
 
 
 def physical_names(cfg: BinderyConfig, name: str) -> tuple[str, str]:
@@ -267,30 +266,64 @@ def publish(cfg: BinderyConfig, gen: GenerationRecord) -> tuple[str | None, str 
     return vec_snap, kw_snap
 
 
-_READER_PREFIX = "bindery-reader-"  # then the owning process's pid: bindery-reader-<pid>-<random>
+_READER_PREFIX = "bindery-reader-"
+_OWNER = ".owner"  # inside a reader's copy; its owner holds an exclusive lock on it for its life
+_held: dict[Path, int] = {}  # this process's copies -> the descriptor that holds each one's lock
 _swept = False
 
 
 def _sweep_dead_readers() -> None:
     """Remove, once per process, the private copies that killed readers left (atexit never ran
-    for them: each held up to the vector index's size, ~95 MB seen, for ever)."""
+    for them: each held up to the vector index's size, ~95 MB seen, for ever). A copy whose
+    owner lock can be taken has no owner: the lock dies with its process, in any PID namespace
+    sharing the folder, whatever PID came after it. Never fails an open: a copy it cannot judge
+    stays."""
     global _swept
     if _swept:
         return
     _swept = True
-    for path in Path(tempfile.gettempdir()).glob(f"{_READER_PREFIX}*-*"):
-        pid = path.name[len(_READER_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)) and path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
+    try:
+        found = list(Path(tempfile.gettempdir()).glob(f"{_READER_PREFIX}*"))
+    except OSError:
+        return
+    for path in found:
+        if path in _held:
+            continue
+        try:
+            fd = os.open(path / _OWNER, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # not a reader's copy (or one still being made): left alone
+        try:
+            # the lock is taken just after the file is made: a copy younger than a minute is left
+            if os.fstat(fd).st_mtime > time.time() - 60:
+                continue
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its owner is alive
+        finally:
+            os.close(fd)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _release(private: Path) -> None:
+    """Remove a reader's copy and let go of its lock."""
+    shutil.rmtree(private, ignore_errors=True)
+    fd = _held.pop(private, None)
+    if fd is not None:
+        os.close(fd)
 
 
 def _private_vector_copy(engine: str, snap: str) -> Path:
     """A reader's own openable copy of a vector snapshot (both Qdrant engines lock their path):
-    an Edge shadow of hard links, or a full copy for local mode."""
+    an Edge shadow of hard links, or a full copy for local mode. Removed by `_release` (on
+    close, at exit, or by the next process's sweep if this one is killed)."""
     from connectors.indexes.qdrant_edge_index import shadow_snapshot
 
     _sweep_dead_readers()
-    private = Path(tempfile.mkdtemp(prefix=f"{_READER_PREFIX}{os.getpid()}-"))
+    private = Path(tempfile.mkdtemp(prefix=_READER_PREFIX))
+    fd = os.open(private / _OWNER, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    _held[private] = fd
     target = private / _EMBEDDED[engine]
     try:
         if engine == "qdrant-edge":
@@ -298,9 +331,9 @@ def _private_vector_copy(engine: str, snap: str) -> Path:
         else:
             shutil.copytree(snap, target, copy_function=copy_sparse)
     except FileNotFoundError as e:  # pruned between read and copy: the caller retries
-        shutil.rmtree(private, ignore_errors=True)
+        _release(private)
         raise BindingError(f"snapshot {snap} vanished while opening; retry") from e
-    atexit.register(shutil.rmtree, private, True)  # a reader never closed still cleans up
+    atexit.register(_release, private)  # a reader never closed still cleans up
     return private
 
 
@@ -325,7 +358,7 @@ def open_reader(cfg: BinderyConfig, gen: GenerationRecord) -> IndexPair:
         vec, kw = _open(cfg, gen, vec_path, kw_path, read_only=True, dim=None)
     except BaseException:  # a reader that never opened leaves no private copy behind
         for path in cleanup:
-            shutil.rmtree(path, ignore_errors=True)
+            _release(path)
         raise
     return IndexPair(vec, kw, gen, cleanup)
 

@@ -58,7 +58,7 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
     cand = lifecycle.resolve(context.partition_key)
     try:  # launched from the UI on the live or a dropped generation: refused, and nothing recorded
         lifecycle.check_promotable(cand, force=config.force, reason=config.reason)
-        operator_name(config.forced_by)  # before judging: the store keeps 128 characters
+        operator_name(_who(context, config))  # before judging: the store keeps 128 characters
     except (BindingError, UsageError) as e:
         raise dg.Failure(str(e)) from None
     report: GateReport | None

@@ -32,7 +32,6 @@ import dagster as dg
 from assets.pipeline import GENERATION, GENERATIONS, SUBMITTED_CONFIG_TAG, SUBMITTED_DIGEST_TAG, config_digest
 from connectors.config import BinderyConfig
 from connectors.errors import BinderyError, ConfigError
-from connectors.processes import process_alive
 from connectors.shards import all_partition_keys
 from orchestration.automation import partition_requests
 from orchestration.definitions import build_definitions
@@ -43,8 +42,10 @@ from orchestration.terminal_log import terminal_logger
 # how long `--wait` waits on runs no daemon has dequeued before it says so and stops waiting
 DAEMON_GRACE = 120.0
 # a run in these states is writing (or about to write) its partition's stores; a CANCELING one
-# is being stopped (one whose worker is gone stays CANCELING, and must not block every CLI run)
-_ACTIVE = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+# may still be (an interrupt lands at the next bytecode, a pod has a grace period), but one whose
+# worker is gone stays CANCELING for ever: it is waited for CANCEL_GRACE seconds at most
+_ACTIVE = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+CANCEL_GRACE = 120.0
 _SOURCE_JOBS = ("sync", "reindex")
 
 
@@ -136,6 +137,16 @@ def outcome_from_events(job: str, partition: str | None, run_id: str, success: b
     return out
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    return True
+
+
 @contextmanager
 def source_lock(cfg: BinderyConfig, name: str) -> Iterator[float]:
     """CLI-launched runs of one source never overlap (the UI's queue enforces the same). Yields
@@ -185,7 +196,7 @@ class Runner:
             statuses=[dg.DagsterRunStatus.STARTED], tags={"bindery/launched-by": "cli", "bindery/host": host}))
         for run in started:
             pid = int(run.tags.get("bindery/pid", "0") or 0)
-            if pid <= 0 or pid == os.getpid() or process_alive(pid):
+            if pid <= 0 or pid == os.getpid() or _alive(pid):
                 continue
             self.instance.report_run_failed(
                 run, message=f"the bindery process (pid {pid} on {host}) that ran this died before it finished; "
@@ -239,22 +250,31 @@ class Runner:
         started goes through the daemon's queue instead, which holds those back while a CLI run
         is STARTED but cannot hold back the CLI. So before it starts, an in-process run waits for
         any active run of the same source partition in the instance (found by a review: a CLI
-        sync wrote beside a UI run of the same source). Not for in-process CLI runs: the file lock
-        keeps those apart, so one still STARTED is dead or on another machine. Returns the
-        seconds waited."""
+        sync wrote beside a UI run of the same source), a CLI run on another machine included.
+        Not for this machine's CLI runs: the lock is held here, so one still STARTED is dead
+        (`_fail_dead_runs`). Returns the seconds waited."""
         started = time.perf_counter()
-        said: set[str] = set()
+        host = socket.gethostname()
+        seen: dict[str, float] = {}  # run id -> when this wait first saw it
+
+        def blocks(run: dg.DagsterRun) -> bool:
+            if run.job_name not in _SOURCE_JOBS:
+                return False
+            if launched_by(run.tags) == "cli" and run.tags.get("bindery/host") == host:
+                return False
+            waited = time.perf_counter() - seen.get(run.run_id, time.perf_counter())
+            return run.status != dg.DagsterRunStatus.CANCELING or waited <= CANCEL_GRACE
+
         while active := [r for r in self.instance.get_runs(filters=dg.RunsFilter(
-                statuses=_ACTIVE, tags={"dagster/partition": name}))
-                if r.job_name in _SOURCE_JOBS and launched_by(r.tags) != "cli"]:
+                statuses=_ACTIVE, tags={"dagster/partition": name})) if blocks(r)]:
             for run in active:
-                if run.run_id not in said:
-                    said.add(run.run_id)
+                if run.run_id not in seen:
+                    seen[run.run_id] = time.perf_counter()
                     print(f"waiting for run {run.run_id[:8]} ({run.job_name} of source {name!r}, "
                           f"launched by {launched_by(run.tags)}) to finish (`bindery runs` lists it; Ctrl-C stops "
                           "waiting)...", file=sys.stderr, flush=True)
             time.sleep(poll_seconds)
-        return time.perf_counter() - started if said else 0.0
+        return time.perf_counter() - started if seen else 0.0
 
     # -- runs through the instance (--submit, --wait) -------------------------------------
 

@@ -291,22 +291,45 @@ def test_private_reader_copies_of_killed_processes_are_swept(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A reader's private copy of a vector snapshot was removed on close or at exit only: each
     SIGKILLed `bindery serve` left one in the temp folder for ever (up to ~95 MB each, a crash
-    pass's find). The first reader a process opens removes those of processes that are gone."""
+    pass's find). Each copy's owner holds a lock on it for its life; the first reader a process
+    opens removes the copies whose lock nobody holds (a lock dies with its process, in any PID
+    namespace), and leaves alone live ones, young ones and anything that is not a copy."""
+    import fcntl
     import os
-    import subprocess
-    import sys
     import tempfile
 
     import connectors.generations as generations
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(generations, "_swept", False)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    (tmp_path / f"bindery-reader-{dead}-abc" / "edge").mkdir(parents=True)
-    mine = tmp_path / f"bindery-reader-{os.getpid()}-def"
-    mine.mkdir()
-    unrelated = tmp_path / "bindery-reader-notes"
-    unrelated.mkdir()
+    old = time.time() - 3600
+
+    def copy(name: str, *, age: float = old) -> Path:
+        folder = tmp_path / name
+        (folder / "edge").mkdir(parents=True)
+        (folder / ".owner").touch()
+        os.utime(folder / ".owner", (age, age))
+        return folder
+
+    copy("bindery-reader-dead")
+    live = copy("bindery-reader-live")
+    copy("bindery-reader-young", age=time.time())
+    (tmp_path / "bindery-reader-notes").mkdir()  # no owner file: not a reader's copy
+    fd = os.open(live / ".owner", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # as its live owner does (another open file: another owner)
+    try:
+        generations._sweep_dead_readers()
+    finally:
+        os.close(fd)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "bindery-reader-live", "bindery-reader-notes", "bindery-reader-young"]
+    # the real thing: a copy this process makes holds its lock until it is released
+    monkeypatch.setattr(generations, "_swept", False)
+    snap = tmp_path / "snapshot"
+    snap.mkdir()
+    mine = generations._private_vector_copy("qdrant-local", str(snap))
+    os.utime(mine / ".owner", (old, old))
     generations._sweep_dead_readers()
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mine.name, unrelated.name])
+    assert mine.exists()
+    generations._release(mine)
+    assert not mine.exists()

@@ -65,11 +65,11 @@ def test_every_markdown_file_of_the_repository_parses_to_the_same_blocks() -> No
 
 
 def test_a_failure_in_the_rust_parser_falls_back_to_markdown_it_py(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Panic(BaseException):  # what pyo3 raises for a panic: not an Exception
+    class PanicException(BaseException):  # what pyo3 raises for a panic: not an Exception
         pass
 
     def panic(_body: str) -> list[markdown_fast.Tok]:
-        raise Panic("rust panicked")
+        raise PanicException("rust panicked")
 
     text = SAMPLES["tables"] + SAMPLES["tight and loose lists"]
     expected = parse_markdown(text).blocks
@@ -77,6 +77,21 @@ def test_a_failure_in_the_rust_parser_falls_back_to_markdown_it_py(monkeypatch: 
     assert parse_markdown(text).blocks == expected
     monkeypatch.setattr(markdown_fast, "available", lambda: False)
     assert markdown._tokens(text) and parse_markdown(text).blocks == expected
+
+
+def test_an_interrupt_during_the_rust_parse_is_not_read_as_a_panic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every BaseException from the Rust parser was taken for a panic and the parse went on
+    in markdown-it-py: a Dagster step interrupted there (its interrupt is a BaseException)
+    kept running. Only a panic falls back now."""
+    import dagster as dg
+
+    def interrupted(_body: str) -> list[markdown_fast.Tok]:
+        raise dg.DagsterExecutionInterruptedError("terminated from the UI")
+
+    monkeypatch.setattr(markdown_fast, "available", lambda: True)
+    monkeypatch.setattr(markdown_fast, "tokens", interrupted)
+    with pytest.raises(dg.DagsterExecutionInterruptedError):
+        parse_markdown("# Title\n\ntext\n")
 
 
 def test_deep_nesting_keeps_the_text_markdown_it_py_drops() -> None:

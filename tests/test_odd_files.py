@@ -193,3 +193,36 @@ def test_a_live_source_keeps_syncing_around_odd_files(tmp_path: Path) -> None:
     status = dep.cli("status")
     assert status["dead_letters"] == 2 and status["sources"]["docs"]["last_error"] is None
     assert dep.cli("verify")["consistent"] is True
+
+
+def test_a_followed_link_through_a_bind_mount_keeps_the_other_sources_acl(tmp_path: Path) -> None:
+    """A bind mount gives another source's tree a second path that no prefix of its root
+    matches: a followed link to a subfolder through it listed that source's files as public
+    (a review's find). Folders are matched by identity too. Needs a private mount namespace
+    (root and `unshare`); skipped where there is none."""
+    import subprocess
+    import sys
+    import textwrap
+
+    hr = tmp_path / "shared/hr"
+    (hr / "sub").mkdir(parents=True)
+    (hr / "sub/pay.txt").write_text("salaries")
+    (tmp_path / "mnt").mkdir()
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/viamnt").symlink_to(tmp_path / "mnt/hr/sub", target_is_directory=True)
+    script = textwrap.dedent(f"""
+        from connectors.config import config_from_dict
+        from connectors.sources import make_source
+        cfg = config_from_dict({{"data_dir": "{tmp_path}/data", "sources": [
+            {{"name": "hr", "kind": "local", "root": "{hr}", "acl": ["group:hr"]}},
+            {{"name": "docs", "kind": "local", "root": "{tmp_path}/src", "follow_external_symlinks": True}}]}})
+        print({{e.external_id: list(e.acl) for e in make_source(cfg.sources[1], cfg.sources).list()}})
+    """)
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip("no private mount namespace here (needs root and unshare)")
+    done = subprocess.run(["unshare", "-m", "sh", "-c", f'mount --bind "{tmp_path}/shared" "{tmp_path}/mnt" && '
+                           f'"{sys.executable}" -c "$0"', script], capture_output=True, text=True, check=False,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "{'viamnt/pay.txt': ['group:hr']}"

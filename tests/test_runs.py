@@ -222,6 +222,7 @@ def test_a_cli_run_waits_for_a_run_of_the_same_source_the_ui_started(
     """Found by a review: the file lock kept CLI runs apart, but a CLI sync started beside a
     UI run of the same source (the daemon's queue holds back only what it launches), and both
     wrote the same stores. The CLI now waits for it, says so, and does not count the wait."""
+    import socket
     import threading
 
     import dagster as dg
@@ -232,7 +233,7 @@ def test_a_cli_run_waits_for_a_run_of_the_same_source_the_ui_started(
 
     def started_run(launched_by: str) -> dg.DagsterRun:
         run = runner.instance.get_run_by_id(runner.submit_sources("sync", ["docs"], tags={
-            "bindery/launched-by": launched_by, "bindery/host": "container-1234"})[0].run_id)
+            "bindery/launched-by": launched_by, "bindery/host": socket.gethostname()})[0].run_id)
         assert run is not None
         runner.instance.handle_new_event(dg.EventLogEntry(  # type: ignore[no-untyped-call]
             error_info=None, level="DEBUG", user_message="", run_id=run.run_id, timestamp=time.time(),
@@ -241,8 +242,8 @@ def test_a_cli_run_waits_for_a_run_of_the_same_source_the_ui_started(
         assert now is not None and now.status == dg.DagsterRunStatus.STARTED
         return now
 
-    # an in-process CLI run left STARTED on another machine (its container gone) is not waited
-    # for: the file lock keeps live CLI runs apart, and such a run would block every sync for ever
+    # an in-process CLI run of this machine left STARTED is not waited for: the file lock this
+    # run holds keeps live ones apart, so it is dead, and it would block every sync for ever
     started_run("cli")
     ui_run = started = started_run("ui")
 
@@ -255,3 +256,24 @@ def test_a_cli_run_waits_for_a_run_of_the_same_source_the_ui_started(
     assert outcomes[0].success
     err = capfd.readouterr().err
     assert f"waiting for run {ui_run.run_id[:8]} (sync of source 'docs', launched by ui) to finish" in err
+
+
+def test_a_bindery_error_ends_the_step_as_a_failure_with_its_one_line_reason(dep: Deployment) -> None:
+    """In the UI a source that failed to list showed a stack of Dagster wrappers around the
+    reason; Bindery's own errors now end the step as a Dagster Failure whose description is
+    the one-line reason the CLI prints (the traceback stays on the cause)."""
+    import dagster as dg
+
+    from orchestration.runs import Runner
+
+    runner = Runner(load_config(dep.config_path))
+    (outcome,), _ = runner.run_sources("sync", ["broken"])
+    assert not outcome.success and outcome.error and "ACL file" in outcome.error
+    failures = [e.dagster_event for e in runner.instance.all_logs(outcome.run_id)
+                if e.dagster_event is not None and e.dagster_event.event_type == dg.DagsterEventType.STEP_FAILURE]
+    (failure,) = failures
+    data = failure.step_failure_data
+    assert data is not None and data.user_failure_data is not None
+    assert data.user_failure_data.description == outcome.error
+    assert {k: getattr(v, "value", v) for k, v in data.user_failure_data.metadata.items()} == {
+        "stage": "listing", "error": "UnreadableAcl"}

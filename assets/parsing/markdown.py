@@ -114,12 +114,11 @@ def _tokens(body: str) -> Sequence[Token | markdown_fast.Tok]:
     if markdown_fast.available():
         try:
             return markdown_fast.tokens(body)
-        except (KeyboardInterrupt, SystemExit):
-            raise
         except RecursionError:  # markdown-it-py would silently drop all past its 20 levels
             raise _TooDeep from None
-        except BaseException:  # a panic inside the Rust parser arrives as pyo3's PanicException
-            pass
+        except BaseException as e:  # a panic inside the Rust parser arrives as pyo3's PanicException
+            if not isinstance(e, Exception) and type(e).__name__ != "PanicException":
+                raise  # an interrupt (Ctrl-C, Dagster's) or an exit: never read as a parser failure
     return _MD.parse(body)
 
 

@@ -265,7 +265,14 @@ class S3Source:
         try:
             self._client.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix, MaxKeys=1)
         except (BotoCoreError, ClientError) as e:
-            raise self._fail("list", e) from e
+            err = self._fail("list", e)
+            meta = e.response.get("ResponseMetadata", {}) if isinstance(e, ClientError) else {}
+            status = meta.get("HTTPStatusCode")
+            if isinstance(status, int) and 400 <= status < 500:
+                # the whole listing went through minutes ago: refused now, whatever the store
+                # calls it (InvalidToken, AccessDenied, ...), it is the source's failure
+                raise SourceUnavailable(str(err)) from e
+            raise err from e
 
     def _acl_of(self, user: dict[str, str]) -> tuple[tuple[str, ...], str]:
         """(principals, origin) from an object's user metadata, else the source's default."""
