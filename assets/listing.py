@@ -265,8 +265,19 @@ def _withhold(rt: Runtime, scfg: SourceConfig, e: UnreadableAcl) -> int:
     """Give the live documents unreadable ACL files govern an empty ACL: those under their
     folders, and those whose ACL came from one of them (a link to a file they govern)."""
     docs = [d for d in rt.store.documents(scfg.name) if d.acl and (
-        d.external_id.startswith(e.folders) or (d.metadata or {}).get("acl_from") in e.origins)]
+        d.external_id.startswith(e.folders) or _came_from((d.metadata or {}).get("acl_from"), e.origins))]
     return _restrict(rt, scfg.name, [(d, []) for d in docs])
+
+
+def _came_from(acl_from: str | None, origins: tuple[str, ...]) -> bool:
+    """Whether an ACL came from, or was narrowed by, one of `origins`. A narrowed ACL joins its
+    origins with '+' (`acl.narrow`): a link in a non-public folder to a file an unreadable ACL
+    file governs carried "sidecar:team/...+sidecar:priv/...", matched no origin, and stayed
+    readable (an attacker pass's find)."""
+    if not acl_from:
+        return False
+    return any(acl_from == o or acl_from.startswith(o + "+") or acl_from.endswith("+" + o) or f"+{o}+" in acl_from
+               for o in origins)
 
 
 def _narrowed(old: list[str], new: list[str]) -> list[str]:

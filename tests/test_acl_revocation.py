@@ -80,8 +80,11 @@ def test_an_unreadable_acl_file_withholds_what_it_governs(tmp_path: Path) -> Non
     dep.write("people/.bindery-acl", "group:hr\n")
     dep.write("ops/.bindery-acl", "group:hr\n")
     (dep.root / "lyon-link.md").symlink_to(dep.root / "people/lyon.md")  # in the root: the target's ACL
+    # in a folder of its own ACL: its folder's and the target's, both named in its origin
+    dep.write("team/.bindery-acl", "group:hr\ngroup:eng\n")
+    (dep.root / "team/lyon-link.md").symlink_to(dep.root / "people/lyon.md")
     dep.cli("sync")
-    assert {"people/lyon.md", "lyon-link.md"} <= _docs_seen_by(dep, "group:hr")
+    assert {"people/lyon.md", "lyon-link.md", "team/lyon-link.md"} <= _docs_seen_by(dep, "group:hr")
 
     dep.write("people/.bindery-acl", "group:nobody\n".encode("utf-16"))  # an editor's UTF-16 ...
     dep.write("ops/.bindery-acl", "group:nobody\n".encode("utf-16"))  # ... twice: the walk finds both
@@ -89,7 +92,7 @@ def test_an_unreadable_acl_file_withholds_what_it_governs(tmp_path: Path) -> Non
     assert "cannot read ACL file" in out["errors"]["docs"] and "withheld from everyone" in out["errors"]["docs"]
     assert "and 1 more ACL files" in out["errors"]["docs"]
     # their old access does not outlive the files, nor reach them through a link
-    assert not {"people/lyon.md", "lyon-link.md"} & _docs_seen_by(dep, "group:hr")
+    assert not {"people/lyon.md", "lyon-link.md", "team/lyon-link.md"} & _docs_seen_by(dep, "group:hr")
     assert not any(d.startswith("ops/") for d in _docs_seen_by(dep, "group:hr", "firmware rollback on-call"))
     assert "robots/xr4471.md" in _docs_seen_by(dep, "*", "XR-4471 warehouse robot")  # other folders keep theirs
     assert dep.cli("verify")["consistent"] is True  # withheld in the indexes too, not only in the store
