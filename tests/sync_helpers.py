@@ -201,3 +201,21 @@ def refuse_listing(monkeypatch: Any, folder: Path) -> Callable[[], None]:
 
     monkeypatch.setattr(os, "scandir", scandir)
     return lambda: monkeypatch.setattr(os, "scandir", real)
+
+
+def refuse_reads(monkeypatch: Any, external_id: str) -> Callable[[], None]:
+    """Make reading one local document fail as a permission error would (root reads anything,
+    so the refusal is simulated at `LocalFolderSource.read`); returns a function that makes it
+    readable again."""
+    from connectors.errors import SourceError
+    from connectors.sources.local import LocalFolderSource
+
+    real = LocalFolderSource.read
+
+    def read(self: LocalFolderSource, entry: Any) -> bytes:
+        if entry.external_id == external_id:
+            raise SourceError(f"cannot read {entry.external_id}: Permission denied")
+        return real(self, entry)
+
+    monkeypatch.setattr(LocalFolderSource, "read", read)
+    return lambda: monkeypatch.setattr(LocalFolderSource, "read", real)

@@ -133,22 +133,13 @@ def test_access_narrowed_as_a_file_becomes_unreadable_is_taken_away(tmp_path: Pa
     attacker's find: the old text stayed readable by everyone on every sync)."""
     import os
     import time
-    from typing import Any
 
-    from connectors.errors import SourceError
-    from connectors.sources.local import LocalFolderSource
+    from tests.sync_helpers import refuse_reads
 
     dep = Deployment(tmp_path)
     dep.cli("sync")
     assert "people/lyon.md" in _docs_seen_by(dep, "group:eng")
-    real_read = LocalFolderSource.read
-
-    def unreadable(self: LocalFolderSource, entry: Any) -> bytes:
-        if entry.external_id == "people/lyon.md":
-            raise SourceError(f"cannot read {entry.external_id}: Permission denied")
-        return real_read(self, entry)
-
-    monkeypatch.setattr(LocalFolderSource, "read", unreadable)
+    refuse_reads(monkeypatch, "people/lyon.md")
     dep.write("people/.bindery-acl", "group:hr\n")
     later = time.time() + 5
     os.utime(dep.root / "people/lyon.md", (later, later))  # changed, and now unreadable

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from connectors.config import BinderyConfig, config_from_dict
 from connectors.errors import BindingError, ConfigError, GateRefused, UnknownGeneration
-from connectors.lifecycle import Lifecycle
+from connectors.lifecycle import Generation, Lifecycle
 from connectors.store import DocumentStore, GenerationRecord
 
 PASSED = {"passed": True, "reasons": ["better"]}
@@ -120,6 +121,17 @@ def _holds(store: DocumentStore, gen_id: int, source: str, did: str) -> None:
                             "chunks": 1, "indexed_at": 0.0, "acl_hash": "h"}])
 
 
+def _first_live(tmp_path: Path, sources: list[dict[str, Any]]) -> tuple[BinderyConfig, DocumentStore, Generation]:
+    """A fresh system over `sources` whose first generation is published and bound live."""
+    cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "sources": sources})
+    store = DocumentStore(cfg.database_url)
+    lc = Lifecycle(cfg, store)
+    (g1,) = lc.targets("sync")
+    _published(lc, g1.id)
+    lc.bind_first([g1])
+    return cfg, store, g1
+
+
 def test_a_candidate_built_for_some_sources_only_is_not_promoted(tmp_path: Path) -> None:
     """The UI's reindex runs per source partition: a candidate built for one source passed a
     gate whose questions were all about that source, and promoted it dropped the other source
@@ -127,12 +139,7 @@ def test_a_candidate_built_for_some_sources_only_is_not_promoted(tmp_path: Path)
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
     sources = [{"name": n, "root": str(tmp_path / n)} for n in ("a", "b")]
-    cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "sources": sources})
-    store = DocumentStore(cfg.database_url)
-    lc = Lifecycle(cfg, store)
-    (g1,) = lc.targets("sync")
-    _published(lc, g1.id)
-    lc.bind_first([g1])
+    _, store, g1 = _first_live(tmp_path, sources)
 
     def holds(gen_id: int, source: str) -> None:
         _holds(store, gen_id, source, f"{source}-1")
@@ -157,12 +164,7 @@ def test_a_candidate_missing_a_shard_is_not_promoted(tmp_path: Path) -> None:
 
     (tmp_path / "a").mkdir()
     sources = [{"name": "a", "root": str(tmp_path / "a"), "shards": 2}]
-    cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "sources": sources})
-    store = DocumentStore(cfg.database_url)
-    lc = Lifecycle(cfg, store)
-    (g1,) = lc.targets("sync")
-    _published(lc, g1.id)
-    lc.bind_first([g1])
+    cfg, store, g1 = _first_live(tmp_path, sources)
     keys = partition_keys(cfg.source("a"))
     shards = [parse_key(k)[1] for k in keys]
     docs = [f"doc-{i}" for i in range(40)]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -222,25 +221,17 @@ def test_a_file_that_reads_again_unchanged_leaves_the_dead_letter_table(tmp_path
     its dead letter stayed for good (`dlq retry` too said "still failing")."""
     import time
 
-    from connectors.errors import SourceError
-    from connectors.sources.local import LocalFolderSource
+    from tests.sync_helpers import refuse_reads
 
     dep = Deployment(tmp_path)
     dep.cli("sync")
     path = dep.root / "ops/oncall.txt"
     later = time.time() + 5
     os.utime(path, (later, later))  # touched: the cheap test fails, the file is read again
-    real_read = LocalFolderSource.read
-
-    def unreadable(self: LocalFolderSource, entry: Any) -> bytes:
-        if entry.external_id == "ops/oncall.txt":
-            raise SourceError(f"cannot read {entry.external_id}: Permission denied")
-        return real_read(self, entry)
-
-    monkeypatch.setattr(LocalFolderSource, "read", unreadable)
+    readable_again = refuse_reads(monkeypatch, "ops/oncall.txt")
     assert dep.cli("sync")["sources"]["docs"]["failed"] == 1
     assert [(d["doc"], d["stage"]) for d in dep.cli("dlq")] == [("ops/oncall.txt", "listing")]
-    monkeypatch.setattr(LocalFolderSource, "read", real_read)
+    readable_again()
     out = dep.cli("sync")
     assert out["sources"]["docs"]["unchanged"] == len(DOCS) and out["dead_letters"] == 0
     assert dep.cli("dlq") == [] and dep.cli("status")["dead_letters"] == 0

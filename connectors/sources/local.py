@@ -87,7 +87,7 @@ class LocalFolderSource:
             raise ConfigError(f"source {cfg.name!r}: LocalFolderSource needs kind local and a root")
         self.name = cfg.name
         self._guards = tuple(guards)
-        self._guarded: dict[tuple[int, int], str] = {}  # their roots by folder identity: per listing
+        self._guarded: dict[tuple[int, int], Acl] = {}  # their roots by folder identity: per listing
         self.root = Path(cfg.root).absolute()
         self.max_bytes = int(cfg.max_file_mb * 1024 * 1024)
         self._filter = PathFilter(cfg.include, cfg.exclude)
@@ -163,34 +163,32 @@ class LocalFolderSource:
         acl = acl if outside is None else acls.narrow(outside, acl)
         if not guarded:
             return acl
-        hit = {root for root, _ in self._guards
-               if real_dir == root or real_dir.startswith(root.rstrip(os.sep) + os.sep)}
-        # and by identity, every folder up to '/': a bind mount gives another source's tree a
-        # second path that no prefix of its root matches (a review's find)
+        # by identity, every folder up to '/': another source's root reached by its own path,
+        # through a folder above it, or through a bind mount (a second path that no prefix of its
+        # root matches: a review's find)
+        found: dict[tuple[int, int], Acl] = {}
         current = real_dir
         while self._guarded:
             try:
-                if (root := self._guarded.get(_dir_key(os.stat(current)))) is not None:
-                    hit.add(root)
+                key = _dir_key(os.stat(current))
             except OSError:
-                pass
+                key = (-1, -1)
+            if key in self._guarded:
+                found[key] = self._guarded[key]
             parent = os.path.dirname(current)
             if parent == current:
                 break
             current = parent
-        for root, guard in self._guards:
-            if root in hit:
-                acl = acls.narrow(guard, acl)
+        for guard in found.values():
+            acl = acls.narrow(guard, acl)
         return acl
 
-    def _guard_keys(self) -> dict[tuple[int, int], str]:
-        """The other sources' roots by folder identity (-> the root's path, a key of the
-        guards): a link to a folder *above* another source's root reaches that root as a plain
-        subfolder, and a bind mount reaches it by another path."""
-        keys: dict[tuple[int, int], str] = {}
-        for root, _guard in self._guards:
+    def _guard_keys(self) -> dict[tuple[int, int], Acl]:
+        """The other sources' roots by folder identity, with their default ACLs."""
+        keys: dict[tuple[int, int], Acl] = {}
+        for root, guard in self._guards:
             try:
-                keys[_dir_key(os.stat(root))] = root
+                keys[_dir_key(os.stat(root))] = guard
             except OSError:
                 continue  # that source's root is missing: its own listing says so
         return keys
@@ -326,8 +324,8 @@ class LocalFolderSource:
             return
         real_dir = None if real is None else real + "/"
         # another source's root reached outside this one (below a followed link): its acl narrows
-        if (root := self._guarded.get(key)) is not None and not self._inside(de.path):
-            entry_acl = acls.narrow(dict(self._guards)[root], entry_acl)
+        if (guard := self._guarded.get(key)) is not None and not self._inside(de.path):
+            entry_acl = acls.narrow(guard, entry_acl)
         yield from self._walk_dir(de.path, rel + "/", entry_acl, ancestors | {key}, real_dir, ceiling)
 
     def _fanned_out(self, key: tuple[int, int]) -> bool:
