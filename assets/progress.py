@@ -107,6 +107,8 @@ class LogSink:
         self.last: float | None = None
 
     def update(self, done: int, total: int) -> None:
+        if done >= total:  # nothing to do yet, or all done: `close` says so, once
+            return
         now = time.monotonic()
         if self.last is None or now - self.last >= self.every:
             self.last = now

@@ -19,16 +19,20 @@ __all__ = ["TqdmSink", "show_progress"]
 
 PIPE_EVERY_SECONDS = 10.0
 DEFAULT_COLUMNS = 100
+DEFAULT_ROWS = 24
 
 
 class TqdmSink:
     """One bar per stage and source; it disappears when the stage ends (the summary has the counts)."""
 
     def __init__(self, stage: str, source: str, unit: str, stream: TextIO):
-        # a terminal that reports no size (a fresh pseudo-terminal) would get an empty bar
-        sized = _columns(stream) > 0
+        # A terminal that reports no size (`script`, `docker run -t`, a fresh pseudo-terminal)
+        # would get an empty bar from 0 columns, and none at all from 0 rows: tqdm hides a bar
+        # whose position is below the screen's height.
+        columns, rows = _size(stream)
         self.bar = tqdm(desc=f"{stage} [{source}]", total=0, unit=f" {unit}", file=stream, leave=False,
-                        dynamic_ncols=sized, ncols=None if sized else DEFAULT_COLUMNS, mininterval=0.5)
+                        dynamic_ncols=columns > 0, ncols=None if columns > 0 else DEFAULT_COLUMNS,
+                        nrows=None if rows > 0 else DEFAULT_ROWS, mininterval=0.5)
 
     def update(self, done: int, total: int) -> None:
         self.bar.total = total
@@ -39,11 +43,13 @@ class TqdmSink:
         self.bar.close()
 
 
-def _columns(stream: TextIO) -> int:
+def _size(stream: TextIO) -> tuple[int, int]:
+    """(columns, rows) of the terminal behind `stream`; 0 for what it does not say."""
     try:
-        return os.get_terminal_size(stream.fileno()).columns
+        size = os.get_terminal_size(stream.fileno())
     except (OSError, ValueError):
-        return 0
+        return 0, 0
+    return size.columns, size.lines
 
 
 def _print_line(line: str, stream: TextIO | None) -> None:

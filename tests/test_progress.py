@@ -68,6 +68,31 @@ def test_format_line_has_counts_rate_and_eta() -> None:
     assert "ETA" not in P.format_line("embed", "docs", "texts", 5, 5, 1.0)
 
 
+@pytest.mark.parametrize("size", [(0, 0), (30, 120)], ids=["unsized", "sized"])
+def test_a_bar_is_drawn_on_a_terminal_whatever_size_it_reports(size: tuple[int, int],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`script`, `docker run -t` and a fresh pseudo-terminal report 0 rows and 0 columns; tqdm
+    then drew nothing at all (it reads the size of the process's own stderr, and a bar below a
+    screen -1 rows high is hidden)."""
+    from orchestration.terminal_progress import TqdmSink
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
+    stream = os.fdopen(slave, "w")
+    monkeypatch.setattr(sys, "stderr", stream)  # tqdm sizes only the process's own stderr or stdout
+    try:
+        sink = TqdmSink("embed", "docs", "texts", sys.stderr)
+        sink.update(512, 2048)
+        sink.bar.refresh()
+        stream.flush()
+        seen = _read_until(master, b"512/2048", 5)
+        sink.close(512, 2048)
+    finally:
+        stream.close()
+        os.close(master)
+    assert b"embed [docs]" in seen and b"512/2048" in seen, seen
+
+
 def test_log_sink_is_periodic() -> None:
     lines: list[str] = []
     sink = P.LogSink(lines.append, "parse", "docs", "documents", every=3600)
@@ -75,6 +100,23 @@ def test_log_sink_is_periodic() -> None:
         sink.update(i, 50)
     sink.close(50, 50)
     assert len(lines) == 2 and lines[0].startswith("parse [docs]: 1/50") and lines[1].endswith("— done")
+
+
+def test_log_sink_says_nothing_of_nothing_and_ends_once() -> None:
+    """A stage with nothing to do prints no "0/0" line; one that finishes between two periodic
+    lines prints its last count once, as "done" (the 100 % line came before it as well)."""
+    idle: list[str] = []
+    sink = P.LogSink(idle.append, "parse", "docs", "documents", every=0)
+    sink.update(0, 0)
+    sink.close(0, 0)
+    assert idle == []
+    lines: list[str] = []
+    sink = P.LogSink(lines.append, "embed", "docs", "texts", every=0)
+    for i in (0, 10, 20):
+        sink.update(i, 20)
+    sink.close(20, 20)
+    assert [line.split(":")[1].split()[0] for line in lines] == ["0/20", "10/20", "20/20"]
+    assert lines[-1].endswith("— done") and not any("20/20" in line for line in lines[:-1])
 
 
 def _env() -> dict[str, str]:
