@@ -285,7 +285,7 @@ class GateConfig(_Strict):
     queries: str | None = None
     metric: str = "recall@10"
     secondary_metric: str = "mrr@10"
-    tolerance: float = Field(0.01, ge=0)
+    tolerance: float = Field(0.01, ge=0, lt=1)  # metrics are shares: 1 or more never refuses
     max_regressions: int = Field(2, ge=0)
     k: int = Field(50, ge=1)
 
@@ -531,6 +531,13 @@ class BinderyConfig(_Strict):
     config_path: str | None = None  # where it was loaded from; relative paths resolve there
     prices: PricesConfig = Field(default_factory=PricesConfig)
     tune: TuneConfig = Field(default_factory=TuneConfig)
+
+    @field_validator("data_dir")
+    @classmethod
+    def _named(cls, v: str) -> str:
+        if not v.strip():  # "" resolved to the configuration's own folder, silently
+            raise ValueError("empty (an unset variable?); name a folder, or leave the key out for .bindery")
+        return v
 
     @model_validator(mode="after")
     def _dagster_on_postgres(self) -> BinderyConfig:

@@ -130,6 +130,12 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
      ("stages.embed.model", "'nonexistent-model' not found")),
     ("chunk tokenizer not here", {"stages": {"chunk": {"tokenizer": "/nonexistent/tok"}}}, ["reindex"],
      ("stages.chunk.tokenizer", "not found")),
+    # a third audit: a gate that could never refuse, a data dir that silently became the config's folder,
+    # and a glob whose regex failed as an internal error
+    ("gate tolerance of 1", {"gate": {"tolerance": 1}}, ["status"], ("gate.tolerance",)),
+    ("empty data_dir", {"data_dir": ""}, ["status"], ("data_dir", "empty")),
+    ("bad glob range", {"sources": [{"name": "docs", "root": "/tmp", "include": ["[z-a].md"]}]}, ["plan"],
+     ("sources.0.include", "[z-a].md")),
 ]
 
 

@@ -7,7 +7,8 @@ the real `.gitignore` semantics of `pathspec.GitIgnoreSpec` (what operators alre
 - A leading (or inner) `/` anchors the pattern at the root: `/*.md` matches top-level files only.
 - A pattern that matches a folder matches everything below it: `drafts/`, `x/*` (so `x/a/b` too).
 - `!pattern` negates: a later `!keep.md` takes back what an earlier `*.md` matched; later
-  lines win, as in a `.gitignore` file. Blank lines and `# comments` are ignored.
+  lines win, as in a `.gitignore` file. A blank pattern, a `# comment` and anything else
+  `.gitignore` would read as no pattern at all are configuration errors: they match nothing.
 
 Matching is case-sensitive (as both file systems and S3 keys are). `include` and `exclude` are
 each one such list: a path is taken when `include` matches it and `exclude` does not.
@@ -15,6 +16,7 @@ each one such list: a path is taken when `include` matches it and `exclude` does
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from pathspec import GitIgnoreSpec
@@ -30,9 +32,15 @@ def check_patterns(patterns: Iterable[str]) -> list[str]:
         if not p.strip():
             raise ValueError("empty glob pattern (a blank line matches nothing; remove it)")
         try:
-            GitIgnoreSpec.from_lines([p])
-        except GitIgnorePatternError as e:
+            spec = GitIgnoreSpec.from_lines([p])
+        except (GitIgnorePatternError, re.error) as e:  # re.error: a range such as "[z-a]"
             raise ValueError(f"invalid glob pattern {p!r}: {e}") from None
+        if all(q.include is None for q in spec.patterns):
+            # gitignore reads these as no pattern at all: a comment ("#draft.md"; "\\#" means a
+            # literal "#"), "/" or an unclosed "[abc"; it would silently match nothing
+            why = ("a leading '#' starts a comment: write '\\#' for a name that begins with '#'"
+                   if p.startswith("#") else "it names no path: '/' alone, or a '[' without its ']'")
+            raise ValueError(f"glob pattern {p!r} matches nothing in .gitignore syntax ({why})")
     return out
 
 
