@@ -35,6 +35,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from connectors.config import BinderyConfig, load_config
 from connectors.errors import BindingError, QueryError
 from connectors.indexes.base import Filters
+from query_service.api_docs import add_offline_redoc
 from query_service.auth import Authenticator, Unauthorized
 from query_service.console import console_router
 from query_service.middleware import BASE_HEADERS, BodyLimit, HostCheck, RecordRequests, SecurityHeaders, ServiceMetrics
@@ -217,9 +218,10 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
             state["retriever"].close()
 
     fusion = _FUSION_NAMES[conf.query.fusion]
-    app = FastAPIOffline(title="Bindery query service", lifespan=lifespan,
+    app = FastAPIOffline(title="Bindery query service", lifespan=lifespan, redoc_url=None,
                          description=f"Hybrid retrieval (dense + BM25, {fusion}) over the live "
                                      "generation, with ACLs enforced from a verified credential.")
+    add_offline_redoc(app)  # ReDoc's own bundle would still fetch its logo from a CDN
     metrics = ServiceMetrics()
     # the last added runs first: metrics see every answer, the security headers go on the
     # host check's 400 and the body limit's 413 too

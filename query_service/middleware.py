@@ -204,6 +204,7 @@ class RecordRequests:
             return
         status = 500
         t0 = time.perf_counter()
+        root = scope.get("root_path", "")
 
         async def recording_send(message: Message) -> None:
             nonlocal status
@@ -214,10 +215,12 @@ class RecordRequests:
         try:
             await self.app(scope, receive, recording_send)
         finally:
-            route = scope.get("route")
             # the route template, never the raw path, and a known method or "other": fuzzed or
-            # scanned requests must not create series
-            name = getattr(route, "path", None) or "unmatched"
+            # scanned requests must not create series. A mounted app (the API docs' files) sets
+            # no route, only a longer root path: its mount point names it.
+            mount = scope.get("root_path", "")
+            name = (getattr(scope.get("route"), "path", None)
+                    or (f"{mount[len(root):]}/{{path}}" if mount != root and mount.startswith(root) else "unmatched"))
             method = scope["method"] if scope.get("method") in _METHODS else "other"
             self.metrics.requests.labels(method, name, str(status)).inc()
             self.metrics.latency.labels(method, name).observe(time.perf_counter() - t0)

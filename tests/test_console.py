@@ -200,6 +200,12 @@ def test_console_in_headless_chromium(service: tuple[str, Deployment], tmp_path:
         # a selector, not wait_for_function: the console's CSP forbids the eval that would need
         page.wait_for_selector("#timings:has-text('attribution line')", timeout=60_000)
         assert "attribution line: hendrik vries, 2024-09-03 07:11" in page.inner_text("#timings")
+        # the API docs render from local files alone (ReDoc's bundle fetched its menu logo from a CDN)
+        for docs, rendered in (("/docs", ".swagger-ui .info .title"), ("/redoc", "img[alt='redocly logo']")):
+            page.goto(f"{base}{docs}")
+            page.wait_for_selector(rendered, state="attached", timeout=60_000)
+            page.wait_for_load_state("networkidle")
+            assert "Bindery query service" in page.content(), docs
         browser.close()
     assert errors == []
 
