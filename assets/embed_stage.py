@@ -8,6 +8,7 @@ Chunks longer than the model reads are counted (the embedder silently drops the 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,18 @@ class EmbedStats:
     missing_context: int = 0
     model_seconds: float = 0.0
     seconds: float = 0.0
+    embedded_chars: int = 0  # of the texts embedded, each counted up to CHAR_CAP: what `bindery plan` scales by
+
+
+# A text's model time grows with its length up to the embedder's window and not past it; a plan
+# estimates by characters (tokenizing every text would cost it more than the estimate is worth),
+# so one text counts at most this many: about a 512-word-piece window (MiniLM's 256 fill ~1,200).
+CHAR_CAP = 2048
+
+
+def capped_chars(texts: Iterable[str]) -> int:
+    """The characters `EmbedStats.embedded_chars` counts for these texts."""
+    return sum(min(len(t), CHAR_CAP) for t in texts)
 
 
 def final_texts(rt: Runtime, chunks: list[ChunkRecord], context_version: str) -> dict[str, str]:
@@ -125,6 +138,7 @@ def run_embed(rt: Runtime, source_name: str, gens: list[Generation], *,
                 for h, v in zip(batch, vecs, strict=True)
             ])
             stats.embedded += len(batch)
+            stats.embedded_chars += capped_chars(by_hash[h][0] for h in batch)
             progress.advance(len(batch))
     stats.seconds = time.perf_counter() - started
     return stats

@@ -30,6 +30,7 @@ from typing import Any
 
 from assets.chunk_stage import chunk_rows, needs_chunking
 from assets.context_stage import context_input_hash, document_context, embed_text_of, missing_contexts
+from assets.embed_stage import capped_chars
 from assets.index_stage import doc_digest
 from assets.listing import (
     CLASSES,
@@ -261,6 +262,9 @@ class StageWalk:
         self.failures: dict[str, tuple[str, Failure]] = {}  # doc id -> (path, why the sync dead-letters it)
         self.searchable: dict[str, int] = {}  # generation -> documents it holds after the run
         self.blocked: str | None = None  # the parse-quality check's error: the sync stops after parsing
+        # the texts to embed whose words are known here, and their characters (`capped_chars`): a
+        # text's model time grows with its length, so the estimate scales by them
+        self.embed_known = self.embed_chars = 0
 
     def keep_cut(self, d: DocumentRecord, cver: str, rows: list[ChunkRecord] | Failure) -> None:
         if isinstance(rows, Failure):
@@ -459,12 +463,14 @@ class StageWalk:
         if key in self.walked:
             return
         self.walked.add(key)
-        hashes = {text_hash(t) for t in texts.values()}
-        missing = {h for h in self.rt.store.missing_embeddings(sorted(hashes), ever) if (h, ever) not in self.embedded}
+        by_hash = {text_hash(t): t for t in texts.values()}
+        missing = {h for h in self.rt.store.missing_embeddings(sorted(by_hash), ever) if (h, ever) not in self.embedded}
         self.embedded.update((h, ever) for h in missing)
         unknown = len(self.unknown_texts - texts.keys())
         self.counts["embed"].compute += len(missing) + unknown
-        self.counts["embed"].cached += len(hashes) - len(missing)
+        self.counts["embed"].cached += len(by_hash) - len(missing)
+        self.embed_known += len(missing)
+        self.embed_chars += capped_chars(by_hash[h] for h in missing)
 
     def walk_index(self, g: Generation, chunks: list[ChunkRecord], texts: dict[str, str]) -> None:
         docs = {d.doc_id: d for d in self.sp.docs}
@@ -603,6 +609,7 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
     index = {"write": 0, "delete": 0, "chunks": 0}
     llm_docs: list[tuple[DocumentContext, list[ChunkRecord]]] = []
     memory = RunMemory()
+    work = {"listed": 0, "embed_known": 0, "embed_chars": 0}  # what scales the estimate beside the counts
     for name in names:
         scfg = cfg.source(name)
         sp = predict_listing(rt, scfg, allow_mass_delete=allow_mass_delete)
@@ -619,6 +626,8 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
             for k in index:
                 index[k] += walk.index[k]
             llm_docs += walk.llm_docs
+            work["embed_known"] += walk.embed_known
+            work["embed_chars"] += walk.embed_chars
             entry["stages"] = {s: {"compute": c.compute, "cached": c.cached} for s, c in walk.counts.items()}
             entry["dead_letters"] = _dead_letters(walk)
             entry["error"] = entry["error"] or walk.blocked or _nothing_searchable(kind, targets, walk)
@@ -626,6 +635,7 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
             entry["stages"] = {s: {"compute": 0, "cached": 0} for s in STAGES}
             entry["dead_letters"] = {"count": 0, "by_reason": {}, "examples": []}
         out_sources[name] = entry
+        work["listed"] += sp.listed
     from orchestration.estimate import estimate_seconds, llm_estimate
 
     stages = {s: {"compute": c.compute, "cached": c.cached, "unit": UNITS[s]} for s, c in totals.items()}
@@ -637,7 +647,7 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
         "written": {"documents": index["write"], "chunks": index["chunks"], "deleted": index["delete"]},
         # withheld by any listing, taken out of the indexes by any index step (`listing.withhold_removed_sources`)
         "removed_sources": rt.store.removed_sources(cfg.source_names()),
-        "estimate": estimate_seconds(stages, history),
+        "estimate": estimate_seconds(stages, history, **work),
         "llm": llm_estimate(cfg, targets, llm_docs, history),
         "seconds": round(time.perf_counter() - started, 3),
     }

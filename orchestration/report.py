@@ -429,8 +429,11 @@ def _human_plan(r: dict[str, Any]) -> str:
     lines += ["", *table(["source", "listed", *CLASSES, "outcome"], rows).splitlines(), *failing]
     lines += _planned_dead_letters(r)
     est = r["estimate"]
-    stage_rows = [[st, c["compute"], c["cached"], c["unit"], est["by_stage"].get(st)]
-                  for st, c in r["stages"].items()]
+    # every run lists whatever changed: its time is in the total, so it has its row
+    listing = [["listing", sum(s["listed"] for s in r["sources"].values()), "", "entries", est["by_stage"]["listing"]]
+               ] if "listing" in est["by_stage"] else []
+    stage_rows = listing + [[st, c["compute"], c["cached"], c["unit"], est["by_stage"].get(st)]
+                            for st, c in r["stages"].items()]
     lines += ["", *table(["stage", "compute", "cached", "unit", "est. seconds"], stage_rows).splitlines()]
     w = r["written"]
     lines += ["", f"indexes: {w['documents']} documents to write ({w['chunks']} chunks), {w['deleted']} to remove"]

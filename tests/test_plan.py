@@ -17,7 +17,8 @@ import sqlalchemy as sa
 
 from connectors.config import load_config
 from connectors.store import DocumentStore
-from orchestration.estimate import estimate_seconds
+from orchestration.estimate import estimate_seconds, throughput
+from orchestration.instance import get_instance
 from orchestration.report import _human_plan
 from tests.anthropic_stub import AnthropicStub
 from tests.bindery_fixture import DOCS, Deployment
@@ -93,6 +94,9 @@ def test_plan_predicts_every_sync_exactly_and_writes_nothing(tmp_path: Path) -> 
     # the time estimate now comes from the runs measured on this instance
     timed = dep.cli("plan")
     assert timed["estimate"]["runs_measured"]["embed"] >= 1
+    # ... the listing too, although nothing changed, and the lengths of the texts embedded
+    assert timed["estimate"]["runs_measured"]["listing"] >= 3 and "listing" in timed["estimate"]["by_stage"]
+    assert throughput(get_instance(load_config(dep.config_path)))["chars_per_text"] > 20
 
 
 def test_an_edit_that_no_longer_parses_keeps_the_indexed_version_and_the_plan_says_so(tmp_path: Path) -> None:
@@ -384,6 +388,26 @@ def test_estimate_says_when_there_is_no_history() -> None:
     some = estimate_seconds(stages, {"seconds_per_item": {"parse": 0.5, "embed": 0.1}, "runs": {},
                                      "fixed_seconds": {"embed": 4.0}})
     assert some["seconds"] == 19.0 and some["by_stage"] == {"parse": 5.0, "embed": 14.0} and some["note"] is None
+
+
+def test_estimate_counts_the_listing_and_the_length_of_the_texts_to_embed() -> None:
+    """A sync with nothing to compute still lists (it was estimated at 0 s and took 3); texts a
+    fifth as long embed in about 40 % of the time, not 100 % (a chunk-size reindex was estimated
+    at 2.5 times what it took) and not 20 %."""
+    from orchestration.estimate import TEXT_OVERHEAD_CHARS
+
+    history = {"seconds_per_item": {"listing": 0.002, "embed": 0.03}, "fixed_seconds": {"listing": 0.5},
+               "runs": {}, "chars_per_text": 1000.0}
+    idle = estimate_seconds({"embed": {"compute": 0}}, history, listed=1000)
+    assert idle["by_stage"] == {"listing": 2.5} and idle["seconds"] == 2.5 and idle["note"] is None
+    same = estimate_seconds({"embed": {"compute": 1000}}, history, embed_known=1000, embed_chars=1_000_000)
+    assert same["by_stage"] == {"embed": 30.0}
+    short = estimate_seconds({"embed": {"compute": 1000}}, history, embed_known=1000, embed_chars=200_000)
+    factor = (TEXT_OVERHEAD_CHARS + 200) / (TEXT_OVERHEAD_CHARS + 1000)
+    assert short["by_stage"] == {"embed": round(30 * factor, 1)} and 0.25 < factor < 0.45
+    # runs that recorded no lengths (older releases), or no known texts: the plain rate
+    assert estimate_seconds({"embed": {"compute": 1000}}, {**history, "chars_per_text": None},
+                            embed_known=1000, embed_chars=200_000)["by_stage"] == {"embed": 30.0}
 
 
 
