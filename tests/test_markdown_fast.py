@@ -118,7 +118,11 @@ def test_an_input_the_rust_parser_panics_on_parses_through_markdown_it_py() -> N
                                   # a list item's continuation line is indented (a review found it)
                                   "1.  an item\n\n    " + ">" * 50_000 + " quoted",
                                   # nested by indentation alone: no markers to count, Python's recursion
-                                  "\n".join("  " * i + "- item" for i in range(400)) + " deepest"])
+                                  "\n".join("  " * i + "- item" for i in range(400)) + " deepest",
+                                  # inline markup: 50,000 nested images or emphases crashed the Rust
+                                  # parser too (SIGSEGV, an attacker pass), and emphasis took it quadratic time
+                                  "![" * 50_000 + "a" + "](x)" * 50_000 + " imaged",
+                                  "*a " * 50_000 + "b" + " a*" * 50_000 + " emphasised"])
 def test_nesting_past_the_limit_is_read_as_plain_text(line: str) -> None:
     """One line of 50,000 `>` crashed the Rust parser (SIGSEGV): every sync and plan of its
     source died with no dead letter. Past MAX_NESTING the document is plain text, all of it."""
@@ -128,6 +132,15 @@ def test_nesting_past_the_limit_is_read_as_plain_text(line: str) -> None:
     assert "read as plain text" in " ".join(result.warnings)
     text = " ".join(b.text for b in result.blocks)
     assert line.split()[-1] in text and "the last words" in text
+
+
+@pytest.mark.parametrize("body", [
+    " ".join(f"*em{i}* and **bold** [a link](u) _x_ snake_case_name" for i in range(3000)),  # balanced
+    "```python\n" + "\n".join(f"_x{i} = [1, [2, *args" for i in range(3000)) + "\n```",  # code is not markup
+    "[" * markdown.MAX_INLINE_NESTING + "a" + "]" * markdown.MAX_INLINE_NESTING])
+def test_inline_markup_within_the_limit_stays_markdown(body: str) -> None:
+    result = parse_markdown(f"# Notes\n\n{body}\n\nthe last words\n")
+    assert not result.warnings and result.blocks[-1].text == "the last words"
 
 
 def test_nesting_within_the_limit_stays_markdown() -> None:

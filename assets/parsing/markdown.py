@@ -93,6 +93,46 @@ _OPENERS = re.compile(r"^[ \t]*(?:(?:>|(?:[-+*]|\d{1,9}[.)])(?=[ \t]))[ \t]*)+",
 _OPENER = re.compile(r">|[-+*]|\d{1,9}[.)]")
 
 
+# Inline markup nested deeper than this within one paragraph (link and image brackets, emphasis
+# delimiters opened and not yet closed) is read as plain text too: markdown-it-pyrs crashed the
+# process on 50,000 nested images (a 300 KB file killed every sync and plan of its source, with no
+# dead letter) and takes quadratic time on nested emphasis (14 s for one 240 KB paragraph 40,000
+# levels deep). Well above MAX_NESTING: a paragraph of code may open many `_names` it never closes.
+MAX_INLINE_NESTING = 1000
+# a code fence (its lines are not markup), a paragraph break, a bracket, an emphasis run that can
+# open (after a space or an opening bracket, before a word) or close (after a word, before a
+# space or punctuation); a run inside a word (snake_case) is neither
+_INLINE_MARKS = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})|\n[ \t]*\n|[\[\]]|(?<![^\s(\[])[*_]+(?=[^\s*_])"
+                           r"|(?<=[^\s*_])[*_]+(?![^\s)\].,;:!?])", re.M)
+
+
+def inline_nesting(body: str) -> int:
+    """The deepest nesting of inline markup within one paragraph, where it could exceed
+    `MAX_INLINE_NESTING` (0 otherwise: the scan runs only when there are enough marks)."""
+    if body.count("[") <= MAX_INLINE_NESTING and body.count("*") + body.count("_") <= MAX_INLINE_NESTING:
+        return 0
+    deepest = brackets = emphasis = 0
+    fenced = False
+    for m in _INLINE_MARKS.finditer(body):
+        mark = m.group().lstrip(" \t")
+        if mark[:1] in ("`", "~"):
+            fenced, brackets, emphasis = not fenced, 0, 0
+        elif fenced:
+            continue
+        elif not mark or mark[0] == "\n":
+            brackets = emphasis = 0
+        elif mark == "[":
+            brackets += 1
+        elif mark == "]":
+            brackets = max(0, brackets - 1)
+        elif m.start() == 0 or body[m.start() - 1] in " \t\n([":
+            emphasis += 1
+        else:
+            emphasis = max(0, emphasis - 1)
+        deepest = max(deepest, brackets + emphasis)
+    return deepest
+
+
 def nesting(body: str) -> int:
     """The deepest run of block-quote and list markers opening one line, where it could exceed
     `MAX_NESTING` (0 otherwise: counting is only done for long runs)."""
@@ -188,10 +228,14 @@ def _blocks(tokens: Sequence[Token | markdown_fast.Tok]) -> list[Block]:
 
 def parse_markdown(text: str) -> ParseResult:
     """Parse Markdown text (already decoded) into typed blocks; one nested past `MAX_NESTING`
-    levels is read as plain text instead, with a warning saying so."""
+    levels of blocks or `MAX_INLINE_NESTING` of inline markup is read as plain text instead,
+    with a warning saying so."""
     front, body, warning = split_front_matter(text)
     if (depth := nesting(body)) > MAX_NESTING:
         return _as_plain_text(body, f"block quotes or lists nested {depth:,} levels deep (more than {MAX_NESTING})")
+    if (depth := inline_nesting(body)) > MAX_INLINE_NESTING:
+        return _as_plain_text(body, f"links, images or emphasis nested {depth:,} levels deep in one paragraph "
+                                    f"(more than {MAX_INLINE_NESTING})")
     try:
         blocks = _blocks(_tokens(body))
     except _TooDeep:
