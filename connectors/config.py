@@ -193,6 +193,11 @@ class ParseConfig(_Strict):
     ocr: bool = True  # OCR image-only pages when tesseract is installed
     ocr_dpi: int = Field(300, ge=50, le=1200)  # tesseract reads badly below ~70 dpi
     ocr_language: str = "eng"
+    # A PDF with more pages to OCR than this is a `needs-ocr` dead letter naming the count, not a
+    # run held for hours: 2,000 pages sharing one small image (a 755 KB file) took ~1.5 s of OCR
+    # each. A limit, not an output setting: it stays out of the parse version, so raising it
+    # re-parses nothing but what `bindery dlq retry` asks for.
+    max_ocr_pages: int = Field(1000, ge=1)
     strip_headers_footers: bool = True
     language: str = "en"  # read by no parser today; kept out of the parse version (connectors.versions)
 

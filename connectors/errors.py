@@ -87,6 +87,19 @@ class UnsafeDeleteError(SourceError):
     reason = "unsafe-delete"
 
 
+# What an interrupt is called once a C library that runs Python callbacks (MuPDF) has turned it
+# into an error of its own: Ctrl-C's KeyboardInterrupt, Dagster's cancel/terminate.
+_INTERRUPT_NAMES = ("KeyboardInterrupt", "DagsterExecutionInterruptedError")
+
+
+def raise_if_interrupt(e: Exception) -> None:
+    """Re-raise as KeyboardInterrupt an error that is an interrupt in disguise, so a parser's
+    `except Exception` never records a run being stopped as the document's failure (an OCR
+    cancelled from the UI was dead-lettered as `needs-ocr` for good, and the run went on)."""
+    if any(name in f"{type(e).__name__}: {e}" for name in _INTERRUPT_NAMES):
+        raise KeyboardInterrupt(f"interrupted inside a library: {e}") from e
+
+
 class ParseError(BinderyError):
     reason = "parse-failed"
 

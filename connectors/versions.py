@@ -4,7 +4,8 @@ parse -> chunk chain (a parse change re-cuts chunks); contexts and embeddings ar
 content hashes, so their versions depend on their own config only: an embedder change keeps
 every chunk and every contextual prefix, a chunker change keeps every parse.
 Throughput-only knobs (batch size, device, concurrency) never enter a version, nor does
-`parse.language` (no parser reads it; changing it must not re-parse everything).
+`parse.language` (no parser reads it; changing it must not re-parse everything), nor a limit that
+only refuses documents (`parse.max_ocr_pages`: the refused ones are dead letters to retry).
 Query-time knobs live in `QueryConfig` and never enter a stage version.
 """
 
@@ -18,7 +19,9 @@ from connectors.identity import short_hash, stage_version
 
 __all__ = ["generation_key", "stage_configs_dump", "stage_versions"]
 
-_THROUGHPUT_ONLY = {"embed": {"batch_size", "device"}, "context": {"concurrency"}, "parse": {"language"}}
+# ... and limits that only decide whether a document is refused (a dead letter, retried by hand)
+_THROUGHPUT_ONLY = {"embed": {"batch_size", "device"}, "context": {"concurrency"},
+                    "parse": {"language", "max_ocr_pages"}}
 
 
 def stage_configs_dump(stages: StageConfigs) -> dict[str, Any]:

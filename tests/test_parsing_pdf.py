@@ -122,6 +122,21 @@ def test_needs_ocr_when_tesseract_missing(monkeypatch: pytest.MonkeyPatch) -> No
         parse_document(docgen.pdf_image_only(), "scan.pdf", CFG)
 
 
+def test_more_pages_to_ocr_than_the_limit_is_a_dead_letter_before_any_ocr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """2,000 pages sharing one small image (a 755 KB PDF) held a sync for about 50 minutes of OCR."""
+    import assets.parsing.pdf as pdf
+
+    monkeypatch.setattr(pdf, "find_tessdata", lambda language: "/usr/share/tesseract-ocr/tessdata")
+    monkeypatch.setattr(pdf, "_ocr_page", lambda *a: pytest.fail("no page is read once the count is over"))
+    with pytest.raises(NeedsOCR, match=r"1 of 2 pages .* more than stages.parse.max_ocr_pages \(0\)"):
+        parse_document(docgen.pdf_mixed_scanned(), "mixed.pdf", ParseConfig.model_construct(max_ocr_pages=0))
+    from connectors.config import StageConfigs
+    from connectors.versions import stage_versions
+
+    # a limit, not an output setting: raising it re-parses nothing by itself
+    assert stage_versions(StageConfigs()) == stage_versions(StageConfigs(parse=ParseConfig(max_ocr_pages=5)))
+
+
 def test_encrypted_pdf() -> None:
     with pytest.raises(EncryptedDocument, match="password"):
         parse_document(docgen.pdf_encrypted(), "secret.pdf", CFG)
@@ -206,3 +221,35 @@ def test_layout_single_column_with_short_lines_is_not_columns() -> None:
     heading = _region(50, 80, 200, 95, "Heading")
     date = _region(450, 60, 545, 75, "March 3, 2024")
     assert columns_of([body, heading, date]) == []
+
+
+class _FailingOcrPage:
+    """A page whose OCR fails with the error MuPDF raised."""
+
+    rect = type("Rect", (), {"width": 612.0, "height": 792.0})()
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def get_textpage_ocr(self, **_: object) -> None:
+        raise self.error
+
+
+@pytest.mark.parametrize("library_error", [
+    RuntimeError("code=2: OCR failed: DagsterExecutionInterruptedError"),  # a cancel from the UI, as MuPDF wraps it
+    RuntimeError("Exception in callback: KeyboardInterrupt"),  # Ctrl-C
+])
+def test_an_interrupt_inside_ocr_stops_the_run_and_is_no_verdict_on_the_document(library_error: Exception) -> None:
+    """MuPDF runs Python callbacks; an interrupt raised in one comes out as MuPDF's own error.
+    It was caught as a failed OCR: the document was dead-lettered `needs-ocr` for good (the
+    next sync said "nothing changed") and the run went on as if nothing had stopped it."""
+    from assets.parsing import pdf
+
+    def ocr(error: Exception) -> None:
+        pdf._ocr_page(_FailingOcrPage(error), pdf._Page(1, 612.0, 792.0, [], 1.0, route="ocr"),  # type: ignore[arg-type]
+                      ParseConfig())
+
+    with pytest.raises(KeyboardInterrupt):
+        ocr(library_error)
+    with pytest.raises(NeedsOCR, match="bad image"):  # a real OCR failure is still the document's
+        ocr(RuntimeError("code=2: tesseract: bad image"))

@@ -46,7 +46,7 @@ from assets.parsing.textutil import (
 from assets.parsing.toc import toc_entries, toc_entry
 from connectors.config import ParseConfig
 from connectors.documents import Block, BlockKind, ParseResult
-from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, NeedsOCR
+from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, NeedsOCR, raise_if_interrupt
 from quality.metrics import measurable_text, page_metrics, word_share
 
 __all__ = ["parse_pdf"]
@@ -110,6 +110,7 @@ def _open(data: bytes, warnings: list[str]) -> pymupdf.Document:
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
     except Exception as e:  # MuPDF raises several types for bad bytes
+        raise_if_interrupt(e)
         raise CorruptDocument(f"PDF cannot be opened: {e}") from None
     if doc.needs_pass:
         doc.close()
@@ -231,6 +232,7 @@ def _find_tables(
     try:
         found = page.find_tables(clip=clip, use_layout=False).tables
     except Exception as e:  # table finding is best effort
+        raise_if_interrupt(e)
         warnings.append(f"page {number}: table detection failed ({e}); kept as text")
         return []
     if not found and no_grid is not None:
@@ -280,6 +282,7 @@ def _read_pages(doc: pymupdf.Document, config: ParseConfig, warnings: list[str])
             regions = _regions(page.get_text("dict", flags=_FLAGS), ocr=False)
             cover = _image_cover(page)
         except Exception as e:  # one damaged page must not hide the others
+            raise_if_interrupt(e)
             pages.append(
                 _Page(n, page.rect.width, page.rect.height, [], 0.0, route="error", error=str(e))
             )
@@ -301,6 +304,12 @@ def _read_pages(doc: pymupdf.Document, config: ParseConfig, warnings: list[str])
             raise NeedsOCR(
                 f"page(s) {shown} of {len(pages)} are images without a text layer and OCR is "
                 f"unavailable: {ocr_unavailable_reason(config.ocr_language)}"
+            )
+        if len(scans) > config.max_ocr_pages:
+            raise NeedsOCR(
+                f"{len(scans):,} of {len(pages):,} pages are images without a text layer, more than "
+                f"stages.parse.max_ocr_pages ({config.max_ocr_pages:,}): raise it and `bindery dlq retry` "
+                "to read this document"
             )
     if pages and all(p.route == "error" for p in pages):
         raise CorruptDocument(f"no page of the PDF could be read: {pages[0].error}")
@@ -330,6 +339,7 @@ def _ocr_page(page: pymupdf.Page, p: _Page, config: ParseConfig) -> None:
         )
         regions = _regions(page.get_text("dict", textpage=tp), ocr=True)
     except Exception as e:  # Tesseract errors come in many types
+        raise_if_interrupt(e)
         raise NeedsOCR(f"OCR of page {p.number} failed: {e}") from None
     p.regions = merge_adjacent(sorted(regions, key=lambda r: (r.y0, r.x0)), 1.0, False)
 
