@@ -26,6 +26,7 @@ from typing import Any
 from assets.parsing.sniff import decode_text
 from assets.parsing.textutil import clean_inline, cut_label, table_row_groups
 from connectors.documents import Block, ParseResult
+from connectors.errors import TooLarge
 
 __all__ = ["parse_json", "parse_jsonl"]
 
@@ -33,6 +34,13 @@ MAX_LINES = 25
 MAX_COLUMNS = 20
 MAX_VALUE_CHARS = 2000
 MAX_KEY_CHARS = 200  # a key is repeated in the dotted path of every value under it
+# ... and so is the whole path: past this many characters only its last keys are kept, after
+# "…" (900 nested keys of 190 characters put 171,000 characters before each of 1,000 values:
+# 175 million characters of text from a 225 KB file)
+MAX_PATH_CHARS = 400
+# text over this multiple of the input (plus the slack) is refused as too large: a backstop
+MAX_TEXT_RATIO = 50
+TEXT_SLACK_CHARS = 1_000_000
 _TITLE_KEYS = ("title", "name", "subject", "headline")
 
 
@@ -54,9 +62,9 @@ def _flat_row(obj: dict[str, Any], prefix: str = "") -> dict[str, str]:
     """An object flattened to dotted keys; lists of scalars joined, other lists as JSON."""
     out: dict[str, str] = {}
     for k, v in obj.items():
-        key = f"{prefix}{cut_label(str(k), MAX_KEY_CHARS)}"
+        key = _join(prefix, k)
         if isinstance(v, dict):
-            out.update(_flat_row(v, key + "."))
+            out.update(_flat_row(v, key))
         elif isinstance(v, list):
             if all(_is_scalar(x) for x in v):
                 out[key] = ", ".join(_scalar(x) for x in v)
@@ -127,7 +135,7 @@ class _Writer:
                 self.blocks.extend(table_row_groups(columns, rows, meta={"json_path": label}))
                 return
             for i, item in enumerate(value):
-                self.value(f"{label}[{i}]", item, depth + 1)
+                self.value(_bounded(f"{label}[{i}]"), item, depth + 1)
                 if isinstance(item, dict):
                     self.flush()
         else:
@@ -137,7 +145,26 @@ class _Writer:
 def _join(path: str, key: Any) -> str:
     # a key is repeated in the path of every value under it: a long one is cut (a 150 KB
     # object under one enormous key made hundreds of MB of text)
-    return f"{path}.{cut_label(str(key), MAX_KEY_CHARS)}" if path else cut_label(str(key), MAX_KEY_CHARS)
+    key = cut_label(str(key), MAX_KEY_CHARS)
+    return _bounded(f"{path}.{key}") if path else key
+
+
+def _bounded(path: str) -> str:
+    """`path` itself when short, else "…" and as many of its last keys as fit MAX_PATH_CHARS."""
+    if len(path) <= MAX_PATH_CHARS:
+        return path
+    tail = path[len(path) - MAX_PATH_CHARS + 1 :]
+    dot = tail.find(".")
+    return "…" + (tail[dot:] if 0 <= dot < len(tail) - 1 else tail)
+
+
+def _check_size(blocks: list[Block], data: bytes) -> None:
+    """Refuse text far larger than its file: a backstop for structures that still multiply."""
+    budget = MAX_TEXT_RATIO * len(data) + TEXT_SLACK_CHARS
+    chars = sum(len(b.text) for b in blocks)
+    if chars > budget:
+        raise TooLarge(f"its values would make {chars:,} characters of text from {len(data):,} bytes "
+                       f"(over {MAX_TEXT_RATIO} times the file)")
 
 
 def _title(value: Any) -> str | None:
@@ -167,6 +194,7 @@ def parse_json(data: bytes) -> ParseResult:
     w = _Writer()
     w.value("", value, 0)
     w.flush()
+    _check_size(w.blocks, data)
     return ParseResult(blocks=w.blocks, title=_title(value), format="json", metadata={"encoding": encoding})
 
 
@@ -199,6 +227,7 @@ def parse_jsonl(data: bytes) -> ParseResult:
             for b in w.blocks:
                 b.meta["record"] = n
             blocks.extend(w.blocks)
+    _check_size(blocks, data)
     return ParseResult(
         blocks=blocks,
         title=None,

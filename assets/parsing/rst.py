@@ -27,6 +27,8 @@ from connectors.documents import Block, ParseResult
 
 __all__ = ["parse_rst", "rst_blocks"]
 
+MAX_NESTING = 10  # directives and list items inside one another read as markup; deeper: paragraphs
+
 _ADORN_CHARS = "=-`:'\"~^_*+#<>.!$%&(),/;?@[\\]{|}"
 _ADORNMENT = re.compile(r"^([" + re.escape(_ADORN_CHARS) + r"])\1{2,}\s*$")
 _DIRECTIVE = re.compile(r"^\.\.\s+([\w:-]+)::\s*(.*)$")
@@ -140,7 +142,12 @@ _LINK = re.compile(r"`([^`<]*?)(?<!\s)\s*<[^>`]*>`__?")
 _INTERPRETED = re.compile(r"`([^`]+)`_{0,2}")
 _LITERAL = re.compile(r"``(.+?)``")
 _STRONG = re.compile(r"\*\*(.+?)\*\*")
-_EMPH = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
+# *emphasis* was one pattern, `(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])`: from every opening
+# star with no closing one on its line it scanned to the line's end (quadratic: `*a ` repeated
+# 100,000 times never finished). Whether a star can open or close depends on its neighbours only,
+# so `_emphasis` finds both once and pairs each opener with the next closer, as the pattern did.
+_EMPH_OPEN = re.compile(r"(?<![\w*])\*(?!\s)")
+_EMPH_CLOSE = re.compile(r"(?<!\s)\*(?![\w*])")
 _REF = re.compile(r"(?<=\w)_{1,2}(?=\W|$)|\|([^|\s][^|]*)\|_?")
 _FOOTNOTE = re.compile(r"(?<!\s)\s*\[(?:#\w*|\*|\d+|[A-Za-z][\w-]*)\]_")
 
@@ -152,13 +159,41 @@ def _role(m: re.Match[str]) -> str:
     return target.lstrip("~!")  # :meth:`~a.b` shows "b" in Sphinx; the full path is fine
 
 
+def _emphasis(text: str) -> str:
+    """`*em*` reduced to its text in one pass: each opener takes the first closer at least two
+    characters on and on its line (the lazy `.+?` of the old pattern; `.` stops at a line end)."""
+    if "*" not in text:
+        return text
+    closers = [m.start() for m in _EMPH_CLOSE.finditer(text)]
+    out: list[str] = []
+    pos = k = 0  # pos: the end of the last match; k: the first closer not yet passed
+    line_end = -1  # the first line break at or after the opener being tried
+    for m in _EMPH_OPEN.finditer(text):
+        start = m.start()
+        if start < pos:
+            continue  # inside the emphasis just replaced
+        while k < len(closers) and closers[k] < start + 2:
+            k += 1
+        if k == len(closers):
+            break
+        if line_end < start:
+            line_end = text.find("\n", start)
+            line_end = len(text) if line_end < 0 else line_end
+        close = closers[k]
+        if close < line_end:
+            out += (text[pos:start], text[start + 1 : close])
+            pos = close + 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def _plain(text: str) -> str:
     """Inline markup outside literals reduced to its text; backslash escapes resolved."""
     text = _ROLE.sub(_role, text)
     text = _LINK.sub(r"\1", text)
     text = _INTERPRETED.sub(r"\1", text)
     text = _STRONG.sub(r"\1", text)
-    text = _EMPH.sub(r"\1", text)
+    text = _emphasis(text)
     text = _FOOTNOTE.sub("", text)
     text = _REF.sub(lambda m: m.group(1) or "", text)
     return re.sub(r"\\(.)", r"\1", text).replace("\\", "")
@@ -178,8 +213,9 @@ def _is_adornment(line: str) -> bool:
 
 
 class _Reader:
-    def __init__(self, lines: list[str], base_level: int = 0) -> None:
+    def __init__(self, lines: list[str], base_level: int = 0, depth: int = 0) -> None:
         self.lines = lines
+        self.depth = depth  # how many directives and list items enclose this text
         self.i = 0
         self.blocks: list[Block] = []
         self.styles: list[tuple[str, bool]] = []  # adornment styles in order of appearance
@@ -208,6 +244,16 @@ class _Reader:
             out.pop()
             j -= 1 if j > start else 0
         return out, start + len(out)
+
+    def _nested(self, lines: list[str], level: int) -> list[Block]:
+        """The blocks of a directive's or list item's body (dedented lines), one level deeper.
+
+        Each level holds its own dedented copy of the body, so nesting is bounded: 300 nested
+        notes over 7.7 MB held 4.4 GB. Past MAX_NESTING levels the text is kept as paragraphs.
+        """
+        if self.depth >= MAX_NESTING:
+            return _flat_paragraphs(lines)
+        return _Reader(lines, level, self.depth + 1).read()
 
     def _skip_blank(self, j: int) -> int:
         while j < len(self.lines) and not self.lines[j].strip():
@@ -260,15 +306,17 @@ class _Reader:
         # Options (":linenos:") come first in a directive's body.
         while content and re.match(r"^\s+:[\w-]+:", content[0]):
             content.pop(0)
-        text = _dedent(content)
+        sub_lines = _dedent_lines(content)
+        has_text = any(sub_lines)  # dedented: a blank line is ""
         local = name.split(":")[-1]  # "py:method" → "method"
         if local in _CODE_DIRECTIVES or local in _TEST_DIRECTIVES:
-            if text.strip():
+            if has_text:
                 lang = arg.split()[0] if arg and local in _CODE_DIRECTIVES else None
                 lang = lang or ("pycon" if local in _TEST_DIRECTIVES else None)
-                self.blocks.append(Block("code", text.strip("\n"), meta={"language": lang} if lang else {}))
+                code = "\n".join(sub_lines).strip("\n")
+                self.blocks.append(Block("code", code, meta={"language": lang} if lang else {}))
         elif local in _VERSION_NOTES:
-            sub = rst_blocks(text, self.current) if text.strip() else []
+            sub = self._nested(sub_lines, self.current) if has_text else []
             lead = f"{_VERSION_NOTES[local]} {_inline(arg)}".strip()
             if sub and sub[0].kind == "paragraph":
                 sub[0].text = f"{lead}: {sub[0].text}"
@@ -277,7 +325,7 @@ class _Reader:
             self.blocks.extend(sub)
         elif local in _ADMONITIONS:
             label = _LABELS.get(local, local.capitalize()) if local != "admonition" else arg
-            sub = rst_blocks(text, self.current) if text.strip() else []
+            sub = self._nested(sub_lines, self.current) if has_text else []
             if local not in ("admonition", "topic", "sidebar", "rubric") and arg:
                 sub.insert(0, Block("paragraph", _inline(arg)))
             if local == "rubric" and arg:
@@ -291,24 +339,24 @@ class _Reader:
             # enclosing section (methods nest under their class the same way).
             level = min(6, self.current + 1)
             self.blocks.append(Block("heading", _inline(arg), level=level, meta={"signature": True}))
-            if text.strip():
-                self.blocks.extend(rst_blocks(text, level))
+            if has_text:
+                self.blocks.extend(self._nested(sub_lines, level))
         elif local == "title":
             self.blocks.append(Block("heading", _inline(arg), level=1, meta={"rst_title": True}))
-        elif local == "math" and text.strip():
-            self.blocks.append(Block("code", text.strip("\n"), meta={"language": "latex"}))
+        elif local == "math" and has_text:
+            self.blocks.append(Block("code", "\n".join(sub_lines).strip("\n"), meta={"language": "latex"}))
         elif local in ("csv-table", "list-table", "table"):
             self._table_directive(local, arg, body)
         elif local in ("figure", "productionlist"):
-            if local == "productionlist" and text.strip():
-                self.blocks.append(Block("code", text.strip("\n")))
-            elif text.strip():  # a figure's body is its caption (and legend)
-                for b in rst_blocks(text, self.current):
+            if local == "productionlist" and has_text:
+                self.blocks.append(Block("code", "\n".join(sub_lines).strip("\n")))
+            elif has_text:  # a figure's body is its caption (and legend)
+                for b in self._nested(sub_lines, self.current):
                     if b.kind == "paragraph":
                         b.kind = "caption"
                     self.blocks.append(b)
-        elif local not in _DROP_DIRECTIVES and text.strip():
-            self.blocks.extend(rst_blocks(text, self.current))  # unknown: keep what it says
+        elif local not in _DROP_DIRECTIVES and has_text:
+            self.blocks.extend(self._nested(sub_lines, self.current))  # unknown: keep what it says
         return True
 
     def _table_directive(self, name: str, arg: str, body: list[str]) -> None:
@@ -334,7 +382,7 @@ class _Reader:
                 elif s and rows and rows[-1]:
                     rows[-1][-1] = clean_inline(rows[-1][-1] + " " + _inline(s))
         else:
-            self.blocks.extend(rst_blocks(content))
+            self.blocks.extend(self._nested(content.split("\n"), 0))
             return
         if rows:
             text = markdown_table(rows)
@@ -444,9 +492,9 @@ class _Reader:
         depth = base // 2
         ordered = bool(_ENUM.match(stripped)) and not _BULLET.match(stripped)
         self.blocks.append(Block("list_item", _inline(" ".join(own)), meta={"depth": depth, "ordered": ordered}))
-        rest = _dedent(body[k:])
-        if rest.strip():
-            for b in rst_blocks(rest):
+        rest = _dedent_lines(body[k:])
+        if any(rest):
+            for b in self._nested(rest, 0):
                 if b.kind == "list_item":
                     b.meta["depth"] = b.meta.get("depth", 0) + depth + 1
                 self.blocks.append(b)
@@ -522,12 +570,32 @@ class _Reader:
         return [b for b in self.blocks if b.text.strip()]
 
 
+def _dedent_lines(lines: list[str]) -> list[str]:
+    """`lines` without their common indentation; a blank line becomes ""."""
+    cut = min((_indent(ln) for ln in lines if ln.strip()), default=0)
+    return [ln[cut:] if ln.strip() else "" for ln in lines]
+
+
 def _dedent(lines: list[str]) -> str:
-    filled = [ln for ln in lines if ln.strip()]
-    if not filled:
-        return ""
-    cut = min(_indent(ln) for ln in filled)
-    return "\n".join(ln[cut:] if ln.strip() else "" for ln in lines)
+    return "\n".join(_dedent_lines(lines))
+
+
+def _flat_paragraphs(lines: list[str]) -> list[Block]:
+    """Text nested too deep to read as markup: a paragraph per run of lines, a directive's
+    argument kept as its own paragraph and its name dropped."""
+    blocks: list[Block] = []
+    para: list[str] = []
+    for line in [*lines, ""]:
+        text = line.strip()
+        m = _DIRECTIVE.match(text)
+        if para and (not text or m):
+            blocks.append(Block("paragraph", _inline(" ".join(para))))
+            para = []
+        if m and m.group(2).strip():
+            blocks.append(Block("paragraph", _inline(m.group(2))))
+        elif text and not m:
+            para.append(text)
+    return [b for b in blocks if b.text.strip()]
 
 
 def rst_blocks(text: str, base_level: int = 0) -> list[Block]:
