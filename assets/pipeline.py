@@ -110,15 +110,22 @@ def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]
     return rt.lifecycle.targets(target)
 
 
-def _refuse_idle_reindex(context: dg.AssetExecutionContext, rt: Runtime) -> None:
+def _refuse_idle_reindex(context: dg.AssetExecutionContext, rt: Runtime, *, first_step: bool = False) -> None:
     """A reindex launched from the UI (the CLI names the candidate it checked for) of an
     unchanged configuration would build a copy of the live generation, and block the next real
     one, as `bindery reindex` without --force refuses to: it fails at once, before its listing
     changes anything (it listed first, and a file deleted meanwhile left the store only)."""
-    reindex = context.run.tags.get(TARGET_TAG) == "candidate"
-    launched_bare = not ({CANDIDATE_TAG, FORCE_TAG} & context.run.tags.keys())
-    if reindex and launched_bare and (nothing := rt.lifecycle.nothing_to_reindex()):
+    tags = context.run.tags
+    reindex = tags.get(TARGET_TAG) == "candidate"
+    # the tag's value counts, not its presence: `bindery/force=false` was taken as a force
+    forced = tags.get(FORCE_TAG, "").strip().lower() in ("true", "1", "yes")
+    if not reindex or CANDIDATE_TAG in tags or not (nothing := rt.lifecycle.nothing_to_reindex()):
+        return
+    if not forced:
         raise dg.Failure(description=f"{nothing}; add the run tag {FORCE_TAG}=true to rebuild anyway")
+    if first_step:  # recorded once per run, as `bindery reindex --force` records it
+        rt.store.add_event("forced-rebuild", f"run {context.run.run_id[:8]} rebuilt an identical candidate "
+                                             f"({FORCE_TAG}={tags[FORCE_TAG]})")
 
 
 def _progress(context: dg.AssetExecutionContext, stage: str, unit: str) -> StageProgress:
@@ -169,7 +176,7 @@ def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bin
     # the indexes: a listing that narrows access and then stops (a refused delete sweep, an
     # unreadable ACL file) writes the narrowed ACLs into them itself (`listing._restrict`)
     rt = runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index)
-    _refuse_idle_reindex(context, rt)
+    _refuse_idle_reindex(context, rt, first_step=True)
     source, shard = parse_key(context.partition_key)
     with _failures_recorded(rt, source, "listing"):
         res = run_listing(rt, source, allow_mass_delete=config.allow_mass_delete, shard=shard)

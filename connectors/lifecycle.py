@@ -324,7 +324,8 @@ class Lifecycle:
                 "generation serves: promoted, they would leave search. Build it for every source first "
                 "(`bindery reindex`, or in the UI a backfill of `reindex` over all sources)")
         if force and not reason:
-            raise UsageError("a forced promotion needs --reason")
+            # one message for both: the CLI's --reason, the UI's promote job config `reason`
+            raise UsageError("a forced promotion needs a reason (--reason; in the UI, the promote job's `reason`)")
 
     def unbuilt_sources(self, cand: GenerationRecord) -> list[str]:
         """The partitions (sources, or shards of a sharded source) the live generation holds

@@ -35,6 +35,16 @@ def partition_requests(instance: dg.DagsterInstance, configured: list[str]) -> l
     return reqs
 
 
+def follow_configured_sources(instance: dg.DagsterInstance, configured: list[str]) -> None:
+    """Make the instance's source partitions exactly `configured` (`partition_requests`, applied)."""
+    for req in partition_requests(instance, configured):
+        if isinstance(req, dg.AddDynamicPartitionsRequest):
+            instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
+        else:
+            for key in req.partition_keys:
+                instance.delete_dynamic_partition(req.partitions_def_name, key)
+
+
 def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
     @dg.sensor(job=sync_job, minimum_interval_seconds=interval,
                default_status=dg.DefaultSensorStatus.RUNNING if default_on else dg.DefaultSensorStatus.STOPPED,

@@ -5,6 +5,7 @@ applied here once.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -21,7 +22,8 @@ from assets.resources import (
 )
 from connectors.config import AutomationConfig, load_config
 from connectors.errors import ConfigError
-from orchestration.automation import build_schedule, build_sensor, check_cron
+from connectors.shards import all_partition_keys
+from orchestration.automation import build_schedule, build_sensor, check_cron, follow_configured_sources
 from orchestration.jobs import JOBS
 from orchestration.promotion import PROMOTION_ASSETS
 
@@ -60,6 +62,21 @@ def build_definitions(config_path: str | None = None,
     )
 
 
+def _follow_the_configuration(config_path: str | None) -> None:
+    """The UI's code location loads here, at start and at each "Reload": the instance's source
+    partitions then follow bindery.yaml, as every CLI run and the sensor make them. A source
+    added or removed while the UI ran kept the old partitions (a backfill over all of them ran
+    the removed source and skipped the new one). Best effort: the UI loads whatever happens."""
+    if not os.environ.get("DAGSTER_HOME"):
+        return
+    try:
+        follow_configured_sources(dg.DagsterInstance.get(), all_partition_keys(load_config(config_path)))
+    except Exception as e:  # a config error is reported by the runs themselves
+        logging.getLogger("bindery").warning(f"source partitions not updated from the configuration: {e}")
+
+
 @dg.definitions
 def defs() -> dg.Definitions:
-    return build_definitions(os.environ.get("BINDERY_CONFIG"))
+    path = os.environ.get("BINDERY_CONFIG")
+    _follow_the_configuration(path)
+    return build_definitions(path)

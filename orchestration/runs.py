@@ -29,11 +29,18 @@ from typing import Any
 
 import dagster as dg
 
-from assets.pipeline import GENERATION, GENERATIONS, SUBMITTED_CONFIG_TAG, SUBMITTED_DIGEST_TAG, config_digest
+from assets.pipeline import (
+    GENERATION,
+    GENERATIONS,
+    STAGE_ASSETS,
+    SUBMITTED_CONFIG_TAG,
+    SUBMITTED_DIGEST_TAG,
+    config_digest,
+)
 from connectors.config import BinderyConfig
 from connectors.errors import BinderyError, ConfigError
 from connectors.shards import all_partition_keys
-from orchestration.automation import partition_requests
+from orchestration.automation import follow_configured_sources
 from orchestration.definitions import build_definitions
 from orchestration.estimate import remember_throughput
 from orchestration.instance import get_instance
@@ -47,6 +54,14 @@ DAEMON_GRACE = 120.0
 _ACTIVE = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 CANCEL_GRACE = 120.0
 _SOURCE_JOBS = ("sync", "reindex")
+# the per-source assets a run may materialise outside those jobs (the UI's "Materialize" of
+# some of them, a backfill): such a run writes the source's stores as a sync does
+_SOURCE_ASSETS = frozenset(key for a in STAGE_ASSETS for key in a.keys)
+
+
+def writes_source(run: dg.DagsterRun) -> bool:
+    """Whether `run` writes the stores of the source its partition names."""
+    return run.job_name in _SOURCE_JOBS or bool(_SOURCE_ASSETS & (run.asset_selection or frozenset()))
 
 
 @dataclass
@@ -203,12 +218,7 @@ class Runner:
                              "the next run resumes from what the document store holds")
 
     def _sync_partitions(self) -> None:
-        for req in partition_requests(self.instance, all_partition_keys(self.cfg)):
-            if isinstance(req, dg.AddDynamicPartitionsRequest):
-                self.instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
-            elif isinstance(req, dg.DeleteDynamicPartitionsRequest):
-                for key in req.partition_keys:
-                    self.instance.delete_dynamic_partition(req.partitions_def_name, key)
+        follow_configured_sources(self.instance, all_partition_keys(self.cfg))
 
     def run(self, job_name: str, *, partition: str | None = None, run_config: dict[str, Any] | None = None,
             tags: dict[str, str] | None = None) -> RunOutcome:
@@ -258,7 +268,7 @@ class Runner:
         seen: dict[str, float] = {}  # run id -> when this wait first saw it
 
         def blocks(run: dg.DagsterRun) -> bool:
-            if run.job_name not in _SOURCE_JOBS:
+            if not writes_source(run):  # a UI "Materialize" of the stages too, not only sync and reindex
                 return False
             if launched_by(run.tags) == "cli" and run.tags.get("bindery/host") == host:
                 return False

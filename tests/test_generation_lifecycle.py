@@ -79,7 +79,7 @@ def test_candidate_promotion_rollback_and_gc(tmp_path: Path) -> None:
         lc2.check_promotable(g2.record, force=False, reason=None)
     _published(lc2, g2.id)
     cand = lc2.resolve(g2.id)
-    with pytest.raises(ConfigError, match="needs --reason"):
+    with pytest.raises(ConfigError, match=r"needs a reason \(--reason; in the UI, the promote job's `reason`\)"):
         lc2.check_promotable(cand, force=True, reason=None)
     with pytest.raises(GateRefused):
         lc2.promote(cand, REFUSED)

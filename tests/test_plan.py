@@ -352,8 +352,14 @@ def test_a_reindex_launched_from_the_ui_with_nothing_changed_builds_nothing(tmp_
     assert user is not None and "nothing to reindex" in str(user.description)
     assert dep.cli("status")["generations"]["candidate"] is None  # no candidate was made
     assert dep.cli("verify")["consistent"] is True and dep.cli("status")["documents"] == len(DOCS)
+    # the tag's value counts (`bindery/force=false` was taken as a force, a UI pass found)
+    assert not reindex(**{FORCE_TAG: "false"}).success and dep.cli("status")["generations"]["candidate"] is None
+    store = DocumentStore(load_config(dep.config_path).database_url)
+    assert store.events("forced-rebuild") == []
     assert reindex(**{FORCE_TAG: "true"}).success
     assert dep.cli("status")["generations"]["candidate"] is not None
+    assert len(store.events("forced-rebuild")) == 1  # recorded, as `bindery reindex --force` records it
+    store.dispose()
 
 
 def test_a_first_plan_never_imports_dagster(tmp_path: Path) -> None:

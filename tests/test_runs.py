@@ -258,6 +258,48 @@ def test_a_cli_run_waits_for_a_run_of_the_same_source_the_ui_started(
     assert f"waiting for run {ui_run.run_id[:8]} (sync of source 'docs', launched by ui) to finish" in err
 
 
+def test_a_ui_materialisation_of_a_sources_stages_is_waited_for_as_a_sync_is() -> None:
+    """A UI pass found a CLI sync writing beside the asset graph's "Materialize" of the same
+    source (job `__ASSET_JOB`): only `sync` and `reindex` runs were waited for."""
+    import dagster as dg
+
+    from orchestration.runs import writes_source
+
+    def run(job: str, *assets: str) -> dg.DagsterRun:
+        return dg.DagsterRun(job_name=job, run_id="r", asset_selection=frozenset(map(dg.AssetKey, assets)) or None)
+
+    assert writes_source(run("sync")) and writes_source(run("reindex"))
+    assert writes_source(run("__ASSET_JOB", "chunks")) and writes_source(run("__ASSET_JOB", "vector_index"))
+    assert not writes_source(run("__ASSET_JOB", "generation")) and not writes_source(run("plan"))
+
+
+def test_the_uis_code_location_makes_the_source_partitions_follow_the_configuration(
+        dep: Deployment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A UI pass: sources added or removed while the UI ran kept the old partitions until a CLI
+    run or the sensor (a backfill over all partitions ran a removed source, skipped a new one).
+    Loading the code location (start, "Reload") now brings them in line."""
+    import dagster as dg
+    import yaml
+
+    from orchestration.definitions import defs
+
+    monkeypatch.setenv("DAGSTER_HOME", str(dagster_home(load_config(dep.config_path))))
+    monkeypatch.setenv("BINDERY_CONFIG", str(dep.config_path))
+    instance = dg.DagsterInstance.get()
+    defs()  # what the webserver and the daemon do when they load (or reload) the code location
+    assert sorted(instance.get_dynamic_partitions("sources")) == ["broken", "docs"]
+    (tmp_path / "delta").mkdir()
+    raw = yaml.safe_load(dep.config_path.read_text())
+    raw["sources"] = [s for s in raw["sources"] if s["name"] != "broken"] + [
+        {"name": "delta", "kind": "local", "root": str(tmp_path / "delta")}]
+    dep.config_path.write_text(yaml.safe_dump(raw))
+    defs()
+    assert sorted(instance.get_dynamic_partitions("sources")) == ["delta", "docs"]
+    dep.config_path.write_text("sources: [")  # a broken file: the UI still loads, partitions stay
+    defs()
+    assert sorted(instance.get_dynamic_partitions("sources")) == ["delta", "docs"]
+
+
 def test_a_bindery_error_ends_the_step_as_a_failure_with_its_one_line_reason(dep: Deployment) -> None:
     """In the UI a source that failed to list showed a stack of Dagster wrappers around the
     reason; Bindery's own errors now end the step as a Dagster Failure whose description is
