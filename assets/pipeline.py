@@ -366,6 +366,10 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, s
         # the CLI's summary says so too; a run from the UI, a schedule or a sensor says it here
         rt.store.set_source_error(src, nothing)
         context.log.warning(f"{context.partition_key}: {nothing}")
+    elif live is not None and live.name in {g.name for g in gens} and not stats.incomplete_docs:
+        # the live index holds every document of the source: an earlier run's error no longer
+        # holds (only a listing cleared it, so a run re-executed from its failed step kept it shown)
+        rt.store.set_source_error(src, None)
     if live is None or live.name not in {g.name for g in gens}:
         context.log.info(f"{context.partition_key}: the live index was not written (this run wrote "
                          f"{', '.join(g.name for g in gens)}): vector_index and keyword_index are not materialised")

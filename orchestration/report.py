@@ -341,7 +341,10 @@ def _human_status(r: dict[str, Any]) -> str:
     lines += ["", "sources"]
     lines += ["  " + x for x in table(["source", "kind", "documents", "indexed", "last good listing",
                                        "lag p50/p95", "last error"], srcs).splitlines()]
-    lines += ["", f"documents {r['documents']:,}   chunks (live) {r['chunks']:,}   dead letters {r['dead_letters']:,}"
+    # the store's count: a source no longer configured keeps its rows until `bindery gc`
+    gone = sum((r.get("removed_sources") or {}).values())
+    lines += ["", f"documents {r['documents']:,}" + (f" ({gone:,} of sources no longer configured)" if gone else "")
+                  + f"   chunks (live) {r['chunks']:,}   dead letters {r['dead_letters']:,}"
                   + ("  (see `bindery dlq`)" if r["dead_letters"] else "")]
     if r.get("live_outdated"):
         lines += ["", _outdated_line(r)]

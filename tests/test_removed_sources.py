@@ -44,7 +44,12 @@ def test_a_removed_source_is_not_served_and_gc_removes_it_everywhere(tmp_path: P
 
     dep.config["sources"] = [s for s in dep.config["sources"] if s["name"] != "ext"]
     dep.save()
-    assert dep.cli("status")["removed_sources"] == {"ext": 1}
+    status = dep.cli("status")
+    assert status["removed_sources"] == {"ext": 1}
+    # the human total is the store's: it says which part the source rows above it do not show
+    from orchestration.report import _human_status
+
+    assert f"documents {status['documents']} (1 of sources no longer configured)" in _human_status(status)
     assert dep.cli("plan")["removed_sources"] == {"ext": 1}  # the plan says what the sync will withhold
     sync = dep.cli("sync")  # withholds what it no longer lists, deletes nothing
     assert sync["written"]["deleted"] == 0 and "ext" not in sync["sources"]

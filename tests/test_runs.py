@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -298,6 +298,37 @@ def test_the_uis_code_location_makes_the_source_partitions_follow_the_configurat
     dep.config_path.write_text("sources: [")  # a broken file: the UI still loads, partitions stay
     defs()
     assert sorted(instance.get_dynamic_partitions("sources")) == ["delta", "docs"]
+
+
+def test_a_run_that_indexes_the_whole_source_clears_an_earlier_runs_error(dep: Deployment) -> None:
+    """A UI pass: after an embed stopped mid-way, "Re-execute from failure" finished embedding and
+    indexing, yet `status` kept the error (only a listing cleared it). Not while the live index
+    still lacks documents."""
+    import dagster as dg
+    import sqlalchemy as sa
+
+    from assets.pipeline import STAGE_ASSETS
+    from connectors.store import DocumentStore
+    from orchestration.definitions import resources
+    from orchestration.instance import get_instance
+
+    dep.cli("sync", "--source", "docs")
+    store = DocumentStore(load_config(dep.config_path).database_url)
+    interrupted = "embed: interrupted; the next sync resumes from what was stored"
+
+    def index_only() -> str | None:  # the step a re-execution from a failed embed runs last
+        assert dg.materialize(STAGE_ASSETS, selection=["vector_index", "keyword_index"], partition_key="docs",
+                              instance=get_instance(load_config(dep.config_path)),
+                              resources=resources(str(dep.config_path)), raise_on_error=False).success
+        return cast(str | None, dep.cli("status")["sources"]["docs"]["last_error"])
+
+    store.set_source_error("docs", interrupted)
+    assert index_only() is None
+    with store.engine.begin() as c:  # every embedding gone: no document can be indexed whole
+        c.execute(sa.text("DELETE FROM embeddings"))
+    store.set_source_error("docs", interrupted)
+    assert index_only() == interrupted
+    store.dispose()
 
 
 def test_a_bindery_error_ends_the_step_as_a_failure_with_its_one_line_reason(dep: Deployment) -> None:
