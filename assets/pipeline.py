@@ -93,6 +93,16 @@ def _failures_recorded(rt: Runtime, source: str, stage: str) -> Iterator[None]:
         raise
 
 
+@contextmanager
+def one_line_failures() -> Iterator[None]:
+    """For the ops that are not a source's stage (plan, tune): Bindery's own errors end the
+    step as a `Failure` with the one-line reason the CLI prints, not Dagster's wrappers."""
+    try:
+        yield
+    except BinderyError as e:
+        raise dg.Failure(description=str(e) or type(e).__name__, metadata={"error": type(e).__name__}) from e
+
+
 def _scoped(context: dg.AssetExecutionContext, rt: Runtime) -> tuple[Runtime, str]:
     """The runtime a stage works through and the source it works on: for a shard partition
     (connectors.shards) a runtime whose store picks only the shard's documents."""

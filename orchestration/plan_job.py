@@ -1,6 +1,7 @@
 """The `plan` job: `bindery plan` in the Dagster UI, its result as run metadata.
 
-Launch it from the UI (Jobs -> plan) with `kind: sync|reindex` and optional `sources`; the step's
+Launch it from the UI (Jobs -> plan) with `kind: sync|reindex` and optional `sources` and
+`allow_mass_delete` (a sync's, as `bindery plan`'s options); the step's
 output carries the whole plan as JSON, a readable summary, and the headline numbers. It
 writes nothing to the store or the indexes.
 """
@@ -9,7 +10,9 @@ writes nothing to the store or the indexes.
 import dagster as dg
 from pydantic import Field
 
+from assets.pipeline import one_line_failures
 from assets.resources import BinderyConfigResource, DocumentStoreResource, runtime
+from connectors.errors import UsageError
 from orchestration.estimate import throughput
 from orchestration.plan import compute_plan
 from orchestration.report import human
@@ -17,17 +20,24 @@ from orchestration.report import human
 
 class PlanConfig(dg.Config):
     kind: str = Field("sync", pattern="^(sync|reindex)$")
-    sources: list[str] = Field(default_factory=list)  # default: every configured source
+    sources: list[str] = Field(default_factory=list)  # default: every configured source (sync only)
+    allow_mass_delete: bool = False  # as if the sync were let past the delete guard
 
 
 @dg.op(description="What the next sync or reindex would do: changes, work per stage, time, LLM cost.")
 def plan_next_run(context: dg.OpExecutionContext, config: PlanConfig, bindery: BinderyConfigResource,
                   store: DocumentStoreResource) -> dg.Output[None]:
     rt = runtime(bindery, store)
-    if config.kind == "reindex" and (nothing := rt.lifecycle.nothing_to_reindex()):
-        context.log.info(nothing)  # as `bindery plan reindex` says it: no candidate would be built
-        return dg.Output(None, metadata={"summary": dg.MetadataValue.md(nothing), "candidate": None})
-    plan = compute_plan(rt.cfg, rt, config.kind, config.sources or None, history=throughput(context.instance))
+    with one_line_failures():  # the checks `bindery plan` makes, each failing with its one line
+        if config.kind == "reindex" and (config.sources or config.allow_mass_delete):
+            raise UsageError("sources and allow_mass_delete plan a sync: a reindex rebuilds every source")
+        for name in config.sources:
+            rt.cfg.source(name)  # an unknown one fails naming it
+        if config.kind == "reindex" and (nothing := rt.lifecycle.nothing_to_reindex()):
+            context.log.info(nothing)  # as `bindery plan reindex` says it: no candidate would be built
+            return dg.Output(None, metadata={"summary": dg.MetadataValue.md(nothing), "candidate": None})
+        plan = compute_plan(rt.cfg, rt, config.kind, config.sources or None,
+                            allow_mass_delete=config.allow_mass_delete, history=throughput(context.instance))
     meta: dict[str, dg.RawMetadataValue] = {
         "summary": dg.MetadataValue.md(f"```\n{human('plan', plan)}\n```"),
         "plan": dg.MetadataValue.json(plan),

@@ -1,6 +1,7 @@
 """The `tune` job: `bindery tune` in the Dagster UI, the trials table as run metadata.
 
-Launch it from the UI (Jobs -> tune) with an optional `budget` ("12" trials or "10m"); the step's
+Launch it from the UI (Jobs -> tune) with an optional `budget` ("12" trials or "10m"), `seed` and
+`generation` (as `bindery tune`'s options); the step's
 output carries the trials table (markdown), the whole result as JSON, and the best trial's
 tuning- and checking-half metrics. Like the CLI it stores a `tune` event with every trial.
 The job tries the space's query-time keys on the live generation; ingestion keys (which need a
@@ -9,8 +10,10 @@ metadata says which were left out.
 """
 
 # no `from __future__ import annotations`: Dagster resolves the op's config class from its annotation
+
 import dagster as dg
 
+from assets.pipeline import one_line_failures
 from assets.resources import BinderyConfigResource, DocumentStoreResource
 from connectors.lifecycle import Lifecycle
 from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, run_tune, split_space
@@ -18,16 +21,20 @@ from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, run_tune, spl
 
 class TuneJobConfig(dg.Config):
     budget: str = ""  # default: tune.budget
+    seed: int | None = None  # default: tune.seed (how the eval set is split into halves)
+    generation: str = "live"  # live, candidate, an id or a name: as `bindery tune --generation`
 
 
 @dg.op(description="Search retrieval settings on the eval set; choose on the tuning half, report both.")
 def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery: BinderyConfigResource,
                   store: DocumentStoreResource) -> dg.Output[None]:
     cfg = bindery.config
-    gen = Lifecycle(cfg, store.store).resolve("live")
-    ingestion, query_space = split_space(cfg.tune.space or DEFAULT_SPACE)
-    result = run_tune(cfg, store.store, gen, space=query_space,
-                      budget=parse_budget(config.budget) if config.budget else None)
+    with one_line_failures():  # a bad budget or no live generation: the reason, not Dagster's wrappers
+        which = int(config.generation) if config.generation.isdigit() else config.generation
+        gen = Lifecycle(cfg, store.store).resolve(which)
+        ingestion, query_space = split_space(cfg.tune.space or DEFAULT_SPACE)
+        result = run_tune(cfg, store.store, gen, space=query_space, seed=config.seed,
+                          budget=parse_budget(config.budget) if config.budget else None)
     out = result.to_json()
     store.store.add_event("tune", f"{len(result.trials)} trials (Dagster job)",
                           details={**out, "generation": gen.id})

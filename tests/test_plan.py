@@ -362,6 +362,31 @@ def test_a_reindex_launched_from_the_ui_with_nothing_changed_builds_nothing(tmp_
     store.dispose()
 
 
+def test_the_plan_and_tune_jobs_refuse_what_the_cli_refuses_in_one_line(tmp_path: Path) -> None:
+    """A UI pass: the `plan` job planned every source for `kind: reindex, sources: [...]` (the CLI
+    exits 2), and an unknown source or a bad tune budget failed as "Error occurred while
+    executing op" with the reason buried in a wrapped cause."""
+    from orchestration.runs import Runner
+
+    dep = LocalDeployment(tmp_path)
+    dep.cli("sync")
+    runner = Runner(load_config(dep.config_path))
+
+    def failure(job: str, op: str, config: dict[str, Any]) -> str:
+        res = runner.defs.resolve_job_def(job).execute_in_process(
+            instance=runner.instance, run_config={"ops": {op: {"config": config}}}, raise_on_error=False)
+        assert not res.success
+        event = next(e for e in res.all_events if e.event_type_value == "STEP_FAILURE")
+        user = event.step_failure_data.user_failure_data
+        assert user is not None and user.description is not None and "\n" not in user.description
+        return user.description
+
+    assert "a reindex rebuilds every source" in failure("plan", "plan_next_run", {"kind": "reindex", "sources": ["docs"]})
+    assert "unknown source 'nope'" in failure("plan", "plan_next_run", {"sources": ["nope"]})
+    assert "'abc'" in failure("tune", "tune_settings", {"budget": "abc"})
+    assert "no candidate" in failure("tune", "tune_settings", {"generation": "candidate"})
+
+
 def test_a_first_plan_never_imports_dagster(tmp_path: Path) -> None:
     """A plan before the first sync has no history to read: it must not pay Dagster's import and
     instance start (seconds, most of a small plan's time; issue 11 wants a plan under 5 % of the
