@@ -381,7 +381,8 @@ def test_the_plan_and_tune_jobs_refuse_what_the_cli_refuses_in_one_line(tmp_path
         assert user is not None and user.description is not None and "\n" not in user.description
         return user.description
 
-    assert "a reindex rebuilds every source" in failure("plan", "plan_next_run", {"kind": "reindex", "sources": ["docs"]})
+    reindex_of_one = {"kind": "reindex", "sources": ["docs"]}
+    assert "a reindex rebuilds every source" in failure("plan", "plan_next_run", reindex_of_one)
     assert "unknown source 'nope'" in failure("plan", "plan_next_run", {"sources": ["nope"]})
     assert "'abc'" in failure("tune", "tune_settings", {"budget": "abc"})
     assert "no candidate" in failure("tune", "tune_settings", {"generation": "candidate"})
