@@ -91,7 +91,7 @@ def _clear_stale_dead_letters(rt: Runtime, source: str, entries: list[SourceEntr
 
 
 PROBLEM_REASONS = ("bad-name", "external-symlink", "broken-symlink", "symlink-loop", "unreadable-folder",
-                   "excluded-target", "link-fanout")
+                   "excluded-target", "link-fanout", "not-a-file")
 
 
 def unlisted_folders(problems: list[tuple[SourceEntry, tuple[str, str]]]) -> tuple[str, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -135,6 +136,48 @@ def test_symlinks_followed_folder_loops_skipped_broken_links_listed_as_problems(
     assert ids["sub/b.md"].problem is None
     with pytest.raises(SourceError, match="outside the source root"):
         src(tree).read(ids["link.txt"])
+
+
+def test_fifos_and_devices_are_listed_as_not_a_file_and_never_opened(tree: Path) -> None:
+    """A named pipe, or a link to /dev/zero, was left out without a word: no dead letter said
+    why a file the user sees in the folder was never indexed. Each is now a problem item: a
+    link out of the root is `external-symlink` as any other, and what is neither a file nor a
+    folder (a FIFO, a device, a link to one) is `not-a-file`, never opened (a FIFO blocks its
+    reader until a writer comes; /dev/zero never ends)."""
+    os.mkfifo(tree / "pipe.txt")
+    (tree / "zero.txt").symlink_to("/dev/zero")  # out of the root, to a device
+    (tree / "sub/to-pipe.txt").symlink_to(tree / "pipe.txt")  # inside the root, to a FIFO
+    os.mkfifo(tree / "sub/deeper/pipe.tmp")
+    ids = listing(src(tree, exclude=["**/*.tmp"]))
+    assert ids["pipe.txt"].problem == ("not-a-file", "pipe.txt is a named pipe (FIFO), not a regular file; "
+                                       "skipped (only regular files are read)")
+    assert ids["sub/to-pipe.txt"].problem == ("not-a-file", "sub/to-pipe.txt is a symlink to a named pipe (FIFO), "
+                                              "not a regular file; skipped (only regular files are read)")
+    assert ids["zero.txt"].problem is not None and ids["zero.txt"].problem[0] == "external-symlink"
+    assert "sub/deeper/pipe.tmp" not in ids  # excluded: not listed at all, as a file would not be
+    assert ids["a.txt"].problem is None and ids["sub/b.md"].problem is None  # the rest lists as before
+    followed = listing(src(tree, follow_external_symlinks=True))
+    assert followed["zero.txt"].problem == ("not-a-file", "zero.txt is a symlink to a character device, "
+                                            "not a regular file; skipped (only regular files are read)")
+
+
+@pytest.mark.timeout(20)
+def test_a_file_swapped_for_a_fifo_after_the_listing_is_refused_not_waited_on(tree: Path) -> None:
+    """`read` refuses anything but a regular file, and opens without blocking: a FIFO that
+    replaces a listed file must not hang the run (a plain open() waits for a writer forever)."""
+    s = src(tree)
+    entry = listing(s)["a.txt"]
+    (tree / "a.txt").unlink()
+    os.mkfifo(tree / "a.txt")
+    with pytest.raises(SourceError, match=r"a\.txt is a named pipe \(FIFO\), not a regular file"):
+        s.read(entry)
+    fresh = dataclasses.replace(entry, identity=None)  # no identity to compare: still refused
+    with pytest.raises(SourceError, match="not a regular file"):
+        s.read(fresh)
+    zero = tree / "zero.txt"
+    zero.symlink_to("/dev/zero")
+    with pytest.raises(SourceError, match="character device, not a regular file"):
+        src(tree, follow_external_symlinks=True).read(dataclasses.replace(fresh, external_id="zero.txt"))
 
 
 # -- ACL -------------------------------------------------------------------------------------

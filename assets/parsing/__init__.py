@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 
 from assets.parsing.compressed import decompress
+from assets.parsing.package import check_package
 from assets.parsing.sniff import as_utf8, decode_text, detect_format
 from connectors.config import ParseConfig
 from connectors.documents import Block, ParseResult
@@ -147,25 +148,28 @@ def _rtf(data: bytes, config: ParseConfig, name: str) -> ParseResult:
     return parse_rtf(data)
 
 
-def _attachment_parser(config: ParseConfig, depth: int) -> Callable[[bytes, str], ParseResult]:
+def _attachment_parser(config: ParseConfig, depth: int, max_bytes: int | None,
+                       ) -> Callable[[bytes, str], ParseResult]:
     def parse(data: bytes, filename: str) -> ParseResult:
         if depth >= 3:
             raise UnsupportedFormat(f"{filename}: attachments nested more than 3 levels deep")
-        return _parse(data, filename, config, depth + 1)
+        return _parse(data, filename, config, depth + 1, max_bytes)
 
     return parse
 
 
-def _email(data: bytes, config: ParseConfig, name: str, depth: int = 0) -> ParseResult:
+def _email(data: bytes, config: ParseConfig, name: str, depth: int = 0, max_bytes: int | None = None,
+           ) -> ParseResult:
     from assets.parsing.email import parse_email
 
-    return parse_email(data, _attachment_parser(config, depth))
+    return parse_email(data, _attachment_parser(config, depth, max_bytes))
 
 
-def _mbox(data: bytes, config: ParseConfig, name: str, depth: int = 0) -> ParseResult:
+def _mbox(data: bytes, config: ParseConfig, name: str, depth: int = 0, max_bytes: int | None = None,
+          ) -> ParseResult:
     from assets.parsing.email import parse_mbox
 
-    return parse_mbox(data, _attachment_parser(config, depth))
+    return parse_mbox(data, _attachment_parser(config, depth, max_bytes))
 
 
 _PARSERS: dict[str, _Parser] = {
@@ -192,13 +196,20 @@ _PARSERS: dict[str, _Parser] = {
 }
 
 
-def _parse(data: bytes, filename: str, config: ParseConfig, depth: int) -> ParseResult:
+# ZIP packages: one part, unpacked, may hold no more than the source's max_file_mb (package.py)
+_PACKAGES = frozenset({"docx", "pptx", "xlsx", "odt", "ods", "odp", "epub"})
+
+
+def _parse(data: bytes, filename: str, config: ParseConfig, depth: int, max_bytes: int | None = None,
+           ) -> ParseResult:
     name = PurePosixPath(filename).name or filename
     detected = detect_format(data, filename)
+    if max_bytes is not None and detected.format in _PACKAGES:
+        check_package(data, detected.format, max_bytes)
     try:
         if detected.format in ("email", "mbox"):
             parser = _email if detected.format == "email" else _mbox
-            result = parser(as_utf8(data), config, name, depth)
+            result = parser(as_utf8(data), config, name, depth, max_bytes)
         elif detected.format == "fallback":
             from assets.parsing.fallback import parse_fallback
 
@@ -246,10 +257,10 @@ def parse_document(
         )
     unpacked = decompress(data, filename, max_bytes)
     if unpacked is None:
-        return _parse(data, filename, config, depth=0)
+        return _parse(data, filename, config, 0, max_bytes)
     inner, inner_name, packing = unpacked
     try:
-        result = _parse(inner, inner_name, config, depth=0)
+        result = _parse(inner, inner_name, config, 0, max_bytes)
     except ParseError as e:  # name the file the user has, not the one inside it
         outer = PurePosixPath(filename).name or filename
         raise type(e)(f"{outer}: inside the {packing} file, {e}") from e

@@ -16,7 +16,7 @@ XML has no fixed vocabulary, so the walk reads the shape of the tree:
   the parser never loads external entities or DTDs (no XXE, no network).
 
 Malformed XML is recovered as far as lxml can (with a warning); nothing recoverable is
-CorruptDocument.
+CorruptDocument, and so is XML nested past libxml2's 2,048 levels (the rest would be lost).
 """
 
 from __future__ import annotations
@@ -225,6 +225,15 @@ class _Walker:
         return True
 
 
+def _too_deep(parser: etree.XMLParser) -> None:
+    """CorruptDocument when libxml2 stopped at its depth limit: it builds no tree past 2,048
+    levels even with huge_tree, and recovery keeps only what came before, so everything after
+    the deep part (the closing paragraphs too) would be lost without a word."""
+    if any("Excessive depth" in e.message for e in parser.error_log):
+        raise CorruptDocument("XML nests elements more than 2,048 levels deep: what lies deeper and after "
+                              "cannot be read, so the document is not indexed in part")
+
+
 def parse_xml(data: bytes) -> ParseResult:
     """Parse an XML document into headings, paragraphs, records, lists, code and tables."""
     warnings: list[str] = []
@@ -232,6 +241,7 @@ def parse_xml(data: bytes) -> ParseResult:
     try:
         root = etree.fromstring(data, parser=parser)
     except etree.XMLSyntaxError as e:
+        _too_deep(parser)
         recovering = etree.XMLParser(
             resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True, recover=True
         )
@@ -239,6 +249,7 @@ def parse_xml(data: bytes) -> ParseResult:
             root = etree.fromstring(data, parser=recovering)
         except etree.XMLSyntaxError:
             root = None
+        _too_deep(recovering)  # malformed before it nests too deep
         if root is None:
             raise CorruptDocument(f"XML is not well-formed and cannot be recovered: {e}") from None
         warnings.append(f"XML is not well-formed ({e}); parsed what could be recovered")

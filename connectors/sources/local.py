@@ -29,7 +29,9 @@ they govern and their origins: the listing withholds those documents, links to t
 from everyone until they read again).
 Items that vanish mid-walk (deleted concurrently) are left out, as they no longer exist; a
 symlink that is dangling or loops is listed with a `problem` (dead-lettered with the reason, and
-its document, if it had one, removed like a deleted file's).
+its document, if it had one, removed like a deleted file's), and so is a named pipe, socket or
+device (`not-a-file`, itself or a symlink's target): it is never opened (a FIFO would block the
+read, /dev/zero never ends), and `read` refuses anything but a regular file, opened non-blocking.
 """
 
 from __future__ import annotations
@@ -263,7 +265,7 @@ class LocalFolderSource:
                     yield item
                 continue
             if de.is_symlink() and not self.follow_external and not self._inside(de.path):
-                if stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and self._filter(rel)):
+                if stat.S_ISDIR(st.st_mode) or self._filter(rel):  # a file, or a device, FIFO or socket
                     yield _Item(rel, de.path, st, acl, ("external-symlink", (
                         f"{rel} is a symlink to {os.path.realpath(de.path)}, outside the source root; "
                         "skipped (set follow_external_symlinks: true on the source to follow it)")))
@@ -283,6 +285,10 @@ class LocalFolderSource:
                 yield from self._walk_sub(de, rel, st, acl, entry_acl, ancestors, real, below)
             elif stat.S_ISREG(st.st_mode) and self._filter(rel):
                 yield _Item(rel, de.path, st, entry_acl)
+            elif self._filter(rel):  # never opened: a FIFO blocks the reader, /dev/zero never ends
+                yield _Item(rel, de.path, st, acl, ("not-a-file", (
+                    f"{rel} is {'a symlink to ' if de.is_symlink() else ''}{_kind(st)}, not a regular file; "
+                    "skipped (only regular files are read)")))
 
     def _folder_acl(self, entries: list[os.DirEntry[str]], rel_dir: str, inherited: Acl) -> Acl:
         """The ACL of a folder's files: its own sidecar's, else the one it inherits."""
@@ -411,12 +417,15 @@ class LocalFolderSource:
         """The file's current bytes. SourceError if unreadable; TooLarge over `max_file_mb`."""
         path = self.path_of(entry)
         try:
-            with open(path, "rb") as f:
+            self._regular(entry, os.stat(path))  # before opening: opening a device can act on it
+            # non-blocking: a FIFO swapped in after that check must not hang the read
+            with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
                 st = os.fstat(f.fileno())
                 if entry.identity is not None and (st.st_dev, st.st_ino) != entry.identity:
                     raise SourceError(
                         f"source {self.name!r}: {entry.external_id} is another file than the one listed "
                         "(replaced or relinked between the listing and the read); the next sync reads it again")
+                self._regular(entry, st)
                 size = st.st_size
                 if size > self.max_bytes:
                     raise TooLarge(
@@ -426,6 +435,11 @@ class LocalFolderSource:
                 return f.read()
         except OSError as e:
             raise self._fail("read", path, e) from e
+
+    def _regular(self, entry: SourceEntry, st: os.stat_result) -> None:
+        """SourceError unless `st` is a regular file (a FIFO blocks a reader, /dev/zero never ends)."""
+        if not stat.S_ISREG(st.st_mode):
+            raise SourceError(f"source {self.name!r}: {entry.external_id} is {_kind(st)}, not a regular file")
 
     # -- sensors -------------------------------------------------------------------------
 
@@ -452,6 +466,13 @@ def local_guards(cfg: SourceConfig, sources: Sequence[SourceConfig]) -> tuple[tu
         return ()
     return tuple((os.path.realpath(o.root), acls.source_default(o)) for o in sources
                  if o.kind == "local" and o.root and o.name != cfg.name and o.acl is not None)
+
+
+def _kind(st: os.stat_result) -> str:
+    """What a listed entry that is neither a file nor a folder is, in words."""
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((what for test, what in kinds if test(st.st_mode)), "a special file")
 
 
 def _dir_key(st: os.stat_result) -> tuple[int, int]:
