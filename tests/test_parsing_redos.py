@@ -10,31 +10,16 @@ from __future__ import annotations
 
 import random
 import re
-import signal
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 
 import pymupdf
 import pytest
 
 from assets.parsing import parse_document
 from connectors.config import ParseConfig
+from tests.timeouts import alarm
 
 LIMIT_S = 8  # each case parses in well under a second now; before, 16-45 s
-
-
-@contextmanager
-def alarm(seconds: int) -> Iterator[None]:
-    def hung(*_: object) -> None:
-        raise TimeoutError("still super-linear: parsing did not finish")
-
-    prior = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, prior)
 
 
 def _pdf_with_a_dotted_heading(dots: int) -> bytes:

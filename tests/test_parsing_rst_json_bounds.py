@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import random
 import re
-import signal
 import tracemalloc
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
@@ -23,22 +20,9 @@ from assets.parsing.jsondoc import MAX_PATH_CHARS
 from assets.parsing.rst import MAX_NESTING, parse_rst
 from connectors.config import ParseConfig
 from connectors.errors import TooLarge
+from tests.timeouts import alarm
 
 CFG = ParseConfig()
-
-
-@contextmanager
-def alarm(seconds: int) -> Iterator[None]:
-    def hung(*_: object) -> None:
-        raise TimeoutError("still super-linear: parsing did not finish")
-
-    prior = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, prior)
 
 
 # ---------------------------------------------------------------- rst emphasis
