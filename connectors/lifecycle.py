@@ -363,11 +363,20 @@ class Lifecycle:
         if forced:
             self.store.add_event("forced-promotion", f"{who} forced promotion of {cand.name}: {reason}",
                                  details={"report": verdict})
+        warnings = self._left_out(cand) if cand.status == "previous" else []  # a rollback by another door
         flip = bind_live(self.cfg, self.store, cand, by=who, forced=forced)
         binding = flip.binding
         self.store.add_event("promoted", f"{cand.name} is live (previous: {binding.previous_generation_id})")
         return {"promoted": True, "live": binding.generation_id, "previous": binding.previous_generation_id,
-                "forced": bool(forced), "report": verdict, **flip.alias_keys()}
+                "forced": bool(forced), "report": verdict, "warnings": warnings, **flip.alias_keys()}
+
+    def _left_out(self, gen: GenerationRecord) -> list[str]:
+        """What a flip back to an older generation takes out of search: the sources the live
+        generation serves that `gen` holds nothing of (added since it was built). The next sync
+        writes them into it; a UI pass found the flip silent about it."""
+        missing = self.unbuilt_sources(gen)
+        return [f"generation {gen.id} holds nothing of {', '.join(map(repr, missing))}: their documents are out of "
+                "search until the next `bindery sync` writes them into it"] if missing else []
 
     # -- rollback ---------------------------------------------------------------------------
 
@@ -380,6 +389,7 @@ class Lifecycle:
         if prev is None or prev.status == "dropped":
             raise BindingError(f"previous generation {b.previous_generation_id} no longer exists")
         who = operator_name(by)
+        warnings = self._left_out(prev)
         flip = bind_live(self.cfg, self.store, prev, by=who, previous_id=b.generation_id)
         binding = flip.binding
         self.store.add_event("rollback", f"{who} rolled back from generation {b.generation_id} to {prev.id}")
@@ -389,7 +399,7 @@ class Lifecycle:
         return {"promoted": True, "live": binding.generation_id, "previous": binding.previous_generation_id,
                 "candidate": None, "forced": False,
                 "report": {"rollback": True, "from": b.generation_id, "to": prev.id, "by": who, "reasons": [why]},
-                **flip.alias_keys()}
+                "warnings": warnings, **flip.alias_keys()}
 
     # -- gc ---------------------------------------------------------------------------------
 

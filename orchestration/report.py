@@ -404,12 +404,13 @@ def _human_promote(r: dict[str, Any]) -> str:
                      "(`bindery rollback` to go back)")
     else:
         lines.append(f"not promoted: generation {r.get('live')} stays live")
-    return "\n".join(lines)
+    return "\n".join(lines + [f"warning: {w}" for w in r.get("warnings") or []])
 
 
 def _human_rollback(r: dict[str, Any]) -> str:
-    return (f"rolled back: generation {r.get('live')} is live again; generation {r.get('previous')} is kept "
-            "as previous (`bindery rollback` again returns to it)")
+    return "\n".join([f"rolled back: generation {r.get('live')} is live again; generation {r.get('previous')} is kept "
+                      "as previous (`bindery rollback` again returns to it)",
+                      *(f"warning: {w}" for w in r.get("warnings") or [])])
 
 
 def _human_eval(r: dict[str, Any]) -> str:

@@ -113,6 +113,23 @@ def test_human_status_is_a_table_not_raw_dicts(dep: Deployment, capsys: pytest.C
     assert any(line.strip().startswith("docs") and "local" in line for line in lines)
 
 
+def test_a_flip_back_to_a_generation_without_a_source_says_it_leaves_search(
+        dep: Deployment, capsys: pytest.CaptureFixture[str]) -> None:
+    """A UI pass: promoting the previous generation, built before a source was added, took that
+    source's documents out of search with no word (as `bindery rollback` would). Both say so now."""
+    g1, g2 = add_generation(dep, 1), add_generation(dep, 2)
+    flip(dep, g1)
+    flip(dep, g2)
+    store = DocumentStore(load_config(dep.config_path).database_url)
+    store.set_index_state([{"generation_id": g2, "doc_id": "d1", "source": "docs", "digest": "x", "chunks": 1,
+                            "indexed_at": time.time(), "acl_hash": ""}])  # only the live one holds 'docs'
+    store.dispose()
+    code, out, _ = run(capsys, "--config", str(dep.config_path), "rollback")
+    assert code == 0 and f"warning: generation {g1} holds nothing of 'docs'" in out
+    code, out, _ = run(capsys, "--config", str(dep.config_path), "--json", "rollback")  # back: g2 holds it
+    assert code == 0 and json.loads(out)["warnings"] == []
+
+
 def test_rollback_says_rolled_back_not_promoted(dep: Deployment, capsys: pytest.CaptureFixture[str]) -> None:
     g1, g2 = add_generation(dep, 1), add_generation(dep, 2)
     flip(dep, g1)
