@@ -122,7 +122,14 @@ def test_an_input_the_rust_parser_panics_on_parses_through_markdown_it_py() -> N
                                   # inline markup: 50,000 nested images or emphases crashed the Rust
                                   # parser too (SIGSEGV, an attacker pass), and emphasis took it quadratic time
                                   "![" * 50_000 + "a" + "](x)" * 50_000 + " imaged",
-                                  "*a " * 50_000 + "b" + " a*" * 50_000 + " emphasised"])
+                                  "*a " * 50_000 + "b" + " a*" * 50_000 + " emphasised",
+                                  # a re-test slipped past the first scanner: a line it took for a code
+                                  # fence (the parser did not), emphasis opened after punctuation, and
+                                  # a thousand paragraphs each just under the limit (2.4 GB)
+                                  "intro\n```x`\n" + "![" * 50_000 + "a" + "](x)" * 50_000 + " fenced",
+                                  "<div>\n```\n\n" + "![" * 50_000 + "a" + "](x)" * 50_000 + " in html",
+                                  "-*a " * 40_000 + "b" + " a*" * 40_000 + " punctuated",
+                                  "\n\n".join(["*a " * 999 + "b" + " a*" * 999] * 100) + " many"])
 def test_nesting_past_the_limit_is_read_as_plain_text(line: str) -> None:
     """One line of 50,000 `>` crashed the Rust parser (SIGSEGV): every sync and plan of its
     source died with no dead letter. Past MAX_NESTING the document is plain text, all of it."""
@@ -136,7 +143,8 @@ def test_nesting_past_the_limit_is_read_as_plain_text(line: str) -> None:
 
 @pytest.mark.parametrize("body", [
     " ".join(f"*em{i}* and **bold** [a link](u) _x_ snake_case_name" for i in range(3000)),  # balanced
-    "```python\n" + "\n".join(f"_x{i} = [1, [2, *args" for i in range(3000)) + "\n```",  # code is not markup
+    "```python\n" + "\n".join(f"    self._x{i} = f(*args, **kw)[0]" + ("\n" if i % 50 == 0 else "")
+                               for i in range(3000)) + "\n```",  # code: its blank lines end the count
     "[" * markdown.MAX_INLINE_NESTING + "a" + "]" * markdown.MAX_INLINE_NESTING])
 def test_inline_markup_within_the_limit_stays_markdown(body: str) -> None:
     result = parse_markdown(f"# Notes\n\n{body}\n\nthe last words\n")

@@ -125,12 +125,27 @@ def test_an_ordinary_key_path_stays_whole() -> None:
 
 def test_json_text_far_larger_than_its_file_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """The backstop for any structure that still multiplies: a clear `too-large` dead letter."""
-    import assets.parsing.jsondoc as jsondoc
+    import assets.parsing as parsing
 
-    monkeypatch.setattr(jsondoc, "MAX_TEXT_RATIO", 2)
-    monkeypatch.setattr(jsondoc, "TEXT_SLACK_CHARS", 0)
+    monkeypatch.setattr(parsing, "MAX_TEXT_RATIO", 2)
+    monkeypatch.setattr(parsing, "TEXT_SLACK_CHARS", 0)
     data = _deep_json(3, 200, key_chars=60)
     with pytest.raises(TooLarge, match="times the file") as caught:
         parse_document(data, "wide.json", CFG)
     assert caught.value.reason == "too-large"
     parse_document(b'{"a": {"b": 1}}', "fine.json", CFG)
+
+
+@pytest.mark.parametrize(("name", "data"), [("notes.md", b"# Notes\n\nSome words of text.\n"),
+                                            ("t.xml", b"<doc><p>Some words of text.</p></doc>")])
+def test_every_format_refuses_text_far_larger_than_its_file(monkeypatch: pytest.MonkeyPatch,
+                                                            name: str, data: bytes) -> None:
+    """A re-test found the same multiplication in RST table borders, ODF repeated rows x columns,
+    XLSX shared strings and nested XML tables (300-900 M characters from a few KB): the cap is
+    applied to every format's result, not JSON's alone."""
+    import assets.parsing as parsing
+
+    monkeypatch.setattr(parsing, "MAX_TEXT_RATIO", 0)
+    monkeypatch.setattr(parsing, "TEXT_SLACK_CHARS", 5)
+    with pytest.raises(TooLarge, match=r"characters of text from \d+ bytes"):
+        parse_document(data, name, CFG)

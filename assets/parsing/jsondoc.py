@@ -26,7 +26,6 @@ from typing import Any
 from assets.parsing.sniff import decode_text
 from assets.parsing.textutil import clean_inline, cut_label, table_row_groups
 from connectors.documents import Block, ParseResult
-from connectors.errors import TooLarge
 
 __all__ = ["parse_json", "parse_jsonl"]
 
@@ -37,10 +36,7 @@ MAX_KEY_CHARS = 200  # a key is repeated in the dotted path of every value under
 # ... and so is the whole path: past this many characters only its last keys are kept, after
 # "…" (900 nested keys of 190 characters put 171,000 characters before each of 1,000 values:
 # 175 million characters of text from a 225 KB file)
-MAX_PATH_CHARS = 400
-# text over this multiple of the input (plus the slack) is refused as too large: a backstop
-MAX_TEXT_RATIO = 50
-TEXT_SLACK_CHARS = 1_000_000
+MAX_PATH_CHARS = 400  # (text far larger than its file is refused for every format: `assets.parsing`)
 _TITLE_KEYS = ("title", "name", "subject", "headline")
 
 
@@ -158,15 +154,6 @@ def _bounded(path: str) -> str:
     return "…" + (tail[dot:] if 0 <= dot < len(tail) - 1 else tail)
 
 
-def _check_size(blocks: list[Block], data: bytes) -> None:
-    """Refuse text far larger than its file: a backstop for structures that still multiply."""
-    budget = MAX_TEXT_RATIO * len(data) + TEXT_SLACK_CHARS
-    chars = sum(len(b.text) for b in blocks)
-    if chars > budget:
-        raise TooLarge(f"its values would make {chars:,} characters of text from {len(data):,} bytes "
-                       f"(over {MAX_TEXT_RATIO} times the file)")
-
-
 def _title(value: Any) -> str | None:
     if isinstance(value, dict):
         for k in _TITLE_KEYS:
@@ -194,7 +181,6 @@ def parse_json(data: bytes) -> ParseResult:
     w = _Writer()
     w.value("", value, 0)
     w.flush()
-    _check_size(w.blocks, data)
     return ParseResult(blocks=w.blocks, title=_title(value), format="json", metadata={"encoding": encoding})
 
 
@@ -227,7 +213,6 @@ def parse_jsonl(data: bytes) -> ParseResult:
             for b in w.blocks:
                 b.meta["record"] = n
             blocks.extend(w.blocks)
-    _check_size(blocks, data)
     return ParseResult(
         blocks=blocks,
         title=None,

@@ -97,40 +97,44 @@ _OPENER = re.compile(r">|[-+*]|\d{1,9}[.)]")
 # delimiters opened and not yet closed) is read as plain text too: markdown-it-pyrs crashed the
 # process on 50,000 nested images (a 300 KB file killed every sync and plan of its source, with no
 # dead letter) and takes quadratic time on nested emphasis (14 s for one 240 KB paragraph 40,000
-# levels deep). Well above MAX_NESTING: a paragraph of code may open many `_names` it never closes.
+# levels deep). The deepest of 642 real Markdown files on this machine nests 5.
 MAX_INLINE_NESTING = 1000
-# a code fence (its lines are not markup), a paragraph break, a bracket, an emphasis run that can
-# open (after a space or an opening bracket, before a word) or close (after a word, before a
-# space or punctuation); a run inside a word (snake_case) is neither
-_INLINE_MARKS = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})|\n[ \t]*\n|[\[\]]|(?<![^\s(\[])[*_]+(?=[^\s*_])"
-                           r"|(?<=[^\s*_])[*_]+(?![^\s)\].,;:!?])", re.M)
+# ... and so is a document whose paragraphs together nest too much: each level costs the parser
+# about 2.4 KB, so 1,000 paragraphs 999 deep took 2.4 GB. Counted past 8 levels per paragraph.
+MAX_INLINE_EXCESS = 50_000
+_USUAL_DEPTH = 8
+# A paragraph break, a bracket, an emphasis run that can open (not after a letter or digit,
+# before something other than a space) or close (the other way round; a run between two letters,
+# as in snake_case, is neither). No code is skipped, fenced or not: what a fence is depends on
+# the blocks around it (an HTML block, a list), and a scanner that skipped a "fence" the parser
+# read as text let a crashing paragraph through. Code that opens many `_names` may then read as
+# plain text: a warning, never a crash.
+_INLINE_MARKS = re.compile(r"(?P<brk>\n[ \t]*\n)|(?P<bra>[\[\]])|(?P<open>(?<!\w)[*_]+(?=[^\s*_]))"
+                           r"|(?P<close>(?<=[^\s*_])[*_]+(?!\w))")
 
 
-def inline_nesting(body: str) -> int:
-    """The deepest nesting of inline markup within one paragraph, where it could exceed
-    `MAX_INLINE_NESTING` (0 otherwise: the scan runs only when there are enough marks)."""
+def inline_nesting(body: str) -> tuple[int, int]:
+    """(the deepest nesting of inline markup within one paragraph, the levels past
+    `_USUAL_DEPTH` summed over paragraphs), where either could pass its limit; (0, 0) when
+    there are too few marks for that (the scan runs only then)."""
     if body.count("[") <= MAX_INLINE_NESTING and body.count("*") + body.count("_") <= MAX_INLINE_NESTING:
-        return 0
-    deepest = brackets = emphasis = 0
-    fenced = False
+        return 0, 0
+    deepest = excess = brackets = emphasis = paragraph = 0
     for m in _INLINE_MARKS.finditer(body):
-        mark = m.group().lstrip(" \t")
-        if mark[:1] in ("`", "~"):
-            fenced, brackets, emphasis = not fenced, 0, 0
-        elif fenced:
+        kind = m.lastgroup
+        if kind == "brk":
+            excess += max(0, paragraph - _USUAL_DEPTH)
+            paragraph = brackets = emphasis = 0
             continue
-        elif not mark or mark[0] == "\n":
-            brackets = emphasis = 0
-        elif mark == "[":
-            brackets += 1
-        elif mark == "]":
-            brackets = max(0, brackets - 1)
-        elif m.start() == 0 or body[m.start() - 1] in " \t\n([":
+        if kind == "bra":
+            brackets = brackets + 1 if m.group() == "[" else max(0, brackets - 1)
+        elif kind == "open":
             emphasis += 1
         else:
             emphasis = max(0, emphasis - 1)
-        deepest = max(deepest, brackets + emphasis)
-    return deepest
+        paragraph = max(paragraph, brackets + emphasis)
+        deepest = max(deepest, paragraph)
+    return deepest, excess + max(0, paragraph - _USUAL_DEPTH)
 
 
 def nesting(body: str) -> int:
@@ -233,9 +237,13 @@ def parse_markdown(text: str) -> ParseResult:
     front, body, warning = split_front_matter(text)
     if (depth := nesting(body)) > MAX_NESTING:
         return _as_plain_text(body, f"block quotes or lists nested {depth:,} levels deep (more than {MAX_NESTING})")
-    if (depth := inline_nesting(body)) > MAX_INLINE_NESTING:
+    depth, excess = inline_nesting(body)
+    if depth > MAX_INLINE_NESTING:
         return _as_plain_text(body, f"links, images or emphasis nested {depth:,} levels deep in one paragraph "
                                     f"(more than {MAX_INLINE_NESTING})")
+    if excess > MAX_INLINE_EXCESS:
+        return _as_plain_text(body, f"links, images or emphasis nested {excess:,} levels past {_USUAL_DEPTH} "
+                                    f"over its paragraphs (more than {MAX_INLINE_EXCESS:,})")
     try:
         blocks = _blocks(_tokens(body))
     except _TooDeep:
