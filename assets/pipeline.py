@@ -83,8 +83,7 @@ def _failures_recorded(rt: Runtime, source: str, stage: str) -> Iterator[None]:
         raise  # a refusal on purpose (an idle reindex), not the source's failure
     except BinderyError as e:
         rt.store.set_source_error(source, f"{stage}: {type(e).__name__}: {e}"[:2000])
-        raise dg.Failure(description=str(e) or type(e).__name__,
-                         metadata={"stage": stage, "error": type(e).__name__}) from e
+        raise _one_line(e, stage=stage) from e
     except Exception as e:
         rt.store.set_source_error(source, f"{stage}: {type(e).__name__}: {e}"[:2000])
         raise
@@ -100,7 +99,12 @@ def one_line_failures() -> Iterator[None]:
     try:
         yield
     except BinderyError as e:
-        raise dg.Failure(description=str(e) or type(e).__name__, metadata={"error": type(e).__name__}) from e
+        raise _one_line(e) from e
+
+
+def _one_line(e: BinderyError, **metadata: str) -> dg.Failure:
+    """The step failure for one of Bindery's own errors: its one-line reason as the description."""
+    return dg.Failure(description=str(e) or type(e).__name__, metadata={**metadata, "error": type(e).__name__})
 
 
 def _scoped(context: dg.AssetExecutionContext, rt: Runtime) -> tuple[Runtime, str]:
@@ -372,15 +376,16 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, s
     live = rt.lifecycle.live()
     _record_generations(context, stats, gens, maintain, live, bound)
     nothing = unindexed_reason(rt.store, src, live.id if live else None)
-    if nothing and (live is None or live.name in {g.name for g in gens}):
+    wrote_live = live is not None and live.name in {g.name for g in gens}
+    if nothing and (live is None or wrote_live):
         # the CLI's summary says so too; a run from the UI, a schedule or a sensor says it here
         rt.store.set_source_error(src, nothing)
         context.log.warning(f"{context.partition_key}: {nothing}")
-    elif live is not None and live.name in {g.name for g in gens} and not stats.incomplete_docs:
+    elif wrote_live and not stats.incomplete_docs:
         # the live index holds every document of the source: an earlier run's error no longer
         # holds (only a listing cleared it, so a run re-executed from its failed step kept it shown)
         rt.store.set_source_error(src, None)
-    if live is None or live.name not in {g.name for g in gens}:
+    if live is None or not wrote_live:
         context.log.info(f"{context.partition_key}: the live index was not written (this run wrote "
                          f"{', '.join(g.name for g in gens)}): vector_index and keyword_index are not materialised")
         return
