@@ -89,3 +89,66 @@ def test_a_huge_page_is_rendered_for_ocr_below_a_pixel_bound() -> None:
     dpi = ocr_dpi(4200, 4200, 300)  # declared by a 4 KB file: 300 million pixels at 300 dpi
     assert dpi < 300 and (4200 / 72 * dpi) ** 2 <= MAX_OCR_PIXELS
     assert ocr_dpi(10**7, 10**7, 300) == 1
+
+
+def _ods(rows_xml: str) -> bytes:
+    from tests.fixtures.docgen import _ODF_NS, _zip
+
+    content = (f'<?xml version="1.0"?><office:document-content {_ODF_NS}><office:body><office:spreadsheet>'
+               f'<table:table table:name="T">{rows_xml}</table:table></office:spreadsheet></office:body>'
+               "</office:document-content>")
+    return _zip([("mimetype", b"application/vnd.oasis.opendocument.spreadsheet"), ("content.xml", content.encode())])
+
+
+def _ods_row(cells: str, repeat: int = 1) -> str:
+    return f'<table:table-row table:number-rows-repeated="{repeat}">{cells}</table:table-row>'
+
+
+def _ods_cell(text: str = "", repeat: int = 1) -> str:
+    return (f'<table:table-cell table:number-columns-repeated="{repeat}">'
+            + (f"<text:p>{text}</text:p>" if text else "") + "</table:table-cell>")
+
+
+def _no_sheet_layout(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
+    """Fail if a sheet's expanded cells reach the layout: the refusal must come while they expand."""
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("the sheet was expanded in full before its size was checked")
+
+    monkeypatch.setattr(f"assets.parsing.{module}.sheet_blocks", refuse)
+
+
+def test_ods_repeated_rows_times_repeated_cells_are_refused_while_they_expand(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three rows repeated 1,000 times of a cell repeated 1,000 times made 90 M characters from
+    758 bytes (with more rows, 51 s and 4.4 GB) before the finished text was refused."""
+    data = _ods(_ods_row(_ods_cell("xxxxxxxxxx", 1000), 1000) * 3)
+    _no_sheet_layout(monkeypatch, "odf")
+    with pytest.raises(TooLarge, match=r"its ods would make at least [\d,]+ characters of text from \d+ bytes"):
+        parse_document(data, "bomb.ods", ParseConfig())
+
+
+def test_ods_with_a_spreadsheet_programs_empty_tail_is_read_whole() -> None:
+    """LibreOffice pads a sheet with a million repeated empty rows and a thousand repeated empty
+    cells: they make no text and cost nothing."""
+    rows = (_ods_row(_ods_cell("City") + _ods_cell("Cap") + _ods_cell("", 1022))
+            + _ods_row(_ods_cell("Paris") + _ods_cell("180") + _ods_cell("", 1022), 1000)
+            + _ods_row(_ods_cell("", 1024), 1048000))
+    result = parse_document(_ods(rows), "tail.ods", ParseConfig())
+    assert result.blocks[0].text == "Sheet: T" and result.blocks[1].text.count("| Paris | 180 |") == 50
+
+
+def test_xlsx_one_shared_string_in_every_cell_is_refused_while_it_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One 100 KB shared string in 9,000 cells took 145 s and 12 GB from 3 KB before the finished
+    text was refused."""
+    import io
+
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    for _ in range(300):
+        wb.active.append(["word " * 10000] * 2)  # one shared string: the file stays a few KB
+    buf = io.BytesIO()
+    wb.save(buf)
+    _no_sheet_layout(monkeypatch, "xlsx")
+    with pytest.raises(TooLarge, match=r"its xlsx would make at least [\d,]+ characters of text"):
+        parse_document(buf.getvalue(), "bomb.xlsx", ParseConfig())

@@ -33,6 +33,7 @@ from pathlib import PurePosixPath
 from assets.parsing.compressed import decompress
 from assets.parsing.package import check_package
 from assets.parsing.sniff import as_utf8, decode_text, detect_format
+from assets.parsing.textutil import TextBudget
 from connectors.config import ParseConfig
 from connectors.documents import Block, ParseResult
 from connectors.errors import EmptyDocument, ParseError, TooLarge, UnsupportedFormat
@@ -200,22 +201,6 @@ _PARSERS: dict[str, _Parser] = {
 _PACKAGES = frozenset({"docx", "pptx", "xlsx", "odt", "ods", "odp", "epub"})
 
 
-# Text far larger than its file is refused (`too-large`), whatever the format: structures that
-# repeat what they hold (JSON key paths, ODF repeated rows times repeated columns, shared strings
-# in every cell, nested tables, a table border of thousands of columns) made 300 to 900 million
-# characters, and gigabytes of chunks, from files of a few KB.
-MAX_TEXT_RATIO = 50
-TEXT_SLACK_CHARS = 1_000_000
-
-
-def _check_text_size(blocks: list[Block], n_bytes: int, fmt: str) -> None:
-    budget = MAX_TEXT_RATIO * n_bytes + TEXT_SLACK_CHARS
-    chars = sum(len(b.text) for b in blocks)
-    if chars > budget:
-        raise TooLarge(f"its {fmt} would make {chars:,} characters of text from {n_bytes:,} bytes "
-                       f"(over {MAX_TEXT_RATIO} times the file, plus {TEXT_SLACK_CHARS:,})")
-
-
 def _parse(data: bytes, filename: str, config: ParseConfig, depth: int, max_bytes: int | None = None,
            ) -> ParseResult:
     name = PurePosixPath(filename).name or filename
@@ -241,7 +226,7 @@ def _parse(data: bytes, filename: str, config: ParseConfig, depth: int, max_byte
     result.format = detected.format
     result.warnings = detected.warnings + result.warnings
     result.blocks = [b for b in result.blocks if b.text.strip()]
-    _check_text_size(result.blocks, len(data), detected.format)
+    TextBudget(len(data), detected.format).spend(sum(len(b.text) for b in result.blocks))
     if not result.blocks and "redirect" not in result.metadata:  # a redirect page may say nothing
         raise EmptyDocument(f"{name}: no text could be extracted ({detected.format})")
     if not result.title:  # a heading that opens the document, else its file name as words

@@ -11,11 +11,14 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from connectors.errors import TooLarge
+
 if TYPE_CHECKING:
     from connectors.documents import Block
 
 __all__ = [
     "LIGATURES",
+    "TextBudget",
     "clean_inline",
     "fix_ligatures",
     "join_lines",
@@ -61,6 +64,34 @@ def _translated(text: str, table: dict[int, Any], anything: re.Pattern[str]) -> 
 _SPACES = re.compile(r"[ \f\v\r]+")
 _INLINE_WS = re.compile(r"\s+")
 _HYPHENS = ("-", "\u2010", "\u00ad")
+
+
+# Text far larger than its file is refused (`too-large`), whatever the format: structures that
+# repeat what they hold (JSON key paths, ODF repeated rows times repeated columns, shared strings
+# in every cell, nested tables, a table border of thousands of columns) made 300 to 900 million
+# characters, and gigabytes of chunks, from files of a few KB.
+MAX_TEXT_RATIO = 50
+TEXT_SLACK_CHARS = 1_000_000
+
+
+class TextBudget:
+    """The text one file may make: MAX_TEXT_RATIO times its bytes, plus TEXT_SLACK_CHARS.
+
+    Every parse is checked against it once done (`parsing._parse`). Parsers that expand what
+    the file holds (repeated rows and columns, one shared string in every cell) also `spend` it
+    as they expand, so a file of a few KB is refused before it builds gigabytes, not after.
+    """
+
+    def __init__(self, n_bytes: int, fmt: str) -> None:
+        self.n_bytes, self.fmt = n_bytes, fmt
+        self.limit = MAX_TEXT_RATIO * n_bytes + TEXT_SLACK_CHARS
+        self.spent = 0
+
+    def spend(self, chars: int) -> None:
+        self.spent += chars
+        if self.spent > self.limit:
+            raise TooLarge(f"its {self.fmt} would make at least {self.spent:,} characters of text from "
+                           f"{self.n_bytes:,} bytes (over {MAX_TEXT_RATIO} times the file, plus {TEXT_SLACK_CHARS:,})")
 
 
 def fix_ligatures(text: str) -> str:
