@@ -49,6 +49,34 @@ def test_emphasis_reads_as_the_pattern_it_replaced() -> None:
         "an emphasised word, two words, 2*3*4, * not *")
 
 
+def test_a_role_before_a_long_run_of_angle_brackets_parses_in_linear_time() -> None:
+    """One role followed by 100,000 `<` took 27 s: each was tried as the start of a target that
+    then ran to the line's end."""
+    with alarm(10):
+        result = parse_document((":a:`" + "<" * 100000 + "\n").encode(), "roles.rst", CFG)
+    assert result.blocks[-1].text.endswith("<" * 1000)
+
+
+def test_roles_read_as_before() -> None:
+    from assets.parsing.rst import _plain
+
+    assert _plain(":ref:`the guide <guide-label>`, :meth:`~pkg.Class.run`, :pep:`8`, "
+                  ":doc:`Install <../install>` and :rfc:`2119`") == (
+        "the guide, pkg.Class.run, PEP 8, Install and RFC 2119")
+
+
+def test_a_signature_continued_over_many_lines_parses_in_linear_time() -> None:
+    """A directive signature whose bracket never closes re-counted the whole signature per line
+    (100,000 lines of 20 characters: over a minute)."""
+    data = (".. function:: f(\n" + "   argument_name=None,\n" * 100000 + "\nText.\n").encode()
+    with alarm(10):
+        result = parse_document(data, "sig.rst", CFG)
+    assert result.blocks[0].text.startswith("f( argument_name=None, argument_name=None,")
+    assert result.blocks[-1].text == "Text."
+    ordinary = parse_document(b".. function:: f(a,\n              b)\n\n   Does f.\n", "f.rst", CFG)
+    assert [b.text for b in ordinary.blocks] == ["f(a, b)", "Does f."]
+
+
 # ---------------------------------------------------------------- rst nesting
 
 
@@ -125,10 +153,10 @@ def test_an_ordinary_key_path_stays_whole() -> None:
 
 def test_json_text_far_larger_than_its_file_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """The backstop for any structure that still multiplies: a clear `too-large` dead letter."""
-    import assets.parsing as parsing
+    import assets.parsing.textutil as textutil
 
-    monkeypatch.setattr(parsing, "MAX_TEXT_RATIO", 2)
-    monkeypatch.setattr(parsing, "TEXT_SLACK_CHARS", 0)
+    monkeypatch.setattr(textutil, "MAX_TEXT_RATIO", 2)
+    monkeypatch.setattr(textutil, "TEXT_SLACK_CHARS", 0)
     data = _deep_json(3, 200, key_chars=60)
     with pytest.raises(TooLarge, match="times the file") as caught:
         parse_document(data, "wide.json", CFG)
@@ -143,9 +171,9 @@ def test_every_format_refuses_text_far_larger_than_its_file(monkeypatch: pytest.
     """A re-test found the same multiplication in RST table borders, ODF repeated rows x columns,
     XLSX shared strings and nested XML tables (300-900 M characters from a few KB): the cap is
     applied to every format's result, not JSON's alone."""
-    import assets.parsing as parsing
+    import assets.parsing.textutil as textutil
 
-    monkeypatch.setattr(parsing, "MAX_TEXT_RATIO", 0)
-    monkeypatch.setattr(parsing, "TEXT_SLACK_CHARS", 5)
+    monkeypatch.setattr(textutil, "MAX_TEXT_RATIO", 0)
+    monkeypatch.setattr(textutil, "TEXT_SLACK_CHARS", 5)
     with pytest.raises(TooLarge, match=r"characters of text from \d+ bytes"):
         parse_document(data, name, CFG)
