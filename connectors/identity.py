@@ -25,6 +25,9 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # chunk 4: chunks grouped into units (small-to-big): `parent_id`, `unit_text`.
 # context 2: the offline summary sentence comes from the document's own running text (no
 # headings, no quoted history or other side text).
+# parse 15: text that is UTF-8 but for a few stray bytes is read as UTF-8 with those replaced (one
+# Latin-1 byte sent 300 KB of Russian to cp1252 mojibake); an RTF hyperlink reads as its text
+# alone (striprtf's pattern that appended the target backtracked for minutes on a few KB).
 # parse 14: HTML nested past 256 levels is read whole (libxml2's huge_tree; it stopped there and
 # dropped the rest of the page unannounced), past 2,048 a dead letter; Markdown nested past 100
 # levels is read as plain text (a line of 50,000 `>` crashed the Rust parser). Real pages parse as
@@ -37,7 +40,7 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # parse 8: more attribution forms ("X wrote:", "X posted:"), initials quoting ("E> ..."), labelled
 # rule lines and Yahoo!/SourceForge list boilerplate as footers.
 # parse 7: e-mail signatures and list footers become one block marked {"side": "footer"}.
-STAGE_CODE_VERSIONS = {"parse": "14", "chunk": "4", "context": "2", "embed": "1"}
+STAGE_CODE_VERSIONS = {"parse": "15", "chunk": "4", "context": "2", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

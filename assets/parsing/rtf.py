@@ -10,8 +10,9 @@ coming out as "a|b|c|". Every `\\par` ends a paragraph; the plain-text heuristic
 
 from __future__ import annotations
 
+import bisect
 import re
-from typing import cast
+from collections.abc import Callable
 
 from assets.parsing.text import text_blocks
 from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
@@ -37,13 +38,71 @@ def _mark_tables(rtf: str) -> str:
     return _TABLE_WORDS.sub(repl, rtf)
 
 
+class _FontTable:
+    """striprtf's font-table pattern, `\\f(\\d+).*?\\fcharset(\\d+).*?([^;]+);`, as one linear scan.
+
+    Its lazy runs and the name's run backtrack into each other: a 2.9 KB font table with no `;`
+    (a truncated file) took 117 s, growing with the fourth power of its length. Same matches as
+    the pattern (`findall`, checked on random strings); striprtf calls it on the font table only."""
+
+    _FONT = re.compile(r"\\f(\d+)")
+    _CHARSET = re.compile(r"\\fcharset(\d+)")
+
+    def findall(self, text: str) -> list[tuple[str, str, str]]:
+        found: list[tuple[str, str, str]] = []
+        charsets = [(m.start(), m.group(1)) for m in self._CHARSET.finditer(text)]
+        starts = [c for c, _ in charsets]
+        breaks = [m.start() for m in re.finditer("\n", text)]
+        last_semicolon = text.rfind(";")
+        pos = 0
+        for font in self._FONT.finditer(text):
+            if font.end() > last_semicolon:
+                break  # no entry can end any more
+            if font.start() < pos:
+                continue
+            b = bisect.bisect_left(breaks, font.end())
+            line_end = breaks[b] if b < len(breaks) else len(text)
+            k = bisect.bisect_left(starts, font.end())
+            while k < len(charsets) and charsets[k][0] < line_end:  # `.*?` stops at a line end
+                match = self._name(text, charsets[k][0] + len("\\fcharset"), charsets[k][1])
+                if match is not None:
+                    digits, name, pos = match
+                    found.append((font.group(1), digits, name))
+                    break
+                k += 1
+        return found
+
+    @staticmethod
+    def _name(text: str, at: int, digits: str) -> tuple[str, str, int] | None:
+        r"""`(\d+).*?([^;]+);` from `at`: the charset digits, the name up to the next `;` (past any
+        `;` right after the digits, or with the digits' last ones when only `;` follow), the end."""
+        for n in range(len(digits), 0, -1):  # greedy digits, given back one by one
+            p = at + n
+            while p < len(text) and text[p] == ";":
+                p += 1
+            end = text.find(";", p)
+            if p < len(text) and end > p:
+                return digits[:n], text[p:end], end + 1
+        return None
+
+
+_FONT_TABLE = _FontTable()
+# striprtf appends a hyperlink's target to its text with a pattern whose runs backtrack into each
+# other (40 KB of nested field openings: 48 s, cubic). Never matching, it leaves a link as its text
+# alone, as the HTML parser does; the three groups keep striprtf's replacement "\\1(\\2)" valid.
+_NO_HYPERLINKS = re.compile(r"(?!)(.)(.)(.)")
+
+
 def rtf_to_text(data: bytes) -> str:
     """Plain text of RTF bytes, with CELL/ROW markers where table cells and rows end."""
-    from striprtf.striprtf import rtf_to_text as strip
+    import striprtf.striprtf as striprtf
 
+    striprtf.FONTTABLE = _FONT_TABLE  # type: ignore[assignment]
+    striprtf.HYPERLINKS = _NO_HYPERLINKS
+    strip: Callable[..., str] = striprtf.rtf_to_text
     raw = data.decode("cp1252", errors="replace")  # RTF is 7-bit; 8-bit bytes are cp1252 text
     try:
-        return cast(str, strip(_mark_tables(raw), encoding="cp1252", errors="replace"))
+        return strip(_mark_tables(raw), encoding="cp1252", errors="replace")
     except (ValueError, IndexError, LookupError, RecursionError) as e:
         raise CorruptDocument(f"RTF cannot be converted: {type(e).__name__}: {e}") from None
 

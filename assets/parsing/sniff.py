@@ -230,6 +230,7 @@ def _control_share(text: str) -> float:
 
 
 _WESTERN = ("latin_1", "iso8859_15", "cp1252")  # read as cp1252: a superset of Latin-1's printable range
+MOSTLY_UTF8 = 20  # valid non-ASCII UTF-8 characters per invalid byte, for text read as UTF-8 anyway
 
 
 def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
@@ -252,6 +253,8 @@ def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
         return data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         pass
+    if (text := _mostly_utf8(data)) is not None:
+        return text, "utf-8"
     from charset_normalizer import from_bytes  # lazy: only legacy encodings need it
 
     matches = from_bytes(data[: 4 * _SAMPLE])
@@ -269,6 +272,19 @@ def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
         except LookupError:
             pass
     return data.decode("cp1252", errors="replace"), "cp1252"
+
+
+def _mostly_utf8(data: bytes) -> str | None:
+    """`data` as UTF-8 with its few invalid bytes replaced (U+FFFD), when it is UTF-8 but for
+    them: at least MOSTLY_UTF8 valid non-ASCII characters per invalid byte. One stray Latin-1
+    byte in 300 KB of Russian sent the whole text to cp1252 (mojibake, not one Cyrillic letter
+    left, no warning); text in a legacy code page has few valid sequences and keeps going there."""
+    text = data.decode("utf-8", errors="replace")
+    invalid = text.count("\ufffd") - data.count("\ufffd".encode())
+    if invalid <= 0:
+        return None
+    valid = len(text) - len(text.encode("ascii", "ignore")) - text.count("\ufffd")
+    return text if valid >= MOSTLY_UTF8 * invalid else None
 
 
 def html_declared_charset(data: bytes) -> str | None:
@@ -294,6 +310,8 @@ def _looks_binary(sample: bytes) -> str | None:
     except UnicodeDecodeError as e:
         if e.start >= len(sample) - 3 and len(sample) >= _SAMPLE:  # a character cut by the sample
             text = sample[: e.start].decode("utf-8", errors="replace")
+        elif (mostly := _mostly_utf8(sample)) is not None:
+            text = mostly
         else:
             text = sample.decode("latin-1")
             share = _control_share(text)

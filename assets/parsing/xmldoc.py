@@ -26,6 +26,7 @@ from typing import Any, cast
 from lxml import etree
 
 from assets.parsing.textutil import (
+    TextBudget,
     clean_inline,
     markdown_table,
     table_header_lines,
@@ -140,7 +141,8 @@ def _record_run(run: list[etree._Element]) -> tuple[int, list[Block]]:
 
 
 class _Walker:
-    def __init__(self) -> None:
+    def __init__(self, budget: TextBudget) -> None:
+        self.budget = budget  # a table's cells hold the text of the tables nested in them
         self.blocks: list[Block] = []
         self._titled: dict[etree._Element, bool] = {}  # element -> has a title-like child
 
@@ -213,6 +215,7 @@ class _Walker:
         for row in el.iter():
             if _local(row) in _ROW:
                 cells = [clean_inline(_text(c)) for c in _children(row) if _local(c) in _CELL]
+                self.budget.spend(sum(map(len, cells)))  # 650 nested tables: 520 M characters, 1.5 GB
                 if any(cells):
                     rows.append(cells)
         if not rows or max(len(r) for r in rows) < 2:
@@ -253,7 +256,7 @@ def parse_xml(data: bytes) -> ParseResult:
         if root is None:
             raise CorruptDocument(f"XML is not well-formed and cannot be recovered: {e}") from None
         warnings.append(f"XML is not well-formed ({e}); parsed what could be recovered")
-    walker = _Walker()
+    walker = _Walker(TextBudget(len(data), "xml"))
     walker.walk(root)
     title = next((b.text for b in walker.blocks if b.kind == "heading"), None)
     metadata = {"root": _local(root)}
