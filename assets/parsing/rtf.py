@@ -63,13 +63,12 @@ class _FontTable:
             b = bisect.bisect_left(breaks, font.end())
             line_end = breaks[b] if b < len(breaks) else len(text)
             k = bisect.bisect_left(starts, font.end())
-            while k < len(charsets) and charsets[k][0] < line_end:  # `.*?` stops at a line end
+            if k < len(charsets) and charsets[k][0] < line_end:  # `.*?` stops at a line end
                 match = self._name(text, charsets[k][0] + len("\\fcharset"), charsets[k][1])
-                if match is not None:
-                    digits, name, pos = match
-                    found.append((font.group(1), digits, name))
-                    break
-                k += 1
+                if match is None:
+                    break  # no `;` ends a name after it: none can end one further on
+                digits, name, pos = match
+                found.append((font.group(1), digits, name))
         return found
 
     @staticmethod
