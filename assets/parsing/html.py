@@ -15,6 +15,7 @@ are removed and API signatures (`dt.sig`) become headings under their section.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,6 +92,7 @@ _NAV_LABELS = re.compile(r"\b(?:Next|Previous|Prev|Up|Forward|Back|Contents|Inde
 _ONLY_PUNCT = re.compile(r"[\W_]*")
 _NAV_TAGS = frozenset({"p", "div", "td"})
 _NAV_MAX_CHARS = 500
+_NAV_MAX_ELEMENTS = 200  # a navigation line is a label and a few links, not hundreds of elements
 # A footnote reference: a fragment link or superscript holding only a number ("8", "[3]", "(12)")
 _FOOTNOTE_MARK = re.compile(r"\s*[\[(]?\d{1,3}[\])]?\s*")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
@@ -197,8 +199,11 @@ def _is_nav_line(el: etree._Element) -> bool:
     """A short element opening with a navigation label that holds nothing but labels, links
     and punctuation ("Next: <a>…</a>, Up: <a>…</a> [<a>Contents</a>]"); a sentence that opens
     with "Next:" and links a command or two is prose."""
+    inner = list(itertools.islice(el.iterdescendants(), _NAV_MAX_ELEMENTS + 1))
+    if len(inner) > _NAV_MAX_ELEMENTS:  # read before its text: at every level of 2,000 nested
+        return False                    # "Next:" divs over 10,000 links, 102 KB took 55 s
     text = el.text_content()
-    links = el.findall(".//a")
+    links = [a for a in inner if a.tag == "a"]
     if len(text) > _NAV_MAX_CHARS or not links:
         return False
     rest = text
@@ -280,24 +285,34 @@ def _code_language(el: etree._Element) -> str | None:
 
 
 def _text_without(el: etree._Element, skip: frozenset[str]) -> str:
-    parts = [el.text or ""]
-    for child in el:
-        if isinstance(child.tag, str) and child.tag not in skip:
-            parts.append(_text_without(child, skip))
-        parts.append(child.tail or "")
+    """The text of `el` and its descendants, leaving out those tagged `skip` (their tails kept).
+    Without recursion, as `_outermost`: a list item inside 1,500 unclosed `<font>` tags (a legacy
+    page, 27 KB) was a RecursionError that refused the page."""
+    parts: list[str] = []
+    todo: list[etree._Element | str] = [el]  # elements to read, and tails to write after them
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            parts.append(item)
+            continue
+        parts.append(item.text or "")
+        for child in reversed(item):
+            todo.append(child.tail or "")
+            if isinstance(child.tag, str) and child.tag not in skip:
+                todo.append(child)
     return "".join(parts)
 
 
 def _outermost(el: etree._Element, tags: frozenset[str]) -> list[etree._Element]:
     """Descendants of `el` with a tag in `tags` that are not inside another such descendant."""
     found: list[etree._Element] = []
-    for child in el:
-        if not isinstance(child.tag, str):
-            continue
+    todo = [c for c in reversed(el) if isinstance(c.tag, str)]
+    while todo:
+        child = todo.pop()
         if child.tag in tags:
             found.append(child)
         else:
-            found.extend(_outermost(child, tags))
+            todo.extend(c for c in reversed(child) if isinstance(c.tag, str))
     return found
 
 

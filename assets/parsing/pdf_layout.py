@@ -6,6 +6,8 @@ with hand-made coordinates. PDF units are points, y grows downwards.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import re
 from collections import Counter
@@ -133,11 +135,18 @@ def _two_columns_despite(narrow: Sequence[Region]) -> list[tuple[float, float]]:
     as one column, its two columns' lines interleaved. The split is where a right column starts
     (some region's left edge) that leaves the least text straddling it, each side holding at least
     COLUMN_SHARE of the text and the straddlers at most STRADDLE_SHARE of it; none: []."""
-    total = sum(r.chars for r in narrow)
+    # the text left of and right of each candidate from sorted edges and running sums: summed
+    # afresh per candidate, 10,000 snippets on one page (83 KB) took 68 s
+    by_x1 = sorted((r.x1, r.chars) for r in narrow)
+    by_x0 = sorted((r.x0, r.chars) for r in narrow)
+    x1s, x0s = [x for x, _ in by_x1], [x for x, _ in by_x0]
+    ending = [0, *itertools.accumulate(c for _, c in by_x1)]  # [k]: text of the k leftmost right edges
+    starting = [0, *itertools.accumulate(c for _, c in by_x0)]  # [k]: text of the k leftmost left edges
+    total = ending[-1]
     best: tuple[int, float] | None = None
-    for g in sorted({r.x0 for r in narrow}):
-        left = sum(r.chars for r in narrow if r.x1 <= g)
-        right = sum(r.chars for r in narrow if r.x0 >= g)
+    for g in sorted(set(x0s)):
+        left = ending[bisect.bisect_right(x1s, g)]  # regions ending at or before g
+        right = total - starting[bisect.bisect_left(x0s, g)]  # regions starting at or after g
         across = total - left - right
         if (min(left, right) >= max(COLUMN_SHARE * total, MIN_COLUMN_CHARS) and across <= STRADDLE_SHARE * total
                 and (best is None or across < best[0])):
