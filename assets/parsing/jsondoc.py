@@ -33,7 +33,6 @@ __all__ = ["parse_json", "parse_jsonl"]
 MAX_LINES = 25
 MAX_COLUMNS = 20
 MAX_VALUE_CHARS = 2000
-_END = object()
 MAX_KEY_CHARS = 200  # a key is repeated in the dotted path of every value under it
 # ... and so is the whole path: past this many characters only its last keys are kept, after
 # "…" (900 nested keys of 190 characters put 171,000 characters before each of 1,000 values:
@@ -52,6 +51,9 @@ def _scalar(value: Any) -> str:
 
 def _shorten(text: str) -> str:
     return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + " …"
+
+
+_END = object()
 
 
 def _json_prefix(value: Any, limit: int) -> tuple[str, bool]:
@@ -100,11 +102,15 @@ def _json_prefix(value: Any, limit: int) -> tuple[str, bool]:
 def _nested_value(value: list[Any]) -> str:
     """A nested list as a cell: its JSON, cut like any value. Only as much is serialised as the
     cut keeps: each level of a deep document serialised all that lay below it (516 KB: 29 s)."""
-    text, whole = _json_prefix(value, 4 * MAX_VALUE_CHARS)
-    text = clean_inline(text)
-    if not whole and len(text) <= MAX_VALUE_CHARS:  # mostly whitespace: the cut lies further on
-        text = clean_inline(json.dumps(value, ensure_ascii=False))
-    return _shorten(text)
+    limit = 4 * MAX_VALUE_CHARS
+    while True:
+        text, whole = _json_prefix(value, limit)
+        text = clean_inline(text)
+        # mostly whitespace, which the cut does not count: serialise further, within a bound (past
+        # it the cell is what that much JSON holds, not the whole value's first 2,000 characters)
+        if whole or len(text) > MAX_VALUE_CHARS or limit >= 64 * MAX_VALUE_CHARS:
+            return _shorten(text)
+        limit *= 4
 
 
 def _is_scalar(value: Any) -> bool:

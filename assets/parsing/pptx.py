@@ -56,12 +56,23 @@ def _position(shape: Any, layout: dict[int, tuple[int, int]] | None = None) -> t
 
 def _layout_positions(slide: Any) -> dict[int, tuple[int, int]]:
     """The slide layout's placeholders' positions by idx (the first of an idx, as python-pptx's
-    lookup finds it)."""
+    lookup finds it). One without a position of its own takes the master's placeholder of its
+    type, looked up once per type (python-pptx searches the master for each)."""
     positions: dict[int, tuple[int, int]] = {}
+    masters: dict[Any, tuple[int | None, int | None]] = {}  # placeholder type -> the master's (top, left)
     try:
         for ph in slide.slide_layout.placeholders:
-            if ph._element.ph_idx not in positions:
-                positions[ph._element.ph_idx] = _position(ph)
+            el = ph._element
+            if el.ph_idx in positions:
+                continue
+            top, left = el.y, el.x
+            if top is None or left is None:
+                if el.ph_type not in masters:
+                    base = ph._base_placeholder
+                    masters[el.ph_type] = (base.top, base.left) if base is not None else (None, None)
+                base_top, base_left = masters[el.ph_type]
+                top, left = base_top if top is None else top, base_left if left is None else left
+            positions[el.ph_idx] = (top or 0, left or 0)
     except (ValueError, AttributeError, KeyError):
         pass
     return positions
