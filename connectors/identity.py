@@ -29,7 +29,9 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # Latin-1 byte sent 300 KB of Russian to cp1252 mojibake); an RTF hyperlink reads as its text
 # alone (striprtf's pattern that appended the target backtracked for minutes on a few KB); a .docx
 # cell merged down where no cell starts above it is read (python-docx raised); an HTML element of
-# more than 200 elements is never a navigation line. The 4,529 dev-corpus files parse as under 14.
+# more than 200 elements is never a navigation line; a .docx cell keeps the text of a table nested
+# in it (it was lost); a Markdown table padded far past what it holds is read as plain text. The
+# 4,529 dev-corpus files parse as under 14.
 # parse 14: HTML nested past 256 levels is read whole (libxml2's huge_tree; it stopped there and
 # dropped the rest of the page unannounced), past 2,048 a dead letter; Markdown nested past 100
 # levels is read as plain text (a line of 50,000 `>` crashed the Rust parser). Real pages parse as

@@ -412,3 +412,86 @@ def test_an_epub_spends_its_text_budget_chapter_by_chapter(monkeypatch: pytest.M
     with pytest.raises(TooLarge, match="its epub would make"):
         parse_document(docgen.epub_book(), "book.epub")
     assert len(read) == 1  # the first chapter with text, no further
+
+
+# ---------------------------------------------------------------- a fourth round
+
+
+def test_an_xlsx_row_numbered_100_million_is_refused_before_its_empty_rows_pile_up() -> None:
+    """openpyxl yields every row up to the last: one row numbered 100,000,000 (1.5 KB) made 100 M
+    empty rows, 109 s and 13.8 GB. Each row costs the text budget a line."""
+    import io
+    import zipfile
+
+    import openpyxl
+
+    buf = io.BytesIO()
+    openpyxl.Workbook().save(buf)
+    out = io.BytesIO()
+    with zipfile.ZipFile(buf) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
+        for item in zin.infolist():
+            data = zin.read(item.filename)
+            if item.filename == "xl/worksheets/sheet1.xml":
+                s = data.decode()
+                rows = ('<sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>top</t></is></c></row>'
+                        '<row r="100000000"><c r="A100000000" t="inlineStr"><is><t>far</t></is></c></row></sheetData>')
+                data = re.sub(r"<sheetData\s*/>|<sheetData>.*?</sheetData>", rows, s, flags=re.S).encode()
+            zout.writestr(item, data)
+    with alarm(20), pytest.raises(TooLarge, match="its xlsx would make"):
+        parse_document(out.getvalue(), "far.xlsx")
+
+
+def test_a_large_docx_cell_merged_down_many_rows_is_refused_early_and_read_once() -> None:
+    """A 1 MB cell merged down 500 rows (3.2 KB) was read again in every row: 41 s, 1.5 GB."""
+    big = "lorem ipsum " * 90000
+    first = "<w:tr>" + _tc('<w:vMerge w:val="restart"/>', big) + "</w:tr>"
+    rest = "<w:tr>" + _tc("<w:vMerge/>", "") + "</w:tr>"
+    data = _docx_with_table(f"<w:tbl><w:tblPr/><w:tblGrid><w:gridCol/></w:tblGrid>{first}{rest * 500}</w:tbl>")
+    with alarm(10), pytest.raises(TooLarge, match="its docx would make"):
+        parse_document(data, "merged.docx")
+
+
+def test_the_text_of_a_table_nested_in_a_docx_cell_is_kept() -> None:
+    inner = "<w:tbl><w:tblPr/><w:tr>" + _tc("", "INNER_A") + _tc("", "INNER_B") + "</w:tr></w:tbl>"
+    outer_cell = "<w:tc><w:tcPr/><w:p><w:r><w:t>left</w:t></w:r></w:p>" + inner + "<w:p/></w:tc>"
+    row = "<w:tr>" + outer_cell + _tc("", "right") + "</w:tr>"
+    data = _docx_with_table(f"<w:tbl><w:tblPr/><w:tblGrid><w:gridCol/><w:gridCol/></w:tblGrid>{row}</w:tbl>")
+    table = parse_document(data, "nested.docx").blocks[-1].text
+    assert "INNER_A" in table and "INNER_B" in table and "right" in table
+
+
+def test_a_layouts_placeholders_are_placed_once_per_deck(monkeypatch: pytest.MonkeyPatch) -> None:
+    """They were placed again for every slide: 300 slides over a layout of 1,000 took 32 s."""
+    import io
+
+    from pptx import Presentation
+
+    import assets.parsing.pptx as pptx
+
+    prs = Presentation()
+    for _ in range(5):
+        prs.slides.add_slide(prs.slide_layouts[1]).shapes.title.text = "Slide"
+    buf = io.BytesIO()
+    prs.save(buf)
+    placed: list[object] = []
+    real = pptx._layout_positions
+
+    def counted(slide: Any) -> dict[int, tuple[int, int]]:
+        placed.append(slide)
+        return real(slide)
+
+    monkeypatch.setattr(pptx, "_layout_positions", counted)
+    parse_document(buf.getvalue(), "deck.pptx")
+    assert len(placed) == 1
+
+
+def test_a_markdown_table_padded_far_past_what_it_holds_is_read_as_text() -> None:
+    """A header of 10,000 columns over 10,000 one-cell rows (80 KB): the parser padded every row
+    to the header, 100 M cells, and the process was killed for memory."""
+    data = ("|x" * 10000 + "|\n" + "|-" * 10000 + "|\n" + "|r|\n" * 10000).encode()
+    with alarm(10):
+        result = parse_document(data, "wide.md")
+    assert "padded" in result.warnings[0] and result.blocks[0].text.startswith("|x|x")
+    ordinary = b"| a | b |\n|---|:-:|\n| 1 | 2 |\n| 3 |\n\nAfter.\n"
+    result = parse_document(ordinary, "ok.md")
+    assert not result.warnings and result.blocks[0].kind == "table"

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from assets.parsing.package import check_package
-from assets.parsing.textutil import clean_inline, markdown_table, normalize_text, table_header_lines
+from assets.parsing.textutil import TextBudget, clean_inline, markdown_table, normalize_text, table_header_lines
 from connectors.documents import Block, ParseResult
 from connectors.errors import CorruptDocument
 
@@ -102,14 +102,25 @@ def _paragraph_block(paragraph: Any, styles: list[str]) -> Block | None:
     return Block("paragraph", text)
 
 
-def _table_rows(table: Any) -> Iterator[list[str]]:
+def _cell_text(tc: Any, table: Any) -> str:
+    """A cell's paragraphs, and those of the tables nested in it: python-docx's `_Cell.text` reads
+    the cell's own paragraphs only, and a nested table's text was lost without a word."""
+    from docx.oxml.ns import qn
+    from docx.table import _Cell
+    from docx.text.paragraph import Paragraph
+
+    cell = _Cell(tc, table)
+    return "\n".join(Paragraph(p, cell).text for p in tc.iter(qn("w:p")))
+
+
+def _table_rows(table: Any, budget: TextBudget | None = None) -> Iterator[list[str]]:
     """Each row's cell texts, a cell merged across columns once, a cell merged down the rows in
     each of them: what python-docx's `row.cells` gives, in one pass. `row.cells` lists a merged
     cell once per column it spans (a `gridSpan` of 250 million in a 36 KB file: 2.2 GB) and finds
     a cell merged down by walking up through every row above, recursively (500 rows: 47 s; 1,200:
     a RecursionError that refused the document)."""
-    from docx.table import _Cell
-
+    budget = budget or TextBudget(0, "docx")
+    texts: dict[Any, str] = {}  # a cell merged down shows in every row: read once, counted each time
     above: dict[int, Any] = {}  # grid column -> the cell whose content shows there, in the row above
     for tr in table._tbl.tr_lst:
         here: dict[int, Any] = {}
@@ -123,13 +134,16 @@ def _table_rows(table: Any) -> Iterator[list[str]]:
             offset += tc.grid_span
             if shown is not last and shown.grid_span > 0:  # a cell spanning columns is one cell
                 last = shown
-                cells.append(normalize_text(_Cell(shown, table).text))
+                if shown not in texts:
+                    texts[shown] = normalize_text(_cell_text(shown, table))
+                budget.spend(len(texts[shown]))  # 1 MB merged down 500 rows: 1.5 GB before the refusal
+                cells.append(texts[shown])
         above = here
         yield cells
 
 
-def _table_block(table: Any) -> Block | None:
-    rows = [cells for cells in _table_rows(table) if any(cells)]
+def _table_block(table: Any, budget: TextBudget) -> Block | None:
+    rows = [cells for cells in _table_rows(table, budget) if any(cells)]
     if not rows:
         return None
     text = markdown_table(rows)
@@ -147,9 +161,10 @@ def parse_docx(data: bytes) -> ParseResult:
     except Exception as e:  # python-docx raises many types on bad packages
         raise CorruptDocument(f"docx cannot be opened: {type(e).__name__}: {e}") from None
     styles = _Styles(document)
+    budget = TextBudget(len(data), "docx")  # spent by tables, whose merged cells repeat their text
     blocks: list[Block] = []
     for item in document.iter_inner_content():
-        block = _table_block(item) if isinstance(item, Table) else _paragraph_block(item, styles.chain(item))
+        block = _table_block(item, budget) if isinstance(item, Table) else _paragraph_block(item, styles.chain(item))
         if block is not None:
             blocks.append(block)
     props = document.core_properties

@@ -231,6 +231,35 @@ def _blocks(tokens: Sequence[Token | markdown_fast.Tok]) -> list[Block]:
     return blocks
 
 
+# A table row shorter than its header is padded to the header's width by the parser: a header of
+# 10,000 columns over 10,000 one-cell rows (80 KB) laid out 100 M cells and was killed for memory.
+_DELIMITER_ROW = re.compile(r" {0,3}\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*")
+MAX_TABLE_PADDING = 10  # cells laid out per cell written, beyond ...
+TABLE_PADDING_SLACK = 200_000  # ... this many
+
+
+def table_padding(body: str) -> tuple[int, int]:
+    """(cells the tables would be laid out in, cells they are written with), from each delimiter
+    row's width times the rows up to the next blank line: one pass, no parse."""
+    lines = body.split("\n")
+    laid = written = 0
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if "|" not in line or "-" not in line or not _DELIMITER_ROW.fullmatch(line):
+            continue
+        width = len(re.findall(r"-+", line))
+        rows = 1  # the header
+        written += width
+        while i < len(lines) and lines[i].strip():  # the table's rows, up to a blank line
+            written += lines[i].count("|") + 1
+            rows += 1
+            i += 1
+        laid += width * rows
+    return laid, written
+
+
 def parse_markdown(text: str) -> ParseResult:
     """Parse Markdown text (already decoded) into typed blocks; one nested past `MAX_NESTING`
     levels of blocks or `MAX_INLINE_NESTING` of inline markup is read as plain text instead,
@@ -245,6 +274,10 @@ def parse_markdown(text: str) -> ParseResult:
     if excess > MAX_INLINE_EXCESS:
         return _as_plain_text(body, f"links, images or emphasis nested {excess:,} levels past {_USUAL_DEPTH} "
                                     f"over its paragraphs (more than {MAX_INLINE_EXCESS:,})")
+    laid, written = table_padding(body)
+    if laid > MAX_TABLE_PADDING * written + TABLE_PADDING_SLACK:
+        return _as_plain_text(body, f"tables whose rows would be padded to {laid:,} cells from {written:,} "
+                                    f"(more than {MAX_TABLE_PADDING} times, plus {TABLE_PADDING_SLACK:,})")
     try:
         blocks = _blocks(_tokens(body))
     except _TooDeep:
