@@ -123,7 +123,7 @@ def test_ods_repeated_rows_times_repeated_cells_are_refused_while_they_expand(
     758 bytes (with more rows, 51 s and 4.4 GB) before the finished text was refused."""
     data = _ods(_ods_row(_ods_cell("xxxxxxxxxx", 1000), 1000) * 3)
     _no_sheet_layout(monkeypatch, "odf")
-    with pytest.raises(TooLarge, match=r"its ods would make at least [\d,]+ characters of text from \d+ bytes"):
+    with pytest.raises(TooLarge, match=r"its ods would make at least [\d,]+ characters of text"):
         parse_document(data, "bomb.ods", ParseConfig())
 
 

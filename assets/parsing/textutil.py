@@ -86,12 +86,15 @@ class TextBudget:
         self.n_bytes, self.fmt = n_bytes, fmt
         self.limit = MAX_TEXT_RATIO * n_bytes + TEXT_SLACK_CHARS
         self.spent = 0
+        self.elements = False  # whether elements read are counted too (walks that repeat, not text)
 
-    def spend(self, chars: int) -> None:
+    def spend(self, chars: int, *, elements: bool = False) -> None:
         self.spent += chars
+        self.elements |= elements
         if self.spent > self.limit:
-            raise TooLarge(f"its {self.fmt} would make at least {self.spent:,} characters of text from "
-                           f"{self.n_bytes:,} bytes (over {MAX_TEXT_RATIO} times the file, plus {TEXT_SLACK_CHARS:,})")
+            what = "characters of text and elements read" if self.elements else "characters of text"
+            raise TooLarge(f"its {self.fmt} would make at least {self.spent:,} {what} from {self.n_bytes:,} "
+                           f"bytes (over {MAX_TEXT_RATIO} times the file, plus {TEXT_SLACK_CHARS:,})")
 
 
 def fix_ligatures(text: str) -> str:
