@@ -75,6 +75,8 @@ class _FontTable:
     def _name(text: str, at: int, digits: str) -> tuple[str, str, int] | None:
         r"""`(\d+).*?([^;]+);` from `at`: the charset digits, the name up to the next `;` (past any
         `;` right after the digits, or with the digits' last ones when only `;` follow), the end."""
+        if text.find(";", at + 1) < 0:
+            return None  # no digit given back can find one either (900,000 digits: 4 s, one search each)
         for n in range(len(digits), 0, -1):  # greedy digits, given back one by one
             p = at + n
             while p < len(text) and text[p] == ";":
