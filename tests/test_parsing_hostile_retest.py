@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -161,24 +162,31 @@ def test_a_legacy_code_page_is_still_read_as_one() -> None:
 # ---------------------------------------------------------------- a third round: office, HTML, PDF
 
 
-def _docx_with_table(table_xml: str) -> bytes:
+def _with_parts(package: Any, edits: dict[str, Callable[[str], str]]) -> bytes:
+    """A document a library saves (python-docx, python-pptx, openpyxl), with some of its XML parts
+    rewritten by hand: what the libraries will not write is what these tests need."""
     import io
     import zipfile
 
-    import docx
-
-    buf = io.BytesIO()
-    docx.Document().save(buf)
-    out = io.BytesIO()
+    buf, out = io.BytesIO(), io.BytesIO()
+    package.save(buf)
     with zipfile.ZipFile(buf) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
         for item in zin.infolist():
             data = zin.read(item.filename)
-            if item.filename == "word/document.xml":
-                s = data.decode()
-                k = s.index("<w:sectPr")
-                data = (s[:k] + table_xml + "<w:p/>" + s[k:]).encode()
+            if item.filename in edits:
+                data = edits[item.filename](data.decode()).encode()
             zout.writestr(item, data)
     return out.getvalue()
+
+
+def _before(marker: str, xml: str) -> Callable[[str], str]:
+    return lambda part: part.replace(marker, xml + marker, 1)
+
+
+def _docx_with_table(table_xml: str) -> bytes:
+    import docx
+
+    return _with_parts(docx.Document(), {"word/document.xml": _before("<w:sectPr", table_xml + "<w:p/>")})
 
 
 def _tc(props: str, text: str) -> str:
@@ -251,32 +259,17 @@ def test_docx_table_rows_read_as_python_docx_reads_them() -> None:
 def _pptx_unplaced_placeholders(n: int, m: int, first_idx: int = 10**6) -> bytes:
     """A slide of `n` body placeholders with no position of their own (idx from `first_idx`) on a
     layout that adds `m` more (idx from 1), unplaced too: theirs come from the master."""
-    import io
-    import zipfile
-
     from pptx import Presentation
 
     prs = Presentation()
     prs.slides.add_slide(prs.slide_layouts[6])
-    buf = io.BytesIO()
-    prs.save(buf)
     sp = ('<p:sp><p:nvSpPr><p:cNvPr id="{i}" name="p{i}"/><p:cNvSpPr/><p:nvPr><p:ph type="body" idx="{j}"/>'
           '</p:nvPr></p:nvSpPr><p:spPr/>{body}</p:sp>')
     text = '<p:txBody><a:bodyPr/><a:p><a:r><a:t>word{i}</a:t></a:r></a:p></p:txBody>'
-    out = io.BytesIO()
-    with zipfile.ZipFile(buf) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
-        for item in zin.infolist():
-            data = zin.read(item.filename)
-            shapes = {"ppt/slides/slide1.xml": "".join(sp.format(i=i + 10, j=first_idx + i, body=text.format(i=i))
-                                                       for i in range(n)),
-                      "ppt/slideLayouts/slideLayout7.xml": "".join(sp.format(i=i + 10, j=i + 1, body="")
-                                                                   for i in range(m))}.get(item.filename)
-            if shapes:
-                s = data.decode()
-                k = s.index("</p:spTree>")
-                data = (s[:k] + shapes + s[k:]).encode()
-            zout.writestr(item, data)
-    return out.getvalue()
+    slide = "".join(sp.format(i=i + 10, j=first_idx + i, body=text.format(i=i)) for i in range(n))
+    layout = "".join(sp.format(i=i + 10, j=i + 1, body="") for i in range(m))
+    return _with_parts(prs, {"ppt/slides/slide1.xml": _before("</p:spTree>", slide),
+                             "ppt/slideLayouts/slideLayout7.xml": _before("</p:spTree>", layout)})
 
 
 def test_pptx_placeholders_without_a_position_are_placed_in_linear_time() -> None:
@@ -420,25 +413,14 @@ def test_an_epub_spends_its_text_budget_chapter_by_chapter(monkeypatch: pytest.M
 def test_an_xlsx_row_numbered_100_million_is_refused_before_its_empty_rows_pile_up() -> None:
     """openpyxl yields every row up to the last: one row numbered 100,000,000 (1.5 KB) made 100 M
     empty rows, 109 s and 13.8 GB. Each row costs the text budget a line."""
-    import io
-    import zipfile
-
     import openpyxl
 
-    buf = io.BytesIO()
-    openpyxl.Workbook().save(buf)
-    out = io.BytesIO()
-    with zipfile.ZipFile(buf) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
-        for item in zin.infolist():
-            data = zin.read(item.filename)
-            if item.filename == "xl/worksheets/sheet1.xml":
-                s = data.decode()
-                rows = ('<sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>top</t></is></c></row>'
-                        '<row r="100000000"><c r="A100000000" t="inlineStr"><is><t>far</t></is></c></row></sheetData>')
-                data = re.sub(r"<sheetData\s*/>|<sheetData>.*?</sheetData>", rows, s, flags=re.S).encode()
-            zout.writestr(item, data)
+    rows = ('<sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>top</t></is></c></row>'
+            '<row r="100000000"><c r="A100000000" t="inlineStr"><is><t>far</t></is></c></row></sheetData>')
+    data = _with_parts(openpyxl.Workbook(), {"xl/worksheets/sheet1.xml": lambda part: re.sub(
+        r"<sheetData\s*/>|<sheetData>.*?</sheetData>", rows, part, flags=re.S)})
     with alarm(20), pytest.raises(TooLarge, match="its xlsx would make"):
-        parse_document(out.getvalue(), "far.xlsx")
+        parse_document(data, "far.xlsx")
 
 
 def test_a_large_docx_cell_merged_down_many_rows_is_refused_early_and_read_once() -> None:
