@@ -219,7 +219,7 @@ def test_docx_table_rows_read_as_python_docx_reads_them() -> None:
     from docx.table import Table
 
     from assets.parsing.docx import _table_rows
-    from assets.parsing.textutil import normalize_text
+    from assets.parsing.textutil import TextBudget, normalize_text
 
     def library_rows(table: Table) -> list[list[str]]:
         rows = []
@@ -252,7 +252,7 @@ def test_docx_table_rows_read_as_python_docx_reads_them() -> None:
             expected = library_rows(table)
         except ValueError:  # python-docx finds no cell above a continued one; the parser reads it as is
             continue
-        assert list(_table_rows(table)) == expected
+        assert list(_table_rows(table, TextBudget(0, "docx"))) == expected
         compared += 1
 
 

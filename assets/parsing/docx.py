@@ -113,13 +113,12 @@ def _cell_text(tc: Any, table: Any) -> str:
     return "\n".join(Paragraph(p, cell).text for p in tc.iter(qn("w:p")))
 
 
-def _table_rows(table: Any, budget: TextBudget | None = None) -> Iterator[list[str]]:
+def _table_rows(table: Any, budget: TextBudget) -> Iterator[list[str]]:
     """Each row's cell texts, a cell merged across columns once, a cell merged down the rows in
     each of them: what python-docx's `row.cells` gives, in one pass. `row.cells` lists a merged
     cell once per column it spans (a `gridSpan` of 250 million in a 36 KB file: 2.2 GB) and finds
     a cell merged down by walking up through every row above, recursively (500 rows: 47 s; 1,200:
     a RecursionError that refused the document)."""
-    budget = budget or TextBudget(0, "docx")
     texts: dict[Any, str] = {}  # a cell merged down shows in every row: read once, counted each time
     above: dict[int, Any] = {}  # grid column -> the cell whose content shows there, in the row above
     for tr in table._tbl.tr_lst:

@@ -241,6 +241,8 @@ TABLE_PADDING_SLACK = 200_000  # ... this many
 def table_padding(body: str) -> tuple[int, int]:
     """(cells the tables would be laid out in, cells they are written with), from each delimiter
     row's width times the rows up to the next blank line: one pass, no parse."""
+    if "|" not in body or "-" not in body:
+        return 0, 0
     lines = body.split("\n")
     laid = written = 0
     i = 0
@@ -260,24 +262,32 @@ def table_padding(body: str) -> tuple[int, int]:
     return laid, written
 
 
-def parse_markdown(text: str) -> ParseResult:
-    """Parse Markdown text (already decoded) into typed blocks; one nested past `MAX_NESTING`
-    levels of blocks or `MAX_INLINE_NESTING` of inline markup is read as plain text instead,
-    with a warning saying so."""
-    front, body, warning = split_front_matter(text)
+def _beyond_the_parser(body: str) -> str | None:
+    """Why the parser must not read `body` (it would crash, or take minutes or gigabytes), or
+    None: each limit is checked by a scan of its own, without a parse."""
     if (depth := nesting(body)) > MAX_NESTING:
-        return _as_plain_text(body, f"block quotes or lists nested {depth:,} levels deep (more than {MAX_NESTING})")
+        return f"block quotes or lists nested {depth:,} levels deep (more than {MAX_NESTING})"
     depth, excess = inline_nesting(body)
     if depth > MAX_INLINE_NESTING:
-        return _as_plain_text(body, f"links, images or emphasis nested {depth:,} levels deep in one paragraph "
-                                    f"(more than {MAX_INLINE_NESTING})")
+        return (f"links, images or emphasis nested {depth:,} levels deep in one paragraph "
+                f"(more than {MAX_INLINE_NESTING})")
     if excess > MAX_INLINE_EXCESS:
-        return _as_plain_text(body, f"links, images or emphasis nested {excess:,} levels past {_USUAL_DEPTH} "
-                                    f"over its paragraphs (more than {MAX_INLINE_EXCESS:,})")
+        return (f"links, images or emphasis nested {excess:,} levels past {_USUAL_DEPTH} over its paragraphs "
+                f"(more than {MAX_INLINE_EXCESS:,})")
     laid, written = table_padding(body)
     if laid > MAX_TABLE_PADDING * written + TABLE_PADDING_SLACK:
-        return _as_plain_text(body, f"tables whose rows would be padded to {laid:,} cells from {written:,} "
-                                    f"(more than {MAX_TABLE_PADDING} times, plus {TABLE_PADDING_SLACK:,})")
+        return (f"tables whose rows would be padded to {laid:,} cells from {written:,} "
+                f"(more than {MAX_TABLE_PADDING} times, plus {TABLE_PADDING_SLACK:,})")
+    return None
+
+
+def parse_markdown(text: str) -> ParseResult:
+    """Parse Markdown text (already decoded) into typed blocks; one the parser must not read
+    (nested too deep, tables padded too far: `_beyond_the_parser`) is read as plain text
+    instead, with a warning saying why."""
+    front, body, warning = split_front_matter(text)
+    if (why := _beyond_the_parser(body)) is not None:
+        return _as_plain_text(body, why)
     try:
         blocks = _blocks(_tokens(body))
     except _TooDeep:

@@ -37,16 +37,14 @@ def _placeholder_type(shape: Any) -> str | None:
     return getattr(kind, "name", None) if kind is not None else None
 
 
-def _position(shape: Any, layout: dict[int, tuple[int, int]] | None = None) -> tuple[int, int]:
+def _position(shape: Any, layout: dict[int, tuple[int, int]]) -> tuple[int, int]:
     """(top, left) as python-pptx reads them; a slide placeholder without its own position takes
-    its layout placeholder's, from `layout` (idx -> position, built once per slide) when given:
+    its layout placeholder's, from `layout` (idx -> position, `_layout_positions`, once per deck):
     python-pptx searches the layout's shapes for every such placeholder, twice (a slide of 1,000
     unplaced placeholders over a layout of 1,000: 106 s)."""
     try:
         top, left = shape._element.y, shape._element.x
         if (top is None or left is None) and getattr(shape, "is_placeholder", False):
-            if layout is None:
-                return (shape.top or 0, shape.left or 0)
             base_top, base_left = layout.get(shape._element.ph_idx, (0, 0))
             top, left = base_top if top is None else top, base_left if left is None else left
         return (top or 0, left or 0)
