@@ -397,7 +397,6 @@ def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str,
         return None
     outcomes, seconds = _submit_and_wait(runner, job, sources, **kw)
     out = report.sync_summary(outcomes, seconds, _store(cfg))
-    out["runs"] = {o.partition: o.run_id for o in outcomes}
     if out["errors"]:
         raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
     return out

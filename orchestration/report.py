@@ -64,7 +64,8 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
     return {"generation": b.generation_id if b else None, "sources": sources, "recomputed": recomputed,
             "written": written, "truncated": truncated, "redirect_pages": redirects,
             "seconds": round(seconds, 3), "timings": timings, "errors": errors,
-            "dead_letters": store.counts()["dead_letters"], "_checks": checks}
+            "dead_letters": store.counts()["dead_letters"], "runs": {o.partition: o.run_id for o in outcomes},
+            "_checks": checks}
 
 
 def _nothing_indexed(sources: list[str], store: DocumentStore, binding: BindingRecord | None) -> dict[str, str]:

@@ -3,7 +3,9 @@
 Two ways, the same jobs the UI runs, the same instance:
 
 * **In-process** (the default, `Runner.run_sources`): the run executes inside the `bindery`
-  process (`execute_in_process`); one machine, no daemon needed.
+  process (`execute_in_process`); one machine, no daemon needed. The run records the code
+  location of `workspace.yaml` as its origin, as a launched run does, so the UI can re-execute
+  it ("Re-execute from failure") through the daemon.
 * **Submitted** (`--submit`, `Runner.submit_sources`): each run is created from the code location
   of `workspace.yaml` and enqueued, like `dagster job launch` does; the daemon's queued run
   coordinator starts it within the instance's limits (per source partition, overall) through
@@ -16,6 +18,7 @@ Every run, either way, is in the instance's history with its materialisations an
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import re
 import socket
@@ -197,7 +200,9 @@ class Runner:
         self.debug = debug
         assert cfg.config_path, "the CLI loads configuration from a file"
         self.instance = get_instance(cfg)
-        self.defs = build_definitions(cfg.config_path, loggers={"console": terminal_logger})
+        # the run log goes to the instance (the UI shows all of it); the terminal gets warnings only
+        console = terminal_logger(os.environ.get("BINDERY_LOG_LEVEL", "WARNING"), full=debug)
+        self.defs = build_definitions(cfg.config_path, loggers={"console": console})
         self._sync_partitions()
         self._fail_dead_runs()
 
@@ -210,6 +215,8 @@ class Runner:
         started = self.instance.get_runs(filters=dg.RunsFilter(
             statuses=[dg.DagsterRunStatus.STARTED], tags={"bindery/launched-by": "cli", "bindery/host": host}))
         for run in started:
+            if launched_by(run.tags) != "cli":  # a re-execution from the UI carries its parent's tags
+                continue
             pid = int(run.tags.get("bindery/pid", "0") or 0)
             if pid <= 0 or pid == os.getpid() or _alive(pid):
                 continue
@@ -223,14 +230,11 @@ class Runner:
     def run(self, job_name: str, *, partition: str | None = None, run_config: dict[str, Any] | None = None,
             tags: dict[str, str] | None = None) -> RunOutcome:
         job = self.defs.resolve_job_def(job_name)
-        # The run log goes to the instance (the UI shows all of it); the terminal gets warnings only.
-        run_config = {**(run_config or {}),
-                      "loggers": {"console": {"config": {"log_level": os.environ.get("BINDERY_LOG_LEVEL", "WARNING"),
-                                                         "full": self.debug}}}}
-        result = job.execute_in_process(instance=self.instance, partition_key=partition, run_config=run_config,
-                                        tags={"bindery/launched-by": "cli", "bindery/host": socket.gethostname(),
-                                              "bindery/pid": str(os.getpid()), **(tags or {})},
-                                        raise_on_error=False)
+        tags = {"bindery/launched-by": "cli", "bindery/host": socket.gethostname(), "bindery/pid": str(os.getpid()),
+                **_config_tags(self.cfg), **(tags or {})}
+        with _origin_recorded(self.instance, ui_origin(self.cfg, job_name)):
+            result = job.execute_in_process(instance=self.instance, partition_key=partition, run_config=run_config,
+                                            tags=tags, raise_on_error=False)
         if not result.success and _interrupted(result.all_events):
             # Dagster turns Ctrl-C into a failed step and returns; the CLI must stop here too
             raise KeyboardInterrupt
@@ -295,10 +299,8 @@ class Runner:
         The runs are built from the code location `workspace.yaml` names (the one the daemon
         and the webserver load), so any run launcher can start them on any worker."""
         run_config = {"ops": {"source_listing": {"config": {"allow_mass_delete": allow_mass_delete}}}}
-        base_tags = {"bindery/launched-by": "cli-submit", "bindery/host": socket.gethostname(), **(tags or {})}
-        if self.cfg.config_path:  # the run refuses to go on under another configuration (assets.pipeline)
-            base_tags[SUBMITTED_CONFIG_TAG] = self.cfg.config_path
-            base_tags[SUBMITTED_DIGEST_TAG] = config_digest(self.cfg.config_path)
+        base_tags = {"bindery/launched-by": "cli-submit", "bindery/host": socket.gethostname(),
+                     **_config_tags(self.cfg), **(tags or {})}
         with code_location(self.cfg, self.instance) as (request, location, repo):
             remote_job = repo.get_full_job(job_name)
             submitted = []
@@ -411,6 +413,47 @@ def code_location(cfg: BinderyConfig, instance: dg.DagsterInstance) -> Iterator[
         yield request, location, repos[0]
 
 
+def _config_tags(cfg: BinderyConfig) -> dict[str, str]:
+    """The configuration a run was started with: a run executed elsewhere (submitted, or
+    re-executed from the UI) refuses to go on under another one (`assets.pipeline`)."""
+    if not cfg.config_path:
+        return {}
+    return {SUBMITTED_CONFIG_TAG: cfg.config_path, SUBMITTED_DIGEST_TAG: config_digest(cfg.config_path)}
+
+
+def ui_origin(cfg: BinderyConfig, job_name: str) -> Any:
+    """The origin the UI gives a run of `job_name` it launches: the one code location of the
+    configured workspace, read from the file (nothing is started). None when the file names
+    no single location: the run then records none, and the UI cannot re-execute it."""
+    from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY_NAME
+    from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin
+    from dagster._core.workspace.load import location_origins_from_yaml_paths
+
+    try:
+        origins = location_origins_from_yaml_paths([str(workspace_file(cfg))])
+    except Exception:  # a broken workspace file stops `--submit` and the UI, not a CLI run
+        return None
+    if len(origins) != 1:
+        return None
+    return RemoteJobOrigin(RemoteRepositoryOrigin(origins[0], SINGLETON_REPOSITORY_NAME), job_name)
+
+
+@contextmanager
+def _origin_recorded(instance: dg.DagsterInstance, origin: Any) -> Iterator[None]:
+    """`execute_in_process` creates its run with no origin (it has no code location to name),
+    and the UI refuses to re-execute such a run. While this is open, the runs the instance
+    creates record `origin`: the location the UI loads, which re-executes the job from there."""
+    if origin is None:
+        yield
+        return
+    create = instance.create_run_for_job
+    instance.create_run_for_job = functools.partial(create, remote_job_origin=origin)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del instance.create_run_for_job  # the class's method again
+
+
 def _create_run(instance: dg.DagsterInstance, location: Any, repo: Any, remote_job: Any,
                 run_config: dict[str, Any], tags: dict[str, str]) -> dg.DagsterRun:
     """Create a NOT_STARTED run of a remote job the way `dagster job launch` does: with the
@@ -474,7 +517,10 @@ def cancel_runs(instance: dg.DagsterInstance, wanted: list[str]) -> list[dict[st
 
 def launched_by(tags: Mapping[str, str]) -> str:
     """Who started a run: `cli` / `cli-submit` (Bindery's own tag), `sensor` or `schedule` (the
-    tags Dagster puts on what they launch), else `ui` (a launch or backfill by hand)."""
+    tags Dagster puts on what they launch), else `ui` (a launch or backfill by hand, or a
+    re-execution: it inherits its parent's tags, Bindery's included)."""
+    if "dagster/parent_run_id" in tags:
+        return "ui"
     if who := tags.get("bindery/launched-by"):
         return who
     if "dagster/sensor_name" in tags:

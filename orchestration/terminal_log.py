@@ -4,8 +4,12 @@ Dagster's default console logger prints a step failure with its whole stack trac
 lines for a missing folder). The CLI already reports why a run failed, in one line, from the
 run's events (`orchestration.runs`), so this logger drops ERROR records (step failures and the
 skipped steps after them) and prints the rest as `bindery [step] LEVEL: first line`.
-With `full: true` (the CLI's `--debug`) it prints every message whole, tracebacks included.
+With `full` (the CLI's `--debug`) it prints every message whole, tracebacks included.
 The run's complete log always goes to the instance, where the UI shows it.
+
+Its settings are fixed when the definitions are built, not passed as run config: a run's config
+is stored with it and a re-execution from the UI reuses it, in a code location whose console
+logger knows no `full`.
 """
 
 from __future__ import annotations
@@ -45,17 +49,17 @@ class _DropErrors(logging.Filter):
         return record.levelno < logging.ERROR
 
 
-@dg.logger(
-    {"log_level": dg.Field(str, is_required=False, default_value="WARNING"),
-     "full": dg.Field(bool, is_required=False, default_value=False)},
-    description="One line per event on stderr; failures are left to the CLI's own summary.",
-)
-def terminal_logger(init_context: dg.InitLoggerContext) -> logging.Logger:
-    conf = init_context.logger_config
-    log = logging.Logger("bindery.terminal", level=logging.getLevelName(conf["log_level"].upper()))
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_OneLine(conf["full"]))
-    if not conf["full"]:
-        handler.addFilter(_DropErrors())
-    log.addHandler(handler)
-    return log
+def terminal_logger(log_level: str = "WARNING", full: bool = False) -> dg.LoggerDefinition:
+    """The logger for the CLI's runs: `log_level` and up, one line each unless `full`."""
+
+    def init(_: dg.InitLoggerContext) -> logging.Logger:
+        log = logging.Logger("bindery.terminal", level=logging.getLevelName(log_level.upper()))
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_OneLine(full))
+        if not full:
+            handler.addFilter(_DropErrors())
+        log.addHandler(handler)
+        return log
+
+    return dg.LoggerDefinition(init, description="One line per event on stderr; failures are left to the CLI's "
+                                                  "own summary.")

@@ -4,19 +4,12 @@ checks are visible to a separately started `dagster-webserver` sharing only the 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -28,8 +21,8 @@ from orchestration.instance import GENERATED_MARK, checked_home, dagster_home, g
 from tests.bindery_fixture import Deployment
 from tests.conftest import PG_URL
 from tests.instance_check import validate_instance_yaml
+from tests.webserver import graphql, webserver
 
-REPO = Path(__file__).resolve().parent.parent
 PG = "postgresql+psycopg://bindery:s3cret@db.internal:5433/bindery"
 
 
@@ -128,33 +121,6 @@ def dagster_schema(pg_url: str) -> Iterator[str]:
     eng.dispose()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _graphql(port: int, query: str) -> dict[str, Any]:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query}).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        body = json.loads(resp.read())
-    assert "errors" not in body, body
-    return cast(dict[str, Any], body["data"])
-
-
-def _wait_http(port: int, proc: subprocess.Popen[bytes], timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"dagster-webserver exited {proc.returncode}"
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError("dagster-webserver did not answer in time")
-
-
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_a_cli_sync_is_visible_to_a_separate_webserver_on_the_same_database(
@@ -170,33 +136,20 @@ def test_a_cli_sync_is_visible_to_a_separate_webserver_on_the_same_database(
     web_home = tmp_path / "webserver_home"
     web_home.mkdir()
     shutil.copy(dep.data / "dagster_home" / "dagster.yaml", web_home / "dagster.yaml")
-    port = _free_port()
     env = {**os.environ, "DAGSTER_HOME": str(web_home), "BINDERY_CONFIG": str(dep.config_path)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dagster_webserver", "-w", str(REPO / "workspace.yaml"), "-h", "127.0.0.1",
-         "-p", str(port)], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        _wait_http(port, proc)
-        runs = _graphql(port, '{ runsOrError { ... on Runs { results { runId status jobName '
-                              'tags { key value } } } } }')["runsOrError"]["results"]
+    with webserver(env, tmp_path / "webserver.log") as port:
+        runs = graphql(port, '{ runsOrError { ... on Runs { results { runId status jobName '
+                             'tags { key value } } } } }')["runsOrError"]["results"]
         run = next(r for r in runs if r["runId"] == run_id)
         assert run["status"] == "SUCCESS" and run["jobName"] == "sync"
         assert {"key": "dagster/partition", "value": "docs"} in run["tags"]
-        mats = _graphql(port, '{ assetOrError(assetKey: {path: ["vector_index"]}) { ... on Asset { '
-                              'assetMaterializations(limit: 5) { runId partition } } } }')
+        mats = graphql(port, '{ assetOrError(assetKey: {path: ["vector_index"]}) { ... on Asset { '
+                             'assetMaterializations(limit: 5) { runId partition } } } }')
         assert {"runId": run_id, "partition": "docs"} in mats["assetOrError"]["assetMaterializations"]
-        checks = _graphql(port, '{ assetCheckExecutions(assetKey: {path: ["parsed_documents"]}, '
-                                'checkName: "parse_quality", limit: 5) { runId status evaluation { success } } }')
+        checks = graphql(port, '{ assetCheckExecutions(assetKey: {path: ["parsed_documents"]}, '
+                               'checkName: "parse_quality", limit: 5) { runId status evaluation { success } } }')
         execution = next(c for c in checks["assetCheckExecutions"] if c["runId"] == run_id)
         assert execution["status"] == "SUCCEEDED" and execution["evaluation"]["success"] is True
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_two_configurations_in_one_process_get_their_own_instances(tmp_path: Path,

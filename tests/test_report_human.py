@@ -125,7 +125,7 @@ def test_texts_longer_than_the_embedder_reads_are_reported() -> None:
         def documents(self, source: str) -> list[dict[str, Any]]:
             return []
 
-    run = SimpleNamespace(partition="docs", success=True, error=None, checks={}, generations={},
+    run = SimpleNamespace(partition="docs", run_id="r1", success=True, error=None, checks={}, generations={},
                           metadata={"embeddings": {"embedded": 5, "truncated": 2}})
     summary = sync_summary([run], 1.0, _Store())  # type: ignore[arg-type]
     assert summary["truncated"] == 2

@@ -258,6 +258,42 @@ def test_a_cli_run_waits_for_a_run_of_the_same_source_the_ui_started(
     assert f"waiting for run {ui_run.run_id[:8]} (sync of source 'docs', launched by ui) to finish" in err
 
 
+def test_a_dead_cli_runs_started_run_is_failed_but_not_a_ui_re_execution_of_it(dep: Deployment) -> None:
+    """A CLI process that died leaves its run STARTED; the next command marks it failed (its pid
+    is gone). A re-execution from the UI inherits that run's tags, dead pid included, and must
+    not be failed under the daemon's worker while it runs."""
+    import socket
+
+    import dagster as dg
+
+    from orchestration.runs import Runner
+
+    runner = Runner(load_config(dep.config_path))
+    dead = _dead_pid()
+
+    def started(extra: dict[str, str]) -> str:
+        tags = {"bindery/launched-by": "cli", "bindery/host": socket.gethostname(), "bindery/pid": str(dead), **extra}
+        run = runner.instance.get_run_by_id(runner.submit_sources("sync", ["docs"], tags=tags)[0].run_id)
+        assert run is not None
+        runner.instance.handle_new_event(dg.EventLogEntry(  # type: ignore[no-untyped-call]
+            error_info=None, level="DEBUG", user_message="", run_id=run.run_id, timestamp=time.time(),
+            dagster_event=dg.DagsterEvent(dg.DagsterEventType.RUN_START.value, run.job_name)))
+        return run.run_id
+
+    orphan = started({})
+    re_executed = started({"dagster/parent_run_id": orphan})
+    Runner(load_config(dep.config_path))  # what every CLI command does first
+    status = {r: runner.instance.get_run_by_id(r).status for r in (orphan, re_executed)}  # type: ignore[union-attr]
+    assert status == {orphan: dg.DagsterRunStatus.FAILURE, re_executed: dg.DagsterRunStatus.STARTED}
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
 def test_a_ui_materialisation_of_a_sources_stages_is_waited_for_as_a_sync_is() -> None:
     """A UI pass found a CLI sync writing beside the asset graph's "Materialize" of the same
     source (job `__ASSET_JOB`): only `sync` and `reindex` runs were waited for."""
@@ -350,3 +386,42 @@ def test_a_bindery_error_ends_the_step_as_a_failure_with_its_one_line_reason(dep
     assert data.user_failure_data.description == outcome.error
     assert {k: getattr(v, "value", v) for k, v in data.user_failure_data.metadata.items()} == {
         "stage": "listing", "error": "UnreadableAcl"}
+
+
+@pytest.mark.timeout(600)
+def test_the_ui_re_executes_a_failed_cli_run_from_its_failure(dep: Deployment, daemon: subprocess.Popen[bytes],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CLI run ran in-process and recorded no origin, so the UI could not re-execute it. It records
+    the workspace's code location now: the webserver's own mutation ("Re-execute from failure")
+    re-executes it through the daemon from the failed step on. The re-execution inherits the CLI
+    run's tags (its pid among them) but is the UI's: `bindery runs` says so, and a later CLI command
+    does not take it for a dead CLI run of its own."""
+    import assets.pipeline
+    from connectors.errors import BinderyError
+    from tests.webserver import graphql, webserver
+
+    def embedder_down(*_: Any, **__: Any) -> Any:  # in this process only: the daemon's worker embeds
+        raise BinderyError("the embedding service is down")
+
+    monkeypatch.setattr(assets.pipeline, "run_embed", embedder_down)
+    failed = dep.cli("sync", "--source", "docs", expect=1)
+    assert "embedding service is down" in failed["errors"]["docs"]
+    parent = failed["runs"]["docs"]
+
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home(load_config(dep.config_path))),
+           "BINDERY_CONFIG": str(dep.config_path)}
+    with webserver(env, dep.data.parent / "webserver.log") as port:
+        run = graphql(port, f'{{ runOrError(runId: "{parent}") {{ ... on Run {{ repositoryOrigin {{ '
+                            'repositoryLocationName repositoryName } } } }')["runOrError"]
+        locations = graphql(port, "{ workspaceOrError { ... on Workspace { locationEntries { name } } } }")
+        assert [e["name"] for e in locations["workspaceOrError"]["locationEntries"]] == [
+            run["repositoryOrigin"]["repositoryLocationName"]]  # the location the UI loaded
+        launched = graphql(port, f'mutation {{ launchRunReexecution(reexecutionParams: {{parentRunId: "{parent}", '
+                                 'strategy: FROM_FAILURE}) { __typename ... on LaunchRunSuccess { run { runId } } '
+                                 '... on PythonError { message } } }')["launchRunReexecution"]
+        assert launched["__typename"] == "LaunchRunSuccess", launched
+        child = launched["run"]["runId"]
+        rows = _finished(dep, {child})
+    assert rows[child]["status"] == "SUCCESS" and rows[child]["launched_by"] == "ui"
+    assert dep.cli("query", "ERR-0x1F", "-k", "1")["hits"][0]["doc"] == "ops/errors.html"
+    assert {r["run_id"]: r["status"] for r in dep.cli("runs")["runs"]}[child] == "SUCCESS"
