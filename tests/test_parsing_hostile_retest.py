@@ -514,3 +514,69 @@ def test_tables_nested_in_one_cell_tables_are_refused_while_they_are_walked() ->
     for data, name in ((odt, "nested.odt"), (f"<doc>{xml}</doc>".encode(), "nested.xml")):
         with alarm(15), pytest.raises(TooLarge, match="characters of text and elements read"):
             parse_document(data, name)
+
+
+# ---------------------------------------------------------------- Markdown link reference definitions
+
+def _definitions(n: int, line: Callable[[int], str] = lambda i: f"[l{i}]: http://example.com/{i}\n") -> str:
+    return "".join(line(i) for i in range(n))
+
+
+@pytest.mark.parametrize("body", [
+    _definitions(30_000),                                                             # 1 MB: 27 s
+    _definitions(20_000, lambda i: f"[l{i}]: http://example.com/{i}\n  'title {i}'\n"),  # titles on their own line
+    _definitions(20_000, lambda i: f"> [l{i}]: http://example.com/{i}\n"),             # in a block quote
+])
+def test_runs_of_link_reference_definitions_are_read_as_plain_text(body: str) -> None:
+    """Each definition makes markdown-it re-read the rest of its block: 30,000 one-line definitions
+    held the Rust parser for 27 s (quadratic). Such a document is read as plain text, saying why."""
+    with alarm(10):
+        result = parse_document(("# Links\n\n" + body).encode(), "links.md")
+    assert any("link reference definitions" in w for w in result.warnings)
+    assert "example.com/19999" in "\n".join(b.text for b in result.blocks)
+
+
+def test_a_readme_with_hundreds_of_references_stays_markdown() -> None:
+    from assets.parsing.markdown import MAX_DEFINITION_SCAN, definition_scan
+
+    readme = "# Project\n\nSee [the docs][l1].\n\n## Links\n\n" + _definitions(500)
+    assert definition_scan(readme) == 500 * 500 < MAX_DEFINITION_SCAN / 50
+    result = parse_document(readme.encode(), "README.md")
+    assert not result.warnings and [b.text for b in result.blocks if b.kind == "heading"] == ["Project", "Links"]
+    # blank lines end a run: the parser re-reads within a block only
+    assert definition_scan(_definitions(10, lambda i: f"[l{i}]: /u\n\n")) == 10
+
+
+# ---------------------------------------------------------------- e-mail forwarded hundreds of levels deep
+
+def _forwarded(depth: int) -> str:
+    msg = "From: a@b\nSubject: inner\n\nhello at the bottom\n"
+    for i in range(depth):
+        msg = (f"From: f{i}@b\nSubject: Fwd {i}\nMIME-Version: 1.0\n"
+               f"Content-Type: multipart/mixed; boundary=\"b{i}\"\n\n"
+               f"--b{i}\nContent-Type: text/plain\n\nforwarding {i}\n--b{i}\nContent-Type: message/rfc822\n\n{msg}\n"
+               f"--b{i}--\n")
+    return msg
+
+
+def test_a_message_forwarded_150_levels_deep_is_read_without_its_forward() -> None:
+    """The stdlib writes a forwarded message back out recursively, and 150 levels ran out of stack:
+    the whole message was a parser-failure dead letter. Its own text is read now, the forward
+    listed as not read, with the reason."""
+    result = parse_document(_forwarded(150).encode(), "fwd.eml")
+    assert result.blocks[0].text == "forwarding 149"
+    assert result.metadata["attachments"][0]["error"] == "forwarded messages nested too deep to read"
+    assert result.warnings == ["attachment 'forwarded.eml' not parsed: forwarded messages nested too deep to read"]
+
+
+def test_parts_nested_past_the_parsers_depth_are_a_clear_refusal_and_cost_a_mailbox_one_message() -> None:
+    from connectors.errors import CorruptDocument
+
+    with pytest.raises(CorruptDocument, match="nested too deep for the e-mail parser"):
+        parse_document(_forwarded(1000).encode(), "fwd.eml")
+    box = ("From a@b Sat Jan  3 01:05:34 1996\nFrom: a@b\nSubject: first\n\nhello one\n\n"
+           "From c@d Sat Jan  3 01:05:34 1996\n" + _forwarded(1000).replace("\nFrom ", "\n>From ") + "\n"
+           "From e@f Sat Jan  3 01:05:34 1996\nFrom: e@f\nSubject: third\n\nhello three\n")
+    result = parse_document(box.encode(), "box.mbox")
+    assert [b.text for b in result.blocks] == ["first", "hello one", "third", "hello three"]
+    assert result.warnings[0].startswith("message 2 not read: MIME parts")

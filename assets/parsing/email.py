@@ -35,7 +35,7 @@ from assets.parsing.text import text_blocks
 from assets.parsing.textutil import clean_inline, normalize_text
 from connectors import message_text
 from connectors.documents import Block, ParseResult
-from connectors.errors import ParseError
+from connectors.errors import CorruptDocument, ParseError
 from connectors.message_text import strip_message_noise
 
 __all__ = ["parse_email", "parse_mbox", "split_mbox", "split_quoted", "split_side", "strip_message_noise"]
@@ -259,7 +259,13 @@ def _attachments(
         name = part.get_filename() or ("forwarded.eml" if ctype == "message/rfc822" else "")
         if not name:
             continue  # inline parts without a name: signatures, tracking pixels
-        data = _attachment_bytes(part)
+        try:
+            data = _attachment_bytes(part)
+        except RecursionError:  # the stdlib writes a message out recursively: a forward ~150 levels deep
+            why = "forwarded messages nested too deep to read"
+            listed.append({"filename": name, "content_type": ctype, "size": None, "parsed": False, "error": why})
+            warnings.append(f"attachment {name!r} not parsed: {why}")
+            continue
         entry: dict[str, Any] = {
             "filename": name,
             "content_type": ctype,
@@ -341,7 +347,11 @@ def _parse_message(raw: bytes, warnings: list[str]) -> EmailMessage:
     used is the first "--token" line of the body.
     """
     raw = _capped_headers(raw, warnings)
-    msg: EmailMessage = _PARSER.parsebytes(raw)
+    try:
+        msg: EmailMessage = _PARSER.parsebytes(raw)
+    except RecursionError:  # the stdlib's parser descends once per level of parts
+        raise CorruptDocument("MIME parts (forwarded messages, multiparts) nested too deep for the e-mail "
+                              "parser to read: hundreds of levels") from None
     if msg.get_content_maintype() != "multipart":
         return msg
     missing = any(isinstance(d, email_errors.NoBoundaryInMultipartDefect) for d in msg.defects)
@@ -411,8 +421,12 @@ def parse_mbox(data: bytes, parse_attachment: AttachmentParser) -> ParseResult:
     blocks: list[Block] = []
     messages: list[dict[str, Any]] = []
     warnings: list[str] = []
-    for raw in split_mbox(data.removeprefix(codecs.BOM_UTF8)):
-        msg = _parse_message(raw, warnings)
+    for n, raw in enumerate(split_mbox(data.removeprefix(codecs.BOM_UTF8)), 1):
+        try:
+            msg = _parse_message(raw, warnings)
+        except CorruptDocument as e:  # one message the parser cannot read; the mailbox's others are read
+            warnings.append(f"message {n} not read: {e}")
+            continue
         body, meta = _message(msg, 1, parse_attachment, warnings)
         heading_meta = {k: meta[k] for k in ("message_id", "from", "date", "thread_id")}
         blocks.append(
