@@ -517,11 +517,10 @@ def cancel_runs(instance: dg.DagsterInstance, wanted: list[str]) -> list[dict[st
 
 def launched_by(tags: Mapping[str, str]) -> str:
     """Who started a run: `cli` / `cli-submit` (Bindery's own tag), `sensor` or `schedule` (the
-    tags Dagster puts on what they launch), else `ui` (a launch or backfill by hand, or a
-    re-execution: it inherits its parent's tags, Bindery's included)."""
-    if "dagster/parent_run_id" in tags:
-        return "ui"
-    if who := tags.get("bindery/launched-by"):
+    tags Dagster puts on what they launch), else `ui` (a launch or backfill by hand, or the
+    re-execution of a CLI run, which inherits the CLI's tag from its parent)."""
+    who = tags.get("bindery/launched-by")
+    if who and "dagster/parent_run_id" not in tags:  # a re-execution inherits its parent's tag
         return who
     if "dagster/sensor_name" in tags:
         return "sensor"

@@ -287,6 +287,20 @@ def test_a_dead_cli_runs_started_run_is_failed_but_not_a_ui_re_execution_of_it(d
     assert status == {orphan: dg.DagsterRunStatus.FAILURE, re_executed: dg.DagsterRunStatus.STARTED}
 
 
+@pytest.mark.parametrize(("tags", "who"), [
+    ({"bindery/launched-by": "cli"}, "cli"),
+    ({"bindery/launched-by": "cli", "dagster/parent_run_id": "p"}, "ui"),  # re-executed from the UI
+    ({"bindery/launched-by": "cli-submit", "dagster/parent_run_id": "p"}, "ui"),
+    ({"dagster/sensor_name": "s", "dagster/parent_run_id": "p"}, "sensor"),
+    ({"dagster/schedule_name": "s"}, "schedule"),
+    ({}, "ui"),
+])
+def test_who_launched_a_run(tags: dict[str, str], who: str) -> None:
+    from orchestration.runs import launched_by
+
+    assert launched_by(tags) == who
+
+
 def _dead_pid() -> int:
     """The pid of a process that has exited (and been reaped)."""
     proc = subprocess.Popen(["true"])
