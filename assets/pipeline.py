@@ -51,6 +51,7 @@ from assets.resources import (
     runtime,
 )
 from assets.runtime import Generation, Runtime, Target
+from connectors.config import BinderyConfig
 from connectors.errors import BinderyError, ConfigError
 from connectors.shards import ShardStore, parse_key
 
@@ -120,6 +121,7 @@ def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]
     """The generations this run writes (connectors.lifecycle): the tag `bindery/target` says
     whether it is a sync or a reindex."""
     target: Target = "candidate" if context.run.tags.get(TARGET_TAG) == "candidate" else "sync"
+    same_configuration(context.run.tags, rt.cfg)
     _refuse_idle_reindex(context, rt)
     return rt.lifecycle.targets(target)
 
@@ -167,16 +169,21 @@ def config_digest(path: str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _same_configuration(tags: Mapping[str, str], running: str) -> None:
+def same_configuration(tags: Mapping[str, str], cfg: BinderyConfig) -> None:
     """A run `bindery ... --submit` queued executes in the daemon's code location, which reads
     the daemon's `BINDERY_CONFIG`, not the submitting command's `--config`: an audit submitted
     with one file and the run silently used another's sources and endpoints. Refused instead,
-    when the two files' contents differ (not their paths: a worker mounts the file elsewhere)."""
+    when the two files' contents differ (not their paths: a worker mounts the file elsewhere).
+    Every step checks, not only the first: a re-execution from a failed step (the UI's, of a
+    CLI run too) starts past the listing."""
     digest = tags.get(SUBMITTED_DIGEST_TAG)
-    if digest and digest != config_digest(running):
+    if not digest or not cfg.config_path:
+        return
+    # what this run's code location loaded, not the file now: an edit while a run goes on is the next run's
+    if digest != (cfg.loaded_digest or config_digest(cfg.config_path)):
         raise ConfigError(
-            f"this run was submitted with --config {tags.get(SUBMITTED_CONFIG_TAG)}, but the code location "
-            f"running it reads {running}, whose contents differ (BINDERY_CONFIG where the Dagster daemon or "
+            f"this run was started with --config {tags.get(SUBMITTED_CONFIG_TAG)}, but the code location "
+            f"running it reads {cfg.config_path}, whose contents differ (BINDERY_CONFIG where the Dagster daemon or "
             "`bindery ui` was started): start the daemon with that configuration, or submit with the one "
             "it runs")
 
@@ -186,7 +193,7 @@ def _same_configuration(tags: Mapping[str, str], running: str) -> None:
 def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bindery: BinderyConfigResource,
                    store: DocumentStoreResource, vector_index: VectorIndexResource,
                    keyword_index: KeywordIndexResource) -> dg.MaterializeResult[Any]:
-    _same_configuration(context.run.tags, bindery.config_path)
+    same_configuration(context.run.tags, bindery.config)
     # the indexes: a listing that narrows access and then stops (a refused delete sweep, an
     # unreadable ACL file) writes the narrowed ACLs into them itself (`listing._restrict`)
     rt = runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index)

@@ -10,6 +10,7 @@ are kept out of the hash (connectors.versions).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import tempfile
@@ -18,7 +19,16 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from connectors.errors import ConfigError, without_secrets
 
@@ -536,6 +546,13 @@ class BinderyConfig(_Strict):
     config_path: str | None = None  # where it was loaded from; relative paths resolve there
     prices: PricesConfig = Field(default_factory=PricesConfig)
     tune: TuneConfig = Field(default_factory=TuneConfig)
+    # sha256 of the file's bytes as they were loaded: what a run started elsewhere compares
+    # (assets.pipeline.same_configuration), not the file as it is by then
+    _loaded_digest: str | None = PrivateAttr(default=None)
+
+    @property
+    def loaded_digest(self) -> str | None:
+        return self._loaded_digest
 
     @field_validator("data_dir")
     @classmethod
@@ -753,6 +770,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> BinderyConfig:
     """Load `path`, else `$BINDERY_CONFIG`, else `./bindery.yaml`."""
     p = Path(path or os.environ.get("BINDERY_CONFIG") or "bindery.yaml")
     text = _read_text(p)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     try:
         raw = yaml.load(text, Loader=_StrictLoader) or {}  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
@@ -761,6 +779,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> BinderyConfig:
         raise ConfigError(f"{p}: expected a mapping at the top level, got {type(raw).__name__}")
     cfg = config_from_dict(raw, p.resolve().parent)
     cfg.config_path = str(p.resolve())
+    cfg._loaded_digest = digest
     return cfg
 
 

@@ -418,7 +418,8 @@ def _config_tags(cfg: BinderyConfig) -> dict[str, str]:
     re-executed from the UI) refuses to go on under another one (`assets.pipeline`)."""
     if not cfg.config_path:
         return {}
-    return {SUBMITTED_CONFIG_TAG: cfg.config_path, SUBMITTED_DIGEST_TAG: config_digest(cfg.config_path)}
+    return {SUBMITTED_CONFIG_TAG: cfg.config_path,
+            SUBMITTED_DIGEST_TAG: cfg.loaded_digest or config_digest(cfg.config_path)}
 
 
 def ui_origin(cfg: BinderyConfig, job_name: str) -> Any:

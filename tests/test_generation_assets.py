@@ -17,6 +17,7 @@ from typing import Any
 
 import dagster as dg
 import numpy as np
+import pytest
 import yaml
 
 from assets.pipeline import (
@@ -205,3 +206,27 @@ def test_a_run_submitted_under_another_configuration_is_refused(tmp_path: Path) 
     same.write_text(s.config_path.read_text())
     s.stages(**{SUBMITTED_CONFIG_TAG: str(same), SUBMITTED_DIGEST_TAG: config_digest(str(same))})
     assert s.lifecycle().live() is not None
+
+    # a re-execution from a failed step (the UI's "from failure") starts past the listing: refused there too
+    past_the_listing = ["chunks", "contextual_prefixes", "embeddings", "vector_index", "keyword_index"]
+    result = dg.materialize(STAGE_ASSETS, selection=past_the_listing, partition_key="docs", instance=s.instance,
+                            resources=s.resources(), tags=tags, raise_on_error=False)
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert failure.step_key == "chunks" and "other.yaml" in str(failure.step_failure_data.error)
+
+
+def test_a_configuration_edited_while_a_run_goes_on_is_the_next_runs(tmp_path: Path) -> None:
+    """A run compares the digest it was started with against what its code location *loaded*, not
+    against the file as it is by a later step: an operator who edits bindery.yaml during a long
+    sync does not fail that sync's remaining steps."""
+    from assets.pipeline import same_configuration
+    from connectors.config import load_config
+    from connectors.errors import ConfigError
+
+    s = _System(tmp_path)
+    cfg = load_config(s.config_path)
+    tags = {SUBMITTED_CONFIG_TAG: str(s.config_path), SUBMITTED_DIGEST_TAG: config_digest(str(s.config_path))}
+    s.config_path.write_text(s.config_path.read_text() + "# edited during the run\n")
+    same_configuration(tags, cfg)  # the configuration this run loaded: goes on
+    with pytest.raises(ConfigError, match="contents differ"):
+        same_configuration(tags, load_config(s.config_path))  # a code location that loaded the edit
