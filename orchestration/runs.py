@@ -197,7 +197,6 @@ def source_lock(cfg: BinderyConfig, name: str) -> Iterator[float]:
 class Runner:
     def __init__(self, cfg: BinderyConfig, *, debug: bool = False):
         self.cfg = cfg
-        self.debug = debug
         assert cfg.config_path, "the CLI loads configuration from a file"
         self.instance = get_instance(cfg)
         # the run log goes to the instance (the UI shows all of it); the terminal gets warnings only
@@ -230,6 +229,10 @@ class Runner:
     def run(self, job_name: str, *, partition: str | None = None, run_config: dict[str, Any] | None = None,
             tags: dict[str, str] | None = None) -> RunOutcome:
         job = self.defs.resolve_job_def(job_name)
+        # Dagster starts a job's loggers only when the run config names them; the terminal logger's
+        # settings are in its definition, so this config is also valid where the UI re-executes the
+        # run (there "console" is Dagster's own, every key of it optional)
+        run_config = {**(run_config or {}), "loggers": {"console": {}}}
         tags = {"bindery/launched-by": "cli", "bindery/host": socket.gethostname(), "bindery/pid": str(os.getpid()),
                 **_config_tags(self.cfg), **(tags or {})}
         with _origin_recorded(self.instance, ui_origin(self.cfg, job_name)):
