@@ -40,6 +40,8 @@ from orchestration.cli_parser import ARGV, build_parser, share_common_options
 from orchestration.interrupts import quiet_interrupted_logging
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from connectors.lifecycle import Lifecycle
     from connectors.store import ChunkRecord, DocumentRecord, DocumentStore, GenerationRecord
     from orchestration.runs import Runner, RunOutcome
@@ -274,6 +276,7 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from collections import Counter
     from pathlib import Path
 
+    from connectors.acl import allows
     from evals.draft import draft_cases
 
     out = Path(a.out)
@@ -288,6 +291,8 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     store = _store(cfg)
     gen = _generation(cfg, store, "live")
     documents = store.documents()
+    if a.principal is not None:  # the questions and their answers are the documents' own words
+        documents = [d for d in documents if allows(d.acl, a.principal)]
     # a path two sources both hold is named `source:path`, as `bindery query` prints it: by the
     # path alone their chunks were drafted as one document and either file answered its questions
     paths = Counter(d.external_id for d in documents)
@@ -307,11 +312,21 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         if writer is not None:
             writer.close()
     try:
-        out.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases), encoding="utf-8")
+        _write_private(out, "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases))
     except OSError as e:
         raise UsageError(f"--out {out}: cannot write it: {e.strerror or e}") from None
     return {"out": str(out), "cases": len(cases), "by_kind": dict(Counter(c["category"] for c in cases)),
-            "provider": "anthropic" if writer is not None else "offline", "generation": gen.id}
+            "provider": "anthropic" if writer is not None else "offline", "generation": gen.id,
+            "principals": a.principal}
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to `path` readable by its owner alone, as data_dir is: a draft quotes the
+    documents it was made from, whatever their ACLs."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        os.fchmod(fd, 0o600)  # a file --force overwrites keeps its old mode otherwise
+        f.write(text)
 
 
 def check_eval_set(cfg: BinderyConfig, store: Any) -> None:
@@ -596,13 +611,13 @@ def cmd_serve(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     import uvicorn
 
     from query_service.app import server_config
-    from query_service.auth import no_credentials_warning
+    from query_service.auth import auth_warnings
 
     config = server_config(cfg, a.host, a.port)
     # the app opens the store as it starts: a database that is down would end in uvicorn's
     # startup traceback and exit 3; opened here it is one line and exit 1, like every command
     _store(cfg).dispose()
-    if warning := no_credentials_warning(cfg.query.auth):
+    for warning in auth_warnings(cfg.query.auth):
         print(warning, file=sys.stderr)
     # Ctrl-C: uvicorn shuts down cleanly, then raises the interrupt again, and `main` ends
     # with one line and 130, so a supervisor tells a stop from a normal end (SIGTERM: uvicorn

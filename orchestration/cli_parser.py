@@ -159,11 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("verify", help="check store and indexes hold the same chunk ids")
     s.add_argument("--repair", action="store_true", help="rebuild a drifted index from the document store")
     sub.add_parser("gc", help="drop expired generations and orphaned cache rows")
-    s = sub.add_parser("evalset", help="draft an eval set from the corpus, for a person to review")
-    s.add_argument("action", choices=["draft"], help="draft: propose questions into --out")
-    s.add_argument("--out", required=True, help="JSONL file to write (see docs/eval-format.md)")
-    s.add_argument("--max", type=_positive_int, default=40, help="at most this many questions (default 40)")
-    s.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    _evalset_parser(sub)
     s = sub.add_parser("runs", help="queued, running and finished runs of the Dagster instance")
     s.add_argument("--limit", type=_positive_int, default=20, help="at most this many runs (default 20)")
     s.add_argument("--status", action="append", type=_run_status,
@@ -180,6 +176,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=_port, default=3000, help="port (default 3000)")
     return p
+
+
+def _evalset_parser(sub: Any) -> None:
+    s = sub.add_parser("evalset", help="draft an eval set from the corpus, for a person to review")
+    s.add_argument("action", choices=["draft"], help="draft: propose questions into --out")
+    s.add_argument("--out", required=True, help="JSONL file to write (see docs/eval-format.md)")
+    s.add_argument("--max", type=_positive_int, default=40, help="at most this many questions (default 40)")
+    s.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    s.add_argument("--principal", action="append", metavar="NAME",
+                   help="draft only from documents this principal may read (repeatable; default: every "
+                        "document, whatever its ACL)")
 
 
 def _submit_options(s: argparse.ArgumentParser) -> None:

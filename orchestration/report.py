@@ -476,7 +476,11 @@ def _planned_dead_letters(r: dict[str, Any], shown_per_source: int = 5) -> list[
 
 def _human_evalset(r: dict[str, Any]) -> str:
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(r["by_kind"].items())) or "none"
+    whose = (f"documents {', '.join(r['principals'])} may read" if r.get("principals")
+             else "every document, whatever its ACL (--principal drafts from what a principal may read)")
     return (f"drafted {r['cases']} questions ({kinds}; {r['provider']}) into {r['out']}\n"
+            f"from {whose}: the file quotes them and is readable by you alone; the gate's reports show its\n"
+            "questions to operators\n"
             "review them (fix or delete), then set gate.queries to the file")
 
 

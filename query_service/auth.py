@@ -78,6 +78,22 @@ def _as_principals(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p.strip() for p in items if p.strip()))
 
 
+def auth_warnings(cfg: QueryAuthConfig) -> list[str]:
+    """What to tell the operator starting the service about its credentials, one line each."""
+    return [w for w in (no_credentials_warning(cfg), bare_subject_warning(cfg)) if w]
+
+
+def bare_subject_warning(cfg: QueryAuthConfig) -> str | None:
+    """A token's subject taken as a principal as it is: a subject that reads like a group (or an
+    operator's name) is that group, for whoever the identity provider lets pick such a name."""
+    if cfg.mode != "credentials" or not cfg.jwt.enabled or not cfg.jwt.include_subject or cfg.jwt.subject_prefix:
+        return None
+    also = f" or an operator ({', '.join(cfg.operators)})" if cfg.operators else ""
+    return ("warning: query.auth.jwt.include_subject with an empty subject_prefix: a token whose `sub` is the "
+            f"name of a group in an ACL{also} is that group; set subject_prefix (\"user:\") unless subjects "
+            "and group names can never meet")
+
+
 def no_credentials_warning(cfg: QueryAuthConfig) -> str | None:
     """What to tell the operator starting a service that can admit nobody: credentials mode
     with neither an API key nor JWT configured answers every search 401."""

@@ -5,6 +5,7 @@ from titles, headings, identifiers and tables; LLM-written with the Anthropic co
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,24 @@ def test_a_heading_that_repeats_the_title_is_asked_once() -> None:
                                       "We reached the ridge at noon and pitched camp by the lake.")]}
     queries = [c["query"] for c in draft_cases(corpus, max_cases=10)]
     assert queries == ["Day 1 (2 July 2024)"]  # asked once (as the title question)
+
+
+def test_a_draft_quotes_only_what_the_named_principals_may_read_and_is_private(tmp_path: Path) -> None:
+    """Found by a security re-test: the draft quoted every document whatever its ACL (a private
+    reply's opening words, identifiers from an HR file) into a file anyone on the machine could
+    read, and from there, as gate.queries, into reports operators see. It is written 0600 now, and
+    `--principal` drafts from what those principals may read."""
+    dep = Deployment(tmp_path)
+    (dep.root / "hr").mkdir()
+    (dep.root / "hr" / ".bindery-acl").write_text("group:hr\n")
+    dep.write("hr/salaries.md", "# Salary bands\n\nThe band for SECRETTOKEN-HR engineers is confidential.\n")
+    dep.cli("sync")
+    everything, public = tmp_path / "all.jsonl", tmp_path / "public.jsonl"
+    everything.write_text("an older draft, once world-readable\n")
+    everything.chmod(0o644)
+    assert dep.cli("evalset", "draft", "--out", str(everything), "--force")["principals"] is None
+    assert stat.S_IMODE(everything.stat().st_mode) == 0o600
+    assert "hr/salaries.md" in everything.read_text()
+    assert dep.cli("evalset", "draft", "--out", str(public), "--principal", "group:eng")["principals"] == ["group:eng"]
+    text = public.read_text()
+    assert text and "hr/salaries.md" not in text and "SECRETTOKEN" not in text and "Salary" not in text

@@ -222,3 +222,18 @@ def test_serving_with_no_way_to_authenticate_warns_the_operator() -> None:
                                                              "principals": ["public"]}])) is None
     assert no_credentials_warning(QueryAuthConfig(jwt={"jwks_file": "/x.json"})) is None
     assert no_credentials_warning(QueryAuthConfig(mode="trusted-principal")) is None
+
+
+def test_a_subject_taken_as_a_principal_with_no_prefix_is_warned_about_at_start() -> None:
+    """Found by a security re-test: with include_subject and subject_prefix "" a token whose `sub`
+    is `ops-team` was admitted to the console's operator views, one whose `sub` is `group:hr` read
+    HR's documents. Documented, but nothing said so when the service started."""
+    from connectors.config import QueryAuthConfig
+    from query_service.auth import auth_warnings
+
+    bare = QueryAuthConfig(api_keys=[], jwt={"jwks_file": "/x.json", "include_subject": True}, operators=["ops-team"])
+    (warning,) = auth_warnings(bare)
+    assert "empty subject_prefix" in warning and "ops-team" in warning
+    prefixed = QueryAuthConfig(jwt={"jwks_file": "/x.json", "include_subject": True, "subject_prefix": "user:"})
+    assert auth_warnings(prefixed) == []
+    assert auth_warnings(QueryAuthConfig(jwt={"jwks_file": "/x.json"})) == []
