@@ -92,6 +92,18 @@ class ScoredChunk(BaseModel):
     score: float | None = Field(None, description="the retriever's raw score: for operators only")
 
 
+class EmailMeta(BaseModel):
+    """Who wrote an e-mail, when, and its place in its thread, as its headers say."""
+
+    model_config = ConfigDict(extra="allow")
+    from_: str | None = Field(None, alias="from", description="the From header")
+    date: str | None = Field(None, description="the Date header, ISO 8601")
+    message_id: str | None = None
+    in_reply_to: str | None = Field(None, description="the Message-ID it replies to (In-Reply-To, else the last "
+                                                      "of References)")
+    thread_id: str | None = Field(None, description="its thread's first Message-ID")
+
+
 class HitModel(BaseModel):
     model_config = ConfigDict(extra="allow")
     chunk_id: str = Field(description="the best-matching chunk of the unit")
@@ -113,6 +125,7 @@ class HitModel(BaseModel):
                                                         "before the unit, in document order")
     after: list[str] | None = Field(None, description="neighbour expansion only: the texts of the chunks just after "
                                                        "the unit, in document order")
+    email: EmailMeta | None = Field(None, description="a single-message e-mail only (its subject is `heading_path`)")
 
 
 class AttributionTrace(BaseModel):

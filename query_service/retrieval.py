@@ -77,6 +77,7 @@ class Hit:
     # neighbour expansion (query.neighbours): the chunks just before and after the unit; None: not asked
     before: list[str] | None = None
     after: list[str] | None = None
+    email: dict[str, str] | None = None  # a single-message e-mail's writer, date and thread keys
 
     def to_json(self) -> dict[str, Any]:
         out = {"chunk_id": self.chunk_id, "unit_id": self.unit_id or self.chunk_id, "doc": self.doc,
@@ -85,7 +86,22 @@ class Hit:
                "page": self.page, "uri": self.uri, "ranks": self.ranks}
         if self.before is not None or self.after is not None:
             out.update(before=self.before or [], after=self.after or [])
+        if self.email:
+            out["email"] = self.email
         return out
+
+
+# the e-mail keys the index stage puts on every chunk of a single-message e-mail
+# (assets.index_stage.MessageKeys), as a hit names them
+_EMAIL_FIELDS = (("author", "from"), ("sent", "date"), ("message_id", "message_id"), ("reply_to", "in_reply_to"),
+                 ("thread", "thread_id"))
+
+
+def _email(payload: dict[str, Any]) -> dict[str, str] | None:
+    """Who wrote an e-mail hit, when, and where it sits in its thread: what a citation of a
+    message names, and what its text (the subject is its heading) does not say."""
+    out = {name: payload[key] for key, name in _EMAIL_FIELDS if payload.get(key)}
+    return out or None
 
 
 @dataclass
@@ -362,7 +378,7 @@ def _hit(r: RankedUnit, payloads: dict[str, dict[str, Any]]) -> Hit | None:
     text = head.get("unit_text") or (head["display_text"] if r.unit_id != r.chunk_id else chunk["display_text"])
     return Hit(r.chunk_id, chunk["external_id"], chunk["source"], round(r.score, 6), text,
                list(head.get("heading_path") or []), head.get("page"), head.get("uri"), r.ranks,
-               unit_id=r.unit_id, chunk_text=chunk["display_text"])
+               unit_id=r.unit_id, chunk_text=chunk["display_text"], email=_email(chunk))
 
 
 def make_filters(principal: str | list[str] | None, sources: list[str] | None = None,

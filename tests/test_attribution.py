@@ -254,8 +254,15 @@ def test_a_matching_message_lifts_its_whole_thread(tmp_path: Path, monkeypatch: 
         hits = d.cli("query", "when do the quartz oscillator boards ship", "-k", "10")["hits"]
         return float(next(h["score"] for h in hits if h["doc"] == doc))
 
-    assert d.cli("query", "when do the quartz oscillator boards ship", "-k", "1")["hits"][0]["doc"] == \
-        "mail/reply-2.eml"
+    (top,) = d.cli("query", "when do the quartz oscillator boards ship", "-k", "1")["hits"]
+    assert top["doc"] == "mail/reply-2.eml"
+    # a hit says who wrote the message, when, and where it sits in its thread (a citation names them)
+    assert top["email"] == {"from": "Priya Raman <priya@northwind.example>", "date": "2024-09-04T08:00:00+02:00",
+                            "message_id": "<reply-2@northwind.example>", "in_reply_to": "<reply-1@northwind.example>",
+                            "thread_id": "<parent@kestrel.example>"}
+    from query_service.app import HitModel
+
+    assert HitModel.model_validate(top).model_dump(by_alias=True, exclude_unset=True)["email"] == top["email"]
     with_mates = score("mail/parent.eml")  # the thread's root: not reply-2's parent, its thread mate
     # a thread lookup cut at its limit cannot tell a long thread from a short one: no mates then
     monkeypatch.setattr(retrieval, "_THREAD_LOOKUP_LIMIT", 2)

@@ -76,7 +76,8 @@ function renderTimings(trace) {
 }
 
 function renderHit(h) {
-  const where = (h.heading_path || []).join(" › ") || "-";
+  const mail = h.email ? [h.email.from, (h.email.date || "").slice(0, 10)].filter(Boolean).join(", ") : "";
+  const where = [(h.heading_path || []).join(" › "), mail].filter(Boolean).join(" · ") || "-";
   const ranks = Object.entries(h.ranks || {}).map(([k, v]) => `${k} #${v}`).join(", ") || "fused only";
   return el("li", { class: "hit" },
     el("div", { class: "hit-head" },
