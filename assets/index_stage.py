@@ -83,7 +83,8 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> tup
     by_doc: dict[str, list[ChunkRecord]] = defaultdict(list)
     for c in chunks:
         by_doc[c.doc_id].append(c)
-    messages = message_keys(rt, [docs[did] for did in by_doc], g.versions["parse"])
+    heads = doc_heads(rt, [docs[did] for did in by_doc], g.versions["parse"])
+    messages = {did: mk for did, (_, meta) in heads.items() if (mk := _message_keys(meta)) is not None}
     records: dict[str, list[IndexRecord]] = {}
     digests: dict[str, str] = {}
     for did, cs in by_doc.items():
@@ -97,7 +98,7 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> tup
             text=index_text(d, texts[c.chunk_id]),
             vector=from_bytes(vectors[text_hash(texts[c.chunk_id])]).tolist(),
             acl=tuple(d.acl),
-            payload=_payload(d, c, mk),
+            payload=_payload(d, c, mk, heads.get(did, (None, {}))[0]),
             heading=" ".join(c.heading_path),
             unit_text=unit_texts.get(c.chunk_id),
             message_id=mk.message_id, reply_to=mk.reply_to, author=mk.author, sent=sent_keys(mk.sent),
@@ -108,13 +109,18 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> tup
     return records, digests, set(by_doc)
 
 
-def _payload(doc: DocumentRecord, chunk: ChunkRecord, mk: MessageKeys | None = None) -> dict[str, Any]:
-    """What a vector point shows besides its filter fields: display text and provenance, its
-    unit (the chunk id of the unit's first chunk), on that first chunk the unit's text, and an
-    e-mail's thread keys, writer and date (`MessageKeys`)."""
+def _payload(doc: DocumentRecord, chunk: ChunkRecord, mk: MessageKeys | None = None,
+             title: str | None = None) -> dict[str, Any]:
+    """What a vector point shows besides its filter fields: display text and provenance (the
+    document's title too), its unit (the chunk id of the unit's first chunk), on that first chunk
+    the unit's text, and an e-mail's thread keys, writer and date (`MessageKeys`). The title and
+    the thread keys are the parse's: the chunk ids (their version names the parse version) and
+    the digest's content hash change whenever they can, so `doc_digest` needs neither."""
     out = {"display_text": chunk.display_text, "heading_path": chunk.heading_path, "page": chunk.page,
            "ordinal": chunk.ordinal, "kind": chunk.kind, "uri": doc.uri,
            "unit": chunk.parent_id or chunk.chunk_id}
+    if title:
+        out["title"] = title
     if chunk.unit_text:
         out["unit_text"] = chunk.unit_text
     for name, value in (mk or _NO_MESSAGE)._asdict().items():
@@ -136,25 +142,34 @@ class MessageKeys(NamedTuple):
 _NO_MESSAGE = MessageKeys(None, None, None, None, None)
 
 
+def doc_heads(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> dict[str, tuple[str | None,
+                                                                                           dict[str, Any]]]:
+    """doc_id -> (title, metadata) of its parse, read without its blocks; good parses only."""
+    keys = {d.doc_id: parse_key(d, parse_version) for d in docs if d.content_hash}
+    heads = rt.store.parse_heads(keys.values())
+    return {did: heads[key] for did, key in keys.items() if key in heads}
+
+
 def message_keys(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> dict[str, MessageKeys]:
     """doc_id -> `MessageKeys` for single-message e-mails (an .eml, or an mbox of one message),
     read from the parse's metadata, not its blocks."""
-    keys = {d.doc_id: parse_key(d, parse_version) for d in docs if d.content_hash}
-    meta = rt.store.parse_metadata(keys.values())
-    out: dict[str, MessageKeys] = {}
-    for did, key in keys.items():
-        m = meta.get(key) or {}
-        if "messages" in m:  # an mbox: one message of a thread only when it holds one
-            if len(m["messages"]) != 1:
-                continue
-            m = m["messages"][0]
-        elif "message_id" not in m:  # not an e-mail (the e-mail parser always writes the key)
-            continue
-        parent = m.get("in_reply_to") or ((m.get("references") or [None])[-1])
-        if m.get("message_id") or parent or m.get("from"):
-            out[did] = MessageKeys(m.get("message_id"), parent if parent != m.get("message_id") else None,
-                                   m.get("from") or None, m.get("date") or None, m.get("thread_id") or None)
-    return out
+    return {did: mk for did, (_, meta) in doc_heads(rt, docs, parse_version).items()
+            if (mk := _message_keys(meta)) is not None}
+
+
+def _message_keys(m: dict[str, Any]) -> MessageKeys | None:
+    """A single-message e-mail's keys from its parse metadata; None for anything else."""
+    if "messages" in m:  # an mbox: one message of a thread only when it holds one
+        if len(m["messages"]) != 1:
+            return None
+        m = m["messages"][0]
+    elif "message_id" not in m:  # not an e-mail (the e-mail parser always writes the key)
+        return None
+    parent = m.get("in_reply_to") or ((m.get("references") or [None])[-1])
+    if not (m.get("message_id") or parent or m.get("from")):
+        return None
+    return MessageKeys(m.get("message_id"), parent if parent != m.get("message_id") else None,
+                       m.get("from") or None, m.get("date") or None, m.get("thread_id") or None)
 
 
 def _unit_index_texts(doc: DocumentRecord, chunks: list[ChunkRecord], texts: dict[str, str]) -> dict[str, str]:

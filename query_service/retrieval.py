@@ -78,12 +78,14 @@ class Hit:
     before: list[str] | None = None
     after: list[str] | None = None
     email: dict[str, str] | None = None  # a single-message e-mail's writer, date and thread keys
+    title: str | None = None  # the document's, as its parse found it; None from an index written before
 
     def to_json(self) -> dict[str, Any]:
-        out = {"chunk_id": self.chunk_id, "unit_id": self.unit_id or self.chunk_id, "doc": self.doc,
-               "source": self.source, "score": self.score, "text": self.text,
-               "chunk_text": self.chunk_text or self.text, "heading_path": self.heading_path,
-               "page": self.page, "uri": self.uri, "ranks": self.ranks}
+        out: dict[str, Any] = {
+            "chunk_id": self.chunk_id, "unit_id": self.unit_id or self.chunk_id, "doc": self.doc,
+            "source": self.source, "title": self.title, "score": self.score, "text": self.text,
+            "chunk_text": self.chunk_text or self.text, "heading_path": self.heading_path,
+            "page": self.page, "uri": self.uri, "ranks": self.ranks}
         if self.before is not None or self.after is not None:
             out.update(before=self.before or [], after=self.after or [])
         if self.email:
@@ -378,7 +380,7 @@ def _hit(r: RankedUnit, payloads: dict[str, dict[str, Any]]) -> Hit | None:
     text = head.get("unit_text") or (head["display_text"] if r.unit_id != r.chunk_id else chunk["display_text"])
     return Hit(r.chunk_id, chunk["external_id"], chunk["source"], round(r.score, 6), text,
                list(head.get("heading_path") or []), head.get("page"), head.get("uri"), r.ranks,
-               unit_id=r.unit_id, chunk_text=chunk["display_text"], email=_email(chunk))
+               unit_id=r.unit_id, chunk_text=chunk["display_text"], email=_email(chunk), title=chunk.get("title"))
 
 
 def make_filters(principal: str | list[str] | None, sources: list[str] | None = None,

@@ -255,7 +255,7 @@ def test_a_matching_message_lifts_its_whole_thread(tmp_path: Path, monkeypatch: 
         return float(next(h["score"] for h in hits if h["doc"] == doc))
 
     (top,) = d.cli("query", "when do the quartz oscillator boards ship", "-k", "1")["hits"]
-    assert top["doc"] == "mail/reply-2.eml"
+    assert top["doc"] == "mail/reply-2.eml" and top["title"] == "Re: all robots stopped in Tilburg"
     # a hit says who wrote the message, when, and where it sits in its thread (a citation names them)
     assert top["email"] == {"from": "Priya Raman <priya@northwind.example>", "date": "2024-09-04T08:00:00+02:00",
                             "message_id": "<reply-2@northwind.example>", "in_reply_to": "<reply-1@northwind.example>",

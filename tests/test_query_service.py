@@ -117,6 +117,8 @@ def test_search_returns_provenance_and_a_trace(served: Served) -> None:
     top = body["hits"][0]
     assert top["doc"] == "ops/errors.html" and "heartbeat" in top["text"] and top["source"] == "docs"
     assert top["heading_path"] and top["chunk_id"]
+    assert isinstance(top["title"], str) and top["title"]  # the page's, for a citation
+    assert "email" not in top  # e-mails only
     assert "navigation chrome" not in top["text"] and "footer chrome" not in top["text"]
     tr = body["trace"]
     assert tr["binding"]["generation"] == body["generation"] == 1

@@ -367,19 +367,25 @@ class DocumentStore:
         return out
 
     def parse_metadata(self, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], dict[str, Any]]:
-        """(content hash, parse version, format) -> the parse's `doc_metadata`, for good parses,
-        without reading their blocks (the index stage needs e-mail thread keys only)."""
+        """(content hash, parse version, format) -> the parse's `doc_metadata`, for good parses."""
+        return {k: meta for k, (_, meta) in self.parse_heads(keys).items()}
+
+    def parse_heads(self, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str],
+                                                                       tuple[str | None, dict[str, Any]]]:
+        """(content hash, parse version, format) -> the parse's (title, `doc_metadata`), for good
+        parses, without reading their blocks (the index stage needs titles and e-mail thread keys)."""
         keys = list(keys)
         wanted = set(keys)
-        out: dict[tuple[str, str, str], dict[str, Any]] = {}
-        cols = (t.parses.c.content_hash, t.parses.c.parse_version, t.parses.c.format, t.parses.c.doc_metadata)
+        out: dict[tuple[str, str, str], tuple[str | None, dict[str, Any]]] = {}
+        cols = (t.parses.c.content_hash, t.parses.c.parse_version, t.parses.c.format, t.parses.c.title,
+                t.parses.c.doc_metadata)
         with self.engine.connect() as c:
             for batch in _batches(sorted({k[0] for k in keys})):
                 q = sa.select(*cols).where(t.parses.c.content_hash.in_(batch), t.parses.c.status == "ok")
                 for r in c.execute(q):
                     key = (r.content_hash, r.parse_version, r.format)
                     if key in wanted:
-                        out[key] = r.doc_metadata or {}
+                        out[key] = (r.title, r.doc_metadata or {})
         return out
 
     def put_parses(self, rows: list[dict[str, Any]]) -> None:

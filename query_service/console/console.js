@@ -81,7 +81,8 @@ function renderHit(h) {
   const ranks = Object.entries(h.ranks || {}).map(([k, v]) => `${k} #${v}`).join(", ") || "fused only";
   return el("li", { class: "hit" },
     el("div", { class: "hit-head" },
-      el("span", { class: "hit-doc" }, `${h.source}:${h.doc}${h.page ? ` p.${h.page}` : ""}`),
+      el("span", { class: "hit-doc" },
+        `${h.title ? `${h.title} — ` : ""}${h.source}:${h.doc}${h.page ? ` p.${h.page}` : ""}`),
       el("span", { class: "hit-where" }, where),
       el("span", { class: "ranks" }, `score ${fmt(h.score)} · ${ranks}`)),
     ...context(h.before, "before"),
