@@ -83,7 +83,9 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> tup
     by_doc: dict[str, list[ChunkRecord]] = defaultdict(list)
     for c in chunks:
         by_doc[c.doc_id].append(c)
-    heads = doc_heads(rt, [docs[did] for did in by_doc], g.versions["parse"])
+    # the parse the chunks were cut from: a document whose new content failed to parse keeps them
+    heads = doc_heads(rt, [docs[did].replace(content_hash=cs[0].content_hash) for did, cs in by_doc.items()],
+                      g.versions["parse"])
     messages = {did: mk for did, (_, meta) in heads.items() if (mk := _message_keys(meta)) is not None}
     records: dict[str, list[IndexRecord]] = {}
     digests: dict[str, str] = {}
