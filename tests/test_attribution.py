@@ -332,3 +332,27 @@ def test_a_keyword_backend_that_cannot_say_its_fields_still_serves(tmp_path: Pat
     finally:
         retriever.close()
         store.dispose()
+
+
+@pytest.mark.slow
+def test_a_rewrite_of_a_message_whose_new_bytes_fail_keeps_its_title_and_thread_keys(tmp_path: Path) -> None:
+    """A message whose new content fails to parse keeps its indexed chunks (cut from the old
+    content); an ACL change then rewrites it from those chunks, and its title and thread keys came
+    from the new, failed content: none. They come from the parse the chunks were cut from."""
+    from connectors.config import load_config
+    from connectors.indexes.base import Filters
+    from query_service.retrieval import LiveRetriever
+
+    d = Deployment(tmp_path)
+    d.write("mail/reply-2.eml", THREAD["mail/reply-2.eml"])
+    d.cli("sync")
+    d.write("mail/reply-2.eml", b"%PDF-1.4 not an e-mail any more \x00\x01\x02")  # a failed parse: dead letter
+    d.write("mail/.bindery-acl", "group:support\n")
+    d.cli("sync")
+    r = LiveRetriever(load_config(d.config_path))
+    try:
+        (hit,) = r.search("quartz oscillator boards", 1, Filters(principals=("group:support",))).hits
+    finally:
+        r.close()
+    assert hit.doc == "mail/reply-2.eml" and hit.title == "Re: all robots stopped in Tilburg"
+    assert hit.email is not None and hit.email["thread_id"] == "<parent@kestrel.example>"
