@@ -20,6 +20,7 @@ import pytest
 from connectors.config import load_config
 from orchestration.instance import dagster_home
 from tests.bindery_fixture import Deployment
+from tests.webserver import stop
 
 pytestmark = pytest.mark.slow
 
@@ -50,12 +51,7 @@ def daemon(dep: Deployment, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     yield proc
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    stop(proc)
     log.close()
 
 

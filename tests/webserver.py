@@ -1,4 +1,5 @@
-"""A real `dagster-webserver` for tests that drive what the UI does through its GraphQL API."""
+"""A real `dagster-webserver` for tests that drive what the UI does through its GraphQL API, and
+stopping Dagster processes the way Ctrl-C does."""
 
 from __future__ import annotations
 
@@ -62,9 +63,14 @@ def webserver(env: dict[str, str], log: Path) -> Iterator[int]:
         wait_http(port, proc)
         yield port
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a Dagster process as Ctrl-C does (it shuts its children down), killing it after 30 s."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
