@@ -302,6 +302,8 @@ def _human_query(r: dict[str, Any]) -> str:
         lines.append(f"no results: {r.get('reason')}")
     for i, h in enumerate(r["hits"], 1):
         where = shown(" > ".join(h["heading_path"])) or "-"
+        if mail := h.get("email"):  # a message: who wrote it and when, beside its subject
+            where += " · " + shown(", ".join(x for x in (mail.get("from"), (mail.get("date") or "")[:10]) if x))
         page = f" p.{h['page']}" if h.get("page") else ""
         ranks = ", ".join(f"{k} #{v}" for k, v in h["ranks"].items())
         text = shown(" ".join(h["text"].split())[:160])  # a document's bidi or control characters, escaped

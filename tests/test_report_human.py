@@ -63,6 +63,11 @@ def test_query_hits_show_rank_provenance_and_a_flattened_snippet() -> None:
                    "   The XR-4471 lasts 11 hours."]
     empty = human("query", {"generation": 4, "generation_name": "g4", "hits": [], "reason": "no match"})
     assert empty.splitlines()[-1] == "no results: no match"
+    mail = {**hit, "doc": "re.eml", "page": None, "heading_path": ["Re: dock lights"],
+            "email": {"from": "Priya Raman <priya@northwind.example>", "date": "2024-09-04T08:00:00+02:00"}}
+    out = human("query", {"generation": 4, "generation_name": "g4", "hits": [mail]}).splitlines()
+    assert out[1] == ("1. [0.0325] docs:re.eml  (Re: dock lights · Priya Raman <priya@northwind.example>, "
+                      "2024-09-04)  [dense #1, bm25 #2]")
 
 
 def test_a_pasted_reply_says_whose_message_its_attribution_line_asked_for() -> None:
