@@ -58,6 +58,9 @@ class IndexStats:
     deleted_docs: int = 0
     unchanged_docs: int = 0
     incomplete_docs: int = 0  # no complete chunk set yet (failed stage); old index content kept
+    # of those, the ones with chunk rows still waiting for a prefix or an embedding; the rest are
+    # dead letters or were cut to no chunks (a redirect page): nothing more to index
+    waiting_docs: int = 0
     revoked_docs: int = 0  # removed from a generation: ACL changed there and no records to rewrite
     # per generation name, the same counts for that generation alone, and its seconds
     generations: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -212,6 +215,7 @@ class _Plan:
     changed: list[str]  # rewritten (delete by document, then upsert)
     gone: list[str]  # removed: deleted documents, and ACL changes or pending ones that cannot be rewritten here
     revoked: int  # of `gone`: removed because their ACL changed (or they were pending) and no records could be written
+    waiting: int  # documents with chunk rows whose set is not complete yet (a prefix or an embedding missing)
 
 
 def _current_only(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> dict[str, DocumentRecord]:
@@ -235,7 +239,8 @@ def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: di
                if did in docs and did not in digests
                and (not st.digest or st.acl_hash != docs[did].acl_hash)]
     emptied = [did for did in _emptied(rt, g, docs, state, cut) if did not in revoked] if writing else []
-    return _Plan(records, digests, changed, gone + revoked + emptied, len(revoked))
+    waiting = sum(1 for did in cut if did not in digests) if writing else 0
+    return _Plan(records, digests, changed, gone + revoked + emptied, len(revoked), waiting)
 
 
 def _emptied(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: dict[str, IndexStateRecord],
@@ -289,6 +294,7 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
         records, digests, changed, gone = plan.records, plan.digests, plan.changed, plan.gone
         stats.unchanged_docs += len(digests) - len(changed) if writing else 0
         stats.incomplete_docs += len(docs) - len(digests) if writing else 0
+        stats.waiting_docs += plan.waiting
         stats.revoked_docs += plan.revoked
         gstats: dict[str, float] = {
             "written_docs": len(changed), "written_chunks": 0, "deleted_docs": len(gone) - plan.revoked,

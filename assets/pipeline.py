@@ -82,8 +82,8 @@ def _failures_recorded(rt: Runtime, source: str, stage: str) -> Iterator[None]:
         yield
     except dg.Failure:
         raise  # a refusal on purpose (an idle reindex), not the source's failure
-    except BinderyError as e:
-        rt.store.set_source_error(source, f"{stage}: {type(e).__name__}: {e}"[:2000])
+    except BinderyError as e:  # its message is the reason, as the CLI prints it; no class name
+        rt.store.set_source_error(source, f"{stage}: {e}"[:2000])
         raise _one_line(e, stage=stage) from e
     except Exception as e:
         rt.store.set_source_error(source, f"{stage}: {type(e).__name__}: {e}"[:2000])
@@ -180,12 +180,17 @@ def same_configuration(tags: Mapping[str, str], cfg: BinderyConfig) -> None:
     if not digest or not cfg.config_path:
         return
     # what this run's code location loaded, not the file now: an edit while a run goes on is the next run's
-    if digest != (cfg.loaded_digest or config_digest(cfg.config_path)):
+    if digest == (cfg.loaded_digest or config_digest(cfg.config_path)):
+        return
+    started_with = tags.get(SUBMITTED_CONFIG_TAG)
+    if started_with == cfg.config_path:
         raise ConfigError(
-            f"this run was started with --config {tags.get(SUBMITTED_CONFIG_TAG)}, but the code location "
-            f"running it reads {cfg.config_path}, whose contents differ (BINDERY_CONFIG where the Dagster daemon or "
-            "`bindery ui` was started): start the daemon with that configuration, or submit with the one "
-            "it runs")
+            f"{cfg.config_path} was edited after this run was started; it does not run under contents it was "
+            "not started with: start a new run (`bindery sync`, or launch it in the UI)")
+    raise ConfigError(
+        f"this run was started with --config {started_with}, but the code location running it reads "
+        f"{cfg.config_path}, whose contents differ (BINDERY_CONFIG where the Dagster daemon or `bindery ui` "
+        "was started): start the daemon with that configuration, or start the run with the one it runs")
 
 
 @dg.asset(partitions_def=SOURCES, group_name=GROUP, kinds={"python"},
@@ -193,7 +198,8 @@ def same_configuration(tags: Mapping[str, str], cfg: BinderyConfig) -> None:
 def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bindery: BinderyConfigResource,
                    store: DocumentStoreResource, vector_index: VectorIndexResource,
                    keyword_index: KeywordIndexResource) -> dg.MaterializeResult[Any]:
-    same_configuration(context.run.tags, bindery.config)
+    with one_line_failures():
+        same_configuration(context.run.tags, bindery.config)
     # the indexes: a listing that narrows access and then stops (a refused delete sweep, an
     # unreadable ACL file) writes the narrowed ACLs into them itself (`listing._restrict`)
     rt = runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index)
@@ -388,9 +394,10 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, s
         # the CLI's summary says so too; a run from the UI, a schedule or a sensor says it here
         rt.store.set_source_error(src, nothing)
         context.log.warning(f"{context.partition_key}: {nothing}")
-    elif wrote_live and not stats.incomplete_docs:
-        # the live index holds every document of the source: an earlier run's error no longer
-        # holds (only a listing cleared it, so a run re-executed from its failed step kept it shown)
+    elif wrote_live and not stats.waiting_docs:
+        # the live index holds every document of the source it can (dead letters are `dlq`'s): an
+        # earlier run's error no longer holds (only a listing cleared it, so a run re-executed
+        # from its failed step kept it shown; then one whose source had a dead letter did)
         rt.store.set_source_error(src, None)
     if live is None or not wrote_live:
         context.log.info(f"{context.partition_key}: the live index was not written (this run wrote "

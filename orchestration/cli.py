@@ -280,6 +280,8 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from evals.draft import draft_cases
 
     out = Path(a.out)
+    if a.out == "-":
+        raise UsageError("--out -: the draft is a file to review and keep, not output; give its path")
     if out.is_dir():
         raise UsageError(f"--out {out} is a folder: give the path of a JSONL file to write")
     if out.exists() and not a.force:

@@ -63,6 +63,12 @@ def _neighbours(value: str) -> int:
     return n
 
 
+def _principal(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("a principal is a name (a group or user as the ACL files write it), not empty")
+    return value.strip()
+
+
 def _run_status(value: str) -> str:
     if value.lower() in RUN_STATUSES:
         return value.lower()
@@ -184,7 +190,7 @@ def _evalset_parser(sub: Any) -> None:
     s.add_argument("--out", required=True, help="JSONL file to write (see docs/eval-format.md)")
     s.add_argument("--max", type=_positive_int, default=40, help="at most this many questions (default 40)")
     s.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    s.add_argument("--principal", action="append", metavar="NAME",
+    s.add_argument("--principal", action="append", metavar="NAME", type=_principal,
                    help="draft only from documents this principal may read (repeatable; default: every "
                         "document, whatever its ACL)")
 

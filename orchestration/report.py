@@ -481,8 +481,9 @@ def _human_evalset(r: dict[str, Any]) -> str:
     whose = (f"documents {', '.join(r['principals'])} may read" if r.get("principals")
              else "every document, whatever its ACL (--principal drafts from what a principal may read)")
     return (f"drafted {r['cases']} questions ({kinds}; {r['provider']}) into {r['out']}\n"
-            f"from {whose}: the file quotes them and is readable by you alone; the gate's reports show its\n"
-            "questions to operators\n"
+            f"from {whose}\n"
+            "the file quotes those documents and is readable by you alone; once it is gate.queries, the gate's "
+            "reports show its questions to operators\n"
             "review them (fix or delete), then set gate.queries to the file")
 
 

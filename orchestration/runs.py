@@ -349,8 +349,10 @@ class Runner:
                                                          of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
                 cursors[run_id] = conn.cursor
                 for rec in conn.records:
-                    if rec.asset_key is not None:
-                        echo(f"{label}:   materialised {rec.asset_key.to_user_string()}")
+                    if rec.asset_key is not None:  # a partitioned asset (a generation) says which one
+                        part = rec.partition_key
+                        echo(f"{label}:   materialised {rec.asset_key.to_user_string()}"
+                             + (f" {part}" if part and part != sub.partition else ""))
                 if run.is_finished:
                     done[run_id] = self.outcome(run)
                     del pending[run_id]

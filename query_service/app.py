@@ -111,9 +111,10 @@ class HitModel(BaseModel):
                                      "chunks), named by the chunk id of its first chunk")
     doc: str = Field(description="the document's path relative to its source root")
     source: str
-    title: str | None = Field(None, description="the document's title as its parser found it (an HTML <title>, "
-                                                "a first heading, an e-mail's subject, a PDF's metadata); null "
-                                                "when it has none, or its index was written before hits had titles")
+    title: str | None = Field(None, description="the document's title as its parser found it (a first <h1>, else "
+                                                "the <title>; a first heading; an e-mail's subject; a PDF's "
+                                                "metadata), else its file name as words; null when its index was "
+                                                "written before hits had titles")
     score: float = Field(description="fused score, comparable only within one answer: with z-score fusion "
                                      "(the default) a sum of each retriever's standardised score, so 0 is the "
                                      "candidates' average and a lone candidate scores 0")

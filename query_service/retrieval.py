@@ -29,6 +29,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from connectors.acl import allows
@@ -103,7 +104,17 @@ def _email(payload: dict[str, Any]) -> dict[str, str] | None:
     """Who wrote an e-mail hit, when, and where it sits in its thread: what a citation of a
     message names, and what its text (the subject is its heading) does not say."""
     out = {name: payload[key] for key, name in _EMAIL_FIELDS if payload.get(key)}
+    if "date" in out and not _iso(out["date"]):  # a Date header no parser could read is kept as written
+        del out["date"]
     return out or None
+
+
+def _iso(value: str) -> bool:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass

@@ -263,6 +263,11 @@ def test_a_matching_message_lifts_its_whole_thread(tmp_path: Path, monkeypatch: 
     from query_service.app import HitModel
 
     assert HitModel.model_validate(top).model_dump(by_alias=True, exclude_unset=True)["email"] == top["email"]
+    from query_service.retrieval import _email
+
+    # a Date header no parser could read is stored as written: not a date the contract promises
+    assert _email({"author": "a@b", "sent": "sometime next week"}) == {"from": "a@b"}
+    assert _email({"display_text": "not an e-mail"}) is None
     with_mates = score("mail/parent.eml")  # the thread's root: not reply-2's parent, its thread mate
     # a thread lookup cut at its limit cannot tell a long thread from a short one: no mates then
     monkeypatch.setattr(retrieval, "_THREAD_LOOKUP_LIMIT", 2)

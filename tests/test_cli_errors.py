@@ -252,6 +252,8 @@ def test_config_merge_keys_still_override(tmp_path: Path) -> None:
     (["runs", "--status", "bogus"], ("--status", "'bogus'")),
     (["tune", "--budget", "soon"], ("--budget", "'soon'")),
     (["evalset", "draft", "--out", "."], ("--out", "is a folder")),
+    (["evalset", "draft", "--out", "-"], ("--out -", "give its path")),
+    (["evalset", "draft", "--out", "d.jsonl", "--principal", " "], ("--principal", "not empty")),
     (["dlq", "retry", "--doc", "nope.md"], ("--doc nope.md", "no dead letter")),
     (["query", ""], ("query is empty",)),
     (["query", "x", "-k", "500"], ("-k", "200", "500")),

@@ -228,5 +228,12 @@ def test_a_configuration_edited_while_a_run_goes_on_is_the_next_runs(tmp_path: P
     tags = {SUBMITTED_CONFIG_TAG: str(s.config_path), SUBMITTED_DIGEST_TAG: config_digest(str(s.config_path))}
     s.config_path.write_text(s.config_path.read_text() + "# edited during the run\n")
     same_configuration(tags, cfg)  # the configuration this run loaded: goes on
-    with pytest.raises(ConfigError, match="contents differ"):
+    with pytest.raises(ConfigError, match="was edited after this run was started"):
         same_configuration(tags, load_config(s.config_path))  # a code location that loaded the edit
+    # refused in the step as one line (a Dagster Failure), not a wrapped traceback
+    result = dg.materialize(STAGE_ASSETS, partition_key="docs", instance=s.instance, resources=s.resources(),
+                            tags=tags, raise_on_error=False)
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    error = failure.step_failure_data.error
+    assert failure.step_key == "source_listing" and error is not None
+    assert error.cls_name == "Failure" and "was edited after this run was started" in error.message

@@ -348,8 +348,9 @@ def test_the_uis_code_location_makes_the_source_partitions_follow_the_configurat
 
 def test_a_run_that_indexes_the_whole_source_clears_an_earlier_runs_error(dep: Deployment) -> None:
     """A UI pass: after an embed stopped mid-way, "Re-execute from failure" finished embedding and
-    indexing, yet `status` kept the error (only a listing cleared it). Not while the live index
-    still lacks documents."""
+    indexing, yet `status` kept the error (only a listing cleared it); a second pass found it kept
+    whenever the source had a dead letter (counted as a document the index lacks). Not while the
+    live index still lacks documents it could hold."""
     import dagster as dg
     import sqlalchemy as sa
 
@@ -358,8 +359,10 @@ def test_a_run_that_indexes_the_whole_source_clears_an_earlier_runs_error(dep: D
     from orchestration.definitions import resources
     from orchestration.instance import get_instance
 
+    dep.write("scans/unreadable.pdf", b"%PDF-1.4 nothing a parser can read")  # a dead letter: indexed never
     dep.cli("sync", "--source", "docs")
     store = DocumentStore(load_config(dep.config_path).database_url)
+    assert store.counts()["dead_letters"] == 1
     interrupted = "embed: interrupted; the next sync resumes from what was stored"
 
     def index_only() -> str | None:  # the step a re-execution from a failed embed runs last
