@@ -121,7 +121,8 @@ def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]
     """The generations this run writes (connectors.lifecycle): the tag `bindery/target` says
     whether it is a sync or a reindex."""
     target: Target = "candidate" if context.run.tags.get(TARGET_TAG) == "candidate" else "sync"
-    same_configuration(context.run.tags, rt.cfg)
+    with one_line_failures():  # a Failure: the run's mistake, not left on the source as its error
+        same_configuration(context.run.tags, rt.cfg)
     _refuse_idle_reindex(context, rt)
     return rt.lifecycle.targets(target)
 

@@ -213,6 +213,9 @@ def test_a_run_submitted_under_another_configuration_is_refused(tmp_path: Path) 
                             resources=s.resources(), tags=tags, raise_on_error=False)
     failure = next(e for e in result.all_events if e.is_step_failure)
     assert failure.step_key == "chunks" and "other.yaml" in str(failure.step_failure_data.error)
+    cfg = load_config(str(s.config_path))
+    source = DocumentStore(cfg.database_url).get_source("docs")
+    assert source is not None and source.last_error is None  # the run's mistake, not the source's
 
 
 def test_a_configuration_edited_while_a_run_goes_on_is_the_next_runs(tmp_path: Path) -> None:
