@@ -366,10 +366,6 @@ class DocumentStore:
                         out[key] = r.status
         return out
 
-    def parse_metadata(self, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], dict[str, Any]]:
-        """(content hash, parse version, format) -> the parse's `doc_metadata`, for good parses."""
-        return {k: meta for k, (_, meta) in self.parse_heads(keys).items()}
-
     def parse_heads(self, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str],
                                                                        tuple[str | None, dict[str, Any]]]:
         """(content hash, parse version, format) -> the parse's (title, `doc_metadata`), for good
