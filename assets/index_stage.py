@@ -76,42 +76,63 @@ def name_terms(external_id: str) -> str:
     return re.sub(r"[-_.\s]+", " ", PurePosixPath(external_id).stem).strip()
 
 
-def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> tuple[
-        dict[str, list[IndexRecord]], dict[str, str], set[str]]:
-    """Complete record sets and digests per document for generation `g`, and the documents
-    that have chunk rows at all (complete or not)."""
+@dataclass
+class _Cut:
+    """A generation's chunk rows for some documents, with their final texts and the hashes of
+    those texts: enough to tell which documents are complete and what each would hold (its
+    digest) without reading a vector."""
+
+    by_doc: dict[str, list[ChunkRecord]]
+    texts: dict[str, str]  # chunk id -> final text (chunks whose prefix failed are absent)
+    hashes: dict[str, str]  # chunk id -> text hash of its final text
+
+
+def _complete(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -> tuple[dict[str, str], _Cut]:
+    """Digests of the documents whose records are complete for generation `g` (every chunk has
+    its final text and a cached embedding), and their chunk rows. An unchanged document costs
+    its chunk rows and one key lookup per text: no vector is read until it is written."""
     chunks = rt.store.chunks_for(list(docs), g.versions["chunk"])
     texts = final_texts(rt, chunks, g.versions["context"])
-    vectors = rt.store.get_embeddings([text_hash(t) for t in texts.values()], g.versions["embed"])
+    hashes = {cid: text_hash(t) for cid, t in texts.items()}
+    missing = rt.store.missing_embeddings(sorted(set(hashes.values())), g.versions["embed"])
     by_doc: dict[str, list[ChunkRecord]] = defaultdict(list)
     for c in chunks:
         by_doc[c.doc_id].append(c)
+    digests = {did: doc_digest(docs[did], cs, texts) for did, cs in by_doc.items()
+               if all(c.chunk_id in hashes and hashes[c.chunk_id] not in missing for c in cs)}
+    return digests, _Cut(by_doc, texts, hashes)
+
+
+def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], cut: _Cut,
+             wanted: list[str]) -> dict[str, list[IndexRecord]]:
+    """The index records of the `wanted` (complete) documents: their vectors, and their parse's
+    title and e-mail keys. One whose embedding vanished since `_complete` (a `gc` in between)
+    is left out: it stays as it was, and the next run writes it."""
+    vectors = rt.store.get_embeddings(sorted({cut.hashes[c.chunk_id] for did in wanted for c in cut.by_doc[did]}),
+                                      g.versions["embed"])
     # the parse the chunks were cut from: a document whose new content failed to parse keeps them
-    heads = doc_heads(rt, [docs[did].replace(content_hash=cs[0].content_hash) for did, cs in by_doc.items()],
+    heads = doc_heads(rt, [docs[did].replace(content_hash=cut.by_doc[did][0].content_hash) for did in wanted],
                       g.versions["parse"])
-    messages = {did: mk for did, (_, meta) in heads.items() if (mk := _message_keys(meta)) is not None}
     records: dict[str, list[IndexRecord]] = {}
-    digests: dict[str, str] = {}
-    for did, cs in by_doc.items():
-        d = docs[did]
-        if any(c.chunk_id not in texts or text_hash(texts[c.chunk_id]) not in vectors for c in cs):
+    for did in wanted:
+        d, cs = docs[did], cut.by_doc[did]
+        if any(cut.hashes[c.chunk_id] not in vectors for c in cs):
             continue
-        unit_texts = _unit_index_texts(d, cs, texts)
-        mk = messages.get(did, _NO_MESSAGE)
-        recs = [IndexRecord(
+        title, meta = heads.get(did, (None, {}))
+        mk = _message_keys(meta) or _NO_MESSAGE
+        unit_texts = _unit_index_texts(d, cs, cut.texts)
+        records[did] = [IndexRecord(
             chunk_id=c.chunk_id, doc_id=did, source=d.source, external_id=d.external_id,
-            text=index_text(d, texts[c.chunk_id]),
-            vector=from_bytes(vectors[text_hash(texts[c.chunk_id])]).tolist(),
+            text=index_text(d, cut.texts[c.chunk_id]),
+            vector=from_bytes(vectors[cut.hashes[c.chunk_id]]).tolist(),
             acl=tuple(d.acl),
-            payload=_payload(d, c, mk, heads.get(did, (None, {}))[0]),
+            payload=_payload(d, c, mk, title),
             heading=" ".join(c.heading_path),
             unit_text=unit_texts.get(c.chunk_id),
             message_id=mk.message_id, reply_to=mk.reply_to, author=mk.author, sent=sent_keys(mk.sent),
             thread=mk.thread,
         ) for c in cs]
-        records[did] = recs
-        digests[did] = doc_digest(d, cs, texts)
-    return records, digests, set(by_doc)
+    return records
 
 
 def _payload(doc: DocumentRecord, chunk: ChunkRecord, mk: MessageKeys | None = None,
@@ -228,12 +249,13 @@ def _current_only(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -
 def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: dict[str, IndexStateRecord],
           writing: bool) -> _Plan:
     """Which documents to rewrite and which to remove in generation `g` (module docstring)."""
-    if writing:
-        records, digests, cut = _records(rt, g, docs)
-    else:  # maintained: only the documents it holds, only from their current content
-        held = {did: docs[did] for did in state if did in docs}
-        records, digests, cut = _records(rt, g, _current_only(rt, g, held))
+    # maintained: only the documents it holds, only from their current content
+    candidates = docs if writing else _current_only(rt, g, {did: docs[did] for did in state if did in docs})
+    digests, rows = _complete(rt, g, candidates)
     changed = [did for did, dg in digests.items() if did not in state or state[did].digest != dg]
+    records = _records(rt, g, candidates, rows, changed)
+    changed = [did for did in changed if did in records]
+    cut = set(rows.by_doc)
     gone = [did for did in state if did not in docs]
     revoked = [did for did, st in state.items()
                if did in docs and did not in digests

@@ -135,13 +135,14 @@ def _indexed_acls(dep: Deployment, gen_id: int, external_id: str) -> set[tuple[s
 def _records(dep: Deployment, gen_id: int, external_id: str) -> list[IndexRecord]:
     """The records the index stage writes for one document in generation `gen_id`, rebuilt from
     the store (chunks, prefixes, vectors), so a test can plant an out-of-date copy of them."""
-    from assets.index_stage import _records as index_records
+    from assets.index_stage import _complete, _records
     from assets.runtime import Generation, Runtime
 
     rt = Runtime(load_config(dep.config_path))
     gen = Generation.of(_gen(dep, gen_id))
     docs = {d.doc_id: d for d in rt.store.documents() if d.external_id == external_id}
-    out = [r for recs in index_records(rt, gen, docs)[0].values() for r in recs]
+    digests, cut = _complete(rt, gen, docs)
+    out = [r for recs in _records(rt, gen, docs, cut, list(digests)).values() for r in recs]
     assert out
     return out
 
