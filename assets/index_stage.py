@@ -294,6 +294,16 @@ def _totals(counts: dict[str, Any]) -> dict[str, float]:
             "generation_chunks": int(counts.get("chunks") or 0)}
 
 
+def _planned(rt: Runtime, source_name: str, g: Generation, writing: bool, docs: dict[str, DocumentRecord],
+             only: Collection[str] | None) -> tuple[Generation, dict[str, IndexStateRecord], _Plan, float]:
+    """(generation, its index state, its plan, the seconds planning took) for one generation."""
+    started = time.perf_counter()
+    state = rt.store.index_state(g.id, source_name)
+    if only is not None:  # the others are not in `docs`: they must not read as deleted
+        state = {did: st for did, st in state.items() if did in only}
+    return g, state, _plan(rt, g, docs, state, writing), time.perf_counter() - started
+
+
 def run_index(rt: Runtime, source_name: str, gens: list[Generation],
               maintain: list[Generation] | None = None, *, progress: Progress = NO_PROGRESS,
               only: Collection[str] | None = None) -> IndexStats:
@@ -306,13 +316,13 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
         for removed in rt.store.removed_sources(rt.cfg.source_names()):  # withheld by the listing
             unindex_source(rt, removed)
     docs = {d.doc_id: d for d in rt.store.documents(source_name) if only is None or d.doc_id in only}
-    for g in gens + (maintain or []):
-        g_started = time.perf_counter()
+    # every generation planned before any is written: the progress total is known once, not
+    # grown generation by generation (a bar at 100 % that then fell back)
+    planned = [_planned(rt, source_name, g, g in gens, docs, only) for g in gens + (maintain or [])]
+    progress.total(sum(len(plan.changed) + len(plan.gone) for _, _, plan, _ in planned))
+    for g, state, plan, plan_seconds in planned:
+        g_started = time.perf_counter() - plan_seconds
         writing = g in gens
-        state = rt.store.index_state(g.id, source_name)
-        if only is not None:  # the others are not in `docs`: they must not read as deleted
-            state = {did: st for did, st in state.items() if did in only}
-        plan = _plan(rt, g, docs, state, writing)
         records, digests, changed, gone = plan.records, plan.digests, plan.changed, plan.gone
         stats.unchanged_docs += len(digests) - len(changed) if writing else 0
         stats.incomplete_docs += len(docs) - len(digests) if writing else 0
@@ -327,7 +337,6 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
             gstats.update(_totals(g.record.counts or {}))
             gstats["seconds"] = round(time.perf_counter() - g_started, 3)
             continue
-        progress.total(len(changed) + len(gone))
         with writer_lock(rt.cfg, g.name):
             # what this write may leave behind if the process dies before the bookkeeping below
             rt.store.set_index_pending([

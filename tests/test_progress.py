@@ -307,3 +307,25 @@ def test_a_stage_stopped_by_an_exception_is_not_reported_done(error: type[BaseEx
         raise error
     lines = buf.getvalue().splitlines()
     assert "— done" not in buf.getvalue() and lines[-1] == "embed [docs]: 0/6 texts (0%), 0.0/s — stopped"
+
+
+@pytest.mark.slow
+def test_the_index_total_is_known_once_when_a_sync_writes_live_and_a_candidate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sync while a candidate is building writes both generations' indexes: the index stage's
+    total grew by the second generation's documents after the first was done (a bar at 100 %
+    that fell back). Every generation is planned first now, so the total is said once."""
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    dep.set_stage("chunk", max_tokens=64)
+    dep.cli("reindex")  # a candidate beside live: the next sync writes both
+    dep.write("ops/oncall.txt", "On-call policy\n\nAcknowledge a page within ten minutes.\n")
+    import assets.pipeline
+
+    rec = Recorder()
+    monkeypatch.setattr(assets.pipeline, "_progress", lambda context, stage, unit: P.StageProgress(
+        stage, context.partition_key, unit, sinks=[rec] if stage == "index" else []))
+    out = dep.cli("sync")
+    assert out["recomputed"]["chunk"] >= 2  # the new file, once per generation
+    totals = {total for _, total in rec.updates if total}
+    assert totals == {2} and rec.closed == (2, 2), (rec.updates, rec.closed)
