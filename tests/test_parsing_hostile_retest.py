@@ -580,3 +580,79 @@ def test_parts_nested_past_the_parsers_depth_are_a_clear_refusal_and_cost_a_mail
     result = parse_document(box.encode(), "box.mbox")
     assert [b.text for b in result.blocks] == ["first", "hello one", "third", "hello three"]
     assert result.warnings[0].startswith("message 2 not read: MIME parts")
+
+
+# ---------------------------------------------------------------- a fifth round (2026-12-05)
+
+def test_a_run_of_emphasis_marks_counts_every_level_it_opens() -> None:
+    """100,000 stars round a word: the Rust parser nested 50,000 <strong> and the process died
+    (SIGSEGV) as the tree was freed; the scan counted the run as one level. 10,000 are counted as
+    the 5,000 levels they open now (before: a RecursionError read as 'lists nested too deep')."""
+    with alarm(10):
+        result = parse_document(("# Notes\n\nSome text " + "*" * 10_000 + "bold" + "*" * 10_000 + " end.\n").encode(),
+                                "notes.md")
+    assert result.warnings == ["links, images or emphasis nested 5,000 levels deep in one paragraph (more than "
+                               "1000): read as plain text, not as Markdown"]
+    from assets.parsing.markdown import inline_nesting
+
+    assert inline_nesting("**bold** and ***both*** " * 600)[0] == 2  # real emphasis: levels as written
+
+
+@pytest.mark.parametrize(("front", "warning"), [
+    # aliases of aliases, nine deep: 555 bytes that expand to 10^9 values (8 deep: 44 s, 2.4 GB)
+    ("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 9)), "expands to more than"),
+    ("a: " + "[" * 2000 + "]" * 2000 + "\n", "nests too deep"),  # a RecursionError: the document was refused
+])
+def test_front_matter_that_expands_or_nests_without_bound_is_skipped(front: str, warning: str) -> None:
+    with alarm(10):
+        result = parse_document(f"---\ntitle: Report\n{front}---\n\n# Body\n\nHello world.\n".encode(), "r.md")
+    assert [b.text for b in result.blocks] == ["Body", "Hello world."] and result.title == "Body"
+    assert len(result.warnings) == 1 and warning in result.warnings[0]
+
+
+@pytest.mark.parametrize("table", [
+    "= " * 3000 + "\n" + "\n".join(f"r{i}" for i in range(3000)) + "\n" + "= " * 3000 + "\n",  # 42 s, 252 MB
+    "+-" * 10000 + "+\n" + "\n".join(f"|r{i}" for i in range(10000)) + "\n" + "+-" * 10000 + "+\n",  # 28 s, 870 MB
+])
+def test_a_rst_table_border_far_wider_than_its_rows_is_cut_to_what_the_rows_reach(table: str) -> None:
+    """Every row was cut into one cell per column of the border before anything was checked.
+    The rows' text is read where it stands (a word across 1-character columns is cut up, as the
+    format says); what matters is that it is read in time, and the table's cells are there."""
+    with alarm(10):
+        result = parse_document(f"Report\n======\n\n{table}".encode(), "report.rst")
+    (tab,) = [b for b in result.blocks if b.kind == "table"]
+    assert result.blocks[0].text == "Report" and "| r" in tab.text
+
+
+def test_rst_tables_whose_rows_reach_other_columns_keep_every_cell() -> None:
+    simple = ("=====  =====  ======\nA      B      C\n=====  =====  ======\n1      2\n3             4\n"
+              "       more\n=====  =====  ======\n")
+    grid = ("+----+----+\n| a  | b  |\n+====+====+\n| 1  |\n|    | 2  |\n+----+----+\n")
+    tables = [b.text for b in parse_document(f"T\n=\n\n{simple}\n{grid}".encode(), "t.rst").blocks
+              if b.kind == "table"]
+    assert tables == ["| A | B | C |\n|---|---|---|\n| 1 | 2 |  |\n| 3 | more | 4 |",
+                      "| a | b |\n|---|---|\n| 1 | 2 |"]
+
+
+def test_a_key_wrapped_with_hyphens_is_joined_in_linear_time() -> None:
+    """A 183 KB recovery key wrapped at 60 columns, a '-' at every line end: the word before each
+    break was read back whole, and it grew by a line each time (17 s)."""
+    rng = random.Random(1)
+    lines = ["".join(rng.choice("abcdef") for _ in range(59)) + "-" for _ in range(3000)]
+    with alarm(10):
+        result = parse_document(("Recovery key\n\n" + "\n".join(lines) + "\nend of key.\n").encode(), "key.txt")
+    assert lines[-1][:-1] in result.blocks[-1].text
+
+
+def test_lists_under_a_deep_legacy_page_are_counted_in_c() -> None:
+    """40,000 one-item link lists under 1,500 unclosed <font> tags: each list's nesting was
+    counted by testing every ancestor in Python (22 s)."""
+    html = ("<html><head><title>Archive</title></head><body>"
+            + "".join(f"<font face=Arial size=2><p>Note {i}.</p>" for i in range(1500)) + "<div id=content>"
+            + "".join(f"<ul><li><a href='/a/{i}'>entry {i}</a></li></ul>\n" for i in range(40_000))
+            + "</div></body></html>")
+    with alarm(10):
+        result = parse_document(html.encode(), "archive.html")
+    items = [b for b in result.blocks if b.kind == "list_item"]
+    assert len(items) == 40_000 and items[-1].text == "entry 39999" and items[0].meta["depth"] == 0

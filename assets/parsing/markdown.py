@@ -43,16 +43,38 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str, str | None]:
         data = yaml.safe_load(m.group(1))
     except yaml.YAMLError as e:
         return {}, text[m.end() :], f"front matter is not valid YAML and was skipped: {e}"
+    except RecursionError:  # PyYAML composes nested collections recursively
+        return {}, text[m.end() :], "front matter nests too deep to read and was skipped"
     if not isinstance(data, dict):
         return {}, text[m.end() :], None
-    return _jsonable(data), text[m.end() :], None
+    try:
+        return _jsonable(data, [MAX_FRONT_MATTER_VALUES]), text[m.end() :], None
+    except RecursionError:
+        return {}, text[m.end() :], "front matter nests too deep to read and was skipped"
+    except _TooMany:
+        return {}, text[m.end() :], (f"front matter expands to more than {MAX_FRONT_MATTER_VALUES:,} values "
+                                      "(YAML aliases repeating aliases) and was skipped")
 
 
-def _jsonable(value: Any) -> Any:
+# YAML aliases are shared when loaded, but a copy expands each one: 500 bytes of aliases of
+# aliases, eight deep, are 10^8 values (44 s and 2.4 GB), nine deep were killed. Real front
+# matter holds tens of values.
+MAX_FRONT_MATTER_VALUES = 10_000
+
+
+class _TooMany(Exception):
+    pass
+
+
+def _jsonable(value: Any, left: list[int]) -> Any:
+    """`value` as JSON types, counting each value against `left[0]` (raises `_TooMany` past it)."""
+    left[0] -= 1
+    if left[0] < 0:
+        raise _TooMany
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): _jsonable(v, left) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+        return [_jsonable(v, left) for v in value]
     if isinstance(value, dt.date | dt.datetime):
         return value.isoformat()
     return value
@@ -106,7 +128,9 @@ MAX_INLINE_EXCESS = 50_000
 _USUAL_DEPTH = 8
 # A paragraph break, a bracket, an emphasis run that can open (not after a letter or digit,
 # before something other than a space) or close (the other way round; a run between two letters,
-# as in snake_case, is neither). No code is skipped, fenced or not: what a fence is depends on
+# as in snake_case, is neither). A run of k marks opens or closes up to k/2 levels (<strong> in
+# <strong>): counted as one, 100,000 stars round a word passed, and the parser's 50,000 levels
+# crashed the process as its tree was freed. No code is skipped, fenced or not: what a fence is depends on
 # the blocks around it (an HTML block, a list), and a scanner that skipped a "fence" the parser
 # read as text let a crashing paragraph through. Code that opens many `_names` may then read as
 # plain text: a warning, never a crash.
@@ -130,9 +154,9 @@ def inline_nesting(body: str) -> tuple[int, int]:
         if kind == "bra":
             brackets = brackets + 1 if m.group() == "[" else max(0, brackets - 1)
         elif kind == "open":
-            emphasis += 1
+            emphasis += (len(m.group()) + 1) // 2
         else:
-            emphasis = max(0, emphasis - 1)
+            emphasis = max(0, emphasis - (len(m.group()) + 1) // 2)
         paragraph = max(paragraph, brackets + emphasis)
         deepest = max(deepest, paragraph)
     return deepest, excess + max(0, paragraph - _USUAL_DEPTH)
@@ -319,7 +343,7 @@ def parse_markdown(text: str) -> ParseResult:
     try:
         blocks = _blocks(_tokens(body))
     except _TooDeep:
-        return _as_plain_text(body, "lists nested too deep to read")
+        return _as_plain_text(body, "lists or inline markup nested too deep to read")
     h1 = next((b.text for b in blocks if b.kind == "heading" and b.level == 1), None)
     # a heading that opens the document names it; a later one names only its section
     first = blocks[0].text if blocks and blocks[0].kind == "heading" else None

@@ -18,7 +18,7 @@ structure.
 
 from __future__ import annotations
 
-import itertools
+import bisect
 import re
 
 from assets.parsing.sniff import decode_text
@@ -422,18 +422,22 @@ class _Reader:
                 if "=" in ln:
                     header_rows = len(rows)
                 continue
-            cells = [ln[a + 1 : b] for a, b in itertools.pairwise(bounds)]
+            # the columns this line reaches: the rest are empty (a border 10,000 columns wide over
+            # one-cell rows was cut into 10,000 cells per line: 28 s, 870 MB)
+            reach = min(bisect.bisect_left(bounds, len(ln) - 1), len(bounds) - 1)
+            cells = [ln[bounds[k] + 1 : bounds[k + 1]] for k in range(reach)]
             if current is None:
-                current = [[] for _ in cells]
+                current = []
+            current += [[] for _ in range(len(cells) - len(current))]
             for k, c in enumerate(cells):
-                if k < len(current):
-                    current[k].append(c.strip().strip("|").strip())
+                current[k].append(c.strip().strip("|").strip())
         if current is not None:
             rows.append([clean_inline(" ".join(c)) for c in current])
         rows = [[_inline(c) for c in r] for r in rows if any(r)]
         if rows:
             if header_rows > 1:  # a multi-row header folds into one row
-                head = [clean_inline(" ".join(r[k] for r in rows[:header_rows])) for k in range(len(rows[0]))]
+                width = max(len(r) for r in rows[:header_rows])
+                head = [clean_inline(" ".join(r[k] for r in rows[:header_rows] if k < len(r))) for k in range(width)]
                 rows = [head, *rows[header_rows:]]
             text = markdown_table(rows)
             self.blocks.append(Block("table", text, meta={"table_header": table_header_lines(text)}))
@@ -444,6 +448,7 @@ class _Reader:
         if not _SIMPLE_BORDER.match(line.rstrip()):
             return False
         spans = [(m.start(), m.end()) for m in re.finditer(r"=+", line)]
+        starts = [a for a, _ in spans]
         j = self.i + 1
         rows: list[list[str]] = []
         borders = 1
@@ -462,12 +467,16 @@ class _Reader:
             if not ln.strip():
                 j += 1
                 continue
-            cells = []
-            for k, (a, _b) in enumerate(spans):
-                end = spans[k + 1][0] if k + 1 < len(spans) else len(ln)
-                cells.append(_inline(ln[a:end]))
+            # the columns this line reaches (the first always): the rest are empty, as for grids
+            reach = max(1, bisect.bisect_left(starts, len(ln.rstrip())))
+            cells = [_inline(ln[a : spans[k + 1][0] if k + 1 < len(spans) else len(ln)])
+                     for k, (a, _b) in enumerate(spans[:reach])]
             if rows and not cells[0] and _indent(ln) >= spans[0][1]:
-                rows[-1] = [clean_inline(f"{x} {y}") for x, y in zip(rows[-1], cells, strict=False)]
+                prev = rows[-1]
+                width = max(len(prev), len(cells))
+                rows[-1] = [clean_inline(f"{x} {y}") for x, y in zip(prev + [""] * (width - len(prev)),
+                                                                      cells + [""] * (width - len(cells)),
+                                                                      strict=True)]
             else:
                 rows.append(cells)
             j += 1

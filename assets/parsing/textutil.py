@@ -176,10 +176,17 @@ def _is_word_char(c: str) -> bool:
     return c.isalnum() or c == "_"  # what `\w` matches in a str pattern
 
 
+# the longest word a hyphenated line break is looked up with: a longer "word" is a key or a code
+# wrapped over many lines, joined into one, and read back in full at every line (quadratic: a
+# 183 KB recovery key wrapped with hyphens took 17 s)
+MAX_HYPHENATED_WORD = 100
+
+
 def _last_word(parts: list[str]) -> str | None:
     r"""`re.search(r"(\w+)\W?$", "".join(parts)).group(1)`, read from the end: that search ran
     over the whole paragraph so far, once per hyphenated line break (quadratic: 44 s for a 112 KB
-    text of such lines, found by an audit)."""
+    text of such lines, found by an audit). None past `MAX_HYPHENATED_WORD` characters: no
+    document's vocabulary holds such a compound."""
     word: list[str] = []
     first = True
     for piece in reversed(parts):
@@ -191,6 +198,8 @@ def _last_word(parts: list[str]) -> str | None:
             if not _is_word_char(c):
                 return "".join(reversed(word)) or None
             word.append(c)
+            if len(word) > MAX_HYPHENATED_WORD:
+                return None
     return "".join(reversed(word)) or None
 
 
