@@ -121,8 +121,7 @@ def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]
     """The generations this run writes (connectors.lifecycle): the tag `bindery/target` says
     whether it is a sync or a reindex."""
     target: Target = "candidate" if context.run.tags.get(TARGET_TAG) == "candidate" else "sync"
-    with one_line_failures():  # a Failure: the run's mistake, not left on the source as its error
-        same_configuration(context.run.tags, rt.cfg)
+    check_run(context, rt.cfg)
     _refuse_idle_reindex(context, rt)
     return rt.lifecycle.targets(target)
 
@@ -170,6 +169,18 @@ def config_digest(path: str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def check_run(context: dg.AssetExecutionContext | dg.OpExecutionContext, cfg: BinderyConfig) -> None:
+    """What every step checks of the run it belongs to: the configuration it was started with
+    (`same_configuration`; a refusal is the run's one-line Failure, not the source's error). A
+    re-execution of a CLI run inherits the CLI's tags, pid included: it is retagged as the UI's,
+    which the UI's run list then shows too."""
+    tags = context.run.tags
+    if "dagster/parent_run_id" in tags and tags.get("bindery/launched-by") in ("cli", "cli-submit"):
+        context.instance.add_run_tags(context.run_id, {"bindery/launched-by": "ui", "bindery/pid": ""})
+    with one_line_failures():
+        same_configuration(tags, cfg)
+
+
 def same_configuration(tags: Mapping[str, str], cfg: BinderyConfig) -> None:
     """A run `bindery ... --submit` queued executes in the daemon's code location, which reads
     the daemon's `BINDERY_CONFIG`, not the submitting command's `--config`: an audit submitted
@@ -199,8 +210,7 @@ def same_configuration(tags: Mapping[str, str], cfg: BinderyConfig) -> None:
 def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bindery: BinderyConfigResource,
                    store: DocumentStoreResource, vector_index: VectorIndexResource,
                    keyword_index: KeywordIndexResource) -> dg.MaterializeResult[Any]:
-    with one_line_failures():
-        same_configuration(context.run.tags, bindery.config)
+    check_run(context, bindery.config)
     # the indexes: a listing that narrows access and then stops (a refused delete sweep, an
     # unreadable ACL file) writes the narrowed ACLs into them itself (`listing._restrict`)
     rt = runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index)

@@ -19,7 +19,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.pipeline import GENERATION, GENERATIONS, one_line_failures, same_configuration
+from assets.pipeline import GENERATION, GENERATIONS, check_run
 from assets.resources import BinderyConfigResource, DocumentStoreResource
 from connectors.errors import BindingError, ConfigError, GateRefused, UsageError
 from connectors.lifecycle import Lifecycle, operator_name
@@ -54,8 +54,7 @@ with warnings.catch_warnings():
 def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
                     bindery: BinderyConfigResource, store: DocumentStoreResource
                     ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
-    with one_line_failures():
-        same_configuration(context.run.tags, bindery.config)
+    check_run(context, bindery.config)
     cfg, lifecycle = bindery.config, Lifecycle(bindery.config, store.store)
     cand = lifecycle.resolve(context.partition_key)
     try:  # launched from the UI on the live or a dropped generation: refused, and nothing recorded
@@ -104,8 +103,7 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
                       "indexes and embedder id together.")
 def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig, bindery: BinderyConfigResource,
                   store: DocumentStoreResource) -> dg.MaterializeResult[Any]:
-    with one_line_failures():
-        same_configuration(context.run.tags, bindery.config)
+    check_run(context, bindery.config)
     cand = Lifecycle(bindery.config, store.store).resolve(context.partition_key)
     verdict = cand.eval_report or {}
     by = _who(context, config)

@@ -435,6 +435,8 @@ def test_the_ui_re_executes_a_failed_cli_run_from_its_failure(dep: Deployment, d
         assert launched["__typename"] == "LaunchRunSuccess", launched
         child = launched["run"]["runId"]
         rows = _finished(dep, {child})
+        tags = graphql(port, f'{{ runOrError(runId: "{child}") {{ ... on Run {{ tags {{ key value }} }} }} }}')
+        assert {"key": "bindery/launched-by", "value": "ui"} in tags["runOrError"]["tags"]  # the UI's list says so
     assert rows[child]["status"] == "SUCCESS" and rows[child]["launched_by"] == "ui"
     assert dep.cli("query", "ERR-0x1F", "-k", "1")["hits"][0]["doc"] == "ops/errors.html"
     assert {r["run_id"]: r["status"] for r in dep.cli("runs")["runs"]}[child] == "SUCCESS"
