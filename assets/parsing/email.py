@@ -259,20 +259,15 @@ def _attachments(
         name = part.get_filename() or ("forwarded.eml" if ctype == "message/rfc822" else "")
         if not name:
             continue  # inline parts without a name: signatures, tracking pixels
+        entry: dict[str, Any] = {"filename": name, "content_type": ctype, "size": None, "parsed": False}
+        listed.append(entry)
         try:
             data = _attachment_bytes(part)
         except RecursionError:  # the stdlib writes a message out recursively: a forward ~150 levels deep
-            why = "forwarded messages nested too deep to read"
-            listed.append({"filename": name, "content_type": ctype, "size": None, "parsed": False, "error": why})
-            warnings.append(f"attachment {name!r} not parsed: {why}")
+            entry["error"] = "forwarded messages nested too deep to read"
+            warnings.append(f"attachment {name!r} not parsed: {entry['error']}")
             continue
-        entry: dict[str, Any] = {
-            "filename": name,
-            "content_type": ctype,
-            "size": len(data),
-            "parsed": False,
-        }
-        listed.append(entry)
+        entry["size"] = len(data)
         fmt = EXTENSIONS.get(PurePosixPath(name).suffix.lower().lstrip("."))
         if fmt not in PARSEABLE_ATTACHMENTS:
             continue
