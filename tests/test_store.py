@@ -116,6 +116,22 @@ def test_flip_keeps_previous_and_rollback_restores(db_url: str) -> None:
     assert generation_row(store, g3).status == "previous"
 
 
+def test_a_dropped_generation_is_never_bound_and_a_bound_one_never_dropped(db_url: str) -> None:
+    """`bindery discard` and `bindery promote` at the same moment: whichever writes first wins,
+    the other refuses, and the binding never points at a generation whose files are going."""
+    store = DocumentStore(db_url)
+    g1, g2, g3 = _gen(store, "g1"), _gen(store, "g2"), _gen(store, "g3")
+    store.flip_binding(g1)
+    assert store.drop_generation_row(g2, statuses=("building", "retired"))
+    with pytest.raises(BindingError, match="was dropped"):
+        store.flip_binding(g2)
+    b = store.get_binding()
+    assert b is not None and (b.generation_id, b.previous_generation_id) == (g1, None)  # rolled back whole
+    assert generation_row(store, g1).status == "live"
+    store.flip_binding(g3)
+    assert not store.drop_generation_row(g3, statuses=("building", "retired"))
+    assert generation_row(store, g3).status == "live"
+
 
 def test_long_embedder_ids_and_operator_names(db_url: str) -> None:
     """A local fine-tuned model in a folder with a long name made an embedder id over 64

@@ -519,6 +519,17 @@ class DocumentStore:
         with self.tx() as c:
             c.execute(t.generations.update().where(t.generations.c.id == gen_id).values(**values))
 
+    def drop_generation_row(self, gen_id: int, *, statuses: tuple[str, ...]) -> bool:
+        """Mark generation `gen_id` dropped if its status is one of `statuses`, in one conditional
+        write: a promotion that flips to it at the same moment either sees it dropped (and refuses,
+        `flip_binding`) or has made it live first (and this returns False)."""
+        with self.tx() as c:
+            done = c.execute(t.generations.update()
+                             .where(t.generations.c.id == gen_id, t.generations.c.status.in_(statuses))
+                             .values(status="dropped", vector_snapshot=None, keyword_snapshot=None,
+                                     retired_at=time.time()))
+            return bool(done.rowcount)
+
     def get_binding(self, alias: str = "live") -> BindingRecord | None:
         with self.engine.connect() as c:
             row = c.execute(sa.select(t.bindings).where(t.bindings.c.alias == alias)).mappings().first()
@@ -558,7 +569,13 @@ class DocumentStore:
             values: dict[str, Any] = {"status": "live", "promoted_at": now}
             if forced:
                 values.update(forced_by=forced.get("by"), force_reason=forced.get("reason"))
-            c.execute(t.generations.update().where(t.generations.c.id == generation_id).values(**values))
+            # conditional, as `drop_generation_row` is: one dropped meanwhile is refused, and the
+            # transaction (the binding row included) rolls back
+            made = c.execute(t.generations.update()
+                             .where(t.generations.c.id == generation_id, t.generations.c.status != "dropped")
+                             .values(**values))
+            if not made.rowcount:
+                raise BindingError(f"generation {generation_id} was dropped: it cannot be bound")
             row = c.execute(sa.select(t.bindings).where(t.bindings.c.alias == alias)).mappings().one()
             return BindingRecord.from_row(row)
 
