@@ -314,7 +314,8 @@ class Lifecycle:
             raise BindingError(f"generation {cand.id} is retired: its indexes missed the deletes and access "
                                "changes since; `bindery reindex` builds a current candidate")
         if cand.status not in ("building", "previous"):
-            raise BindingError(f"generation {cand.id} is {cand.status}; only a candidate can be promoted")
+            raise BindingError(f"generation {cand.id} is {cand.status}: only a candidate or the previous "
+                               "generation can be promoted")
         if not cand.vector_snapshot and is_embedded(vector_engine(self.cfg, cand)):
             raise BindingError(f"candidate {cand.name} has no indexed data yet; finish its reindex first")
         if cand.status == "building" and (missing := self.unbuilt_sources(cand)):
@@ -401,6 +402,17 @@ class Lifecycle:
                 "report": {"rollback": True, "from": b.generation_id, "to": prev.id, "by": who, "reasons": [why]},
                 "warnings": warnings, **flip.alias_keys()}
 
+    def discard(self, *, by: str | None = None) -> dict[str, Any]:
+        """Drop the candidate (`bindery discard`): one the gate refused, or a reindex no one will
+        promote. Until then syncs keep writing to it and `bindery tune` will not build its trials."""
+        cand = self.candidate()
+        if cand is None:
+            raise BindingError("no candidate generation to discard" + (
+                " (the first build binds itself once indexed)" if self.first_build() else ""))
+        who = operator_name(by)
+        self.drop_candidate(cand.record, reason=f"discarded by {who}")
+        return {"discarded": {"id": cand.id, "name": cand.name}, "by": who}
+
     # -- gc ---------------------------------------------------------------------------------
 
     def expired(self, now: float | None = None) -> list[GenerationRecord]:
@@ -435,10 +447,13 @@ class Lifecycle:
         """Drop a building generation no one will promote (a judged `bindery tune` trial): its files
         and index state go, its row stays as `dropped`. Its cached chunks and embeddings stay too (a
         later trial or reindex re-uses them; `bindery gc` removes what nothing uses)."""
-        if gen.status not in ("building", "retired"):
-            raise BindingError(f"generation {gen.name} is {gen.status}: only a candidate can be dropped")
+        if gen.status not in ("building", "retired") or not self.store.drop_generation_row(
+                gen.id, statuses=("building", "retired")):
+            now = self.store.get_generation(gen.id)
+            raise BindingError(f"generation {gen.name} is {now.status if now else gen.status}: only a candidate "
+                               "can be dropped")
+        # the row first: a promotion racing this one refuses a dropped generation (`flip_binding`)
+        # before its files go
         drop_generation_files(self.cfg, gen.name)
-        self.store.update_generation(gen.id, status="dropped", vector_snapshot=None, keyword_snapshot=None,
-                                     retired_at=time.time())
         self.store.clear_index_state(gen.id, list(self.store.index_state(gen.id)))
         self.store.add_event("candidate-dropped", f"candidate {gen.name} dropped: {reason}")

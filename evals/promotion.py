@@ -20,20 +20,16 @@ from connectors.errors import ConfigError
 from connectors.indexes.base import PUBLIC, Filters
 from connectors.lifecycle import Lifecycle
 from connectors.store import DocumentRecord, DocumentStore, GenerationRecord
-from evals.evalset import load_eval_set, resolve_source_prefixes
+from evals.evalset import EvalCase, load_eval_set, resolve_source_prefixes
 from evals.gate import GateReport, compare, first_generation_report
-from evals.runner import EvalReport, ExcludingSearchFn, run_eval
+from evals.runner import EvalReport, ExcludingSearchFn, run_eval, unknown_gold_warning
 from query_service.retrieval import GenerationRetriever, Hit
 
-__all__ = ["evaluate", "excluding_search", "judge", "promote"]
+__all__ = ["evaluate", "excluding_search", "judge", "promote", "unknown_gold"]
 
 
-def all_principals(store: DocumentStore) -> tuple[str, ...]:
+def all_principals(documents: Iterable[DocumentRecord]) -> tuple[str, ...]:
     """Evaluation sees every document: it asks as every principal the corpus names."""
-    return _principals_of(store.documents())
-
-
-def _principals_of(documents: Iterable[DocumentRecord]) -> tuple[str, ...]:
     return tuple(sorted({p for d in documents for p in d.acl} | {PUBLIC}))
 
 
@@ -44,20 +40,25 @@ def evaluate(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, qu
         raise ConfigError("no eval set configured: set gate.queries in bindery.yaml")
     documents = store.documents()  # read once: the principals to ask as, and the gold paths that exist
     cases = resolve_source_prefixes(load_eval_set(path), ((d.source, d.external_id) for d in documents))
-    filters = Filters(principals=_principals_of(documents))
+    filters = Filters(principals=all_principals(documents))
     retriever = GenerationRetriever(cfg, gen)
     try:
         report = run_eval(cases, excluding_search(retriever, filters), k=k or cfg.gate.k, excluding=True)
     finally:
         retriever.close()
-    # what this generation's indexes hold, not the store's documents: a dead-lettered document or
-    # one added after the generation was built can never be found in it either
+    return replace(report, unknown_gold=unknown_gold(store, gen, cases, documents))
+
+
+def unknown_gold(store: DocumentStore, gen: GenerationRecord, cases: Iterable[EvalCase],
+                 documents: Iterable[DocumentRecord]) -> tuple[str, ...]:
+    """The gold documents of `cases` that generation `gen`'s indexes do not hold: what its
+    indexes hold, not the store's documents — a dead-lettered document or one added after the
+    generation was built can never be found in it either."""
     held = {did for did, r in store.index_state(gen.id).items() if r.digest}
     known = {(d.source, d.external_id) for d in documents if d.doc_id in held}
     paths = {doc for _, doc in known}
-    unknown = {g.doc if g.source is None else f"{g.source}:{g.doc}" for c in cases for g in c.gold
-               if (g.doc not in paths if g.source is None else (g.source, g.doc) not in known)}
-    return replace(report, unknown_gold=tuple(sorted(unknown)))
+    return tuple(sorted({g.doc if g.source is None else f"{g.source}:{g.doc}" for c in cases for g in c.gold
+                         if (g.doc not in paths if g.source is None else (g.source, g.doc) not in known)}))
 
 
 def excluding_search(retriever: GenerationRetriever, filters: Filters) -> ExcludingSearchFn:
@@ -75,10 +76,14 @@ def judge(cfg: BinderyConfig, store: DocumentStore, cand: GenerationRecord) -> G
     if live is None:
         own = evaluate(cfg, store, cand) if g.queries else None
         report = first_generation_report(own, g.metric, g.secondary_metric, g.tolerance, g.max_regressions)
+        unknown: set[str] = set(own.unknown_gold if own else ())
     else:
         live_report = evaluate(cfg, store, live.record)
         cand_report = evaluate(cfg, store, cand)
         report = compare(live_report, cand_report, g.metric, g.secondary_metric, g.tolerance, g.max_regressions)
+        unknown = set(live_report.unknown_gold) | set(cand_report.unknown_gold)
+    if warning := unknown_gold_warning(sorted(unknown), "in the generations judged"):
+        report.warnings.append(warning)
     out = report.to_json()
     out["judged_at"] = time.time()
     out["live_generation"] = live.id if live else None

@@ -31,7 +31,7 @@ from evals.metrics import (
 )
 
 __all__ = ["EvalReport", "ExcludingSearchFn", "HitLike", "HitObject", "SearchFn", "format_table", "run_eval",
-           "to_hit"]
+           "to_hit", "unknown_gold_warning"]
 
 _ROUND = 6  # digits kept in JSON; comparisons use the unrounded values
 
@@ -173,9 +173,16 @@ def format_table(report: EvalReport) -> str:
     ]
     lines += [row(m, (f"{vals[m]:.4f}" for _, vals in cols)) for m in METRIC_NAMES]
     lines.append(row("cases", (str(vals["cases"]) for _, vals in cols)))
-    if report.unknown_gold:
-        shown = ", ".join(report.unknown_gold[:5]) + (", ..." if len(report.unknown_gold) > 5 else "")
-        lines.append(f"warning: {len(report.unknown_gold)} gold documents are not in this generation (misspelt, a "
-                     f"path relative to another root, a dead letter, or added after it was built?); their questions "
-                     f"always score 0: {shown}")
+    if warning := unknown_gold_warning(report.unknown_gold):
+        lines.append(f"warning: {warning}")
     return "\n".join(lines)
+
+
+def unknown_gold_warning(unknown: Sequence[str], where: str = "in this generation") -> str | None:
+    """What to tell a person whose eval set names gold documents that no index holds: their
+    questions score 0 whatever the settings (eval, the gate and tune all say it)."""
+    if not unknown:
+        return None
+    shown = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+    return (f"{len(unknown)} gold documents are not {where} (misspelt, a path relative to another root, a "
+            f"dead letter, or added after it was built?); their questions always score 0: {shown}")

@@ -18,6 +18,7 @@ caches and calls `run_tune` on each (`INGESTION`, `split_space`).
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import random
 import re
@@ -36,8 +37,8 @@ from connectors.indexes.base import Filters
 from connectors.store import DocumentStore, GenerationRecord
 from connectors.store import schema as t
 from evals.evalset import load_eval_set, resolve_source_prefixes
-from evals.promotion import all_principals, excluding_search
-from evals.runner import run_eval
+from evals.promotion import all_principals, excluding_search, unknown_gold
+from evals.runner import run_eval, unknown_gold_warning
 from evals.split import EvalSplit, split_cases
 
 __all__ = ["DEFAULT_SPACE", "INGESTION", "Budget", "Trial", "TuneResult", "apply_settings", "check_budget",
@@ -137,9 +138,12 @@ def _check_key(cfg: BinderyConfig, key: str, *, ingestion: bool = False) -> None
             "query.same_doc_decay, ...) and, through one generation each, chunking, prefix and "
             "embedding settings (stages.chunk.*, stages.context.*, stages.embed.*)")
     node: Any = cfg.model_dump()
-    for part in key.split("."):
+    parts = key.split(".")
+    for depth, part in enumerate(parts):
         if not isinstance(node, dict) or part not in node:
-            raise ConfigError(f"tune key {key!r} is not a configuration setting")
+            near = difflib.get_close_matches(part, list(node) if isinstance(node, dict) else [], n=1)
+            hint = f" (did you mean {'.'.join([*parts[:depth], near[0]])!r}?)" if near else ""
+            raise ConfigError(f"tune key {key!r} is not a configuration setting{hint}")
         node = node[part]
 
 
@@ -166,6 +170,8 @@ def trial_settings(cfg: BinderyConfig, space: Mapping[str, Sequence[Any]], seed:
     """The trials to run, in order: the current values first, then the grid shuffled by ``seed``."""
     for key in space:
         _check_key(cfg, key, ingestion=ingestion)
+    # a value listed twice would be a second, identical trial spending the budget
+    space = {k: [v for i, v in enumerate(vs) if v not in vs[:i]] for k, vs in space.items()}
     current = _current(cfg, list(space))
     grid = [dict(zip(space, combo, strict=True)) for combo in itertools.product(*space.values())]
     rest = [s for s in grid if s != current]
@@ -209,11 +215,12 @@ class TuneResult:
     metric: str
     secondary: str
     split: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # what makes the table less telling than it looks
 
     def to_json(self) -> dict[str, Any]:
         return {"trials": [tr.to_json() for tr in self.trials], "best": self.trials[self.best].to_json(),
                 "best_index": self.best, "metric": self.metric, "secondary_metric": self.secondary,
-                "split": self.split}
+                "split": self.split, "warnings": list(self.warnings)}
 
 
 class _QueryVectors:
@@ -254,9 +261,15 @@ def run_tune(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, *,
     seed = cfg.tune.seed if seed is None else seed
     budget = budget or parse_budget(cfg.tune.budget)
     settings = trial_settings(cfg, space if space is not None else cfg.tune.space or DEFAULT_SPACE, seed)
-    cases = resolve_source_prefixes(load_eval_set(path), ((d.source, d.external_id) for d in store.documents()))
+    documents = store.documents()
+    cases = resolve_source_prefixes(load_eval_set(path), ((d.source, d.external_id) for d in documents))
     split = split_cases(cases, seed=seed)
-    filters = Filters(principals=all_principals(store))
+    if not split.check:
+        raise ConfigError(f"{path}: the checking half is empty: a category of one question goes to the tuning "
+                          "half, and every category here has one; give some category two or more questions")
+    warnings = [w for w in (unknown_gold_warning(unknown_gold(store, gen, cases, documents),
+                                                 "in the generation tuned"), _shared_questions(split)) if w]
+    filters = Filters(principals=all_principals(documents))
     retriever = GenerationRetriever(cfg, gen, store)
     retriever.served.embedder.embed_query = _QueryVectors(retriever.served.embedder.embed_query)  # type: ignore[method-assign]
     trials: list[Trial] = []
@@ -270,7 +283,16 @@ def run_tune(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, *,
     finally:
         retriever.close()
     return TuneResult(trials, _best(trials, cfg.gate.metric, cfg.gate.secondary_metric), cfg.gate.metric,
-                      cfg.gate.secondary_metric, {"tune": len(split.tune), "check": len(split.check)})
+                      cfg.gate.secondary_metric, {"tune": len(split.tune), "check": len(split.check)}, warnings)
+
+
+def _shared_questions(split: EvalSplit) -> str | None:
+    """A warning when one question (the same text under two ids) is in both halves: the checking
+    half then judges on questions the choice was fitted to."""
+    tuned = {" ".join(c.query.lower().split()) for c in split.tune}
+    shared = sum(1 for c in split.check if " ".join(c.query.lower().split()) in tuned)
+    return (f"{shared} questions of the checking half are also in the tuning half under another id: the "
+            "checking half is not independent of the choice (remove the duplicates)") if shared else None
 
 
 def _trial(settings: dict[str, Any], split: EvalSplit, search: Any, store: DocumentStore, k: int) -> Trial:

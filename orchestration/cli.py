@@ -178,6 +178,7 @@ def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
 def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
     if a.submit and a.promote and not a.wait:  # refused whatever the state: the options cannot work together
         raise UsageError("reindex --submit --promote needs --wait (the gate judges a finished candidate)")
+    partitions = _source_names(cfg, None)  # no sources: refused before a generation row is made
     lifecycle = _lifecycle(cfg)
     live = lifecycle.live()
     stale: list[str] = []
@@ -200,12 +201,12 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
     runner = _runner(cfg)
     tags = {"bindery/candidate": cand.name}
     if a.submit and not a.wait:
-        return _submit(cfg, runner, a, "reindex", _source_names(cfg, None), tags=tags,
+        return _submit(cfg, runner, a, "reindex", partitions, tags=tags,
                        extra={"candidate": cand.id, "candidate_name": cand.name})
     if a.submit:
-        outcomes, seconds = _submit_and_wait(runner, "reindex", _source_names(cfg, None), tags=tags)
+        outcomes, seconds = _submit_and_wait(runner, "reindex", partitions, tags=tags)
     else:
-        outcomes, seconds = runner.run_sources("reindex", _source_names(cfg, None), tags=tags)
+        outcomes, seconds = runner.run_sources("reindex", partitions, tags=tags)
     out = report.sync_summary(outcomes, seconds, lifecycle.store)
     # the very first generation binds itself when it is built: it is live, not a candidate
     first = live is None and out["generation"] == cand.id
@@ -451,6 +452,10 @@ def cmd_rollback(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     return {**_lifecycle(cfg).rollback(by=a.by), "rolled_back": True}
 
 
+def cmd_discard(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
+    return _lifecycle(cfg).discard(by=a.by)
+
+
 def _generation(cfg: BinderyConfig, store: Any, which: str) -> GenerationRecord:
     """The row of `--generation`: live, candidate or an id (connectors.lifecycle)."""
     from connectors.lifecycle import Lifecycle
@@ -474,7 +479,7 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     """Search query-time retrieval settings on the eval set (see `evals.tune`); store a `tune`
     event with every trial, print the trials table (or return it with --json)."""
     from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, run_tune, split_space
-    from orchestration.tuning import tune_generations
+    from orchestration.tuning import drift_warning, tune_generations
 
     store = _store(cfg)
     gen = _generation(cfg, store, a.generation)
@@ -483,11 +488,14 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     built = None
     if ingestion or a.build:
         if gen.status != "live":
-            raise UsageError("tune --generation: ingestion settings are tried against the live generation")
+            raise UsageError("tune --generation: ingestion settings and --build are tried against the live "
+                             "generation (leave --generation out)")
         result, built = tune_generations(cfg, store, gen, build=a.build, budget=budget, seed=a.seed,
                                          queries=a.queries)
     else:
         result = run_tune(cfg, store, gen, budget=budget, seed=a.seed, queries=a.queries)
+        if warning := drift_warning(cfg, store, gen):
+            result.warnings.insert(0, warning)
     out = result.to_json()
     out["built"] = {"id": built.id, "name": built.name} if built else None
     best = out["best"]
@@ -497,11 +505,16 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     if a.json:
         return {"generation": gen.id, **out}
     print(format_trials(result))
+    for w in result.warnings:
+        print(f"warning: {w}")
     if built:
         print(f"built candidate {built.name} from {best['settings']}: copy these settings into "
               f"{cfg.config_path or 'bindery.yaml'}, then `bindery promote` (the gate judges it)")
     elif a.build:
-        print("the configuration as it stands scored best: nothing to build")
+        changed = {k: v for k, v in best["settings"].items() if result.trials[0].settings.get(k) != v}
+        print(f"the best trial changes only query-time settings {changed}: nothing to build; set them in "
+              f"{cfg.config_path or 'bindery.yaml'} (they take effect without a new generation)" if changed
+              else "live, as the configuration stands, scored best: nothing to build")
     return None
 
 
@@ -671,9 +684,9 @@ def cmd_hash_key(a: argparse.Namespace) -> dict[str, str]:
 
 COMMANDS: dict[str, Callable[[BinderyConfig, argparse.Namespace], Any]] = {
     "sync": cmd_sync, "reindex": cmd_reindex, "promote": cmd_promote, "rollback": cmd_rollback,
-    "eval": cmd_eval, "query": cmd_query, "status": cmd_status, "dlq": cmd_dlq, "verify": cmd_verify,
-    "gc": cmd_gc, "serve": cmd_serve, "ui": cmd_ui, "runs": cmd_runs, "plan": cmd_plan, "evalset": cmd_evalset,
-    "tune": cmd_tune,
+    "discard": cmd_discard, "eval": cmd_eval, "query": cmd_query, "status": cmd_status, "dlq": cmd_dlq,
+    "verify": cmd_verify, "gc": cmd_gc, "serve": cmd_serve, "ui": cmd_ui, "runs": cmd_runs, "plan": cmd_plan,
+    "evalset": cmd_evalset, "tune": cmd_tune,
 }
 
 

@@ -134,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--candidate", type=_positive_int, help="generation id to judge (default: the newest candidate)")
     s = sub.add_parser("rollback", help="restore the previous generation")
     s.add_argument("--by", help="who is rolling back (default: $USER)")
+    s = sub.add_parser("discard", help="drop the candidate generation (a refused one, or a reindex no one will "
+                                       "promote); the caches it filled stay")
+    s.add_argument("--by", help="who is discarding it (default: $USER)")
     s = sub.add_parser("eval", help="run an eval set against a generation")
     s.add_argument("--queries", help="eval set (JSONL); default: gate.queries")
     s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")

@@ -416,6 +416,12 @@ def _human_rollback(r: dict[str, Any]) -> str:
                       *(f"warning: {w}" for w in r.get("warnings") or [])])
 
 
+def _human_discard(r: dict[str, Any]) -> str:
+    d = r["discarded"]
+    return (f"discarded candidate {d['name']} (generation {d['id']}): its indexes are gone; the parses, chunks "
+            "and embeddings it filled stay for a later reindex (`bindery gc` removes what nothing uses)")
+
+
 def _human_eval(r: dict[str, Any]) -> str:
     return f"generation {r['generation']} ({r['generation_name']}), {r['cases']} cases\n{r['_table']}"
 
@@ -526,6 +532,7 @@ def _human_hash_key(r: dict[str, str]) -> str:
 _HUMAN: dict[str, Any] = {
     "sync": _human_sync, "reindex": _human_reindex, "eval": _human_eval, "query": _human_query,
     "status": _human_status, "dlq": _human_dlq, "promote": _human_promote, "rollback": _human_rollback,
+    "discard": _human_discard,
     "plan": _human_plan, "evalset": _human_evalset, "verify": _human_verify, "gc": _human_gc,
     "hash-key": _human_hash_key,
 }

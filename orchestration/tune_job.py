@@ -17,6 +17,7 @@ from assets.pipeline import one_line_failures
 from assets.resources import BinderyConfigResource, DocumentStoreResource
 from connectors.lifecycle import Lifecycle
 from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, run_tune, split_space
+from orchestration.tuning import drift_warning
 
 
 class TuneJobConfig(dg.Config):
@@ -35,6 +36,10 @@ def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery
         ingestion, query_space = split_space(cfg.tune.space or DEFAULT_SPACE)
         result = run_tune(cfg, store.store, gen, space=query_space, seed=config.seed,
                           budget=parse_budget(config.budget) if config.budget else None)
+        if warning := drift_warning(cfg, store.store, gen):
+            result.warnings.insert(0, warning)
+    for w in result.warnings:
+        context.log.warning(w)
     out = result.to_json()
     store.store.add_event("tune", f"{len(result.trials)} trials (Dagster job)",
                           details={**out, "generation": gen.id})

@@ -3,8 +3,10 @@ setting, query-time trials on each (`evals.tune.run_tune`), one table.
 
 The space's keys split in two (`evals.tune.split_space`): ingestion keys (``stages.chunk.*``,
 ``stages.context.*``, ``stages.embed.*``) and query-time keys. The ingestion settings are tried in
-the seeded trial order, the configuration as it stands first (served by the live generation).
-Every other setting is built as a candidate generation by the ordinary `reindex` job from a
+the seeded trial order, the configuration as it stands first: served by the live generation
+when live was built with these stage settings, built like the others when not (`bindery status`
+shows that drift as `live_outdated`; live would measure settings the table does not name). Every
+other setting is built as a candidate generation by the ordinary `reindex` job from a
 trial configuration (written under ``data_dir/tune/``), so it re-uses every cached parse, chunk,
 prefix and embedding and computes only what the setting changes; the store rows it added are
 counted on that setting's first trial (``parsed``/``embedded``). The query-time trials then run
@@ -13,8 +15,9 @@ on it. The budget (trials or minutes) covers the whole search.
 A trial generation is dropped once judged (its indexes; the caches it filled stay). With ``build``,
 the best ingestion setting is built once more at the end (from those caches: index writes only)
 and left as the building candidate, with its trial configuration recorded, for the normal gate
-(`bindery promote`); nothing is built when the configuration as it stands is best. A candidate
-that exists before tuning is refused rather than superseded: it is someone's reindex.
+(`bindery promote`); nothing is built when live, as the configuration stands, is best. A
+candidate that exists before tuning is refused rather than superseded: it is someone's reindex
+(`bindery discard` drops it). A trial interrupted while it builds is dropped like a judged one.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from evals.tune import (
     trial_settings,
 )
 
-__all__ = ["TrialBuildFailed", "tune_generations"]
+__all__ = ["TrialBuildFailed", "candidate_in_the_way", "drift_warning", "tune_generations"]
 
 
 class TrialBuildFailed(BinderyError):
@@ -60,10 +63,13 @@ def tune_generations(cfg: BinderyConfig, store: DocumentStore, live: GenerationR
     seed = cfg.tune.seed if seed is None else seed
     budget = budget or parse_budget(cfg.tune.budget)
     settings = trial_settings(cfg, ingest, seed, ingestion=True)
-    if len(settings) > 1 and Lifecycle(cfg, store).building() is not None:
-        raise BindingError("a candidate generation is being built: promote it or let it be superseded "
-                           "before tuning ingestion settings (tune builds its own candidates)")
+    lifecycle = Lifecycle(cfg, store)
+    # live built with other stage settings cannot stand for the configuration: trial 0 is built too
+    drift = lifecycle.config_drift()
+    if (len(settings) > 1 or drift) and (cand := lifecycle.building()) is not None:
+        raise BindingError(candidate_in_the_way(cand.record))
     trials: list[Trial] = []
+    warnings: dict[str, None] = {}  # each once, in order: every trial generation repeats them
     best: tuple[int, int] | None = None  # (index into trials, index into settings)
     result: TuneResult | None = None
     started = time.perf_counter()
@@ -71,12 +77,14 @@ def tune_generations(cfg: BinderyConfig, store: DocumentStore, live: GenerationR
         left = _left(budget, len(trials), time.perf_counter() - started, len(settings) - n)
         if left is None:
             break
-        gen, gcfg, cost = (live, cfg, (0, 0, 0.0)) if n == 0 else _build(cfg, store, ing)
+        on_live = n == 0 and not drift
+        gen, gcfg, cost = (live, cfg, (0, 0, 0.0)) if on_live else _build(cfg, store, ing)
         try:
             result = run_tune(gcfg, store, gen, space=query_space, budget=left, seed=seed, queries=queries)
         finally:
-            if n > 0:  # judged: its caches stay, its indexes go (a --build rebuilds the best from them)
-                Lifecycle(cfg, store).drop_candidate(gen, reason="tune: trial generation judged")
+            if not on_live:  # judged: its caches stay, its indexes go (a --build rebuilds the best from them)
+                lifecycle.drop_candidate(gen, reason="tune: trial generation judged")
+        warnings.update(dict.fromkeys(result.warnings))
         first = len(trials)
         for i, tr in enumerate(result.trials):
             extra = cost if i == 0 else (0, 0, 0.0)
@@ -86,12 +94,29 @@ def tune_generations(cfg: BinderyConfig, store: DocumentStore, live: GenerationR
             best = (first + result.best, n)
     assert best is not None and result is not None, "the configuration as it stands is always tried"
     kept = None
-    if build and best[1] > 0:  # every cached parse, chunk, prefix and embedding of it is there
+    if build and (best[1] > 0 or drift):  # every cached parse, chunk, prefix and embedding of it is there
         kept = _build(cfg, store, settings[best[1]])[0]
         store.add_event("tune-candidate", f"tune built candidate {kept.name} from {settings[best[1]]}",
                         details={"settings": trials[best[0]].settings})
-    out = TuneResult(trials, best[0], cfg.gate.metric, cfg.gate.secondary_metric, result.split)
+    out = TuneResult(trials, best[0], cfg.gate.metric, cfg.gate.secondary_metric, result.split, list(warnings))
     return out, kept
+
+
+def drift_warning(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord) -> str | None:
+    """For query-time trials on live: a live generation built with other stage settings than the
+    configuration's is measured as built, which the table's settings do not say."""
+    drift = Lifecycle(cfg, store).config_drift() if gen.status == "live" else []
+    return (f"live generation {gen.name} was built with other {', '.join(drift)} settings than the "
+            "configuration's: these trials measure it as built") if drift else None
+
+
+def candidate_in_the_way(cand: GenerationRecord) -> str:
+    """Why tune cannot build its trials while `cand` exists, and the two ways out."""
+    verdict = cand.eval_report or {}
+    state = ("refused by the gate" if verdict.get("passed") is False else "judged" if verdict
+             else "built, not judged yet" if cand.published_at else "being built")
+    return (f"candidate generation {cand.name} exists ({state}): promote it (`bindery promote`) or drop it "
+            "(`bindery discard`) before tuning ingestion settings (tune builds its own candidates)")
 
 
 def _key(tr: Trial, cfg: BinderyConfig) -> tuple[float, float]:
@@ -118,8 +143,12 @@ def _build(cfg: BinderyConfig, store: DocumentStore, ing: dict[str, Any]) -> tup
     tcfg = _trial_config(cfg, ing)
     cand: Generation = Lifecycle(tcfg, store).ensure_candidate()
     before, t0 = store_rows(store), time.perf_counter()
-    outcomes, seconds = Runner(tcfg).run_sources("reindex", [s.name for s in tcfg.sources],
-                                                 tags={"bindery/candidate": cand.name, "bindery/tune": "1"})
+    try:
+        outcomes, seconds = Runner(tcfg).run_sources("reindex", [s.name for s in tcfg.sources],
+                                                     tags={"bindery/candidate": cand.name, "bindery/tune": "1"})
+    except BaseException:  # Ctrl-C mid-build: a half-built trial must not be left as someone's candidate
+        Lifecycle(cfg, store).drop_candidate(cand.record, reason="tune: interrupted while building it")
+        raise
     summary = sync_summary(outcomes, seconds, store)
     if summary["errors"]:
         Lifecycle(cfg, store).drop_candidate(cand.record, reason="tune: its reindex failed")

@@ -3,6 +3,7 @@ names the key or argument and what is wrong — never a traceback (issue 11, ite
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -589,3 +590,12 @@ def test_an_empty_config_path_is_a_usage_error(tmp_path: Path, capsys: pytest.Ca
     monkeypatch.chdir(tmp_path)
     code, text = run_cli(capsys, "--config", "", "status")
     assert_one_line(code, text, "--config", "empty")
+
+
+def test_reindex_without_sources_makes_no_generation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A configuration with no sources is refused before a generation row is made: `status`
+    showed a first build "building" that nothing would ever build."""
+    config = write(tmp_path, {"data_dir": str(tmp_path / "data")})
+    assert_one_line(*run_cli(capsys, "--config", config, "reindex"), "no sources configured")
+    code, text = run_cli(capsys, "--config", config, "--json", "status")
+    assert code == 0 and json.loads(text)["first_build"] is None, text

@@ -94,7 +94,7 @@ def test_promoting_the_live_generation_is_refused_before_it_is_judged(dep: Deplo
     before = generation_row(_store(dep), live).eval_report
     for args in (["--candidate", str(live)], ["--candidate", str(live), "--force", "--reason", "test"]):
         out = dep.cli("promote", *args, expect=1)
-        assert out["reason"] == "binding" and "is live; only a candidate can be promoted" in out["error"]
+        assert out["reason"] == "binding" and "is live: only a candidate or the previous" in out["error"]
     assert generation_row(_store(dep), live).eval_report == before
     assert dep.cli("status")["live"] == live
 

@@ -129,6 +129,39 @@ def cut_apart(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
     return dep
 
 
+def _statuses(dep: Deployment) -> list[str]:
+    store = DocumentStore(f"sqlite:///{dep.data / 'bindery.db'}", migrate=False)
+    try:
+        return [g.status for g in store.generations()]
+    finally:
+        store.dispose()
+
+
+def test_a_trial_interrupted_while_it_builds_is_dropped(cut_apart: Deployment,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C during a trial's reindex: no half-built candidate is left for the next sync to finish."""
+    from connectors.config import load_config
+    from connectors.lifecycle import Lifecycle
+    from orchestration.runs import Runner
+    from orchestration.tuning import tune_generations
+
+    def interrupted(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Runner, "run_sources", interrupted)
+    cfg = load_config(cut_apart.config_path)
+    store = DocumentStore(f"sqlite:///{cut_apart.data / 'bindery.db'}", migrate=False)
+    try:
+        live = Lifecycle(cfg, store).live()
+        assert live is not None
+        with pytest.raises(KeyboardInterrupt):
+            tune_generations(cfg, store, live.record)
+    finally:
+        store.dispose()
+    statuses = _statuses(cut_apart)
+    assert "building" not in statuses and statuses.count("dropped") == 1
+
+
 def test_ingestion_settings_are_tuned_through_one_generation_each(cut_apart: Deployment) -> None:
     out = cut_apart.cli("tune")
     settings = [t["settings"] for t in out["trials"]]
@@ -137,11 +170,7 @@ def test_ingestion_settings_are_tuned_through_one_generation_each(cut_apart: Dep
     # the unit budget changes no chunk text: the trial generation re-uses every parse and embedding
     assert all(t["parsed"] == 0 and t["embedded"] == 0 for t in out["trials"])
     assert out["built"] is None
-    store = DocumentStore(f"sqlite:///{cut_apart.data / 'bindery.db'}", migrate=False)
-    try:
-        statuses = [g.status for g in store.generations()]
-    finally:
-        store.dispose()
+    statuses = _statuses(cut_apart)
     assert statuses.count("live") == 1 and "building" not in statuses  # judged trials are dropped
 
 
@@ -153,6 +182,77 @@ def test_tune_build_leaves_the_best_as_a_candidate_the_gate_passes(cut_apart: De
     assert status["candidate"] == out["built"]["id"]
     promoted = cut_apart.cli("promote")
     assert promoted["promoted"] and promoted["live"] == out["built"]["id"] and not promoted["forced"]
+
+
+def test_trial_zero_is_built_when_live_was_built_with_other_settings(cut_apart: Deployment) -> None:
+    """After the promotion above, live has 800-token units and the file still says 0: live cannot
+    stand for "the configuration as it stands", so trial 0 is built from the file, and `--build`
+    keeps it although it is trial 0."""
+    assert cut_apart.cli("status")["live_outdated"]["stages"] == ["chunk"]
+    out = cut_apart.cli("tune", "--build", "--budget", "1")
+    assert [t["settings"]["stages.chunk.parent_max_tokens"] for t in out["trials"]] == [0]
+    assert out["built"] is not None
+    store = DocumentStore(f"sqlite:///{cut_apart.data / 'bindery.db'}", migrate=False)
+    try:
+        built = store.get_generation(out["built"]["id"])
+    finally:
+        store.dispose()
+    assert built is not None and built.stage_configs["chunk"]["parent_max_tokens"] == 0
+
+
+def test_a_candidate_in_the_way_is_named_and_discard_drops_it(cut_apart: Deployment) -> None:
+    cand = cut_apart.cli("status")["candidate"]
+    assert cand is not None  # left by the test above
+    err = cut_apart.cli("tune", expect=1)
+    assert "exists (built, not judged yet)" in err["error"] and "bindery discard" in err["error"]
+    out = cut_apart.cli("discard", "--by", "ana")
+    assert out["discarded"]["id"] == cand and out["by"] == "ana"
+    assert cut_apart.cli("status")["candidate"] is None
+    assert "no candidate generation to discard" in cut_apart.cli("discard", expect=1)["error"]
+
+
+def test_the_gate_warns_of_gold_documents_no_generation_holds(cut_apart: Deployment, tmp_path: Path) -> None:
+    cut_apart.cli("reindex")  # the file's 0-token units again, from the caches
+    rows = [json.loads(line) for line in cut_apart.eval_path.read_text().splitlines()]
+    rows[0]["gold"] = [{"doc": "nowhere/missing.md", "text": None}]
+    typo = tmp_path / "typo.jsonl"
+    typo.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cut_apart.config["gate"] = {**cut_apart.config["gate"], "queries": str(typo), "tolerance": 0.9,
+                                "max_regressions": 100}
+    cut_apart.save()
+    out = cut_apart.cli("promote")
+    assert any("1 gold documents are not in the generations judged" in w and "nowhere/missing.md" in w
+               for w in out["report"]["warnings"])
+
+
+def test_tune_warns_and_refuses_what_makes_its_table_misleading(synced: Deployment, tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in synced.eval_path.read_text().splitlines()]
+    # every question twice under another id, one gold document that does not exist
+    twice = [*rows, *({**r, "id": f"{r['id']}-again"} for r in rows)]
+    twice[0] = {**twice[0], "gold": [{"doc": "nowhere/missing.md", "text": None}]}
+    path = tmp_path / "twice.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in twice))
+    out = synced.cli("tune", "--queries", str(path), "--budget", "1")
+    assert any("gold documents are not in the generation tuned" in w for w in out["warnings"])
+    assert any("also in the tuning half under another id" in w for w in out["warnings"])
+    single = tmp_path / "single.jsonl"  # one question per category: nothing left to check on
+    single.write_text("".join(json.dumps({**r, "category": f"c{i}"}) + "\n" for i, r in enumerate(rows[:3])))
+    err = synced.cli("tune", "--queries", str(single), expect=2)
+    assert "the checking half is empty" in err["error"] and str(single) in err["error"]
+
+
+def test_tune_space_values_listed_twice_run_once_and_near_miss_keys_are_named(synced: Deployment) -> None:
+    synced.config["tune"] = {"space": {"query.rrf_k": [10, 60, 10]}, "budget": 10}
+    synced.save()
+    assert [t["settings"] for t in synced.cli("tune")["trials"]] == [{"query.rrf_k": 60}, {"query.rrf_k": 10}]
+    synced.config["tune"] = {"space": {"query.unit_wieght": [0.3]}}
+    synced.save()
+    try:
+        err = synced.cli("tune", expect=2)
+    finally:
+        synced.config["tune"] = {"space": {"query.rrf_k": [10, 60]}, "budget": 2}
+        synced.save()
+    assert "did you mean 'query.unit_weight'" in err["error"]
 
 
 def test_tune_job_runs_in_dagster_with_the_trials_table(synced: Deployment) -> None:
