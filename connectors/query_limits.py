@@ -4,6 +4,8 @@ failed the gate's run halfway, with no line number)."""
 
 from __future__ import annotations
 
+import unicodedata
+
 from connectors.errors import QueryError
 
 __all__ = ["MAX_QUERY_CHARS", "check_text", "query_problem"]
@@ -30,6 +32,8 @@ def query_problem(query: str) -> str | None:
         return str(e)
     if not q:
         return "query is empty"
+    if all(unicodedata.category(ch)[0] in "CZ" for ch in q):  # NUL, zero-width space, soft hyphen
+        return "query is empty: it holds only invisible or control characters"
     if len(q) > MAX_QUERY_CHARS:
         return f"query is {len(q)} characters; the limit is {MAX_QUERY_CHARS}"
     return None

@@ -342,3 +342,11 @@ def test_metrics_name_the_generation_served(served: Served) -> None:
     assert "bindery_generation_served 1.0" in body
     assert 'bindery_http_requests_total{method="POST",route="/search",status="200"}' in body
     assert "bindery_search_hits_count" in body
+
+
+def test_a_query_of_invisible_characters_is_refused_like_a_blank_one(trusted: TestClient) -> None:
+    """A NUL, a zero-width space or a soft hyphen is no question: answered before with dense-only
+    hits for nothing, as a blank query is refused."""
+    for text in ("   ", "\u200b\u00ad", "\x00", "\ufeff\u2060"):
+        r = trusted.post("/search", json={"principal": "a", "query": text, "k": 3})
+        assert r.status_code == 400 and "query is empty" in r.json()["detail"], (text, r.status_code, r.text)
