@@ -28,6 +28,7 @@ from assets.runtime import Runtime, open_contextualiser, open_embedder
 from connectors.config import BinderyConfig, ContextConfig, EmbedConfig, load_config
 from connectors.generations import open_keyword_writer, open_vector_writer
 from connectors.store import DocumentStore, GenerationRecord
+from connectors.store.ownership import open_store
 
 if TYPE_CHECKING:
     from connectors.contextualizers import Contextualizer
@@ -62,7 +63,7 @@ class DocumentStoreResource(dg.ConfigurableResource["DocumentStoreResource"]):
     @property
     def store(self) -> DocumentStore:
         if self._store is None:
-            self._store = DocumentStore(self.bindery.config.database_url)
+            self._store = open_store(self.bindery.config)
         return self._store
 
 

@@ -18,6 +18,7 @@ from connectors.config import BinderyConfig, ContextConfig, EmbedConfig
 from connectors.generations import IndexPair, open_keyword_writer, open_vector_writer, writer_pair
 from connectors.lifecycle import ACTIVE, RETAINED, Generation, Lifecycle, Target
 from connectors.store import DocumentStore, GenerationRecord
+from connectors.store.ownership import open_store
 
 if TYPE_CHECKING:
     from connectors.contextualizers import Contextualizer
@@ -39,7 +40,7 @@ class Runtime:
                  vector_writers: VectorWriterFactory | None = None,
                  keyword_writers: KeywordWriterFactory | None = None):
         self.cfg = cfg
-        self.store = store or DocumentStore(cfg.database_url)
+        self.store = store or open_store(cfg)
         self.lifecycle = Lifecycle(cfg, self.store)
         self._embedders = embedders or (lambda config: open_embedder(cfg, config))
         self._contextualisers = contextualisers or open_contextualiser

@@ -142,9 +142,9 @@ def check_port(host: str, port: int) -> None:
 
 
 def _store(cfg: BinderyConfig) -> DocumentStore:
-    from connectors.store import DocumentStore
+    from connectors.store.ownership import open_store
 
-    return DocumentStore(cfg.database_url)
+    return open_store(cfg)
 
 
 def _lifecycle(cfg: BinderyConfig) -> Lifecycle:
@@ -237,9 +237,11 @@ def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     """What the next sync or reindex would do; writes nothing and starts no run."""
     from assets.runtime import Runtime
     from connectors.store import DocumentStore
+    from connectors.store.ownership import check_owner
     from orchestration.plan import compute_plan
 
     rt = Runtime(cfg, DocumentStore.preview(cfg.database_url))  # no file, no schema, no migration written
+    check_owner(cfg, rt.store, claim=False)
     if a.kind == "reindex" and (nothing := rt.lifecycle.nothing_to_reindex()):
         return {"kind": "reindex", "candidate": None, "message": nothing}
     history = None

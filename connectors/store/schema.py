@@ -194,6 +194,17 @@ dead_letters = sa.Table(
     sa.Column("resolved_at", _ts),
 )
 
+store_owner = sa.Table(
+    "store_owner",
+    metadata,
+    # One row: the data_dir whose embedded index files this store's generations point into
+    # (`connectors.store.ownership`). Another data_dir on the same database is refused.
+    sa.Column("id", sa.Integer, primary_key=True),  # always 1
+    sa.Column("store_id", sa.String(64), nullable=False),
+    sa.Column("data_dir", sa.Text, nullable=False),  # where it was claimed from, for the message
+    sa.Column("claimed_at", _ts, nullable=False),
+)
+
 events = sa.Table(
     "events",
     metadata,

@@ -69,7 +69,7 @@ def make_engine(url: str) -> Engine:
 
 # The newest migration's revision, written down: asking Alembic loads every migration script
 # (~0.15 s, a tenth of a `bindery plan`). tests/test_store.py holds it equal to Alembic's head.
-HEAD_REVISION = "0005"
+HEAD_REVISION = "0006"
 
 
 def head_revision() -> str:
@@ -518,6 +518,26 @@ class DocumentStore:
     def update_generation(self, gen_id: int, **values: Any) -> None:
         with self.tx() as c:
             c.execute(t.generations.update().where(t.generations.c.id == gen_id).values(**values))
+
+    def owner(self) -> tuple[str, str] | None:
+        """(store id, data_dir) of the deployment this store belongs to; None before one claimed it."""
+        with self.engine.connect() as c:
+            row = c.execute(sa.select(t.store_owner.c.store_id, t.store_owner.c.data_dir)).first()
+            return (row.store_id, row.data_dir) if row else None
+
+    def claim_owner(self, store_id: str, data_dir: str) -> tuple[str, str]:
+        """Record (store id, data_dir) as the owner unless one is recorded; the owner as stored
+        (two first runs racing: both get the winner's)."""
+        try:
+            with self.tx() as c:
+                if c.execute(sa.select(t.store_owner.c.id)).first() is None:
+                    c.execute(t.store_owner.insert().values(id=1, store_id=store_id, data_dir=data_dir,
+                                                            claimed_at=time.time()))
+        except sa.exc.IntegrityError:  # PostgreSQL: the other first run inserted between our read and write
+            pass
+        owner = self.owner()
+        assert owner is not None, "claimed above, by this process or another"
+        return owner
 
     def drop_generation_row(self, gen_id: int, *, statuses: tuple[str, ...]) -> bool:
         """Mark generation `gen_id` dropped if its status is one of `statuses`, in one conditional
