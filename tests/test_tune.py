@@ -209,6 +209,10 @@ def test_a_candidate_in_the_way_is_named_and_discard_drops_it(cut_apart: Deploym
     assert out["discarded"]["id"] == cand and out["by"] == "ana"
     assert cut_apart.cli("status")["candidate"] is None
     assert "no candidate generation to discard" in cut_apart.cli("discard", expect=1)["error"]
+    for command in ("eval", "tune", "query"):  # its indexes are gone, and the refusal says so
+        args = ["x"] if command == "query" else []
+        err = cut_apart.cli(command, *args, "--generation", str(cand), expect=1)
+        assert f"generation {cand} (" in err["error"] and "was dropped" in err["error"]
 
 
 def test_the_gate_warns_of_gold_documents_no_generation_holds(cut_apart: Deployment, tmp_path: Path) -> None:
