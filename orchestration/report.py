@@ -331,6 +331,10 @@ def _human_status(r: dict[str, Any]) -> str:
     lines = ["generations"]
     lines += ["  " + x for x in table(["role", "id", "name", "status", "documents", "chunks", "age", "gate"],
                                       gens).splitlines()] if gens else ["  none yet: run `bindery sync`"]
+    if (cand := r["generations"].get("candidate")) and _gate_word(cand) == "refused":
+        # it stays, and syncs keep writing to it, until one of these
+        lines.append(f"  candidate {cand['name']} was refused by the gate: change the configuration and `bindery "
+                     "reindex`, drop it with `bindery discard`, or `bindery promote --force --reason`")
     versions = {role: g["stage_versions"] for role, g in r["generations"].items() if g}
     if versions:
         stages = list(next(iter(versions.values())))

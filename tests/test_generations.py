@@ -48,7 +48,11 @@ def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -
     assert "recall@10 fell" in out["error"] or "regressed" in out["error"]
     rep = generation_row(_store(dep), cand).eval_report or {}
     assert rep["passed"] is False and rep["regressed"] and rep["live"]["recall@10"] > rep["candidate"]["recall@10"]
-    assert dep.cli("status")["live"] == 1
+    status = dep.cli("status")
+    assert status["live"] == 1
+    from orchestration.report import human  # what a person reads: the refused candidate and the ways out
+
+    assert "was refused by the gate" in human("status", status) and "`bindery discard`" in human("status", status)
 
     out = dep.cli("promote", "--force", "--reason", "testing a forced flip", "--by", "alice")
     assert out["promoted"] and out["live"] == cand and out["forced"]
