@@ -191,6 +191,18 @@ class ServiceMetrics:
                               buckets=(0, 1, 3, 5, 10, 20, 50, 100, 200))
 
 
+def _unrouted(scope: Scope) -> str:
+    """The route of a request answered before routing (the body limit's 413, the host check's
+    400): the app's route with exactly this path, when it has one without parameters; else
+    "unmatched"."""
+    path = scope.get("path", "")
+    for route in getattr(scope.get("app"), "routes", ()):
+        template = getattr(route, "path", None)
+        if template == path and "{" not in template:
+            return str(template)
+    return "unmatched"
+
+
 class RecordRequests:
     """Counts every HTTP request by route template and status, and observes its latency."""
 
@@ -220,7 +232,10 @@ class RecordRequests:
             # no route, only a longer root path: its mount point names it.
             mount = scope.get("root_path", "")
             name = (getattr(scope.get("route"), "path", None)
-                    or (f"{mount[len(root):]}/{{path}}" if mount != root and mount.startswith(root) else "unmatched"))
+                    or (f"{mount[len(root):]}/{{path}}" if mount != root and mount.startswith(root) else None)
+                    or _unrouted(scope))
             method = scope["method"] if scope.get("method") in _METHODS else "other"
             self.metrics.requests.labels(method, name, str(status)).inc()
+            if status == 413 and name == "/search":  # refused before routing: still a refused search
+                self.metrics.errors.labels("too-large").inc()
             self.metrics.latency.labels(method, name).observe(time.perf_counter() - t0)

@@ -72,6 +72,9 @@ def test_metrics_count_requests_by_route_and_status(client: TestClient) -> None:
     client.post("/search", json={"query": "x"})  # 401
     client.post("/search", json={"query": "x"}, headers={"X-API-Key": KEY})  # 503: nothing indexed yet
     client.get("/no/such/path/123")
+    big = client.post("/search", content=b"{" + b" " * 2_000_000 + b"}",  # refused before routing
+                      headers={"X-API-Key": KEY, "content-type": "application/json"})
+    assert big.status_code == 413
     for i in range(5):  # invented methods: one "other" series, not one each
         client.request(f"M{i}XYZ", "/healthz")
     text = client.get("/metrics")
@@ -85,6 +88,8 @@ def test_metrics_count_requests_by_route_and_status(client: TestClient) -> None:
     assert 'bindery_http_request_duration_seconds_bucket{le="0.005",method="GET",route="/healthz"}' in body
     assert 'bindery_search_errors_total{reason="unauthorized"} 1.0' in body
     assert 'bindery_search_errors_total{reason="no-binding"} 1.0' in body
+    assert 'bindery_http_requests_total{method="POST",route="/search",status="413"} 1.0' in body
+    assert 'bindery_search_errors_total{reason="too-large"} 1.0' in body
     assert "bindery_generation_served" in body
 
 
