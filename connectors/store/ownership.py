@@ -7,22 +7,31 @@ share those rows too: each takes the other's sources for removed ones and publis
 snapshot into the shared live generation, so one sync of the second empties the first's search.
 
 The first process of a deployment to open the store claims it: a random id goes into
-``data_dir/store-id`` and into the store's `store_owner` row. A data_dir whose file holds another
-id, or none while the store is claimed, is refused with one line naming the owner. The file
-travels with the data_dir, so a moved or restored data_dir is still the owner. With the server
-engines (Qdrant server and Elasticsearch) the indexes live in the servers, several machines'
-data_dirs share one store by design, and nothing is checked.
+``data_dir/store-id`` (first, so a process killed halfway leaves a claim the next run completes)
+and then into the store's `store_owner` row. A data_dir whose file holds another id, or none
+while the store is claimed, is refused with one line naming the owner. The claim is made under a
+lock in the data_dir (a deployment's processes starting together agree), and a data_dir whose
+proposed id lost to another data_dir's takes its file back and is refused. A store migrated from
+before owners were recorded is claimed only by a data_dir that holds its generations' index
+folders. The file travels with the data_dir, so a moved or restored data_dir is still the owner.
+
+Nothing is checked when the store is the default SQLite file inside data_dir (it cannot be
+shared), nor with the server engines (Qdrant server and Elasticsearch): the indexes live in the
+servers, and several machines' data_dirs share one store by design.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from connectors.config import BinderyConfig
 from connectors.errors import ConfigError
-from connectors.generations import is_embedded
+from connectors.generations import GenerationPaths, is_embedded, vector_engine
 from connectors.store.store import DocumentStore
 
 __all__ = ["STORE_ID_FILE", "check_owner", "open_store"]
@@ -46,27 +55,72 @@ def check_owner(cfg: BinderyConfig, store: DocumentStore, *, claim: bool) -> Non
     """Raise ConfigError when `store` belongs to another data_dir than `cfg`'s. With `claim`, an
     unclaimed store becomes this data_dir's; without it (`bindery plan` writes nothing) it is
     only checked."""
+    if cfg.backends.database_url is None:  # the SQLite file inside data_dir: nothing else can use it
+        return
     if not (is_embedded(cfg.backends.vector) or cfg.backends.keyword == "tantivy"):
         return
     path = cfg.data_path / STORE_ID_FILE
-    mine = _read(path)
     owner = store.owner()
-    if owner is None:
-        if not claim:
-            return
-        owner = store.claim_owner(mine or uuid.uuid4().hex, str(cfg.data_path.resolve()))
-        if mine is None:
-            _write(path, owner[0])
-            mine = owner[0]
-    if mine == owner[0]:
+    mine = _read(path)
+    if owner is None and claim:
+        with _claim_lock(cfg.data_path):
+            # another process of this deployment may have claimed meanwhile; after the claim, the
+            # file says whether this data_dir won it
+            owner = store.owner() or _claim(cfg, store, path, _read(path))
+            mine = _read(path)
+    if owner is None or mine == owner[0]:
         return
     store_id, where = owner
-    whose = f"belongs to another store ({mine})" if mine else "has never used it"
+    way_out = (f" If this data_dir replaces that one (moved or restored without its {STORE_ID_FILE} file), write "
+               f"{store_id} into {path}") if mine is None else ""
+    here = f"belongs to another store ({mine})" if mine else "has never used it"
     raise ConfigError(
         f"backends.database_url: this database belongs to the deployment whose data_dir is {where} (store id "
-        f"{store_id}), and data_dir {cfg.data_path} {whose}: give each deployment its own database (two on one "
-        "take each other's sources for removed ones and overwrite each other's indexes). If this data_dir "
-        f"replaces that one (moved or restored without its {STORE_ID_FILE} file), write {store_id} into {path}")
+        f"{store_id}), and data_dir {cfg.data_path} {here}: give each deployment its own database (two on one "
+        f"take each other's sources for removed ones and overwrite each other's indexes).{way_out}")
+
+
+def _claim(cfg: BinderyConfig, store: DocumentStore, path: Path, mine: str | None) -> tuple[str, str] | None:
+    """Claim the unclaimed store for this data_dir (under `_claim_lock`): the file first, then
+    the row. Returns the owner as stored, or raises ConfigError."""
+    if mine is None:
+        if (built := _built_elsewhere(cfg, store)) is not None:
+            raise ConfigError(
+                f"backends.database_url: this database's generations ({built}) were built under another data_dir "
+                f"than {cfg.data_path} (their index folders are not in it): give this deployment its own database. "
+                f"If this is their data_dir and its indexes were lost, claim the store by writing a new id (e.g. "
+                f"from `uuidgen`) into {path}, then run `bindery verify --repair` or reindex")
+        proposed = uuid.uuid4().hex
+        _write(path, proposed)
+    owner = store.claim_owner(mine or proposed, str(cfg.data_path.resolve()))
+    if mine is None and owner[0] != proposed:  # another data_dir claimed it at the same moment
+        path.unlink(missing_ok=True)
+    return owner
+
+
+def _built_elsewhere(cfg: BinderyConfig, store: DocumentStore) -> str | None:
+    """Names of the store's kept generations built by an embedded engine, when none of their
+    index folders is under this data_dir (a store from before owners were recorded)."""
+    gens = [g for g in store.generations() if g.status in ("live", "previous", "building")
+            and is_embedded(vector_engine(cfg, g))]
+    if not gens or any(GenerationPaths.of(cfg, g.name).root.exists() for g in gens):
+        return None
+    return ", ".join(g.name for g in gens)
+
+
+@contextmanager
+def _claim_lock(data_path: Path) -> Iterator[None]:
+    try:
+        data_path.mkdir(parents=True, exist_ok=True)
+        fh = open(data_path / f".{STORE_ID_FILE}.lock", "w")  # noqa: SIM115 - held across the yield
+    except OSError as e:
+        raise ConfigError(f"data_dir: cannot claim the store from {data_path}: {e.strerror or e}") from None
+    with fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _read(path: Path) -> str | None:
@@ -80,7 +134,10 @@ def _read(path: Path) -> str | None:
 
 def _write(path: Path, store_id: str) -> None:
     """Atomically: a reader never sees half an id."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(store_id + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(store_id + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(f"data_dir: cannot write {path}: {e.strerror or e}") from None
