@@ -131,7 +131,7 @@ def test_a_failed_claim_is_one_line_and_claims_nothing(db_url: str, tmp_path: Pa
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "replace", full)
-    with pytest.raises(ConfigError, match="cannot write .*store-id: No space left on device"):
+    with pytest.raises(ConfigError, match=r"cannot write .*store-id: No space left on device"):
         open_store(cfg)
     monkeypatch.undo()
     store = open_store(cfg)  # nothing half-claimed: the next run claims it
