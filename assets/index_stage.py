@@ -34,7 +34,8 @@ import functools
 import re
 import time
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
@@ -44,7 +45,7 @@ from assets.parse_stage import good_parse_ids, parse_key
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.embedder import from_bytes
-from connectors.generations import publish, writer_lock
+from connectors.generations import drop_generation_files, publish, writer_lock
 from connectors.identity import short_hash, text_hash
 from connectors.indexes.base import IndexRecord
 from connectors.mail_attribution import sent_keys
@@ -337,34 +338,15 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
             gstats.update(_totals(g.record.counts or {}))
             gstats["seconds"] = round(time.perf_counter() - g_started, 3)
             continue
-        with writer_lock(rt.cfg, g.name):
-            # what this write may leave behind if the process dies before the bookkeeping below
-            rt.store.set_index_pending([
-                {"generation_id": g.id, "doc_id": did, "source": source_name, "digest": "", "chunks": 0,
-                 "indexed_at": time.time(), "acl_hash": docs[did].acl_hash} for did in changed if did not in state])
-            dim = next((len(rs[0].vector or []) for rs in records.values() if rs), None)
-            # every changed document is deleted first, recorded or not: a run killed after
-            # writing but before recording leaves chunks that only a delete by document removes
-            recs = [r for did in changed for r in records[did]]
-            counts = _rewrite(rt, g.record, dim, changed + gone, recs)
-            vec_snap, kw_snap = publish(rt.cfg, g.record)
-            now = time.time()
-            # Readers first, bookkeeping last: the snapshot is recorded (and live readers told)
-            # before the index state says "written". A process killed in between leaves these
-            # documents "not written", so the next run rewrites and publishes them again; the
-            # other order would leave readers on an old (or no) snapshot that no run refreshes.
-            rt.store.update_generation(g.id, vector_snapshot=vec_snap, keyword_snapshot=kw_snap, published_at=now)
-            if g.status == "live":
-                rt.store.bump_binding()
-            rt.store.clear_index_state(g.id, gone)
-            rt.store.set_index_state([
-                {"generation_id": g.id, "doc_id": did, "source": source_name, "digest": digests[did],
-                 "chunks": len(records[did]), "indexed_at": now, "acl_hash": docs[did].acl_hash}
-                for did in changed])
-            counts["documents"] = len(rt.store.index_state(g.id))
-            rt.store.update_generation(g.id, counts=counts)
-            gstats.update(_totals(counts))
+        recs = [r for did in changed for r in records[did]]
+        with _writing(rt, g.record) as kept:
+            if kept:
+                now, counts = _write(rt, g, source_name, docs, state, plan, recs)
+                gstats.update(_totals(counts))
         progress.advance(len(changed) + len(gone))
+        if not kept:  # dropped (`bindery discard`) while this run went on: nothing written to it
+            stats.generations.pop(g.name)
+            continue
         gstats["written_chunks"] = len(recs)
         gstats["seconds"] = round(time.perf_counter() - g_started, 3)
         stats.written_docs += len(changed)
@@ -374,6 +356,52 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
             stats.lag_seconds += [now - docs[did].changed_at for did in changed]
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def _write(rt: Runtime, g: Generation, source_name: str, docs: dict[str, DocumentRecord],
+           state: dict[str, IndexStateRecord], plan: _Plan, recs: list[IndexRecord]) -> tuple[float, dict[str, int]]:
+    """Write one generation's changed and gone documents (its writer lock held), publish its
+    snapshot, then record what it holds; (when it was published, its counts)."""
+    changed, gone = plan.changed, plan.gone
+    # what this write may leave behind if the process dies before the bookkeeping below
+    rt.store.set_index_pending([
+        {"generation_id": g.id, "doc_id": did, "source": source_name, "digest": "", "chunks": 0,
+         "indexed_at": time.time(), "acl_hash": docs[did].acl_hash} for did in changed if did not in state])
+    dim = next((len(rs[0].vector or []) for rs in plan.records.values() if rs), None)
+    # every changed document is deleted first, recorded or not: a run killed after writing but
+    # before recording leaves chunks that only a delete by document removes
+    counts = _rewrite(rt, g.record, dim, changed + gone, recs)
+    vec_snap, kw_snap = publish(rt.cfg, g.record)
+    now = time.time()
+    # Readers first, bookkeeping last: the snapshot is recorded (and live readers told) before
+    # the index state says "written". A process killed in between leaves these documents "not
+    # written", so the next run rewrites and publishes them again; the other order would leave
+    # readers on an old (or no) snapshot that no run refreshes.
+    rt.store.update_generation(g.id, vector_snapshot=vec_snap, keyword_snapshot=kw_snap, published_at=now)
+    if g.status == "live":
+        rt.store.bump_binding()
+    rt.store.clear_index_state(g.id, gone)
+    rt.store.set_index_state([
+        {"generation_id": g.id, "doc_id": did, "source": source_name, "digest": plan.digests[did],
+         "chunks": len(plan.records[did]), "indexed_at": now, "acl_hash": docs[did].acl_hash}
+        for did in changed])
+    counts["documents"] = len(rt.store.index_state(g.id))
+    rt.store.update_generation(g.id, counts=counts)
+    return now, counts
+
+
+@contextmanager
+def _writing(rt: Runtime, gen: GenerationRecord) -> Iterator[bool]:
+    """`gen`'s writer lock, and whether it is still kept: one dropped (`bindery discard`) while
+    this run went on is not written again. Its files went under this same lock; taking the lock
+    made its folder again, which goes too."""
+    with writer_lock(rt.cfg, gen.name):
+        row = rt.store.get_generation(gen.id)
+        if row is not None and row.status != "dropped":
+            yield True
+            return
+    drop_generation_files(rt.cfg, gen.name)
+    yield False
 
 
 def _rewrite(rt: Runtime, gen: GenerationRecord, dim: int | None, delete: list[str],
@@ -445,9 +473,12 @@ def unindex_source(rt: Runtime, source: str) -> int:
         held = list(rt.store.index_state(g.id, source))
         if not held:
             continue
-        with writer_lock(rt.cfg, g.name):
-            counts = _rewrite(rt, g.record, None, held, [])
-            vec, kw = publish(rt.cfg, g.record)
+        with _writing(rt, g.record) as kept:
+            if kept:
+                counts = _rewrite(rt, g.record, None, held, [])
+                vec, kw = publish(rt.cfg, g.record)
+        if not kept:
+            continue
         # readers first, bookkeeping last (as `run_index`): a process killed in between leaves
         # index-state rows that the next call deletes again
         rt.store.update_generation(g.id, vector_snapshot=vec, keyword_snapshot=kw, published_at=time.time())

@@ -50,6 +50,7 @@ from connectors.generations import (
     physical_names,
     point_live_aliases,
     vector_engine,
+    writer_lock,
 )
 from connectors.store import BindingRecord, DocumentStore, GenerationRecord
 from connectors.versions import generation_key, stage_configs_dump, stage_versions
@@ -453,7 +454,9 @@ class Lifecycle:
             raise BindingError(f"generation {gen.name} is {now.status if now else gen.status}: only a candidate "
                                "can be dropped")
         # the row first: a promotion racing this one refuses a dropped generation (`flip_binding`)
-        # before its files go
-        drop_generation_files(self.cfg, gen.name)
+        # before its files go; under its writer lock: a run writing to it finishes that write
+        # first, and writes no more once it sees the row dropped (`index_stage._writing`)
+        with writer_lock(self.cfg, gen.name):
+            drop_generation_files(self.cfg, gen.name)
         self.store.clear_index_state(gen.id, list(self.store.index_state(gen.id)))
         self.store.add_event("candidate-dropped", f"candidate {gen.name} dropped: {reason}")

@@ -208,6 +208,9 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
     else:
         outcomes, seconds = runner.run_sources("reindex", partitions, tags=tags)
     out = report.sync_summary(outcomes, seconds, lifecycle.store)
+    if (row := lifecycle.store.get_generation(cand.id)) is not None and row.status == "dropped":
+        raise CommandFailed(f"candidate {cand.name} was dropped while this reindex ran (`bindery discard`): "
+                            "nothing of it is kept; its caches are, for the next reindex", out)
     # the very first generation binds itself when it is built: it is live, not a candidate
     first = live is None and out["generation"] == cand.id
     out["candidate"] = None if first else cand.id
