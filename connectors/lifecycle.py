@@ -196,6 +196,15 @@ class Lifecycle:
             raise UnknownGeneration(f"no generation {which} (`bindery status` lists them)")
         return row
 
+    def resolve_searchable(self, which: str | int | None) -> GenerationRecord:
+        """`resolve`, refusing a dropped generation by name: its indexes are gone (a search of it
+        failed on "no published vector snapshot")."""
+        gen = self.resolve(which)
+        if gen.status == "dropped":
+            raise BindingError(f"generation {gen.id} ({gen.name}) was dropped: its indexes are gone "
+                               "(`bindery status` lists the generations that can be searched)")
+        return gen
+
     def config_drift(self) -> list[str]:
         """Stages whose current configuration differs from the live generation's."""
         live = self.live()

@@ -32,7 +32,9 @@ def query_problem(query: str) -> str | None:
         return str(e)
     if not q:
         return "query is empty"
-    if all(unicodedata.category(ch)[0] in "CZ" for ch in q):  # NUL, zero-width space, soft hyphen
+    # controls, format characters (zero-width space, soft hyphen) and separators; not private-use
+    # or unassigned code points, which may be what a newer font draws (an emoji Python predates)
+    if all(unicodedata.category(ch) in ("Cc", "Cf") or unicodedata.category(ch)[0] == "Z" for ch in q):
         return "query is empty: it holds only invisible or control characters"
     if len(q) > MAX_QUERY_CHARS:
         return f"query is {len(q)} characters; the limit is {MAX_QUERY_CHARS}"

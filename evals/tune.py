@@ -34,16 +34,16 @@ from pydantic import ValidationError
 from connectors.config import BinderyConfig
 from connectors.errors import ConfigError
 from connectors.indexes.base import Filters
-from connectors.store import DocumentStore, GenerationRecord
+from connectors.store import DocumentRecord, DocumentStore, GenerationRecord
 from connectors.store import schema as t
-from evals.evalset import load_eval_set, resolve_source_prefixes
+from evals.evalset import EvalCase, load_eval_set, resolve_source_prefixes
 from evals.promotion import all_principals, excluding_search, unknown_gold
 from evals.runner import run_eval, unknown_gold_warning
 from evals.split import EvalSplit, split_cases
 
 __all__ = ["DEFAULT_SPACE", "INGESTION", "Budget", "Trial", "TuneResult", "apply_settings", "check_budget",
            "check_tune_config", "format_trials", "parse_budget", "run_tune", "split_space", "store_rows",
-           "trial_settings"]
+           "trial_settings", "tuning_split"]
 
 # Query-time knobs whose useful ranges are wide enough that the defaults are not obviously best.
 DEFAULT_SPACE: dict[str, list[Any]] = {
@@ -61,6 +61,11 @@ DEFAULT_SPACE: dict[str, list[Any]] = {
 QUERY_TIME = ("query.",)
 INGESTION = ("stages.chunk.", "stages.context.", "stages.embed.")  # tuned through one generation each
 _SKIP = ("query.auth", "query.poll_seconds", "query.max_body_bytes", "query.k")  # not retrieval quality
+
+
+def _skipped(key: str) -> bool:
+    """A key of `_SKIP` or below one (not any key that merely starts with its letters)."""
+    return any(key == s or key.startswith(f"{s}.") for s in _SKIP)
 _MINUTES = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*m(?:in)?\s*$")
 
 
@@ -132,7 +137,7 @@ def check_tune_config(cfg: BinderyConfig) -> None:
 
 def _check_key(cfg: BinderyConfig, key: str, *, ingestion: bool = False) -> None:
     allowed = QUERY_TIME + (INGESTION if ingestion else ())
-    if not key.startswith(allowed) or key.startswith(_SKIP):
+    if not key.startswith(allowed) or _skipped(key):
         raise ConfigError(
             f"tune key {key!r}: tune searches query-time retrieval settings (query.unit_weight, "
             "query.same_doc_decay, ...) and, through one generation each, chunking, prefix and "
@@ -141,7 +146,9 @@ def _check_key(cfg: BinderyConfig, key: str, *, ingestion: bool = False) -> None
     parts = key.split(".")
     for depth, part in enumerate(parts):
         if not isinstance(node, dict) or part not in node:
-            near = difflib.get_close_matches(part, list(node) if isinstance(node, dict) else [], n=1)
+            known = [k for k in (node if isinstance(node, dict) else ())
+                     if not _skipped(".".join([*parts[:depth], k]))]  # never suggest a refused key
+            near = difflib.get_close_matches(part, known, n=1)
             hint = f" (did you mean {'.'.join([*parts[:depth], near[0]])!r}?)" if near else ""
             raise ConfigError(f"tune key {key!r} is not a configuration setting{hint}")
         node = node[part]
@@ -255,18 +262,11 @@ def run_tune(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, *,
     """Run the trials against generation ``gen`` and choose the best on the tuning half."""
     from query_service.retrieval import GenerationRetriever
 
-    path = queries or cfg.gate.queries
-    if not path:
-        raise ConfigError("no eval set: pass --queries FILE or set gate.queries in bindery.yaml")
     seed = cfg.tune.seed if seed is None else seed
     budget = budget or parse_budget(cfg.tune.budget)
     settings = trial_settings(cfg, space if space is not None else cfg.tune.space or DEFAULT_SPACE, seed)
     documents = store.documents()
-    cases = resolve_source_prefixes(load_eval_set(path), ((d.source, d.external_id) for d in documents))
-    split = split_cases(cases, seed=seed)
-    if not split.check:
-        raise ConfigError(f"{path}: the checking half is empty: a category of one question goes to the tuning "
-                          "half, and every category here has one; give some category two or more questions")
+    cases, split = tuning_split(cfg, documents, queries, seed)
     warnings = [w for w in (unknown_gold_warning(unknown_gold(store, gen, cases, documents),
                                                  "in the generation tuned"), _shared_questions(split)) if w]
     filters = Filters(principals=all_principals(documents))
@@ -284,6 +284,22 @@ def run_tune(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, *,
         retriever.close()
     return TuneResult(trials, _best(trials, cfg.gate.metric, cfg.gate.secondary_metric), cfg.gate.metric,
                       cfg.gate.secondary_metric, {"tune": len(split.tune), "check": len(split.check)}, warnings)
+
+
+def tuning_split(cfg: BinderyConfig, documents: Sequence[DocumentRecord], queries: str | None,
+                 seed: int) -> tuple[list[EvalCase], EvalSplit]:
+    """The eval set's cases and their tuning/checking split; ConfigError when there is no eval
+    set or nothing to check on. Called before any trial generation is built, too: a mistake in the
+    file must not cost a reindex first."""
+    path = queries or cfg.gate.queries
+    if not path:
+        raise ConfigError("no eval set: pass --queries FILE or set gate.queries in bindery.yaml")
+    cases = resolve_source_prefixes(load_eval_set(path), ((d.source, d.external_id) for d in documents))
+    split = split_cases(cases, seed=seed)
+    if not split.check:
+        raise ConfigError(f"{path}: the checking half is empty: a category of one question goes to the tuning "
+                          "half, and every category here has one; give some category two or more questions")
+    return cases, split
 
 
 def _shared_questions(split: EvalSplit) -> str | None:

@@ -462,16 +462,10 @@ def cmd_discard(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
 
 def _generation(cfg: BinderyConfig, store: Any, which: str) -> GenerationRecord:
-    """The row of `--generation`: live, candidate or an id (connectors.lifecycle); a dropped one
-    is refused by name (its indexes are gone: "no published vector snapshot" said it badly)."""
-    from connectors.errors import BindingError
+    """The row of `--generation`: live, candidate or an id (connectors.lifecycle), not a dropped one."""
     from connectors.lifecycle import Lifecycle
 
-    gen = Lifecycle(cfg, store).resolve(which)
-    if gen.status == "dropped":
-        raise BindingError(f"generation {gen.id} ({gen.name}) was dropped: its indexes are gone "
-                           "(`bindery status` lists the generations that can be searched)")
-    return gen
+    return Lifecycle(cfg, store).resolve_searchable(which)
 
 
 def cmd_eval(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:

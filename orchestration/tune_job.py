@@ -32,7 +32,7 @@ def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery
     cfg = bindery.config
     with one_line_failures():  # a bad budget or no live generation: the reason, not Dagster's wrappers
         which = int(config.generation) if config.generation.isdigit() else config.generation
-        gen = Lifecycle(cfg, store.store).resolve(which)
+        gen = Lifecycle(cfg, store.store).resolve_searchable(which)
         ingestion, query_space = split_space(cfg.tune.space or DEFAULT_SPACE)
         result = run_tune(cfg, store.store, gen, space=query_space, seed=config.seed,
                           budget=parse_budget(config.budget) if config.budget else None)

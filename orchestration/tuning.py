@@ -45,6 +45,7 @@ from evals.tune import (
     split_space,
     store_rows,
     trial_settings,
+    tuning_split,
 )
 
 __all__ = ["TrialBuildFailed", "candidate_in_the_way", "drift_warning", "tune_generations"]
@@ -63,6 +64,7 @@ def tune_generations(cfg: BinderyConfig, store: DocumentStore, live: GenerationR
     seed = cfg.tune.seed if seed is None else seed
     budget = budget or parse_budget(cfg.tune.budget)
     settings = trial_settings(cfg, ingest, seed, ingestion=True)
+    tuning_split(cfg, store.documents(), queries, seed)  # the eval set's mistakes before any build
     lifecycle = Lifecycle(cfg, store)
     # live built with other stage settings cannot stand for the configuration: trial 0 is built too
     drift = lifecycle.config_drift()

@@ -350,3 +350,7 @@ def test_a_query_of_invisible_characters_is_refused_like_a_blank_one(trusted: Te
     for text in ("   ", "\u200b\u00ad", "\x00", "\ufeff\u2060"):
         r = trusted.post("/search", json={"principal": "a", "query": text, "k": 3})
         assert r.status_code == 400 and "query is empty" in r.json()["detail"], (text, r.status_code, r.text)
+    from connectors.query_limits import query_problem
+
+    # a private-use or an unassigned code point may be what a newer font draws: not "invisible"
+    assert query_problem("\ue000") is None and query_problem("\U000e0fff") is None

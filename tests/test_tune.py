@@ -150,6 +150,7 @@ def test_a_trial_interrupted_while_it_builds_is_dropped(cut_apart: Deployment,
 
     monkeypatch.setattr(Runner, "run_sources", interrupted)
     cfg = load_config(cut_apart.config_path)
+    dropped = _statuses(cut_apart).count("dropped")
     store = DocumentStore(f"sqlite:///{cut_apart.data / 'bindery.db'}", migrate=False)
     try:
         live = Lifecycle(cfg, store).live()
@@ -159,7 +160,7 @@ def test_a_trial_interrupted_while_it_builds_is_dropped(cut_apart: Deployment,
     finally:
         store.dispose()
     statuses = _statuses(cut_apart)
-    assert "building" not in statuses and statuses.count("dropped") == 1
+    assert "building" not in statuses and statuses.count("dropped") == dropped + 1
 
 
 def test_ingestion_settings_are_tuned_through_one_generation_each(cut_apart: Deployment) -> None:
@@ -184,49 +185,69 @@ def test_tune_build_leaves_the_best_as_a_candidate_the_gate_passes(cut_apart: De
     assert promoted["promoted"] and promoted["live"] == out["built"]["id"] and not promoted["forced"]
 
 
-def test_trial_zero_is_built_when_live_was_built_with_other_settings(cut_apart: Deployment) -> None:
-    """After the promotion above, live has 800-token units and the file still says 0: live cannot
-    stand for "the configuration as it stands", so trial 0 is built from the file, and `--build`
-    keeps it although it is trial 0."""
-    assert cut_apart.cli("status")["live_outdated"]["stages"] == ["chunk"]
-    out = cut_apart.cli("tune", "--build", "--budget", "1")
-    assert [t["settings"]["stages.chunk.parent_max_tokens"] for t in out["trials"]] == [0]
+@pytest.fixture
+def drifted(tmp_path: Path) -> Deployment:
+    """Live built with 200-token chunks; the file since says 40 (`bindery status`: live_outdated)."""
+    dep = Deployment(tmp_path / "drifted")
+    dep.config["tune"] = {"space": {"stages.chunk.parent_max_tokens": [0, 800]}, "budget": 2}
+    dep.save()
+    dep.cli("sync")
+    dep.set_stage("chunk", max_tokens=40, overlap_tokens=0)
+    assert dep.cli("status")["live_outdated"]["stages"] == ["chunk"]
+    return dep
+
+
+def test_trial_zero_is_built_when_live_was_built_with_other_settings(drifted: Deployment) -> None:
+    """Live cannot stand for "the configuration as it stands" then: trial 0 is built from the
+    file, and `--build` keeps it although it is trial 0 (it measured live under the file's labels,
+    and --build said the file's settings scored best without building them)."""
+    out = drifted.cli("tune", "--build", "--budget", "1")
+    assert len(out["trials"]) == 1 and out["trials"][0]["embedded"] > 0  # 40-token chunks: new texts
     assert out["built"] is not None
-    store = DocumentStore(f"sqlite:///{cut_apart.data / 'bindery.db'}", migrate=False)
+    store = DocumentStore(f"sqlite:///{drifted.data / 'bindery.db'}", migrate=False)
     try:
         built = store.get_generation(out["built"]["id"])
     finally:
         store.dispose()
-    assert built is not None and built.stage_configs["chunk"]["parent_max_tokens"] == 0
+    assert built is not None and built.stage_configs["chunk"]["max_tokens"] == 40
 
 
-def test_a_candidate_in_the_way_is_named_and_discard_drops_it(cut_apart: Deployment) -> None:
-    cand = cut_apart.cli("status")["candidate"]
-    assert cand is not None  # left by the test above
-    err = cut_apart.cli("tune", expect=1)
+def test_a_candidate_in_the_way_is_named_and_discard_drops_it(drifted: Deployment) -> None:
+    cand = drifted.cli("reindex")["candidate"]
+    assert cand is not None and drifted.cli("status")["candidate"] == cand
+    err = drifted.cli("tune", expect=1)
     assert "exists (built, not judged yet)" in err["error"] and "bindery discard" in err["error"]
-    out = cut_apart.cli("discard", "--by", "ana")
+    out = drifted.cli("discard", "--by", "ana")
     assert out["discarded"]["id"] == cand and out["by"] == "ana"
-    assert cut_apart.cli("status")["candidate"] is None
-    assert "no candidate generation to discard" in cut_apart.cli("discard", expect=1)["error"]
+    assert drifted.cli("status")["candidate"] is None
+    assert "no candidate generation to discard" in drifted.cli("discard", expect=1)["error"]
     for command in ("eval", "tune", "query"):  # its indexes are gone, and the refusal says so
         args = ["x"] if command == "query" else []
-        err = cut_apart.cli(command, *args, "--generation", str(cand), expect=1)
+        err = drifted.cli(command, *args, "--generation", str(cand), expect=1)
         assert f"generation {cand} (" in err["error"] and "was dropped" in err["error"]
 
 
-def test_the_gate_warns_of_gold_documents_no_generation_holds(cut_apart: Deployment, tmp_path: Path) -> None:
-    cut_apart.cli("reindex")  # the file's 0-token units again, from the caches
-    rows = [json.loads(line) for line in cut_apart.eval_path.read_text().splitlines()]
+def test_the_gate_warns_of_gold_documents_no_generation_holds(drifted: Deployment, tmp_path: Path) -> None:
+    drifted.cli("reindex")
+    rows = [json.loads(line) for line in drifted.eval_path.read_text().splitlines()]
     rows[0]["gold"] = [{"doc": "nowhere/missing.md", "text": None}]
     typo = tmp_path / "typo.jsonl"
     typo.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cut_apart.config["gate"] = {**cut_apart.config["gate"], "queries": str(typo), "tolerance": 0.9,
-                                "max_regressions": 100}
-    cut_apart.save()
-    out = cut_apart.cli("promote")
+    drifted.config["gate"] = {**drifted.config["gate"], "queries": str(typo), "tolerance": 0.9,
+                              "max_regressions": 100}
+    drifted.save()
+    out = drifted.cli("promote")
     assert any("1 gold documents are not in the generations judged" in w and "nowhere/missing.md" in w
                for w in out["report"]["warnings"])
+
+
+def test_an_eval_set_mistake_costs_no_trial_build(drifted: Deployment, tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in drifted.eval_path.read_text().splitlines()]
+    single = tmp_path / "single.jsonl"  # one question per category: nothing to check on
+    single.write_text("".join(json.dumps({**r, "category": f"c{i}"}) + "\n" for i, r in enumerate(rows[:3])))
+    before = _statuses(drifted)
+    err = drifted.cli("tune", "--queries", str(single), expect=2)
+    assert "the checking half is empty" in err["error"] and _statuses(drifted) == before  # nothing built
 
 
 def test_tune_warns_and_refuses_what_makes_its_table_misleading(synced: Deployment, tmp_path: Path) -> None:
@@ -257,6 +278,14 @@ def test_tune_space_values_listed_twice_run_once_and_near_miss_keys_are_named(sy
         synced.config["tune"] = {"space": {"query.rrf_k": [10, 60]}, "budget": 2}
         synced.save()
     assert "did you mean 'query.unit_weight'" in err["error"]
+    synced.config["tune"] = {"space": {"query.poll_second": [1]}}  # near a key tune refuses to try
+    synced.save()
+    try:
+        err = synced.cli("tune", expect=2)
+    finally:
+        synced.config["tune"] = {"space": {"query.rrf_k": [10, 60]}, "budget": 2}
+        synced.save()
+    assert "did you mean" not in err["error"]
 
 
 def test_tune_job_runs_in_dagster_with_the_trials_table(synced: Deployment) -> None:
