@@ -454,9 +454,10 @@ class Lifecycle:
         return dropped
 
     def drop_candidate(self, gen: GenerationRecord, *, reason: str) -> None:
-        """Drop a building generation no one will promote (a judged `bindery tune` trial): its files
-        and index state go, its row stays as `dropped`. Its cached chunks and embeddings stay too (a
-        later trial or reindex re-uses them; `bindery gc` removes what nothing uses)."""
+        """Drop a building generation no one will promote (a judged `bindery tune` trial, or the
+        candidate `bindery discard` names): its files and index state go, its row stays as
+        `dropped`. Its cached chunks and embeddings stay too (a later trial or reindex re-uses them;
+        `bindery gc` removes what nothing uses)."""
         if gen.status not in ("building", "retired") or not self.store.drop_generation_row(
                 gen.id, statuses=("building", "retired")):
             now = self.store.get_generation(gen.id)

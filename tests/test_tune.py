@@ -103,15 +103,27 @@ def test_choice_does_not_depend_on_the_checking_half(synced: Deployment, tmp_pat
     assert all(t["check"]["recall@10"] == 0.0 for t in second["trials"])
 
 
-def test_bad_keys_and_budgets_are_refused(synced: Deployment) -> None:
-    synced.config["tune"] = {"space": {"stages.parse.ocr": [True, False]}}
-    synced.save()
+def _refused_space(dep: Deployment, space: dict[str, list[object]]) -> str:
+    """The one-line error `bindery tune` gives for `space`; the module's space put back after."""
+    dep.config["tune"] = {"space": space}
+    dep.save()
     try:
-        err = synced.cli("tune", expect=2)
+        return str(dep.cli("tune", expect=2)["error"])
     finally:
-        synced.config["tune"] = {"space": {"query.rrf_k": [10, 60]}, "budget": 2}
-        synced.save()
-    assert "stages.chunk" in err["error"]
+        dep.config["tune"] = {"space": {"query.rrf_k": [10, 60]}, "budget": 2}
+        dep.save()
+
+
+def _one_question_per_category(dep: Deployment, tmp_path: Path) -> Path:
+    """An eval set whose checking half would be empty."""
+    rows = [json.loads(line) for line in dep.eval_path.read_text().splitlines()]
+    path = tmp_path / "single.jsonl"
+    path.write_text("".join(json.dumps({**r, "category": f"c{i}"}) + "\n" for i, r in enumerate(rows[:3])))
+    return path
+
+
+def test_bad_keys_and_budgets_are_refused(synced: Deployment) -> None:
+    assert "stages.chunk" in _refused_space(synced, {"stages.parse.ocr": [True, False]})
     with pytest.raises(ConfigError):
         parse_budget("soon")
     assert parse_budget("10m").seconds == 600 and parse_budget(3).trials == 3
@@ -242,9 +254,7 @@ def test_the_gate_warns_of_gold_documents_no_generation_holds(drifted: Deploymen
 
 
 def test_an_eval_set_mistake_costs_no_trial_build(drifted: Deployment, tmp_path: Path) -> None:
-    rows = [json.loads(line) for line in drifted.eval_path.read_text().splitlines()]
-    single = tmp_path / "single.jsonl"  # one question per category: nothing to check on
-    single.write_text("".join(json.dumps({**r, "category": f"c{i}"}) + "\n" for i, r in enumerate(rows[:3])))
+    single = _one_question_per_category(drifted, tmp_path)
     before = _statuses(drifted)
     err = drifted.cli("tune", "--queries", str(single), expect=2)
     assert "the checking half is empty" in err["error"] and _statuses(drifted) == before  # nothing built
@@ -260,8 +270,7 @@ def test_tune_warns_and_refuses_what_makes_its_table_misleading(synced: Deployme
     out = synced.cli("tune", "--queries", str(path), "--budget", "1")
     assert any("gold documents are not in the generation tuned" in w for w in out["warnings"])
     assert any("also in the tuning half under another id" in w for w in out["warnings"])
-    single = tmp_path / "single.jsonl"  # one question per category: nothing left to check on
-    single.write_text("".join(json.dumps({**r, "category": f"c{i}"}) + "\n" for i, r in enumerate(rows[:3])))
+    single = _one_question_per_category(synced, tmp_path)
     err = synced.cli("tune", "--queries", str(single), expect=2)
     assert "the checking half is empty" in err["error"] and str(single) in err["error"]
 
@@ -270,22 +279,8 @@ def test_tune_space_values_listed_twice_run_once_and_near_miss_keys_are_named(sy
     synced.config["tune"] = {"space": {"query.rrf_k": [10, 60, 10]}, "budget": 10}
     synced.save()
     assert [t["settings"] for t in synced.cli("tune")["trials"]] == [{"query.rrf_k": 60}, {"query.rrf_k": 10}]
-    synced.config["tune"] = {"space": {"query.unit_wieght": [0.3]}}
-    synced.save()
-    try:
-        err = synced.cli("tune", expect=2)
-    finally:
-        synced.config["tune"] = {"space": {"query.rrf_k": [10, 60]}, "budget": 2}
-        synced.save()
-    assert "did you mean 'query.unit_weight'" in err["error"]
-    synced.config["tune"] = {"space": {"query.poll_second": [1]}}  # near a key tune refuses to try
-    synced.save()
-    try:
-        err = synced.cli("tune", expect=2)
-    finally:
-        synced.config["tune"] = {"space": {"query.rrf_k": [10, 60]}, "budget": 2}
-        synced.save()
-    assert "did you mean" not in err["error"]
+    assert "did you mean 'query.unit_weight'" in _refused_space(synced, {"query.unit_wieght": [0.3]})
+    assert "did you mean" not in _refused_space(synced, {"query.poll_second": [1]})  # near a refused key
 
 
 def test_tune_job_runs_in_dagster_with_the_trials_table(synced: Deployment) -> None:

@@ -80,7 +80,7 @@ def check_owner(cfg: BinderyConfig, store: DocumentStore, *, claim: bool) -> Non
         f"take each other's sources for removed ones and overwrite each other's indexes).{way_out}")
 
 
-def _claim(cfg: BinderyConfig, store: DocumentStore, path: Path, mine: str | None) -> tuple[str, str] | None:
+def _claim(cfg: BinderyConfig, store: DocumentStore, path: Path, mine: str | None) -> tuple[str, str]:
     """Claim the unclaimed store for this data_dir (under `_claim_lock`): the file first, then
     the row. Returns the owner as stored, or raises ConfigError."""
     if mine is None:
