@@ -91,7 +91,8 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
             cfg.source(name)  # an unknown source is a usage error before any run
         except ConfigError as e:
             raise UsageError(f"--source: {e}") from None
-    check_paths(cfg, only if a.command != "query" else None, roots=listing, create=a.command != "plan")
+    # plan and status write nothing: a fresh data_dir is checked, not made
+    check_paths(cfg, only if a.command != "query" else None, roots=listing, create=a.command not in ("plan", "status"))
     if a.command in _LISTING_COMMANDS:
         check_stage_resources(cfg)  # a model that is not here, an unset API key: before any work
     if a.command in ("serve", "ui"):
@@ -551,7 +552,12 @@ def cmd_query(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_status(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
-    return report.status(cfg, _store(cfg))
+    from connectors.store import DocumentStore
+    from connectors.store.ownership import check_owner
+
+    store = DocumentStore.preview(cfg.database_url)  # as `plan`: a fresh data_dir gets no database file
+    check_owner(cfg, store, claim=False)
+    return report.status(cfg, store)
 
 
 def cmd_dlq(cfg: BinderyConfig, a: argparse.Namespace) -> Any:

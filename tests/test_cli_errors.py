@@ -600,3 +600,12 @@ def test_reindex_without_sources_makes_no_generation(tmp_path: Path, capsys: pyt
     assert_one_line(*run_cli(capsys, "--config", config, "reindex"), "no sources configured")
     code, text = run_cli(capsys, "--config", config, "--json", "status")
     assert code == 0 and json.loads(text)["first_build"] is None, text
+
+
+def test_status_on_a_fresh_data_dir_creates_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`status` reads, as `plan` does: a mistyped `--config` or a first look left a data_dir and
+    an empty database behind (`./.bindery` for a configuration without `data_dir`)."""
+    config = write(tmp_path, {"data_dir": str(tmp_path / "data")})
+    code, text = run_cli(capsys, "--config", config, "--json", "status")
+    assert code == 0 and json.loads(text)["live"] is None, text
+    assert not (tmp_path / "data").exists()

@@ -47,6 +47,7 @@ def test_a_moved_data_dir_is_still_the_owner_and_a_replacement_can_take_over(db_
     shutil.rmtree(moved)
     err = a.cli("status", expect=2)
     store_id = err["error"].rsplit("write ", 1)[1].split(" into ")[0]
+    moved.mkdir()  # a restore brings the folder back without the file
     (moved / STORE_ID_FILE).write_text(store_id + "\n")
     assert a.cli("status")["live"] is not None
 
