@@ -552,12 +552,17 @@ def cmd_query(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_status(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
-    from connectors.store import DocumentStore
-    from connectors.store.ownership import check_owner
+    from pathlib import Path
 
-    store = DocumentStore.preview(cfg.database_url)  # as `plan`: a fresh data_dir gets no database file
-    check_owner(cfg, store, claim=False)
-    return report.status(cfg, store)
+    from sqlalchemy.engine import make_url
+
+    from connectors.store import DocumentStore
+
+    url = make_url(cfg.database_url)
+    if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
+        # a fresh data_dir (a first look, a mistyped --config): shown empty, no database file made
+        return report.status(cfg, DocumentStore.preview(cfg.database_url))
+    return report.status(cfg, _store(cfg))
 
 
 def cmd_dlq(cfg: BinderyConfig, a: argparse.Namespace) -> Any:

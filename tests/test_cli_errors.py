@@ -324,12 +324,12 @@ def test_a_data_dir_bindery_creates_is_owner_only(tmp_path: Path, capsys: pytest
     (it was 0755, so any local user read a private folder's text in bindery.db); one that exists
     keeps the permissions its owner gave it."""
     cfg = write(tmp_path, {**base, "data_dir": str(tmp_path / "new" / "data")})
-    assert run_cli(capsys, "--config", cfg, "status")[0] == 0
+    assert run_cli(capsys, "--config", cfg, "dlq")[0] == 0  # a command that opens the store (status writes nothing)
     assert (tmp_path / "new" / "data").stat().st_mode & 0o777 == 0o700
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o750)
     shared.chmod(0o750)
-    assert run_cli(capsys, "--config", write(tmp_path, {**base, "data_dir": str(shared)}), "status")[0] == 0
+    assert run_cli(capsys, "--config", write(tmp_path, {**base, "data_dir": str(shared)}), "dlq")[0] == 0
     assert shared.stat().st_mode & 0o777 == 0o750
 
 
