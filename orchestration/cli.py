@@ -484,8 +484,8 @@ def cmd_eval(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
     """Search query-time retrieval settings on the eval set (see `evals.tune`); store a `tune`
     event with every trial, print the trials table (or return it with --json)."""
-    from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, run_tune, split_space
-    from orchestration.tuning import drift_warning, tune_generations
+    from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, split_space
+    from orchestration.tuning import tune_generations, tune_query_time
 
     store = _store(cfg)
     gen = _generation(cfg, store, a.generation)
@@ -499,9 +499,7 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
         result, built = tune_generations(cfg, store, gen, build=a.build, budget=budget, seed=a.seed,
                                          queries=a.queries)
     else:
-        result = run_tune(cfg, store, gen, budget=budget, seed=a.seed, queries=a.queries)
-        if warning := drift_warning(cfg, store, gen):
-            result.warnings.insert(0, warning)
+        result = tune_query_time(cfg, store, gen, budget=budget, seed=a.seed, queries=a.queries)
     out = result.to_json()
     out["built"] = {"id": built.id, "name": built.name} if built else None
     best = out["best"]

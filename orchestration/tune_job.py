@@ -16,8 +16,8 @@ import dagster as dg
 from assets.pipeline import one_line_failures
 from assets.resources import BinderyConfigResource, DocumentStoreResource
 from connectors.lifecycle import Lifecycle
-from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, run_tune, split_space
-from orchestration.tuning import drift_warning
+from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, split_space
+from orchestration.tuning import tune_query_time
 
 
 class TuneJobConfig(dg.Config):
@@ -34,10 +34,8 @@ def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery
         which = int(config.generation) if config.generation.isdigit() else config.generation
         gen = Lifecycle(cfg, store.store).resolve_searchable(which)
         ingestion, query_space = split_space(cfg.tune.space or DEFAULT_SPACE)
-        result = run_tune(cfg, store.store, gen, space=query_space, seed=config.seed,
-                          budget=parse_budget(config.budget) if config.budget else None)
-        if warning := drift_warning(cfg, store.store, gen):
-            result.warnings.insert(0, warning)
+        result = tune_query_time(cfg, store.store, gen, space=query_space, seed=config.seed,
+                                 budget=parse_budget(config.budget) if config.budget else None)
     for w in result.warnings:
         context.log.warning(w)
     out = result.to_json()

@@ -48,7 +48,7 @@ from evals.tune import (
     tuning_split,
 )
 
-__all__ = ["TrialBuildFailed", "candidate_in_the_way", "drift_warning", "tune_generations"]
+__all__ = ["TrialBuildFailed", "candidate_in_the_way", "tune_generations", "tune_query_time"]
 
 
 class TrialBuildFailed(BinderyError):
@@ -104,12 +104,16 @@ def tune_generations(cfg: BinderyConfig, store: DocumentStore, live: GenerationR
     return out, kept
 
 
-def drift_warning(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord) -> str | None:
-    """For query-time trials on live: a live generation built with other stage settings than the
-    configuration's is measured as built, which the table's settings do not say."""
+def tune_query_time(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, **kw: Any) -> TuneResult:
+    """`run_tune` on one generation (query-time trials only; `kw` as run_tune's), warning first
+    when it is a live generation built with other stage settings than the configuration's: the
+    trials measure it as built, which the table's settings do not say."""
+    result = run_tune(cfg, store, gen, **kw)
     drift = Lifecycle(cfg, store).config_drift() if gen.status == "live" else []
-    return (f"live generation {gen.name} was built with other {', '.join(drift)} settings than the "
-            "configuration's: these trials measure it as built") if drift else None
+    if drift:
+        result.warnings.insert(0, f"live generation {gen.name} was built with other {', '.join(drift)} settings "
+                                  "than the configuration's: these trials measure it as built")
+    return result
 
 
 def candidate_in_the_way(cand: GenerationRecord) -> str:

@@ -224,6 +224,14 @@ def test_trial_zero_is_built_when_live_was_built_with_other_settings(drifted: De
     assert built is not None and built.stage_configs["chunk"]["max_tokens"] == 40
 
 
+def test_query_time_trials_on_a_drifted_live_say_what_they_measure(drifted: Deployment) -> None:
+    drifted.config["tune"] = {"space": {"query.rrf_k": [60, 10]}, "budget": 2}
+    drifted.save()
+    out = drifted.cli("tune")
+    assert "was built with other chunk settings than the configuration's" in out["warnings"][0]
+    assert out["built"] is None and all(t["embedded"] == 0 for t in out["trials"])  # nothing built
+
+
 def test_a_candidate_in_the_way_is_named_and_discard_drops_it(drifted: Deployment) -> None:
     cand = drifted.cli("reindex")["candidate"]
     assert cand is not None and drifted.cli("status")["candidate"] == cand
