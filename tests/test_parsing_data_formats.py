@@ -239,3 +239,17 @@ def test_rst_grid_table_and_expanded_literal_marker() -> None:
         ("code", "raw text"),
         ("table", "| Name | Score |\n|---|---|\n| Ann | 9 |\n| Bob | 7 |"),
     ]
+
+
+def test_a_docbook_faq_question_heads_its_answer() -> None:
+    faq = (b"<?xml version='1.0'?><article><title>Foo FAQ</title><qandaset><qandadiv><title>General</title>"
+           b"<qandaentry><question><para>How do I frob the widget?</para></question>"
+           b"<answer><para>Use the frobnicator.</para></answer></qandaentry>"
+           b"<qandaentry><question><para>Why is it slow?</para></question>"
+           b"<answer><para>Because of the cache.</para></answer></qandaentry></qandadiv></qandaset></article>")
+    r = parse_document(faq, "faq.xml", CFG)
+    assert [(b.kind, b.level, b.text) for b in r.blocks] == [
+        ("heading", 1, "Foo FAQ"), ("heading", 2, "General"),
+        ("heading", 3, "How do I frob the widget?"), ("paragraph", 0, "Use the frobnicator."),
+        ("heading", 3, "Why is it slow?"), ("paragraph", 0, "Because of the cache."),
+    ]

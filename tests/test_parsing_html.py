@@ -280,3 +280,66 @@ def test_a_page_nested_past_what_libxml2_reads_is_a_dead_letter() -> None:
     page = "<html><body><p>Intro</p>" + "<div>" * 5000 + "<p>deep</p></body></html>"
     with pytest.raises(CorruptDocument, match="2,048 levels deep"):
         parse_document(page.encode(), "deep.html")
+
+
+# DocBook XSL's rendering of a qandaset, as Valgrind's and GTK's FAQs ship it (trimmed): the
+# question list at the top, then one table of division, question and answer rows
+DOCBOOK_FAQ = b"""<html><head><title>Widget FAQ</title></head><body>
+<div class="chapter"><div class="titlepage"><h2 class="title">Widget Frequently Asked Questions</h2></div>
+<div class="qandaset">
+<dl><dt>1. <a href="faq.html#faq.general">General</a></dt>
+<dd>1.1. <a href="faq.html#faq.pronounce">How do you pronounce TOCWORD?</a></dd>
+<dd>1.2. <a href="faq.html#faq.build">Why does the build fail?</a></dd></dl>
+<table border="0" style="width: 100%;"><tbody>
+<tr class="qandadiv"><td align="left" valign="top" colspan="2"><h3 class="title">1. General</h3></td></tr>
+<tr class="question"><td align="left" valign="top"><a name="q1"></a><b>1.1.</b></td>
+<td align="left" valign="top"><b>How do you pronounce the name?</b></td></tr>
+<tr class="answer"><td align="left" valign="top"></td>
+<td align="left" valign="top"><p>WIDGET rhymes with fidget.</p><p>Nobody gets it right at first.</p></td></tr>
+<tr><td colspan="2"> </td></tr>
+<tr class="question"><td align="left" valign="top"><b>1.2.</b></td>
+<td align="left" valign="top"><p>Why does the build fail with this:</p><pre>ld: cannot find -lc</pre></td></tr>
+<tr class="answer"><td align="left" valign="top"></td>
+<td align="left" valign="top"><p>Install the static C library.</p></td></tr>
+</tbody></table></div></div></body></html>"""
+
+
+def test_a_docbook_faq_gives_each_question_its_own_section() -> None:
+    r = parse_document(DOCBOOK_FAQ, "faq.html", CFG)
+    blocks = [(b.kind, b.level, b.text) for b in r.blocks]
+    assert blocks == [
+        ("heading", 2, "Widget Frequently Asked Questions"),
+        ("heading", 3, "1. General"),
+        ("heading", 4, "How do you pronounce the name?"),  # no "1.1." label: it is no words of the question
+        ("paragraph", 0, "WIDGET rhymes with fidget."),
+        ("paragraph", 0, "Nobody gets it right at first."),
+        ("heading", 4, "Why does the build fail with this:"),
+        ("code", 0, "ld: cannot find -lc"),  # the sample the question quotes stays code
+        ("paragraph", 0, "Install the static C library."),
+    ]
+    assert "TOCWORD" not in _all_text(r)  # the list of questions at the top is gone
+
+
+def test_a_docbook_faq_entry_is_one_chunk_under_its_question() -> None:
+    from assets.chunking import chunk_blocks
+    from connectors.config import ChunkConfig
+
+    r = parse_document(DOCBOOK_FAQ, "faq.html", CFG)
+    drafts = chunk_blocks(r.blocks, ChunkConfig(min_tokens=0, keep_short_docs_whole=False), title=r.title)
+    entries = [d for d in drafts if "WIDGET" in d.embed_text or "static C library" in d.embed_text]
+    assert [d.heading_path[-1] for d in entries] == ["How do you pronounce the name?",
+                                                      "Why does the build fail with this:"]
+    assert "fidget" in entries[0].embed_text and "Nobody" in entries[0].embed_text
+    assert "static" not in entries[0].embed_text
+
+
+def test_a_table_laying_out_a_heading_is_read_as_content() -> None:
+    # gtk-doc's page header: the page title and its one-line summary in a two-cell table
+    page = (b"<html><body><div class='refnamediv'><table width='100%'><tr><td valign='top'>"
+            b"<h2><span class='refentrytitle'>Common Questions</span></h2><p>Common Questions - answers</p></td>"
+            b"<td class='gallery_image' valign='top' align='right'></td></tr></table></div>"
+            b"<p>Body text of the page.</p></body></html>")
+    r = parse_document(page, "q.html", CFG)
+    assert [(b.kind, b.text) for b in r.blocks][:2] == [("heading", "Common Questions"),
+                                                         ("paragraph", "Common Questions - answers")]
+    assert all(b.kind != "table" for b in r.blocks)

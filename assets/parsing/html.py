@@ -316,6 +316,25 @@ def _outermost(el: etree._Element, tags: frozenset[str]) -> list[etree._Element]
     return found
 
 
+def _classes(el: etree._Element) -> list[str]:
+    return (el.get("class") or "").split()
+
+
+def _drop_qanda_toc(root: etree._Element) -> None:
+    """Drop the question list DocBook XSL puts at the top of a rendered FAQ (`div.qandaset`'s
+    `<dl>` of links to its own entries): it repeats every question word for word, so a query
+    found the list before the entry that answers it."""
+    for qandaset in root.iterdescendants("div"):
+        if "qandaset" not in _classes(qandaset):
+            continue
+        if not any("question" in _classes(tr) for tr in qandaset.iterdescendants("tr")):
+            continue  # the list is all there is of the entries: keep it
+        for dl in [c for c in qandaset if c.tag == "dl"]:
+            links = list(dl.iterdescendants("a"))
+            if links and all("#" in (a.get("href") or "") for a in links):
+                dl.drop_tree()
+
+
 def _cells(tr: etree._Element) -> list[str]:
     cells: list[str] = []
     for cell in tr:
@@ -422,10 +441,15 @@ class _Walker:
 
     def table(self, el: etree._Element, depth: int) -> None:
         rows_el = el.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")
+        if any("question" in _classes(tr) for tr in rows_el):
+            self.qandaset(rows_el, depth)
+            return
         rows = [_cells(tr) for tr in rows_el]
         rows = [r for r in rows if any(r)]
-        nested = el.find(".//table") is not None
-        if nested or not rows or max(len(r) for r in rows) < 2:
+        # a table holding another, or a heading (gtk-doc sets every page's title and one-line
+        # summary in a two-cell table), lays out a page: it is no table of data
+        layout = el.find(".//table") is not None or any(True for _ in el.iterdescendants(*_HEADINGS))
+        if layout or not rows or max(len(r) for r in rows) < 2:
             self.container(el, depth)  # a layout table: read it as ordinary content
             return
         caption = el.find("caption")
@@ -433,6 +457,30 @@ class _Walker:
             self.caption(caption, depth)
         text = markdown_table(rows)
         self.emit("table", text, meta={"table_header": table_header_lines(text)})
+
+    def qandaset(self, rows: list[etree._Element], depth: int) -> None:
+        """A DocBook FAQ as DocBook XSL renders it: a table whose rows are a division's title
+        (`tr.qandadiv`), a question (`tr.question`: a "1.1." label cell, the question cell) or its
+        answer (`tr.answer`). Each question becomes a heading one level below its division and
+        its answer the section under it, so an entry is a unit of its own as a reader sees it;
+        read as a table, a division's entries were one Markdown table, cut wherever it filled a
+        chunk, with no question as a heading."""
+        base = self.level
+        for tr in rows:
+            cells = [c for c in tr if c.tag in ("td", "th")]
+            if not cells:
+                continue
+            kind, body = _classes(tr), cells[-1]
+            if "qandadiv" in kind:
+                self.container(body, depth + 1)  # its <hN class="title"> sets the division's level
+                base = self.level
+            elif "question" in kind:
+                self.level = min(6, base + 1)
+                self.emit("heading", _text_without(body, _LIST_NESTED), level=self.level)
+                for child in _outermost(body, _LIST_NESTED):  # a code sample the question quotes
+                    self.walk(child, depth + 1)
+            elif "answer" in kind:
+                self.container(body, depth + 1)
 
     def caption(self, el: etree._Element, depth: int) -> None:
         self.emit("caption", el.text_content())
@@ -481,6 +529,7 @@ def html_blocks(
         _clean(lead, keep_headers=True, quotes=quotes)
         walker.walk(lead)
     _clean(root, keep_headers=specific, quotes=quotes)
+    _drop_qanda_toc(root)
     walker.walk(root)
     return walker.blocks, page_title or None
 

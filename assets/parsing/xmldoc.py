@@ -4,7 +4,8 @@ XML has no fixed vocabulary, so the walk reads the shape of the tree:
 
 * a title-like element (`title`, `head`, `heading`, `h1`–`h6`, DocBook `bridgehead`) is a
   heading; its level is the number of enclosing elements that carry a title of their own
-  (sections nest), capped at 6;
+  (sections nest), capped at 6; a DocBook FAQ's `qandaentry/question` heads its answer, one
+  level deeper;
 * an element with text of its own (mixed content) is one paragraph with all its inline text;
   list items (`li`, `item`, `listitem`), code (`programlisting`, `screen`, `code`, `pre`,
   `codeblock`, `literallayout`) and table-like elements (`table` with `row`/`tr` and
@@ -174,6 +175,9 @@ class _Walker:
         elif name in _TITLE:
             level = int(name[1]) if name[0] == "h" and name[1:].isdigit() else self.level(el)
             self.emit("heading", clean_inline(_text(el)), level=level)
+        elif name == "question" and _local(el.getparent()) == "qandaentry":
+            # a DocBook FAQ entry: its question heads the answer, one level below its division
+            self.emit("heading", clean_inline(_text(el)), level=min(6, self.level(el) + 1))
         elif name in _CODE:
             self.emit("code", _text(el).strip("\n"))
         elif name in _TABLE and self.table(el):

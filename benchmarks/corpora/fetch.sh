@@ -12,7 +12,7 @@ set -euo pipefail
 dest=${1:-$HOME/.cache/bench-corpora}
 shift || true
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands pdf_docs mail_ham man_pages)
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands pdf_docs mail_ham man_pages docbook_faq)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$dest"
@@ -87,6 +87,16 @@ for set in "${sets[@]}"; do
     done
     y=$(fetch fish-common 3.6.0-3.1+deb12u1)
     cp -r "$y/usr/share/fish/completions" "$dest/_extra/$set/" ;;
+  docbook_faq)  # DocBook XSL's rendering of a qandaset (question/answer table rows): Valgrind's FAQ
+    # in its whole HTML manual, and GTK 3's "Common Questions" among the reference's overview pages
+    x=$(fetch valgrind 1:3.19.0-1); fresh $set
+    mkdir -p "$dest/$set/valgrind" "$dest/$set/gtk3"
+    cp "$x/usr/share/doc/valgrind/html/"*.html "$dest/$set/valgrind/"
+    y=$(fetch libgtk-3-doc 3.24.38-2~deb12u3)/usr/share/gtk-doc/html/gtk3
+    # the overview pages (the API reference, one page per class, is left out: 370 pages of
+    # signatures) and never the API index, a list of every symbol
+    find "$y" -maxdepth 1 -name '*.html' ! -name 'Gtk*' ! -name 'gtk3-Gtk*' ! -name 'api-index-*' \
+      -exec cp {} "$dest/$set/gtk3/" \; ;;
   *) echo "unknown set: $set" >&2; exit 2 ;;
   esac
   echo "$set: $(find "$dest/$set" -type f | wc -l) files -> $dest/$set"
