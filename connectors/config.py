@@ -15,6 +15,7 @@ import os
 import re
 import tempfile
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
@@ -685,6 +686,23 @@ def _check_nested_sources(sources: list[SourceConfig]) -> None:
                 fix = "give them the same acl or different include/exclude"
             raise ConfigError(f"invalid configuration: {what}, so the files of {inner.name!r} would also be readable "
                               f"through source {outer.name!r}; {fix}")
+
+
+def narrower_within(source: SourceConfig, sources: Sequence[SourceConfig]) -> list[tuple[str, SourceConfig]]:
+    """The sources of the same store at or inside `source`'s folder whose `acl` lets in fewer,
+    each with its folder relative to `source`'s ('' for the same folder, else ending in '/'): the
+    files they take are listed by them alone (`PathFilter`'s `ceded`). The deeper source decides,
+    as for a public subfolder of a staff-only tree (a wider source inside cedes nothing to the
+    one around it). Two sources over one folder, each letting in someone the other does not,
+    both cede: a file both take is listed by neither (closed rather than open to either's readers)."""
+    store, folder = _location(source)
+    out: list[tuple[str, SourceConfig]] = []
+    for other in sources:
+        where, theirs = _location(other)
+        if other.name != source.name and where == store and theirs.startswith(folder) \
+                and _grants_more(source.acl, other.acl):
+            out.append((theirs[len(folder):], other))
+    return out
 
 
 def _grants_more(outer: list[str] | None, inner: list[str] | None) -> bool:

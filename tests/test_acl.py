@@ -221,3 +221,61 @@ def test_nested_s3_prefixes_are_checked_like_folders() -> None:
             config_from_dict({"sources": [{**s3, "name": "all", "prefix": "corp", "endpoint_url": outer_url},
                                           {**s3, "name": "hr", "prefix": "corp/hr/", "acl": ["hr"],
                                            "endpoint_url": inner_url}]})
+
+
+def _listed(tmp_path: Path, sources: list[dict[str, object]]) -> dict[str, dict[str, tuple[str, ...]]]:
+    """source name -> {listed path: its ACL}, each source listed as a sync lists it (beside the
+    others); an entry listed with a problem (dead-lettered, never read) is left out."""
+    from connectors.sources import make_source
+
+    (tmp_path / "hr" / "exec").mkdir(parents=True, exist_ok=True)
+    for rel in ("handbook.md", "hr/salaries.md", "hr/policy.pdf", "hr/exec/bonus.md"):
+        (tmp_path / rel).write_text(rel)
+    cfg = config_from_dict({"sources": sources})
+    return {s.name: {e.external_id: tuple(e.acl) for e in make_source(s, cfg.sources).list() if not e.problem}
+            for s in cfg.sources}
+
+
+@pytest.mark.parametrize("outer,inner", [
+    # one folder, the narrow source taking a subfolder by its include: the load-time check cannot
+    # prove the globs overlap, and the wide source listed hr's files publicly
+    ({"root": "."}, {"root": ".", "include": ["hr/**"]}),
+    # an exclude of the folder taken back by a later negation: `hr/` then `!*.md`
+    ({"root": ".", "exclude": ["hr/", "!*.md"]}, {"root": "hr"}),
+    ({"root": ".", "exclude": ["hr/*-*"]}, {"root": "hr"}),  # excludes the check's probe name, not the files
+])
+def test_what_a_narrower_source_takes_is_listed_by_it_alone(
+        tmp_path: Path, outer: dict[str, object], inner: dict[str, object]) -> None:
+    def where(s: dict[str, object]) -> dict[str, object]:
+        return {**s, "root": str(tmp_path / str(s["root"]))}
+
+    listed = _listed(tmp_path, [{"name": "wiki", **where(outer)}, {"name": "hr", **where(inner), "acl": ["hr"]}])
+    assert all(not p.startswith("hr/") for p in listed["wiki"]), listed["wiki"]
+    assert "handbook.md" in listed["wiki"]
+    assert set(listed["hr"].values()) == {("hr",)} and len(listed["hr"]) == 3
+
+
+def test_ceding_follows_the_narrower_sources_own_rules(tmp_path: Path) -> None:
+    """Only the files the narrower source itself takes are left to it; a chain of them cedes
+    to the narrowest; the deeper source decides, so a public folder inside a staff-only tree
+    stays public (what the operator asked) and a staff-only source cedes nothing to it."""
+    listed = _listed(tmp_path, [
+        {"name": "wiki", "root": str(tmp_path)},
+        {"name": "hr", "root": str(tmp_path), "include": ["hr/*.md", "hr/exec/"], "acl": ["hr", "exec"]},
+        {"name": "exec", "root": str(tmp_path), "include": ["hr/exec/**"], "acl": ["exec"]},
+    ])
+    assert set(listed["wiki"]) == {"handbook.md", "hr/policy.pdf"}  # the pdf: no narrower source takes it
+    assert set(listed["hr"]) == {"hr/salaries.md"}  # hr/exec/ is exec's, narrower still
+    assert set(listed["exec"]) == {"hr/exec/bonus.md"}
+    wider = _listed(tmp_path, [{"name": "wiki", "root": str(tmp_path), "acl": ["staff"]},
+                               {"name": "pub", "root": str(tmp_path / "hr")}])
+    assert len(wider["wiki"]) == 4 and len(wider["pub"]) == 3
+
+
+def test_a_symlink_into_a_narrower_sources_files_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "pub").mkdir()
+    (tmp_path / "pub" / "link.md").symlink_to(tmp_path / "hr" / "salaries.md")
+    (tmp_path / "pub" / "hrlink").symlink_to(tmp_path / "hr")
+    listed = _listed(tmp_path, [{"name": "wiki", "root": str(tmp_path)},
+                                {"name": "hr", "root": str(tmp_path), "include": ["hr/**"], "acl": ["hr"]}])
+    assert not any("salaries" in p or "bonus" in p for p in listed["wiki"]), listed["wiki"]

@@ -347,3 +347,14 @@ def test_service_errors_name_bucket_and_cause(
         with pytest.raises(SourceError, match=expected) as exc:
             list(s.list())
     assert "http://127.0.0.1:9" in str(exc.value)
+
+
+def test_what_a_narrower_prefix_source_takes_is_not_listed_by_the_wider(s3: Any, bucket: str,
+                                                                       moto_endpoint: str) -> None:
+    """As for folders (`test_acl`): one prefix, the narrow source taking `hr/` by its include."""
+    for key in ("corp/handbook.md", "corp/hr/salaries.md"):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"x")
+    wide = cfg(bucket, moto_endpoint, prefix="corp")
+    narrow = cfg(bucket, moto_endpoint, prefix="corp/", include=["hr/**"], acl=["hr"]).model_copy(update={"name": "hr"})
+    assert [e.external_id for e in make_source(wide, [wide, narrow]).list()] == ["handbook.md"]
+    assert [e.external_id for e in make_source(narrow, [wide, narrow]).list()] == ["hr/salaries.md"]

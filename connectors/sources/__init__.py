@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from connectors.config import SourceConfig
+from connectors.config import SourceConfig, narrower_within
 from connectors.errors import ConfigError
 from connectors.sources.base import Source, SourceEntry
 from connectors.sources.globs import PathFilter, check_patterns
@@ -38,14 +38,17 @@ __all__ = [
 def make_source(cfg: SourceConfig, others: Sequence[SourceConfig] = ()) -> Source:
     """The source a config describes. Raises ConfigError if the config is incomplete. `others`:
     the configuration's sources (a local source's followed external symlinks into another's
-    root are narrowed by that source's `acl:`, `local_guards`)."""
+    root are narrowed by that source's `acl:`, `local_guards`; what a source inside this one with
+    a narrower `acl:` takes is left to it, `narrower_within`). Listing passes them; a source
+    made only to read an entry it listed needs none."""
     cfg.check_complete()
+    ceded = [(folder, PathFilter(o.include, o.exclude)) for folder, o in narrower_within(cfg, others)]
     if cfg.kind == "local":
-        return LocalFolderSource(cfg, local_guards(cfg, others))
+        return LocalFolderSource(cfg, local_guards(cfg, others), ceded=ceded)
     if cfg.kind == "s3":
         from connectors.sources.s3 import S3Source
 
-        return S3Source(cfg)
+        return S3Source(cfg, ceded=ceded)
     raise ConfigError(f"source {cfg.name!r}: unknown kind {cfg.kind!r}")
 
 

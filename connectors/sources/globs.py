@@ -51,21 +51,37 @@ class PathFilter:
     nothing"; the source's safe-delete thresholds would catch it anyway). Exclude wins.
     """
 
-    def __init__(self, include: Iterable[str] = ("**/*",), exclude: Iterable[str] = ()) -> None:
+    def __init__(self, include: Iterable[str] = ("**/*",), exclude: Iterable[str] = (),
+                 ceded: Iterable[tuple[str, PathFilter]] = ()) -> None:
+        """`ceded`: (its folder relative to this root, '' or ending in '/'; its own filter) for
+        each source at or inside this one's folder whose `acl` lets in fewer
+        (`connectors.config.narrower_within`): a path such a source takes is theirs, never this
+        source's, whatever this source's rules say."""
         inc, exc = check_patterns(include), check_patterns(exclude)
         self._include = GitIgnoreSpec.from_lines(inc) if inc else None
         self._exclude = GitIgnoreSpec.from_lines(exc) if exc else None
+        self._ceded = tuple(ceded)
 
     def __call__(self, path: str) -> bool:
         if self._include is not None and not self._include.match_file(path):
             return False
-        return not (self._exclude is not None and self._exclude.match_file(path))
+        return not self.excludes(path)
 
     def excludes(self, path: str) -> bool:
-        """Whether the exclude rules (the include rules aside) leave out `path`."""
-        return self._exclude is not None and self._exclude.match_file(path)
+        """Whether the exclude rules (the include rules aside) leave out `path`, or a narrower
+        source inside this one takes it."""
+        return (self._exclude is not None and self._exclude.match_file(path)) or self.cedes(path)
+
+    def cedes(self, path: str) -> bool:
+        """Whether a source inside this one with a narrower `acl` takes `path`: its files are
+        listed there alone, so the narrow acl protects them whatever globs the two sources hold
+        (a same-folder source with `include: [hr/**]`, or an exclude of `hr/` taken back by
+        `!*.md`, left them readable through the wider source)."""
+        return any(path.startswith(folder) and own(path[len(folder):]) for folder, own in self._ceded)
 
     def excludes_folder(self, folder: str) -> bool:
         """Whether the exclude rules leave out the files of `folder` (relative, no trailing
-        slash): `hr/` and `hr/**` do; tested with a file name no pattern names."""
+        slash): `hr/` and `hr/**` do; tested with a file name no pattern names. A folder a
+        narrower source takes files from is not left out as a whole: each file reached through
+        it is asked `excludes` by its real path."""
         return self._exclude is not None and self._exclude.match_file(f"{folder}/\x00probe")

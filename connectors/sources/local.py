@@ -83,8 +83,10 @@ class LocalFolderSource:
 
     needs_describe = False  # list() already carries ACLs; describe() is the identity
 
-    def __init__(self, cfg: SourceConfig, guards: Sequence[tuple[str, Acl]] = ()) -> None:
-        """`guards`: (real root, default ACL) of the other local sources (`local_guards`)."""
+    def __init__(self, cfg: SourceConfig, guards: Sequence[tuple[str, Acl]] = (), *,
+                 ceded: Sequence[tuple[str, PathFilter]] = ()) -> None:
+        """`guards`: (real root, default ACL) of the other local sources (`local_guards`);
+        `ceded`: the narrower sources inside this one (`PathFilter`)."""
         if cfg.kind != "local" or not cfg.root:
             raise ConfigError(f"source {cfg.name!r}: LocalFolderSource needs kind local and a root")
         self.name = cfg.name
@@ -92,7 +94,7 @@ class LocalFolderSource:
         self._guarded: dict[tuple[int, int], Acl] = {}  # their roots by folder identity: per listing
         self.root = Path(cfg.root).absolute()
         self.max_bytes = int(cfg.max_file_mb * 1024 * 1024)
-        self._filter = PathFilter(cfg.include, cfg.exclude)
+        self._filter = PathFilter(cfg.include, cfg.exclude, ceded)
         self._default_acl = acls.source_default(cfg)
         self.follow_external = cfg.follow_external_symlinks
         self._real_root = os.path.realpath(self.root)

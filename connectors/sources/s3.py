@@ -26,7 +26,7 @@ import dataclasses
 import hashlib
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -114,7 +114,9 @@ class S3Source:
         connect_timeout: float = 5.0,
         read_timeout: float | None = None,
         max_attempts: int | None = None,
+        ceded: Sequence[tuple[str, PathFilter]] = (),
     ) -> None:
+        """`ceded`: the narrower sources inside this one (`PathFilter`)."""
         if cfg.kind != "s3" or not cfg.bucket:
             raise ConfigError(f"source {cfg.name!r}: S3Source needs kind s3 and a bucket")
         if not 1 <= page_size <= 1000:
@@ -127,7 +129,7 @@ class S3Source:
         self.max_bytes = int(cfg.max_file_mb * 1024 * 1024)
         read_timeout = cfg.read_timeout_s if read_timeout is None else read_timeout
         max_attempts = cfg.max_attempts if max_attempts is None else max_attempts
-        self._filter = PathFilter(cfg.include, cfg.exclude)
+        self._filter = PathFilter(cfg.include, cfg.exclude, ceded)
         self._default = source_default(cfg)
         self._client = client or _new_client(
             cfg.endpoint_url,
