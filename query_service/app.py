@@ -405,5 +405,17 @@ def server_config(cfg: BinderyConfig, host: str, port: int, *, log_level: str = 
 
 
 def app_from_env() -> FastAPI:
-    """uvicorn factory: `uvicorn --factory query_service.app:app_from_env` (reads BINDERY_CONFIG)."""
-    return create_app()
+    """uvicorn factory: `uvicorn --factory query_service.app:app_from_env` (reads BINDERY_CONFIG).
+
+    Opens the store first, as `bindery serve` does: a store that belongs to another deployment's
+    data_dir (`connectors.store.ownership`) is refused here too, with its one line (this entry
+    point served another deployment's documents under its own credentials)."""
+    from connectors.errors import BinderyError
+    from connectors.store.ownership import open_store
+
+    try:
+        cfg = load_config()
+        open_store(cfg).dispose()
+    except BinderyError as e:
+        raise SystemExit(f"bindery: {e}") from None
+    return create_app(cfg)

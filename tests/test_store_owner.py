@@ -21,7 +21,8 @@ from tests.bindery_fixture import Deployment
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_a_second_deployment_on_the_same_database_is_refused(db_url: str, tmp_path: Path) -> None:
+def test_a_second_deployment_on_the_same_database_is_refused(db_url: str, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     a = Deployment(tmp_path / "a", backends={"database_url": db_url})
     b = Deployment(tmp_path / "b", backends={"database_url": db_url})
     first = a.cli("sync")
@@ -31,6 +32,12 @@ def test_a_second_deployment_on_the_same_database_is_refused(db_url: str, tmp_pa
         assert err["reason"] == "config" and "backends.database_url" in err["error"]
         assert f"data_dir is {a.data.resolve()}" in err["error"] and "has never used it" in err["error"]
     assert not (b.data / STORE_ID_FILE).exists()
+    from query_service.app import app_from_env  # the uvicorn factory, beside `bindery serve`
+
+    with monkeypatch.context() as env:
+        env.setenv("BINDERY_CONFIG", str(b.config_path))
+        with pytest.raises(SystemExit, match=f"data_dir is {a.data.resolve()}"):
+            app_from_env()
     status = a.cli("status")  # the owner never noticed
     assert status["chunks"] == chunks and a.cli("verify")["consistent"]
 
