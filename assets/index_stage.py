@@ -45,6 +45,7 @@ from assets.parse_stage import good_parse_ids, parse_key
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.embedder import from_bytes
+from connectors.errors import IndexError_
 from connectors.generations import drop_generation_files, publish, writer_lock
 from connectors.identity import short_hash, text_hash
 from connectors.indexes.base import IndexRecord
@@ -65,6 +66,8 @@ class IndexStats:
     revoked_docs: int = 0  # removed from a generation: ACL changed there and no records to rewrite
     # per generation name, the same counts for that generation alone, and its seconds
     generations: dict[str, dict[str, float]] = field(default_factory=dict)
+    # generations only maintained (deletes, access changes) whose index could not be opened: why
+    unwritable: dict[str, str] = field(default_factory=dict)
     lag_seconds: list[float] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -339,10 +342,21 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
             gstats["seconds"] = round(time.perf_counter() - g_started, 3)
             continue
         recs = [r for did in changed for r in records[did]]
-        with _writing(rt, g.record) as kept:
-            if kept:
-                now, counts = _write(rt, g, source_name, docs, state, plan, recs)
-                gstats.update(_totals(counts))
+        try:
+            with _writing(rt, g.record) as kept:
+                if kept:
+                    now, counts = _write(rt, g, source_name, docs, state, plan, recs)
+                    gstats.update(_totals(counts))
+        except IndexError_ as e:
+            if writing:  # what this run builds or serves: the run fails, saying why
+                raise
+            # a generation only kept up to date (the previous one, for a rollback) whose index
+            # cannot be opened (a damaged file) must not stop the live index's sync: it is named,
+            # and `bindery verify` finds it and `--repair` rebuilds it
+            stats.generations.pop(g.name)
+            stats.unwritable[g.name] = str(e)
+            progress.advance(len(changed) + len(gone))
+            continue
         progress.advance(len(changed) + len(gone))
         if not kept:  # dropped (`bindery discard`) while this run went on: nothing written to it
             stats.generations.pop(g.name)

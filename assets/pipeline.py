@@ -344,9 +344,12 @@ def _record_generations(context: dg.AssetExecutionContext, stats: IndexStats, ge
                         maintain: list[Generation], live: Generation | None, bound: str | None) -> None:
     """A materialisation on the `generation` partition of every generation this step wrote and of
     every maintained one it changed, each with its own counts; the first binding on `index_binding`."""
-    changed = [g for g in maintain if any(stats.generations[g.name][k] for k in ("written_docs", "deleted_docs",
-                                                                                "revoked_docs"))]
-    logged = [(g, "written") for g in gens] + [(g, "maintained") for g in changed]
+    # a generation the step did not write has no counts: dropped meanwhile (`bindery discard`),
+    # or one only maintained whose index could not be opened (`IndexStats.unwritable`)
+    done = stats.generations
+    changed = [g for g in maintain if g.name in done
+               and any(done[g.name][k] for k in ("written_docs", "deleted_docs", "revoked_docs"))]
+    logged = [(g, "written") for g in gens if g.name in done] + [(g, "maintained") for g in changed]
     context.instance.add_dynamic_partitions(GENERATIONS.name or "generations", [g.name for g, _ in logged])
     for g, role in logged:
         is_live = live is not None and live.name == g.name
@@ -410,6 +413,13 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, s
         # earlier run's error no longer holds (only a listing cleared it, so a run re-executed
         # from its failed step kept it shown; then one whose source had a dead letter did)
         rt.store.set_source_error(src, None)
+    damaged = [f"generation {name}'s index could not be opened, so this run's deletes and access changes did not "
+               f"reach it: {why}; `bindery verify --repair` rebuilds it from the store"
+               for name, why in stats.unwritable.items()]
+    for line in damaged:
+        rt.store.set_source_error(src, line)
+        rt.store.add_event("index-unwritable", line, source=src)
+        context.log.warning(f"{context.partition_key}: {line}")
     if live is None or not wrote_live:
         context.log.info(f"{context.partition_key}: the live index was not written (this run wrote "
                          f"{', '.join(g.name for g in gens)}): vector_index and keyword_index are not materialised")
@@ -420,6 +430,8 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, s
     }
     if bound:
         meta["bound_first_generation"] = bound
+    if damaged:
+        meta["unwritable"] = "; ".join(damaged)  # the CLI's summary warns of it (`report.sync_summary`)
     yield dg.MaterializeResult(asset_key="vector_index", metadata=meta)
     yield dg.MaterializeResult(asset_key="keyword_index", metadata=meta)
 

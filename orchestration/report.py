@@ -23,9 +23,12 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
     redirects = 0  # redirect pages parsed this run: kept out of the indexes
     timings: dict[str, float] = {}
     errors: dict[str, str] = {}
+    warnings: list[str] = []
     checks: dict[str, Any] = {}
     for o in outcomes:
         m = o.metadata
+        if damaged := m.get("vector_index", {}).get("unwritable"):  # a generation the run could not keep up
+            warnings.append(f"{o.partition}: {damaged}")
         lst = m.get("source_listing", {})
         # a sharded source runs one partition per shard, each counting its own documents: the
         # contract (and `bindery plan`) report the source
@@ -63,7 +66,7 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
         errors[source] = f"{errors[source]}; {why}" if source in errors else why  # a failed shard's reason stays
     return {"generation": b.generation_id if b else None, "sources": sources, "recomputed": recomputed,
             "written": written, "truncated": truncated, "redirect_pages": redirects,
-            "seconds": round(seconds, 3), "timings": timings, "errors": errors,
+            "seconds": round(seconds, 3), "timings": timings, "errors": errors, "warnings": warnings,
             "dead_letters": store.counts()["dead_letters"], "runs": {o.partition: o.run_id for o in outcomes},
             "_checks": checks}
 
@@ -242,6 +245,7 @@ def _human_sync(r: dict[str, Any]) -> str:
                 lines.append(f"check {name} [{src}]: {c['severity']}: {c['description']}")
     if r.get("dead_letters"):
         lines.append(f"dead letters: {r['dead_letters']} (see `bindery dlq`)")
+    lines += [f"warning: {w}" for w in r.get("warnings", [])]
     if r.get("redirect_pages"):
         lines.append(f"redirect pages: {r['redirect_pages']} (they only point at another page: kept, not indexed)")
     if r.get("truncated"):
@@ -503,6 +507,8 @@ def _human_verify(r: dict[str, Any]) -> str:
     for name, g in r.get("generations", {}).items():
         problems = [f"{k.replace('_', ' ')} {v:,}" for k, v in g.items()
                     if k not in ("chunks", "consistent", "repaired") and isinstance(v, int) and v]
+        if g.get("unreadable"):  # one index cannot be opened at all: nothing to count
+            problems.insert(0, f"an index cannot be opened ({g['unreadable']})")
         state = "consistent" if g.get("consistent") else "DRIFTED: " + ", ".join(problems)
         mark = " (repaired)" if g.get("repaired") else ""
         lines.append(f"{name}: {g.get('chunks', 0):,} chunks, {state}{mark}")

@@ -16,6 +16,7 @@ from typing import Any
 from assets.index_stage import run_index
 from assets.runtime import Runtime
 from connectors.config import BinderyConfig
+from connectors.errors import IndexError_
 from connectors.generations import GenerationPaths, is_embedded, open_writer, publish, vector_engine, writer_lock
 from connectors.lifecycle import RETAINED
 from connectors.store import DocumentStore, GenerationRecord
@@ -50,26 +51,14 @@ def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) ->
     report: dict[str, Any] = {"consistent": True, "generations": {}}
     for g in rt.lifecycle.generations(RETAINED):
         acls = expected_acls(store, g.record)
-        expected = set(acls)
-        with writer_lock(cfg, g.name):
-            pair = open_writer(cfg, g.record, None)
-            try:
-                vec_acls, kw_acls = pair.vector.acls(), pair.keyword.acls()
-                vec_n, kw_n = pair.vector.count(), pair.keyword.count()
-            finally:
-                pair.close()
-        vec, kw = set(vec_acls), set(kw_acls)
-        problems = {
-            "missing_in_vector": len(expected - vec), "orphans_in_vector": len(vec - expected),
-            "missing_in_keyword": len(expected - kw), "orphans_in_keyword": len(kw - expected),
-            "duplicates_in_vector": vec_n - len(vec), "duplicates_in_keyword": kw_n - len(kw),
-            "acl_mismatch_in_vector": _acl_mismatches(acls, vec_acls),
-            "acl_mismatch_in_keyword": _acl_mismatches(acls, kw_acls),
-        }
+        try:
+            problems: dict[str, Any] = _index_problems(cfg, g.record, acls)
+        except IndexError_ as e:  # a damaged index (a truncated file): unreadable, so rebuilt whole
+            problems = {"unreadable": str(e)}
         indexes_ok = not any(problems.values())
         problems["missing_snapshots"] = missing_snapshots(g.record)
         ok = indexes_ok and not problems["missing_snapshots"]
-        report["generations"][g.name] = {"chunks": len(expected), "consistent": ok, **problems, "repaired": False}
+        report["generations"][g.name] = {"chunks": len(acls), "consistent": ok, **problems, "repaired": False}
         if ok:
             continue
         report["consistent"] = False
@@ -80,6 +69,27 @@ def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) ->
                 _rebuild(rt, g.record)
             report["generations"][g.name]["repaired"] = True
     return report
+
+
+def _index_problems(cfg: BinderyConfig, gen: GenerationRecord, acls: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+    """How the generation's two working indexes differ from the store (all zero: consistent);
+    IndexError_ when one cannot even be opened."""
+    expected = set(acls)
+    with writer_lock(cfg, gen.name):
+        pair = open_writer(cfg, gen, None)
+        try:
+            vec_acls, kw_acls = pair.vector.acls(), pair.keyword.acls()
+            vec_n, kw_n = pair.vector.count(), pair.keyword.count()
+        finally:
+            pair.close()
+    vec, kw = set(vec_acls), set(kw_acls)
+    return {
+        "missing_in_vector": len(expected - vec), "orphans_in_vector": len(vec - expected),
+        "missing_in_keyword": len(expected - kw), "orphans_in_keyword": len(kw - expected),
+        "duplicates_in_vector": vec_n - len(vec), "duplicates_in_keyword": kw_n - len(kw),
+        "acl_mismatch_in_vector": _acl_mismatches(acls, vec_acls),
+        "acl_mismatch_in_keyword": _acl_mismatches(acls, kw_acls),
+    }
 
 
 def _rebuild(rt: Runtime, gen: GenerationRecord) -> None:

@@ -338,6 +338,37 @@ def test_verify_repair_rebuilds_a_drifted_index_from_the_store(tmp_path: Path) -
     assert again["written"]["documents"] == 0
 
 
+def test_an_index_that_cannot_be_opened_is_rebuilt_and_a_previous_one_stops_no_sync(tmp_path: Path) -> None:
+    """Found by an operator pass: a truncated index file made `verify --repair` end with the open
+    error (nothing repaired), and when it was the previous generation's, every sync of the source
+    failed at the index step, though only a rollback target was damaged."""
+    dep = LocalDeployment(tmp_path)
+    dep.cli("sync")
+    dep.cli("reindex", "--force")
+    dep.cli("promote", "--force", "--reason", "t")
+    store = store_of(dep)
+    live = generation_row(store)
+    previous = next(g for g in store.generations(["previous"]))
+    segment = next(GenerationPaths.of(load_config(dep.config_path), previous.name).keyword.glob("*.store"))
+    segment.write_bytes(b"")  # a damaged file: the index cannot be opened at all
+    dep.remove("ops/oncall.txt")
+    out = dep.cli("sync")  # the live index is synced all the same
+    assert out["written"]["deleted"] == 1
+    assert len(out["warnings"]) == 1 and previous.name in out["warnings"][0]
+    assert all(h["doc"] != "ops/oncall.txt" for h in hits(dep, "acknowledge a page within fifteen minutes"))
+    error = dep.cli("status")["sources"]["docs"]["last_error"]
+    assert previous.name in error and "verify --repair" in error and live.name not in error
+    out = dep.cli("verify", expect=1)
+    assert "cannot open" in out["generations"][previous.name]["unreadable"]
+    assert out["generations"][live.name]["consistent"] is True
+    out = dep.cli("verify", "--repair")
+    assert out["generations"][previous.name]["repaired"] is True
+    assert dep.cli("verify")["consistent"] is True
+    dep.remove("people/lyon.md")
+    dep.cli("sync")
+    assert dep.cli("status")["sources"]["docs"]["last_error"] is None  # the next clean run clears it
+
+
 if __name__ == "__main__":  # the child of crash_at_hook: bindery sync that dies at the hook
     sys.path.insert(0, str(REPO))
     _install_hook(sys.argv[1])
