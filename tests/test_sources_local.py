@@ -79,7 +79,7 @@ def test_lists_files_with_stable_ids_uris_and_stats(tree: Path) -> None:
     assert e.uri == p.absolute().as_uri()
     assert e.uri.startswith("file:///")
     assert e.size == 8
-    assert e.fingerprint == f"{st.st_mtime_ns}-{st.st_size}"
+    assert e.fingerprint == f"{st.st_mtime_ns}-{st.st_size}-{st.st_ctime_ns}"
     assert e.modified_at == pytest.approx(st.st_mtime)
     assert s.read(e) == b"%PDF-1.4"
 
@@ -103,6 +103,20 @@ def test_fingerprint_changes_on_edit_and_touch_only(tree: Path) -> None:
     os.utime(tree / "guide.md", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # same size
     assert listing(s)["guide.md"].fingerprint != after["guide.md"].fingerprint
     assert listing(s)["sub/b.md"].fingerprint == before["sub/b.md"].fingerprint
+
+
+def test_an_edit_that_keeps_size_and_modification_time_changes_the_fingerprint(tree: Path) -> None:
+    """Found by an operator pass: a same-length edit with its time set back (`touch -r`, `cp -p`
+    or `rsync -a` of another copy) kept `mtime-size`, so the sync never read it again and search
+    served the old text."""
+    s = src(tree)
+    before = listing(s)["guide.md"]
+    st = (tree / "guide.md").stat()
+    text = (tree / "guide.md").read_text()
+    (tree / "guide.md").write_text(text.replace("guide", "GUIDE"))  # the same length
+    os.utime(tree / "guide.md", ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same time
+    assert (tree / "guide.md").stat().st_size == st.st_size
+    assert listing(s)["guide.md"].fingerprint != before.fingerprint
 
 
 def test_deleted_files_disappear(tree: Path) -> None:

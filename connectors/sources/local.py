@@ -6,7 +6,11 @@ root are followed, except a link back to a folder that is already being walked (
 is skipped; a symlink whose target lies outside the root is followed only with the source's
 `follow_external_symlinks: true`, and otherwise listed with a `problem` (the listing
 dead-letters it with the reason), so a link can never publish files from elsewhere unnoticed. `external_id` is the POSIX
-path relative to the root; `fingerprint` is `"{mtime_ns}-{size}"`.
+path relative to the root; `fingerprint` is `"{mtime_ns}-{size}-{ctime_ns}"`: the change time too,
+which no tool sets back, so an edit that keeps a file's size and modification time (a same-length
+redaction by a tool that restores the time, `cp -p` / `rsync -a` / `tar x` of an older copy of the
+same size, a file system with coarse times) is read again; an unchanged file whose inode alone
+changed (a `chmod`) is read, hashed and found unchanged.
 
 ACL (semantics in connectors.acl): the nearest `.bindery-acl` file in the item's folder or any
 folder above it, up to the root, wins; else the source's configured `acl`; else public. A
@@ -384,7 +388,7 @@ class LocalFolderSource:
                 external_id=item.rel,
                 uri=Path(item.path).as_uri(),
                 size=st.st_size,
-                fingerprint=f"{st.st_mtime_ns}-{st.st_size}",
+                fingerprint=f"{st.st_mtime_ns}-{st.st_size}-{st.st_ctime_ns}",
                 modified_at=st.st_mtime,
                 acl=item.acl.principals,
                 metadata={"acl_from": item.acl.origin},
@@ -446,7 +450,8 @@ class LocalFolderSource:
     # -- sensors -------------------------------------------------------------------------
 
     def probe(self) -> str:
-        """Hash of the sorted (path, mtime_ns, size, ACL) of every matching file.
+        """Hash of the sorted (path, mtime_ns, size, ctime_ns, ACL) of every matching file (the
+        fingerprint's times, so the sensor sees what a sync would re-read).
 
         One walk with one stat per file and no reads (bar the ACL sidecars): about as cheap
         as a directory listing. Changes when a file is added, removed, edited or touched, or
@@ -455,7 +460,7 @@ class LocalFolderSource:
         h = hashlib.sha256()
         for item in sorted(self._walk(), key=lambda i: i.rel):
             st, acl = item.st, ",".join(item.acl.principals)
-            line = f"{item.rel}\t{st.st_mtime_ns}\t{st.st_size}\t{acl}\n"
+            line = f"{item.rel}\t{st.st_mtime_ns}\t{st.st_size}\t{st.st_ctime_ns}\t{acl}\n"
             h.update(line.encode("utf-8", "surrogateescape"))
         return h.hexdigest()
 
