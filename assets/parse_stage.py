@@ -85,9 +85,18 @@ def validate_parse(metrics: dict[str, Any], th: ParseQualityThresholds) -> list[
         problems.append(f"alphanumeric share {v:.2f} < {th.min_alnum_share}")
     if (v := metrics.get("word_share")) is not None and v < th.min_word_share:
         problems.append(f"word-like token share {v:.2f} < {th.min_word_share}")
-    if (v := metrics.get("repeated_line_share")) is not None and v > th.max_repeated_line_share:
+    if paginated(metrics) and (v := metrics.get("repeated_line_share")) is not None \
+            and v > th.max_repeated_line_share:
         problems.append(f"repeated-line share {v:.2f} > {th.max_repeated_line_share}")
     return problems
+
+
+def paginated(metrics: dict[str, Any]) -> bool:
+    """Whether a document has pages, where lines repeated from page to page are running headers
+    and footers its text layer kept. In one without pages repeated lines are its author's (an
+    API reference's "Since: 2.4" and one memory-barrier note under each function, a mail's
+    histogram rows): measured, never judged (good pages were dead letters)."""
+    return bool(metrics.get("pages", 1) > 1)
 
 
 def parse_key(doc: DocumentRecord, parse_version: str) -> tuple[str, str, str]:
@@ -189,7 +198,8 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                            metrics=result.metrics, page_metrics=result.page_metrics,
                            doc_metadata=stored_metadata(result))
                 metrics_row = {"doc": d.external_id, **{k: v for k, v in result.metrics.items()
-                                                            if isinstance(v, (int, float))}}
+                                                            if isinstance(v, (int, float))
+                                                            and (k != "repeated_line_share" or paginated(result.metrics))}}
                 if not is_redirect(result):  # its few words say nothing of the parser's quality
                     stats.metrics_rows.append(metrics_row)
                 if problems:

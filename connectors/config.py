@@ -124,7 +124,7 @@ class ParseQualityThresholds(_Strict):
     min_chars_per_page: float = 20.0
     min_alnum_share: float = 0.5
     min_word_share: float = 0.4  # share of tokens that look like dictionary-ish words
-    max_repeated_line_share: float = 0.5
+    max_repeated_line_share: float = 0.5  # paginated documents only (PDF): their running headers
     # more than this share of empty pages is almost always an unOCRed scan or a broken text layer
     max_empty_page_share: float = Field(0.5, ge=0, le=1)
 

@@ -116,3 +116,15 @@ def test_a_batch_within_every_bound_gets_gx_s_verdict_without_starting_gx() -> N
     assert validate_batch(one_out, t)["ran_gx"] is True  # anything unexpected: GX judges and names it
     odd = [{**rows[0], "word_share": "0.9"}]
     assert validate_batch(odd, t)["ran_gx"] is True  # a value that is not a number: GX coerces it
+
+
+def test_repeated_lines_refuse_only_a_paginated_document() -> None:
+    """Found on GLib's API reference: four good pages ("Since: 2.4" and one memory-barrier note
+    under each function) were dead letters for repeated lines, a sign of running headers only in
+    a document with pages."""
+    from assets.parse_stage import validate_parse
+
+    t = ParseQualityThresholds()
+    html = {"pages": 1, "repeated_line_share": 0.6, "alnum_share": 0.9, "word_share": 0.9}
+    assert validate_parse(html, t) == []
+    assert validate_parse({**html, "pages": 12}, t) == ["repeated-line share 0.60 > 0.5"]
