@@ -197,9 +197,10 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                 row.update(title=result.title, blocks=[b.to_dict() for b in result.blocks],
                            metrics=result.metrics, page_metrics=result.page_metrics,
                            doc_metadata=stored_metadata(result))
+                judged = paginated(result.metrics)  # repeated lines are judged with pages only
                 metrics_row = {"doc": d.external_id, **{k: v for k, v in result.metrics.items()
                                                             if isinstance(v, (int, float))
-                                                            and (k != "repeated_line_share" or paginated(result.metrics))}}
+                                                            and (k != "repeated_line_share" or judged)}}
                 if not is_redirect(result):  # its few words say nothing of the parser's quality
                     stats.metrics_rows.append(metrics_row)
                 if problems:
