@@ -20,13 +20,14 @@ from evals.evalset import load_eval_set
 EVALSETS = Path(__file__).parent / "evalsets"
 SETS = sorted(EVALSETS.glob("*.jsonl"))
 SIZES = {"mail_ham": (500, 800), "mail_ham_pasted": (500, 800),  # one question per usable reply, 650
-         "mail_ham_quoted": (500, 800), "docbook_faq": (40, 80)}  # two real FAQs: 52 questions
+         "mail_ham_quoted": (500, 800), "docbook_faq": (40, 80),  # two real FAQs: 52 questions
+         "info_manuals": (60, 140)}  # at most 14 index entries from each of 8 manuals
 
 
 def test_every_set_is_present() -> None:
     names = {p.stem for p in SETS}
     assert {"python_faq", "redis_commands", "debian_faq", "flex_manual", "git_commands",
-            "pdf_docs", "mail_ham", "man_pages", "docbook_faq"} <= names
+            "pdf_docs", "mail_ham", "man_pages", "docbook_faq", "info_manuals"} <= names
 
 
 @pytest.mark.parametrize("path", SETS, ids=lambda p: p.stem)

@@ -32,6 +32,8 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # /usr/share/doc) only 45 such pages parse otherwise: 44 of docbook_faq and Valgrind's FAQ. A
 # document without pages is no longer refused for repeated lines (running headers are a PDF's):
 # 12 mail_ham messages (SpamAssassin's histogram reports) and four GLib API pages were dead letters.
+# GNU info manuals have a reader of their own (they were plain text: node lines, menus and index
+# nodes indexed, option terms taken for ALL-CAPS headings).
 # parse 16: an e-mail forwarded ~150 levels deep is read, its forward listed as too deep (the
 # stdlib ran out of stack writing it back out: a dead letter), one nested past the parser's depth
 # is refused as corrupt (an mbox skips that message alone); Markdown whose link reference

@@ -116,6 +116,12 @@ def _man(data: bytes, config: ParseConfig, name: str) -> ParseResult:
     return parse_man(data)
 
 
+def _info(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.info import parse_info
+
+    return parse_info(data)
+
+
 def _pptx(data: bytes, config: ParseConfig, name: str) -> ParseResult:
     from assets.parsing.pptx import parse_pptx
 
@@ -187,6 +193,7 @@ _PARSERS: dict[str, _Parser] = {
     "xml": _xml,
     "rst": _rst,
     "man": _man,
+    "info": _info,
     "pptx": _pptx,
     "xlsx": _xlsx,
     "odt": _odf("odt"),

@@ -35,7 +35,8 @@ from connectors.errors import (
     UnsupportedFormat,
 )
 
-__all__ = ["Detected", "Sniffed", "as_utf8", "decode_text", "detect_format", "html_declared_charset", "looks_like_roff",
+__all__ = ["Detected", "Sniffed", "as_utf8", "decode_text", "detect_format", "html_declared_charset", "looks_like_info",
+           "looks_like_roff",
            "sniff"]
 
 EXTENSIONS: dict[str, str] = {
@@ -85,8 +86,9 @@ EXTENSIONS: dict[str, str] = {
     "man": "man",
     "mdoc": "man",
     "roff": "man",
+    "info": "info",
 }
-TEXT_FORMATS = {"html", "markdown", "email", "mbox", "text", "csv", "json", "jsonl", "xml", "rst", "man"}
+TEXT_FORMATS = {"html", "markdown", "email", "mbox", "text", "csv", "json", "jsonl", "xml", "rst", "man", "info"}
 # Formats the bytes prove on their own (magic numbers, zip members): they win over the name.
 BINARY_FORMATS = {"pdf", "docx", "pptx", "xlsx", "odt", "ods", "odp", "epub", "rtf"}
 # Legacy and other formats no native parser reads; unstructured's partition is tried for them.
@@ -369,6 +371,15 @@ _TITLE_MACRO = re.compile(r"^[.'][ \t]*(?:TH|Dd|Dt)(?:[ \t]|$)", re.M)
 _SO_ALIAS = re.compile(r"^[.']\s*so\s+[\w.+-]*/?[\w.+-]*\.\w+\s*$")
 
 
+_INFO_BANNER = re.compile(r"\AThis is [^\n]+, produced by (?:makeinfo|texi2any)", re.IGNORECASE)
+
+
+def looks_like_info(text: str) -> bool:
+    """Whether decoded text is a makeinfo-written info file: its banner (a split manual's later
+    parts open with it too), or a node separator and node header near the start."""
+    return bool(_INFO_BANNER.match(text)) or "\x1f\nFile: " in text[:4096]
+
+
 def looks_like_roff(text: str) -> bool:
     """Whether text is roff manual-page source: it opens with a roff request, macro or comment
     line and names the page with `.TH` (man) or `.Dd`/`.Dt` (mdoc) — or is an `.so` alias of
@@ -419,13 +430,18 @@ def sniff(data: bytes) -> Sniffed:
     evidence = _looks_binary(data[:_SAMPLE])
     if evidence:
         return Sniffed("binary", "binary data", evidence)
-    text = _ascii_view(data[:_SAMPLE])
-    stripped = text.lstrip("\ufeff \t\r\n")
+    return _text_kind(_ascii_view(data[:_SAMPLE]).lstrip("\ufeff \t\r\n"))
+
+
+def _text_kind(stripped: str) -> Sniffed:
+    """Which text format the opening of a text file (leading blanks removed) is written in."""
     mail = _looks_like_email(stripped)
     if mail:
         return Sniffed(mail, "email message" if mail == "email" else "mbox mailbox")
     if stripped[:1] in (".", "'", "\\") and looks_like_roff(stripped):
         return Sniffed("man", "manual page (roff)")
+    if looks_like_info(stripped):
+        return Sniffed("info", "GNU info manual")
     if _XML_DECL.match(stripped) and not _xhtml_root(stripped):
         return Sniffed("xml", "XML document")
     if _HTML_MARK.search(stripped[:2048]):
@@ -525,7 +541,7 @@ def detect_format(data: bytes, filename: str) -> Detected:  # noqa: C901  # leng
         return Detected(by_ext)
     if by_ext == "xml" and s.kind == "html" and _xhtml_root(_ascii_view(data[:_SAMPLE])):
         return Detected("html", [f"{name} is named .xml but is an XHTML page; parsed as HTML"])
-    if by_ext == "text" and s.kind in ("html", "email", "mbox", "man"):
+    if by_ext == "text" and s.kind in ("html", "email", "mbox", "man", "info"):
         return Detected(s.kind, [f"{name} is named {shown} but is an {s.label}; parsed as such"])
     if by_ext == "markdown":
         if s.kind == "html" and re.match(r"\s*<(!doctype|html)", _ascii_view(data[:4096]), re.I):

@@ -16,7 +16,7 @@ from assets.parsing.sniff import decode_text
 from assets.parsing.textutil import clean_inline, join_lines, normalize_chars
 from connectors.documents import Block, ParseResult
 
-__all__ = ["parse_text", "text_blocks"]
+__all__ = ["body_blocks", "parse_text", "text_blocks"]
 
 MAX_HEADING_WORDS = 8
 MAX_WEAK_HEADING_WORDS = 6
@@ -100,10 +100,10 @@ def _para_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
             heads.append(Block("heading", clean_inline(para[i]), level=2))
             i, next_para = i + 1, None
         else:
-            return heads + _body_blocks(para[i:], next_para)
+            return heads + body_blocks(para[i:], next_para)
 
 
-def _body_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
+def body_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
     if len(para) == 1:
         level = _single_line_heading(para[0], next_para)
         if level:

@@ -12,7 +12,7 @@ set -euo pipefail
 dest=${1:-$HOME/.cache/bench-corpora}
 shift || true
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands pdf_docs mail_ham man_pages docbook_faq)
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands pdf_docs mail_ham man_pages docbook_faq info_manuals)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$dest"
@@ -97,6 +97,13 @@ for set in "${sets[@]}"; do
     # signatures) and never the API index, a list of every symbol
     find "$y" -maxdepth 1 -name '*.html' ! -name 'Gtk*' ! -name 'gtk3-Gtk*' ! -name 'api-index-*' \
       -exec cp {} "$dest/$set/gtk3/" \; ;;
+  info_manuals)  # GNU info manuals (.info.gz as shipped; findutils' split into find.info-1/-2)
+    fresh $set
+    for pv in sed=4.9-1 grep=3.8-5 diffutils=1:3.8-4 wget=1.21.3-1+deb12u1 gzip=1.12-1 time=1.9-0.2 \
+              libtasn1-doc=4.19.0-2+deb12u1 findutils=4.9.0-4 bc=1.07.1-3+b1 ed=1.19-1 bzip2-doc=1.0.8-5; do
+      x=$(fetch "${pv%%=*}" "${pv#*=}")
+      find "$x/usr/share/info" -maxdepth 1 -name '*.info*' -type f -exec cp {} "$dest/$set/" \;
+    done ;;
   *) echo "unknown set: $set" >&2; exit 2 ;;
   esac
   echo "$set: $(find "$dest/$set" -type f | wc -l) files -> $dest/$set"
