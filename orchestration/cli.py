@@ -171,6 +171,8 @@ def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     outcomes, seconds = runner.run_sources("sync", _source_names(cfg, a.source), allow_mass_delete=a.allow_mass_delete)
     store = _store(cfg)
     out = report.sync_summary(outcomes, seconds, store)
+    # withheld by the listing and out of every generation's indexes: said, as `bindery plan` says it
+    out["removed_sources"] = store.removed_sources(cfg.source_names())
     if out["errors"]:
         raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
     return out

@@ -239,6 +239,10 @@ def _human_sync(r: dict[str, Any]) -> str:
                      f"{w.get('deleted', 0)} removed")
     elif not errors:
         lines.append(_nothing_written(r.get("sources", {})))
+    lines += [f"source {name!r} is no longer configured: its {n:,} "
+              f"{'documents are' if n != 1 else 'document is'} withheld from search and out of every generation's "
+              "indexes (`bindery gc` removes them from the store)"
+              for name, n in (r.get("removed_sources") or {}).items()]
     for src, checks in r.get("_checks", {}).items():
         for name, c in checks.items():
             if not c["passed"]:
@@ -374,7 +378,10 @@ def _outdated_line(r: dict[str, Any]) -> str:
                       *([f"keyword-index fields {', '.join(out['index_fields'])}"] if out["index_fields"] else [])])
     cand = r["generations"].get("candidate")
     if cand and out.get("candidate_current"):
-        state = "built: `bindery promote` judges it" if cand.get("built") else "building"
+        if _gate_word(cand) == "refused":  # said above the table: what to do with it
+            state = "built and was refused by the gate (above)"
+        else:
+            state = "built: `bindery promote` judges it" if cand.get("built") else "building"
         step = f"candidate {cand['name']} is {state}"
     elif cand:
         step = (f"candidate {cand['name']} was built for other settings: `bindery reindex` builds one for the "

@@ -53,6 +53,9 @@ def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -
     from orchestration.report import human  # what a person reads: the refused candidate and the ways out
 
     assert "was refused by the gate" in human("status", status) and "`bindery discard`" in human("status", status)
+    # the line on live's outdated settings agrees (it said the refused candidate awaited judging)
+    assert status["live_outdated"]["candidate_current"]
+    assert "`bindery promote` judges it" not in human("status", status)
 
     out = dep.cli("promote", "--force", "--reason", "testing a forced flip", "--by", "alice")
     assert out["promoted"] and out["live"] == cand and out["forced"]

@@ -53,6 +53,12 @@ def test_a_removed_source_is_not_served_and_gc_removes_it_everywhere(tmp_path: P
     assert dep.cli("plan")["removed_sources"] == {"ext": 1}  # the plan says what the sync will withhold
     sync = dep.cli("sync")  # withholds what it no longer lists, deletes nothing
     assert sync["written"]["deleted"] == 0 and "ext" not in sync["sources"]
+    # and says so, as the plan did (an operator pass: the summary said "nothing changed" while a
+    # source's documents left search)
+    assert sync["removed_sources"] == {"ext": 1}
+    from orchestration.report import human
+
+    assert "source 'ext' is no longer configured: its 1 document is withheld" in human("sync", sync)
     assert all(src != "ext" for src, _ in _hits(dep, "tangerine budget harbour annex"))
     assert dep.cli("status")["removed_sources"] == {"ext": 1}
     assert dep.cli("verify")["consistent"] is True  # out of every generation's indexes, not only hidden
