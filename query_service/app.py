@@ -77,7 +77,8 @@ class SearchRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     query: Annotated[str, Field(min_length=1, max_length=4000)]
-    k: Annotated[int, Field(strict=False, ge=1, le=200), NUMBER] = 10
+    k: Annotated[int, Field(strict=False, ge=1, le=200), NUMBER] | None = Field(None, description=(
+        "hits to return (default: query.k of the configuration, 10 unless set)"))
     filters: SearchFilters = Field(default_factory=SearchFilters)
     neighbours: Annotated[int, Field(strict=False, ge=0, le=MAX_NEIGHBOURS), NUMBER] | None = Field(None, description=(
         "with each hit, the texts of this many chunks just before and just after its unit, as `before` "
@@ -352,8 +353,9 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
     def search(req: SearchRequest, principals: tuple[str, ...] | None = Depends(caller)) -> dict[str, Any]:
         m = metrics
         try:
-            out = _retriever().search(req.query, req.k, filters_for(req, principals),
-                                      neighbours=req.neighbours).to_json()
+            r = _retriever()
+            out = r.search(req.query, req.k or r.cfg.query.k, filters_for(req, principals),
+                           neighbours=req.neighbours).to_json()
             if principals is None or not set(principals) & set(conf.query.auth.operators):
                 out["trace"] = redact_trace(out["trace"])
         except QueryError as e:

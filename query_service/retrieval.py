@@ -22,6 +22,7 @@ revoked document neither ranks nor shows in the trace.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -33,7 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from connectors.acl import allows
-from connectors.config import BinderyConfig, EmbedConfig, QueryConfig
+from connectors.config import BinderyConfig, EmbedConfig, QueryConfig, load_config
 from connectors.embedder import Embedder
 from connectors.errors import BinderyError, BindingError, ConfigError, EmbedderUnavailable, QueryError
 from connectors.generations import IndexPair, open_reader
@@ -509,6 +510,22 @@ class GenerationRetriever:
             self.store.dispose()
 
 
+# what the service sets up once, as it starts (its credentials check, its host and size guards):
+# an edit of these takes a restart, as README says
+_BOUND_AT_STARTUP = ("auth", "allowed_hosts", "max_body_bytes", "max_header_bytes")
+
+
+def _stamp(path: str | None) -> tuple[int, int] | None:
+    """(modification time, size) of the configuration file, None when there is none to follow."""
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
 class _StoreUnreadable(Exception):
     """The binding or generation rows could not be read: the store, not a generation, is down."""
 
@@ -528,6 +545,7 @@ class LiveRetriever:
         # ((binding version, generation), when to try again) of a generation that failed to open
         self._failed: tuple[tuple[int, int], float] | None = None
         self._stop = threading.Event()
+        self._settings_stamp = _stamp(cfg.config_path)
         try:
             self.refresh()
         except _StoreUnreadable as e:  # at startup the caller sees the store's own error
@@ -584,9 +602,29 @@ class LiveRetriever:
             cur.retire()
         return True
 
+    def follow_settings(self) -> bool:
+        """Take the query-time settings (`query:` but for what the service binds at startup:
+        `auth`, `allowed_hosts` and the request limits) from the configuration file when it
+        changed; True when they were taken. A file that no longer loads keeps the settings in
+        use, said once in the log: the operator's edit did not take."""
+        stamp = _stamp(self.cfg.config_path)
+        if stamp is None or stamp == self._settings_stamp:
+            return False
+        self._settings_stamp = stamp
+        try:
+            new = load_config(self.cfg.config_path).query
+        except BinderyError as e:
+            log.warning("%s no longer loads; the query settings in use stay: %s", self.cfg.config_path, e)
+            return False
+        bound = {k: getattr(self.cfg.query, k) for k in _BOUND_AT_STARTUP}
+        self.cfg = self.cfg.model_copy(update={"query": new.model_copy(update=bound)})
+        log.info("query settings reloaded from %s", self.cfg.config_path)
+        return True
+
     def _follow(self) -> None:
         while not self._stop.wait(self.cfg.query.poll_seconds):
             try:
+                self.follow_settings()
                 self.refresh()
             except _StoreUnreadable:
                 if self.store_error is None:  # logged once per outage, not every poll

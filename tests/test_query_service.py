@@ -132,9 +132,9 @@ def test_search_returns_provenance_and_a_trace(served: Served) -> None:
     assert set(body) <= set(schemas["SearchResponse"]["properties"])
     # the counts are bounded integers, in JSON Schema's own words (a client generator reads them)
     req = schemas["SearchRequest"]["properties"]
-    assert (req["k"]["type"], req["k"]["minimum"], req["k"]["maximum"]) == ("integer", 1, 200)
-    assert {"type": "integer", "minimum": 0, "maximum": 5} == {
-        key: v for key, v in req["neighbours"]["anyOf"][0].items() if key in ("type", "minimum", "maximum")}
+    for name, bounds in (("k", (1, 200)), ("neighbours", (0, 5))):  # either may be left out: the configuration's
+        assert {"type": "integer", "minimum": bounds[0], "maximum": bounds[1]} == {
+            key: v for key, v in req[name]["anyOf"][0].items() if key in ("type", "minimum", "maximum")}
 
 
 def test_raw_retriever_scores_are_for_operators_only(served: Served) -> None:
@@ -354,3 +354,28 @@ def test_a_query_of_invisible_characters_is_refused_like_a_blank_one(trusted: Te
 
     # a private-use or an unassigned code point may be what a newer font draws: not "invisible"
     assert query_problem("\ue000") is None and query_problem("\U000e0fff") is None
+
+
+def test_the_service_follows_query_settings_edited_in_the_file(tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    """Found by an operator pass: the docs say a query-time setting takes effect by editing
+    bindery.yaml (`bindery tune` tells you to copy its settings there), but the service kept the
+    ones it started with, and its default k was 10 whatever `query.k` said."""
+    dep = Deployment(tmp_path, query={"auth": {"mode": "trusted-principal"}})
+    dep.cli("sync")
+    cfg = load_config(dep.config_path)
+    r = LiveRetriever(cfg, follow=False)
+    with TestClient(create_app(cfg, r)) as c:
+        ask = {"query": "battery warranty", "principal": "*"}
+        assert len(c.post("/search", json=ask).json()["hits"]) > 3
+        dep.config["query"] = {**dep.config["query"], "k": 3, "dense_weight": 2.0,
+                               "auth": {"mode": "credentials"}}  # bound at startup: takes a restart
+        dep.save()
+        assert r.follow_settings() and not r.follow_settings()  # once per edit
+        assert r.cfg.query.dense_weight == 2.0 and r.cfg.query.auth.mode == "trusted-principal"
+        assert len(c.post("/search", json=ask).json()["hits"]) == 3
+        assert len(c.post("/search", json={**ask, "k": 5}).json()["hits"]) == 5
+        dep.config_path.write_text("query: [not, a, mapping\n")  # an edit that does not load
+        assert not r.follow_settings() and "settings in use stay" in caplog.text
+        assert r.cfg.query.k == 3 and len(c.post("/search", json=ask).json()["hits"]) == 3
+    r.close()
