@@ -20,6 +20,7 @@ really in the chunk, else the chunk's first words. Every case has `"draft": true
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -53,9 +54,14 @@ def _body(chunk: ChunkRecord) -> str:
 
 
 def _snippet(text: str, words: int = SNIPPET_WORDS) -> str | None:
+    """The first words of the text's first sentence, normalised; None when they are too few words
+    to tell one passage from another ("1 1 legalese", a table of contents' first entry)."""
     sentence = re.split(r"(?<=[.!?])\s", " ".join(text.split()), maxsplit=1)[0]
-    norm = normalise(" ".join(sentence.split()[:words]))  # words as written, so XR-4471 counts once
-    return norm or None
+    # words as written, so XR-4471 counts once; at most 12 normalised words all the same: a
+    # longer label (22 words from "v2.14.3-rc1"-like text) is split by another chunk size, and the
+    # gate then refuses a re-chunked candidate on its own labels
+    norm = normalise(" ".join(sentence.split()[:words])).split()[:12]
+    return " ".join(norm) if sum(w.isalpha() for w in norm) >= 3 else None
 
 
 def _case(kind: str, n: int, query: str, doc: str, text: str | None,
@@ -76,7 +82,7 @@ def _headings(docs: dict[str, list[ChunkRecord]]) -> Iterable[tuple[str, str, st
         for c in chunks:
             path = [h for h in c.heading_path if h.strip()]
             snippet = _snippet(_body(c))
-            if len(path) >= 2 and snippet:
+            if len(path) >= 2 and snippet and not _NAVIGATION.match(path[-1]):
                 # a section titled like its document (a page whose one heading repeats the title)
                 # asks for the heading once, not "Day 1 — Day 1"
                 same = normalise(path[-1]) == normalise(path[0])
@@ -91,7 +97,10 @@ def _identifiers(docs: dict[str, list[ChunkRecord]]) -> Iterable[tuple[str, str,
             for ident in _IDENTIFIER.findall(c.display_text):
                 where[ident].add(doc)
     for ident in sorted(where):
-        if len(where[ident]) == 1 and normalise(ident):
+        # a code has a digit or an underscore: "A-B-C" (a graph drawn in ASCII), "BSD-style" and
+        # "ASCII-armored" are letters joined by hyphens, nothing a person looks up
+        code = any(ch.isdigit() for ch in ident) or "_" in ident
+        if code and len(where[ident]) == 1 and normalise(ident):
             yield ident, next(iter(where[ident])), normalise(ident)
 
 
@@ -108,7 +117,7 @@ def _tables(docs: dict[str, list[ChunkRecord]]) -> Iterable[tuple[str, str, str 
             if rule is None or rule + 1 >= len(rows) or len(rows[rule - 1]) < 2:
                 continue
             header, first = rows[rule - 1], rows[rule + 1]
-            if len(first) == len(header) and normalise(first[0]) and normalise(first[1]):
+            if len(first) == len(header) and all(normalise(x) for x in (header[1], first[0], first[1])):
                 yield f"{header[1]} of {first[0]}", doc, normalise(first[1])
                 break
 
@@ -124,6 +133,15 @@ def _replies(docs: dict[str, list[ChunkRecord]],
 
 
 _OFFLINE = {"title": _titles, "heading": _headings, "identifier": _identifiers, "table": _tables}
+# a section that only lists the others: asking for it finds the list, not an answer
+_NAVIGATION = re.compile(r"(?i)\s*(?:table of contents|contents|index|list of (?:tables|figures))\s*$")
+
+
+def _spread(items: Iterable[tuple[str, str, str | None]]) -> list[tuple[str, str, str | None]]:
+    """The candidates in an order that spreads the first picks over the whole corpus: by a hash
+    of the question, fixed from run to run. In document order a draft of 30 took its titles from
+    the first ten documents of the alphabet (`R-*.pdf`, `git-a*`)."""
+    return sorted(items, key=lambda it: hashlib.sha256(f"{it[1]}\x00{it[0]}".encode()).digest())
 
 
 def _llm_cases(writer: QuestionWriter, docs: dict[str, list[ChunkRecord]], limit: int) -> list[dict[str, Any]]:
@@ -153,7 +171,7 @@ def draft_cases(chunks_by_doc: dict[str, list[ChunkRecord]], *, max_cases: int =
     if writer is not None:
         return [c for c in _llm_cases(writer, docs, max_cases) if _valid(c)]
     pools: dict[str, Iterator[tuple[str, str, str | None, tuple[str, ...]]]] = {
-        kind: ((q, d, t, ()) for q, d, t in gen(docs)) for kind, gen in _OFFLINE.items()}
+        kind: ((q, d, t, ()) for q, d, t in _spread(gen(docs))) for kind, gen in _OFFLINE.items()}
     if replies:
         pools["reply"] = iter(_replies(docs, sorted(replies)))
     out: list[dict[str, Any]] = []

@@ -220,3 +220,25 @@ def test_a_draft_quotes_only_what_the_named_principals_may_read_and_is_private(t
     assert dep.cli("evalset", "draft", "--out", str(public), "--principal", "group:eng")["principals"] == ["group:eng"]
     text = public.read_text()
     assert text and "hr/salaries.md" not in text and "SECRETTOKEN" not in text and "Salary" not in text
+
+
+def test_a_draft_leaves_out_what_an_operator_pass_found_to_be_junk() -> None:
+    """A draft of 30 on git's pages and R's manuals asked "A-B-C-D-E-F" (an ASCII-art graph),
+    "BSD-style", " of LOCAL" and "Table of Contents — R FAQ" (gold "1 1 legalese"), and took its
+    titles from the first ten documents of the alphabet."""
+    corpus = {
+        "git-bisect-lk2009.md": [chunk(0, ["Fighting regressions with git bisect", "Graph"],
+                                       "The history A-B-C-D-E-F shows where BSD-style and ASCII-armored help.")],
+        "git-diff.md": [chunk(0, ["git-diff", "Options"], "| | LOCAL |\n|---|---|\n| stage | LOCAL |", "table")],
+        "R-FAQ.md": [chunk(0, ["R FAQ", "Table of Contents"], "1 1 Legalese\n1 2 Obtaining this document")],
+        **{f"doc-{i:02d}.md": [chunk(0, [f"Guide number {i:02d}", "Setup"],
+                                     f"Run the installer for release v1.{i}.0 on every node first.")]
+           for i in range(30)},
+    }
+    cases = draft_cases(corpus, max_cases=40)
+    queries = {c["query"] for c in cases}
+    assert not queries & {"A-B-C-D-E-F", "BSD-style", "ASCII-armored", " of LOCAL", "Table of Contents — R FAQ"}
+    assert all(c["query"] == c["query"].strip() for c in cases)
+    assert any(q.startswith("v1.") for q in queries)  # codes with digits are still drafted
+    titles = sorted(c["query"] for c in cases if c["category"] == "title")
+    assert titles and titles != sorted(f"Guide number {i:02d}" for i in range(30))[:len(titles)]
