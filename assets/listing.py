@@ -29,7 +29,7 @@ from connectors.errors import SourceError, SourceUnavailable, TooLarge, Unreadab
 from connectors.identity import content_hash, doc_id, short_hash
 from connectors.shards import Shard
 from connectors.sources import make_source
-from connectors.sources.base import Source, SourceEntry
+from connectors.sources.base import Source, SourceEntry, move_key
 from connectors.sources.globs import PathFilter
 from connectors.store import DocumentRecord
 
@@ -343,9 +343,9 @@ def _moves(entries: list[SourceEntry], known: dict[str, DocumentRecord], gone: l
     fresh: dict[str, list[SourceEntry]] = {}
     for e in entries:
         if (was := known.get(e.external_id)) is None or was.deleted_at is not None:
-            fresh.setdefault(e.fingerprint.removesuffix(RACY_MARK), []).append(e)
+            fresh.setdefault(move_key(e.fingerprint.removesuffix(RACY_MARK)), []).append(e)
     return [(d, news) for d in gone if d.fingerprint and (shard is None or shard.holds(d.doc_id))
-            and (news := fresh.get(d.fingerprint.removesuffix(RACY_MARK), []))]
+            and (news := fresh.get(move_key(d.fingerprint.removesuffix(RACY_MARK)), []))]
 
 
 def _guard_deletes(rt: Runtime, scfg: SourceConfig, listed: int, gone: int, allow_mass_delete: bool,

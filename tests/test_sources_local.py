@@ -79,7 +79,7 @@ def test_lists_files_with_stable_ids_uris_and_stats(tree: Path) -> None:
     assert e.uri == p.absolute().as_uri()
     assert e.uri.startswith("file:///")
     assert e.size == 8
-    assert e.fingerprint == f"{st.st_mtime_ns}-{st.st_size}-{st.st_ctime_ns}"
+    assert e.fingerprint == f"{st.st_mtime_ns}-{st.st_size}@{st.st_ctime_ns}"
     assert e.modified_at == pytest.approx(st.st_mtime)
     assert s.read(e) == b"%PDF-1.4"
 

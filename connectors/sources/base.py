@@ -16,7 +16,8 @@ from typing import Protocol
 class SourceEntry:
     """One listed item. `external_id` is stable: path relative to the root, or the S3 key
     relative to the prefix. `fingerprint` changes whenever the bytes may have changed
-    (local: mtime_ns+size; S3: ETag+size) and lets a sync skip reading unchanged items."""
+    (local: `{mtime_ns}-{size}@{ctime_ns}`; S3: ETag+size) and lets a sync skip reading unchanged
+    items; its part before `@` is what a move keeps (`move_key`)."""
 
     external_id: str
     uri: str
@@ -32,6 +33,13 @@ class SourceEntry:
     # the same run that finds another file there refuses, so a file swapped for a link between
     # the listing (which decided its ACL) and the read cannot be indexed under the wrong ACL.
     identity: tuple[int, int] | None = field(default=None, compare=False, hash=False)
+
+
+def move_key(fingerprint: str) -> str:
+    """The part of a fingerprint that a move of the item keeps: a rename keeps a file's
+    modification time and size but sets its change time (after `@`), a copy keeps an object's
+    ETag and size. The listing matches a document gone from its path to new items by it."""
+    return fingerprint.split("@", 1)[0]
 
 
 class Source(Protocol):

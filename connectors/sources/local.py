@@ -6,11 +6,12 @@ root are followed, except a link back to a folder that is already being walked (
 is skipped; a symlink whose target lies outside the root is followed only with the source's
 `follow_external_symlinks: true`, and otherwise listed with a `problem` (the listing
 dead-letters it with the reason), so a link can never publish files from elsewhere unnoticed. `external_id` is the POSIX
-path relative to the root; `fingerprint` is `"{mtime_ns}-{size}-{ctime_ns}"`: the change time too,
+path relative to the root; `fingerprint` is `"{mtime_ns}-{size}@{ctime_ns}"`: the change time too,
 which no tool sets back, so an edit that keeps a file's size and modification time (a same-length
 redaction by a tool that restores the time, `cp -p` / `rsync -a` / `tar x` of an older copy of the
 same size, a file system with coarse times) is read again; an unchanged file whose inode alone
-changed (a `chmod`) is read, hashed and found unchanged.
+changed (a `chmod`) is read, hashed and found unchanged. A rename sets the change time: a move is
+matched by the part before `@` (`base.move_key`).
 
 ACL (semantics in connectors.acl): the nearest `.bindery-acl` file in the item's folder or any
 folder above it, up to the root, wins; else the source's configured `acl`; else public. A
@@ -388,7 +389,7 @@ class LocalFolderSource:
                 external_id=item.rel,
                 uri=Path(item.path).as_uri(),
                 size=st.st_size,
-                fingerprint=f"{st.st_mtime_ns}-{st.st_size}-{st.st_ctime_ns}",
+                fingerprint=f"{st.st_mtime_ns}-{st.st_size}@{st.st_ctime_ns}",
                 modified_at=st.st_mtime,
                 acl=item.acl.principals,
                 metadata={"acl_from": item.acl.origin},
