@@ -28,9 +28,8 @@ from connectors.config import SourceConfig
 from connectors.errors import SourceError, SourceUnavailable, TooLarge, UnreadableAcl, UnsafeDeleteError
 from connectors.identity import content_hash, doc_id, short_hash
 from connectors.shards import Shard
-from connectors.sources import make_source
+from connectors.sources import make_source, source_filter
 from connectors.sources.base import Source, SourceEntry, move_key
-from connectors.sources.globs import PathFilter
 from connectors.store import DocumentRecord
 
 # What a sync does to each listed document, in reporting order; `orchestration/report.py` imports it.
@@ -123,14 +122,15 @@ def kept_narrowing(kept: list[DocumentRecord], problems: list[tuple[SourceEntry,
 
 
 def split_gone(scfg: SourceConfig, live: dict[str, DocumentRecord], listed_ids: Container[str],
-               problems: list[tuple[SourceEntry, tuple[str, str]]],
+               problems: list[tuple[SourceEntry, tuple[str, str]]], sources: Sequence[SourceConfig] = (),
                ) -> tuple[list[DocumentRecord], list[DocumentRecord]]:
     """(gone, kept) of the live documents a listing did not list: those under a folder it could
     not read are kept as they were, unless the source's include/exclude rules now leave them out
-    (an operator excluding a folder must see it go, readable or not); the rest are gone. The
-    sync and `bindery plan` both apply it; the delete guard counts the kept ones as listed."""
+    (an operator excluding a folder must see it go, readable or not) or a narrower source of
+    `sources` takes them (`source_filter`); the rest are gone. The sync and `bindery plan` both
+    apply it; the delete guard counts the kept ones as listed."""
     unlisted = unlisted_folders(problems)
-    wanted = PathFilter(scfg.include, scfg.exclude) if unlisted else None
+    wanted = source_filter(scfg, sources) if unlisted else None
     gone: list[DocumentRecord] = []
     kept: list[DocumentRecord] = []
     for k, d in live.items():
@@ -302,11 +302,14 @@ def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[S
     default = _default_acl(scfg)
     narrowed: list[tuple[DocumentRecord, list[str]]] = []
     # what a symlink reaches that the rules exclude (indexed by an earlier release, or before the
-    # rules changed) leaves search now, not when a sweep the guard refuses is allowed
+    # rules changed) leaves search now, not when a sweep the guard refuses is allowed; so does what
+    # a narrower source now takes (one added over a folder this source had indexed tripped the
+    # guard with its own files, and they stayed readable here for as long as it refused)
     out_of_bounds = {e.external_id for e, (reason, _) in problems if reason == "excluded-target"}
     under = tuple(f"{p}/" for p in out_of_bounds)
-    narrowed.extend((d, []) for k, d in known.items() if out_of_bounds and d.deleted_at is None and d.acl
-                    and (k in out_of_bounds or k.startswith(under)))
+    ceded = source_filter(scfg, rt.cfg.sources).cedes
+    narrowed.extend((d, []) for k, d in known.items() if d.deleted_at is None and d.acl
+                    and ((out_of_bounds and (k in out_of_bounds or k.startswith(under))) or ceded(k)))
     described: dict[str, list[str] | None] = {}  # each new item described once, however many match it
 
     def acl_of(entry: SourceEntry) -> list[str] | None:
@@ -522,7 +525,8 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     entries = [e for e in listed if entry_problem(e) is None]
     known = {d.external_id: d for d in rt.store.documents(scfg.name, include_deleted=True)}
     listed_ids = {e.external_id for e in entries}
-    gone, kept = split_gone(scfg, {k: d for k, d in known.items() if d.deleted_at is None}, listed_ids, problems)
+    gone, kept = split_gone(scfg, {k: d for k, d in known.items() if d.deleted_at is None}, listed_ids, problems,
+                            rt.cfg.sources)
     narrowed_kept = kept_narrowing(kept, problems)
     mine = entries if shard is None else [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
     _guard_deletes(rt, scfg, len(entries) + len(kept), len(gone), allow_mass_delete,

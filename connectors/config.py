@@ -688,28 +688,48 @@ def _check_nested_sources(sources: list[SourceConfig]) -> None:
                               f"through source {outer.name!r}; {fix}")
 
 
-def narrower_within(source: SourceConfig, sources: Sequence[SourceConfig]) -> list[tuple[str, SourceConfig]]:
-    """The sources of the same store at or inside `source`'s folder whose `acl` lets in fewer,
-    each with its folder relative to `source`'s ('' for the same folder, else ending in '/'): the
-    files they take are listed by them alone (`PathFilter`'s `ceded`). The deeper source decides,
-    as for a public subfolder of a staff-only tree (a wider source inside cedes nothing to the
-    one around it). Two sources over one folder, each letting in someone the other does not,
-    both cede: a file both take is listed by neither (closed rather than open to either's readers)."""
-    store, folder = _location(source)
-    out: list[tuple[str, SourceConfig]] = []
+def narrower_within(source: SourceConfig, sources: Sequence[SourceConfig]) -> list[tuple[str, str, SourceConfig]]:
+    """The sources of the same store whose `acl` lets in fewer and whose files lie at or inside
+    the folder `source` takes from (each source's folder: its root or prefix, then the folders
+    its include names, `include_base`): the files they take are listed by them alone
+    (`PathFilter`'s `ceded`). Each comes with how a path of `source` becomes one of theirs: a
+    prefix to strip (they are rooted deeper) and one to put before it (they are rooted above and
+    reach in by their include). The deeper source decides, as for a public folder inside a
+    staff-only tree: a wider source inside cedes nothing to the one around it. Two sources that
+    take from one folder, each letting in someone the other does not, both cede: a file both
+    take is listed by neither (closed rather than open to either's readers)."""
+    from connectors.sources.globs import include_base
+
+    store, root = _location(source)
+    mine = root + include_base(source.include)
+    out: list[tuple[str, str, SourceConfig]] = []
     for other in sources:
         where, theirs = _location(other)
-        if other.name != source.name and where == store and theirs.startswith(folder) \
-                and _grants_more(source.acl, other.acl):
-            out.append((theirs[len(folder):], other))
+        if other.name == source.name or where != store or not _grants_more(source.acl, other.acl):
+            continue
+        if not (theirs + include_base(other.include)).startswith(mine):
+            continue
+        if theirs.startswith(root):
+            out.append((theirs[len(root):], "", other))
+        elif root.startswith(theirs):
+            out.append(("", root[len(theirs):], other))
     return out
 
 
 def _grants_more(outer: list[str] | None, inner: list[str] | None) -> bool:
-    """Whether a source ACL lets in someone another does not (None = public, [] = nobody)."""
-    if outer is None:
-        return inner is not None
-    return inner is not None and bool(set(outer) - set(inner))
+    """Whether a source ACL lets in someone another does not (None or `*` = public, [] = nobody),
+    the principals compared as the listing applies them (stripped): `["*"]` against public, or
+    `"group:hr "` against `"group:hr"`, made each source cede to the other and lost the files."""
+    from connectors.acl import PUBLIC, normalise
+
+    def who(acl: list[str] | None) -> set[str] | None:
+        principals = None if acl is None else set(normalise(acl))
+        return None if principals is None or PUBLIC in principals else principals
+
+    o, i = who(outer), who(inner)
+    if o is None:
+        return i is not None
+    return i is not None and bool(o - i)
 
 
 def _acl_words(acl: list[str] | None) -> str:

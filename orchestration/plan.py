@@ -130,7 +130,7 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     live_known = {k: d for k, d in known.items() if d.deleted_at is None}
     listed_ids = {e.external_id for e in entries}
     problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]
-    gone, kept = split_gone(scfg, live_known, listed_ids, problems)
+    gone, kept = split_gone(scfg, live_known, listed_ids, problems, rt.cfg.sources)
     # kept under a folder that could not be read, as the sync keeps them (narrowed as it narrows them)
     narrowed = {d.doc_id: acl for d, acl in kept_narrowing(kept, problems)}
     sp.docs.extend(_with_acl(d, narrowed[d.doc_id]) if d.doc_id in narrowed else d for d in kept)

@@ -279,3 +279,65 @@ def test_a_symlink_into_a_narrower_sources_files_is_refused(tmp_path: Path) -> N
     listed = _listed(tmp_path, [{"name": "wiki", "root": str(tmp_path)},
                                 {"name": "hr", "root": str(tmp_path), "include": ["hr/**"], "acl": ["hr"]}])
     assert not any("salaries" in p or "bonus" in p for p in listed["wiki"]), listed["wiki"]
+
+
+def test_a_narrower_source_rooted_above_and_reaching_in_by_its_include_is_ceded_to(tmp_path: Path) -> None:
+    """An attacker pass's find: HR rooted above the wiki, taking `docs/hr/**`, was not asked: the
+    wiki listed the HR files publicly. Where a source takes from is its root and its include's folders."""
+    docs = tmp_path / "docs"
+    (docs / "hr").mkdir(parents=True)
+    (docs / "hr" / "salaries.md").write_text("x")
+    (docs / "handbook.md").write_text("x")
+    cfg = config_from_dict({"sources": [{"name": "wiki", "root": str(docs)},
+                                        {"name": "hr", "root": str(tmp_path), "include": ["docs/hr/**"],
+                                         "acl": ["group:hr"]}]})
+    from connectors.sources import make_source
+
+    listed = {s.name: sorted(e.external_id for e in make_source(s, cfg.sources).list()) for s in cfg.sources}
+    assert listed == {"wiki": ["handbook.md"], "hr": ["docs/hr/salaries.md"]}
+
+
+@pytest.mark.parametrize("wide", [["*"], ["group:hr ", "group:staff"]])
+def test_acls_are_compared_as_the_listing_applies_them(tmp_path: Path, wide: list[str]) -> None:
+    """`acl: ["*"]` is public and `"group:hr "` is `group:hr`: compared as written, each source
+    ceded to the other and the HR files were listed by neither."""
+    listed = _listed(tmp_path, [{"name": "wiki", "root": str(tmp_path), "acl": wide},
+                                {"name": "hr", "root": str(tmp_path), "include": ["hr/**"], "acl": ["group:hr"]}])
+    assert len(listed["hr"]) == 3 and not any(p.startswith("hr/") for p in listed["wiki"])
+
+
+def test_a_sidecar_above_what_a_source_takes_only_narrows_its_acl(tmp_path: Path) -> None:
+    """An attacker pass's find: in one folder shared by a wiki and an HR source (`include:
+    [hr/**]`), a `.bindery-acl` the wiki's editors put in the root replaced HR's `acl`: with
+    `group:staff` in it staff read the salaries, with `*` everyone did."""
+    sources: list[dict[str, object]] = [{"name": "wiki", "root": str(tmp_path)},
+                                        {"name": "hr", "root": str(tmp_path), "include": ["hr/**"],
+                                         "acl": ["group:hr"]}]
+    for wider, hr in (("group:staff\n", ()), ("*\n", ("group:hr",))):  # narrowed: by staff, nobody is in both
+        (tmp_path / ".bindery-acl").write_text(wider)
+        listed = _listed(tmp_path, sources)
+        assert set(listed["hr"].values()) == {hr}
+        assert listed["wiki"]["handbook.md"] == (wider.strip(),)  # the wiki's own files: its to decide
+    (tmp_path / ".bindery-acl").write_text("group:hr\ngroup:staff\n")
+    assert set(_listed(tmp_path, sources)["hr"].values()) == {("group:hr",)}
+    (tmp_path / "hr" / ".bindery-acl").write_text("group:hr\ngroup:exec\n")  # HR's own folder decides
+    assert set(_listed(tmp_path, sources)["hr"].values()) == {("group:hr", "group:exec")}
+
+
+def test_a_file_a_narrower_source_takes_is_not_kept_under_a_folder_the_wider_cannot_read(tmp_path: Path) -> None:
+    """A document under a folder the listing cannot read is kept as it was, unless the source's
+    rules now leave it out: a narrower source taking it is such a rule (it was kept, public)."""
+    from assets.listing import split_gone
+    from connectors.sources.base import SourceEntry
+    from connectors.store import DocumentRecord
+
+    cfg = config_from_dict({"sources": [{"name": "wiki", "root": str(tmp_path)},
+                                        {"name": "hr", "root": str(tmp_path), "include": ["hr/**"],
+                                         "acl": ["group:hr"]}]})
+    docs = {p: DocumentRecord(doc_id=p, source="wiki", external_id=p, uri="", content_hash="h", fingerprint=None,
+                              size=None, acl=["*"], acl_hash="", metadata={}, source_modified_at=None,
+                              first_seen=0.0, last_seen=0.0, changed_at=0.0) for p in ("hr/sub/pay.md", "pub/sub/a.md")}
+    problems = [(SourceEntry(external_id=f"{f}/", uri="", size=0, fingerprint="", modified_at=0.0),
+                 ("unreadable-folder", "x")) for f in ("hr/sub", "pub/sub")]
+    gone, kept = split_gone(cfg.sources[0], docs, set(), problems, cfg.sources)
+    assert [d.external_id for d in gone] == ["hr/sub/pay.md"] and [d.external_id for d in kept] == ["pub/sub/a.md"]

@@ -216,3 +216,30 @@ def test_what_a_link_reaches_in_an_excluded_folder_leaves_search_even_in_a_refus
     assert "delete sweep aborted" in out["errors"]["docs"]
     assert not any(d.startswith("people/proj/secret/") for d in _docs_seen_by(dep, "group:eng", "pangolin salary band"))
     assert dep.cli("verify")["consistent"] is True
+
+
+def test_what_a_narrower_source_now_takes_leaves_the_wider_one_at_once_in_a_refused_sweep(tmp_path: Path) -> None:
+    """An attacker pass's find: adding an HR source over a folder a public source had indexed made
+    the public source's listing shrink past the delete guard, which refused the sweep, and the HR
+    files stayed readable through the public source for as long as it refused."""
+    dep = Deployment(tmp_path)
+    for i in range(7):
+        dep.write(f"hr/pay-{i}.md", f"# Pay {i}\n\nThe zebracorn bonus pool of band {i} is ninety thousand.\n")
+    dep.cli("sync")
+
+    def seen(principal: str) -> set[tuple[str, str]]:
+        r = LiveRetriever(load_config(dep.config_path))
+        try:
+            hits = r.search("zebracorn bonus pool", 10, Filters(principals=(principal,))).hits
+            return {(h.source, h.doc) for h in hits if h.doc.startswith("hr/")}
+        finally:
+            r.close()
+
+    assert ("docs", "hr/pay-0.md") in seen("group:eng")
+    dep.config["sources"].append({"name": "hr", "kind": "local", "root": str(dep.root), "include": ["hr/**"],
+                                  "acl": ["group:hr"]})
+    dep.save()
+    out = dep.cli("sync", expect=1)
+    assert "delete sweep aborted" in out["errors"]["docs"] and "access of 7 documents" in out["errors"]["docs"]
+    assert seen("group:eng") == set()  # withheld at once, though nothing was deleted
+    assert ("hr", "hr/pay-0.md") in seen("group:hr")

@@ -32,6 +32,7 @@ __all__ = [
     "SourceEntry",
     "check_patterns",
     "make_source",
+    "source_filter",
 ]
 
 
@@ -42,7 +43,7 @@ def make_source(cfg: SourceConfig, others: Sequence[SourceConfig] = ()) -> Sourc
     a narrower `acl:` takes is left to it, `narrower_within`). Listing passes them; a source
     made only to read an entry it listed needs none."""
     cfg.check_complete()
-    ceded = [(folder, PathFilter(o.include, o.exclude)) for folder, o in narrower_within(cfg, others)]
+    ceded = _ceded(cfg, others)
     if cfg.kind == "local":
         return LocalFolderSource(cfg, local_guards(cfg, others), ceded=ceded)
     if cfg.kind == "s3":
@@ -50,6 +51,18 @@ def make_source(cfg: SourceConfig, others: Sequence[SourceConfig] = ()) -> Sourc
 
         return S3Source(cfg, ceded=ceded)
     raise ConfigError(f"source {cfg.name!r}: unknown kind {cfg.kind!r}")
+
+
+def _ceded(cfg: SourceConfig, others: Sequence[SourceConfig]) -> list[tuple[str, str, PathFilter]]:
+    return [(strip, above, PathFilter(o.include, o.exclude)) for strip, above, o in narrower_within(cfg, others)]
+
+
+def source_filter(cfg: SourceConfig, others: Sequence[SourceConfig]) -> PathFilter:
+    """The paths the source lists, as its listing filters them: its include minus its exclude,
+    minus what a narrower source over its files takes (`narrower_within`). The listing asks it
+    of documents it could not list (under a folder it cannot read, or in a sweep the delete
+    guard refused): a path now another source's is not kept, and not left readable, here."""
+    return PathFilter(cfg.include, cfg.exclude, _ceded(cfg, others))
 
 
 def __getattr__(name: str) -> Any:

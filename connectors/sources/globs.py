@@ -16,13 +16,14 @@ each one such list: a path is taken when `include` matches it and `exclude` does
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
 
 from pathspec import GitIgnoreSpec
 from pathspec.patterns.gitignore import GitIgnorePatternError
 
-__all__ = ["PathFilter", "check_patterns"]
+__all__ = ["PathFilter", "check_patterns", "include_base"]
 
 
 def check_patterns(patterns: Iterable[str]) -> list[str]:
@@ -44,6 +45,33 @@ def check_patterns(patterns: Iterable[str]) -> list[str]:
     return out
 
 
+def include_base(include: Iterable[str]) -> str:
+    """The folder every path the `include` patterns take lies in ('' for the root, else ending in
+    '/'): the literal folders the patterns share before their first wildcard. `["hr/**"]` and
+    `["hr/*.md", "hr/exec/"]` give 'hr/'; a pattern with no inner `/` (`*.md`) matches at any
+    depth and gives ''. A negation takes nothing and is left out."""
+    bases: list[list[str]] = []
+    for p in include:
+        if p.startswith("!"):
+            continue
+        body = p.strip().lstrip("/")
+        if "/" not in body.rstrip("/") and not p.strip().startswith("/"):  # any depth (`hr/`: any folder hr)
+            return ""
+        parts = body.rstrip("/").split("/")
+        literal = list(itertools.takewhile(lambda seg: not any(ch in seg for ch in "*?[\\"), parts))
+        if literal == parts and not body.endswith("/"):
+            literal = literal[:-1]  # a file's own name is not a folder
+        bases.append(literal)
+    if not bases:
+        return ""
+    common: list[str] = []
+    for segs in zip(*bases, strict=False):
+        if any(x != segs[0] for x in segs):
+            break
+        common.append(segs[0])
+    return "".join(f"{seg}/" for seg in common)
+
+
 class PathFilter:
     """`include` minus `exclude`, tested against a relative POSIX path.
 
@@ -52,11 +80,11 @@ class PathFilter:
     """
 
     def __init__(self, include: Iterable[str] = ("**/*",), exclude: Iterable[str] = (),
-                 ceded: Iterable[tuple[str, PathFilter]] = ()) -> None:
-        """`ceded`: (its folder relative to this root, '' or ending in '/'; its own filter) for
-        each source at or inside this one's folder whose `acl` lets in fewer
-        (`connectors.config.narrower_within`): a path such a source takes is theirs, never this
-        source's, whatever this source's rules say."""
+                 ceded: Iterable[tuple[str, str, PathFilter]] = ()) -> None:
+        """`ceded`: for each source over this one's files whose `acl` lets in fewer
+        (`connectors.config.narrower_within`), how a path here becomes one of its paths (a
+        prefix to strip, one to put before it) and its own filter: a path such a source takes is
+        theirs, never this source's, whatever this source's rules say."""
         inc, exc = check_patterns(include), check_patterns(exclude)
         self._include = GitIgnoreSpec.from_lines(inc) if inc else None
         self._exclude = GitIgnoreSpec.from_lines(exc) if exc else None
@@ -77,7 +105,7 @@ class PathFilter:
         listed there alone, so the narrow acl protects them whatever globs the two sources hold
         (a same-folder source with `include: [hr/**]`, or an exclude of `hr/` taken back by
         `!*.md`, left them readable through the wider source)."""
-        return any(path.startswith(folder) and own(path[len(folder):]) for folder, own in self._ceded)
+        return any(path.startswith(strip) and own(above + path[len(strip):]) for strip, above, own in self._ceded)
 
     def excludes_folder(self, folder: str) -> bool:
         """Whether the exclude rules leave out the files of `folder` (relative, no trailing

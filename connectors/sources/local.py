@@ -55,7 +55,7 @@ from connectors.acl import PUBLIC_ACL, SIDECAR, Acl
 from connectors.config import SourceConfig
 from connectors.errors import ConfigError, SourceError, TooLarge, UnreadableAcl
 from connectors.sources.base import SourceEntry
-from connectors.sources.globs import PathFilter
+from connectors.sources.globs import PathFilter, include_base
 
 __all__ = ["ACL_SIDECAR", "PUBLIC_ACL", "LocalFolderSource", "local_guards"]
 
@@ -89,7 +89,7 @@ class LocalFolderSource:
     needs_describe = False  # list() already carries ACLs; describe() is the identity
 
     def __init__(self, cfg: SourceConfig, guards: Sequence[tuple[str, Acl]] = (), *,
-                 ceded: Sequence[tuple[str, PathFilter]] = ()) -> None:
+                 ceded: Sequence[tuple[str, str, PathFilter]] = ()) -> None:
         """`guards`: (real root, default ACL) of the other local sources (`local_guards`);
         `ceded`: the narrower sources inside this one (`PathFilter`)."""
         if cfg.kind != "local" or not cfg.root:
@@ -100,6 +100,7 @@ class LocalFolderSource:
         self.root = Path(cfg.root).absolute()
         self.max_bytes = int(cfg.max_file_mb * 1024 * 1024)
         self._filter = PathFilter(cfg.include, cfg.exclude, ceded)
+        self._acl_base = include_base(cfg.include)  # where sidecars stop only narrowing (`_decides`)
         self._default_acl = acls.source_default(cfg)
         self.follow_external = cfg.follow_external_symlinks
         self._real_root = os.path.realpath(self.root)
@@ -138,18 +139,26 @@ class LocalFolderSource:
 
     def _acl_of_target(self, real_dir: str) -> Acl:
         """The ACL that governs a folder inside the root by its real location: the nearest
-        sidecar from it up to the root, else the source's default. A symlink inside the root
-        is narrowed by it (`_link_acl`): otherwise anyone who may write a link in a public
-        folder publishes a private file."""
+        sidecar from it up to the root, else the source's default (those above the source's
+        include base only narrow, `_decides`). A symlink inside the root is narrowed by it
+        (`_link_acl`): otherwise anyone who may write a link in a public folder publishes a
+        private file."""
+        acl = self._root_acl or self._default_acl
+        above: list[Acl] = []  # sidecars above the include base met on the way up: each narrows
         current = real_dir
         while True:
             sidecar = os.path.join(current, ACL_SIDECAR)
             if os.path.lexists(sidecar):
                 rel = os.path.relpath(current, self._real_root)
                 rel_dir = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-                return self._read_sidecar(sidecar, rel_dir, governs=rel_dir)
+                found = self._read_sidecar(sidecar, rel_dir, governs=rel_dir)
+                if not self._above_base(rel_dir):  # at or below the include base: it decides
+                    return found
+                above.append(found)
             if current == self._real_root or not current.startswith(self._real_root + os.sep):
-                return self._root_acl or self._default_acl
+                for a in above:
+                    acl = acls.narrow(acl, a)
+                return acl
             current = os.path.dirname(current)
 
     def _sidecar_outside(self, real_dir: str) -> Acl | None:
@@ -302,10 +311,24 @@ class LocalFolderSource:
         for de in entries:
             if de.name == ACL_SIDECAR:
                 try:
-                    return self._read_sidecar(de.path, rel_dir, governs=rel_dir)
+                    found = self._read_sidecar(de.path, rel_dir, governs=rel_dir)
                 except UnreadableAcl as e:
                     return self._unreadable(e)
+                return self._decides(rel_dir, found, inherited)
         return inherited
+
+    def _decides(self, rel_dir: str, sidecar: Acl, inherited: Acl) -> Acl:
+        """A sidecar's ACL for the files below it: its own, or, in a folder above every path
+        the source's include takes (the root a source that takes `hr/**` shares with a wider
+        one), the inherited ACL narrowed by it, as a sidecar above the root does: the wider
+        source's sidecar there (`group:staff`, even `*`) replaced `acl: [group:hr]` on the HR
+        files, and anyone who could write the shared root decided who reads them."""
+        return acls.narrow(inherited, sidecar) if self._above_base(rel_dir) else sidecar
+
+    def _above_base(self, rel_dir: str) -> bool:
+        """Whether a folder (relative to the root, '' or ending in '/') lies above every path the
+        source's include takes."""
+        return rel_dir != self._acl_base and self._acl_base.startswith(rel_dir)
 
     def _link_acl(self, de: os.DirEntry[str], st: os.stat_result, acl: Acl) -> Acl:
         """A followed symlink's ACL: the link's folder's, narrowed by its target's (inside the

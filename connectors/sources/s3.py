@@ -114,7 +114,7 @@ class S3Source:
         connect_timeout: float = 5.0,
         read_timeout: float | None = None,
         max_attempts: int | None = None,
-        ceded: Sequence[tuple[str, PathFilter]] = (),
+        ceded: Sequence[tuple[str, str, PathFilter]] = (),
     ) -> None:
         """`ceded`: the narrower sources inside this one (`PathFilter`)."""
         if cfg.kind != "s3" or not cfg.bucket:
