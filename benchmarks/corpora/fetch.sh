@@ -12,7 +12,7 @@ set -euo pipefail
 dest=${1:-$HOME/.cache/bench-corpora}
 shift || true
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands pdf_docs mail_ham man_pages docbook_faq info_manuals)
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$dest"
@@ -104,6 +104,9 @@ for set in "${sets[@]}"; do
       x=$(fetch "${pv%%=*}" "${pv#*=}")
       find "$x/usr/share/info" -maxdepth 1 -name '*.info*' -type f -exec cp {} "$dest/$set/" \;
     done ;;
+  glib_api)  # GLib 2.74's API reference, gtk-doc HTML (100 pages, its symbol indexes included)
+    x=$(fetch libglib2.0-doc 2.74.6-2+deb12u9); fresh $set
+    cp "$x/usr/share/gtk-doc/html/glib/"*.html "$dest/$set/" ;;
   *) echo "unknown set: $set" >&2; exit 2 ;;
   esac
   echo "$set: $(find "$dest/$set" -type f | wc -l) files -> $dest/$set"
