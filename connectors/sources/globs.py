@@ -97,13 +97,13 @@ class PathFilter:
 
     def excludes(self, path: str) -> bool:
         """Whether the exclude rules (the include rules aside) leave out `path`, or a narrower
-        source inside this one takes it."""
+        source over this one's files takes it."""
         return (self._exclude is not None and self._exclude.match_file(path)) or self.cedes(path)
 
     def cedes(self, path: str) -> bool:
-        """Whether a source inside this one with a narrower `acl` takes `path`: its files are
-        listed there alone, so the narrow acl protects them whatever globs the two sources hold
-        (a same-folder source with `include: [hr/**]`, or an exclude of `hr/` taken back by
+        """Whether a source with a narrower `acl` over this one's files takes `path`: its files
+        are listed there alone, so the narrow acl protects them whatever globs the two sources
+        hold (a same-folder source with `include: [hr/**]`, or an exclude of `hr/` taken back by
         `!*.md`, left them readable through the wider source)."""
         return any(path.startswith(strip) and own(above + path[len(strip):]) for strip, above, own in self._ceded)
 

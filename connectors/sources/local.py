@@ -21,7 +21,9 @@ a link can never republish a private file under a public folder's ACL, nor show 
 private path) to the readers of a public target; below a followed folder link, the link's folder
 caps every sidecar met (`_walk_dir`'s `ceiling`). The nearest
 sidecar *above* the root narrows the source's default (a source rooted inside a protected tree
-cannot publish it), and a followed external symlink is narrowed by the sidecar nearest its
+cannot publish it), and so does one inside the root but above every path the source's include
+takes (`include_base`: the root an `include: [hr/**]` source shares with a wider one belongs to
+the wider one's editors, `_decides`), and a followed external symlink is narrowed by the sidecar nearest its
 target and by the `acl:` of every other local source whose root holds the target (`guards`: a
 link into a sibling source's root must not list its files under this source's wider ACL).
 `metadata["acl_from"]` says where an ACL came from.
@@ -91,7 +93,7 @@ class LocalFolderSource:
     def __init__(self, cfg: SourceConfig, guards: Sequence[tuple[str, Acl]] = (), *,
                  ceded: Sequence[tuple[str, str, PathFilter]] = ()) -> None:
         """`guards`: (real root, default ACL) of the other local sources (`local_guards`);
-        `ceded`: the narrower sources inside this one (`PathFilter`)."""
+        `ceded`: what narrower sources over this one's files take (`PathFilter`)."""
         if cfg.kind != "local" or not cfg.root:
             raise ConfigError(f"source {cfg.name!r}: LocalFolderSource needs kind local and a root")
         self.name = cfg.name

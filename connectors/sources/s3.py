@@ -116,7 +116,7 @@ class S3Source:
         max_attempts: int | None = None,
         ceded: Sequence[tuple[str, str, PathFilter]] = (),
     ) -> None:
-        """`ceded`: the narrower sources inside this one (`PathFilter`)."""
+        """`ceded`: what narrower sources over this one's files take (`PathFilter`)."""
         if cfg.kind != "s3" or not cfg.bucket:
             raise ConfigError(f"source {cfg.name!r}: S3Source needs kind s3 and a bucket")
         if not 1 <= page_size <= 1000:
