@@ -550,6 +550,15 @@ class BinderyConfig(_Strict):
     # sha256 of the file's bytes as they were loaded: what a run started elsewhere compares
     # (assets.pipeline.same_configuration), not the file as it is by then
     _loaded_digest: str | None = PrivateAttr(default=None)
+    # the file as named (not resolved): what a follower watches. Kubernetes mounts a ConfigMap as
+    # a symlink into a timestamped folder it replaces on every update, so the resolved path
+    # vanished with the first edit and the query service never reloaded again
+    _given_path: str | None = PrivateAttr(default=None)
+
+    @property
+    def watched_path(self) -> str | None:
+        """The configuration file to watch for edits (`query_service.retrieval.LiveRetriever`)."""
+        return self._given_path or self.config_path
 
     @property
     def loaded_digest(self) -> str | None:
@@ -689,31 +698,31 @@ def _check_nested_sources(sources: list[SourceConfig]) -> None:
 
 
 def narrower_within(source: SourceConfig, sources: Sequence[SourceConfig]) -> list[tuple[str, str, SourceConfig]]:
-    """The sources of the same store whose `acl` lets in fewer and whose files lie at or inside
-    the folder `source` takes from (each source's folder: its root or prefix, then the folders
-    its include names, `include_base`): the files they take are listed by them alone
-    (`PathFilter`'s `ceded`). Each comes with how a path of `source` becomes one of theirs: a
-    prefix to strip (they are rooted deeper) and one to put before it (they are rooted above and
-    reach in by their include). The deeper source decides, as for a public folder inside a
-    staff-only tree: a wider source inside cedes nothing to the one around it. Two sources that
-    take from one folder, each letting in someone the other does not, both cede: a file both
-    take is listed by neither (closed rather than open to either's readers)."""
-    from connectors.sources.globs import include_base
-
+    """The sources of the same store over `source`'s files (a root or prefix at, inside or
+    above its own) whose `acl` lets in fewer: the files they take are listed by them alone
+    (`PathFilter`'s `ceded`), whatever globs hide the overlap. Each comes with how a path of
+    `source` becomes one of theirs: a prefix to strip (rooted deeper) and one to put before it
+    (rooted above, reaching in by their include). One exception, as documented: a source rooted
+    strictly inside a plain tree (one whose include is the default: everything) is a wider folder
+    the operator carved out of it on purpose (a public folder in a staff-only tree), and cedes
+    nothing to the tree around it. Two sources over one folder, each letting in someone the
+    other does not, both cede: a file both take is listed by neither (closed rather than open)."""
     store, root = _location(source)
-    mine = root + include_base(source.include)
     out: list[tuple[str, str, SourceConfig]] = []
     for other in sources:
         where, theirs = _location(other)
         if other.name == source.name or where != store or not _grants_more(source.acl, other.acl):
             continue
-        if not (theirs + include_base(other.include)).startswith(mine):
-            continue
         if theirs.startswith(root):
             out.append((theirs[len(root):], "", other))
-        elif root.startswith(theirs):
+        elif root.startswith(theirs) and not _takes_everything(other.include):
             out.append(("", root[len(theirs):], other))
     return out
+
+
+def _takes_everything(include: list[str]) -> bool:
+    """Whether an include list is the default's (every file), not a choice of some."""
+    return not include or any(p.strip() in ("**/*", "**", "*", "/**", "/**/*") for p in include)
 
 
 def _grants_more(outer: list[str] | None, inner: list[str] | None) -> bool:
@@ -817,6 +826,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> BinderyConfig:
         raise ConfigError(f"{p}: expected a mapping at the top level, got {type(raw).__name__}")
     cfg = config_from_dict(raw, p.resolve().parent)
     cfg.config_path = str(p.resolve())
+    cfg._given_path = str(p.absolute())
     cfg._loaded_digest = digest
     return cfg
 

@@ -545,7 +545,7 @@ class LiveRetriever:
         # ((binding version, generation), when to try again) of a generation that failed to open
         self._failed: tuple[tuple[int, int], float] | None = None
         self._stop = threading.Event()
-        self._settings_stamp = _stamp(cfg.config_path)
+        self._settings_stamp = _stamp(cfg.watched_path)
         try:
             self.refresh()
         except _StoreUnreadable as e:  # at startup the caller sees the store's own error
@@ -607,18 +607,18 @@ class LiveRetriever:
         `auth`, `allowed_hosts` and the request limits) from the configuration file when it
         changed; True when they were taken. A file that no longer loads keeps the settings in
         use, said once in the log: the operator's edit did not take."""
-        stamp = _stamp(self.cfg.config_path)
+        stamp = _stamp(self.cfg.watched_path)
         if stamp is None or stamp == self._settings_stamp:
             return False
         self._settings_stamp = stamp
         try:
-            new = load_config(self.cfg.config_path).query
+            new = load_config(self.cfg.watched_path).query
         except BinderyError as e:
-            log.warning("%s no longer loads; the query settings in use stay: %s", self.cfg.config_path, e)
+            log.warning("%s no longer loads; the query settings in use stay: %s", self.cfg.watched_path, e)
             return False
         bound = {k: getattr(self.cfg.query, k) for k in _BOUND_AT_STARTUP}
         self.cfg = self.cfg.model_copy(update={"query": new.model_copy(update=bound)})
-        log.info("query settings reloaded from %s", self.cfg.config_path)
+        log.info("query settings reloaded from %s", self.cfg.watched_path)
         return True
 
     def _follow(self) -> None:

@@ -341,3 +341,40 @@ def test_a_file_a_narrower_source_takes_is_not_kept_under_a_folder_the_wider_can
                  ("unreadable-folder", "x")) for f in ("hr/sub", "pub/sub")]
     gone, kept = split_gone(cfg.sources[0], docs, set(), problems, cfg.sources)
     assert [d.external_id for d in gone] == ["hr/sub/pay.md"] and [d.external_id for d in kept] == ["pub/sub/a.md"]
+
+
+@pytest.mark.parametrize("hr_include", [["docs/hr/**", "payroll/**"], ["hr/"], ["**/salaries*"]])
+def test_a_narrower_source_is_ceded_to_whatever_its_include_looks_like(tmp_path: Path, hr_include: list[str]) -> None:
+    """From review: the first cut compared one folder per source, the prefix its include patterns
+    share, and several folders (`docs/hr/**` and `payroll/**`), or a pattern at any depth (`hr/`,
+    `**/salaries*`), gave none: a wiki taking `docs/**` listed the salaries publicly."""
+    (tmp_path / "docs" / "hr").mkdir(parents=True)
+    (tmp_path / "docs" / "hr" / "salaries.md").write_text("x")
+    (tmp_path / "docs" / "guide.md").write_text("x")
+    cfg = config_from_dict({"sources": [{"name": "wiki", "root": str(tmp_path), "include": ["docs/**"]},
+                                        {"name": "hr", "root": str(tmp_path), "include": hr_include,
+                                         "acl": ["group:hr"]}]})
+    from connectors.sources import make_source
+
+    listed = {s.name: {e.external_id: e.acl for e in make_source(s, cfg.sources).list()} for s in cfg.sources}
+    assert listed["wiki"] == {"docs/guide.md": ("*",)}
+    assert listed["hr"] == {"docs/hr/salaries.md": ("group:hr",)}
+    (tmp_path / ".bindery-acl").write_text("*\n")  # the shared root's sidecar: the wiki's, never HR's
+    assert {e.external_id: e.acl for e in make_source(cfg.sources[1], cfg.sources).list()} == {
+        "docs/hr/salaries.md": ("group:hr",)}
+
+
+def test_a_sidecar_in_a_narrower_sources_own_folders_still_decides(tmp_path: Path) -> None:
+    """The rule that a sidecar in a folder a wider source shares only narrows leaves the narrow
+    source's own folders alone: HR publishing a benefits folder (`*`) in its nested tree, which
+    the wiki excludes, stays public as written."""
+    (tmp_path / "hr" / "benefits").mkdir(parents=True)
+    (tmp_path / "hr" / "benefits" / "dental.md").write_text("x")
+    (tmp_path / "hr" / "benefits" / ".bindery-acl").write_text("*\n")
+    (tmp_path / ".bindery-acl").write_text("group:staff\n")  # the wiki's, above HR's root
+    cfg = config_from_dict({"sources": [{"name": "wiki", "root": str(tmp_path), "exclude": ["hr/"]},
+                                        {"name": "hr", "root": str(tmp_path / "hr"), "acl": ["group:hr"]}]})
+    from connectors.sources import make_source
+
+    assert {e.external_id: e.acl for e in make_source(cfg.sources[1], cfg.sources).list()} == {
+        "benefits/dental.md": ("*",)}

@@ -379,3 +379,31 @@ def test_the_service_follows_query_settings_edited_in_the_file(tmp_path: Path,
         assert not r.follow_settings() and "settings in use stay" in caplog.text
         assert r.cfg.query.k == 3 and len(c.post("/search", json=ask).json()["hits"]) == 3
     r.close()
+
+
+def test_the_settings_follow_a_configmap_style_symlink_swap(tmp_path: Path) -> None:
+    """From review: Kubernetes mounts a ConfigMap as `bindery.yaml -> ..data/bindery.yaml` with
+    `..data` a link to a timestamped folder it replaces (and deletes) on every update; the service
+    watched the resolved path, which vanished with the first update."""
+    import os
+
+    import yaml
+
+    dep = Deployment(tmp_path / "dep")
+    dep.cli("sync")
+    mount = tmp_path / "etc"
+    (mount / "..2026_01").mkdir(parents=True)
+    (mount / "..2026_01" / "bindery.yaml").write_text(yaml.safe_dump(dep.config))
+    os.symlink("..2026_01", mount / "..data")
+    os.symlink("..data/bindery.yaml", mount / "bindery.yaml")
+    r = LiveRetriever(load_config(mount / "bindery.yaml"), follow=False)
+    try:
+        (mount / "..2026_02").mkdir()
+        (mount / "..2026_02" / "bindery.yaml").write_text(yaml.safe_dump({**dep.config, "query": {"k": 4}}))
+        os.symlink("..2026_02", mount / "..data_tmp")
+        os.replace(mount / "..data_tmp", mount / "..data")  # what kubelet does, atomically
+        (mount / "..2026_01" / "bindery.yaml").unlink()
+        (mount / "..2026_01").rmdir()
+        assert r.follow_settings() and r.cfg.query.k == 4
+    finally:
+        r.close()

@@ -10,7 +10,7 @@ local listings carry them already (`describe()` is the identity there).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from connectors.config import SourceConfig, narrower_within
@@ -45,7 +45,7 @@ def make_source(cfg: SourceConfig, others: Sequence[SourceConfig] = ()) -> Sourc
     cfg.check_complete()
     ceded = _ceded(cfg, others)
     if cfg.kind == "local":
-        return LocalFolderSource(cfg, local_guards(cfg, others), ceded=ceded)
+        return LocalFolderSource(cfg, local_guards(cfg, others), ceded=ceded, shared=_shared(cfg, others))
     if cfg.kind == "s3":
         from connectors.sources.s3 import S3Source
 
@@ -55,6 +55,35 @@ def make_source(cfg: SourceConfig, others: Sequence[SourceConfig] = ()) -> Sourc
 
 def _ceded(cfg: SourceConfig, others: Sequence[SourceConfig]) -> list[tuple[str, str, PathFilter]]:
     return [(strip, above, PathFilter(o.include, o.exclude)) for strip, above, o in narrower_within(cfg, others)]
+
+
+def _shared(cfg: SourceConfig, others: Sequence[SourceConfig]) -> list[Callable[[str], bool]]:
+    """For each wider source that leaves files to `cfg` (`narrower_within`): whether a `.bindery-acl`
+    in a folder of `cfg`'s (relative to its root, '' or ending in '/') governs that source's files
+    too, so that for `cfg` it only narrows (`LocalFolderSource._decides`): the wider source walks
+    through the folder, does not exclude it whole, and `cfg` does not take everything below it
+    (then the wider source has nothing there). A sidecar in the root an `include: [hr/**]` source
+    shares with a wiki is the wiki's too; one in `hr/`, all of whose files HR takes, is HR's."""
+    own = PathFilter(cfg.include, cfg.exclude)
+
+    def owns_all(folder: str) -> bool:  # asked with names no pattern names, one level and two down
+        return own(f"{folder}\x00probe") and own(f"{folder}\x00d/\x00probe")
+
+    found: list[Callable[[str], bool]] = []
+    for wider in others:
+        for strip, above, narrower in narrower_within(wider, others):
+            if narrower.name != cfg.name:
+                continue
+            walks = PathFilter(wider.include, wider.exclude)
+
+            def shares(folder: str, walks: PathFilter = walks, strip: str = strip, above: str = above) -> bool:
+                if folder.startswith(above):  # the wider source's root is at or above the folder
+                    inside = f"{strip}{folder[len(above):]}".rstrip("/")
+                    return not (inside and walks.excludes_folder(inside)) and not owns_all(folder)
+                return above.startswith(folder) and not owns_all(folder)  # its root lies below the folder
+
+            found.append(shares)
+    return found
 
 
 def source_filter(cfg: SourceConfig, others: Sequence[SourceConfig]) -> PathFilter:

@@ -16,14 +16,13 @@ each one such list: a path is taken when `include` matches it and `exclude` does
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterable
 
 from pathspec import GitIgnoreSpec
 from pathspec.patterns.gitignore import GitIgnorePatternError
 
-__all__ = ["PathFilter", "check_patterns", "include_base"]
+__all__ = ["PathFilter", "check_patterns"]
 
 
 def check_patterns(patterns: Iterable[str]) -> list[str]:
@@ -43,33 +42,6 @@ def check_patterns(patterns: Iterable[str]) -> list[str]:
                    if p.startswith("#") else "it names no path: '/' alone, or a '[' without its ']'")
             raise ValueError(f"glob pattern {p!r} matches nothing in .gitignore syntax ({why})")
     return out
-
-
-def include_base(include: Iterable[str]) -> str:
-    """The folder every path the `include` patterns take lies in ('' for the root, else ending in
-    '/'): the literal folders the patterns share before their first wildcard. `["hr/**"]` and
-    `["hr/*.md", "hr/exec/"]` give 'hr/'; a pattern with no inner `/` (`*.md`) matches at any
-    depth and gives ''. A negation takes nothing and is left out."""
-    bases: list[list[str]] = []
-    for p in include:
-        if p.startswith("!"):
-            continue
-        body = p.strip().lstrip("/")
-        if "/" not in body.rstrip("/") and not p.strip().startswith("/"):  # any depth (`hr/`: any folder hr)
-            return ""
-        parts = body.rstrip("/").split("/")
-        literal = list(itertools.takewhile(lambda seg: not any(ch in seg for ch in "*?[\\"), parts))
-        if literal == parts and not body.endswith("/"):
-            literal = literal[:-1]  # a file's own name is not a folder
-        bases.append(literal)
-    if not bases:
-        return ""
-    common: list[str] = []
-    for segs in zip(*bases, strict=False):
-        if any(x != segs[0] for x in segs):
-            break
-        common.append(segs[0])
-    return "".join(f"{seg}/" for seg in common)
 
 
 class PathFilter:

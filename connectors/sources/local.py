@@ -21,9 +21,9 @@ a link can never republish a private file under a public folder's ACL, nor show 
 private path) to the readers of a public target; below a followed folder link, the link's folder
 caps every sidecar met (`_walk_dir`'s `ceiling`). The nearest
 sidecar *above* the root narrows the source's default (a source rooted inside a protected tree
-cannot publish it), and so does one inside the root but above every path the source's include
-takes (`include_base`: the root an `include: [hr/**]` source shares with a wider one belongs to
-the wider one's editors, `_decides`), and a followed external symlink is narrowed by the sidecar nearest its
+cannot publish it), and so does one in a folder a wider source lists files from too (the root an
+`include: [hr/**]` source shares with a wiki belongs to the wiki's editors as well, `_decides`),
+and a followed external symlink is narrowed by the sidecar nearest its
 target and by the `acl:` of every other local source whose root holds the target (`guards`: a
 link into a sibling source's root must not list its files under this source's wider ACL).
 `metadata["acl_from"]` says where an ACL came from.
@@ -48,7 +48,7 @@ import hashlib
 import logging
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -57,7 +57,7 @@ from connectors.acl import PUBLIC_ACL, SIDECAR, Acl
 from connectors.config import SourceConfig
 from connectors.errors import ConfigError, SourceError, TooLarge, UnreadableAcl
 from connectors.sources.base import SourceEntry
-from connectors.sources.globs import PathFilter, include_base
+from connectors.sources.globs import PathFilter
 
 __all__ = ["ACL_SIDECAR", "PUBLIC_ACL", "LocalFolderSource", "local_guards"]
 
@@ -91,9 +91,11 @@ class LocalFolderSource:
     needs_describe = False  # list() already carries ACLs; describe() is the identity
 
     def __init__(self, cfg: SourceConfig, guards: Sequence[tuple[str, Acl]] = (), *,
-                 ceded: Sequence[tuple[str, str, PathFilter]] = ()) -> None:
+                 ceded: Sequence[tuple[str, str, PathFilter]] = (),
+                 shared: Sequence[Callable[[str], bool]] = ()) -> None:
         """`guards`: (real root, default ACL) of the other local sources (`local_guards`);
-        `ceded`: what narrower sources over this one's files take (`PathFilter`)."""
+        `ceded`: what narrower sources over this one's files take (`PathFilter`); `shared`: for
+        each wider source that leaves files to this one, whether it lists files in a folder."""
         if cfg.kind != "local" or not cfg.root:
             raise ConfigError(f"source {cfg.name!r}: LocalFolderSource needs kind local and a root")
         self.name = cfg.name
@@ -102,7 +104,7 @@ class LocalFolderSource:
         self.root = Path(cfg.root).absolute()
         self.max_bytes = int(cfg.max_file_mb * 1024 * 1024)
         self._filter = PathFilter(cfg.include, cfg.exclude, ceded)
-        self._acl_base = include_base(cfg.include)  # where sidecars stop only narrowing (`_decides`)
+        self._shared = tuple(shared)  # folders a wider source lists too: their sidecars only narrow
         self._default_acl = acls.source_default(cfg)
         self.follow_external = cfg.follow_external_symlinks
         self._real_root = os.path.realpath(self.root)
@@ -141,12 +143,12 @@ class LocalFolderSource:
 
     def _acl_of_target(self, real_dir: str) -> Acl:
         """The ACL that governs a folder inside the root by its real location: the nearest
-        sidecar from it up to the root, else the source's default (those above the source's
-        include base only narrow, `_decides`). A symlink inside the root is narrowed by it
+        sidecar from it up to the root, else the source's default (those in folders a wider source
+        lists files from too only narrow, `_decides`). A symlink inside the root is narrowed by it
         (`_link_acl`): otherwise anyone who may write a link in a public folder publishes a
         private file."""
         acl = self._root_acl or self._default_acl
-        above: list[Acl] = []  # sidecars above the include base met on the way up: each narrows
+        above: list[Acl] = []  # sidecars of folders a wider source shares, met on the way up: each narrows
         current = real_dir
         while True:
             sidecar = os.path.join(current, ACL_SIDECAR)
@@ -154,7 +156,7 @@ class LocalFolderSource:
                 rel = os.path.relpath(current, self._real_root)
                 rel_dir = "" if rel == "." else rel.replace(os.sep, "/") + "/"
                 found = self._read_sidecar(sidecar, rel_dir, governs=rel_dir)
-                if not self._above_base(rel_dir):  # at or below the include base: it decides
+                if not self._is_shared(rel_dir):  # a folder of this source's alone: it decides
                     return found
                 above.append(found)
             if current == self._real_root or not current.startswith(self._real_root + os.sep):
@@ -320,17 +322,17 @@ class LocalFolderSource:
         return inherited
 
     def _decides(self, rel_dir: str, sidecar: Acl, inherited: Acl) -> Acl:
-        """A sidecar's ACL for the files below it: its own, or, in a folder above every path
-        the source's include takes (the root a source that takes `hr/**` shares with a wider
-        one), the inherited ACL narrowed by it, as a sidecar above the root does: the wider
-        source's sidecar there (`group:staff`, even `*`) replaced `acl: [group:hr]` on the HR
-        files, and anyone who could write the shared root decided who reads them."""
-        return acls.narrow(inherited, sidecar) if self._above_base(rel_dir) else sidecar
+        """A sidecar's ACL for the files below it: its own, or, in a folder a wider source also
+        lists files from (the root an `include: [hr/**]` source shares with a wiki), the
+        inherited ACL narrowed by it, as a sidecar above the root does: the wiki's sidecar there
+        (`group:staff`, even `*`) replaced `acl: [group:hr]` on the HR files, and anyone who
+        could write the shared root decided who reads them."""
+        return acls.narrow(inherited, sidecar) if self._is_shared(rel_dir) else sidecar
 
-    def _above_base(self, rel_dir: str) -> bool:
-        """Whether a folder (relative to the root, '' or ending in '/') lies above every path the
-        source's include takes."""
-        return rel_dir != self._acl_base and self._acl_base.startswith(rel_dir)
+    def _is_shared(self, rel_dir: str) -> bool:
+        """Whether a wider source lists files directly in a folder (relative to the root, '' or
+        ending in '/') too; with no such source (the usual case) no folder is."""
+        return any(lists(rel_dir) for lists in self._shared)
 
     def _link_acl(self, de: os.DirEntry[str], st: os.stat_result, acl: Acl) -> Acl:
         """A followed symlink's ACL: the link's folder's, narrowed by its target's (inside the
