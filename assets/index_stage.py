@@ -45,7 +45,7 @@ from assets.parse_stage import good_parse_ids, parse_key
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.embedder import from_bytes
-from connectors.errors import IndexError_
+from connectors.errors import IndexUnreadable
 from connectors.generations import drop_generation_files, publish, writer_lock
 from connectors.identity import short_hash, text_hash
 from connectors.indexes.base import IndexRecord
@@ -347,7 +347,7 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
                 if kept:
                     now, counts = _write(rt, g, source_name, docs, state, plan, recs)
                     gstats.update(_totals(counts))
-        except IndexError_ as e:
+        except IndexUnreadable as e:  # damaged files; a lock, an engine down or a failed write stays fatal
             if writing:  # what this run builds or serves: the run fails, saying why
                 raise
             # a generation only kept up to date (the previous one, for a rollback) whose index

@@ -417,9 +417,11 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, s
                f"reach it: {why}; `bindery verify --repair` rebuilds it from the store"
                for name, why in stats.unwritable.items()]
     for line in damaged:
-        rt.store.set_source_error(src, line)
         rt.store.add_event("index-unwritable", line, source=src)
         context.log.warning(f"{context.partition_key}: {line}")
+    if damaged:  # beside the reason set above, if any: one error row holds every line
+        said = [nothing] if nothing and (live is None or wrote_live) else []
+        rt.store.set_source_error(src, "; ".join(said + damaged))
     if live is None or not wrote_live:
         context.log.info(f"{context.partition_key}: the live index was not written (this run wrote "
                          f"{', '.join(g.name for g in gens)}): vector_index and keyword_index are not materialised")

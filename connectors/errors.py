@@ -140,6 +140,11 @@ class IndexError_(BinderyError):  # noqa: N801 - avoid shadowing the builtin Ind
     reason = "index"
 
 
+class IndexUnreadable(IndexError_):
+    """An embedded index's files cannot be opened (damaged, truncated): `bindery verify --repair`
+    rebuilds it from the store. Not a lock, an outage or a failed write: those stay IndexError_."""
+
+
 class BindingError(BinderyError):
     reason = "binding"
 

@@ -16,7 +16,7 @@ from typing import Any
 from assets.index_stage import run_index
 from assets.runtime import Runtime
 from connectors.config import BinderyConfig
-from connectors.errors import IndexError_
+from connectors.errors import IndexUnreadable
 from connectors.generations import GenerationPaths, is_embedded, open_writer, publish, vector_engine, writer_lock
 from connectors.lifecycle import RETAINED
 from connectors.store import DocumentStore, GenerationRecord
@@ -53,7 +53,7 @@ def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) ->
         acls = expected_acls(store, g.record)
         try:
             problems: dict[str, Any] = _index_problems(cfg, g.record, acls)
-        except IndexError_ as e:  # a damaged index (a truncated file): unreadable, so rebuilt whole
+        except IndexUnreadable as e:  # a damaged file: nothing to count, so rebuilt whole
             problems = {"unreadable": str(e)}
         indexes_ok = not any(problems.values())
         problems["missing_snapshots"] = missing_snapshots(g.record)
@@ -73,7 +73,7 @@ def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) ->
 
 def _index_problems(cfg: BinderyConfig, gen: GenerationRecord, acls: dict[str, tuple[str, ...]]) -> dict[str, Any]:
     """How the generation's two working indexes differ from the store (all zero: consistent);
-    IndexError_ when one cannot even be opened."""
+    IndexUnreadable when one's files cannot even be opened (a lock, an engine down, raise as before)."""
     expected = set(acls)
     with writer_lock(cfg, gen.name):
         pair = open_writer(cfg, gen, None)

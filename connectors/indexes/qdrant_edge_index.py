@@ -23,7 +23,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from connectors.errors import IndexError_, QueryError
+from connectors.errors import IndexError_, IndexUnreadable, QueryError
 from connectors.identity import point_id
 from connectors.indexes.base import FILTER_FIELDS, PUBLIC, Filters, IndexRecord, ScoredId
 
@@ -64,7 +64,7 @@ class QdrantEdgeIndex:
             if _exists(self.path):
                 self.shard = qe.EdgeShard.load(str(self.path))
         except Exception as e:  # the WAL is locked by another process, or the shard is damaged
-            raise IndexError_(f"cannot open vector index at {path}: {e}") from e
+            raise IndexUnreadable(f"cannot open vector index at {path}: {e}") from e
         if dim is not None:
             self.ensure(dim)
 

@@ -62,7 +62,7 @@ from typing import Self
 import tantivy
 
 from connectors.analysis import IDENT_BOOST, identifiers, proximity_pairs, sanitize_query
-from connectors.errors import IndexError_, QueryError
+from connectors.errors import IndexError_, IndexUnreadable, QueryError
 from connectors.indexes.base import PUBLIC, Filters, IndexRecord, ScoredId, SearchLevel
 
 __all__ = ["IDENT_BOOST", "TantivyIndex", "build_schema"]
@@ -150,7 +150,7 @@ class TantivyIndex:
                 self.path.mkdir(parents=True, exist_ok=True)
                 index = tantivy.Index(build_schema(), str(self.path), reuse=True)
         except (OSError, ValueError) as exc:
-            raise IndexError_(f"cannot open tantivy index at {self.path}: {exc}") from exc
+            raise IndexUnreadable(f"cannot open tantivy index at {self.path}: {exc}") from exc
         _check_schema(index, self.path)
         self._has_units = all(_has_field(index, f) for f in _UNIT_FIELDS)
         self._has_authors = all(_has_field(index, f) for f in _MAIL_FIELDS)
