@@ -117,4 +117,17 @@ def test_a_split_manuals_first_file_points_to_its_parts() -> None:
 def test_info_is_told_from_its_bytes() -> None:
     assert detect_format(INFO.encode(), "tool").format == "info"
     assert detect_format(INFO.encode(), "tool.txt").format == "info"
-    assert detect_format(b"Just some notes about info.\n", "notes.info").format == "info"
+    assert detect_format(b"Just some notes about info.\n", "notes.info").format == "text"  # the name alone is not
+
+
+def test_a_part_holding_only_an_index_points_to_its_manual_and_other_info_files_are_text() -> None:
+    """From review: `find.info-2` holds only the Primary Index and was an empty-document dead
+    letter; a `.info` no makeinfo wrote (a Drupal module's) was one too, read as info."""
+    index_only = ("This is big.info, produced by makeinfo version 6.8 from big.texi.\n\n\x1f\n"
+                  "File: big.info,  Node: Primary Index,  Prev: Worked Examples,  Up: Top\n\n"
+                  "Primary Index\n*************\n\n\x00\x08[index\x00\x08]\n* Menu:\n\n"
+                  "* -name:                                 Name Patterns.        (line 6)\n")
+    r = parse_document(index_only.encode(), "big.info-2")
+    assert r.metadata["redirect"] == "big.info" and r.blocks == []
+    r = parse_document(b"name = My Module\ndescription = Does things\ncore = 7.x\n", "mymodule.info")
+    assert r.format == "text" and "no GNU info manual" in r.warnings[0]

@@ -37,6 +37,7 @@ _UNDERLINE = re.compile(r"^([*=.-])\1{2,}$")
 _LICENCE = re.compile(r"(?i)\b(?:free documentation license|general public license|copying(?: this manual)?$|"
                       r"gnu (?:fdl|gpl))")
 _INDEX = re.compile(r"(?i)\bindex\b")
+_LINE_POINTER = re.compile(r"\(line +\d+\)")
 _PARA_SPLIT = re.compile(r"\n[ \t]*\n+")
 
 
@@ -47,6 +48,7 @@ def parse_info(data: bytes) -> ParseResult:
     blocks: list[Block] = []
     title: str | None = None
     parts: list[str] = []  # a split manual's parts, named by its first file's indirect table
+    manual = ""  # the file its node headers name (`find.info` for the part `find.info-2`)
     for part in text.split("\x1f")[1:]:  # [0]: the preamble
         header, _, body = part.lstrip("\n").partition("\n")
         node = _NODE_HEADER.match(header)
@@ -55,7 +57,8 @@ def parse_info(data: bytes) -> ParseResult:
         if node is None:  # the tag table, a split manual's indirect table, local variables
             continue
         name = node.group(1).strip()
-        if _INDEX.search(name) and "\n* Menu:" in "\n" + body:
+        manual = manual or header.split(",", 1)[0].removeprefix("File:").strip()
+        if _is_index(name, body):
             continue  # an index node is its menu: every term with a "(line N)" pointer
         node_blocks = _node_blocks(body.split("\n* Menu:", 1)[0] if not body.startswith("* Menu:") else "")
         if _LICENCE.search(name):
@@ -68,9 +71,17 @@ def parse_info(data: bytes) -> ParseResult:
     if title is None:
         title = next((b.text for b in blocks if b.kind == "heading"), None)
     metadata = {"encoding": encoding}
-    if not blocks and parts:  # the first file of a split manual holds only where its parts are:
-        metadata["redirect"] = parts[0]  # kept, never chunked, as a page that points elsewhere
+    if not blocks and (parts or manual):  # kept, never chunked, as a page that points elsewhere:
+        # the first file of a split manual (only where its parts are), or a part holding only an
+        # index (`find.info-2`: its Primary Index)
+        metadata["redirect"] = parts[0] if parts else manual
     return ParseResult(blocks=blocks, title=title, format="info", metadata=metadata)
+
+
+def _is_index(name: str, body: str) -> bool:
+    """Whether a node is an index: makeinfo marks one (`\\0\\b[index\\0\\b]`); an older one is
+    known by its name and its entries' "(line N)" pointers."""
+    return "\x00\x08[index\x00\x08]" in body or bool(_INDEX.search(name) and _LINE_POINTER.search(body))
 
 
 def _node_blocks(body: str) -> list[Block]:

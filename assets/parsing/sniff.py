@@ -555,4 +555,6 @@ def detect_format(data: bytes, filename: str) -> Detected:  # noqa: C901  # leng
         return Detected(
             "text", [f"{name} is named {shown} but has no RFC 822 headers; parsed as plain text"]
         )
+    if by_ext == "info":  # a Drupal module's .info, notes: the name is common, the format is makeinfo's
+        return Detected(s.kind, [f"{name} is named {shown} but is no GNU info manual; parsed as {s.label}"])
     return Detected(by_ext)
