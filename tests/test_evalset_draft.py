@@ -229,7 +229,7 @@ def test_a_draft_leaves_out_what_an_operator_pass_found_to_be_junk() -> None:
     corpus = {
         "git-bisect-lk2009.md": [chunk(0, ["Fighting regressions with git bisect", "Graph"],
                                        "The history A-B-C-D-E-F shows where BSD-style and ASCII-armored help.")],
-        "git-diff.md": [chunk(0, ["git-diff", "Options"], "| | LOCAL |\n|---|---|\n| stage | LOCAL |", "table")],
+        "git-diff.md": [chunk(0, ["git-diff", "Options"], "| Name | |\n|---|---|\n| LOCAL | merged |", "table")],
         "R-FAQ.md": [chunk(0, ["R FAQ", "Table of Contents"], "1 1 Legalese\n1 2 Obtaining this document")],
         **{f"doc-{i:02d}.md": [chunk(0, [f"Guide number {i:02d}", "Setup"],
                                      f"Run the installer for release v1.{i}.0 on every node first.")]
