@@ -546,6 +546,7 @@ class LiveRetriever:
         self._failed: tuple[tuple[int, int], float] | None = None
         self._stop = threading.Event()
         self._settings_stamp = _stamp(cfg.watched_path)
+        self._pending_stamp: tuple[int, int] | None = None  # an edit seen once, not yet taken
         try:
             self.refresh()
         except _StoreUnreadable as e:  # at startup the caller sees the store's own error
@@ -605,10 +606,15 @@ class LiveRetriever:
     def follow_settings(self) -> bool:
         """Take the query-time settings (`query:` but for what the service binds at startup:
         `auth`, `allowed_hosts` and the request limits) from the configuration file when it
-        changed; True when they were taken. A file that no longer loads keeps the settings in
-        use, said once in the log: the operator's edit did not take."""
+        changed and then stayed unchanged for one poll (an editor writing the file in place
+        leaves it half written for a moment, and an empty file loads as every default); True
+        when they were taken. A file that no longer loads keeps the settings in use, said once
+        in the log: the operator's edit did not take."""
         stamp = _stamp(self.cfg.watched_path)
         if stamp is None or stamp == self._settings_stamp:
+            return False
+        if stamp != self._pending_stamp:  # changed since the last poll: taken once it holds still
+            self._pending_stamp = stamp
             return False
         self._settings_stamp = stamp
         try:

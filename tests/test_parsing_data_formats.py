@@ -253,3 +253,13 @@ def test_a_docbook_faq_question_heads_its_answer() -> None:
         ("heading", 3, "How do I frob the widget?"), ("paragraph", 0, "Use the frobnicator."),
         ("heading", 3, "Why is it slow?"), ("paragraph", 0, "Because of the cache."),
     ]
+
+
+def test_a_docbook_faq_question_quoting_code_keeps_the_code_out_of_its_heading() -> None:
+    faq = (b"<?xml version='1.0'?><article><title>Foo FAQ</title><qandaset><qandaentry><question>"
+           b"<para>Why does the build fail with this:</para><screen>ld: cannot find -lc</screen></question>"
+           b"<answer><para>Install the static C library.</para></answer></qandaentry></qandaset></article>")
+    r = parse_document(faq, "faq.xml", CFG)
+    assert [(b.kind, b.text) for b in r.blocks][1:] == [
+        ("heading", "Why does the build fail with this:"), ("code", "ld: cannot find -lc"),
+        ("paragraph", "Install the static C library.")]

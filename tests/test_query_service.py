@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -371,12 +372,18 @@ def test_the_service_follows_query_settings_edited_in_the_file(tmp_path: Path,
         dep.config["query"] = {**dep.config["query"], "k": 3, "dense_weight": 2.0,
                                "auth": {"mode": "credentials"}}  # bound at startup: takes a restart
         dep.save()
+        assert not r.follow_settings()  # a file just written may be half written: taken once it holds still
         assert r.follow_settings() and not r.follow_settings()  # once per edit
         assert r.cfg.query.dense_weight == 2.0 and r.cfg.query.auth.mode == "trusted-principal"
         assert len(c.post("/search", json=ask).json()["hits"]) == 3
         assert len(c.post("/search", json={**ask, "k": 5}).json()["hits"]) == 5
+        dep.config_path.write_text("")  # an editor writing in place: for a moment, an empty file (all defaults)
+        assert not r.follow_settings() and r.cfg.query.k == 3
+        dep.save()
+        os.utime(dep.config_path, ns=(1, 1))  # the same bytes as before, written again
+        assert not r.follow_settings() and r.follow_settings() and r.cfg.query.k == 3  # the defaults never served
         dep.config_path.write_text("query: [not, a, mapping\n")  # an edit that does not load
-        assert not r.follow_settings() and "settings in use stay" in caplog.text
+        assert not r.follow_settings() and not r.follow_settings() and "settings in use stay" in caplog.text
         assert r.cfg.query.k == 3 and len(c.post("/search", json=ask).json()["hits"]) == 3
     r.close()
 
@@ -385,8 +392,6 @@ def test_the_settings_follow_a_configmap_style_symlink_swap(tmp_path: Path) -> N
     """From review: Kubernetes mounts a ConfigMap as `bindery.yaml -> ..data/bindery.yaml` with
     `..data` a link to a timestamped folder it replaces (and deletes) on every update; the service
     watched the resolved path, which vanished with the first update."""
-    import os
-
     import yaml
 
     dep = Deployment(tmp_path / "dep")
@@ -404,6 +409,6 @@ def test_the_settings_follow_a_configmap_style_symlink_swap(tmp_path: Path) -> N
         os.replace(mount / "..data_tmp", mount / "..data")  # what kubelet does, atomically
         (mount / "..2026_01" / "bindery.yaml").unlink()
         (mount / "..2026_01").rmdir()
-        assert r.follow_settings() and r.cfg.query.k == 4
+        assert not r.follow_settings() and r.follow_settings() and r.cfg.query.k == 4
     finally:
         r.close()

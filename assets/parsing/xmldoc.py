@@ -176,8 +176,14 @@ class _Walker:
             level = int(name[1]) if name[0] == "h" and name[1:].isdigit() else self.level(el)
             self.emit("heading", clean_inline(_text(el)), level=level)
         elif name == "question" and _local(el.getparent()) == "qandaentry":
-            # a DocBook FAQ entry: its question heads the answer, one level below its division
-            self.emit("heading", clean_inline(_text(el)), level=min(6, self.level(el) + 1))
+            # a DocBook FAQ entry: its question heads the answer, one level below its division; a
+            # code sample the question quotes stays code, after it (as the HTML rendering reads)
+            code = [c for c in el.iter() if c is not el and _local(c) in _CODE]
+            words = [c for c in _children(el) if c not in code]
+            self.emit("heading", clean_inline(" ".join(_text(c) for c in words) if words else _text(el)),
+                      level=min(6, self.level(el) + 1))
+            for c in code:
+                self.emit("code", _text(c).strip("\n"))
         elif name in _CODE:
             self.emit("code", _text(el).strip("\n"))
         elif name in _TABLE and self.table(el):
