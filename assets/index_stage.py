@@ -353,12 +353,10 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
             # a generation only kept up to date (the previous one, for a rollback) whose index
             # cannot be opened (a damaged file) must not stop the live index's sync: it is named,
             # and `bindery verify` finds it and `--repair` rebuilds it
-            stats.generations.pop(g.name)
             stats.unwritable[g.name] = str(e)
-            progress.advance(len(changed) + len(gone))
-            continue
+            kept = False
         progress.advance(len(changed) + len(gone))
-        if not kept:  # dropped (`bindery discard`) while this run went on: nothing written to it
+        if not kept:  # dropped (`bindery discard`) while this run went on, or unwritable: nothing written
             stats.generations.pop(g.name)
             continue
         gstats["written_chunks"] = len(recs)

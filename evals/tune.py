@@ -63,10 +63,12 @@ INGESTION = ("stages.chunk.", "stages.context.", "stages.embed.")  # tuned throu
 _SKIP = ("query.auth", "query.poll_seconds", "query.max_body_bytes", "query.k")  # not retrieval quality
 
 
+_MINUTES = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*m(?:in)?\s*$")
+
+
 def _skipped(key: str) -> bool:
     """A key of `_SKIP` or below one (not any key that merely starts with its letters)."""
     return any(key == s or key.startswith(f"{s}.") for s in _SKIP)
-_MINUTES = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*m(?:in)?\s*$")
 
 
 @dataclass(frozen=True)

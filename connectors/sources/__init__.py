@@ -39,8 +39,8 @@ __all__ = [
 def make_source(cfg: SourceConfig, others: Sequence[SourceConfig] = ()) -> Source:
     """The source a config describes. Raises ConfigError if the config is incomplete. `others`:
     the configuration's sources (a local source's followed external symlinks into another's
-    root are narrowed by that source's `acl:`, `local_guards`; what a source inside this one with
-    a narrower `acl:` takes is left to it, `narrower_within`). Listing passes them; a source
+    root are narrowed by that source's `acl:`, `local_guards`; what a source over the same files
+    with a narrower `acl:` takes is left to it, `narrower_within`). Listing passes them; a source
     made only to read an entry it listed needs none."""
     cfg.check_complete()
     ceded = _ceded(cfg, others)
@@ -79,8 +79,11 @@ def _shared(cfg: SourceConfig, others: Sequence[SourceConfig]) -> list[Callable[
             def shares(folder: str, walks: PathFilter = walks, strip: str = strip, above: str = above) -> bool:
                 if folder.startswith(above):  # the wider source's root is at or above the folder
                     inside = f"{strip}{folder[len(above):]}".rstrip("/")
-                    return not (inside and walks.excludes_folder(inside)) and not owns_all(folder)
-                return above.startswith(folder) and not owns_all(folder)  # its root lies below the folder
+                    if inside and walks.excludes_folder(inside):
+                        return False
+                elif not above.startswith(folder):  # nor below it: the folder is not on its way
+                    return False
+                return not owns_all(folder)
 
             found.append(shares)
     return found
