@@ -26,7 +26,7 @@ SIZES = {"mail_ham": (500, 800), "mail_ham_pasted": (500, 800),  # one question 
 
 def test_every_set_is_present() -> None:
     names = {p.stem for p in SETS}
-    assert {"python_faq", "redis_commands", "debian_faq", "flex_manual", "git_commands",
+    assert {"python_faq", "redis_commands", "debian_faq", "flex_manual", "git_commands", "git_asciidoc",
             "pdf_docs", "mail_ham", "man_pages", "docbook_faq", "info_manuals", "glib_api"} <= names
 
 

@@ -25,6 +25,9 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # chunk 4: chunks grouped into units (small-to-big): `parent_id`, `unit_text`.
 # context 2: the offline summary sentence comes from the document's own running text (no
 # headings, no quoted history or other side text).
+# parse 18: AsciiDoc has a reader of its own (`.adoc`, and `.txt` files the sniffer knows for
+# AsciiDoc source: Git's manual pages): sections, description lists, fences, tables and inline
+# markup are read, comments and directives dropped; other .txt files parse as before.
 # parse 17: a DocBook FAQ (a qandaset as DocBook XSL renders it in HTML, and `qandaentry` in
 # DocBook XML) gives each question a heading over its answer, and its question list at the top is
 # dropped; an HTML table holding a heading lays out a page (gtk-doc's page title) and is read as
@@ -61,7 +64,7 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # parse 8: more attribution forms ("X wrote:", "X posted:"), initials quoting ("E> ..."), labelled
 # rule lines and Yahoo!/SourceForge list boilerplate as footers.
 # parse 7: e-mail signatures and list footers become one block marked {"side": "footer"}.
-STAGE_CODE_VERSIONS = {"parse": "17", "chunk": "4", "context": "2", "embed": "1"}
+STAGE_CODE_VERSIONS = {"parse": "18", "chunk": "4", "context": "2", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

@@ -43,6 +43,11 @@ CASES: dict[str, Callable[[], tuple[bytes, str]]] = {
     "html heading anchor": lambda: (("<h1>Title" + " " * 64000 + "x</h1><p>body text</p>").encode(), "a.html"),
     "rst footnote spaces": lambda: (("Title\n=====\n\nPara " + "\t" * 16000 + "x\n").encode(), "a.rst"),
     "rst link spaces": lambda: (("Title\n=====\n\nPara `" + " " * 64000 + "x\n").encode(), "b.rst"),
+    # AsciiDoc: openers without closers, each retried to the end of the paragraph, were n²
+    "asciidoc strong openers": lambda: (("= T\n\n" + "**a *b `c +d #e 'f " * 8000 + "\n").encode(), "a.adoc"),
+    "asciidoc index-term openers": lambda: (("= T\n\n" + "(((a ((b " * 16000 + "\n").encode(), "b.adoc"),
+    "asciidoc term colons": lambda: (("= T\n\n" + "a::b;;" * 20000 + "\n").encode(), "c.adoc"),
+    "asciidoc unclosed fences": lambda: (("= T\n\n" + "====\n****\n____\n--\ntext\n" * 5000).encode(), "d.adoc"),
     # a run of siblings retried as records from each position, titles' ancestors re-read: n²
     "xml sibling run": lambda: (("<?xml version='1.0'?><r>" + "<p>x</p>" * 20000 + "</r>").encode(), "run.xml"),
     "xml sibling titles": lambda: (("<?xml version='1.0'?><r>" + "<title>x</title>" * 20000 + "</r>").encode(),

@@ -110,6 +110,12 @@ def _rst(data: bytes, config: ParseConfig, name: str) -> ParseResult:
     return parse_rst(data)
 
 
+def _asciidoc(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.asciidoc import parse_asciidoc
+
+    return parse_asciidoc(data)
+
+
 def _man(data: bytes, config: ParseConfig, name: str) -> ParseResult:
     from assets.parsing.man import parse_man
 
@@ -192,6 +198,7 @@ _PARSERS: dict[str, _Parser] = {
     "jsonl": _jsonl,
     "xml": _xml,
     "rst": _rst,
+    "asciidoc": _asciidoc,
     "man": _man,
     "info": _info,
     "pptx": _pptx,

@@ -44,7 +44,7 @@ AttachmentParser = Callable[[bytes, str], ParseResult]
 
 PARSEABLE_ATTACHMENTS = {
     "pdf", "docx", "text", "markdown", "html", "email", "csv", "json", "jsonl", "xml", "rst",
-    "pptx", "xlsx", "odt", "ods", "odp", "epub", "rtf",
+    "asciidoc", "pptx", "xlsx", "odt", "ods", "odp", "epub", "rtf",
 }
 _MSG_ID = re.compile(r"<[^<>\s]+>")
 _MBOX_FROM_LINE = re.compile(rb"(?:\A|\n)From ")  # where a separator line may start

@@ -35,7 +35,8 @@ from connectors.errors import (
     UnsupportedFormat,
 )
 
-__all__ = ["Detected", "Sniffed", "as_utf8", "decode_text", "detect_format", "html_declared_charset", "looks_like_info",
+__all__ = ["Detected", "Sniffed", "as_utf8", "decode_text", "detect_format", "html_declared_charset",
+           "looks_like_asciidoc", "looks_like_info",
            "looks_like_roff",
            "sniff"]
 
@@ -57,6 +58,8 @@ EXTENSIONS: dict[str, str] = {
     "text": "text",
     "rst": "rst",
     "rest": "rst",
+    "adoc": "asciidoc",
+    "asciidoc": "asciidoc",
     "log": "text",
     "csv": "csv",
     "tsv": "csv",
@@ -88,7 +91,8 @@ EXTENSIONS: dict[str, str] = {
     "roff": "man",
     "info": "info",
 }
-TEXT_FORMATS = {"html", "markdown", "email", "mbox", "text", "csv", "json", "jsonl", "xml", "rst", "man", "info"}
+TEXT_FORMATS = {"html", "markdown", "email", "mbox", "text", "csv", "json", "jsonl", "xml", "rst", "asciidoc",
+                "man", "info"}
 # Formats the bytes prove on their own (magic numbers, zip members): they win over the name.
 BINARY_FORMATS = {"pdf", "docx", "pptx", "xlsx", "odt", "ods", "odp", "epub", "rtf"}
 # Legacy and other formats no native parser reads; unstructured's partition is tried for them.
@@ -380,6 +384,32 @@ def looks_like_info(text: str) -> bool:
     return bool(_INFO_BANNER.match(text)) or "\x1f\nFile: " in text[:4096]
 
 
+# AsciiDoc's telltale constructs, each with its weight; a preprocessor directive is AsciiDoc's
+# own syntax and counts twice (an included fragment may have little else)
+_ASCIIDOC_SIGNS = [(re.compile(p, re.M), weight) for p, weight in (
+    (r"^(?:include|ifdef|ifndef|endif|ifeval)::\S*\[.*\]$", 2),
+    (r"^[^\s/:][^\n]*?[^:\s](?::{2,4}|;;)$", 1),  # description list terms ("--all::")
+    (r"^(-{4,}|\.{4,})\n(?:.*\n){0,200}?\1$", 1),  # a fenced listing or literal block
+    (r"^\[(?:verse|source|listing|literal|quote|horizontal|NOTE|TIP|WARNING|IMPORTANT|CAUTION|cols=|"
+     r"options=|\[[\w-]+\]\])", 1),
+    (r"\blinkgit:[\w.-]+\[\d", 2),  # Git's own macro
+    (r"\b(?:link|xref|image):[^\s\[]+\[|<<[\w-]+(?:,[^>\n]+)?>>", 1),
+    (r"^:[\w][\w-]*:(?: |$)", 1),  # attribute entries
+)]
+_ASCIIDOC_TITLE = re.compile(r"\A(?:= \S[^\n]*|([^\n]+)\n([=]+))\n")
+
+
+def looks_like_asciidoc(text: str) -> bool:
+    """Whether a `.txt` file is AsciiDoc source: three signs of it, or a document title and
+    two (`::` ending a line, a `----` fence closed by the same line, `[verse]`, `link:`; an
+    `include::` or `ifdef::` line or Git's `linkgit:` counts twice). Plain text rarely has one."""
+    text = text.replace("\r\n", "\n")
+    signs = sum(weight for sign, weight in _ASCIIDOC_SIGNS if sign.search(text))
+    m = _ASCIIDOC_TITLE.match(text)
+    titled = m is not None and (not m.group(2) or abs(len(m.group(1).rstrip()) - len(m.group(2))) <= 3)
+    return signs >= 3 or (titled and signs >= 2)
+
+
 def looks_like_roff(text: str) -> bool:
     """Whether text is roff manual-page source: it opens with a roff request, macro or comment
     line and names the page with `.TH` (man) or `.Dd`/`.Dt` (mdoc) — or is an `.so` alias of
@@ -529,6 +559,8 @@ def detect_format(data: bytes, filename: str) -> Detected:  # noqa: C901  # leng
             return Detected("markdown")
         return Detected(s.kind)
     if by_ext == s.kind:
+        if ext in ("txt", "text") and looks_like_asciidoc(_ascii_view(data[:_SAMPLE])):
+            return Detected("asciidoc")  # Git's and many projects' manual sources are .txt
         return Detected(by_ext)
     if by_ext == "html":
         return Detected("html")  # fragments without <html> markers are still HTML

@@ -12,7 +12,7 @@ set -euo pipefail
 dest=${1:-$HOME/.cache/bench-corpora}
 shift || true
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api)
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$dest"
@@ -57,6 +57,10 @@ for set in "${sets[@]}"; do
     cp "$x/usr/share/doc/git-doc/"git*.html "$dest/$set/html/"
     y=$(fetch fish-common 3.6.0-3.1+deb12u1)
     cp "$y/usr/share/fish/completions/git.fish" "$dest/_extra/$set/" ;;
+  git_asciidoc)  # the same manual pages' AsciiDoc sources (git-doc ships them as .txt), fragments too
+    x=$(fetch git-doc 1:2.39.5-0+deb12u3); fresh $set
+    mkdir -p "$dest/$set/txt"
+    cp "$x/usr/share/doc/git-doc/"*.txt "$dest/$set/txt/" ;;
   pdf_docs)  # Six R manuals (single column) + six two-column LaTeX guides/templates; 213 MB download
     x=$(fetch r-doc-pdf 4.2.2.20221110-2); fresh $set
     mkdir -p "$dest/$set/r-manuals" "$dest/$set/articles"

@@ -1,0 +1,188 @@
+"""AsciiDoc (`assets/parsing/asciidoc.py`): read as a manual, not as text with its markup in it."""
+
+from __future__ import annotations
+
+from assets.parsing import parse_document
+from assets.parsing.sniff import detect_format
+
+# Git's manual-page source, as Documentation/git-add.txt writes it (asciidoc-py's two-line titles).
+GIT_PAGE = """git-frob(1)
+===========
+
+NAME
+----
+git-frob - Frob the index
+
+SYNOPSIS
+--------
+[verse]
+'git frob' [--dry-run | -n] [--all]
+\t  [--] [<pathspec>...]
+
+DESCRIPTION
+-----------
+This command frobs the index.  Please see linkgit:git-commit[1] and
+the 'status' subcommand; `git frob {litdd}all` frobs everything.
+
+// a maintainer's note, not for readers
+OPTIONS
+-------
+-n::
+--dry-run::
+\tDon't actually frob the file(s), just show if they exist.
+
+--all::
+\tFrob every path.
++
+This is the default.
+
+include::frob-config.txt[]
+
+EXAMPLES
+--------
+* Frob the docs:
++
+------------
+$ git frob Documentation/
+------------
+"""
+
+MODERN = """= Pump Guide
+Ada Lovelace <ada@example.com>
+v1.2, 2024-01-01
+:product: PumpMaster
+:toc:
+
+Welcome to {product}, the *best* pump.
+
+== Installing
+
+[source,python]
+----
+import pump  # {product} is not substituted in code
+----
+
+NOTE: Turn the power off first.
+
+[WARNING]
+====
+Never run the pump dry.
+====
+
+////
+A comment block nobody reads.
+////
+
+++++
+<div class="raw">passthrough</div>
+++++
+
+.Pressure limits
+[cols="1,2",options="header"]
+|===
+|Model |Limit
+|P-100 |4 bar
+|P-200 |6 bar
+|===
+
+=== Sizes
+
+- small
+- large
+"""
+
+
+def _blocks(text: str, name: str = "guide.adoc") -> list[tuple[str, int, str]]:
+    result = parse_document(text.encode(), name)
+    return [(b.kind, b.level, b.text) for b in result.blocks]
+
+
+def test_a_git_manual_page_reads_as_sections_and_option_terms() -> None:
+    result = parse_document(GIT_PAGE.encode(), "git-frob.txt")
+    assert result.format == "asciidoc" and result.title == "git-frob(1)"
+    blocks = [(b.kind, b.level, b.text) for b in result.blocks]
+    assert ("heading", 2, "OPTIONS") in blocks and ("heading", 1, "git-frob(1)") in blocks
+    terms = [b.text for b in result.blocks if b.meta.get("term")]
+    assert terms == ["-n\n--dry-run", "--all"]
+    after = blocks[[b[2] for b in blocks].index("-n\n--dry-run") + 1]
+    assert after == ("paragraph", 0, "Don't actually frob the file(s), just show if they exist.")
+    text = "\n".join(b[2] for b in blocks)
+    assert "git-commit(1)" in text and "the status subcommand" in text and "git frob --all frobs" in text
+    assert "linkgit" not in text and "{litdd}" not in text and "maintainer's note" not in text
+    assert "include::" not in text and result.metadata["includes"] == ["frob-config.txt"]
+    assert ("paragraph", 0, "Includes frob config.") in blocks  # named where it goes, not followed
+    synopsis = blocks[[b[2] for b in blocks].index("SYNOPSIS") + 1]
+    assert synopsis == ("paragraph", 0, "git frob [--dry-run | -n] [--all]\n[--] [<pathspec>...]")
+    assert ("code", 0, "$ git frob Documentation/") in blocks
+    assert ("list_item", 0, "Frob the docs:") in blocks
+
+
+def test_a_modern_document_header_attributes_blocks_and_table() -> None:
+    result = parse_document(MODERN.encode(), "guide.adoc")
+    assert result.title == "Pump Guide"
+    blocks = [(b.kind, b.level, b.text) for b in result.blocks]
+    texts = [b[2] for b in blocks]
+    assert "Ada Lovelace <ada@example.com>" not in "\n".join(texts)  # the author line is the header's
+    assert ("paragraph", 0, "Welcome to PumpMaster, the best pump.") in blocks
+    assert ("heading", 2, "Installing") in blocks and ("heading", 3, "Sizes") in blocks
+    code = next(b for b in result.blocks if b.kind == "code")
+    assert code.text == "import pump  # {product} is not substituted in code" and code.meta == {"language": "python"}
+    assert "Note: Turn the power off first." in texts and "Warning: Never run the pump dry." in texts
+    assert not any("comment block" in t or "passthrough" in t for t in texts)
+    assert ("caption", 0, "Pressure limits") in blocks
+    table = next(b for b in result.blocks if b.kind == "table")
+    assert table.text.split("\n") == ["| Model | Limit |", "|---|---|", "| P-100 | 4 bar |", "| P-200 | 6 bar |"]
+    assert [t for k, _, t in blocks if k == "list_item"] == ["small", "large"]
+
+
+def test_an_implicit_header_row_and_cells_over_several_lines() -> None:
+    text = "= T\n\n|===\n|Name |Meaning\n\n|a |the first\nletter\n|b |the second\n|===\n"
+    table = next(t for k, _, t in _blocks(text) if k == "table")
+    assert table.split("\n") == ["| Name | Meaning |", "|---|---|", "| a | the first letter |", "| b | the second |"]
+
+
+def test_conditions_are_decided_only_on_attributes_the_document_sets() -> None:
+    text = """= T
+
+:with-extras:
+
+ifdef::with-extras[]
+Extras are on.
+endif::with-extras[]
+ifndef::with-extras[]
+Extras are off.
+endif::[]
+ifdef::set-by-the-includer[]
+Kept: whoever includes this file may set it.
+endif::set-by-the-includer[]
+ifdef::with-extras[One line of its own.]
+"""
+    body = _blocks(text)[-1][2]  # the directives' lines go; what they keep joins one paragraph
+    assert body == "Extras are on. Kept: whoever includes this file may set it. One line of its own."
+
+
+def test_inline_markup_is_reduced_to_its_text() -> None:
+    text = ("= T\n\nSee link:other.html[the other page], https://example.org[the site], <<setup,Setup>>, "
+            "<<first_steps>>, xref:ref.adoc#opts[options], kbd:[Ctrl+C], footnote:[a note] and "
+            "((visible)) (((hidden, term))) terms; C++ and C++ stay, a `*` stays, \\*not bold*.\n")
+    para = _blocks(text)[-1][2]
+    assert para == ("See the other page, the site, Setup, first steps, options, Ctrl+C, a note and visible "
+                    " terms; C++ and C++ stay, a * stays, *not bold*.").replace("  ", " ")
+
+
+def test_a_git_source_named_txt_is_sniffed_and_plain_text_is_not() -> None:
+    assert detect_format(GIT_PAGE.encode(), "git-frob.txt").format == "asciidoc"
+    fragment = "-p::\n--patch::\n\tGenerate a patch.\n\nifndef::git-format-patch[]\n-s::\n\tQuiet.\nendif::[]\n"
+    assert detect_format((fragment * 3).encode(), "diff-options.txt").format == "asciidoc"
+    readme = ("Release notes\n=============\n\nThis release fixes the pump.\n\n----\n\n"
+              "Contact: ops@example.com\nNote: see the FAQ.\n")
+    assert detect_format(readme.encode(), "NOTES.txt").format == "text"
+    assert detect_format(MODERN.encode(), "guide.adoc").format == "asciidoc"
+    assert detect_format(GIT_PAGE.encode(), "frob.py").format == "text"  # only .txt is asked
+
+
+def test_unclosed_blocks_and_stray_markup_lose_no_text() -> None:
+    text = "= T\n\n====\nInside an example never closed.\n\n----\ncode never closed\n"
+    blocks = _blocks(text)
+    assert ("paragraph", 0, "Inside an example never closed.") in blocks
+    assert ("code", 0, "code never closed") in blocks
