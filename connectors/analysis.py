@@ -55,8 +55,9 @@ def _is_identifier(token: str) -> bool:
 
     Rules, in order: it has a digit and at least one letter or separator (``XR-4471``,
     ``v2.14.3``, ``192.168.0.1``, ``INC-2041``); or it is snake_case with at least one letter
-    (``max_payload_kg``); or it is ALLCAPS of at least three characters (``HSET``,
-    ``CONFIG_SET``) and not a common word; or it is camelCase (``maxPayload``).
+    (``max_payload_kg``), or upper case opening or ending with one (``N_``, ``__FILE__``); or it
+    is ALLCAPS of at least three characters (``HSET``, ``CONFIG_SET``) and not a common word; or
+    it is camelCase (``maxPayload``).
     """
     if len(token) > MAX_IDENTIFIER_LEN:
         return False
@@ -68,6 +69,8 @@ def _is_identifier(token: str) -> bool:
     core = token.strip("_")
     if "_" in core and len(core) >= 3:
         return True
+    if core != token and core.isupper():  # a C macro with an edge underscore: `N_`, `__FILE__`
+        return True  # (lower case ones are a mail's emphasis far more often: `_that_`, `__really__`)
     if _ALLCAPS_RE.fullmatch(token) and token.lower() not in _CAPS_STOPWORDS:
         return True
     return _CAMEL_RE.search(token) is not None

@@ -23,6 +23,9 @@ from connectors.indexes.tantivy_index import build_schema
         ("ping 192.168.0.1", ["192.168.0.1", "19216801"]),
         ("XR4471", ["xr4471"]),
         ("call getUserById", ["getuserbyid"]),
+        # glib's translation macro was read as the word "n" and its page never matched exactly;
+        # a lower-case word between underscores is a mail's emphasis, not a name
+        ("wrap it in N_() at __LINE__, _that_ is __really__ it", ["n_", "__line__", "line"]),
     ],
 )
 def test_identifiers_examples(text: str, expected: list[str]) -> None:
