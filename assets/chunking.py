@@ -26,8 +26,10 @@ Algorithm
     4. A section's pieces are packed greedily into chunks of at most `max_tokens`; pieces of
        one split block never share a chunk (their overlap would repeat text).
     5. A single-chunk section below `min_tokens` is merged into the next section's first chunk
-       (or, failing that, into the previous section's last) when the result fits; a merged
-       chunk's heading path is the common prefix of its sections' paths.
+       (or, failing that, into the previous section's last) when the result fits; into the
+       previous one first when that is the nearer relative in the heading tree (a function's
+       "Returns" subsection stays with its function). A merged chunk's heading path is the
+       common prefix of its sections' paths.
     6. Every chunk is re-counted with the tokenizer and the count stored in `n_tokens`. The
        packing estimates are exact for WordPiece (whitespace costs no tokens); a tokenizer that
        spends tokens on joins could overrun them, so an over-long chunk is cut again there.
@@ -437,7 +439,10 @@ def _even_runs(sizes: list[int], limit: int, sep: int, breaks: list[bool]) -> li
 
 
 def _merge_small(groups: list[list[_Part]], config: ChunkConfig, sep: int) -> list[list[_Part]]:
-    """Merge single-chunk sections below `min_tokens` forward, else backward, when they fit."""
+    """Merge single-chunk sections below `min_tokens` into a neighbour when they fit: the
+    nearer relative in the heading tree (the longer common heading path), the next section on
+    a tie. A function's small "Returns" subsection joins its own function, not the next one,
+    whose chunk would otherwise lose the function's name from its heading path."""
 
     def tokens(g: list[_Part]) -> int:
         return sum(_part_tokens(p, sep) for p in g) + sep * (len(g) - 1)
@@ -448,27 +453,30 @@ def _merge_small(groups: list[list[_Part]], config: ChunkConfig, sep: int) -> li
     def small(g: list[_Part]) -> bool:
         return whole(g) and tokens(g) < config.min_tokens
 
+    def fits(a: list[_Part], b: list[_Part]) -> bool:
+        return tokens(a) + sep + tokens(b) <= config.max_tokens
+
+    def kinship(a: list[_Part], b: list[_Part]) -> int:
+        return len(_common_prefix([a[-1].section.path, b[0].section.path]))
+
+    def nearer_behind(prev: list[_Part], g: list[_Part]) -> bool:
+        """Whether the small group `prev` belongs with the group before it rather than `g`
+        (the backward pass below then merges it there)."""
+        before = forward[-2] if len(forward) > 1 else None
+        return (before is not None and before[-1].last and fits(before, prev)
+                and kinship(before, prev) > kinship(prev, g))
+
     forward: list[list[_Part]] = []
     for g in groups:
         prev = forward[-1] if forward else None
-        if (
-            prev
-            and small(prev)
-            and g[0].first
-            and tokens(prev) + sep + tokens(g) <= config.max_tokens
-        ):
+        if prev and small(prev) and g[0].first and fits(prev, g) and not nearer_behind(prev, g):
             forward[-1] = prev + g
         else:
             forward.append(g)
     merged: list[list[_Part]] = []
     for g in forward:
         prev = merged[-1] if merged else None
-        if (
-            prev
-            and small(g)
-            and prev[-1].last
-            and tokens(prev) + sep + tokens(g) <= config.max_tokens
-        ):
+        if prev and small(g) and prev[-1].last and fits(prev, g):
             merged[-1] = prev + g
         else:
             merged.append(g)

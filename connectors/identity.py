@@ -23,6 +23,8 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # chunk 3: side text (quoted history, signatures, list footers) left out of chunks; a short
 # document kept whole; token counts stored.
 # chunk 4: chunks grouped into units (small-to-big): `parent_id`, `unit_text`.
+# chunk 5: a small section merges into its nearer relative in the heading tree (a function's
+# "Returns" into its own function, not the next one, whose chunk lost its name from its path).
 # context 2: the offline summary sentence comes from the document's own running text (no
 # headings, no quoted history or other side text).
 # parse 18: AsciiDoc has a reader of its own (`.adoc`, and `.txt` files the sniffer knows for
@@ -64,7 +66,7 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # parse 8: more attribution forms ("X wrote:", "X posted:"), initials quoting ("E> ..."), labelled
 # rule lines and Yahoo!/SourceForge list boilerplate as footers.
 # parse 7: e-mail signatures and list footers become one block marked {"side": "footer"}.
-STAGE_CODE_VERSIONS = {"parse": "18", "chunk": "4", "context": "2", "embed": "1"}
+STAGE_CODE_VERSIONS = {"parse": "18", "chunk": "5", "context": "2", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

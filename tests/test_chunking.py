@@ -394,6 +394,22 @@ def test_trailing_small_section_merges_backward(tok: TokenCounter) -> None:
     assert len(drafts) == 1 and drafts[0].display_text.endswith("\n\nNotes\nNone yet.")
 
 
+def test_small_subsection_stays_with_its_own_section(tok: TokenCounter) -> None:
+    """An API page: each function's small "Returns" joined the *next* function's chunk, whose
+    heading path then lost that function's name (common prefix: "Functions")."""
+    rng = random.Random(5)
+    blocks = [H("Functions", 2),
+              H("g_list_concat ()", 3), P(paragraph(rng, 4)), H("Returns", 4), P("The new list."),
+              H("g_list_foreach ()", 3), P(paragraph(rng, 4)), H("Returns", 4), P("Nothing.")]
+    drafts = chunk_blocks(blocks, ChunkConfig(min_tokens=10, max_tokens=90), counter=tok)
+    paths = {d.display_text.split("\n", 1)[0]: d.heading_path for d in drafts}
+    assert paths["g_list_foreach ()"] == ["Functions", "g_list_foreach ()"]
+    concat = next(d for d in drafts if d.display_text.startswith("g_list_concat ()"))
+    assert concat.heading_path == ["Functions", "g_list_concat ()"]
+    assert concat.display_text.endswith("Returns\nThe new list.")
+    check_invariants(blocks, drafts, ChunkConfig(min_tokens=10, max_tokens=90), tok)
+
+
 # -- splitting long blocks ----------------------------------------------------------------------
 
 
