@@ -128,7 +128,7 @@ def test_a_modern_document_header_attributes_blocks_and_table() -> None:
     code = next(b for b in result.blocks if b.kind == "code")
     assert code.text == "import pump  # {product} is not substituted in code" and code.meta == {"language": "python"}
     assert "Note: Turn the power off first." in texts and "Warning: Never run the pump dry." in texts
-    assert not any("comment block" in t or "passthrough" in t for t in texts)
+    assert not any("comment block" in t for t in texts) and "passthrough" in texts  # its tags gone
     assert ("caption", 0, "Pressure limits") in blocks
     table = next(b for b in result.blocks if b.kind == "table")
     assert table.text.split("\n") == ["| Model | Limit |", "|---|---|", "| P-100 | 4 bar |", "| P-200 | 6 bar |"]
@@ -186,3 +186,44 @@ def test_unclosed_blocks_and_stray_markup_lose_no_text() -> None:
     blocks = _blocks(text)
     assert ("paragraph", 0, "Inside an example never closed.") in blocks
     assert ("code", 0, "code never closed") in blocks
+
+
+def test_what_asciidoctor_shows_is_kept() -> None:
+    """Found by an adversarial review: text Asciidoctor renders that the first reader lost."""
+    cases = {
+        # a paragraph right under the title is the body's, not the header's
+        "My Project\n==========\nThis project frobnicates widgets.\n\nSecond.":
+            [("heading", "My Project"), ("paragraph", "This project frobnicates widgets."), ("paragraph", "Second.")],
+        "= T\n\n[format=csv]\n|===\nA,B\n1,2\n|===\n":
+            [("heading", "T"), ("table", "|  |  |\n|---|---|\n| A | B |\n| 1 | 2 |")],
+        # single letters are cells, not cell specs; without a header the first line sets the width
+        "= T\n\n|===\n|a|b|c\n|d|e|f\n|===\n":
+            [("heading", "T"), ("table", "|  |  |  |\n|---|---|---|\n| a | b | c |\n| d | e | f |")],
+        "= T\n\n[cols=2]\n|===\n|x\n|y\n|1\n|2\n|===\n":
+            [("heading", "T"), ("table", "|  |  |\n|---|---|\n| x | y |\n| 1 | 2 |")],
+        "= T\n\n.Steps to follow\n* one\n* two\n":
+            [("heading", "T"), ("caption", "Steps to follow"), ("list_item", "one"), ("list_item", "two")],
+        # a directive inside a comment block is comment: the rest of the document stays
+        ":flag:\n\n////\nifndef::flag[]\n////\n\nvisible text\n": [("paragraph", "visible text")],
+        "= T\n\nFixed [#123], menu:File[Save As], link:a.html[Docs, window=_blank], image:i.png[Logo].\n":
+            [("heading", "T"), ("paragraph", "Fixed [#123], File > Save As, Docs, Logo.")],
+        # "Example" over a `----` that closes later is a paragraph and a listing, not a title
+        "= T\n\nExample\n----\n$ ls -l\n----\n\nMore\n\n== Next\n":
+            [("heading", "T"), ("paragraph", "Example"), ("code", "$ ls -l"), ("paragraph", "More"),
+             ("heading", "Next")],
+        "= T\n\n  steps:\n    - run: make\n": [("heading", "T"), ("code", "steps:\n  - run: make")],
+        "= T\n\nimage::flow.png[Data flow, 300]\n\n'''\n\ntoc::[]\n\n++++\n<p>Raw &amp; shown</p>\n++++\n":
+            [("heading", "T"), ("caption", "Data flow"), ("paragraph", "Raw & shown")],
+    }
+    for text, expected in cases.items():
+        assert [(k, t) for k, _, t in _blocks(text)] == expected, text
+
+
+def test_attributes_and_columns_cannot_blow_up() -> None:
+    """Attribute values built by doubling (`:aN: {aN-1}{aN-1}`) grew to gigabytes; a `cols`
+    count of 99,999,999,999 allocated a row that wide."""
+    doubling = ":a0: xx\n" + "".join(f":a{i}: {{a{i - 1}}}{{a{i - 1}}}\n" for i in range(1, 40)) + "\n{a39}\n"
+    text = _blocks(doubling)[-1][2]
+    assert 0 < len(text) <= 4096
+    table = _blocks('= T\n\n[cols="99999999999*"]\n|===\n|a\n|===\n')[-1]
+    assert table[0] == "table" and table[2].endswith("| a |")

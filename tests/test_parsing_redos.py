@@ -48,6 +48,15 @@ CASES: dict[str, Callable[[], tuple[bytes, str]]] = {
     "asciidoc index-term openers": lambda: (("= T\n\n" + "(((a ((b " * 16000 + "\n").encode(), "b.adoc"),
     "asciidoc term colons": lambda: (("= T\n\n" + "a::b;;" * 20000 + "\n").encode(), "c.adoc"),
     "asciidoc unclosed fences": lambda: (("= T\n\n" + "====\n****\n____\n--\ntext\n" * 5000).encode(), "d.adoc"),
+    # macros whose target or text ran to the end of the paragraph from every opener
+    "asciidoc xref openers": lambda: (("= T\n\n" + "<<a," * 50000 + "\n").encode(), "e.adoc"),
+    "asciidoc link openers": lambda: (("= T\n\n" + "link:" * 40000 + " mailto:" * 20000 + "\n").encode(), "f.adoc"),
+    "asciidoc macro text openers": lambda: (("= T\n\n" + "footnote:[kbd:[xref:a[" * 10000 + "\n").encode(), "g.adoc"),
+    "asciidoc unclosed conditions": lambda: (("= T\n\n" + "ifdef::a[]\ntext\n" * 100000).encode(), "h.adoc"),
+    "asciidoc attribute value spaces": lambda: ((":a: x" + " " * 64000 + "y\n\n= T" + " " * 64000 + "z\n")
+                                                 .encode(), "i.adoc"),
+    # the sniff reads every .txt: its signs bound their runs too
+    "asciidoc sniff of a .txt": lambda: (("<<a," * 16000 + "\ninclude::" + "[" * 64000 + "\n").encode(), "j.txt"),
     # a run of siblings retried as records from each position, titles' ancestors re-read: n²
     "xml sibling run": lambda: (("<?xml version='1.0'?><r>" + "<p>x</p>" * 20000 + "</r>").encode(), "run.xml"),
     "xml sibling titles": lambda: (("<?xml version='1.0'?><r>" + "<title>x</title>" * 20000 + "</r>").encode(),

@@ -6,23 +6,29 @@ Read as plain text an AsciiDoc manual kept its markup in every chunk (`linkgit:g
 `--all::` line, and comments and conditional directives were indexed as words.
 
 * Section titles: `== Title` (or Markdown's `##`) and the older two-line form, a title underlined
-  by `=`, `-`, `~`, `^` or `+` of about its length; the level-0 title is the document's, and the
-  author and revision lines under it are left out.
+  by `=`, `-`, `~`, `^` or `+` of about its length (one character either way, three unless the
+  line under it is a `----` fence closed later); the level-0 title is the document's, and the
+  author and revision lines under it are left out (a paragraph there is the body's).
 * Description lists (`--all::`, `term:::`, `term;;`): the term lines are one paragraph marked
   {"term": True}, their description the paragraphs after it, as the man and info readers give
   an option list. Lists (`*`, `-`, `.`, `1.`), admonitions (`NOTE: …` → "Note: …"), `[verse]`
   paragraphs (line breaks kept), literal paragraphs (indented) and listing/literal blocks (code).
-* Example, sidebar, quote and open blocks are read for the blocks inside them; comment blocks,
-  `//` comments and passthrough blocks (raw HTML or DocBook) are dropped; tables (`|===`, `,===`)
-  become Markdown tables with their header row.
+* Example, sidebar, quote and open blocks are read for the blocks inside them; comment blocks
+  and `//` comments are dropped, a passthrough block (raw HTML or DocBook) keeps its words; tables
+  (`|===`, `,===`, `[format=csv]`) become Markdown tables with their header row; a block image
+  gives its alt text; block titles (`.Title`) are captions.
 * Attribute entries (`:name: value`) are substituted where referenced (`{name}`), with
-  Asciidoctor's built-in character attributes and Git's `{litdd}`. `ifdef::`/`ifndef::` are
+  Asciidoctor's built-in character attributes and Git's `{litdd}`; a value is cut at
+  `MAX_ATTRIBUTE_CHARS` and substitution stops adding text past `ATTRIBUTE_GROWTH` (values built
+  by doubling one another grew exponentially). `ifdef::`/`ifndef::` are
   decided only for attributes the document itself sets or unsets: an included fragment is
   written for attributes its includer sets, and text whose condition cannot be known is kept
   rather than lost. `include::` lines are not followed (a parse reads one file's bytes, and its
   cache is keyed by them): the included file is a document of its own, named where it goes
   ("Includes diff options.", as the rendered page would hold its text there) and listed in the
   parse's metadata (`includes`).
+* Every pattern bounds the run it scans, so a run of openers without closers costs linear time
+  (tests/test_parsing_redos.py).
 * Inline markup is reduced to its text: `*strong*`, `_emphasis_`, `` `code` ``, `'emphasis'`,
   `+literal+`, `#mark#`; `link:`, URL, `xref:` and `<<id,text>>` macros to their text;
   `linkgit:git-add[1]` to "git-add(1)"; index terms and anchors dropped.
@@ -30,6 +36,7 @@ Read as plain text an AsciiDoc manual kept its markup in every chunk (`linkgit:g
 
 from __future__ import annotations
 
+import html
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -41,6 +48,11 @@ from connectors.documents import Block, BlockKind, ParseResult
 __all__ = ["asciidoc_blocks", "parse_asciidoc"]
 
 MAX_NESTING = 8  # delimited blocks inside one another; deeper ones are read as their lines
+MAX_ATTRIBUTE_CHARS = 4096  # an attribute's value is cut here: values built of values doubled each line
+MAX_COLUMNS = 256  # a `cols` count beyond this is read from the rows instead (`cols="300000000*"`)
+# What substituting attributes may add to a document, beyond its own size: a short value
+# referenced a million times must not make gigabytes of text; past it references stay as written.
+ATTRIBUTE_GROWTH = 1 << 20
 
 # Asciidoctor's built-in character attributes, and Git's `{litdd}` (its asciidoc.conf).
 BUILTIN_ATTRIBUTES = {
@@ -53,44 +65,58 @@ BUILTIN_ATTRIBUTES = {
 _ADMONITIONS = {"NOTE": "Note", "TIP": "Tip", "IMPORTANT": "Important", "WARNING": "Warning",
                 "CAUTION": "Caution"}
 
-_ATTRIBUTE_ENTRY = re.compile(r"^:(!?)([\w][\w-]*)(!?):(?:[ \t]+(.*?))?[ \t]*$")
+_ATTRIBUTE_ENTRY = re.compile(r"^:(!?)([\w][\w-]*)(!?):(?:[ \t]+(.*))?$")
 _CONDITIONAL = re.compile(r"^(ifdef|ifndef|ifeval|endif)::([^\[]*)\[(.*)\][ \t]*$")
 _INCLUDE = re.compile(r"^include::([^\[]+)\[[^\]]*\][ \t]*$")
 _INCLUDED = "\x00include:"  # what `preprocess` leaves where an include line was
-_ONE_LINE_TITLE = re.compile(r"^(={1,6}|#{1,6})[ \t]+(\S.*?)(?:[ \t]+\1)?[ \t]*$")
+_ONE_LINE_TITLE = re.compile(r"^(={1,6}|#{1,6})[ \t]+(\S.*)$")
 _UNDERLINE_LEVELS = {"=": 0, "-": 1, "~": 2, "^": 3, "+": 4}
 _UNDERLINE = re.compile(r"^([=\-~^+])\1+[ \t]*$")
 _DELIMITER = re.compile(r"^(-{4,}|\.{4,}|={4,}|\*{4,}|_{4,}|\+{4,}|/{4,}|--)[ \t]*$")
 _TABLE = re.compile(r"^([|,:!])={3,}[ \t]*$")
+_DATA_FORMATS = {"csv": ",", "tsv": "\t", "dsv": ":"}  # `[format=csv]` over a `|===` table
 _BLOCK_ATTRIBUTES = re.compile(r"^\[(.*)\][ \t]*$")
 # one entry of an attribute list: `name="a, b"`, `name=value` or a positional value
 _ATTRIBUTE_LIST = re.compile(r"\s*(?:([\w-]+)\s*=\s*)?(\"[^\"]*\"|'[^']*'|[^,]*)\s*(?:,|$)")
 _BLOCK_TITLE = re.compile(r"^\.([^\s.].*)$")
 _LIST_ITEM = re.compile(r"^[ \t]*(\*{1,5}|-|\.{1,5}|\d{1,3}\.|[a-zA-Z]\.|<\d+>)[ \t]+(\S.*)$")
 _TERM = re.compile(r"^[ \t]*(?!//)([^\s].*?)(:{2,4}|;;)(?:[ \t]+(.*))?$")  # may be indented, as list items
+# Asciidoctor's author line (up to three names, an optional <e-mail>; several joined by "; ")
+# and a revision line ("v1.2, 2024-01-01: remark"), the two lines the header may hold
+_AUTHOR_LINE = re.compile(r"^\w[\w'.-]*(?: +\w[\w'.-]*){0,2}(?: +<[^<>\s]+>)?(?: *; *\w[\w'. -]*(?:<[^<>\s]+>)?)*$")
+_REVISION_LINE = re.compile(r"^v?\d[\w.-]*(?:, *[^:]*)?(?:: *.*)?$")
 _ADMONITION = re.compile(r"^(NOTE|TIP|IMPORTANT|WARNING|CAUTION):[ \t]+(.*)$")
 
 _ATTRIBUTE_REF = re.compile(r"(\\?)\{([\w][\w-]*)\}")
-_LINKGIT = re.compile(r"linkgit:([\w.-]+)\[(\d\w*)\]")
-_URL_MACRO = re.compile(r"(?:link:|mailto:)?((?:https?|ftp|irc|file)://[^\s\[\]]+|(?<=link:)[^\s\[\]]+|"
-                        r"(?<=mailto:)[^\s\[\]]+)\[([^\]]*)\]")
-_XREF = re.compile(r"<<([\w:./#-]+)(?:,\s*([^>]+))?>>|xref:([\w:./#-]+)\[([^\]]*)\]")
-_MACRO_TEXT = re.compile(r"\b(?:kbd|btn|pass(?::[a-z,]*)?|indexterm2|footnote(?::[\w-]*)?|image|icon|anchor|"
-                         r"indexterm|menu:[^\[\s]+)\:?\[([^\]]*)\]")
+# Macro patterns bound every run they scan (a target, a text), so a run of openers without a
+# closer ("<<a,<<a,..." or "link:link:...") costs a bounded look-ahead each, not the paragraph.
+_LINKGIT = re.compile(r"linkgit:([\w.-]{1,200})\[(\d\w{0,9})\]")
+_URL_MACRO = re.compile(r"(?:link:|mailto:)?((?:https?|ftp|irc|file)://[^\s\[\]]{1,2000}|(?<=link:)[^\s\[\]]{1,500}|"
+                        r"(?<=mailto:)[^\s\[\]]{1,500})\[([^\]]{0,1000})\]")
+_XREF = re.compile(r"<<([\w:./#-]{1,200})(?:,\s*([^<>]{1,500}))?>>|xref:([\w:./#-]{1,200})\[([^\]]{0,1000})\]")
+_MACRO_TEXT = re.compile(r"\b(kbd|btn|pass|indexterm2|footnote|image|icon|anchor|indexterm|stem|latexmath|asciimath)"
+                         r":([^\s\[\]]{0,500})\[([^\]]{0,1000})\]")
+_MENU = re.compile(r"\bmenu:([^\s\[\]]{1,200})\[([^\]]{0,500})\]")
 _INDEX_TERMS = re.compile(r"\({3}[^()]*\){3}")
 _VISIBLE_INDEX_TERM = re.compile(r"\({2}([^()]+)\){2}")
+_MARKUP = re.compile(r"[{(\[<*_`+#'^~\\:]")  # a character some inline pattern starts from
+_TAG = re.compile(r"<[^<>]{0,1000}>")
+_BREAK = re.compile(r"^(?:'{3,}|<{3,})[ \t]*$")  # a thematic or a page break
+_BLOCK_MACRO = re.compile(r"^(image|video|audio|toc)::[^\[\s]{0,2000}\[([^\]]{0,1000})\][ \t]*$")
+_COMMENT_FENCE = re.compile(r"^/{4,}[ \t]*$")
 _COMMENT = re.compile(r"^//(?!/)")  # a comment line (`///` is text, `////` a comment block's fence)
-_ANCHOR = re.compile(r"\[\[\[?[\w:.-]+(?:,[^\]]*)?\]\]\]?|\[#[\w.-]+\]")
+_ANCHOR = re.compile(r"\[\[\[?[\w:.-]{1,200}(?:,[^\]]{0,500})?\]\]\]?|\[#[\w.-]{1,200}\](?=#)")
 _QUOTES = [re.compile(p) for p in (
     # the text between two marks never holds the mark: a run of openers without a closer costs
     # one pass, not one pass each (a paragraph of "**a **a **a ..." was quadratic)
     *(rf"(?<!\\){c}{c}([^\s{c}](?:[^{c}]*?[^\s{c}])?){c}{c}" for c in (r"\+\+", r"\*", "_", "`", r"\+", "#")),
     *(rf"(?<![\w{c}\\]){c}([^\s{c}](?:[^{c}\n]*?[^\s{c}])?){c}(?![\w{c}])" for c in (r"\*", "_", "`", r"\+", "#", "'")),
-    r"(?<!\^)\^(\S+?)\^(?!\^)", r"(?<!~)~(\S+?)~(?!~)",
+    r"(?<!\^)\^([^\s^]{1,100})\^(?!\^)", r"(?<!~)~([^\s~]{1,100})~(?!~)",
 )]
 _ESCAPE = re.compile(r"\\(?=[*_`#+{\[<~^'-]|&)")
 _HARD_BREAK = re.compile(r"[ \t]\+$", re.M)
-_CELL_SPEC = re.compile(r"(?:^|\s)((?:\d+\*|\d*(?:\.\d+)?\+)?[<^>]?(?:\.[<^>])?[adehlmsv]?)$")
+_CELL_SPEC = re.compile(r"\s((?:\d{1,4}\*|\d{0,4}(?:\.\d{1,4})?\+)?[<^>]?(?:\.[<^>])?[adehlmsv]?)$")
+_LINE_SPEC = re.compile(r"^((?:\d{1,4}\*|\d{0,4}(?:\.\d{1,4})?\+)?[<^>]?(?:\.[<^>])?[adehlmsv]?)$")
 
 
 @dataclass
@@ -101,27 +127,33 @@ class _Pending:
     language: str = ""
     options: set[str] = field(default_factory=set)
     cols: int = 0
+    format: str = ""  # a table's data format: psv (cells), csv, tsv, dsv
     title: str = ""
 
 
 class _Reader:
-    def __init__(self, attributes: dict[str, str]) -> None:
+    def __init__(self, attributes: dict[str, str], size: int) -> None:
         self.attributes = attributes
         self.blocks: list[Block] = []
         self.title: str | None = None
+        self.growth = 0  # characters attribute references have put in place of themselves
+        self.max_growth = size + ATTRIBUTE_GROWTH
 
     # -- inline --------------------------------------------------------------------------------
 
     def inline(self, text: str) -> str:
         """A line or paragraph's text with its markup reduced to what a reader sees."""
+        if not _MARKUP.search(text):  # most table cells and many lines: no pattern can match
+            return text
         text = _ATTRIBUTE_REF.sub(self._attribute, text)
         text = _INDEX_TERMS.sub("", text)
         text = _VISIBLE_INDEX_TERM.sub(r"\1", text)
         text = _ANCHOR.sub("", text)
         text = _LINKGIT.sub(r"\1(\2)", text)
-        text = _URL_MACRO.sub(lambda m: m.group(2) or m.group(1), text)
+        text = _URL_MACRO.sub(lambda m: _link_text(m.group(2)) or m.group(1), text)
         text = _XREF.sub(_xref_text, text)
-        text = _MACRO_TEXT.sub(lambda m: m.group(1), text)
+        text = _MENU.sub(lambda m: " > ".join([m.group(1), *(p.strip() for p in m.group(2).split(">"))]), text)
+        text = _MACRO_TEXT.sub(_macro_text, text)
         for pattern in _QUOTES:
             text = pattern.sub(r"\1", text)
         return _ESCAPE.sub("", text)
@@ -131,7 +163,10 @@ class _Reader:
             return "{" + m.group(2) + "}"
         name = m.group(2).lower()
         value = self.attributes.get(name, BUILTIN_ATTRIBUTES.get(name))
-        return m.group(0) if value is None else value
+        if value is None or self.growth + len(value) > self.max_growth:
+            return m.group(0)
+        self.growth += len(value)
+        return value
 
     def text(self, lines: list[str]) -> str:
         return clean_inline(self.inline(" ".join(ln.strip() for ln in lines)))
@@ -145,13 +180,17 @@ class _Reader:
     def read(self, lines: list[str], depth: int = 0) -> None:
         """Read `lines` (preprocessed: conditionals decided, includes gone) into blocks."""
         pending = _Pending()
+        last = {line.rstrip(): k for k, line in enumerate(lines)}  # where each line occurs last
         i = 0
         while i < len(lines):
             line = lines[i]
             if not line.strip():
                 i += 1
                 continue
-            step = self._structural(lines, i, pending, depth)
+            if pending.title and not self._keeps_pending(line):  # a block title leads its block
+                self.emit("caption", pending.title)
+                pending.title = ""
+            step = self._structural(lines, i, pending, depth, last)
             if step is not None:
                 i = step
                 if not self._keeps_pending(line):
@@ -165,8 +204,10 @@ class _Reader:
         """Block attribute, block title and anchor lines hand their settings to the next block."""
         return bool(_BLOCK_ATTRIBUTES.match(line) or _BLOCK_TITLE.match(line))
 
-    def _structural(self, lines: list[str], i: int, pending: _Pending, depth: int) -> int | None:
-        """Read the construct that starts at line `i` if it is not a paragraph; the next line."""
+    def _structural(self, lines: list[str], i: int, pending: _Pending, depth: int,
+                    last: dict[str, int]) -> int | None:
+        """Read the construct that starts at line `i` if it is not a paragraph; the next line.
+        `last` is where each line of `lines` occurs last (a fence that closes later)."""
         line = lines[i]
         if _COMMENT.match(line):
             return i + 1
@@ -177,6 +218,12 @@ class _Reader:
         if m := _ATTRIBUTE_ENTRY.match(line):
             self._set_attribute(m)
             return i + 1
+        if _BREAK.match(line):
+            return i + 1
+        if m := _BLOCK_MACRO.match(line):  # an image's alt text is what a reader gets of it
+            if m.group(1) == "image" and (alt := m.group(2).split(",", 1)[0].strip()):
+                self.emit("caption", self.text([alt]))
+            return i + 1
         if m := _BLOCK_ATTRIBUTES.match(line):
             _read_block_attributes(m.group(1), pending)
             return i + 1
@@ -184,8 +231,8 @@ class _Reader:
             pending.title = self.text([m.group(1)])
             return i + 1
         if m := _ONE_LINE_TITLE.match(line):
-            return self._section(len(m.group(1)) - 1, m.group(2), lines, i + 1)
-        if i + 1 < len(lines) and _is_two_line_title(line, lines[i + 1]):
+            return self._section(len(m.group(1)) - 1, _without_closing_marks(m.group(2)), lines, i + 1)
+        if i + 1 < len(lines) and _is_two_line_title(line, lines[i + 1], last.get(lines[i + 1].rstrip(), 0) > i + 1):
             return self._section(_UNDERLINE_LEVELS[lines[i + 1][0]], line.strip(), lines, i + 2)
         if m := _TABLE.match(line):
             return self._table(lines, i, m.group(1), pending)
@@ -204,17 +251,26 @@ class _Reader:
         if m.group(1) or m.group(3):
             self.attributes.pop(name, None)
         else:
-            self.attributes[name] = self.inline(m.group(4) or "")
+            self.attributes[name] = self.inline(m.group(4) or "")[:MAX_ATTRIBUTE_CHARS]
 
     def _section(self, level: int, title: str, lines: list[str], i: int) -> int:
         text = self.text([title])
         if level == 0 and self.title is None:
             self.title = text
-            while i < len(lines) and lines[i].strip():  # the header: author, revision, attributes
-                if m := _ATTRIBUTE_ENTRY.match(lines[i]):
-                    self._set_attribute(m)
-                i += 1
+            i = self._header(lines, i)
         self.emit("heading", text, level=level + 1)
+        return i
+
+    def _header(self, lines: list[str], i: int) -> int:
+        """Skip the document header under its title: an author line, a revision line under it,
+        attribute entries and comments; a paragraph starting there is the body's."""
+        for pattern in (_AUTHOR_LINE, _REVISION_LINE):
+            if i < len(lines) and pattern.match(lines[i]):
+                i += 1
+        while i < len(lines) and (m := _ATTRIBUTE_ENTRY.match(lines[i]) or _COMMENT.match(lines[i])):
+            if m.re is _ATTRIBUTE_ENTRY:
+                self._set_attribute(m)
+            i += 1
         return i
 
     def _delimited(self, lines: list[str], i: int, pending: _Pending, depth: int) -> int:
@@ -224,8 +280,6 @@ class _Reader:
             end += 1
         body = lines[i + 1:end]
         kind = fence[0]
-        if pending.title:
-            self.emit("caption", pending.title)
         if (kind in "-." and fence != "--") or pending.style in ("source", "listing", "literal"):
             code = "\n".join(ln for ln in body if not ln.startswith(_INCLUDED)).strip("\n")
             self.emit("code", code, meta={"language": pending.language} if pending.language else None)
@@ -238,16 +292,17 @@ class _Reader:
                 self.emit("paragraph", self.text(body))
             if label and len(self.blocks) > start and self.blocks[start].kind == "paragraph":
                 self.blocks[start].text = f"{label}: {self.blocks[start].text}"
-        # `////` comments and `++++` passthrough (raw HTML or DocBook for the converter) say nothing
+        elif kind == "+":  # passthrough: raw HTML or DocBook for the converter; its words are shown
+            self.emit("paragraph", clean_inline(html.unescape(_TAG.sub(" ", "\n".join(body)))))
+        # a `////` comment block says nothing
         return end + 1
 
     def _paragraph(self, lines: list[str], i: int, pending: _Pending) -> int:
-        end = i
-        while end < len(lines) and lines[end].strip() and not (end > i and _interrupts(lines[end])):
+        literal = lines[i][:1] in (" ", "\t")  # an indented paragraph is literal up to a blank line
+        end = i + 1
+        while end < len(lines) and lines[end].strip() and (literal or not _interrupts(lines[end])):
             end += 1
         para = lines[i:end]
-        if pending.title:
-            self.emit("caption", pending.title)
         if pending.style in ("verse", "literal", "listing", "source") or para[0][:1] in (" ", "\t"):
             kind: BlockKind = "paragraph" if pending.style == "verse" else "code"
             body = textwrap.dedent("\n".join(para))
@@ -301,11 +356,10 @@ class _Reader:
         while end < len(lines) and lines[end].rstrip() != fence:
             end += 1
         body = lines[i + 1:end]
-        cells, header_row = _table_cells(body, separator)
-        width = pending.cols or header_row or len(cells)
-        rows = [[self.text([c]) for c in cells[k:k + width]] for k in range(0, len(cells), max(1, width))]
-        if pending.title:
-            self.emit("caption", pending.title)
+        separator = _DATA_FORMATS.get(pending.format, separator)
+        cells, first, header_row = _table_cells(body, separator)
+        width = max(1, pending.cols or header_row or first or len(cells))
+        rows = [[self.text([c]) for c in cells[k:k + width]] for k in range(0, len(cells), width)]
         if rows:
             has_header = bool(header_row) or "header" in pending.options
             text = markdown_table(rows) if has_header else markdown_table(rows, header=[""] * width)
@@ -318,20 +372,41 @@ def _file_words(path: str) -> str:
     return re.sub(r"[-_.\s]+", " ", path.rsplit("/", 1)[-1].rsplit(".", 1)[0]).strip()
 
 
+def _without_closing_marks(title: str) -> str:
+    """"Title ==" -> "Title": the symmetric form's closing marks (a string method, not a pattern:
+    searched from every blank of a long run, a pattern was quadratic)."""
+    text = title.rstrip()
+    bare = text.rstrip("=#")
+    return bare.rstrip() if bare != text and bare[-1:] in (" ", "\t") else text
+
+
+def _link_text(text: str) -> str:
+    """A link macro's text without its attributes (`link:a.html[Docs, window=_blank]`)."""
+    return text.split(",", 1)[0].strip() if "=" in text else text
+
+
+def _macro_text(m: re.Match[str]) -> str:
+    """What an inline macro shows: an image's alt text, a footnote's or a key's text; an anchor,
+    an icon or a hidden index term nothing."""
+    return "" if m.group(1) in ("anchor", "icon", "indexterm") else m.group(3)
+
+
 def _xref_text(m: re.Match[str]) -> str:
     if m.group(1):
         return m.group(2) or m.group(1).lstrip("_").replace("_", " ")
     return m.group(4) or m.group(3).split("#")[-1].replace("_", " ")
 
 
-def _is_two_line_title(line: str, under: str) -> bool:
-    """`Title` over a line of one of `=-~^+` about as long (Asciidoctor allows a difference
-    of one; asciidoc-py of three, which Git's pages use)."""
+def _is_two_line_title(line: str, under: str, closes_later: bool) -> bool:
+    """`Title` over a line of one of `=-~^+` about as long: a difference of one (Asciidoctor's
+    rule), or up to three (asciidoc-py's, which Git's pages use) unless the line under it is a
+    fence the same line closes later ("Output" over a `----` listing block)."""
     m = _UNDERLINE.match(under)
     if not m or (not line[:1].isalnum() and line[:1] not in "'\"`_*"):
         return False
-    n = len(under.rstrip())
-    return n >= 2 and abs(len(line.rstrip()) - n) <= 3 and not _TERM.match(line)
+    n, diff = len(under.rstrip()), abs(len(line.rstrip()) - len(under.rstrip()))
+    fence = closes_later and _DELIMITER.match(under) is not None
+    return n >= 2 and (diff <= 1 or (diff <= 3 and not fence)) and not _TERM.match(line)
 
 
 def _interrupts(line: str) -> bool:
@@ -361,67 +436,87 @@ def _read_block_attributes(spec: str, pending: _Pending) -> None:
             pending.options |= {o.strip() for o in value.split(",")}
         elif name == "cols":
             pending.cols = _column_count(value)
+        elif name == "format":
+            pending.format = value.lower()
 
 
 def _column_count(spec: str) -> int:
-    """How many columns a `cols` attribute declares: "3*", "1,2,1", "2*,3"."""
-    total = 0
-    for part in spec.split(","):
-        m = re.match(r"\s*(\d+)\*", part)
-        total += int(m.group(1)) if m else 1
-    return total
+    """How many columns a `cols` attribute declares: "3*", "1,2,1", "2*,3", a bare "3"; 0 (read
+    them from the rows) past `MAX_COLUMNS`."""
+    spec = spec.strip()
+    if spec.isdigit():
+        total = int(spec)
+    else:
+        total = 0
+        for part in spec.split(","):
+            m = re.match(r"\s*(\d{1,9})\*", part)
+            total += int(m.group(1)) if m else 1
+    return total if total <= MAX_COLUMNS else 0
 
 
-def _table_cells(body: list[str], separator: str) -> tuple[list[str], int]:
-    """A table's cells in order, and how many the first row holds when a blank line follows
-    it (Asciidoctor's implicit header row); 0 when it has none."""
-    if separator in ",:":
-        rows = [[c.strip() for c in ln.split(separator)] for ln in body if ln.strip()]
-        return [c for r in rows for c in r], 0
-    sep = "|" if separator == "|" else "!"
-    cells: list[str] = []
-    header = 0
+def _table_cells(body: list[str], separator: str) -> tuple[list[str], int, int]:
+    """A table's cells in order; how many its first line holds (the column count when no
+    `cols` says); and how many the first row holds when a blank line follows it (Asciidoctor's
+    implicit header row), else 0."""
+    if separator in ",:\t":  # CSV, DSV and TSV data
+        rows = [[c.strip().strip('"') for c in ln.split(separator)] for ln in body if ln.strip()]
+        return [c for r in rows for c in r], len(rows[0]) if rows else 0, 0
+    split = re.compile(r"(?<!\\)" + re.escape(separator))
+    cells: list[list[str]] = []  # each cell's pieces, joined once at the end (+= was quadratic)
+    first = header = 0
     for n, line in enumerate(body):
         if not line.strip():
-            if n and cells and not header and not any(not ln.strip() for ln in body[:n]):
+            if cells and not header and first and not any(not ln.strip() for ln in body[:n]):
                 header = len(cells)
             continue
-        parts = re.split(r"(?<!\\)" + re.escape(sep), line)
-        if len(parts) == 1 and cells:  # a cell's text over several lines
-            cells[-1] += " " + parts[0].strip()
-            continue
+        parts = split.split(line)
+        lead = parts[0].strip()
+        if lead and not _LINE_SPEC.match(lead):  # text before the line's first cell continues the last
+            if cells:
+                cells[-1].append(lead)
+            else:
+                cells.append([lead])
         for k, part in enumerate(parts[1:], 1):
             text = part
             if k < len(parts) - 1 and (m := _CELL_SPEC.search(part)) and m.group(1):
                 text = part[:m.start(1)]  # the spec of the cell that follows (`2+|`, `a|`)
-            cells.append(text.strip())
-    header = header if header and body and len(re.split(r"(?<!\\)" + re.escape(sep), body[0])) > 1 else 0
-    return cells, header
+            cells.append([text.strip().replace("\\" + separator, separator)])
+        first = first or len(cells)
+    return [" ".join(c) for c in cells], first, header
 
 
 def preprocess(text: str) -> tuple[list[str], list[str]]:
     """The document's lines with conditional directives decided and include lines taken out,
     and the files it includes. A condition is decided only on attributes the document sets or
-    unsets itself (see the module's docstring); `ifeval` is kept."""
+    unsets itself (see the module's docstring); `ifeval` is kept. Directives inside a `////`
+    comment block are part of the comment."""
     known: dict[str, bool] = {}
     stack: list[bool] = []
+    hidden = 0  # conditions on the stack that are false: text is kept while there are none
+    comment = ""  # the fence of the comment block the line is in
     out: list[str] = []
     includes: list[str] = []
     for line in text.split("\n"):
+        if comment or _COMMENT_FENCE.match(line):
+            if hidden == 0:
+                out.append(line)
+            comment = "" if line.rstrip() == comment else comment or line.rstrip()
+            continue
         if m := _CONDITIONAL.match(line):
             kind, names, inline = m.groups()
             if kind == "endif":
                 if stack:
-                    stack.pop()
+                    hidden -= not stack.pop()
                 continue
             keep = _condition(kind, names, known)
             if inline and kind != "ifeval":  # ifdef::name[text]: one line of its own
-                if keep and all(stack):
+                if keep and hidden == 0:
                     out.append(inline)
                 continue
             stack.append(keep)
+            hidden += not keep
             continue
-        if not all(stack):
+        if hidden:
             continue
         if m := _INCLUDE.match(line):
             includes.append(m.group(1).strip())
@@ -446,8 +541,8 @@ def _condition(kind: str, names: str, known: dict[str, bool]) -> bool:
 
 def asciidoc_blocks(text: str) -> tuple[list[Block], str | None, list[str]]:
     """Blocks, the document title and the included files of an AsciiDoc text."""
-    lines, includes = preprocess(normalize_chars(text).replace("\r\n", "\n").replace("\r", "\n"))
-    reader = _Reader({})
+    lines, includes = preprocess(normalize_chars(text))
+    reader = _Reader({}, len(text))
     reader.read(lines)
     return reader.blocks, reader.title, includes
 

@@ -387,14 +387,17 @@ def looks_like_info(text: str) -> bool:
 # AsciiDoc's telltale constructs, each with its weight; a preprocessor directive is AsciiDoc's
 # own syntax and counts twice (an included fragment may have little else)
 _ASCIIDOC_SIGNS = [(re.compile(p, re.M), weight) for p, weight in (
-    (r"^(?:include|ifdef|ifndef|endif|ifeval)::\S*\[.*\]$", 2),
-    (r"^[^\s/:][^\n]*?[^:\s](?::{2,4}|;;)$", 1),  # description list terms ("--all::")
-    (r"^(-{4,}|\.{4,})\n(?:.*\n){0,200}?\1$", 1),  # a fenced listing or literal block
+    (r"^(?:include|ifdef|ifndef|endif|ifeval)::[^\s\[]{0,500}\[[^\n]{0,500}\]$", 2),
+    # a description list term over its description ("--all::"; reStructuredText's "Example::"
+    # has a blank line under it)
+    (r"^[^\s/:][^\n]{0,200}?[^:\s](?::{2,4}|;;)\n[ \t]*\S", 1),
+    # a fenced listing or literal block, after a blank line (under a text line it underlines it)
+    (r"(?:\A|(?<=\n\n))(-{4,}|\.{4,})\n(?:.*\n){0,200}?\1$", 1),
     (r"^\[(?:verse|source|listing|literal|quote|horizontal|NOTE|TIP|WARNING|IMPORTANT|CAUTION|cols=|"
-     r"options=|\[[\w-]+\]\])", 1),
-    (r"\blinkgit:[\w.-]+\[\d", 2),  # Git's own macro
-    (r"\b(?:link|xref|image):[^\s\[]+\[|<<[\w-]+(?:,[^>\n]+)?>>", 1),
-    (r"^:[\w][\w-]*:(?: |$)", 1),  # attribute entries
+     r"options=|\[[\w-]{1,100}\]\])", 1),
+    (r"\blinkgit:[\w.-]{1,100}\[\d", 2),  # Git's own macro
+    (r"\b(?:link|xref|image):[^\s\[]{1,500}\[|<<[\w-]{1,100}(?:,[^<>\n]{1,200})?>>", 1),
+    (r"^:[\w][\w-]{0,100}:(?: |$)", 1),  # attribute entries
 )]
 _ASCIIDOC_TITLE = re.compile(r"\A(?:= \S[^\n]*|([^\n]+)\n([=]+))\n")
 
@@ -403,7 +406,7 @@ def looks_like_asciidoc(text: str) -> bool:
     """Whether a `.txt` file is AsciiDoc source: three signs of it, or a document title and
     two (`::` ending a line, a `----` fence closed by the same line, `[verse]`, `link:`; an
     `include::` or `ifdef::` line or Git's `linkgit:` counts twice). Plain text rarely has one."""
-    text = text.replace("\r\n", "\n")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     signs = sum(weight for sign, weight in _ASCIIDOC_SIGNS if sign.search(text))
     m = _ASCIIDOC_TITLE.match(text)
     titled = m is not None and (not m.group(2) or abs(len(m.group(1).rstrip()) - len(m.group(2))) <= 3)
@@ -573,6 +576,8 @@ def detect_format(data: bytes, filename: str) -> Detected:  # noqa: C901  # leng
         return Detected(by_ext)
     if by_ext == "xml" and s.kind == "html" and _xhtml_root(_ascii_view(data[:_SAMPLE])):
         return Detected("html", [f"{name} is named .xml but is an XHTML page; parsed as HTML"])
+    if ext in ("txt", "text") and s.kind == "html" and looks_like_asciidoc(_ascii_view(data[:_SAMPLE])):
+        return Detected("asciidoc")  # AsciiDoc that writes `<head>` in its text is no HTML page
     if by_ext == "text" and s.kind in ("html", "email", "mbox", "man", "info"):
         return Detected(s.kind, [f"{name} is named {shown} but is an {s.label}; parsed as such"])
     if by_ext == "markdown":
