@@ -179,6 +179,14 @@ def test_a_git_source_named_txt_is_sniffed_and_plain_text_is_not() -> None:
     assert detect_format(readme.encode(), "NOTES.txt").format == "text"
     assert detect_format(MODERN.encode(), "guide.adoc").format == "asciidoc"
     assert detect_format(GIT_PAGE.encode(), "frob.py").format == "text"  # only .txt is asked
+    # reStructuredText: a setext title, a literal block after "::" and a blank line, and equal
+    # section underlines (once counted as a `----` fence closed later)
+    rst = ("Frobnicator\n===========\n\nUsage\n-----\n\nRun it like this::\n\n    frob --all\n\n"
+           "Notes\n-----\n\nSee below.\n")
+    assert detect_format(rst.encode(), "README.txt").format == "text"
+    # Git's urls-remotes.txt writes `<head>` in its text: still AsciiDoc, not an HTML page
+    page = GIT_PAGE.replace("This command frobs the index.", "Fetch <head> of the remote.")
+    assert detect_format(page.encode(), "git-frob.txt").format == "asciidoc"
 
 
 def test_unclosed_blocks_and_stray_markup_lose_no_text() -> None:
