@@ -274,11 +274,8 @@ class _Reader:
         return i
 
     def _delimited(self, lines: list[str], i: int, pending: _Pending, depth: int) -> int:
+        body, end = _fenced(lines, i)
         fence = lines[i].rstrip()
-        end = i + 1
-        while end < len(lines) and lines[end].rstrip() != fence:
-            end += 1
-        body = lines[i + 1:end]
         kind = fence[0]
         if (kind in "-." and fence != "--") or pending.style in ("source", "listing", "literal"):
             code = "\n".join(ln for ln in body if not ln.startswith(_INCLUDED)).strip("\n")
@@ -333,7 +330,7 @@ class _Reader:
                 j += 1
             if j < len(lines) and not _TERM.match(lines[j]) and not _interrupts(lines[j]):
                 i = j
-        while i < len(lines) and lines[i].strip() and not _interrupts(lines[i]) and not _TERM.match(lines[i]):
+        while i < len(lines) and _continues(lines[i]):
             first.append(lines[i])
             i += 1
         if first:
@@ -343,7 +340,7 @@ class _Reader:
     def _list_item(self, lines: list[str], i: int, m: re.Match[str]) -> int:
         own = [m.group(2)]
         i += 1
-        while i < len(lines) and lines[i].strip() and not _interrupts(lines[i]) and not _TERM.match(lines[i]):
+        while i < len(lines) and _continues(lines[i]):
             own.append(lines[i])
             i += 1
         marker = m.group(1)
@@ -351,11 +348,7 @@ class _Reader:
         return i
 
     def _table(self, lines: list[str], i: int, separator: str, pending: _Pending) -> int:
-        fence = lines[i].rstrip()
-        end = i + 1
-        while end < len(lines) and lines[end].rstrip() != fence:
-            end += 1
-        body = lines[i + 1:end]
+        body, end = _fenced(lines, i)
         separator = _DATA_FORMATS.get(pending.format, separator)
         cells, first, header_row = _table_cells(body, separator)
         width = max(1, pending.cols or header_row or first or len(cells))
@@ -370,6 +363,21 @@ class _Reader:
 def _file_words(path: str) -> str:
     """An included file named as words ("diff-options.txt" -> "diff options")."""
     return re.sub(r"[-_.\s]+", " ", path.rsplit("/", 1)[-1].rsplit(".", 1)[0]).strip()
+
+
+def _fenced(lines: list[str], i: int) -> tuple[list[str], int]:
+    """The body of the delimited block whose fence is line `i`, and the line closing it (the
+    end of `lines` when nothing does)."""
+    fence = lines[i].rstrip()
+    end = i + 1
+    while end < len(lines) and lines[end].rstrip() != fence:
+        end += 1
+    return lines[i + 1:end], end
+
+
+def _continues(line: str) -> bool:
+    """Whether `line` carries on the paragraph of a list item or a description above it."""
+    return bool(line.strip()) and not _interrupts(line) and not _TERM.match(line)
 
 
 def _without_closing_marks(title: str) -> str:
