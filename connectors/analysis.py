@@ -100,6 +100,13 @@ def _components(token: str) -> list[str]:
 IDENT_BOOST = 2.0
 
 
+#: A command-line option as a command reference writes it and a user asks for it: `--file`,
+#: `--dry-run`, find's `-empty`, `-f`, `-L`. The dash opens the token (not "well-known"), a
+#: letter follows it (not "-5"); a word after one dash or two is lower case (a mail's sign-off
+#: "--Guido" is a name); the identifier keeps its dashes, so `--file` is not the word "file".
+OPTION_RE = re.compile(r"(?<![\w-])(-[A-Za-z]|--?[a-z][a-z0-9_-]{0,62}[a-z0-9])(?![\w-])")
+
+
 def identifiers(text: str) -> list[str]:
     """Identifier tokens of ``text``, lowercased, each once, in first-seen order.
 
@@ -123,6 +130,8 @@ def identifiers(text: str) -> list[str]:
             squashed = _SEPARATORS_RE.sub("", lowered)
             if len(squashed) >= 2 and squashed != lowered:
                 out.setdefault(squashed, None)
+    for option in OPTION_RE.findall(text):
+        out.setdefault(option.lower(), None)
     return list(out)
 
 

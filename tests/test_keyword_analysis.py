@@ -26,6 +26,9 @@ from connectors.indexes.tantivy_index import build_schema
         # glib's translation macro was read as the word "n" and its page never matched exactly;
         # a lower-case word between underscores is a mail's emphasis, not a name
         ("wrap it in N_() at __LINE__, _that_ is __really__ it", ["n_", "__line__", "line"]),
+        # command-line options keep their dashes ("--file" is not the word "file"); a hyphenated
+        # word, a negative number, a dash alone and a mail's "--Guido" sign-off are none
+        ("use ‘--file=FILE’, -empty or -L; a well-known -5 -- --Guido", ["file", "--file", "-empty", "-l"]),
     ],
 )
 def test_identifiers_examples(text: str, expected: list[str]) -> None:

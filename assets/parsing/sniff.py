@@ -404,8 +404,9 @@ _ASCIIDOC_TITLE = re.compile(r"\A(?:= \S[^\n]*|([^\n]+)\n([=]+))\n")
 
 def looks_like_asciidoc(text: str) -> bool:
     """Whether a `.txt` file is AsciiDoc source: three signs of it, or a document title and
-    two (`::` ending a line, a `----` fence closed by the same line, `[verse]`, `link:`; an
-    `include::` or `ifdef::` line or Git's `linkgit:` counts twice). Plain text rarely has one."""
+    two (a `term::` over its description, a `----` fence after a blank line closed by the same
+    line, `[verse]`, `link:`; an `include::` or `ifdef::` line or Git's `linkgit:` counts
+    twice). Plain text rarely has one."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     signs = sum(weight for sign, weight in _ASCIIDOC_SIGNS if sign.search(text))
     m = _ASCIIDOC_TITLE.match(text)
