@@ -72,6 +72,17 @@ def test_identifier_ranks_long_doc_first_and_squashed_spelling_matches(
     assert ids(index.search("how do I replace XR-4471 in the pump?", 5, Filters()))[0] == "long"
 
 
+def test_an_option_finds_its_definition_not_every_mention_of_its_word(index: TantivyIndex) -> None:
+    """`--file` was the word "file" alone, which a manual uses everywhere (grep's info manual:
+    its definition ranked past the tenth hit)."""
+    index.upsert([
+        *[rec(f"f{i}", f"file file file list {i}") for i in range(20)],
+        rec("opt", "‘-f FILE’ ‘--file=FILE’ Obtain patterns from FILE, one per line."),
+    ])
+    index.commit()
+    assert ids(index.search("--file", 5, Filters()))[0] == "opt"
+
+
 def test_upsert_is_idempotent(index: TantivyIndex) -> None:
     r = rec("a", "valve alpha")
     assert index.upsert([r, r]) == 2
