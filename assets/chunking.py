@@ -439,19 +439,18 @@ def _even_runs(sizes: list[int], limit: int, sep: int, breaks: list[bool]) -> li
 
 
 def _merge_small(groups: list[list[_Part]], config: ChunkConfig, sep: int) -> list[list[_Part]]:
-    """Merge single-chunk sections below `min_tokens` into a neighbour when they fit: the
-    nearer relative in the heading tree (the longer common heading path), the next section on
-    a tie. A function's small "Returns" subsection joins its own function, not the next one,
-    whose chunk would otherwise lose the function's name from its heading path."""
+    """Merge each single-chunk section below `min_tokens` into a neighbouring chunk when they
+    fit: the previous one when it is the nearer relative in the heading tree (the longer common
+    heading path), else the next one (a merged group still small goes on to the one after),
+    else the previous one. A function's small "Returns" subsection joins its own function, not
+    the next one, whose chunk would otherwise lose the function's name from its heading path.
+    One pass, so the neighbour weighed is the one merged into."""
 
     def tokens(g: list[_Part]) -> int:
         return sum(_part_tokens(p, sep) for p in g) + sep * (len(g) - 1)
 
-    def whole(g: list[_Part]) -> bool:
-        return g[0].first and g[-1].last
-
     def small(g: list[_Part]) -> bool:
-        return whole(g) and tokens(g) < config.min_tokens
+        return g[0].first and g[-1].last and tokens(g) < config.min_tokens
 
     def fits(a: list[_Part], b: list[_Part]) -> bool:
         return tokens(a) + sep + tokens(b) <= config.max_tokens
@@ -459,28 +458,23 @@ def _merge_small(groups: list[list[_Part]], config: ChunkConfig, sep: int) -> li
     def kinship(a: list[_Part], b: list[_Part]) -> int:
         return len(_common_prefix([a[-1].section.path, b[0].section.path]))
 
-    def nearer_behind(prev: list[_Part], g: list[_Part]) -> bool:
-        """Whether the small group `prev` belongs with the group before it rather than `g`
-        (the backward pass below then merges it there)."""
-        before = forward[-2] if len(forward) > 1 else None
-        return (before is not None and before[-1].last and fits(before, prev)
-                and kinship(before, prev) > kinship(prev, g))
-
-    forward: list[list[_Part]] = []
-    for g in groups:
-        prev = forward[-1] if forward else None
-        if prev and small(prev) and g[0].first and fits(prev, g) and not nearer_behind(prev, g):
-            forward[-1] = prev + g
-        else:
-            forward.append(g)
-    merged: list[list[_Part]] = []
-    for g in forward:
-        prev = merged[-1] if merged else None
-        if prev and small(g) and prev[-1].last and fits(prev, g):
-            merged[-1] = prev + g
-        else:
-            merged.append(g)
-    return merged
+    out: list[list[_Part]] = []
+    carried: list[_Part] = []  # a small group on its way into the next one
+    for k, group in enumerate(groups):
+        g = carried + group
+        carried = []
+        after = groups[k + 1] if k + 1 < len(groups) else None
+        if small(g):
+            back = bool(out) and out[-1][-1].last and fits(out[-1], g)
+            ahead = after is not None and after[0].first and fits(g, after)
+            if back and (after is None or not ahead or kinship(out[-1], g) > kinship(g, after)):
+                out[-1] = out[-1] + g
+                continue
+            if ahead:
+                carried = g
+                continue
+        out.append(g)
+    return out
 
 
 def _part_tokens(p: _Part, sep: int) -> int:

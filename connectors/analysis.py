@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import re
 
-__all__ = ["IDENTIFIER_RE", "IDENT_BOOST", "MAX_IDENTIFIER_LEN", "identifiers", "sanitize_query"]
+__all__ = ["IDENTIFIER_RE", "IDENT_BOOST", "MAX_IDENTIFIER_LEN", "OPTION_RE", "identifiers", "sanitize_query"]
 
 #: A candidate token: ASCII alphanumeric/underscore runs joined by single inner separators
 #: (``-`` ``.`` ``:`` ``/``). A separator must be followed by another run, so the full stop or
@@ -69,8 +69,10 @@ def _is_identifier(token: str) -> bool:
     core = token.strip("_")
     if "_" in core and len(core) >= 3:
         return True
-    if core != token and core.isupper():  # a C macro with an edge underscore: `N_`, `__FILE__`
-        return True  # (lower case ones are a mail's emphasis far more often: `_that_`, `__really__`)
+    # an upper-case name with an edge underscore is a C macro (`N_`, `__FILE__`); a lower-case one
+    # is a mail's emphasis far more often (`_that_`, `__really__`), a shouted word too (`_NOT_`)
+    if core != token and core.isupper() and core.lower() not in _CAPS_STOPWORDS:
+        return True
     if _ALLCAPS_RE.fullmatch(token) and token.lower() not in _CAPS_STOPWORDS:
         return True
     return _CAMEL_RE.search(token) is not None
@@ -101,22 +103,26 @@ IDENT_BOOST = 2.0
 
 
 #: A command-line option as a command reference writes it and a user asks for it: `--file`,
-#: `--dry-run`, find's `-empty`, `-f`, `-L`. The dash opens the token (not "well-known"), a
-#: letter follows it (not "-5"); a word after one dash or two is lower case (a mail's sign-off
-#: "--Guido" is a name); the identifier keeps its dashes, so `--file` is not the word "file".
-OPTION_RE = re.compile(r"(?<![\w-])(-[A-Za-z]|--?[a-z][a-z0-9_-]{0,62}[a-z0-9])(?![\w-])")
+#: `--dry-run`, find's `-empty`, `-f`, `-L`. The dash opens the token (not "well-known", not the
+#: `:-P` of a smiley, not `=-x` in an expression or a URL), a letter follows it (not "-5"); a word
+#: after one dash or two is lower case (a mail's sign-off "--Guido" is a name); the identifier
+#: keeps its dashes, so `--file` is not the word "file", and a one-letter option its case (`ls
+#: -l` and `-L` differ).
+OPTION_RE = re.compile(r"(?<![\w:=?&-])(-[A-Za-z]|--?[a-z][a-z0-9_-]{0,62}[a-z0-9])(?![\w-])")
 
 
 def identifiers(text: str) -> list[str]:
-    """Identifier tokens of ``text``, lowercased, each once, in first-seen order.
+    """Identifier tokens of ``text``, lowercased (a one-letter option keeps its case), each
+    once, in first-seen order.
 
     For every identifier it emits the lowercased token itself and, when different, the variant
     with separators removed (``XR-4471`` -> ``xr-4471``, ``xr4471``) so a query typed either way
     matches. Colon-, slash- or dot-joined compounds also emit those of their components that are
     identifiers on their own (``config.max_payload_kg`` -> ``max_payload_kg``,
     ``192.168.0.1:8080`` -> ``192.168.0.1``), so asking for the short name still finds the
-    qualified one. Ingestion and query call this same function, hence any two spellings that
-    normalise alike match exactly.
+    qualified one. Command-line options (`OPTION_RE`) follow, as written, without a squashed
+    form (``--dry-run`` is not ``dryrun``). Ingestion and query call this same function, hence
+    any two spellings that normalise alike match exactly.
     """
     out: dict[str, None] = {}
     for token in IDENTIFIER_RE.findall(text):
@@ -131,7 +137,7 @@ def identifiers(text: str) -> list[str]:
             if len(squashed) >= 2 and squashed != lowered:
                 out.setdefault(squashed, None)
     for option in OPTION_RE.findall(text):
-        out.setdefault(option.lower(), None)
+        out.setdefault(option, None)
     return list(out)
 
 

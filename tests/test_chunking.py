@@ -410,6 +410,25 @@ def test_small_subsection_stays_with_its_own_section(tok: TokenCounter) -> None:
     check_invariants(blocks, drafts, ChunkConfig(min_tokens=10, max_tokens=90), tok)
 
 
+@pytest.mark.parametrize("body_words", [40, 72])
+def test_small_sections_in_a_row_are_each_merged_where_they_go(tok: TokenCounter, body_words: int) -> None:
+    """Found in review: the nearer-relative rule weighed one neighbour and the second pass merged
+    into another. Two small sections in a row: "Returns" joins its function; "g_list_free ()"
+    joins a neighbour that has room (the function before it, a sibling, when it fits; else the
+    section after it) and is never left alone below min_tokens."""
+    blocks = [H("Functions", 2), H("g_list_concat ()", 3), P("list " * body_words), H("Returns", 4),
+              P("The new list."), H("g_list_free ()", 3), P("Frees."), H("Types and Values", 2), P("type " * 30)]
+    cfg = ChunkConfig(min_tokens=12, max_tokens=90)
+    drafts = chunk_blocks(blocks, cfg, counter=tok)
+    check_invariants(blocks, drafts, cfg, tok)
+    returns = next(d for d in drafts if "The new list." in d.display_text)
+    assert returns.display_text.startswith("g_list_concat ()")  # with its own function
+    free = next(d for d in drafts if "Frees." in d.display_text)
+    assert free.display_text != "g_list_free ()\nFrees."  # merged somewhere, not alone
+    if body_words == 72:  # no room behind: ahead, into the next section
+        assert "Types and Values" in free.display_text
+
+
 # -- splitting long blocks ----------------------------------------------------------------------
 
 

@@ -36,6 +36,8 @@ Read as plain text an AsciiDoc manual kept its markup in every chunk (`linkgit:g
 
 from __future__ import annotations
 
+import bisect
+import csv
 import html
 import re
 import textwrap
@@ -115,8 +117,11 @@ _QUOTES = [re.compile(p) for p in (
 )]
 _ESCAPE = re.compile(r"\\(?=[*_`#+{\[<~^'-]|&)")
 _HARD_BREAK = re.compile(r"[ \t]\+$", re.M)
-_CELL_SPEC = re.compile(r"\s((?:\d{1,4}\*|\d{0,4}(?:\.\d{1,4})?\+)?[<^>]?(?:\.[<^>])?[adehlmsv]?)$")
-_LINE_SPEC = re.compile(r"^((?:\d{1,4}\*|\d{0,4}(?:\.\d{1,4})?\+)?[<^>]?(?:\.[<^>])?[adehlmsv]?)$")
+# a cell's spec before its `|` (`2+`, `3*`, `^.>`, `a`): after a blank ending the cell before, or
+# alone before a line's first `|`
+_SPEC = r"((?:\d{1,4}\*|\d{0,4}(?:\.\d{1,4})?\+)?[<^>]?(?:\.[<^>])?[adehlmsv]?)"
+_CELL_SPEC = re.compile(r"\s" + _SPEC + "$")
+_LINE_SPEC = re.compile("^" + _SPEC + "$")
 
 
 @dataclass
@@ -178,9 +183,11 @@ class _Reader:
     # -- blocks --------------------------------------------------------------------------------
 
     def read(self, lines: list[str], depth: int = 0) -> None:
-        """Read `lines` (preprocessed: conditionals decided, includes gone) into blocks."""
+        """Read `lines` (preprocessed: conditionals decided, include lines marked) into blocks."""
         pending = _Pending()
-        last = {line.rstrip(): k for k, line in enumerate(lines)}  # where each line occurs last
+        at: dict[str, list[int]] = {}  # where each line occurs: does a fence close later?
+        for k, line in enumerate(lines):
+            at.setdefault(line.rstrip(), []).append(k)
         i = 0
         while i < len(lines):
             line = lines[i]
@@ -190,7 +197,7 @@ class _Reader:
             if pending.title and not self._keeps_pending(line):  # a block title leads its block
                 self.emit("caption", pending.title)
                 pending.title = ""
-            step = self._structural(lines, i, pending, depth, last)
+            step = self._structural(lines, i, pending, depth, at)
             if step is not None:
                 i = step
                 if not self._keeps_pending(line):
@@ -198,6 +205,8 @@ class _Reader:
                 continue
             i = self._paragraph(lines, i, pending)
             pending = _Pending()
+        if pending.title:  # a block title with no block after it is still shown
+            self.emit("caption", pending.title)
 
     @staticmethod
     def _keeps_pending(line: str) -> bool:
@@ -205,9 +214,9 @@ class _Reader:
         return bool(_BLOCK_ATTRIBUTES.match(line) or _BLOCK_TITLE.match(line))
 
     def _structural(self, lines: list[str], i: int, pending: _Pending, depth: int,
-                    last: dict[str, int]) -> int | None:
+                    at: dict[str, list[int]]) -> int | None:
         """Read the construct that starts at line `i` if it is not a paragraph; the next line.
-        `last` is where each line of `lines` occurs last (a fence that closes later)."""
+        `at` is where each line of `lines` occurs (a fence that closes later)."""
         line = lines[i]
         if _COMMENT.match(line):
             return i + 1
@@ -227,12 +236,12 @@ class _Reader:
         if m := _BLOCK_ATTRIBUTES.match(line):
             _read_block_attributes(m.group(1), pending)
             return i + 1
-        if (m := _BLOCK_TITLE.match(line)) and not _DELIMITER.match(line):
+        if m := _BLOCK_TITLE.match(line):
             pending.title = self.text([m.group(1)])
             return i + 1
         if m := _ONE_LINE_TITLE.match(line):
             return self._section(len(m.group(1)) - 1, _without_closing_marks(m.group(2)), lines, i + 1)
-        if i + 1 < len(lines) and _is_two_line_title(line, lines[i + 1], last.get(lines[i + 1].rstrip(), 0) > i + 1):
+        if i + 1 < len(lines) and _is_two_line_title(line, lines[i + 1], _closes_later(lines, i + 1, at)):
             return self._section(_UNDERLINE_LEVELS[lines[i + 1][0]], line.strip(), lines, i + 2)
         if m := _TABLE.match(line):
             return self._table(lines, i, m.group(1), pending)
@@ -240,7 +249,7 @@ class _Reader:
             return self._delimited(lines, i, pending, depth)
         if line.strip() == "+":  # a list continuation: what follows is read as its own block
             return i + 1
-        if m := _TERM.match(line):
+        if _TERM.match(line):
             return self._description(lines, i)
         if m := _LIST_ITEM.match(line):
             return self._list_item(lines, i, m)
@@ -300,7 +309,7 @@ class _Reader:
         while end < len(lines) and lines[end].strip() and (literal or not _interrupts(lines[end])):
             end += 1
         para = lines[i:end]
-        if pending.style in ("verse", "literal", "listing", "source") or para[0][:1] in (" ", "\t"):
+        if literal or pending.style in ("verse", "literal", "listing", "source"):
             kind: BlockKind = "paragraph" if pending.style == "verse" else "code"
             body = textwrap.dedent("\n".join(para))
             self.emit(kind, body if kind == "code" else "\n".join(self.text([ln]) for ln in body.split("\n")))
@@ -328,7 +337,7 @@ class _Reader:
             j = i
             while j < len(lines) and not lines[j].strip():
                 j += 1
-            if j < len(lines) and not _TERM.match(lines[j]) and not _interrupts(lines[j]):
+            if j < len(lines) and _continues(lines[j]):
                 i = j
         while i < len(lines) and _continues(lines[i]):
             first.append(lines[i])
@@ -376,8 +385,9 @@ def _fenced(lines: list[str], i: int) -> tuple[list[str], int]:
 
 
 def _continues(line: str) -> bool:
-    """Whether `line` carries on the paragraph of a list item or a description above it."""
-    return bool(line.strip()) and not _interrupts(line) and not _TERM.match(line)
+    """Whether `line` carries on the paragraph of a list item or a description above it: not
+    when another item or term starts there."""
+    return bool(line.strip()) and not _interrupts(line) and not _TERM.match(line) and not _LIST_ITEM.match(line)
 
 
 def _without_closing_marks(title: str) -> str:
@@ -412,17 +422,31 @@ def _is_two_line_title(line: str, under: str, closes_later: bool) -> bool:
     m = _UNDERLINE.match(under)
     if not m or (not line[:1].isalnum() and line[:1] not in "'\"`_*"):
         return False
-    n, diff = len(under.rstrip()), abs(len(line.rstrip()) - len(under.rstrip()))
+    diff = abs(len(line.rstrip()) - len(under.rstrip()))
     fence = closes_later and _DELIMITER.match(under) is not None
-    return n >= 2 and (diff <= 1 or (diff <= 3 and not fence)) and not _TERM.match(line)
+    return (diff <= 1 or (diff <= 3 and not fence)) and not _TERM.match(line)
+
+
+def _closes_later(lines: list[str], i: int, at: dict[str, list[int]]) -> bool:
+    """Whether line `i`, read as a fence, is closed by the same line further on: its next
+    occurrence, unless that one underlines a title of its own ("DESCRIPTION" over the same
+    dashes as "SYNOPSIS" above)."""
+    places = at.get(lines[i].rstrip(), [])
+    k = bisect.bisect_right(places, i)
+    if k == len(places):
+        return False
+    j = places[k]
+    titled = lines[j - 1].strip() and (j < 2 or not lines[j - 2].strip())
+    return not (titled and _is_two_line_title(lines[j - 1], lines[j], False))
 
 
 def _interrupts(line: str) -> bool:
-    """Whether `line` ends the paragraph above it: a fence, a table, a block attribute line,
-    a continuation or a list item starts a block of its own."""
+    """Whether `line` ends the paragraph above it: a fence, a table, a block attribute line, a
+    continuation, a comment or an include starts a block of its own. A line that looks like a
+    list item does not ("J. Random Hacker" wrapped onto a line of its own): only inside a list
+    does a new item end the one above (`_continues`), as in Asciidoctor."""
     return bool(_DELIMITER.match(line) or _TABLE.match(line) or _BLOCK_ATTRIBUTES.match(line)
-                or line.strip() == "+" or _LIST_ITEM.match(line) or _COMMENT.match(line)
-                or line.startswith(_INCLUDED))
+                or line.strip() == "+" or _COMMENT.match(line) or line.startswith(_INCLUDED))
 
 
 def _read_block_attributes(spec: str, pending: _Pending) -> None:
@@ -466,8 +490,8 @@ def _table_cells(body: list[str], separator: str) -> tuple[list[str], int, int]:
     """A table's cells in order; how many its first line holds (the column count when no
     `cols` says); and how many the first row holds when a blank line follows it (Asciidoctor's
     implicit header row), else 0."""
-    if separator in ",:\t":  # CSV, DSV and TSV data
-        rows = [[c.strip().strip('"') for c in ln.split(separator)] for ln in body if ln.strip()]
+    if separator in ",:\t":  # CSV, DSV and TSV data; a quoted CSV field may hold the separator
+        rows = [[c.strip() for c in r] for r in csv.reader([ln for ln in body if ln.strip()], delimiter=separator)]
         return [c for r in rows for c in r], len(rows[0]) if rows else 0, 0
     split = re.compile(r"(?<!\\)" + re.escape(separator))
     cells: list[list[str]] = []  # each cell's pieces, joined once at the end (+= was quadratic)
@@ -494,8 +518,8 @@ def _table_cells(body: list[str], separator: str) -> tuple[list[str], int, int]:
 
 
 def preprocess(text: str) -> tuple[list[str], list[str]]:
-    """The document's lines with conditional directives decided and include lines taken out,
-    and the files it includes. A condition is decided only on attributes the document sets or
+    """The document's lines with conditional directives decided and each include line marked
+    (`_INCLUDED`), and the files it includes. A condition is decided only on attributes the document sets or
     unsets itself (see the module's docstring); `ifeval` is kept. Directives inside a `////`
     comment block are part of the comment."""
     known: dict[str, bool] = {}

@@ -389,10 +389,11 @@ def looks_like_info(text: str) -> bool:
 _ASCIIDOC_SIGNS = [(re.compile(p, re.M), weight) for p, weight in (
     (r"^(?:include|ifdef|ifndef|endif|ifeval)::[^\s\[]{0,500}\[[^\n]{0,500}\]$", 2),
     # a description list term over its description ("--all::"; reStructuredText's "Example::"
-    # has a blank line under it)
-    (r"^[^\s/:][^\n]{0,200}?[^:\s](?::{2,4}|;;)\n[ \t]*\S", 1),
-    # a fenced listing or literal block, after a blank line (under a text line it underlines it)
-    (r"(?:\A|(?<=\n\n))(-{4,}|\.{4,})\n(?:.*\n){0,200}?\1$", 1),
+    # has a blank line under it, its directives start "..")
+    (r"^(?!\.\. )[^\s/:][^\n]{0,200}?[^:\s](?::{2,4}|;;)\n[ \t]*\S", 1),
+    # a fenced listing or literal block after a blank line or a `[source]`/`ifdef::…[]` line
+    # (under a text line it underlines a title)
+    (r"(?:\A|(?<=\n\n)|(?<=\]\n))(-{4,}|\.{4,})\n(?:.*\n){0,200}?\1$", 1),
     (r"^\[(?:verse|source|listing|literal|quote|horizontal|NOTE|TIP|WARNING|IMPORTANT|CAUTION|cols=|"
      r"options=|\[[\w-]{1,100}\]\])", 1),
     (r"\blinkgit:[\w.-]{1,100}\[\d", 2),  # Git's own macro

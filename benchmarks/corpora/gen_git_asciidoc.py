@@ -6,10 +6,12 @@ AsciiDoc sources of the same manual pages.
 The corpus (``CORPORA/git_asciidoc/txt/*.txt``, laid out by ``fetch.sh``) is what Debian's
 ``git-doc`` ships beside the HTML: the AsciiDoc source of every page (``git-rebase.txt``) and the
 fragments the pages include (``diff-options.txt``, ``merge-options.txt``), all named ``.txt`` as
-Git named them before 2.47 (``.adoc`` since). The questions are ``git_commands.jsonl``'s (fish's
-own descriptions of commands and options); a gold page ``html/git-X.html`` becomes
-``txt/git-X.txt``. Both sets ask the same questions of the same manual, once rendered and once
-as source, so the two sets' numbers show what reading the source costs.
+Git named them before 2.47 (it names them ``.adoc`` since; this set keeps the shipped names). The
+questions are ``git_commands.jsonl``'s (fish's own descriptions of commands and options); a gold
+page ``html/git-X.html`` becomes ``txt/git-X.txt`` (a question whose page has no source is left
+out, and the count printed), and so does each page a question excludes. Both sets ask the same
+questions of the same manual, once rendered and once as source, so the two sets' numbers show
+what reading the source costs.
 """
 
 from __future__ import annotations
@@ -23,14 +25,23 @@ EVALSETS = Path(__file__).resolve().parent.parent / "evalsets"
 OUT = EVALSETS / "git_asciidoc.jsonl"
 
 
+def _source(page: str) -> str:
+    """`html/git-add.html` -> `txt/git-add.txt`."""
+    return "txt/" + Path(page).with_suffix(".txt").name
+
+
 def cases(root: Path) -> list[Case]:
     out: list[Case] = []
+    dropped = 0
     for line in (EVALSETS / "git_commands.jsonl").read_text(encoding="utf-8").splitlines():
         case = json.loads(line)
-        docs = ["txt/" + Path(g["doc"]).with_suffix(".txt").name for g in case["gold"]]
-        gold = [{"doc": doc, "text": None} for doc in docs if (root / doc).is_file()]
-        if gold:
-            out.append({**case, "id": case["id"].replace("git-", "gita-", 1), "gold": gold})
+        gold = [{"doc": doc, "text": None} for g in case["gold"] if (root / (doc := _source(g["doc"]))).is_file()]
+        if not gold:
+            dropped += 1
+            continue
+        out.append({**case, "id": case["id"].replace("git-", "gita-", 1), "gold": gold,
+                    "exclude_docs": [_source(d) for d in case.get("exclude_docs", [])]})
+    print(f"{dropped} questions dropped: their page has no source")
     return out
 
 
