@@ -106,14 +106,14 @@ IDENT_BOOST = 2.0
 #: `--dry-run`, find's `-empty`, `-f`, `-L`. The dash opens the token (not "well-known", not the
 #: `:-P` of a smiley, not `=-x` in an expression or a URL), a letter follows it (not "-5"); a word
 #: after one dash or two is lower case (a mail's sign-off "--Guido" is a name); the identifier
-#: keeps its dashes, so `--file` is not the word "file", and a one-letter option its case (`ls
-#: -l` and `-L` differ).
+#: keeps its dashes, so `--file` is not the word "file". A one-letter option is folded to lower
+#: case like every identifier (`-l` and `-L` meet): Elasticsearch's `ident` keyword field
+#: normalises case, and both keyword adapters must rank identifiers alike.
 OPTION_RE = re.compile(r"(?<![\w:=?&-])(-[A-Za-z]|--?[a-z][a-z0-9_-]{0,62}[a-z0-9])(?![\w-])")
 
 
 def identifiers(text: str) -> list[str]:
-    """Identifier tokens of ``text``, lowercased (a one-letter option keeps its case), each
-    once, in first-seen order.
+    """Identifier tokens of ``text``, lowercased, each once, in first-seen order.
 
     For every identifier it emits the lowercased token itself and, when different, the variant
     with separators removed (``XR-4471`` -> ``xr-4471``, ``xr4471``) so a query typed either way
@@ -137,7 +137,7 @@ def identifiers(text: str) -> list[str]:
             if len(squashed) >= 2 and squashed != lowered:
                 out.setdefault(squashed, None)
     for option in OPTION_RE.findall(text):
-        out.setdefault(option, None)
+        out.setdefault(option.lower(), None)
     return list(out)
 
 

@@ -28,7 +28,7 @@ from connectors.indexes.tantivy_index import build_schema
         ("wrap it in N_() at __LINE__, _that_ is __really__ it", ["n_", "__line__", "line"]),
         # command-line options keep their dashes ("--file" is not the word "file"); a hyphenated
         # word, a negative number, a dash alone and a mail's "--Guido" sign-off are none
-        ("use ‘--file=FILE’, -empty or -L; a well-known -5 -- --Guido :-P", ["file", "--file", "-empty", "-L"]),
+        ("use ‘--file=FILE’, -empty or -L; a well-known -5 -- --Guido :-P", ["file", "--file", "-empty", "-l"]),
         ("do _NOT_ run it, _IMPORTANT_", []),  # shouting, not C macros
     ],
 )
