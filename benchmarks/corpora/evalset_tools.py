@@ -20,14 +20,14 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.naive import page_text
 from evals.evalset import load_eval_set, normalise
 
-__all__ = ["Case", "bindery_text", "opening_words", "write_checked"]
+__all__ = ["Case", "bindery_text", "generate", "opening_words", "unique_questions", "write_checked"]
 
 Case = dict[str, Any]
 SNIPPET_WORDS = 10
@@ -80,6 +80,22 @@ def _problems(cases: Sequence[Case], root: Path) -> tuple[list[str], list[str]]:
             elif parsed[g["doc"]] is not None and snippet not in (parsed[g["doc"]] or ""):
                 soft.append(f"{case['id']}: snippet {snippet!r} not in Bindery's parse of {g['doc']}")
     return hard, soft
+
+
+def unique_questions(cases: Sequence[Case], prefix: str) -> list[Case]:
+    """`cases` without the questions asked twice (one wording, two gold answers: neither can be
+    judged), numbered `prefix-0`, `prefix-1`, ... in order."""
+    counts = Counter(c["query"].lower() for c in cases)
+    kept = [c for c in cases if counts[c["query"].lower()] == 1]
+    return [{**c, "id": f"{prefix}-{i}"} for i, c in enumerate(kept)]
+
+
+def generate(name: str, make: Callable[[Path], Sequence[Case]], out: Path) -> int:
+    """A generator's whole run: the cases `make` draws from the corpus `name` (under
+    `corpora_dir()`), checked against it and written to `out`; the exit status."""
+    root = corpora_dir() / name
+    write_checked(make(root), root, out)
+    return 0
 
 
 def write_checked(cases: Sequence[Case], root: Path, out: Path) -> None:

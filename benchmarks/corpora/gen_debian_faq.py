@@ -18,12 +18,11 @@ from __future__ import annotations
 import re
 import sys
 import warnings
-from collections import Counter
 from pathlib import Path
 
 from bs4 import BeautifulSoup, Tag, XMLParsedAsHTMLWarning
 
-from benchmarks.corpora.evalset_tools import Case, corpora_dir, opening_words, write_checked
+from benchmarks.corpora.evalset_tools import Case, generate, opening_words, unique_questions
 
 warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)
 
@@ -76,16 +75,11 @@ def cases(root: Path) -> list[Case]:
             out.append({"id": f"debfaq-{len(out)}", "query": question,
                         "gold": [{"doc": page.relative_to(root).as_posix(), "text": snippet}],
                         "category": category(question), "exclude_docs": []})
-    counts = Counter(c["query"].lower() for c in out)
-    kept = [c for c in out if counts[c["query"].lower()] == 1]
-    return [{**c, "id": f"debfaq-{i}"} for i, c in enumerate(kept)]
+    return unique_questions(out, "debfaq")
 
 
 def main() -> int:
-    corpora = corpora_dir()
-    root = corpora / "debian_faq"
-    write_checked(cases(root), root, OUT)
-    return 0
+    return generate("debian_faq", cases, OUT)
 
 
 if __name__ == "__main__":

@@ -19,12 +19,11 @@ so is a question asked twice. Category = the question's form, as debian_faq's.
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from pathlib import Path
 
 from bs4 import BeautifulSoup, Tag
 
-from benchmarks.corpora.evalset_tools import Case, corpora_dir, opening_words, write_checked
+from benchmarks.corpora.evalset_tools import Case, generate, opening_words, unique_questions
 from benchmarks.corpora.gen_debian_faq import category
 
 OUT = Path(__file__).resolve().parent.parent / "evalsets" / "docbook_faq.jsonl"
@@ -57,16 +56,11 @@ def cases(root: Path) -> list[Case]:
             out.append({"id": "", "query": question,
                         "gold": [{"doc": page.relative_to(root).as_posix(), "text": snippet}],
                         "category": category(question), "exclude_docs": []})
-    counts = Counter(c["query"].lower() for c in out)
-    kept = [c for c in out if counts[c["query"].lower()] == 1]
-    return [{**c, "id": f"dbkfaq-{i}"} for i, c in enumerate(kept)]
+    return unique_questions(out, "dbkfaq")
 
 
 def main() -> int:
-    corpora = corpora_dir()
-    root = corpora / "docbook_faq"
-    write_checked(cases(root), root, OUT)
-    return 0
+    return generate("docbook_faq", cases, OUT)
 
 
 if __name__ == "__main__":

@@ -17,9 +17,10 @@ what reading the source costs.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
-from benchmarks.corpora.evalset_tools import Case, corpora_dir, write_checked
+from benchmarks.corpora.evalset_tools import Case, generate
 
 EVALSETS = Path(__file__).resolve().parent.parent / "evalsets"
 OUT = EVALSETS / "git_asciidoc.jsonl"
@@ -45,10 +46,9 @@ def cases(root: Path) -> list[Case]:
     return out
 
 
-def main() -> None:
-    root = corpora_dir() / "git_asciidoc"
-    write_checked(cases(root), root, OUT)
+def main() -> int:
+    return generate("git_asciidoc", cases, OUT)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

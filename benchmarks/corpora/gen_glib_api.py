@@ -27,7 +27,7 @@ from pathlib import Path
 
 from bs4 import BeautifulSoup
 
-from benchmarks.corpora.evalset_tools import Case, corpora_dir, write_checked
+from benchmarks.corpora.evalset_tools import Case, generate
 from evals.evalset import normalise
 
 OUT = Path(__file__).resolve().parent.parent / "evalsets" / "glib_api.jsonl"
@@ -75,9 +75,7 @@ def cases(root: Path) -> list[Case]:
 
 
 def main() -> int:
-    root = corpora_dir() / "glib_api"
-    write_checked(cases(root), root, OUT)
-    return 0
+    return generate("glib_api", cases, OUT)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from benchmarks.corpora.evalset_tools import Case, corpora_dir, write_checked
+from benchmarks.corpora.evalset_tools import Case, generate
 from evals.evalset import normalise
 
 OUT = Path(__file__).resolve().parent.parent / "evalsets" / "info_manuals.jsonl"
@@ -101,9 +101,7 @@ def cases(root: Path) -> list[Case]:
 
 
 def main() -> int:
-    root = corpora_dir() / "info_manuals"
-    write_checked(cases(root), root, OUT)
-    return 0
+    return generate("info_manuals", cases, OUT)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from typing import Any
 
 import pymupdf
 
-from benchmarks.corpora.evalset_tools import Case, corpora_dir, write_checked
+from benchmarks.corpora.evalset_tools import Case, generate
 from evals.evalset import normalise
 
 OUT = Path(__file__).resolve().parent.parent / "evalsets" / "pdf_docs.jsonl"
@@ -138,10 +138,7 @@ def cases(root: Path) -> list[Case]:
 
 
 def main() -> int:
-    corpora = corpora_dir()
-    root = corpora / "pdf_docs"
-    write_checked(cases(root), root, OUT)
-    return 0
+    return generate("pdf_docs", cases, OUT)
 
 
 if __name__ == "__main__":
