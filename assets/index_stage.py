@@ -318,7 +318,7 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
     stats = IndexStats()
     if only is None:
         for removed in rt.store.removed_sources(rt.cfg.source_names()):  # withheld by the listing
-            unindex_source(rt, removed)
+            stats.unwritable.update(unindex_source(rt, removed))
     docs = {d.doc_id: d for d in rt.store.documents(source_name) if only is None or d.doc_id in only}
     # every generation planned before any is written: the progress total is known once, not
     # grown generation by generation (a bar at 100 % that then fell back)
@@ -474,21 +474,33 @@ def settle_access(rt: Runtime, source: str) -> int:
     return apply_access(rt, source, due)
 
 
-def unindex_source(rt: Runtime, source: str) -> int:
+def unindex_source(rt: Runtime, source: str) -> dict[str, str]:
     """Take a source's documents out of the indexes of every retained generation, keeping their
     store rows, chunks and embeddings (a source the configuration no longer names: put back, its
-    next index run writes them again from the caches). Returns how many generations changed."""
+    next index run writes them again from the caches).
+
+    A generation other than the live one whose index cannot be opened (a damaged file) is
+    skipped, as `run_index` skips one it only maintains: a rollback target's damage must not stop
+    the live index's sync (the query service re-reads every hit's ACL from the store, so it
+    serves none of the withheld documents; `bindery verify --repair` rebuilds it). Returns
+    generation name -> why, for those; the live generation's damage is raised."""
     from connectors.lifecycle import RETAINED
 
-    changed = 0
+    unwritable: dict[str, str] = {}
     for g in rt.lifecycle.generations(RETAINED):
         held = list(rt.store.index_state(g.id, source))
         if not held:
             continue
-        with _writing(rt, g.record) as kept:
-            if kept:
-                counts = _rewrite(rt, g.record, None, held, [])
-                vec, kw = publish(rt.cfg, g.record)
+        try:
+            with _writing(rt, g.record) as kept:
+                if kept:
+                    counts = _rewrite(rt, g.record, None, held, [])
+                    vec, kw = publish(rt.cfg, g.record)
+        except IndexUnreadable as e:
+            if g.status == "live":
+                raise
+            unwritable[g.name] = str(e)
+            continue
         if not kept:
             continue
         # readers first, bookkeeping last (as `run_index`): a process killed in between leaves
@@ -498,5 +510,4 @@ def unindex_source(rt: Runtime, source: str) -> int:
             rt.store.bump_binding()
         rt.store.clear_index_state(g.id, held)
         rt.store.update_generation(g.id, counts={**counts, "documents": len(rt.store.index_state(g.id))})
-        changed += 1
-    return changed
+    return unwritable

@@ -631,11 +631,13 @@ def cmd_gc(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     lifecycle = _lifecycle(cfg)
 
     dropped = lifecycle.collect_garbage()  # first: what only dropped generations used goes with them
-    removed = remove_unconfigured_sources(Runtime(cfg, lifecycle.store))  # then their caches are orphans
+    # then their caches are orphans
+    removed, warnings = remove_unconfigured_sources(Runtime(cfg, lifecycle.store))
     started = time.time()  # embeddings a concurrent run writes from now on are not judged
     in_use = embedded_text_hashes(lifecycle.store)
     return {"dropped": dropped, "removed_sources": removed,
-            "caches": lifecycle.store.gc_orphan_caches(in_use, created_before=started)}
+            "caches": lifecycle.store.gc_orphan_caches(in_use, created_before=started),
+            **({"warnings": warnings} if warnings else {})}
 
 
 def cmd_serve(cfg: BinderyConfig, a: argparse.Namespace) -> None:

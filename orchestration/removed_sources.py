@@ -20,13 +20,23 @@ from assets.runtime import Runtime
 __all__ = ["remove_unconfigured_sources"]
 
 
-def remove_unconfigured_sources(rt: Runtime) -> dict[str, int]:
+def remove_unconfigured_sources(rt: Runtime) -> tuple[dict[str, int], list[str]]:
     """Remove the documents of every source the configuration does not name, from the indexes of
     every retained generation first and from the store last (a process killed in between leaves
-    store rows that the next gc removes again). Returns source -> documents removed."""
-    removed = rt.store.removed_sources(rt.cfg.source_names())
-    for source in removed:
-        unindex_source(rt, source)  # done by the listing that withheld it, unless a run died first
+    store rows that the next gc removes again). Returns (source -> documents removed, warnings).
+
+    A source that a rollback target's damaged index still holds keeps its store rows (withheld
+    from everyone all the same): removed from the store now, no later gc would find it there to
+    take out of that index once `bindery verify --repair` has made it readable again."""
+    removed: dict[str, int] = {}
+    warnings: list[str] = []
+    for source in rt.store.removed_sources(rt.cfg.source_names()):
+        # done by the listing that withheld it, unless a run died first or an index was damaged
+        if damaged := unindex_source(rt, source):
+            warnings += [f"source {source!r} stays in the store: generation {name}'s index could not be opened "
+                         f"({why}); run `bindery verify --repair`, then `bindery gc` again"
+                         for name, why in damaged.items()]
+            continue
         gone = [d.doc_id for d in rt.store.documents(source)]
         rt.store.purge_documents(gone)
         rt.store.mark_deleted(gone, time.time())
@@ -34,4 +44,5 @@ def remove_unconfigured_sources(rt: Runtime) -> dict[str, int]:
         rt.store.delete_dead_letters([d.id for d in rt.store.dead_letters(source=source)])
         rt.store.add_event("gc", f"removed the {len(gone)} documents of source {source!r}, "
                                  "which the configuration no longer names")
-    return removed
+        removed[source] = len(gone)
+    return removed, warnings

@@ -102,3 +102,48 @@ def test_a_removed_source_is_not_served_and_gc_removes_it_everywhere(tmp_path: P
     dep.save()
     assert dep.cli("sync")["sources"]["ext"]["new"] == 2  # annex.md and broken.pdf
     assert ("ext", "annex.md") in _hits(dep, "tangerine budget harbour annex")
+
+
+def test_a_damaged_rollback_generation_stops_neither_the_withholding_sync_nor_gc(tmp_path: Path) -> None:
+    """A carried-over defect: a source taken out of the configuration is taken out of every
+    retained generation's indexes by the next sync; when the rollback target's index could not
+    be opened, that sync failed whole (the live index was not kept current either), and gc the
+    same. Now both go on, name the damaged generation, and gc keeps the source's store rows until
+    a repair lets it finish the job."""
+    from connectors.generations import GenerationPaths
+
+    dep = Deployment(tmp_path)
+    ext = tmp_path / "ext"
+    ext.mkdir()
+    (ext / "annex.md").write_text(f"# Annex\n\n{SECRET}\n")
+    dep.config["sources"].append({"name": "ext", "kind": "local", "root": str(ext)})
+    dep.save()
+    dep.cli("sync")
+    dep.cli("reindex", "--force")
+    dep.cli("promote", "--force", "--reason", "a previous generation to damage")
+    cfg = load_config(dep.config_path)
+    store = DocumentStore(cfg.database_url)
+    try:
+        previous = next(iter(store.generations(["previous"]))).name
+    finally:
+        store.dispose()
+    for segment in GenerationPaths.of(cfg, previous).keyword.glob("*.store"):
+        segment.write_bytes(b"")  # the index cannot be opened at all
+
+    dep.config["sources"] = [s for s in dep.config["sources"] if s["name"] != "ext"]
+    dep.save()
+    sync = dep.cli("sync")
+    assert sync["removed_sources"] == {"ext": 1}
+    assert len(sync["warnings"]) == 1 and previous in sync["warnings"][0]
+    assert all(src != "ext" for src, _ in _hits(dep, "tangerine budget harbour annex"))
+
+    gc = dep.cli("gc")
+    assert gc["removed_sources"] == {} and len(gc["warnings"]) == 1
+    assert previous in gc["warnings"][0] and "verify --repair" in gc["warnings"][0]
+    assert dep.cli("status")["removed_sources"] == {"ext": 1}  # kept for the gc after the repair
+
+    assert dep.cli("verify", "--repair")["generations"][previous]["repaired"] is True
+    gc = dep.cli("gc")
+    assert gc["removed_sources"] == {"ext": 1} and "warnings" not in gc
+    assert dep.cli("status")["removed_sources"] == {}
+    assert dep.cli("verify")["consistent"] is True
