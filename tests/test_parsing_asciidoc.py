@@ -257,3 +257,46 @@ def test_attributes_and_columns_cannot_blow_up() -> None:
         table = _blocks('= T\n\n[cols="300000000*"]\n|===\n|a\n|===\n')[-1]
     assert 0 < len(text) <= 4096
     assert table[0] == "table" and table[2].endswith("| a |")
+
+
+def test_cell_spans_keep_every_cell_in_its_column() -> None:
+    """Cells were laid out in order, so a `2+|` or `.2+|` cell shifted every later cell of the
+    table into the wrong column (a price under the wrong product)."""
+    text = ('= T\n\n[cols="3*"]\n|===\n|OS |Arch |Tier\n\n'
+            ".2+|Linux |x86_64 |1\n|arm64 |2\n2+|macOS, any |3\n3*|none\n|===\n")
+    table = next(t for k, _, t in _blocks(text) if k == "table")
+    assert table.split("\n") == ["| OS | Arch | Tier |", "|---|---|---|", "| Linux | x86_64 | 1 |",
+                                 "| Linux | arm64 | 2 |",  # a row span's label repeated: each row reads alone
+                                 "| macOS, any |  | 3 |", "| none | none | none |"]
+
+
+def test_a_nested_table_reads_as_its_cells_text() -> None:
+    text = ('= T\n\n[cols="1,2"]\n|===\n|Name |Detail\n\n|pump\na|Ratings:\n[cols="2"]\n!===\n!P-100 !4 bar\n'
+            "!P-200 !6 bar\n!===\n|valve |manual\n|===\n")
+    table = next(t for k, _, t in _blocks(text) if k == "table")
+    assert table.split("\n") == ["| Name | Detail |", "|---|---|",
+                                 "| pump | Ratings: P-100; 4 bar P-200; 6 bar |", "| valve | manual |"]
+
+
+def test_a_quote_keeps_its_attribution_and_a_wrapped_attribute_its_value() -> None:
+    text = ("= T\n:motto: Pumps that \\\n  never run \\\ndry\n\nOur motto: {motto}.\n\n"
+            "[quote, Ada Lovelace, Notes]\n____\nThe engine weaves patterns.\n____\n\n"
+            '[verse, citetitle="Fog", attribution="Carl Sandburg"]\nThe fog comes\non little cat feet.\n')
+    assert [(k, t) for k, _, t in _blocks(text)] == [
+        ("heading", "T"), ("paragraph", "Our motto: Pumps that never run dry."),
+        ("paragraph", "The engine weaves patterns."), ("paragraph", "\u2014 Ada Lovelace, Notes"),
+        ("paragraph", "The fog comes\non little cat feet."), ("paragraph", "\u2014 Carl Sandburg, Fog")]
+
+
+def test_spans_and_wrapped_attributes_cannot_blow_up() -> None:
+    """Every cell spanning 256 columns and 64 rows would have made a table 16,000 times its
+    cells; an attribute wrapped over 100,000 lines is joined up to the value's limit, and the
+    lines past it are read as text, not lost."""
+    spans = "= T\n\n[cols=\"256*\"]\n|===\n" + "256.64+|x\n" * 5000 + "|===\n"
+    wrapped = ":a: " + "word \\\n" * 100000 + "end\n\n{a}\n"
+    with alarm(10):
+        table = next(t for k, _, t in _blocks(spans) if k == "table")
+        blocks = _blocks(wrapped)
+    assert table.count("\n") < 5000 and table.count("x") == 5000
+    value, rest = blocks[-1][2], blocks[-2][2]
+    assert value.startswith("word word") and len(value) <= 4096 and rest.endswith("word \\ end")

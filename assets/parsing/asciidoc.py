@@ -15,10 +15,12 @@ Read as plain text an AsciiDoc manual kept its markup in every chunk (`linkgit:g
   paragraphs (line breaks kept), literal paragraphs (indented) and listing/literal blocks (code).
 * Example, sidebar, quote and open blocks are read for the blocks inside them; comment blocks
   and `//` comments are dropped, a passthrough block (raw HTML or DocBook) keeps its words; tables
-  (`|===`, `,===`, `[format=csv]`) become Markdown tables with their header row; a block image
-  gives its alt text; block titles (`.Title`) are captions.
-* Attribute entries (`:name: value`) are substituted where referenced (`{name}`), with
-  Asciidoctor's built-in character attributes and Git's `{litdd}`; a value is cut at
+  (`|===`, `,===`, `[format=csv]`) become Markdown tables with their header row, each cell in
+  the column its spans put it (`_grid`), a nested `!===` table's cells as its cell's text; a quote
+  or verse ends with its attribution ("— Author, Source"); a block image gives its alt text; block
+  titles (`.Title`) are captions.
+* Attribute entries (`:name: value`, a value wrapped with ` \\` joined) are substituted where
+  referenced (`{name}`), with Asciidoctor's built-in character attributes and Git's `{litdd}`; a value is cut at
   `MAX_ATTRIBUTE_CHARS` and substitution stops adding text past `ATTRIBUTE_GROWTH` (values built
   by doubling one another grew exponentially). `ifdef::`/`ifndef::` are
   decided only for attributes the document itself sets or unsets: an included fragment is
@@ -41,7 +43,7 @@ import csv
 import html
 import re
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from assets.parsing.sniff import decode_text
 from assets.parsing.textutil import clean_inline, markdown_table, normalize_chars, table_header_lines
@@ -52,6 +54,9 @@ __all__ = ["asciidoc_blocks", "parse_asciidoc"]
 MAX_NESTING = 8  # delimited blocks inside one another; deeper ones are read as their lines
 MAX_ATTRIBUTE_CHARS = 4096  # an attribute's value is cut here: values built of values doubled each line
 MAX_COLUMNS = 256  # a `cols` count beyond this is read from the rows instead (`cols="300000000*"`)
+MAX_ROW_SPAN = 64  # a cell's `.N+` row span is cut here
+SPAN_AREA = 4  # table places spans may cover, per cell written (`_grid`)
+SPANNED_LABEL_CHARS = 200  # a cell spanning rows repeats its text below up to this length
 # What substituting attributes may add to a document, beyond its own size: a short value
 # referenced a million times must not make gigabytes of text; past it references stay as written.
 ATTRIBUTE_GROWTH = 1 << 20
@@ -68,6 +73,7 @@ _ADMONITIONS = {"NOTE": "Note", "TIP": "Tip", "IMPORTANT": "Important", "WARNING
                 "CAUTION": "Caution"}
 
 _ATTRIBUTE_ENTRY = re.compile(r"^:(!?)([\w][\w-]*)(!?):(?:[ \t]+(.*))?$")
+_ATTRIBUTE_WRAP = re.compile(r"[ \t]\\$")  # an attribute value wrapped onto the next line
 _CONDITIONAL = re.compile(r"^(ifdef|ifndef|ifeval|endif)::([^\[]*)\[(.*)\][ \t]*$")
 _INCLUDE = re.compile(r"^include::([^\[]+)\[[^\]]*\][ \t]*$")
 _INCLUDED = "\x00include:"  # what `preprocess` leaves where an include line was
@@ -122,6 +128,7 @@ _HARD_BREAK = re.compile(r"[ \t]\+$", re.M)
 _SPEC = r"((?:\d{1,4}\*|\d{0,4}(?:\.\d{1,4})?\+)?[<^>]?(?:\.[<^>])?[adehlmsv]?)"
 _CELL_SPEC = re.compile(r"\s" + _SPEC + "$")
 _LINE_SPEC = re.compile("^" + _SPEC + "$")
+_SPAN = re.compile(r"^(?:(\d{1,4})\*|(\d{0,4})(?:\.(\d{1,4}))?\+)")  # repeat `3*`, or columns `2+` and rows `.2+`
 
 
 @dataclass
@@ -134,6 +141,7 @@ class _Pending:
     cols: int = 0
     format: str = ""  # a table's data format: psv (cells), csv, tsv, dsv
     title: str = ""
+    attribution: str = ""  # a quote's or verse's author and source: `[quote, Author, Source]`
 
 
 class _Reader:
@@ -298,6 +306,7 @@ class _Reader:
                 self.emit("paragraph", self.text(body))
             if label and len(self.blocks) > start and self.blocks[start].kind == "paragraph":
                 self.blocks[start].text = f"{label}: {self.blocks[start].text}"
+            self._attribution(pending)
         elif kind == "+":  # passthrough: raw HTML or DocBook for the converter; its words are shown
             self.emit("paragraph", clean_inline(html.unescape(_TAG.sub(" ", "\n".join(body)))))
         # a `////` comment block says nothing
@@ -313,6 +322,7 @@ class _Reader:
             kind: BlockKind = "paragraph" if pending.style == "verse" else "code"
             body = textwrap.dedent("\n".join(para))
             self.emit(kind, body if kind == "code" else "\n".join(self.text([ln]) for ln in body.split("\n")))
+            self._attribution(pending)
             return end
         label = _ADMONITIONS.get(pending.style.upper())
         if m := _ADMONITION.match(para[0]):
@@ -320,7 +330,13 @@ class _Reader:
         text = _HARD_BREAK.sub("", "\n".join(para))
         body = self.text(text.split("\n"))
         self.emit("paragraph", f"{label}: {body}" if label else body)
+        self._attribution(pending)
         return end
+
+    def _attribution(self, pending: _Pending) -> None:
+        """Who said a quote or a verse, under it, as the rendered page shows it ("— Author, Source")."""
+        if pending.attribution:
+            self.emit("paragraph", "\u2014 " + self.text([pending.attribution]))
 
     def _description(self, lines: list[str], i: int) -> int:
         """A description list entry: its term lines, then the text of its first paragraph
@@ -360,8 +376,9 @@ class _Reader:
         body, end = _fenced(lines, i)
         separator = _DATA_FORMATS.get(pending.format, separator)
         cells, first, header_row = _table_cells(body, separator)
-        width = max(1, pending.cols or header_row or first or len(cells))
-        rows = [[self.text([c]) for c in cells[k:k + width]] for k in range(0, len(cells), width)]
+        width = max(1, min(pending.cols or header_row or first or len(cells), MAX_COLUMNS))
+        cells = [_Cell(self.text([c.text]), c.cols, c.rows, c.repeat) for c in cells]
+        rows = _grid(cells, width)
         if rows:
             has_header = bool(header_row) or "header" in pending.options
             text = markdown_table(rows) if has_header else markdown_table(rows, header=[""] * width)
@@ -463,6 +480,10 @@ def _read_block_attributes(spec: str, pending: _Pending) -> None:
     pending.style = first
     if first == "source" and len(positional) > 1:
         pending.language = positional[1]
+    if first in ("quote", "verse"):
+        named = dict(entries)
+        pending.attribution = ", ".join(v for v in (named.get("attribution") or (positional[1:2] or [""])[0],
+                                                    named.get("citetitle") or (positional[2:3] or [""])[0]) if v)
     for name, value in entries:
         if name == "options":
             pending.options |= {o.strip() for o in value.split(",")}
@@ -486,35 +507,103 @@ def _column_count(spec: str) -> int:
     return total if total <= MAX_COLUMNS else 0
 
 
-def _table_cells(body: list[str], separator: str) -> tuple[list[str], int, int]:
-    """A table's cells in order; how many its first line holds (the column count when no
-    `cols` says); and how many the first row holds when a blank line follows it (Asciidoctor's
-    implicit header row), else 0."""
+@dataclass
+class _Cell:
+    """One table cell as written: its text, the columns and rows it spans, how often it repeats
+    (`3*|`: the same cell in three columns)."""
+
+    text: str
+    cols: int = 1
+    rows: int = 1
+    repeat: int = 1
+
+    @classmethod
+    def of(cls, text: str, spec: str) -> _Cell:
+        m = _SPAN.match(spec)
+        if not m:
+            return cls(text)
+        repeat, cols, rows = (min(int(g), MAX_COLUMNS) if g else 1 for g in m.groups())
+        return cls(text, cols=cols, rows=min(rows, MAX_ROW_SPAN), repeat=repeat)
+
+    @property
+    def width(self) -> int:
+        return self.cols * self.repeat
+
+
+def _table_cells(body: list[str], separator: str) -> tuple[list[_Cell], int, int]:
+    """A table's cells in order; how many columns its first line fills (the column count when no
+    `cols` says); and how many the first row fills when a blank line follows it (Asciidoctor's
+    implicit header row), else 0. A cell's spec before its separator (`2+|`, `.2+|`, `3*|`)
+    says what it spans."""
     if separator in ",:\t":  # CSV, DSV and TSV data; a quoted CSV field may hold the separator
         rows = [[c.strip() for c in r] for r in csv.reader([ln for ln in body if ln.strip()], delimiter=separator)]
-        return [c for r in rows for c in r], len(rows[0]) if rows else 0, 0
+        return [_Cell(c) for r in rows for c in r], len(rows[0]) if rows else 0, 0
     split = re.compile(r"(?<!\\)" + re.escape(separator))
-    cells: list[list[str]] = []  # each cell's pieces, joined once at the end (+= was quadratic)
+    cells: list[tuple[list[str], str]] = []  # each cell's pieces (joined once at the end: += was quadratic), spec
     first = header = 0
+
+    def filled() -> int:
+        return sum(_Cell.of("", spec).width for _, spec in cells)
+
     for n, line in enumerate(body):
         if not line.strip():
             if cells and not header and first and not any(not ln.strip() for ln in body[:n]):
-                header = len(cells)
+                header = filled()
             continue
         parts = split.split(line)
-        lead = parts[0].strip()
-        if lead and not _LINE_SPEC.match(lead):  # text before the line's first cell continues the last
+        lead = _nested(parts[0].strip()) if separator != "!" else parts[0].strip()
+        spec = lead if _LINE_SPEC.match(lead) else ""
+        if lead and not spec:  # text before the line's first cell continues the last
             if cells:
-                cells[-1].append(lead)
+                cells[-1][0].append(lead)
             else:
-                cells.append([lead])
+                cells.append(([lead], ""))
         for k, part in enumerate(parts[1:], 1):
-            text = part
+            text, following = part, ""
             if k < len(parts) - 1 and (m := _CELL_SPEC.search(part)) and m.group(1):
-                text = part[:m.start(1)]  # the spec of the cell that follows (`2+|`, `a|`)
-            cells.append([text.strip().replace("\\" + separator, separator)])
-        first = first or len(cells)
-    return [" ".join(c) for c in cells], first, header
+                text, following = part[:m.start(1)], m.group(1)  # the spec of the cell that follows
+            cells.append(([text.strip().replace("\\" + separator, separator)], spec))
+            spec = following
+        first = first or filled()
+    return [_Cell.of(" ".join(pieces), spec) for pieces, spec in cells], first, header
+
+
+def _nested(line: str) -> str:
+    """A line of an `a|` cell's content as the cell's text: a nested table's fence and block
+    attribute lines say nothing, its `!` cells are separated by "; "."""
+    if _BLOCK_ATTRIBUTES.match(line) or (line.startswith("!") and _TABLE.match(line)):
+        return ""
+    if line.startswith("!"):
+        return "; ".join(c.strip() for c in re.split(r"(?<!\\)!", line) if c.strip())
+    return line
+
+
+def _grid(cells: list[_Cell], width: int) -> list[list[str]]:
+    """The rows of a table `width` columns wide, each cell placed at the first free place as
+    Asciidoctor places it: a cell spanning columns leaves the others it covers empty; one spanning
+    rows repeats a short text (`SPANNED_LABEL_CHARS`, a label such as "Linux") in the rows below,
+    so each row stays readable alone when a chunk holds only some of them; a repeated cell fills
+    the next columns. Spans that would cover more than `SPAN_AREA` places per cell written are
+    not honoured (each cell one place): a table cannot grow past a bounded multiple of its text."""
+    cells = [replace(c, cols=min(c.cols, width), repeat=min(c.repeat, width)) for c in cells]
+    if sum(c.cols * c.rows * c.repeat for c in cells) > SPAN_AREA * max(len(cells), width):
+        cells = [_Cell(c.text) for c in cells]
+    taken: dict[tuple[int, int], str] = {}
+    r = c = 0
+    last = -1  # the last row a cell starts in: rows only a span reaches into are not added
+    for cell in cells:
+        below = cell.text if len(cell.text) <= SPANNED_LABEL_CHARS else ""
+        for _ in range(cell.repeat):
+            while (r, c) in taken or c >= width:
+                c += 1
+                if c >= width:
+                    r, c = r + 1, 0
+            for dr in range(cell.rows):
+                for dc in range(min(cell.cols, width - c)):
+                    taken[(r + dr, c + dc)] = "" if dc else cell.text if dr == 0 else below
+            last = r
+            c += cell.cols
+    return [[taken.get((row, col), "") for col in range(width)] for row in range(last + 1)]
 
 
 def preprocess(text: str) -> tuple[list[str], list[str]]:
@@ -528,7 +617,11 @@ def preprocess(text: str) -> tuple[list[str], list[str]]:
     comment = ""  # the fence of the comment block the line is in
     out: list[str] = []
     includes: list[str] = []
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    joined = 0  # lines up to here were joined to the attribute entry before them
+    for n, line in enumerate(lines):
+        if n < joined:
+            continue
         if comment or _COMMENT_FENCE.match(line):
             if hidden == 0:
                 out.append(line)
@@ -556,8 +649,20 @@ def preprocess(text: str) -> tuple[list[str], list[str]]:
             continue
         if m := _ATTRIBUTE_ENTRY.match(line):
             known[m.group(2).lower()] = not (m.group(1) or m.group(3))
+            line, joined = _joined_entry(lines, n)
         out.append(line)
     return out, includes
+
+
+def _joined_entry(lines: list[str], n: int) -> tuple[str, int]:
+    """An attribute entry with its value's wrapped lines joined to it (` \\` at a line's end: the
+    value goes on on the next line, joined by a space), while it holds at most
+    `MAX_ATTRIBUTE_CHARS`; and the index of the line after the last one joined."""
+    line = lines[n]
+    while _ATTRIBUTE_WRAP.search(line) and n + 1 < len(lines) and len(line) <= MAX_ATTRIBUTE_CHARS:
+        n += 1
+        line = _ATTRIBUTE_WRAP.sub("", line) + " " + lines[n].strip()
+    return _ATTRIBUTE_WRAP.sub("", line), n + 1
 
 
 def _condition(kind: str, names: str, known: dict[str, bool]) -> bool:
