@@ -30,7 +30,10 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # parse 19: AsciiDoc table cells spanning columns or rows (`2+|`, `.2+|`, `3*|`) keep every later
 # cell in its column (they shifted the rest of the table), a nested `!===` table reads as its
 # cells' text, quotes keep their attribution, attribute values wrapped with ` \` are joined. Git's
-# 247 AsciiDoc files parse as under 18 (they use none of these).
+# 247 AsciiDoc files parse as under 18 (they use none of these). A block fence is never a section
+# title (`****` over `====` was one), a `[verse]` block keeps its line breaks. Text of scripts
+# written without spaces (Chinese, Japanese, Thai) counts as words for the quality check: every
+# such page was refused as low quality and never indexed.
 # parse 18: AsciiDoc has a reader of its own (`.adoc`, and `.txt` files the sniffer knows for
 # AsciiDoc source: Git's manual pages): sections, description lists, fences, tables and inline
 # markup are read, comments and directives dropped; other .txt files parse as before.

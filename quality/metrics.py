@@ -37,6 +37,9 @@ _STRUCTURAL = {"table", "code"}
 _SPACE_RUNS = re.compile(r"\s+")
 _NON_ALNUM = re.compile(r"[\W_]+")
 _IDENT_SPLIT = re.compile(r"[._@/]")
+# scripts written without spaces between words: CJK ideographs, kana, Hangul, Thai, Lao, Myanmar, Khmer
+_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+                       "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
 _TABLE_RULE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|)+\s*$")
 
 
@@ -52,6 +55,14 @@ def measurable_text(kind: str, text: str) -> str:
 @functools.lru_cache(maxsize=1 << 16)  # a corpus repeats its words: judge each once per process
 def _is_word(tok: str) -> bool:
     core = tok.replace("-", "").replace("'", "").replace("\u2019", "")
+    if not core.isascii() and not core.isalpha():
+        # Chinese and Japanese write no spaces: a whitespace token is a whole clause, its
+        # punctuation (。、「」) inside it. It is words when its runs between punctuation are
+        # letters (or numbers) of a script written without spaces; every CJK page was refused
+        # as "word-like token share 0.00" before (mojibake such as "Ã©Ã¨" is still not words).
+        runs = [r for r in _NON_ALNUM.split(core) if r]
+        if runs and all(r.isalpha() or r.isdigit() for r in runs) and _UNSPACED.search(core):
+            return True
     if not core.isalpha():
         # Identifiers, key paths and addresses ("owner.contact.email", "ops@example.com",
         # "snake_case") are words when every part is a word or a number.

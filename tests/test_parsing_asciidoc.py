@@ -300,3 +300,15 @@ def test_spans_and_wrapped_attributes_cannot_blow_up() -> None:
     assert table.count("\n") < 5000 and table.count("x") == 5000
     value, rest = blocks[-1][2], blocks[-2][2]
     assert value.startswith("word word") and len(value) <= 4096 and rest.endswith("word \\ end")
+
+
+def test_a_block_opening_straight_into_another_is_no_section_title() -> None:
+    """Found by an adversarial pass: `****` over `====` was read as a title underlined, and a
+    quote's `____` over a `----` listing too, which then swallowed the rest of the page as code."""
+    text = ("= T\n\n****\n====\nExample inside a sidebar.\n====\n****\n\n[quote, Ada Lovelace]\n____\n----\n"
+            "quoted code\n----\n____\n\nAfter text.\n\n[verse, Carl Sandburg, Fog]\n____\nThe fog comes\n"
+            "on little cat feet.\n____\n")
+    assert [(k, t) for k, _, t in _blocks(text)] == [
+        ("heading", "T"), ("paragraph", "Example inside a sidebar."), ("code", "quoted code"),
+        ("paragraph", "\u2014 Ada Lovelace"), ("paragraph", "After text."),
+        ("paragraph", "The fog comes\non little cat feet."), ("paragraph", "\u2014 Carl Sandburg, Fog")]

@@ -23,6 +23,23 @@ def test_page_metrics_separate_prose_from_junk() -> None:
     assert word_share("café naïve I a") == 1.0
 
 
+def test_text_written_without_spaces_is_words_and_passes_the_quality_check() -> None:
+    """Found by an adversarial pass: a Chinese or Japanese page is one whitespace token per
+    clause, its punctuation inside it, so every CJK document was refused as low quality
+    ("word-like token share 0.00 < 0.4") and never indexed."""
+    from assets.parse_stage import parse_problems
+    from assets.parsing import parse_document
+
+    pages = {"tokyo.md": "# 東京\n\n東京は日本の首都です。浅草寺や東京タワーなど、多くの観光地があります。\n",
+             "beijing.txt": "北京是中华人民共和国的首都，也是全国的政治、文化中心。\n",
+             "thai.txt": "ภาษาไทยเป็นภาษาราชการของประเทศไทย\n"}
+    for name, text in pages.items():
+        result = parse_document(text.encode(), name)
+        assert parse_problems(result, ParseQualityThresholds()) == [], name
+        assert result.metrics["word_share"] == 1.0, name
+    assert word_share("Ã©Ã¨ Ã¢â‚¬ Â©Â®") < 0.4  # mojibake of Latin text is still no words
+
+
 def test_document_metrics_counts_pages_routes_and_repeats() -> None:
     blocks = [
         Block("paragraph", "Real text on the first page of the report.", page=1),

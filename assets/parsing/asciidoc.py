@@ -297,6 +297,10 @@ class _Reader:
         if (kind in "-." and fence != "--") or pending.style in ("source", "listing", "literal"):
             code = "\n".join(ln for ln in body if not ln.startswith(_INCLUDED)).strip("\n")
             self.emit("code", code, meta={"language": pending.language} if pending.language else None)
+        elif pending.style == "verse" and kind in "_=":  # a verse block keeps its line breaks
+            verse = textwrap.dedent("\n".join(body)).strip("\n")
+            self.emit("paragraph", "\n".join(self.text([ln]) for ln in verse.split("\n")))
+            self._attribution(pending)
         elif kind in "=*_" or fence == "--":
             label = _ADMONITIONS.get(pending.style.upper())
             start = len(self.blocks)
@@ -437,8 +441,8 @@ def _is_two_line_title(line: str, under: str, closes_later: bool) -> bool:
     rule), or up to three (asciidoc-py's, which Git's pages use) unless the line under it is a
     fence the same line closes later ("Output" over a `----` listing block)."""
     m = _UNDERLINE.match(under)
-    if not m or (not line[:1].isalnum() and line[:1] not in "'\"`_*"):
-        return False
+    if not m or (not line[:1].isalnum() and line[:1] not in "'\"`_*") or _DELIMITER.match(line):
+        return False  # a block's own fence is no title (`____` opening a quote over a `----` listing)
     diff = abs(len(line.rstrip()) - len(under.rstrip()))
     fence = closes_later and _DELIMITER.match(under) is not None
     return (diff <= 1 or (diff <= 3 and not fence)) and not _TERM.match(line)
