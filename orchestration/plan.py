@@ -410,6 +410,14 @@ class StageWalk:
                                            if d.doc_id in good and d.doc_id not in fresh_ids], cver)
         return stored + [c for d in fresh for c in self.chunked[(d.doc_id, cver)]]
 
+    def kept_versions(self, g: Generation) -> list[ChunkRecord]:
+        """The stored chunk rows of the documents without a good parse of their current content:
+        the version a failed parse left indexed, which the index step still rewrites when its
+        access changes (`index_stage._complete` reads every document's chunks). Found by an
+        adversarial pass: the plan left them out and counted one written document fewer."""
+        good = self.good_ids(g)
+        return self.rt.store.chunks_for([d.doc_id for d in self.sp.docs if d.doc_id not in good], g.versions["chunk"])
+
     # context
     def walk_context(self, g: Generation, chunks: list[ChunkRecord]) -> None:
         ctxver = g.versions["context"]
@@ -553,7 +561,8 @@ class StageWalk:
                 self.walk_context(g, chunks)
                 texts = self.final_texts(g, chunks)
                 self.walk_embed(g, texts)
-                self.walk_index(g, chunks, texts)
+                kept = self.kept_versions(g)
+                self.walk_index(g, chunks + kept, {**texts, **self.final_texts(g, kept)})
             per_generation.append({k: self.index[k] - before[k] for k in before})
         # documents, not document x generation: one removed from the live and the previous
         # generation is one removal (report.sync_summary counts the sync the same way)

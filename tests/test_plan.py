@@ -111,6 +111,19 @@ def test_an_edit_that_no_longer_parses_keeps_the_indexed_version_and_the_plan_sa
     assert "ops/oncall.txt" in {h["doc"] for h in dep.cli("query", "pager rotation on call", "-k", "10")["hits"]}
 
 
+def test_access_narrowed_on_a_version_a_failed_parse_left_indexed_is_planned_as_written(tmp_path: Path) -> None:
+    """Found by an adversarial pass: the sync rewrites such a document's indexed version with
+    its narrower ACL, and the plan counted one written document fewer."""
+    dep = LocalDeployment(tmp_path)
+    dep.cli("sync")
+    dep.write("ops/oncall.txt", b"")  # dead-lettered as empty; its indexed version stays
+    dep.cli("sync")
+    dep.set_acl("ops/oncall.txt", ["support-team"])
+    plan, out = plan_then_sync(dep)
+    assert_plan_matches(plan, out)
+    assert "ops/oncall.txt" not in {h["doc"] for h in dep.cli("query", "pager rotation on call", "-k", "10")["hits"]}
+
+
 def test_a_document_the_chunker_fails_on_is_predicted_as_the_sync_leaves_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The chunker raising on a document's new content: the sync dead-letters it and keeps its
