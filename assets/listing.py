@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assets.includes import assembled_hash, own_hash, scanned_metadata, unscanned
 from assets.runtime import Runtime
 from connectors.acl import PUBLIC, source_default
 from connectors.config import SourceConfig
@@ -156,12 +157,13 @@ def spool_path(rt: Runtime, chash: str) -> Path:
 
 def read_content(rt: Runtime, source: Source, doc: DocumentRecord) -> bytes:
     """Bytes of a document: from the spool the listing left, else from the source again."""
-    p = spool_path(rt, doc.content_hash) if doc.content_hash else None
+    own = own_hash(doc)  # an AsciiDoc page's content hash also covers the files it includes
+    p = spool_path(rt, own) if own else None
     if p is not None and p.exists():
         return p.read_bytes()
     entry = SourceEntry(doc.external_id, doc.uri, doc.size or 0, doc.fingerprint or "", doc.source_modified_at or 0.0)
     data = source.read(entry)
-    if doc.content_hash and content_hash(data) != doc.content_hash:
+    if own and content_hash(data) != own:
         # not the bytes the listing hashed and judged the ACL of: never parse them as that version
         raise SourceError(f"{doc.external_id}: its bytes changed since the listing; the next sync reads it again")
     return data
@@ -387,6 +389,30 @@ class _Sweep:
     narrow: list[tuple[DocumentRecord, list[str]]] = field(default_factory=list)  # kept, with less access
     at: int = 0  # the index of the entry being swept
     streak: ReadStreak = field(default_factory=lambda: ReadStreak())
+    unchanged: list[DocumentRecord] = field(default_factory=list)  # kept by the cheap test, not read
+    # read this pass and including other files: classified once every file is read (`_fold_includes`)
+    includers: list[_Read] = field(default_factory=list)
+
+
+@dataclass
+class _Read:
+    """A listed item read this pass, waiting for its row: what `_keep_read` needs."""
+
+    entry: SourceEntry
+    fingerprint: str
+    data: bytes
+    chash: str  # its bytes' hash
+    metadata: dict[str, Any]
+    old: DocumentRecord | None
+
+    def record(self, scfg: SourceConfig, content: str, changed_at: float, now: float) -> DocumentRecord:
+        acl = _acl_of(self.entry)
+        return DocumentRecord(
+            doc_id=doc_id(scfg.name, self.entry.external_id), source=scfg.name, external_id=self.entry.external_id,
+            uri=self.entry.uri, content_hash=content, fingerprint=self.fingerprint, size=self.entry.size, acl=acl,
+            acl_hash=short_hash(acl, 16), metadata=self.metadata, source_modified_at=self.entry.modified_at,
+            first_seen=self.old.first_seen if self.old else now, last_seen=now, changed_at=changed_at,
+            deleted_at=None)
 
 
 TRANSIENT_STREAK = 3  # that many items in a row timing out or 5xx-ing: the source, not the items
@@ -455,9 +481,10 @@ def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry
     old = sw.known.get(entry.external_id)
     did = doc_id(scfg.name, entry.external_id)
     live_old = old if old is not None and old.deleted_at is None else None
-    if live_old is not None and _unchanged(src, live_old, entry, sw.default_acl):
+    if live_old is not None and _unchanged(src, live_old, entry, sw.default_acl) and not unscanned(live_old):
         sw.touched.append(did)
         sw.res.counts["unchanged"] += 1
+        sw.unchanged.append(live_old)
         return
     try:
         entry, fingerprint = _described(src, entry)
@@ -475,26 +502,53 @@ def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry
         return
     sw.read.append(did)
     sw.streak.ok()
-    acl = _acl_of(entry)
     chash = content_hash(data)
-    cls = change_class(live_old, chash, acl, dict(entry.metadata), sw.gone_by_hash)
+    read = _Read(entry, fingerprint, data, chash, scanned_metadata(entry, data, chash), old)
+    if read.metadata.get("includes"):  # its content hash covers the files it includes: once all are read
+        sw.includers.append(read)
+        return
+    _keep_read(rt, sw, scfg, read, chash)
+
+
+def _keep_read(rt: Runtime, sw: _Sweep, scfg: SourceConfig, read: _Read, content: str) -> None:
+    """Classify an item read this pass by its content hash (its bytes', or with the files it
+    includes, `assets.includes`), spool new bytes (under their own hash) and queue its row."""
+    old = read.old
+    live_old = old if old is not None and old.deleted_at is None else None
+    cls = change_class(live_old, content, _acl_of(read.entry), read.metadata, sw.gone_by_hash)
     if live_old is not None and cls in ("acl", "unchanged"):
         changed_at = sw.now if cls == "acl" else live_old.changed_at
     else:
         changed_at = sw.now
         spool = rt.cfg.data_path / "spool"
         spool.mkdir(parents=True, exist_ok=True)
-        if not (spool / chash).exists():
-            (spool / chash).write_bytes(data)
+        if not (spool / read.chash).exists():
+            (spool / read.chash).write_bytes(read.data)
     sw.res.counts[cls] += 1
+    record = read.record(scfg, content, changed_at, sw.now)
     if cls != "unchanged":
-        sw.res.changed_ids.append(did)
-    sw.rows.append(DocumentRecord(
-        doc_id=did, source=scfg.name, external_id=entry.external_id, uri=entry.uri, content_hash=chash,
-        fingerprint=fingerprint, size=entry.size, acl=acl, acl_hash=short_hash(acl, 16),
-        metadata=dict(entry.metadata), source_modified_at=entry.modified_at,
-        first_seen=old.first_seen if old else sw.now, last_seen=sw.now, changed_at=changed_at,
-        deleted_at=None).columns())
+        sw.res.changed_ids.append(record.doc_id)
+    sw.rows.append(record.columns())
+
+
+def _fold_includes(rt: Runtime, sw: _Sweep, scfg: SourceConfig, gone: Container[str]) -> None:
+    """Once every item is read: the content hash of each document that includes other files, from
+    the source's documents as this listing leaves them (`gone`: the ids it deletes). An includer
+    read this pass is classified by it; one the cheap test kept is updated when what it includes
+    changed (edited, deleted, added, or its access)."""
+    if not sw.includers and not any(d.metadata.get("includes") for d in sw.unchanged):
+        return
+    docs = {ext: d for ext, d in sw.known.items() if d.deleted_at is None and d.doc_id not in gone}
+    docs.update({r["external_id"]: DocumentRecord(**r) for r in sw.rows})
+    docs.update({r.entry.external_id: r.record(scfg, r.chash, sw.now, sw.now) for r in sw.includers})
+    for read in sw.includers:
+        _keep_read(rt, sw, scfg, read, assembled_hash(docs[read.entry.external_id], docs) or read.chash)
+    for d in sw.unchanged:
+        if (h := assembled_hash(d, docs)) is not None and h != d.content_hash:
+            sw.res.counts["unchanged"] -= 1
+            sw.res.counts["updated"] += 1
+            sw.res.changed_ids.append(d.doc_id)
+            sw.rows.append(d.replace(content_hash=h, changed_at=sw.now, last_seen=sw.now).columns())
 
 
 def _sweep_deletes(rt: Runtime, res: ListingResult, gone: list[DocumentRecord], now: float) -> None:
@@ -535,6 +589,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
 
     res = ListingResult(scfg.name, len(entries))
     gone_by_hash = {d.content_hash: d for d in gone if d.content_hash}
+    gone_ids = {d.doc_id for d in gone}  # the whole source's: a shard's includer reads any file
     all_problems = problems  # dead letters are cleared against the whole listing
     if shard is not None:  # judged whole above; from here on only this shard's documents
         entries = [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
@@ -551,6 +606,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
             raise SourceUnavailable(down)
     except SourceUnavailable as e:
         gone_away = e
+    _fold_includes(rt, sw, scfg, gone_ids)
     # what was read is kept, even when the source went away part-way (as after a crash here: the
     # next sync goes on from it)
     rt.store.upsert_documents(sw.rows)

@@ -10,12 +10,14 @@ gets its own dead letter from the cached failure); `bindery dlq retry` clears th
 
 from __future__ import annotations
 
+import functools
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from assets.includes import include_reader, own_hash
 from assets.listing import read_content, spool_path
 from assets.parsing import parse_document
 from assets.progress import NO_PROGRESS, Progress
@@ -153,6 +155,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
     limit = max_bytes(scfg)
     stats = ParseStats()
     docs = [d for d in rt.store.documents(source_name) if d.content_hash]
+    by_path = {d.external_id: d for d in docs}  # what an AsciiDoc page may include
     source = None
     dead = rt.store.dead_letter_docs(("parse", "listing"))
     failed_parse = rt.store.dead_letter_docs(("parse",))
@@ -192,7 +195,8 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
             try:
                 source = source or make_source(scfg)
                 data = read_content(rt, source, d)
-                result = parse_document(data, d.external_id, pcfg, max_bytes=limit)
+                include = include_reader(d, by_path, functools.partial(read_content, rt, source))
+                result = parse_document(data, d.external_id, pcfg, max_bytes=limit, include=include)
                 problems = parse_problems(result, scfg.quality)
                 row.update(title=result.title, blocks=[b.to_dict() for b in result.blocks],
                            metrics=result.metrics, page_metrics=result.page_metrics,
@@ -250,7 +254,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
     if back := [d.doc_id for d in docs if d.doc_id in failed_parse and d.doc_id not in not_good]:
         rt.store.resolve_dead_letters(back, stages=("parse",))
     for d in docs:  # the spool only bridges listing -> parse
-        p = spool_path(rt, d.content_hash or "")
+        p = spool_path(rt, own_hash(d) or "")
         if p.exists():
             p.unlink(missing_ok=True)
     stats.seconds = time.perf_counter() - started

@@ -27,7 +27,9 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # "Returns" into its own function, not the next one, whose chunk lost its name from its path).
 # context 2: the offline summary sentence comes from the document's own running text (no
 # headings, no quoted history or other side text).
-# parse 19: AsciiDoc table cells spanning columns or rows (`2+|`, `.2+|`, `3*|`) keep every later
+# parse 19: AsciiDoc `include::` is followed (`assets/includes.py`: a page's content hash covers
+# the files it includes, so an edit of one re-parses the pages including it; only files every
+# reader of the page may read); AsciiDoc table cells spanning columns or rows (`2+|`, `.2+|`, `3*|`) keep every later
 # cell in its column (they shifted the rest of the table), a nested `!===` table reads as its
 # cells' text, quotes keep their attribution, attribute values wrapped with ` \` are joined. Git's
 # 247 AsciiDoc files parse as under 18 (they use none of these). A block fence is never a section

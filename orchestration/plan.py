@@ -25,12 +25,14 @@ Dagster materialisation metadata); with no history it says so.
 from __future__ import annotations
 
 import time
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any
 
 from assets.chunk_stage import chunk_rows, needs_chunking
 from assets.context_stage import context_input_hash, document_context, embed_text_of, missing_contexts
 from assets.embed_stage import capped_chars
+from assets.includes import assembled_hash, include_reader, own_hash, scanned_metadata, unscanned
 from assets.index_stage import doc_digest
 from assets.listing import (
     CLASSES,
@@ -66,7 +68,7 @@ from connectors.contextualizers import ChunkContext, Contextualizer, DocumentCon
 from connectors.errors import BinderyError, SourceError, SourceUnavailable, TooLarge
 from connectors.identity import content_hash, doc_id, short_hash, text_hash
 from connectors.sources import make_source
-from connectors.sources.base import Source
+from connectors.sources.base import Source, SourceEntry
 from connectors.store import ChunkRecord, DocumentRecord, ParseRecord
 from orchestration.plan_pool import fork_map
 
@@ -143,11 +145,15 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     gone_hashes = {d.content_hash for d in gone if d.content_hash}
     default_acl = _default_acl(scfg)
     reads = ReadStreak()  # the sync's rule: failing reads that are the source's failure
+    includers: list[DocumentRecord] = []  # read, including other files: classified once all are read
+    unchanged: set[int] = set()  # where in sp.docs the documents the cheap test keeps are
+    read: list[DocumentRecord] = []  # the others read this pass
     for entry in entries:
         live_old = live_known.get(entry.external_id)
-        if live_old is not None and _unchanged(src, live_old, entry, default_acl):
+        if live_old is not None and _unchanged(src, live_old, entry, default_acl) and not unscanned(live_old):
             sp.changes["unchanged"] += 1
             sp.docs.append(live_old)
+            unchanged.add(len(sp.docs) - 1)
             continue
         described = False
         try:
@@ -169,18 +175,62 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
             continue
         chash = content_hash(data)
         acl = _acl_of(entry)
-        sp.changes[change_class(live_old, chash, acl, dict(entry.metadata), gone_hashes)] += 1
+        metadata = scanned_metadata(entry, data, chash)
         sp.data[chash] = data
-        now = time.time()  # the row as the sync would write it (its times are not used)
-        sp.docs.append(DocumentRecord(
-            doc_id=doc_id(scfg.name, entry.external_id), source=scfg.name, external_id=entry.external_id,
-            uri=entry.uri, content_hash=chash, fingerprint=entry.fingerprint, size=entry.size, acl=acl,
-            acl_hash=short_hash(acl, 16), metadata=dict(entry.metadata), source_modified_at=entry.modified_at,
-            first_seen=live_old.first_seen if live_old else now, last_seen=now,
-            changed_at=live_old.changed_at if live_old else now))
+        record = _read_record(scfg, entry, chash, metadata, live_old)
+        if metadata.get("includes"):
+            includers.append(record)
+            continue
+        sp.changes[change_class(live_old, chash, acl, metadata, gone_hashes)] += 1
+        sp.docs.append(record)
+        read.append(record)
+    _fold_includes(sp, _Reads(read, includers, unchanged), live_known, {d.doc_id for d in gone}, gone_hashes)
     sp.changes["deleted"] = len(gone)
     sp.error = reads.finished()
     return sp
+
+
+def _read_record(scfg: SourceConfig, entry: SourceEntry, chash: str, metadata: dict[str, Any],
+                 live_old: DocumentRecord | None) -> DocumentRecord:
+    """The row the sync would write for an item it reads (its times are not used)."""
+    now, acl = time.time(), _acl_of(entry)
+    return DocumentRecord(
+        doc_id=doc_id(scfg.name, entry.external_id), source=scfg.name, external_id=entry.external_id,
+        uri=entry.uri, content_hash=chash, fingerprint=entry.fingerprint, size=entry.size, acl=acl,
+        acl_hash=short_hash(acl, 16), metadata=metadata, source_modified_at=entry.modified_at,
+        first_seen=live_old.first_seen if live_old else now, last_seen=now,
+        changed_at=live_old.changed_at if live_old else now)
+
+
+@dataclass
+class _Reads:
+    """What `predict_listing` read: documents that include none, those that do, and where in
+    `SourcePlan.docs` those the cheap test kept are."""
+
+    plain: list[DocumentRecord]
+    includers: list[DocumentRecord]
+    unchanged: set[int]
+
+
+def _fold_includes(sp: SourcePlan, reads: _Reads, live_known: dict[str, DocumentRecord], gone: Container[str],
+                   gone_hashes: Container[str]) -> None:
+    """The listing's `_fold_includes`, over the same documents: each includer read is classified
+    by the content hash that covers what it includes; one the cheap test kept is updated when
+    what it includes changed."""
+    if not reads.includers and not any(sp.docs[i].metadata.get("includes") for i in reads.unchanged):
+        return
+    docs = {ext: d for ext, d in live_known.items() if d.doc_id not in gone}
+    docs.update({d.external_id: d for d in [*reads.plain, *reads.includers]})
+    for i in sorted(reads.unchanged):
+        d = sp.docs[i]
+        if (h := assembled_hash(d, docs)) is not None and h != d.content_hash:
+            sp.changes["unchanged"] -= 1
+            sp.changes["updated"] += 1
+            sp.docs[i] = d.replace(content_hash=h)
+    for d in reads.includers:
+        h = assembled_hash(d, docs) or d.content_hash or ""
+        sp.changes[change_class(live_known.get(d.external_id), h, list(d.acl), d.metadata, gone_hashes)] += 1
+        sp.docs.append(d.replace(content_hash=h))
 
 
 # -- the stages, simulated -------------------------------------------------------------------
@@ -265,6 +315,7 @@ class StageWalk:
         # the texts to embed whose words are known here, and their characters (`capped_chars`): a
         # text's model time grows with its length, so the estimate scales by them
         self.embed_known = self.embed_chars = 0
+        self.by_path = {d.external_id: d for d in sp.docs if d.content_hash}  # what an AsciiDoc page may include
 
     def keep_cut(self, d: DocumentRecord, cver: str, rows: list[ChunkRecord] | Failure) -> None:
         if isinstance(rows, Failure):
@@ -365,14 +416,20 @@ class StageWalk:
                 self.keep_cut(d, cver, r)
             self.prefixes.update(prefixes)
 
+    def read(self, d: DocumentRecord, scfg: SourceConfig) -> bytes:
+        """A document's bytes: as the listing read them, else from the source."""
+        data = self.sp.data.get(own_hash(d) or "")
+        if data is None:
+            self.source = self.source or make_source(scfg)
+            data = read_content(self.rt, self.source, d)
+        return data
+
     def _parse_in_memory(self, d: DocumentRecord, g: Generation, scfg: SourceConfig) -> ParseRecord | Failure:
         """The parse the sync would store, or why it would dead-letter the document instead."""
         try:
-            data = self.sp.data.get(d.content_hash or "")
-            if data is None:
-                self.source = self.source or make_source(scfg)
-                data = read_content(self.rt, self.source, d)
-            result = parse_document(data, d.external_id, g.stages.parse, max_bytes=max_bytes(scfg))
+            data = self.read(d, scfg)
+            include = include_reader(d, self.by_path, lambda dep: self.read(dep, scfg))
+            result = parse_document(data, d.external_id, g.stages.parse, max_bytes=max_bytes(scfg), include=include)
         except Exception as e:
             return _failure(e)  # nothing to chunk
         if problems := parse_problems(result, scfg.quality):

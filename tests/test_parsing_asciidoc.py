@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from assets.parsing import parse_document
@@ -312,3 +314,51 @@ def test_a_block_opening_straight_into_another_is_no_section_title() -> None:
         ("heading", "T"), ("paragraph", "Example inside a sidebar."), ("code", "quoted code"),
         ("paragraph", "\u2014 Ada Lovelace"), ("paragraph", "After text."),
         ("paragraph", "The fog comes\non little cat feet."), ("paragraph", "\u2014 Carl Sandburg, Fog")]
+
+
+def _reader(files: dict[str, str]) -> Any:
+    from assets.parsing.asciidoc import resolve_include
+
+    def read(target: str, base: str) -> tuple[str, bytes] | None:
+        path = resolve_include(base, target)
+        return (path, files[path].encode()) if path in files else None
+
+    return read
+
+
+def test_an_include_is_read_in_place_with_the_includers_attributes_tags_lines_and_level_offset() -> None:
+    from assets.parsing.asciidoc import parse_asciidoc
+
+    files = {"doc/opts.txt": "ifdef::git-log[]\n--graph::\n\tDraw the history.\nendif::git-log[]\n"
+                             "ifndef::git-log[]\n--cached::\n\tOnly the index.\nendif::git-log[]\n",
+             "doc/part.adoc": "= Part\n\n== Inner\n\n// tag::a[]\nTagged text.\n// end::a[]\nUntagged text.\n",
+             "doc/lines.txt": "one\n\ntwo\n\nthree\n"}
+    page = ("= Log\n:git-log: 1\n\ninclude::opts.txt[]\n\ninclude::part.adoc[leveloffset=+1]\n\n"
+            "include::part.adoc[tag=a]\n\ninclude::lines.txt[lines=3..5]\n\n== After\n\nEnd.\n")
+    result = parse_asciidoc(page.encode(), "doc/log.adoc", _reader(files))
+    blocks = [(b.kind, b.level, b.text) for b in result.blocks]
+    assert ("paragraph", 0, "Draw the history.") in blocks and "Only the index." not in str(blocks)
+    assert ("heading", 2, "Part") in blocks and ("heading", 3, "Inner") in blocks  # moved one level down
+    assert ("heading", 2, "After") in blocks  # the offset ends with the include
+    assert [t for k, _, t in blocks if "Tagged" in t] == ["Tagged text. Untagged text.", "Tagged text."]
+    assert ("paragraph", 0, "two") in blocks and ("paragraph", 0, "three") in blocks
+    assert not any(t == "one" for _, _, t in blocks) and "tag::" not in str(blocks)
+    assert result.metadata["included"] == ["doc/opts.txt", "doc/part.adoc", "doc/lines.txt"]
+    assert result.metadata["includes"] == ["opts.txt", "part.adoc", "part.adoc", "lines.txt"]
+
+
+def test_includes_are_bounded_by_cycles_depth_and_size() -> None:
+    from assets.parsing.asciidoc import parse_asciidoc, resolve_include
+
+    loop = {"a.adoc": "A text.\n\ninclude::b.adoc[]\n", "b.adoc": "B text.\n\ninclude::a.adoc[]\n"}
+    result = parse_asciidoc(b"= T\n\ninclude::a.adoc[]\n", "t.adoc", _reader(loop))
+    assert [b.text for b in result.blocks] == ["T", "A text.", "B text.", "Includes a."]
+    chain = {f"c{i}.adoc": f"Level {i}.\n\ninclude::c{i + 1}.adoc[]\n" for i in range(20)}
+    texts = [b.text for b in parse_asciidoc(b"include::c0.adoc[]\n", "t.adoc", _reader(chain)).blocks]
+    assert texts[:8] == [f"Level {i}." for i in range(8)] and texts[8] == "Includes c8."
+    big = {"big.txt": "word " * 1000}
+    result = parse_asciidoc(b"= T\n\ninclude::big.txt[]\n", "t.adoc", _reader(big), max_bytes=100)
+    assert [b.text for b in result.blocks] == ["T", "Includes big."] and result.warnings
+    assert resolve_include("doc/a.adoc", "../b.adoc") == "b.adoc"
+    assert [resolve_include("doc/a.adoc", t) for t in ("../../x", "/etc/passwd", "http://h/x", "..\\x", "")] == [
+        None] * 5

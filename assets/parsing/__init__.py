@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from assets.parsing.compressed import decompress
 from assets.parsing.package import check_package
@@ -38,6 +39,9 @@ from connectors.config import ParseConfig
 from connectors.documents import Block, ParseResult
 from connectors.errors import EmptyDocument, ParseError, TooLarge, UnsupportedFormat
 from quality.metrics import document_metrics
+
+if TYPE_CHECKING:
+    from assets.parsing.asciidoc import IncludeReader
 
 __all__ = ["Block", "ParseResult", "parse_document"]
 
@@ -110,10 +114,11 @@ def _rst(data: bytes, config: ParseConfig, name: str) -> ParseResult:
     return parse_rst(data)
 
 
-def _asciidoc(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+def _asciidoc(data: bytes, config: ParseConfig, name: str, include: IncludeReader | None = None,
+              max_bytes: int | None = None) -> ParseResult:
     from assets.parsing.asciidoc import parse_asciidoc
 
-    return parse_asciidoc(data)
+    return parse_asciidoc(data, name, include, max_bytes)
 
 
 def _man(data: bytes, config: ParseConfig, name: str) -> ParseResult:
@@ -216,7 +221,7 @@ _PACKAGES = frozenset({"docx", "pptx", "xlsx", "odt", "ods", "odp", "epub"})
 
 
 def _parse(data: bytes, filename: str, config: ParseConfig, depth: int, max_bytes: int | None = None,
-           ) -> ParseResult:
+           include: IncludeReader | None = None) -> ParseResult:
     name = PurePosixPath(filename).name or filename
     detected = detect_format(data, filename)
     if max_bytes is not None and detected.format in _PACKAGES:
@@ -225,6 +230,8 @@ def _parse(data: bytes, filename: str, config: ParseConfig, depth: int, max_byte
         if detected.format in ("email", "mbox"):
             parser = _email if detected.format == "email" else _mbox
             result = parser(as_utf8(data), config, name, depth, max_bytes)
+        elif detected.format == "asciidoc":  # its includes resolve against its path, not its name
+            result = _asciidoc(data, config, filename, include, max_bytes)
         elif detected.format == "fallback":
             from assets.parsing.fallback import parse_fallback
 
@@ -240,7 +247,9 @@ def _parse(data: bytes, filename: str, config: ParseConfig, depth: int, max_byte
     result.format = detected.format
     result.warnings = detected.warnings + result.warnings
     result.blocks = [b for b in result.blocks if b.text.strip()]
-    TextBudget(len(data), detected.format).spend(sum(len(b.text) for b in result.blocks))
+    # text an AsciiDoc page includes counts as its own bytes
+    n_bytes = len(data) + int(result.metadata.get("included_bytes") or 0)
+    TextBudget(n_bytes, detected.format).spend(sum(len(b.text) for b in result.blocks))
     if not result.blocks and "redirect" not in result.metadata:  # a redirect page may say nothing
         raise EmptyDocument(f"{name}: no text could be extracted ({detected.format})")
     if not result.title:  # a heading that opens the document, else its file name as words
@@ -257,13 +266,16 @@ def file_title(name: str) -> str | None:
 
 
 def parse_document(
-    data: bytes, filename: str, config: ParseConfig | None = None, *, max_bytes: int | None = None
+    data: bytes, filename: str, config: ParseConfig | None = None, *, max_bytes: int | None = None,
+    include: IncludeReader | None = None,
 ) -> ParseResult:
     """Parse one document's bytes; `filename` supplies the extension to check against.
 
     Raises a `connectors.errors.ParseError` subclass (EncryptedDocument, CorruptDocument,
     EmptyDocument, NeedsOCR, UnsupportedFormat, FormatMismatch, TooLarge) with a specific
     message. `max_bytes` (e.g. the source's max_file_mb) rejects oversized input up front.
+    `include` reads the files an AsciiDoc document includes (`assets.includes.include_reader`:
+    only those the document may show; `filename` is then its path in the source).
     """
     config = config or ParseConfig()
     if max_bytes is not None and len(data) > max_bytes:
@@ -273,10 +285,10 @@ def parse_document(
         )
     unpacked = decompress(data, filename, max_bytes)
     if unpacked is None:
-        return _parse(data, filename, config, 0, max_bytes)
+        return _parse(data, filename, config, 0, max_bytes, include)
     inner, inner_name, packing = unpacked
     try:
-        result = _parse(inner, inner_name, config, 0, max_bytes)
+        result = _parse(inner, inner_name, config, 0, max_bytes, include)
     except ParseError as e:  # name the file the user has, not the one inside it
         outer = PurePosixPath(filename).name or filename
         raise type(e)(f"{outer}: inside the {packing} file, {e}") from e

@@ -23,12 +23,18 @@ Read as plain text an AsciiDoc manual kept its markup in every chunk (`linkgit:g
   referenced (`{name}`), with Asciidoctor's built-in character attributes and Git's `{litdd}`; a value is cut at
   `MAX_ATTRIBUTE_CHARS` and substitution stops adding text past `ATTRIBUTE_GROWTH` (values built
   by doubling one another grew exponentially). `ifdef::`/`ifndef::` are
-  decided only for attributes the document itself sets or unsets: an included fragment is
-  written for attributes its includer sets, and text whose condition cannot be known is kept
-  rather than lost. `include::` lines are not followed (a parse reads one file's bytes, and its
-  cache is keyed by them): the included file is a document of its own, named where it goes
-  ("Includes diff options.", as the rendered page would hold its text there) and listed in the
-  parse's metadata (`includes`).
+  decided only for attributes the document (or a file including it) sets or unsets: a fragment
+  read on its own is written for attributes its includer sets, and text whose condition cannot
+  be known is kept rather than lost.
+* `include::` lines are followed when the parse is given an `IncludeReader`, which admits only
+  the files `assets.includes` lets the page show (listed documents of the same source that all
+  its readers may read; the content hash the parse is cached by covers them): the file's lines
+  are read in place, its conditions decided by the includer's attributes (Git's `:git-log: 1`
+  before `include::diff-options.txt[]`), with `tag=`/`tags=`, `lines=` and `leveloffset=`
+  honoured, tag directives dropped, at most `MAX_INCLUDE_DEPTH` files deep, never a file that
+  includes itself, within the source's size limit. An include not followed is named where it
+  goes ("Includes diff options.") and every include target is listed in the parse's metadata
+  (`includes`; those read: `included`).
 * Every pattern bounds the run it scans, so a run of openers without closers costs linear time
   (tests/test_parsing_redos.py).
 * Inline markup is reduced to its text: `*strong*`, `_emphasis_`, `` `code` ``, `'emphasis'`,
@@ -41,17 +47,25 @@ from __future__ import annotations
 import bisect
 import csv
 import html
+import posixpath
 import re
 import textwrap
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from assets.parsing.sniff import decode_text
 from assets.parsing.textutil import clean_inline, markdown_table, normalize_chars, table_header_lines
 from connectors.documents import Block, BlockKind, ParseResult
 
-__all__ = ["asciidoc_blocks", "parse_asciidoc"]
+__all__ = ["IncludeReader", "asciidoc_blocks", "parse_asciidoc", "resolve_include", "substituted"]
+
+IncludeReader = Callable[[str, str], "tuple[str, bytes] | None"]
+"""(an include target as written, attributes substituted; the external id of the file holding
+the include line) -> (the included file's external id, its bytes), or None: not followed."""
 
 MAX_NESTING = 8  # delimited blocks inside one another; deeper ones are read as their lines
+MAX_INCLUDE_DEPTH = 8  # files included by included files; deeper include lines stay pointers
+MAX_INCLUDED_BYTES = 100 * 1024 * 1024  # what included files may add, when no size limit is given
 MAX_ATTRIBUTE_CHARS = 4096  # an attribute's value is cut here: values built of values doubled each line
 MAX_COLUMNS = 256  # a `cols` count beyond this is read from the rows instead (`cols="300000000*"`)
 MAX_ROW_SPAN = 64  # a cell's `.N+` row span is cut here
@@ -75,7 +89,8 @@ _ADMONITIONS = {"NOTE": "Note", "TIP": "Tip", "IMPORTANT": "Important", "WARNING
 _ATTRIBUTE_ENTRY = re.compile(r"^:(!?)([\w][\w-]*)(!?):(?:[ \t]+(.*))?$")
 _ATTRIBUTE_WRAP = re.compile(r"[ \t]\\$")  # an attribute value wrapped onto the next line
 _CONDITIONAL = re.compile(r"^(ifdef|ifndef|ifeval|endif)::([^\[]*)\[(.*)\][ \t]*$")
-_INCLUDE = re.compile(r"^include::([^\[]+)\[[^\]]*\][ \t]*$")
+_INCLUDE = re.compile(r"^include::([^\[]+)\[([^\]]*)\][ \t]*$")
+_TAG_DIRECTIVE = re.compile(r"\b(tag|end)::([\w.-]{1,200})\[\]")  # a tagged region's ends, in an included file
 _INCLUDED = "\x00include:"  # what `preprocess` leaves where an include line was
 _ONE_LINE_TITLE = re.compile(r"^(={1,6}|#{1,6})[ \t]+(\S.*)$")
 _UNDERLINE_LEVELS = {"=": 0, "-": 1, "~": 2, "^": 3, "+": 4}
@@ -151,6 +166,7 @@ class _Reader:
         self.title: str | None = None
         self.growth = 0  # characters attribute references have put in place of themselves
         self.max_growth = size + ATTRIBUTE_GROWTH
+        self.level_offset = 0  # `:leveloffset: +1`, as an include's `leveloffset=+1` sets it
 
     # -- inline --------------------------------------------------------------------------------
 
@@ -265,12 +281,18 @@ class _Reader:
 
     def _set_attribute(self, m: re.Match[str]) -> None:
         name = m.group(2).lower()
+        if name == "leveloffset":
+            value = (m.group(4) or "").strip()
+            offset = 0 if m.group(1) or m.group(3) else _level_offset(value)
+            relative = value.startswith(("+", "-"))
+            self.level_offset = max(-5, min(5, self.level_offset + offset if relative else offset))
         if m.group(1) or m.group(3):
             self.attributes.pop(name, None)
         else:
             self.attributes[name] = self.inline(m.group(4) or "")[:MAX_ATTRIBUTE_CHARS]
 
     def _section(self, level: int, title: str, lines: list[str], i: int) -> int:
+        level = max(0, min(5, level + self.level_offset))
         text = self.text([title])
         if level == 0 and self.title is None:
             self.title = text
@@ -610,52 +632,198 @@ def _grid(cells: list[_Cell], width: int) -> list[list[str]]:
     return [[taken.get((row, col), "") for col in range(width)] for row in range(last + 1)]
 
 
-def preprocess(text: str) -> tuple[list[str], list[str]]:
-    """The document's lines with conditional directives decided and each include line marked
-    (`_INCLUDED`), and the files it includes. A condition is decided only on attributes the document sets or
-    unsets itself (see the module's docstring); `ifeval` is kept. Directives inside a `////`
-    comment block are part of the comment."""
-    known: dict[str, bool] = {}
-    stack: list[bool] = []
-    hidden = 0  # conditions on the stack that are false: text is kept while there are none
-    comment = ""  # the fence of the comment block the line is in
-    out: list[str] = []
-    includes: list[str] = []
-    lines = text.split("\n")
-    joined = 0  # lines up to here were joined to the attribute entry before them
-    for n, line in enumerate(lines):
-        if n < joined:
-            continue
-        if comment or _COMMENT_FENCE.match(line):
-            if hidden == 0:
-                out.append(line)
-            comment = "" if line.rstrip() == comment else comment or line.rstrip()
-            continue
-        if m := _CONDITIONAL.match(line):
-            kind, names, inline = m.groups()
-            if kind == "endif":
-                if stack:
-                    hidden -= not stack.pop()
+def substituted(target: str, values: Mapping[str, str]) -> str | None:
+    """An include target with its attribute references (`{partialsdir}`) replaced by `values`;
+    None when one of them is not set (such a target is not followed)."""
+    missing = False
+
+    def value(m: re.Match[str]) -> str:
+        nonlocal missing
+        v = values.get(m.group(2).lower())
+        missing = missing or v is None
+        return v or ""
+
+    out = _ATTRIBUTE_REF.sub(value, target.strip())
+    return None if missing else out
+
+
+def resolve_include(base: str, target: str) -> str | None:
+    """The path an include target names from the file `base` (a source-relative path):
+    relative to `base`'s folder, as Asciidoctor resolves it; None for what is not a file of
+    the same source (an absolute path, a URL, anything above the source's root)."""
+    target = target.strip()
+    if not target or target.startswith("/") or "://" in target or "\\" in target or "\x00" in target:
+        return None
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(base), target))
+    if joined in (".", "..") or joined.startswith(("../", "/")):
+        return None
+    return joined
+
+
+@dataclass
+class _Included:
+    """What following includes has cost so far in one parse."""
+
+    reader: IncludeReader | None
+    budget: int  # bytes the included files may still add
+    spent: int = 0  # bytes they added
+    followed: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Preprocessor:
+    """Conditional directives decided, include lines followed (where `reader` admits the file)
+    or marked (`_INCLUDED`), one file after another, the includer's attributes deciding the
+    included files' conditions as they decide its own (the point of Git's `:git-log: 1` before
+    `include::diff-options.txt[]`)."""
+
+    def __init__(self, included: _Included) -> None:
+        self.included = included
+        self.known: dict[str, bool] = {}
+        self.values: dict[str, str] = {}  # attribute values, for targets built from them
+        self.stack: list[bool] = []
+        self.hidden = 0  # conditions on the stack that are false: text is kept while there are none
+        self.out: list[str] = []
+        self.includes: list[str] = []
+        self.files: list[str] = []  # the files being read, outermost first (a cycle is not followed)
+
+    def feed(self, text: str, base: str, *, lines_wanted: Callable[[int], bool] | None = None,
+             tags: set[str] | None = None) -> None:
+        lines = text.split("\n")
+        joined = 0  # lines up to here were joined to the attribute entry before them
+        comment = ""  # the fence of the comment block the line is in
+        inside: list[str] = []  # the tags open at this line (an included file's `tag::x[]`)
+        self.files.append(base)
+        for n, line in enumerate(lines):
+            if n < joined:
                 continue
-            keep = _condition(kind, names, known)
-            if inline and kind != "ifeval":  # ifdef::name[text]: one line of its own
-                if keep and hidden == 0:
-                    out.append(inline)
+            if len(self.files) > 1:  # an included file: its selection, and no tag directive shown
+                if m := _TAG_DIRECTIVE.search(line):
+                    if m.group(1) == "tag":
+                        inside.append(m.group(2))
+                    elif m.group(2) in inside:
+                        inside.remove(m.group(2))
+                    continue
+                if (lines_wanted is not None and not lines_wanted(n + 1)) or (
+                        tags is not None and not (set(inside) & tags)):
+                    continue
+            if comment or _COMMENT_FENCE.match(line):
+                if self.hidden == 0:
+                    self.out.append(line)
+                comment = "" if line.rstrip() == comment else comment or line.rstrip()
                 continue
-            stack.append(keep)
-            hidden += not keep
-            continue
-        if hidden:
-            continue
-        if m := _INCLUDE.match(line):
-            includes.append(m.group(1).strip())
-            out.append(_INCLUDED + m.group(1).strip())
-            continue
-        if m := _ATTRIBUTE_ENTRY.match(line):
-            known[m.group(2).lower()] = not (m.group(1) or m.group(3))
-            line, joined = _joined_entry(lines, n)
-        out.append(line)
-    return out, includes
+            if m := _CONDITIONAL.match(line):
+                self._condition(*m.groups())
+                continue
+            if self.hidden:
+                continue
+            if m := _INCLUDE.match(line):
+                self._include(m.group(1).strip(), m.group(2), base)
+                continue
+            if m := _ATTRIBUTE_ENTRY.match(line):
+                line, joined = _joined_entry(lines, n)
+                m = _ATTRIBUTE_ENTRY.match(line) or m
+                name = m.group(2).lower()
+                self.known[name] = not (m.group(1) or m.group(3))
+                if self.known[name]:
+                    self.values[name] = (m.group(4) or "").strip()
+                else:
+                    self.values.pop(name, None)
+            self.out.append(line)
+        self.files.pop()
+
+    def _condition(self, kind: str, names: str, inline: str) -> None:
+        if kind == "endif":
+            if self.stack:
+                self.hidden -= not self.stack.pop()
+            return
+        keep = _condition(kind, names, self.known)
+        if inline and kind != "ifeval":  # ifdef::name[text]: one line of its own
+            if keep and self.hidden == 0:
+                self.out.append(inline)
+            return
+        self.stack.append(keep)
+        self.hidden += not keep
+
+    def _include(self, target: str, spec: str, base: str) -> None:
+        if len(self.files) == 1:  # the document's own include lines, not its included files'
+            self.includes.append(target)
+        got = self._read(target, base)
+        if got is None:
+            self.out.append(_INCLUDED + target)
+            return
+        dep, data = got
+        attrs = dict(_include_attributes(spec))
+        offset = _level_offset(attrs.get("leveloffset", ""))
+        if offset:
+            self.out.append(f":leveloffset: {offset:+d}")
+        text, _ = decode_text(data)
+        self.feed(normalize_chars(text), dep, lines_wanted=_line_ranges(attrs.get("lines", "")),
+                  tags=_tag_names(attrs.get("tag") or attrs.get("tags") or ""))
+        if offset:
+            self.out.append(f":leveloffset: {-offset:+d}")
+
+    def _read(self, target: str, base: str) -> tuple[str, bytes] | None:
+        """The included file (its external id, its bytes) when it is followed, else None."""
+        inc = self.included
+        if inc.reader is None or len(self.files) > MAX_INCLUDE_DEPTH:
+            return None
+        resolved = substituted(target, self.values)
+        got = inc.reader(resolved, base) if resolved is not None else None
+        if got is None or got[0] in self.files:  # not admitted, or a file including itself
+            return None
+        if len(got[1]) > inc.budget:
+            inc.warnings.append(f"include::{target}[] not followed: the document would pass its size limit")
+            return None
+        inc.budget -= len(got[1])
+        inc.spent += len(got[1])
+        if got[0] not in inc.followed:
+            inc.followed.append(got[0])
+        return got
+
+
+def _include_attributes(spec: str) -> list[tuple[str, str]]:
+    """An include line's attributes (`tag=x`, `lines="1..3;5"`, `leveloffset=+1`)."""
+    return [(m.group(1).lower(), m.group(2).strip().strip('"\'')) for m in _ATTRIBUTE_LIST.finditer(spec)
+            if m.group(1)]
+
+
+def _level_offset(value: str) -> int:
+    """`leveloffset=+1` (or -1, or 1): how many levels the included file's sections move down."""
+    m = re.fullmatch(r"\s*([+-]?)(\d{1,2})\s*", value)
+    return 0 if not m else (-1 if m.group(1) == "-" else 1) * min(int(m.group(2)), 5)
+
+
+def _line_ranges(value: str) -> Callable[[int], bool] | None:
+    """`lines=1..5;10..-1` (`;` or `,` between ranges, -1: to the end) as a test of a line
+    number; None for every line."""
+    ranges: list[tuple[int, int]] = []
+    for part in re.split(r"[;,]", value):
+        if m := re.fullmatch(r"\s*(\d{1,9})(?:\.\.(-1|\d{1,9}))?\s*", part):
+            first = int(m.group(1))
+            last = first if m.group(2) is None else (1 << 62 if m.group(2) == "-1" else int(m.group(2)))
+            ranges.append((first, last))
+    if not ranges:
+        return None
+    return lambda n: any(a <= n <= b for a, b in ranges)
+
+
+def _tag_names(value: str) -> set[str] | None:
+    """`tag=x` or `tags=x;y`: the tagged regions to include; None for the whole file (no tag
+    named, or a wildcard or negation, which are read as the whole file)."""
+    names = {t.strip() for t in re.split(r"[;,]", value) if t.strip()}
+    return None if not names or any(t.startswith("!") or "*" in t for t in names) else names
+
+
+def preprocess(text: str, base: str = "", included: _Included | None = None) -> tuple[list[str], list[str]]:
+    """The document's lines with conditional directives decided and each include line followed
+    (its file's lines in its place, where `included.reader` admits the file) or marked
+    (`_INCLUDED`), and the include targets it names, as written. A condition is decided only on
+    attributes the document (or its includer) sets or unsets (see the module's docstring);
+    `ifeval` is kept. Directives inside a `////` comment block are part of the comment."""
+    pre = _Preprocessor(included or _Included(None, 0))
+    pre.feed(text, base)
+    return pre.out, pre.includes
 
 
 def _joined_entry(lines: list[str], n: int) -> tuple[str, int]:
@@ -680,19 +848,29 @@ def _condition(kind: str, names: str, known: dict[str, bool]) -> bool:
     return defined if kind == "ifdef" else not defined
 
 
-def asciidoc_blocks(text: str) -> tuple[list[Block], str | None, list[str]]:
-    """Blocks, the document title and the included files of an AsciiDoc text."""
-    lines, includes = preprocess(normalize_chars(text))
-    reader = _Reader({}, len(text))
+def asciidoc_blocks(text: str, base: str = "", included: _Included | None = None,
+                    ) -> tuple[list[Block], str | None, list[str]]:
+    """Blocks, the document title and the include targets of an AsciiDoc text (`base`: its
+    path, against which include targets resolve)."""
+    lines, includes = preprocess(normalize_chars(text), base, included)
+    reader = _Reader({}, len(text) + (included.spent if included else 0))
     reader.read(lines)
     return reader.blocks, reader.title, includes
 
 
-def parse_asciidoc(data: bytes) -> ParseResult:
-    """Decode and parse an AsciiDoc document."""
+def parse_asciidoc(data: bytes, name: str = "", include: IncludeReader | None = None,
+                   max_bytes: int | None = None) -> ParseResult:
+    """Decode and parse an AsciiDoc document; with `include`, the files it admits are read in
+    place of their include lines, at most `max_bytes` of them in all (`metadata["included"]`:
+    those read; `["included_bytes"]`: their size)."""
     text, encoding = decode_text(data)
-    blocks, title, includes = asciidoc_blocks(text)
+    included = _Included(include, max_bytes if max_bytes is not None else MAX_INCLUDED_BYTES)
+    blocks, title, includes = asciidoc_blocks(text, name, included)
     metadata: dict[str, object] = {"encoding": encoding}
     if includes:
         metadata["includes"] = includes
-    return ParseResult(blocks=blocks, title=title, format="asciidoc", metadata=metadata)
+    if included.followed:
+        metadata["included"] = included.followed
+        metadata["included_bytes"] = included.spent
+    return ParseResult(blocks=blocks, title=title, format="asciidoc", metadata=metadata,
+                       warnings=included.warnings)

@@ -1,0 +1,159 @@
+"""Documents assembled from other files (AsciiDoc's `include::`): which files a document's text is
+made of, which of them it may show, and the content hash that covers them all.
+
+A parse is cached by its document's content hash. A page that pulls in another file's text (Git's
+`diff-options.txt` inside `git-diff.txt`, an Antora page's partials) must be parsed again when
+that file changes, and must never show what its readers may not see. So:
+
+* The listing records, for every file the AsciiDoc reader may read (`CANDIDATE_SUFFIXES`), the
+  files its `include::` lines name (`includes` in the document's metadata, empty for a file that
+  is not AsciiDoc): every include line, whatever condition it sits under, resolved against the
+  file's own folder and never outside the source (a target built from an attribute is resolved
+  when the file sets that attribute itself).
+* An included file is *followed* only when it is a listed document of the same source that
+  everyone who may read the includer may read too (public, or its ACL names every principal of
+  the includer's). Anything else stays a pointer ("Includes diff options."), as before.
+* An includer's `content_hash` is the hash of its own bytes (kept as `bytes_hash`) with, for every
+  file it reaches (through the files it includes, in turn; at most `MAX_REACHED`), that file's
+  own bytes hash and whether it is followed. An edit, delete, addition or access change among them
+  changes the includer's content hash, so the listing calls it updated, and the parse cache, the
+  chunks and `bindery plan` follow from that one hash as they do for any edit.
+* A parse reads an included file only through `include_reader`, which admits exactly the followed
+  files of that hash: what a parse reads is always covered by its cache key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import PurePosixPath
+from typing import Any
+
+from assets.parsing.asciidoc import IncludeReader, resolve_include, substituted
+from connectors.acl import PUBLIC
+from connectors.identity import content_hash
+from connectors.sources.base import SourceEntry
+from connectors.store import DocumentRecord
+
+__all__ = ["CANDIDATE_SUFFIXES", "MAX_REACHED", "assembled_hash", "assembled_hashes", "followed",
+           "include_reader", "include_targets", "is_candidate", "own_hash", "scanned_metadata", "unscanned"]
+
+CANDIDATE_SUFFIXES = frozenset({"adoc", "asciidoc", "asc", "txt", "text"})  # what the AsciiDoc reader may read
+MAX_REACHED = 256  # files one document may reach through includes; the rest stay pointers
+
+_INCLUDE = re.compile(r"^include::([^\[\n]{1,2000})\[[^\]\n]{0,2000}\][ \t]*$", re.M)
+_ATTRIBUTE_ENTRY = re.compile(r"^:([\w][\w-]{0,200}):[ \t]+([^\n]{0,4096})$", re.M)
+
+
+def is_candidate(external_id: str) -> bool:
+    """Whether a file's name lets the AsciiDoc reader read it (a `.txt` only if it looks so)."""
+    return PurePosixPath(external_id).suffix.lower().lstrip(".") in CANDIDATE_SUFFIXES
+
+
+def include_targets(data: bytes, external_id: str) -> list[str]:
+    """The paths the `include::` lines of an AsciiDoc file name, in order, once each: every line,
+    whatever condition it sits under (the parse decides those); none for a file that is not AsciiDoc."""
+    from assets.parsing.sniff import detect_format
+
+    if b"include::" not in data:
+        return []
+    try:
+        if detect_format(data, external_id).format != "asciidoc":
+            return []
+    except Exception:  # a file the parser refuses includes nothing
+        return []
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    found = sorted([(m.start(), m) for m in _ATTRIBUTE_ENTRY.finditer(text)]
+                   + [(m.start(), m) for m in _INCLUDE.finditer(text)], key=lambda e: e[0])
+    values: dict[str, str] = {}
+    out: dict[str, None] = {}
+    for _, m in found:
+        if m.re is _ATTRIBUTE_ENTRY:
+            values[m.group(1).lower()] = m.group(2).strip()
+        elif (target := substituted(m.group(1), values)) is not None and (dep := resolve_include(external_id, target)):
+            out[dep] = None
+    return list(out)
+
+
+def scanned_metadata(entry: SourceEntry, data: bytes, chash: str) -> dict[str, Any]:
+    """A listed item's metadata as the listing stores it: the source's, with, for a file the
+    AsciiDoc reader may read, the paths it includes (and its own bytes' hash when there are any)."""
+    metadata: dict[str, Any] = dict(entry.metadata)
+    if is_candidate(entry.external_id):
+        metadata["includes"] = include_targets(data, entry.external_id)
+        if metadata["includes"]:
+            metadata["bytes_hash"] = chash
+    return metadata
+
+
+def unscanned(doc: DocumentRecord) -> bool:
+    """Whether a stored document was listed before includes were recorded (read it once again)."""
+    return is_candidate(doc.external_id) and "includes" not in (doc.metadata or {})
+
+
+def own_hash(doc: DocumentRecord) -> str | None:
+    """The hash of a document's own bytes: its content hash, unless it includes other files."""
+    return str((doc.metadata or {}).get("bytes_hash") or doc.content_hash or "") or None
+
+
+def _includes(doc: DocumentRecord | None) -> list[str]:
+    return list((doc.metadata or {}).get("includes") or []) if doc is not None else []
+
+
+def _reached(start: str, docs: Mapping[str, DocumentRecord]) -> list[str]:
+    """The files `start` reaches through includes (itself left out), breadth first, bounded."""
+    seen = {start}
+    order: list[str] = []
+    queue = [start]
+    while queue and len(order) < MAX_REACHED:
+        for dep in _includes(docs.get(queue.pop(0))):
+            if dep not in seen and len(order) < MAX_REACHED:
+                seen.add(dep)
+                order.append(dep)
+                queue.append(dep)
+    return order
+
+
+def _shown_to_all_readers(dep: DocumentRecord | None, doc: DocumentRecord) -> bool:
+    """Whether everyone who may read `doc` may read `dep` too."""
+    if dep is None or dep.deleted_at is not None or not dep.content_hash:
+        return False
+    theirs = set(dep.acl)
+    return PUBLIC in theirs or (PUBLIC not in doc.acl and set(doc.acl) <= theirs)
+
+
+def followed(doc: DocumentRecord, docs: Mapping[str, DocumentRecord]) -> set[str]:
+    """The paths of the files `doc`'s parse may read in place of their include lines (`docs`:
+    the source's live documents by path)."""
+    return {dep for dep in _reached(doc.external_id, docs) if _shown_to_all_readers(docs.get(dep), doc)}
+
+
+def assembled_hash(doc: DocumentRecord, docs: Mapping[str, DocumentRecord]) -> str | None:
+    """The content hash of a document that includes others (its own bytes with every file it
+    reaches, `docs` being the source's live documents by path); None for one that includes none."""
+    if not _includes(doc):
+        return None
+    parts = [own_hash(doc), *([dep, own_hash(d) if (d := docs.get(dep)) is not None else None,
+                               _shown_to_all_readers(d, doc)] for dep in _reached(doc.external_id, docs))]
+    return content_hash(json.dumps(parts).encode())
+
+
+def assembled_hashes(docs: Mapping[str, DocumentRecord], which: Iterable[str]) -> dict[str, str]:
+    """path -> content hash, for the documents of `which` (paths) that include others."""
+    return {ext: h for ext in which if (d := docs.get(ext)) is not None and (h := assembled_hash(d, docs))}
+
+
+def include_reader(doc: DocumentRecord, docs: Mapping[str, DocumentRecord],
+                   read: Callable[[DocumentRecord], bytes]) -> IncludeReader | None:
+    """What a parse of `doc` may read of the files it includes (`followed`), by `read`; None
+    when it includes nothing it may follow."""
+    allowed = followed(doc, docs) if _includes(doc) else set()
+    if not allowed:
+        return None
+
+    def reader(target: str, base: str) -> tuple[str, bytes] | None:
+        dep = resolve_include(base, target)
+        return (dep, read(docs[dep])) if dep is not None and dep in allowed else None
+
+    return reader

@@ -1,0 +1,119 @@
+"""AsciiDoc pages that include other files (`assets/includes.py`): the included text is read in
+place, under the includer's attributes; an edit, delete or access change of an included file
+re-parses exactly the pages that include it, as `bindery plan` predicts; a file the page's
+readers may not all read, or one outside the source, is never pulled in. Through a real folder
+and a real moto S3 server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from tests.sync_helpers import LocalDeployment, S3Deployment, hits
+
+pytestmark = pytest.mark.slow
+
+PAGE = """git-frob(1)
+===========
+
+NAME
+----
+git-frob - Frob the index
+
+OPTIONS
+-------
+:git-frob: 1
+include::frob-options.txt[]
+
+include::../vault/launch.txt[]
+"""
+OPTIONS = """--zebra::
+\tPaint the index with zebra stripes.
+ifdef::git-frob[]
+--frobnicate::
+\tFrobnicate every path the marmoset way.
+endif::git-frob[]
+ifndef::git-frob[]
+--hidden::
+\tOnly the pages that do not set git-frob show this wombat line.
+endif::git-frob[]
+"""
+SECRET = "The launch code of the quokka vault is 8675309.\n"
+
+
+@pytest.fixture(params=["local", "s3"])
+def dep(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "s3":
+        endpoint = request.getfixturevalue("moto_endpoint")
+        d: Any = S3Deployment(tmp_path, boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1"), endpoint)
+    else:
+        d = LocalDeployment(tmp_path)
+    d.edit("man/git-frob.txt", PAGE)
+    d.edit("man/frob-options.txt", OPTIONS)
+    d.edit("vault/launch.txt", SECRET)
+    d.set_acl("vault/launch.txt", ["group:launch"])
+    return d
+
+
+def _page_text(dep: Any, query: str, *principal: str) -> str:
+    extra = ("--principal", *principal) if principal else ()
+    return "\n".join(h["text"] for h in hits(dep, query, *extra) if h["doc"] == "man/git-frob.txt")
+
+
+def _plan_then_sync(dep: Any) -> dict[str, Any]:
+    plan = dep.cli("plan")
+    out: dict[str, Any] = dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"], (plan, out)
+    assert plan["sources"]["docs"]["changes"]["updated"] == out["sources"]["docs"]["updated"]
+    return out
+
+
+def test_an_included_file_is_read_in_place_and_its_changes_reach_the_page(dep: Any) -> None:
+    _plan_then_sync(dep)
+    text = _page_text(dep, "frobnicate marmoset way")
+    assert "Frobnicate every path the marmoset way." in text  # under the includer's git-frob
+    assert "wombat" not in text and "Paint the index with zebra stripes." in text
+    assert "8675309" not in _page_text(dep, "quokka vault launch code")  # narrower access: a pointer
+    assert "Includes launch." in _page_text(dep, "quokka vault launch code")
+    again = _plan_then_sync(dep)
+    assert again["recomputed"]["parse"] == 0 and again["written"]["documents"] == 0  # idempotent
+
+    dep.edit("man/frob-options.txt", OPTIONS + "--ocelot::\n\tCount the ocelots twice.\n")
+    out = _plan_then_sync(dep)
+    assert out["sources"]["docs"]["updated"] == 2 and out["recomputed"]["parse"] == 2  # the fragment and its page
+    assert "Count the ocelots twice." in _page_text(dep, "count the ocelots")
+
+    dep.set_acl("vault/launch.txt", None)  # the vault opens to everyone: the page may show it now
+    out = _plan_then_sync(dep)
+    assert out["recomputed"]["parse"] == 1 and "8675309" in _page_text(dep, "quokka vault launch code")
+    dep.set_acl("vault/launch.txt", ["group:launch"])  # ... and closes again: out of the page
+    _plan_then_sync(dep)
+    assert "8675309" not in _page_text(dep, "quokka vault launch code")
+    assert "8675309" not in _page_text(dep, "quokka vault launch code", "group:launch")  # nor for the few
+    vault = hits(dep, "quokka vault launch code", "--principal", "group:launch")
+    assert any(h["doc"] == "vault/launch.txt" for h in vault)
+
+    dep.remove("man/frob-options.txt")
+    out = _plan_then_sync(dep)
+    assert out["sources"]["docs"]["updated"] == 1 and out["sources"]["docs"]["deleted"] == 1
+    text = _page_text(dep, "frob the index options")
+    assert "marmoset" not in text and "Includes frob options." in text
+    assert _plan_then_sync(dep)["written"]["documents"] == 0
+
+
+def test_a_file_outside_the_source_or_not_listed_is_never_read(tmp_path: Path) -> None:
+    dep = LocalDeployment(tmp_path)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("The payroll password is swordfish-42.\n")
+    dep.write("man/escape.adoc", "= Escape\n\nSee below.\n\ninclude::../../outside.txt[]\n\n"
+                                 f"include::{outside}[]\n\ninclude::/etc/hostname[]\n")
+    dep.config["sources"][0]["exclude"] = ["**/hidden.txt"]
+    dep.save()
+    dep.write("man/hidden.txt", "An excluded note about swordfish-42.\n")
+    dep.write("man/open.adoc", "= Open\n\ninclude::hidden.txt[]\n")
+    dep.cli("sync")
+    texts = [h["text"] for h in hits(dep, "payroll password swordfish", k=20)]
+    assert not any("swordfish-42" in t for t in texts)
