@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable, Container, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -400,7 +400,7 @@ class _Read:
 
     entry: SourceEntry
     fingerprint: str
-    data: bytes
+    data: bytes | None  # None: already in the spool (an includer waits without its bytes in memory)
     chash: str  # its bytes' hash
     metadata: dict[str, Any]
     old: DocumentRecord | None
@@ -505,9 +505,18 @@ def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry
     chash = content_hash(data)
     read = _Read(entry, fingerprint, data, chash, scanned_metadata(entry, data, chash), old)
     if read.metadata.get("includes"):  # its content hash covers the files it includes: once all are read
-        sw.includers.append(read)
+        _spool(rt, chash, data)  # the parse stage clears it, whatever the class turns out to be
+        sw.includers.append(replace(read, data=None))
         return
     _keep_read(rt, sw, scfg, read, chash)
+
+
+def _spool(rt: Runtime, chash: str, data: bytes) -> None:
+    """Keep bytes read for the parse stage (`read_content`), under their own hash."""
+    spool = rt.cfg.data_path / "spool"
+    spool.mkdir(parents=True, exist_ok=True)
+    if not (spool / chash).exists():
+        (spool / chash).write_bytes(data)
 
 
 def _keep_read(rt: Runtime, sw: _Sweep, scfg: SourceConfig, read: _Read, content: str) -> None:
@@ -520,10 +529,8 @@ def _keep_read(rt: Runtime, sw: _Sweep, scfg: SourceConfig, read: _Read, content
         changed_at = sw.now if cls == "acl" else live_old.changed_at
     else:
         changed_at = sw.now
-        spool = rt.cfg.data_path / "spool"
-        spool.mkdir(parents=True, exist_ok=True)
-        if not (spool / read.chash).exists():
-            (spool / read.chash).write_bytes(read.data)
+        if read.data is not None:
+            _spool(rt, read.chash, read.data)
     sw.res.counts[cls] += 1
     record = read.record(scfg, content, changed_at, sw.now)
     if cls != "unchanged":
