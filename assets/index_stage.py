@@ -44,6 +44,7 @@ from assets.embed_stage import final_texts
 from assets.parse_stage import good_parse_ids, parse_key
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
+from connectors.analysis import space_cjk
 from connectors.embedder import from_bytes
 from connectors.errors import IndexUnreadable
 from connectors.generations import drop_generation_files, publish, writer_lock
@@ -131,7 +132,7 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], cut: _
             vector=from_bytes(vectors[cut.hashes[c.chunk_id]]).tolist(),
             acl=tuple(d.acl),
             payload=_payload(d, c, mk, title),
-            heading=" ".join(c.heading_path),
+            heading=space_cjk(" ".join(c.heading_path)),
             unit_text=unit_texts.get(c.chunk_id),
             message_id=mk.message_id, reply_to=mk.reply_to, author=mk.author, sent=sent_keys(mk.sent),
             thread=mk.thread,
@@ -208,12 +209,13 @@ def _unit_index_texts(doc: DocumentRecord, chunks: list[ChunkRecord], texts: dic
     members: dict[str, list[str]] = defaultdict(list)
     for c in chunks:
         members[c.parent_id or c.chunk_id].append(texts[c.chunk_id])
-    return {head: f"{name_terms(doc.external_id)}\n" + "\n".join(ts) for head, ts in members.items()}
+    return {head: space_cjk(f"{name_terms(doc.external_id)}\n" + "\n".join(ts)) for head, ts in members.items()}
 
 
 def index_text(doc: DocumentRecord, final_text: str) -> str:
-    """What the keyword index reads for a chunk: the file name's words, then the final text."""
-    return f"{name_terms(doc.external_id)}\n{final_text}"
+    """What the keyword index reads for a chunk: the file name's words, then the final text
+    (CJK characters spaced apart, `connectors.analysis.space_cjk`)."""
+    return space_cjk(f"{name_terms(doc.external_id)}\n{final_text}")
 
 
 def doc_digest(doc: DocumentRecord, chunks: list[ChunkRecord], texts: dict[str, str]) -> str:

@@ -144,6 +144,18 @@ def identifiers(text: str) -> list[str]:
 # Everything that is not a letter, a digit or whitespace: this covers every character of
 # tantivy's query grammar (+ - && || ! ( ) { } [ ] ^ " ' ~ * ? : \ / < > = and more). A
 # whitelist is safer than escaping a blacklist that grows with each grammar release.
+# Lucene's and Elasticsearch's standard tokenizer (Unicode word boundaries) make each CJK
+# ideograph and each hiragana a word of its own (a katakana run stays one); tantivy's split only
+# at what is not a letter or a digit, so a Chinese or Japanese clause was one token no query
+# matched. Spaced out, both keyword indexes read such text alike (`space_cjk`).
+_CJK_CHAR = re.compile("([\u3040-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f])")
+
+
+def space_cjk(text: str) -> str:
+    """``text`` with each CJK ideograph and hiragana set apart by spaces (a word of its own)."""
+    return _CJK_CHAR.sub(r" \1 ", text) if _CJK_CHAR.search(text) else text
+
+
 _QUERY_SYNTAX_RE = re.compile(r"[^\w\s]|_")
 _WHITESPACE_RE = re.compile(r"\s+")
 
@@ -158,7 +170,7 @@ def sanitize_query(text: str) -> str:
     treat ``""`` as "nothing to search". Exact identifier matching is not lost: it runs on
     :func:`identifiers` of the raw text, not on this string.
     """
-    cleaned = _QUERY_SYNTAX_RE.sub(" ", text).lower()
+    cleaned = _QUERY_SYNTAX_RE.sub(" ", space_cjk(text)).lower()
     return _WHITESPACE_RE.sub(" ", cleaned).strip()
 
 

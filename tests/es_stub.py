@@ -35,7 +35,10 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 COMPAT_MAJOR = 9
-_WORD_RE = re.compile(r"[0-9a-z]+")
+# the standard tokenizer's words, roughly: runs of letters and digits in any script, each CJK
+# ideograph and hiragana a word of its own (Unicode word boundaries)
+_CJK = "\u3040-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_WORD_RE = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
 _INDEX_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.\-]*")
 
 

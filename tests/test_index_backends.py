@@ -116,6 +116,30 @@ def test_keyword_by_author_finds_the_writers_messages_that_day_first_under_the_f
         keyword.by_author(["joseph"], None, [], [], "pump", 10, Filters(principals=None))
 
 
+def test_keyword_search_finds_chinese_and_japanese_words_inside_a_clause(keyword: KeywordIndex) -> None:
+    """Found by an adversarial pass: tantivy read a CJK clause as one token, so no query word
+    matched it (Elasticsearch's standard tokenizer splits it); the index stage spaces the
+    characters apart (`space_cjk`) and queries are spaced the same way."""
+    from assets.index_stage import index_text
+    from connectors.store import DocumentRecord
+
+    def rec(i: int, doc: str, text: str) -> IndexRecord:
+        d = DocumentRecord(doc_id=doc, source="docs", external_id=f"{doc}.md", uri="", content_hash="h",
+                           fingerprint=None, size=None, acl=["*"], acl_hash="", metadata={},
+                           source_modified_at=None, first_seen=0.0, last_seen=0.0, changed_at=0.0)
+        return IndexRecord(f"{i:032x}", doc, "docs", f"{doc}.md", index_text(d, text), vector=[1.0, 0.0, 0.0],
+                           acl=("*",), payload={})
+
+    keyword.upsert([rec(1, "tokyo", "東京の浅草寺は古いお寺です。電車が便利です。"),
+                    rec(2, "beijing", "北京是中华人民共和国的首都，也是全国的政治中心。"),
+                    rec(3, "pumps", "The pump runs quietly while the tank fills.")])
+    keyword.commit()
+    public = Filters(principals=("*",))
+    assert [h.chunk_id for h in keyword.search("浅草寺", 3, public)][:1] == [f"{1:032x}"]
+    assert [h.chunk_id for h in keyword.search("中国的首都是哪里", 3, public)][:1] == [f"{2:032x}"]
+    assert [h.chunk_id for h in keyword.search("pump tank", 3, public)] == [f"{3:032x}"]
+
+
 def test_keyword_thread_neighbours_find_a_whole_thread_by_its_root(keyword: KeywordIndex) -> None:
     def mail(i: int, reply_to: str | None, thread: str, acl: tuple[str, ...] = ("*",)) -> IndexRecord:
         return IndexRecord(f"t{i}", f"dt{i}", "mail", f"t{i}.eml", "text", acl=acl, message_id=f"<t{i}@x>",
