@@ -64,11 +64,22 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
     # the index step has put the same reason on the source row (assets.pipeline.indexes)
     for source, why in _nothing_indexed([o.partition for o in outcomes if o.success], store, b).items():
         errors[source] = f"{errors[source]}; {why}" if source in errors else why  # a failed shard's reason stays
+    dead = store.counts()["dead_letters"]
     return {"generation": b.generation_id if b else None, "sources": sources, "recomputed": recomputed,
             "written": written, "truncated": truncated, "redirect_pages": redirects,
             "seconds": round(seconds, 3), "timings": timings, "errors": errors, "warnings": warnings,
-            "dead_letters": store.counts()["dead_letters"], "runs": {o.partition: o.run_id for o in outcomes},
-            "_checks": checks}
+            "dead_letters": dead, "kept_versions": kept_versions(store, b) if dead else 0,
+            "runs": {o.partition: o.run_id for o in outcomes}, "_checks": checks}
+
+
+def kept_versions(store: DocumentStore, binding: BindingRecord | None) -> int:
+    """Documents whose current content failed (unread, unparsed, uncut: a dead letter) while the
+    live index still holds an earlier version of them, which stays searchable: bad input loses
+    nothing indexed, and an operator who blanked a file to withdraw its text must know it did not."""
+    if binding is None or binding.generation_id is None:
+        return 0
+    failed = store.dead_letter_docs(("listing", "parse", "chunk"))
+    return sum(1 for did, st in store.index_state(binding.generation_id).items() if st.digest and did in failed)
 
 
 def _nothing_indexed(sources: list[str], store: DocumentStore, binding: BindingRecord | None) -> dict[str, str]:
@@ -248,7 +259,10 @@ def _human_sync(r: dict[str, Any]) -> str:
             if not c["passed"]:
                 lines.append(f"check {name} [{src}]: {c['severity']}: {c['description']}")
     if r.get("dead_letters"):
-        lines.append(f"dead letters: {r['dead_letters']} (see `bindery dlq`)")
+        kept = r.get("kept_versions") or 0
+        lines.append(f"dead letters: {r['dead_letters']} (see `bindery dlq`)" + (
+            f"; {kept} of them keep{'s' if kept == 1 else ''} an earlier version searchable until the file reads "
+            "well again (delete the file to withdraw it)" if kept else ""))
     lines += [f"warning: {w}" for w in r.get("warnings", [])]
     if r.get("redirect_pages"):
         lines.append(f"redirect pages: {r['redirect_pages']} (they only point at another page: kept, not indexed)")

@@ -108,6 +108,7 @@ def test_an_edit_that_no_longer_parses_keeps_the_indexed_version_and_the_plan_sa
     plan, out = plan_then_sync(dep)
     assert_plan_matches(plan, out)
     assert out["written"] == {"documents": 0, "chunks": 0, "deleted": 0} and out["dead_letters"] == 1
+    assert out["kept_versions"] == 1  # and the summary says the old version is still searchable
     assert "ops/oncall.txt" in {h["doc"] for h in dep.cli("query", "pager rotation on call", "-k", "10")["hits"]}
 
 
