@@ -10,9 +10,15 @@ that file changes, and must never show what its readers may not see. So:
   is not AsciiDoc): every include line, whatever condition it sits under, resolved against the
   file's own folder and never outside the source (a target built from an attribute is resolved
   when the file sets that attribute itself).
-* An included file is *followed* only when it is a listed document of the same source that
-  everyone who may read the includer may read too (public, or its ACL names every principal of
-  the includer's). Anything else stays a pointer ("Includes diff options."), as before.
+* An included file is *followed* only when it is a listed document of the same source whose
+  bytes this listing could read and that everyone who may read the includer may read too
+  (public, or its ACL names every principal of the includer's). Anything else stays a pointer
+  ("Includes diff options."), as before.
+* Access is checked again at query time: each chunk of a page names the documents whose text
+  it holds (`included` in its payload), and the query service serves it only to a caller the
+  store lets read all of them *now*, so an included file withheld or narrowed by any path (an
+  unreadable ACL file, a refused delete sweep, a page that no longer parses and keeps its old
+  version) is out of its pages at once, not at their next parse.
 * An includer's `content_hash` is the hash of its own bytes (kept as `bytes_hash`) with, for every
   file it reaches (through the files it includes, in turn; at most `MAX_REACHED`), that file's
   own bytes hash and whether it is followed. An edit, delete, addition or access change among them
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -36,7 +42,7 @@ from connectors.identity import content_hash
 from connectors.sources.base import SourceEntry
 from connectors.store import DocumentRecord
 
-__all__ = ["CANDIDATE_SUFFIXES", "MAX_REACHED", "assembled_hash", "assembled_hashes", "followed",
+__all__ = ["CANDIDATE_SUFFIXES", "MAX_REACHED", "assembled_hash", "followed",
            "include_reader", "include_targets", "is_candidate", "own_hash", "scanned_metadata", "unscanned"]
 
 CANDIDATE_SUFFIXES = frozenset({"adoc", "asciidoc", "asc", "txt", "text"})  # what the AsciiDoc reader may read
@@ -115,40 +121,39 @@ def _reached(start: str, docs: Mapping[str, DocumentRecord]) -> list[str]:
     return order
 
 
-def _shown_to_all_readers(dep: DocumentRecord | None, doc: DocumentRecord) -> bool:
-    """Whether everyone who may read `doc` may read `dep` too."""
-    if dep is None or dep.deleted_at is not None or not dep.content_hash:
+def _shown_to_all_readers(dep: DocumentRecord | None, doc: DocumentRecord, unreadable: Container[str]) -> bool:
+    """Whether `dep` can be read in place (its bytes read this listing: `unreadable` holds the
+    ids of the documents whose read failed) and everyone who may read `doc` may read it too."""
+    if dep is None or dep.deleted_at is not None or not dep.content_hash or dep.doc_id in unreadable:
         return False
     theirs = set(dep.acl)
     return PUBLIC in theirs or (PUBLIC not in doc.acl and set(doc.acl) <= theirs)
 
 
-def followed(doc: DocumentRecord, docs: Mapping[str, DocumentRecord]) -> set[str]:
+def followed(doc: DocumentRecord, docs: Mapping[str, DocumentRecord], unreadable: Container[str] = ()) -> set[str]:
     """The paths of the files `doc`'s parse may read in place of their include lines (`docs`:
-    the source's live documents by path)."""
-    return {dep for dep in _reached(doc.external_id, docs) if _shown_to_all_readers(docs.get(dep), doc)}
+    the source's live documents by path; `unreadable`: the ids of those whose bytes could not be
+    read, which stay pointers)."""
+    return {dep for dep in _reached(doc.external_id, docs) if _shown_to_all_readers(docs.get(dep), doc, unreadable)}
 
 
-def assembled_hash(doc: DocumentRecord, docs: Mapping[str, DocumentRecord]) -> str | None:
+def assembled_hash(doc: DocumentRecord, docs: Mapping[str, DocumentRecord],
+                   unreadable: Container[str] = ()) -> str | None:
     """The content hash of a document that includes others (its own bytes with every file it
-    reaches, `docs` being the source's live documents by path); None for one that includes none."""
+    reaches, `docs` being the source's live documents by path, `unreadable` the ids of those
+    whose bytes could not be read); None for one that includes none."""
     if not _includes(doc):
         return None
     parts = [own_hash(doc), *([dep, own_hash(d) if (d := docs.get(dep)) is not None else None,
-                               _shown_to_all_readers(d, doc)] for dep in _reached(doc.external_id, docs))]
+                               _shown_to_all_readers(d, doc, unreadable)] for dep in _reached(doc.external_id, docs))]
     return content_hash(json.dumps(parts).encode())
 
 
-def assembled_hashes(docs: Mapping[str, DocumentRecord], which: Iterable[str]) -> dict[str, str]:
-    """path -> content hash, for the documents of `which` (paths) that include others."""
-    return {ext: h for ext in which if (d := docs.get(ext)) is not None and (h := assembled_hash(d, docs))}
-
-
 def include_reader(doc: DocumentRecord, docs: Mapping[str, DocumentRecord],
-                   read: Callable[[DocumentRecord], bytes]) -> IncludeReader | None:
+                   read: Callable[[DocumentRecord], bytes], unreadable: Container[str] = ()) -> IncludeReader | None:
     """What a parse of `doc` may read of the files it includes (`followed`), by `read`; None
     when it includes nothing it may follow."""
-    allowed = followed(doc, docs) if _includes(doc) else set()
+    allowed = followed(doc, docs, unreadable) if _includes(doc) else set()
     if not allowed:
         return None
 

@@ -48,7 +48,7 @@ from connectors.analysis import space_cjk
 from connectors.embedder import from_bytes
 from connectors.errors import IndexUnreadable
 from connectors.generations import drop_generation_files, publish, writer_lock
-from connectors.identity import short_hash, text_hash
+from connectors.identity import doc_id, short_hash, text_hash
 from connectors.indexes.base import IndexRecord
 from connectors.mail_attribution import sent_keys
 from connectors.store import ChunkRecord, DocumentRecord, DocumentStore, GenerationRecord, IndexStateRecord
@@ -125,13 +125,14 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], cut: _
             continue
         title, meta = heads.get(did, (None, {}))
         mk = _message_keys(meta) or _NO_MESSAGE
+        included = [doc_id(d.source, path) for path in meta.get("included") or []]
         unit_texts = _unit_index_texts(d, cs, cut.texts)
         records[did] = [IndexRecord(
             chunk_id=c.chunk_id, doc_id=did, source=d.source, external_id=d.external_id,
             text=index_text(d, cut.texts[c.chunk_id]),
             vector=from_bytes(vectors[cut.hashes[c.chunk_id]]).tolist(),
             acl=tuple(d.acl),
-            payload=_payload(d, c, mk, title),
+            payload=_payload(d, c, mk, title, included),
             heading=space_cjk(" ".join(c.heading_path)),
             unit_text=unit_texts.get(c.chunk_id),
             message_id=mk.message_id, reply_to=mk.reply_to, author=mk.author, sent=sent_keys(mk.sent),
@@ -141,7 +142,7 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], cut: _
 
 
 def _payload(doc: DocumentRecord, chunk: ChunkRecord, mk: MessageKeys | None = None,
-             title: str | None = None) -> dict[str, Any]:
+             title: str | None = None, included: list[str] | None = None) -> dict[str, Any]:
     """What a vector point shows besides its filter fields: display text and provenance (the
     document's title too), its unit (the chunk id of the unit's first chunk), on that first chunk
     the unit's text, and an e-mail's thread keys, writer and date (`MessageKeys`). The title and
@@ -154,6 +155,8 @@ def _payload(doc: DocumentRecord, chunk: ChunkRecord, mk: MessageKeys | None = N
         out["title"] = title
     if chunk.unit_text:
         out["unit_text"] = chunk.unit_text
+    if included:  # the documents an AsciiDoc page read in place: the query service checks them too
+        out["included"] = included
     for name, value in (mk or _NO_MESSAGE)._asdict().items():
         if value:
             out[name] = value

@@ -390,6 +390,7 @@ class _Sweep:
     at: int = 0  # the index of the entry being swept
     streak: ReadStreak = field(default_factory=lambda: ReadStreak())
     unchanged: list[DocumentRecord] = field(default_factory=list)  # kept by the cheap test, not read
+    failed: set[str] = field(default_factory=set)  # could not be described or read: dead-lettered
     # read this pass and including other files: classified once every file is read (`_fold_includes`)
     includers: list[_Read] = field(default_factory=list)
 
@@ -458,6 +459,7 @@ def _failed(rt: Runtime, sw: _Sweep, scfg: SourceConfig, entry: SourceEntry, did
     if (down := sw.streak.failed(e)) is not None:
         raise SourceUnavailable(down) from e
     sw.res.counts["failed"] += 1
+    sw.failed.add(did)
     rt.store.add_dead_letter(doc_id=did, source=scfg.name, external_id=entry.external_id,
                              stage="listing", reason=e.reason, error=str(e), trace=trace)
     if old is not None:
@@ -549,9 +551,9 @@ def _fold_includes(rt: Runtime, sw: _Sweep, scfg: SourceConfig, gone: Container[
     docs.update({r["external_id"]: DocumentRecord(**r) for r in sw.rows})
     docs.update({r.entry.external_id: r.record(scfg, r.chash, sw.now, sw.now) for r in sw.includers})
     for read in sw.includers:
-        _keep_read(rt, sw, scfg, read, assembled_hash(docs[read.entry.external_id], docs) or read.chash)
+        _keep_read(rt, sw, scfg, read, assembled_hash(docs[read.entry.external_id], docs, sw.failed) or read.chash)
     for d in sw.unchanged:
-        if (h := assembled_hash(d, docs)) is not None and h != d.content_hash:
+        if (h := assembled_hash(d, docs, sw.failed)) is not None and h != d.content_hash:
             sw.res.counts["unchanged"] -= 1
             sw.res.counts["updated"] += 1
             sw.res.changed_ids.append(d.doc_id)

@@ -97,6 +97,7 @@ class SourcePlan:
     docs: list[DocumentRecord] = field(default_factory=list)
     data: dict[str, bytes] = field(default_factory=dict)  # content hash -> bytes read by the listing
     failures: dict[str, tuple[str, Failure]] = field(default_factory=dict)  # what the listing dead-letters
+    unreadable: set[str] = field(default_factory=set)  # documents whose read fails: no page includes them
 
     @property
     def proceeds(self) -> bool:
@@ -185,6 +186,7 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
         sp.docs.append(record)
         read.append(record)
     _fold_includes(sp, _Reads(read, includers, unchanged), live_known, {d.doc_id for d in gone}, gone_hashes)
+    sp.unreadable = {did for did, (_, f) in sp.failures.items() if f.stage == "listing"}
     sp.changes["deleted"] = len(gone)
     sp.error = reads.finished()
     return sp
@@ -221,14 +223,15 @@ def _fold_includes(sp: SourcePlan, reads: _Reads, live_known: dict[str, Document
         return
     docs = {ext: d for ext, d in live_known.items() if d.doc_id not in gone}
     docs.update({d.external_id: d for d in [*reads.plain, *reads.includers]})
+    failed = {did for did, (_, f) in sp.failures.items() if f.stage == "listing"}
     for i in sorted(reads.unchanged):
         d = sp.docs[i]
-        if (h := assembled_hash(d, docs)) is not None and h != d.content_hash:
+        if (h := assembled_hash(d, docs, failed)) is not None and h != d.content_hash:
             sp.changes["unchanged"] -= 1
             sp.changes["updated"] += 1
             sp.docs[i] = d.replace(content_hash=h)
     for d in reads.includers:
-        h = assembled_hash(d, docs) or d.content_hash or ""
+        h = assembled_hash(d, docs, failed) or d.content_hash or ""
         sp.changes[change_class(live_known.get(d.external_id), h, list(d.acl), d.metadata, gone_hashes)] += 1
         sp.docs.append(d.replace(content_hash=h))
 
@@ -428,7 +431,7 @@ class StageWalk:
         """The parse the sync would store, or why it would dead-letter the document instead."""
         try:
             data = self.read(d, scfg)
-            include = include_reader(d, self.by_path, lambda dep: self.read(dep, scfg))
+            include = include_reader(d, self.by_path, lambda dep: self.read(dep, scfg), self.sp.unreadable)
             result = parse_document(data, d.external_id, g.stages.parse, max_bytes=max_bytes(scfg), include=include)
         except Exception as e:
             return _failure(e)  # nothing to chunk

@@ -361,10 +361,13 @@ class _Served:
 
 def _admitted(chunk_ids: Iterable[str], payloads: dict[str, dict[str, Any]],
               admit: Callable[[set[str]], set[str]]) -> set[str]:
-    """The chunks (of those with a payload) whose document `admit` lets the caller read."""
-    docs = {c: doc_id(payloads[c]["source"], payloads[c]["external_id"]) for c in chunk_ids if c in payloads}
-    allowed = admit(set(docs.values()))
-    return {c for c, d in docs.items() if d in allowed}
+    """The chunks (of those with a payload) whose document `admit` lets the caller read, and every
+    document whose text the chunk holds besides (an AsciiDoc page's `included` files: one withheld
+    or narrowed since the page was indexed takes the page's chunks with it)."""
+    docs = {c: (doc_id(payloads[c]["source"], payloads[c]["external_id"]), *(payloads[c].get("included") or ()))
+            for c in chunk_ids if c in payloads}
+    allowed = admit({d for ds in docs.values() for d in ds})
+    return {c for c, ds in docs.items() if all(d in allowed for d in ds)}
 
 
 def _attribution_trace(attr: Attribution, attributed: dict[str, tuple[str, float]],

@@ -117,3 +117,49 @@ def test_a_file_outside_the_source_or_not_listed_is_never_read(tmp_path: Path) -
     dep.cli("sync")
     texts = [h["text"] for h in hits(dep, "payroll password swordfish", k=20)]
     assert not any("swordfish-42" in t for t in texts)
+
+
+def _part_page(tmp_path: Path) -> LocalDeployment:
+    dep = LocalDeployment(tmp_path)
+    dep.config["sources"][0]["max_file_mb"] = 0.01  # 10 KB: a part that grows past it cannot be read
+    dep.save()
+    dep.write("pub/page.adoc", "= Page\n\nThe page's own words about the harbour.\n\ninclude::parts/part.adoc[]\n")
+    dep.write("pub/parts/part.adoc", "The platypus rides a bicycle to the harbour.\n")
+    dep.cli("sync")
+    assert "platypus" in _page_of(dep, "platypus bicycle harbour")
+    return dep
+
+
+def _page_of(dep: LocalDeployment, query: str) -> str:
+    return "\n".join(h["text"] for h in hits(dep, query) if h["doc"] == "pub/page.adoc")
+
+
+def test_an_included_file_withheld_by_any_path_takes_the_page_out_of_search_at_once(tmp_path: Path) -> None:
+    """Found by an adversarial review: access taken away outside a read of the file (an ACL file
+    that cannot be read withholds what it governs; a refused delete sweep narrows) changed only
+    the file's own row, so its text stayed public in the pages including it. Each chunk now
+    names the documents it holds text of, and the query service checks them all."""
+    dep = _part_page(tmp_path)
+    (dep.root / "pub/parts/.bindery-acl").write_bytes(b"jos\xe9\n")  # not UTF-8: withholds the folder
+    dep.cli("sync", expect=1)
+    assert "platypus" not in _page_of(dep, "platypus bicycle harbour")
+    (dep.root / "pub/parts/.bindery-acl").unlink()
+    dep.cli("sync")
+    assert "platypus" in _page_of(dep, "platypus bicycle harbour")
+
+
+def test_an_included_file_that_cannot_be_read_stays_a_pointer_and_blocks_no_edit(tmp_path: Path) -> None:
+    """Found by an adversarial review: a part grown past max_file_mb made every edit of its page
+    a dead letter (the page's read of it raised); the page now parses with a pointer to it."""
+    dep = _part_page(tmp_path)
+    dep.write("pub/parts/part.adoc", "The platypus rides a bicycle. " * 600)  # 18 KB: a listing dead letter
+    dep.edit("pub/page.adoc", "= Page\n\nThe page's new words about the lighthouse.\n\ninclude::parts/part.adoc[]\n")
+    plan = dep.cli("plan")
+    out = dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"]
+    text = _page_of(dep, "new words lighthouse")
+    assert "lighthouse" in text and "Includes part." in text and "platypus" not in text
+    assert [d["doc"] for d in dep.cli("dlq")] == ["pub/parts/part.adoc"]
+    dep.write("pub/parts/part.adoc", "The platypus rides a tricycle now.\n")  # readable again: in place again
+    dep.cli("sync")
+    assert "tricycle" in _page_of(dep, "new words lighthouse")

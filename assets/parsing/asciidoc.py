@@ -65,7 +65,8 @@ the include line) -> (the included file's external id, its bytes), or None: not 
 
 MAX_NESTING = 8  # delimited blocks inside one another; deeper ones are read as their lines
 MAX_INCLUDE_DEPTH = 8  # files included by included files; deeper include lines stay pointers
-MAX_INCLUDED_BYTES = 100 * 1024 * 1024  # what included files may add, when no size limit is given
+MAX_INCLUDED_BYTES = 16 * 1024 * 1024  # what included files may add to one document, at most
+MAX_INCLUDE_REPEATS = 4  # times one file may be read into one document (a 4 KB page made 104 MB)
 MAX_ATTRIBUTE_CHARS = 4096  # an attribute's value is cut here: values built of values doubled each line
 MAX_COLUMNS = 256  # a `cols` count beyond this is read from the rows instead (`cols="300000000*"`)
 MAX_ROW_SPAN = 64  # a cell's `.N+` row span is cut here
@@ -692,20 +693,20 @@ class _Preprocessor:
         lines = text.split("\n")
         joined = 0  # lines up to here were joined to the attribute entry before them
         comment = ""  # the fence of the comment block the line is in
-        inside: list[str] = []  # the tags open at this line (an included file's `tag::x[]`)
+        inside: dict[str, int] = {}  # the tags open at this line (an included file's `tag::x[]`)
+        open_wanted = 0  # of them, the tags asked for
         self.files.append(base)
         for n, line in enumerate(lines):
             if n < joined:
                 continue
             if len(self.files) > 1:  # an included file: its selection, and no tag directive shown
                 if m := _TAG_DIRECTIVE.search(line):
-                    if m.group(1) == "tag":
-                        inside.append(m.group(2))
-                    elif m.group(2) in inside:
-                        inside.remove(m.group(2))
+                    name, opens = m.group(2), m.group(1) == "tag"
+                    if opens or inside.get(name):
+                        inside[name] = inside.get(name, 0) + (1 if opens else -1)
+                        open_wanted += (1 if opens else -1) if tags is not None and name in tags else 0
                     continue
-                if (lines_wanted is not None and not lines_wanted(n + 1)) or (
-                        tags is not None and not (set(inside) & tags)):
+                if (tags is not None and not open_wanted) or (lines_wanted is not None and not lines_wanted(n + 1)):
                     continue
             if comment or _COMMENT_FENCE.match(line):
                 if self.hidden == 0:
@@ -772,13 +773,15 @@ class _Preprocessor:
         got = inc.reader(resolved, base) if resolved is not None else None
         if got is None or got[0] in self.files:  # not admitted, or a file including itself
             return None
+        if inc.followed.count(got[0]) >= MAX_INCLUDE_REPEATS:
+            inc.warnings.append(f"include::{target}[] not followed: read {MAX_INCLUDE_REPEATS} times already")
+            return None
         if len(got[1]) > inc.budget:
             inc.warnings.append(f"include::{target}[] not followed: the document would pass its size limit")
             return None
         inc.budget -= len(got[1])
         inc.spent += len(got[1])
-        if got[0] not in inc.followed:
-            inc.followed.append(got[0])
+        inc.followed.append(got[0])
         return got
 
 
@@ -796,7 +799,7 @@ def _level_offset(value: str) -> int:
 
 def _line_ranges(value: str) -> Callable[[int], bool] | None:
     """`lines=1..5;10..-1` (`;` or `,` between ranges, -1: to the end) as a test of a line
-    number; None for every line."""
+    number (ranges merged, one binary search a line); None for every line."""
     ranges: list[tuple[int, int]] = []
     for part in re.split(r"[;,]", value):
         if m := re.fullmatch(r"\s*(\d{1,9})(?:\.\.(-1|\d{1,9}))?\s*", part):
@@ -805,7 +808,19 @@ def _line_ranges(value: str) -> Callable[[int], bool] | None:
             ranges.append((first, last))
     if not ranges:
         return None
-    return lambda n: any(a <= n <= b for a, b in ranges)
+    merged: list[list[int]] = []
+    for a, b in sorted(ranges):
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    starts = [a for a, _ in merged]
+
+    def wanted(n: int) -> bool:
+        k = bisect.bisect_right(starts, n) - 1
+        return k >= 0 and n <= merged[k][1]
+
+    return wanted
 
 
 def _tag_names(value: str) -> set[str] | None:
@@ -864,13 +879,13 @@ def parse_asciidoc(data: bytes, name: str = "", include: IncludeReader | None = 
     place of their include lines, at most `max_bytes` of them in all (`metadata["included"]`:
     those read; `["included_bytes"]`: their size)."""
     text, encoding = decode_text(data)
-    included = _Included(include, max_bytes if max_bytes is not None else MAX_INCLUDED_BYTES)
+    included = _Included(include, min(max_bytes, MAX_INCLUDED_BYTES) if max_bytes is not None else MAX_INCLUDED_BYTES)
     blocks, title, includes = asciidoc_blocks(text, name, included)
     metadata: dict[str, object] = {"encoding": encoding}
     if includes:
         metadata["includes"] = includes
     if included.followed:
-        metadata["included"] = included.followed
+        metadata["included"] = list(dict.fromkeys(included.followed))
         metadata["included_bytes"] = included.spent
     return ParseResult(blocks=blocks, title=title, format="asciidoc", metadata=metadata,
                        warnings=included.warnings)
