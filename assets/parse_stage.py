@@ -187,7 +187,9 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                     dead.add(d.doc_id)
         stats.cached += len(docs) - len(todo)
         progress.total(len(todo))
-        for d in todo:
+        # in path order: of files with the same bytes (one parse row), the last one's parse is
+        # stored (its title, from its name), which `bindery plan` predicts by the same order
+        for d in sorted(todo, key=lambda d: d.external_id):
             key = parse_key(d, pver)
             stats.attempted += 1
             t0 = time.perf_counter()

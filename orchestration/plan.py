@@ -410,10 +410,17 @@ class StageWalk:
             rows = {cver: _cut(d, parse, cfg, cver, pver) for cver, cfg in cuts.items()}
             return parse, rows, _offline_prefixes(parse, rows, prefixers)
 
-        for d, (parse, rows, prefixes) in zip(todo, fork_map(parse_and_cut, todo), strict=True):
+        todo.sort(key=lambda d: d.external_id)  # the sync's order: files with the same bytes store the last parse
+        results = list(zip(todo, fork_map(parse_and_cut, todo), strict=True))
+        stored = {parse_key(d, pver): parse for d, (parse, _, _) in results}
+        for d, (parse, rows, prefixes) in results:
             if isinstance(parse, Failure):
                 self.memory.failures[parse_key(d, pver)] = parse
                 self.failures[d.doc_id] = (d.external_id, parse)
+            elif (kept := stored[parse_key(d, pver)]) is not parse and isinstance(kept, ParseRecord):
+                # its chunks are cut from the parse stored under its bytes: another file's (title)
+                parse, rows = kept, {cver: _cut(d, kept, cfg, cver, pver) for cver, cfg in cuts.items()}
+                prefixes = _offline_prefixes(kept, rows, prefixers)
             self.parsed[(d.doc_id, pver)] = made[parse_key(d, pver)] = None if isinstance(parse, Failure) else parse
             for cver, r in rows.items():
                 self.keep_cut(d, cver, r)

@@ -125,6 +125,17 @@ def test_access_narrowed_on_a_version_a_failed_parse_left_indexed_is_planned_as_
     assert "ops/oncall.txt" not in {h["doc"] for h in dep.cli("query", "pager rotation on call", "-k", "10")["hits"]}
 
 
+def test_files_with_the_same_bytes_under_other_names_are_planned_as_the_sync_stores_them(tmp_path: Path) -> None:
+    """Found by an adversarial review: one parse row holds identical bytes, with the title of the
+    file parsed last; the plan cut each file from its own parse (its own title) and counted two
+    prefixes and embeddings where the sync made one."""
+    dep = LocalDeployment(tmp_path)
+    for rel in ("dup/a/x.txt", "dup/b/x.txt", "dup/b/y.txt"):
+        dep.write(rel, "Dup text: albatross key 555.\n")
+    plan, out = plan_then_sync(dep)
+    assert_plan_matches(plan, out)
+
+
 def test_a_document_the_chunker_fails_on_is_predicted_as_the_sync_leaves_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The chunker raising on a document's new content: the sync dead-letters it and keeps its

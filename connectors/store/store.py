@@ -222,11 +222,11 @@ class DocumentStore:
         with self.engine.connect() as c:
             return list(records_of(DocumentRecord, c.execute(q.order_by(t.documents.c.external_id))))
 
-
     def documents_of_every_shard(self, source: str) -> list[DocumentRecord]:
         """A source's live documents, every shard's (`ShardStore.documents` gives a stage only its
         shard's): what an AsciiDoc page may include lives anywhere in the source."""
         return DocumentStore.documents(self, source)
+
     def get_documents(self, doc_ids: Iterable[str]) -> dict[str, DocumentRecord]:
         ids = list(doc_ids)
         out: dict[str, DocumentRecord] = {}
