@@ -42,8 +42,8 @@ from connectors.identity import content_hash
 from connectors.sources.base import SourceEntry
 from connectors.store import DocumentRecord
 
-__all__ = ["CANDIDATE_SUFFIXES", "MAX_REACHED", "assembled_hash", "followed",
-           "include_reader", "include_targets", "is_candidate", "own_hash", "scanned_metadata", "unscanned"]
+__all__ = ["CANDIDATE_SUFFIXES", "MAX_REACHED", "assembled", "include_reader", "include_targets", "is_candidate",
+           "own_hash", "reached_documents", "scanned_metadata", "unscanned"]
 
 CANDIDATE_SUFFIXES = frozenset({"adoc", "asciidoc", "asc", "txt", "text"})  # what the AsciiDoc reader may read
 MAX_REACHED = 256  # files one document may reach through includes; the rest stay pointers
@@ -130,30 +130,32 @@ def _shown_to_all_readers(dep: DocumentRecord | None, doc: DocumentRecord, unrea
     return PUBLIC in theirs or (PUBLIC not in doc.acl and set(doc.acl) <= theirs)
 
 
-def followed(doc: DocumentRecord, docs: Mapping[str, DocumentRecord], unreadable: Container[str] = ()) -> set[str]:
-    """The paths of the files `doc`'s parse may read in place of their include lines (`docs`:
-    the source's live documents by path; `unreadable`: the ids of those whose bytes could not be
-    read, which stay pointers)."""
-    return {dep for dep in _reached(doc.external_id, docs) if _shown_to_all_readers(docs.get(dep), doc, unreadable)}
-
-
-def assembled_hash(doc: DocumentRecord, docs: Mapping[str, DocumentRecord],
-                   unreadable: Container[str] = ()) -> str | None:
-    """The content hash of a document that includes others (its own bytes with every file it
-    reaches, `docs` being the source's live documents by path, `unreadable` the ids of those
-    whose bytes could not be read); None for one that includes none."""
+def assembled(doc: DocumentRecord, docs: Mapping[str, DocumentRecord],
+              unreadable: Container[str] = ()) -> DocumentRecord | None:
+    """A document that includes others as the listing stores it: its content hash covering its
+    own bytes and every file it reaches (`docs`: the source's live documents by path;
+    `unreadable`: the ids of those whose bytes cannot be read now), and in its metadata the
+    paths its parse may read in place (`followed`: the parse reads exactly these, so what it
+    reads is what the hash covers). None for a document that includes none."""
     if not _includes(doc):
         return None
-    parts = [own_hash(doc), *([dep, own_hash(d) if (d := docs.get(dep)) is not None else None,
-                               _shown_to_all_readers(d, doc, unreadable)] for dep in _reached(doc.external_id, docs))]
-    return content_hash(json.dumps(parts).encode())
+    reached = [(dep, docs.get(dep)) for dep in _reached(doc.external_id, docs)]
+    shown = [(dep, d, _shown_to_all_readers(d, doc, unreadable)) for dep, d in reached]
+    parts = [own_hash(doc), *([dep, own_hash(d) if d is not None else None, ok] for dep, d, ok in shown)]
+    return doc.replace(content_hash=content_hash(json.dumps(parts).encode()),
+                       metadata={**doc.metadata, "followed": sorted(dep for dep, _, ok in shown if ok)})
+
+
+def reached_documents(doc: DocumentRecord, docs: Mapping[str, DocumentRecord]) -> list[DocumentRecord]:
+    """The live documents `doc` reaches through includes, followed or not (`docs`: by path)."""
+    return [d for dep in _reached(doc.external_id, docs) if (d := docs.get(dep)) is not None]
 
 
 def include_reader(doc: DocumentRecord, docs: Mapping[str, DocumentRecord],
-                   read: Callable[[DocumentRecord], bytes], unreadable: Container[str] = ()) -> IncludeReader | None:
-    """What a parse of `doc` may read of the files it includes (`followed`), by `read`; None
-    when it includes nothing it may follow."""
-    allowed = followed(doc, docs, unreadable) if _includes(doc) else set()
+                   read: Callable[[DocumentRecord], bytes]) -> IncludeReader | None:
+    """What a parse of `doc` may read of the files it includes: those the listing recorded as
+    `followed` (`assembled`), by `read`; None when there are none."""
+    allowed = set((doc.metadata or {}).get("followed") or ()) if _includes(doc) else set()
     if not allowed:
         return None
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from assets.includes import assembled_hash, own_hash, scanned_metadata, unscanned
+from assets.includes import assembled, own_hash, scanned_metadata, unscanned
 from assets.runtime import Runtime
 from connectors.acl import PUBLIC, source_default
 from connectors.config import SourceConfig
@@ -540,24 +540,32 @@ def _keep_read(rt: Runtime, sw: _Sweep, scfg: SourceConfig, read: _Read, content
     sw.rows.append(record.columns())
 
 
-def _fold_includes(rt: Runtime, sw: _Sweep, scfg: SourceConfig, gone: Container[str]) -> None:
-    """Once every item is read: the content hash of each document that includes other files, from
-    the source's documents as this listing leaves them (`gone`: the ids it deletes). An includer
-    read this pass is classified by it; one the cheap test kept is updated when what it includes
-    changed (edited, deleted, added, or its access)."""
+def _fold_includes(rt: Runtime, sw: _Sweep, scfg: SourceConfig, gone: Container[str],
+                   unreadable: set[str]) -> None:
+    """Once every item is read: each document that includes other files as `assets.includes`
+    assembles it, from the source's documents as this listing leaves them (`gone`: the ids it
+    deletes; `unreadable`: those whose bytes cannot be read now, failed or under a folder that
+    could not be listed). An includer read this pass is classified by its content hash; one the
+    cheap test kept is updated when what it includes changed (edited, deleted, added, readable
+    again, or its access)."""
     if not sw.includers and not any(d.metadata.get("includes") for d in sw.unchanged):
         return
+    unreadable = unreadable | sw.failed
     docs = {ext: d for ext, d in sw.known.items() if d.deleted_at is None and d.doc_id not in gone}
     docs.update({r["external_id"]: DocumentRecord(**r) for r in sw.rows})
     docs.update({r.entry.external_id: r.record(scfg, r.chash, sw.now, sw.now) for r in sw.includers})
     for read in sw.includers:
-        _keep_read(rt, sw, scfg, read, assembled_hash(docs[read.entry.external_id], docs, sw.failed) or read.chash)
+        made = assembled(docs[read.entry.external_id], docs, unreadable)
+        content = read.chash
+        if made is not None and made.content_hash:
+            read, content = replace(read, metadata=made.metadata), made.content_hash
+        _keep_read(rt, sw, scfg, read, content)
     for d in sw.unchanged:
-        if (h := assembled_hash(d, docs, sw.failed)) is not None and h != d.content_hash:
+        if (made := assembled(d, docs, unreadable)) is not None and made.content_hash != d.content_hash:
             sw.res.counts["unchanged"] -= 1
             sw.res.counts["updated"] += 1
             sw.res.changed_ids.append(d.doc_id)
-            sw.rows.append(d.replace(content_hash=h, changed_at=sw.now, last_seen=sw.now).columns())
+            sw.rows.append(made.replace(changed_at=sw.now, last_seen=sw.now).columns())
 
 
 def _sweep_deletes(rt: Runtime, res: ListingResult, gone: list[DocumentRecord], now: float) -> None:
@@ -615,7 +623,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
             raise SourceUnavailable(down)
     except SourceUnavailable as e:
         gone_away = e
-    _fold_includes(rt, sw, scfg, gone_ids)
+    _fold_includes(rt, sw, scfg, gone_ids, {d.doc_id for d in kept})
     # what was read is kept, even when the source went away part-way (as after a crash here: the
     # next sync goes on from it)
     rt.store.upsert_documents(sw.rows)

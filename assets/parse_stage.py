@@ -155,10 +155,8 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
     limit = max_bytes(scfg)
     stats = ParseStats()
     docs = [d for d in rt.store.documents(source_name) if d.content_hash]
-    # what an AsciiDoc page may include: any file of the source (a shard's page, another shard's
-    # file), but none whose bytes the listing could not read
+    # what an AsciiDoc page may include: any file of the source (a shard's page, another shard's file)
     by_path = {d.external_id: d for d in rt.store.documents_of_every_shard(source_name) if d.content_hash}
-    unreadable = rt.store.dead_letter_docs(("listing",))
     source = None
     dead = rt.store.dead_letter_docs(("parse", "listing"))
     failed_parse = rt.store.dead_letter_docs(("parse",))
@@ -200,7 +198,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
             try:
                 source = source or make_source(scfg)
                 data = read_content(rt, source, d)
-                include = include_reader(d, by_path, functools.partial(read_content, rt, source), unreadable)
+                include = include_reader(d, by_path, functools.partial(read_content, rt, source))
                 result = parse_document(data, d.external_id, pcfg, max_bytes=limit, include=include)
                 problems = parse_problems(result, scfg.quality)
                 row.update(title=result.title, blocks=[b.to_dict() for b in result.blocks],

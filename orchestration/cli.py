@@ -303,7 +303,14 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     gen = _generation(cfg, store, "live")
     documents = store.documents()
     if a.principal is not None:  # the questions and their answers are the documents' own words
-        documents = [d for d in documents if allows(d.acl, a.principal)]
+        from assets.includes import reached_documents
+
+        by_path: dict[str, dict[str, DocumentRecord]] = {}
+        for d in documents:
+            by_path.setdefault(d.source, {})[d.external_id] = d
+        # a page's chunks may hold the text of files it includes: each must be readable too
+        documents = [d for d in documents if allows(d.acl, a.principal) and all(
+            allows(dep.acl, a.principal) for dep in reached_documents(d, by_path[d.source]))]
     # a path two sources both hold is named `source:path`, as `bindery query` prints it: by the
     # path alone their chunks were drafted as one document and either file answered its questions
     paths = Counter(d.external_id for d in documents)

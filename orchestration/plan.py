@@ -32,7 +32,7 @@ from typing import Any
 from assets.chunk_stage import chunk_rows, needs_chunking
 from assets.context_stage import context_input_hash, document_context, embed_text_of, missing_contexts
 from assets.embed_stage import capped_chars
-from assets.includes import assembled_hash, include_reader, own_hash, scanned_metadata, unscanned
+from assets.includes import assembled, include_reader, own_hash, scanned_metadata, unscanned
 from assets.index_stage import doc_digest
 from assets.listing import (
     CLASSES,
@@ -97,7 +97,6 @@ class SourcePlan:
     docs: list[DocumentRecord] = field(default_factory=list)
     data: dict[str, bytes] = field(default_factory=dict)  # content hash -> bytes read by the listing
     failures: dict[str, tuple[str, Failure]] = field(default_factory=dict)  # what the listing dead-letters
-    unreadable: set[str] = field(default_factory=set)  # documents whose read fails: no page includes them
 
     @property
     def proceeds(self) -> bool:
@@ -185,8 +184,8 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
         sp.changes[change_class(live_old, chash, acl, metadata, gone_hashes)] += 1
         sp.docs.append(record)
         read.append(record)
-    _fold_includes(sp, _Reads(read, includers, unchanged), live_known, {d.doc_id for d in gone}, gone_hashes)
-    sp.unreadable = {did for did, (_, f) in sp.failures.items() if f.stage == "listing"}
+    _fold_includes(sp, _Reads(read, includers, unchanged, {d.doc_id for d in kept}), live_known,
+                   {d.doc_id for d in gone}, gone_hashes)
     sp.changes["deleted"] = len(gone)
     sp.error = reads.finished()
     return sp
@@ -212,6 +211,7 @@ class _Reads:
     plain: list[DocumentRecord]
     includers: list[DocumentRecord]
     unchanged: set[int]
+    kept: set[str]  # ids kept under a folder that could not be listed: unreadable
 
 
 def _fold_includes(sp: SourcePlan, reads: _Reads, live_known: dict[str, DocumentRecord], gone: Container[str],
@@ -223,17 +223,18 @@ def _fold_includes(sp: SourcePlan, reads: _Reads, live_known: dict[str, Document
         return
     docs = {ext: d for ext, d in live_known.items() if d.doc_id not in gone}
     docs.update({d.external_id: d for d in [*reads.plain, *reads.includers]})
-    failed = {did for did, (_, f) in sp.failures.items() if f.stage == "listing"}
+    unreadable = reads.kept | {did for did, (_, f) in sp.failures.items() if f.stage == "listing"}
     for i in sorted(reads.unchanged):
         d = sp.docs[i]
-        if (h := assembled_hash(d, docs, failed)) is not None and h != d.content_hash:
+        if (made := assembled(d, docs, unreadable)) is not None and made.content_hash != d.content_hash:
             sp.changes["unchanged"] -= 1
             sp.changes["updated"] += 1
-            sp.docs[i] = d.replace(content_hash=h)
+            sp.docs[i] = made
     for d in reads.includers:
-        h = assembled_hash(d, docs, failed) or d.content_hash or ""
-        sp.changes[change_class(live_known.get(d.external_id), h, list(d.acl), d.metadata, gone_hashes)] += 1
-        sp.docs.append(d.replace(content_hash=h))
+        made = assembled(d, docs, unreadable) or d
+        h = made.content_hash or ""
+        sp.changes[change_class(live_known.get(d.external_id), h, list(d.acl), made.metadata, gone_hashes)] += 1
+        sp.docs.append(made)
 
 
 # -- the stages, simulated -------------------------------------------------------------------
@@ -438,7 +439,7 @@ class StageWalk:
         """The parse the sync would store, or why it would dead-letter the document instead."""
         try:
             data = self.read(d, scfg)
-            include = include_reader(d, self.by_path, lambda dep: self.read(dep, scfg), self.sp.unreadable)
+            include = include_reader(d, self.by_path, lambda dep: self.read(dep, scfg))
             result = parse_document(data, d.external_id, g.stages.parse, max_bytes=max_bytes(scfg), include=include)
         except Exception as e:
             return _failure(e)  # nothing to chunk

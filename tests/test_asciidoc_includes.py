@@ -6,6 +6,7 @@ and a real moto S3 server."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +164,50 @@ def test_an_included_file_that_cannot_be_read_stays_a_pointer_and_blocks_no_edit
     dep.write("pub/parts/part.adoc", "The platypus rides a tricycle now.\n")  # readable again: in place again
     dep.cli("sync")
     assert "tricycle" in _page_of(dep, "new words lighthouse")
+
+
+def test_a_file_under_a_folder_that_cannot_be_listed_stays_a_pointer_and_comes_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a second adversarial review: a part kept under a folder the listing could not
+    read was still followed, so every edit of its page was a dead letter; and the page's hash
+    and its parse judged readability from different evidence (a pointer parse cached under a
+    hash that said the part was followed, for good). The listing records what the parse may
+    read (`followed`), and the parse reads exactly that."""
+    from tests.sync_helpers import refuse_listing, refuse_reads
+
+    dep = _part_page(tmp_path)
+    unlock = refuse_listing(monkeypatch, dep.root / "pub/parts")
+    dep.edit("pub/page.adoc", "= Page\n\nThe page's new words about the lighthouse.\n\ninclude::parts/part.adoc[]\n")
+    plan, out = dep.cli("plan"), dep.cli("sync")  # the folder is a dead letter of its own
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"]
+    text = _page_of(dep, "new words lighthouse")
+    assert "lighthouse" in text and "Includes part." in text
+    unlock()
+    undo = refuse_reads(monkeypatch, "pub/parts/part.adoc")  # listed again, its bytes refused
+    dep.edit("pub/parts/part.adoc", "The platypus rides a unicycle.\n")
+    dep.cli("sync")
+    assert "Includes part." in _page_of(dep, "new words lighthouse")
+    undo()
+    out = dep.cli("sync")  # readable again: read in place again, by the page's next parse
+    assert out["recomputed"]["parse"] >= 1 and "unicycle" in _page_of(dep, "new words lighthouse")
+    assert dep.cli("sync")["recomputed"]["parse"] == 0
+
+
+def test_an_eval_draft_for_a_principal_leaves_out_pages_including_what_it_may_not_read(tmp_path: Path) -> None:
+    """Found by a second adversarial review: `evalset draft --principal` judged a page by its
+    own ACL only, and drafted questions from the text of a file it includes that the principal
+    may not read (a page that can no longer be read keeps the version that included it)."""
+    dep = LocalDeployment(tmp_path)
+    dep.config["sources"][0]["max_file_mb"] = 0.01
+    dep.save()
+    dep.write("pub/page.adoc", "= Page\n\nThe page's own words about the harbour.\n\ninclude::vault/key.adoc[]\n")
+    dep.write("pub/vault/key.adoc", "The strongroom_master_key is QZ-9191.\n")
+    dep.cli("sync")
+    dep.write("pub/page.adoc", "= Page\n\n" + "The page grew past the size limit. " * 400)  # keeps its old version
+    dep.set_acl("pub/vault/key.adoc", ["alice"])
+    dep.cli("sync")
+    out = tmp_path / "draft.jsonl"
+    dep.cli("evalset", "draft", "--out", str(out), "--principal", "*")
+    cases = [json.loads(line) for line in out.read_text().splitlines()]
+    assert not any("9191" in c["query"] or "strongroom" in c["query"] for c in cases)
+    assert "pub/page.adoc" not in {g["doc"] for c in cases for g in c["gold"]}
