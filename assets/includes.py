@@ -11,9 +11,10 @@ that file changes, and must never show what its readers may not see. So:
   file's own folder and never outside the source (a target built from an attribute is resolved
   when the file sets that attribute itself).
 * An included file is *followed* only when it is a listed document of the same source whose
-  bytes this listing could read and that everyone who may read the includer may read too
-  (public, or its ACL names every principal of the includer's). Anything else stays a pointer
-  ("Includes diff options."), as before.
+  bytes this listing could read (not a failed read, not one kept under a folder that could not
+  be listed) and that everyone who may read the includer may read too (public, or its ACL names
+  every principal of the includer's). Anything else stays a pointer ("Includes diff options.").
+  The listing records the followed paths in the includer's metadata (`followed`).
 * Access is checked again at query time: each chunk of a page names the documents whose text
   it holds (`included` in its payload), and the query service serves it only to a caller the
   store lets read all of them *now*, so an included file withheld or narrowed by any path (an
@@ -24,8 +25,9 @@ that file changes, and must never show what its readers may not see. So:
   own bytes hash and whether it is followed. An edit, delete, addition or access change among them
   changes the includer's content hash, so the listing calls it updated, and the parse cache, the
   chunks and `bindery plan` follow from that one hash as they do for any edit.
-* A parse reads an included file only through `include_reader`, which admits exactly the followed
-  files of that hash: what a parse reads is always covered by its cache key.
+* A parse reads an included file only through `include_reader`, which admits exactly the
+  `followed` paths the listing recorded with that hash: what a parse reads is always what its
+  cache key covers, whatever has changed since.
 """
 
 from __future__ import annotations
@@ -122,8 +124,8 @@ def _reached(start: str, docs: Mapping[str, DocumentRecord]) -> list[str]:
 
 
 def _shown_to_all_readers(dep: DocumentRecord | None, doc: DocumentRecord, unreadable: Container[str]) -> bool:
-    """Whether `dep` can be read in place (its bytes read this listing: `unreadable` holds the
-    ids of the documents whose read failed) and everyone who may read `doc` may read it too."""
+    """Whether `dep` can be read in place (a live document whose bytes can be read: `unreadable`
+    holds the ids of those whose cannot) and everyone who may read `doc` may read it too."""
     if dep is None or dep.deleted_at is not None or not dep.content_hash or dep.doc_id in unreadable:
         return False
     theirs = set(dep.acl)
@@ -161,6 +163,7 @@ def include_reader(doc: DocumentRecord, docs: Mapping[str, DocumentRecord],
 
     def reader(target: str, base: str) -> tuple[str, bytes] | None:
         dep = resolve_include(base, target)
-        return (dep, read(docs[dep])) if dep is not None and dep in allowed else None
+        found = docs.get(dep) if dep is not None and dep in allowed else None  # gone since: a pointer
+        return (found.external_id, read(found)) if found is not None else None
 
     return reader
