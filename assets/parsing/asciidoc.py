@@ -32,7 +32,8 @@ Read as plain text an AsciiDoc manual kept its markup in every chunk (`linkgit:g
   are read in place, its conditions decided by the includer's attributes (Git's `:git-log: 1`
   before `include::diff-options.txt[]`), with `tag=`/`tags=`, `lines=` and `leveloffset=`
   honoured, tag directives dropped, at most `MAX_INCLUDE_DEPTH` files deep, never a file that
-  includes itself, within the source's size limit. An include not followed is named where it
+  includes itself, one file at most `MAX_INCLUDE_REPEATS` times, within `MAX_INCLUDED_BYTES` and
+  the source's size limit. An include not followed is named where it
   goes ("Includes diff options.") and every include target is listed in the parse's metadata
   (`includes`; those read: `included`).
 * Every pattern bounds the run it scans, so a run of openers without closers costs linear time
