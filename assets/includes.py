@@ -44,8 +44,8 @@ from connectors.identity import content_hash
 from connectors.sources.base import SourceEntry
 from connectors.store import DocumentRecord
 
-__all__ = ["CANDIDATE_SUFFIXES", "MAX_REACHED", "assembled", "include_reader", "include_targets", "is_candidate",
-           "own_hash", "reached_documents", "scanned_metadata", "unscanned"]
+__all__ = ["CANDIDATE_SUFFIXES", "MAX_REACHED", "STALE", "assembled", "flagged_stale", "include_reader",
+           "include_targets", "is_candidate", "own_hash", "reached_documents", "scanned_metadata", "unscanned"]
 
 CANDIDATE_SUFFIXES = frozenset({"adoc", "asciidoc", "asc", "txt", "text"})  # what the AsciiDoc reader may read
 MAX_REACHED = 256  # files one document may reach through includes; the rest stay pointers
@@ -146,6 +146,24 @@ def assembled(doc: DocumentRecord, docs: Mapping[str, DocumentRecord],
     parts = [own_hash(doc), *([dep, own_hash(d) if d is not None else None, ok] for dep, d, ok in shown)]
     return doc.replace(content_hash=content_hash(json.dumps(parts).encode()),
                        metadata={**doc.metadata, "followed": sorted(dep for dep, _, ok in shown if ok)})
+
+
+STALE = "stale_includes"  # metadata of a page kept at an earlier version whose included files changed since
+
+
+def flagged_stale(doc: DocumentRecord, docs: Mapping[str, DocumentRecord],
+                  unreadable: Container[str]) -> DocumentRecord | None:
+    """A page whose bytes could not be read this listing keeps its indexed version, text of the
+    files it included then and all: when those files have changed since (edited, deleted, written
+    again, narrowed), that version shows what they no longer say, so the page is marked `STALE`
+    and the index step takes it out of the indexes until it reads well again. The record with the
+    mark set or cleared when it should change, else None."""
+    made = assembled(doc, docs, unreadable)
+    stale = made is not None and made.content_hash != doc.content_hash
+    if stale == bool((doc.metadata or {}).get(STALE)):
+        return None
+    metadata = {k: v for k, v in doc.metadata.items() if k != STALE}
+    return doc.replace(metadata={**metadata, STALE: True} if stale else metadata)
 
 
 def reached_documents(doc: DocumentRecord, docs: Mapping[str, DocumentRecord]) -> list[DocumentRecord]:

@@ -41,6 +41,7 @@ from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
 from assets.embed_stage import final_texts
+from assets.includes import STALE
 from assets.parse_stage import good_parse_ids, parse_key
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
@@ -258,18 +259,23 @@ def _current_only(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord]) -
 def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: dict[str, IndexStateRecord],
           writing: bool) -> _Plan:
     """Which documents to rewrite and which to remove in generation `g` (module docstring)."""
+    # a page kept at a version whose included files changed since leaves every generation
+    # (`assets.includes.flagged_stale`) until it reads well again
+    stale = {did for did, d in docs.items() if (d.metadata or {}).get(STALE)}
     # maintained: only the documents it holds, only from their current content
     candidates = docs if writing else _current_only(rt, g, {did: docs[did] for did in state if did in docs})
+    candidates = {did: d for did, d in candidates.items() if did not in stale}
     digests, rows = _complete(rt, g, candidates)
     changed = [did for did, dg in digests.items() if did not in state or state[did].digest != dg]
     records = _records(rt, g, candidates, rows, changed)
     changed = [did for did in changed if did in records]
     cut = set(rows.by_doc)
-    gone = [did for did in state if did not in docs]
+    gone = [did for did in state if did not in docs or did in stale]
     revoked = [did for did, st in state.items()
-               if did in docs and did not in digests
+               if did in docs and did not in digests and did not in stale
                and (not st.digest or st.acl_hash != docs[did].acl_hash)]
-    emptied = [did for did in _emptied(rt, g, docs, state, cut) if did not in revoked] if writing else []
+    emptied = [did for did in _emptied(rt, g, docs, state, cut) if did not in revoked and did not in stale] \
+        if writing else []
     waiting = sum(1 for did in cut if did not in digests) if writing else 0
     return _Plan(records, digests, changed, gone + revoked + emptied, len(revoked), waiting)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from assets.includes import assembled, own_hash, scanned_metadata, unscanned
+from assets.includes import assembled, flagged_stale, own_hash, scanned_metadata, unscanned
 from assets.runtime import Runtime
 from connectors.acl import PUBLIC, source_default
 from connectors.config import SourceConfig
@@ -548,7 +548,9 @@ def _fold_includes(rt: Runtime, sw: _Sweep, scfg: SourceConfig, gone: Container[
     could not be listed). An includer read this pass is classified by its content hash; one the
     cheap test kept is updated when what it includes changed (edited, deleted, added, readable
     again, or its access)."""
-    if not sw.includers and not any(d.metadata.get("includes") for d in sw.unchanged):
+    failed = [d for d in sw.known.values() if d.doc_id in sw.failed and d.deleted_at is None
+              and d.metadata.get("includes")]
+    if not sw.includers and not failed and not any(d.metadata.get("includes") for d in sw.unchanged):
         return
     unreadable = unreadable | sw.failed
     docs = {ext: d for ext, d in sw.known.items() if d.deleted_at is None and d.doc_id not in gone}
@@ -566,6 +568,9 @@ def _fold_includes(rt: Runtime, sw: _Sweep, scfg: SourceConfig, gone: Container[
             sw.res.counts["updated"] += 1
             sw.res.changed_ids.append(d.doc_id)
             sw.rows.append(made.replace(changed_at=sw.now, last_seen=sw.now).columns())
+    for d in failed:  # kept at its indexed version: out of the indexes once what it included changed
+        if (marked := flagged_stale(d, docs, unreadable)) is not None:
+            sw.rows.append(marked.replace(last_seen=sw.now).columns())
 
 
 def _sweep_deletes(rt: Runtime, res: ListingResult, gone: list[DocumentRecord], now: float) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 from assets.chunk_stage import chunk_rows, needs_chunking
 from assets.context_stage import context_input_hash, document_context, embed_text_of, missing_contexts
 from assets.embed_stage import capped_chars
-from assets.includes import assembled, include_reader, own_hash, scanned_metadata, unscanned
+from assets.includes import STALE, assembled, flagged_stale, include_reader, own_hash, scanned_metadata, unscanned
 from assets.index_stage import doc_digest
 from assets.listing import (
     CLASSES,
@@ -219,17 +219,23 @@ def _fold_includes(sp: SourcePlan, reads: _Reads, live_known: dict[str, Document
     """The listing's `_fold_includes`, over the same documents: each includer read is classified
     by the content hash that covers what it includes; one the cheap test kept is updated when
     what it includes changed."""
-    if not reads.includers and not any(sp.docs[i].metadata.get("includes") for i in reads.unchanged):
+    failed = {did for did, (_, f) in sp.failures.items() if f.stage == "listing"}
+    if not reads.includers and not any(sp.docs[i].metadata.get("includes") for i in reads.unchanged) and not any(
+            d.doc_id in failed and d.metadata.get("includes") for d in sp.docs):
         return
     docs = {ext: d for ext, d in live_known.items() if d.doc_id not in gone}
     docs.update({d.external_id: d for d in [*reads.plain, *reads.includers]})
-    unreadable = reads.kept | {did for did, (_, f) in sp.failures.items() if f.stage == "listing"}
+    unreadable = reads.kept | failed
     for i in sorted(reads.unchanged):
         d = sp.docs[i]
         if (made := assembled(d, docs, unreadable)) is not None and made.content_hash != d.content_hash:
             sp.changes["unchanged"] -= 1
             sp.changes["updated"] += 1
             sp.docs[i] = made
+    for i, d in enumerate(sp.docs):  # failed to read: kept, unless what it included changed since
+        old = live_known.get(d.external_id) if d.doc_id in failed else None
+        if old is not None and old.metadata.get("includes") and (marked := flagged_stale(old, docs, unreadable)):
+            sp.docs[i] = d.replace(metadata=marked.metadata)
     for d in reads.includers:
         made = assembled(d, docs, unreadable) or d
         h = made.content_hash or ""
@@ -551,9 +557,11 @@ class StageWalk:
     def walk_index(self, g: Generation, chunks: list[ChunkRecord], texts: dict[str, str]) -> None:
         docs = {d.doc_id: d for d in self.sp.docs}
         state = self.rt.store.index_state(g.id, self.sp.name) if g.id else {}
+        stale = _stale(docs)  # out of the indexes (index_stage._plan)
         by_doc: dict[str, list[ChunkRecord]] = {}
         for c in chunks:
-            by_doc.setdefault(c.doc_id, []).append(c)
+            if c.doc_id not in stale:
+                by_doc.setdefault(c.doc_id, []).append(c)
         written = 0
         for did, cs in by_doc.items():
             if any(c.chunk_id not in texts for c in cs):
@@ -570,10 +578,11 @@ class StageWalk:
         # (index_stage._emptied): a page that became a redirect
         good = self.good_ids(g) if g.id else set()
         emptied = sum(1 for did, st in state.items() if did in docs and did not in by_doc and did in good
-                      and did not in self.cut_failed
+                      and did not in self.cut_failed and did not in stale
                       and st.digest and st.acl_hash == docs[did].acl_hash)  # else revoked, not deleted
-        self.index["delete"] += sum(1 for did in state if did not in docs) + emptied
-        kept = sum(1 for did, st in state.items() if did in docs and did not in by_doc and st.digest)
+        self.index["delete"] += sum(1 for did in state if did not in docs or did in stale) + emptied
+        kept = sum(1 for did, st in state.items() if did in docs and did not in by_doc and st.digest
+                   and did not in stale)
         self.searchable[g.name] = kept - emptied + sum(
             1 for cs in by_doc.values() if all(c.chunk_id in texts or c.chunk_id in self.unknown_texts for c in cs))
         self.counts["index"].compute += written
@@ -586,9 +595,10 @@ class StageWalk:
         target sharing that version, or one whose access changed."""
         docs = {d.doc_id: d for d in self.sp.docs}
         state = self.rt.store.index_state(g.id, self.sp.name)
-        self.index["delete"] += sum(1 for did in state if did not in docs)
+        stale = _stale(docs)
+        self.index["delete"] += sum(1 for did in state if did not in docs or did in stale)
         cver = g.versions["chunk"]
-        held = [did for did, st in state.items() if did in docs and st.digest
+        held = [did for did, st in state.items() if did in docs and st.digest and did not in stale
                 and ((did, cver) in self.chunked or st.acl_hash != docs[did].acl_hash)]
         stored = self.rt.store.chunks_for([did for did in held if (did, cver) not in self.chunked], cver)
         rows: dict[str, list[ChunkRecord]] = {did: list(self.chunked.get((did, cver), [])) for did in held}
@@ -635,6 +645,11 @@ class StageWalk:
         # documents, not document x generation: one removed from the live and the previous
         # generation is one removal (report.sync_summary counts the sync the same way)
         self.index = {k: max((n[k] for n in per_generation), default=0) for k in self.index}
+
+
+def _stale(docs: dict[str, DocumentRecord]) -> set[str]:
+    """Pages kept at a version whose included files changed since: the index step removes them."""
+    return {did for did, d in docs.items() if (d.metadata or {}).get(STALE)}
 
 
 EXAMPLES = 20  # failures named per source; the count covers them all

@@ -211,3 +211,24 @@ def test_an_eval_draft_for_a_principal_leaves_out_pages_including_what_it_may_no
     cases = [json.loads(line) for line in out.read_text().splitlines()]
     assert not any("9191" in c["query"] or "strongroom" in c["query"] for c in cases)
     assert "pub/page.adoc" not in {g["doc"] for c in cases for g in c["gold"]}
+
+
+def test_a_page_that_cannot_be_read_leaves_search_once_what_it_included_changes(tmp_path: Path) -> None:
+    """Found by a second adversarial review: a page grown past max_file_mb kept its indexed
+    version, and with it the text of a part edited since to remove a password (and, deleted and
+    written again, the part's old text came back). Kept with its includes unchanged, it stays;
+    once they change, it leaves the indexes until it reads well again."""
+    dep = _part_page(tmp_path)
+    dep.write("pub/page.adoc", "= Page\n\n" + "The page grew past the size limit. " * 400)
+    out = dep.cli("sync")
+    assert out["kept_versions"] == 1 and "platypus" in _page_of(dep, "platypus bicycle harbour")  # kept
+    dep.write("pub/parts/part.adoc", "The platypus password was removed.\n")
+    plan, out = dep.cli("plan"), dep.cli("sync")
+    assert plan["written"] == out["written"] and out["written"]["deleted"] == 1
+    assert not _page_of(dep, "platypus bicycle harbour") and not _page_of(dep, "page's own words harbour")
+    again = dep.cli("sync")
+    assert again["written"] == {"documents": 0, "chunks": 0, "deleted": 0}
+    dep.write("pub/page.adoc", "= Page\n\nThe page's own words about the harbour.\n\ninclude::parts/part.adoc[]\n")
+    plan, out = dep.cli("plan"), dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"]
+    assert "password was removed" in _page_of(dep, "page's own words harbour")
