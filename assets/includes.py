@@ -44,11 +44,24 @@ from connectors.identity import content_hash
 from connectors.sources.base import SourceEntry
 from connectors.store import DocumentRecord
 
-__all__ = ["CANDIDATE_SUFFIXES", "MAX_REACHED", "STALE", "assembled", "flagged_stale", "include_reader",
-           "include_targets", "is_candidate", "own_hash", "reached_documents", "scanned_metadata", "unscanned"]
+__all__ = [
+    "CANDIDATE_SUFFIXES",
+    "MAX_REACHED",
+    "STALE",
+    "assembled",
+    "flagged_stale",
+    "include_reader",
+    "include_targets",
+    "is_candidate",
+    "own_hash",
+    "reached_documents",
+    "read_again",
+    "scanned_metadata",
+]
 
 CANDIDATE_SUFFIXES = frozenset({"adoc", "asciidoc", "asc", "txt", "text"})  # what the AsciiDoc reader may read
 MAX_REACHED = 256  # files one document may reach through includes; the rest stay pointers
+STALE = "stale_includes"  # metadata of a page kept at an earlier version whose included files changed since
 
 _INCLUDE = re.compile(r"^include::([^\[\n]{1,2000})\[[^\]\n]{0,2000}\][ \t]*$", re.M)
 _ATTRIBUTE_ENTRY = re.compile(r"^:([\w][\w-]{0,200}):[ \t]+([^\n]{0,4096})$", re.M)
@@ -95,9 +108,12 @@ def scanned_metadata(entry: SourceEntry, data: bytes, chash: str) -> dict[str, A
     return metadata
 
 
-def unscanned(doc: DocumentRecord) -> bool:
-    """Whether a stored document was listed before includes were recorded (read it once again)."""
-    return is_candidate(doc.external_id) and "includes" not in (doc.metadata or {})
+def read_again(doc: DocumentRecord) -> bool:
+    """Whether a stored document must be read although its listing entry is unchanged: listed
+    before includes were recorded, or marked `STALE` (its read failed, perhaps for a moment:
+    the cheap test would otherwise keep it out of search until the file is next edited)."""
+    metadata = doc.metadata or {}
+    return bool(metadata.get(STALE)) or (is_candidate(doc.external_id) and "includes" not in metadata)
 
 
 def own_hash(doc: DocumentRecord) -> str | None:
@@ -146,9 +162,6 @@ def assembled(doc: DocumentRecord, docs: Mapping[str, DocumentRecord],
     parts = [own_hash(doc), *([dep, own_hash(d) if d is not None else None, ok] for dep, d, ok in shown)]
     return doc.replace(content_hash=content_hash(json.dumps(parts).encode()),
                        metadata={**doc.metadata, "followed": sorted(dep for dep, _, ok in shown if ok)})
-
-
-STALE = "stale_includes"  # metadata of a page kept at an earlier version whose included files changed since
 
 
 def flagged_stale(doc: DocumentRecord, docs: Mapping[str, DocumentRecord],

@@ -260,8 +260,11 @@ def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: di
           writing: bool) -> _Plan:
     """Which documents to rewrite and which to remove in generation `g` (module docstring)."""
     # a page kept at a version whose included files changed since leaves every generation
-    # (`assets.includes.flagged_stale`) until it reads well again
+    # (`assets.includes.flagged_stale`) until it reads well again; one this run writes, also when
+    # its current content has no good parse (its included files changed, it could not be read)
     stale = {did for did, d in docs.items() if (d.metadata or {}).get(STALE)}
+    if writing and (includers := [docs[did] for did in state if did in docs and docs[did].metadata.get("includes")]):
+        stale |= {d.doc_id for d in includers} - good_parse_ids(rt, includers, g.versions["parse"])
     # maintained: only the documents it holds, only from their current content
     candidates = docs if writing else _current_only(rt, g, {did: docs[did] for did in state if did in docs})
     candidates = {did: d for did, d in candidates.items() if did not in stale}

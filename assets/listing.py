@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from assets.includes import assembled, flagged_stale, own_hash, scanned_metadata, unscanned
+from assets.includes import assembled, flagged_stale, own_hash, read_again, scanned_metadata
 from assets.runtime import Runtime
 from connectors.acl import PUBLIC, source_default
 from connectors.config import SourceConfig
@@ -483,7 +483,7 @@ def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry
     old = sw.known.get(entry.external_id)
     did = doc_id(scfg.name, entry.external_id)
     live_old = old if old is not None and old.deleted_at is None else None
-    if live_old is not None and _unchanged(src, live_old, entry, sw.default_acl) and not unscanned(live_old):
+    if live_old is not None and _unchanged(src, live_old, entry, sw.default_acl) and not read_again(live_old):
         sw.touched.append(did)
         sw.res.counts["unchanged"] += 1
         sw.unchanged.append(live_old)

@@ -32,7 +32,7 @@ from typing import Any
 from assets.chunk_stage import chunk_rows, needs_chunking
 from assets.context_stage import context_input_hash, document_context, embed_text_of, missing_contexts
 from assets.embed_stage import capped_chars
-from assets.includes import STALE, assembled, flagged_stale, include_reader, own_hash, scanned_metadata, unscanned
+from assets.includes import STALE, assembled, flagged_stale, include_reader, own_hash, read_again, scanned_metadata
 from assets.index_stage import doc_digest
 from assets.listing import (
     CLASSES,
@@ -150,7 +150,7 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     read: list[DocumentRecord] = []  # the others read this pass
     for entry in entries:
         live_old = live_known.get(entry.external_id)
-        if live_old is not None and _unchanged(src, live_old, entry, default_acl) and not unscanned(live_old):
+        if live_old is not None and _unchanged(src, live_old, entry, default_acl) and not read_again(live_old):
             sp.changes["unchanged"] += 1
             sp.docs.append(live_old)
             unchanged.add(len(sp.docs) - 1)
@@ -557,7 +557,9 @@ class StageWalk:
     def walk_index(self, g: Generation, chunks: list[ChunkRecord], texts: dict[str, str]) -> None:
         docs = {d.doc_id: d for d in self.sp.docs}
         state = self.rt.store.index_state(g.id, self.sp.name) if g.id else {}
-        stale = _stale(docs)  # out of the indexes (index_stage._plan)
+        good = self.good_ids(g) if g.id else set()
+        stale = _stale(docs) | {did for did in state if did in docs and docs[did].metadata.get("includes")
+                                and did not in good}  # out of the indexes (index_stage._plan)
         by_doc: dict[str, list[ChunkRecord]] = {}
         for c in chunks:
             if c.doc_id not in stale:
@@ -576,7 +578,6 @@ class StageWalk:
         self.index["write"] += written
         # a document whose current content has a good parse but no chunks left is removed
         # (index_stage._emptied): a page that became a redirect
-        good = self.good_ids(g) if g.id else set()
         emptied = sum(1 for did, st in state.items() if did in docs and did not in by_doc and did in good
                       and did not in self.cut_failed and did not in stale
                       and st.digest and st.acl_hash == docs[did].acl_hash)  # else revoked, not deleted

@@ -232,3 +232,21 @@ def test_a_page_that_cannot_be_read_leaves_search_once_what_it_included_changes(
     plan, out = dep.cli("plan"), dep.cli("sync")
     assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"]
     assert "password was removed" in _page_of(dep, "page's own words harbour")
+
+
+def test_a_page_whose_read_failed_for_a_moment_comes_back_when_it_reads_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mark that keeps a stale page out of search is read again at the next listing even
+    though the page's file is unchanged (the cheap test alone kept it out until its next edit)."""
+    from tests.sync_helpers import refuse_reads
+
+    dep = _part_page(tmp_path)
+    undo = refuse_reads(monkeypatch, "pub/page.adoc")
+    dep.write("pub/parts/part.adoc", "The platypus now rides a scooter.\n")
+    dep.cli("sync")
+    assert not _page_of(dep, "platypus scooter harbour")
+    undo()
+    plan, out = dep.cli("plan"), dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"]
+    assert "scooter" in _page_of(dep, "platypus scooter harbour")
+    assert dep.cli("sync")["written"] == {"documents": 0, "chunks": 0, "deleted": 0}
