@@ -25,6 +25,10 @@ that file changes, and must never show what its readers may not see. So:
   own bytes hash and whether it is followed. An edit, delete, addition or access change among them
   changes the includer's content hash, so the listing calls it updated, and the parse cache, the
   chunks and `bindery plan` follow from that one hash as they do for any edit.
+* A page is never kept at an older version of itself, as other files are when their new bytes
+  fail: that version shows its included files as they were. One whose read failed while what it
+  included changed is marked `STALE` by the listing, and the index step takes it, like any page
+  whose current content has no good parse, out of the indexes until it parses again.
 * A parse reads an included file only through `include_reader`, which admits exactly the
   `followed` paths the listing recorded with that hash: what a parse reads is always what its
   cache key covers, whatever has changed since.
