@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -52,8 +53,10 @@ __all__ = [
     "CANDIDATE_SUFFIXES",
     "MAX_REACHED",
     "STALE",
+    "Folded",
     "assembled",
     "flagged_stale",
+    "fold",
     "include_reader",
     "include_targets",
     "is_candidate",
@@ -61,6 +64,7 @@ __all__ = [
     "reached_documents",
     "read_again",
     "scanned_metadata",
+    "withdrawn",
 ]
 
 CANDIDATE_SUFFIXES = frozenset({"adoc", "asciidoc", "asc", "txt", "text"})  # what the AsciiDoc reader may read
@@ -181,6 +185,47 @@ def flagged_stale(doc: DocumentRecord, docs: Mapping[str, DocumentRecord],
         return None
     metadata = {k: v for k, v in doc.metadata.items() if k != STALE}
     return doc.replace(metadata={**metadata, STALE: True} if stale else metadata)
+
+
+@dataclass(frozen=True)
+class Folded:
+    """What `fold` decides of one listing's documents that include others."""
+
+    includers: list[DocumentRecord]  # those read this pass, each with its content hash and `followed`
+    updated: dict[str, DocumentRecord]  # doc id -> one the cheap test kept whose content changed
+    marked: dict[str, DocumentRecord]  # doc id -> one whose read failed, its `STALE` mark set or cleared
+
+
+def fold(live: Mapping[str, DocumentRecord], read: Iterable[DocumentRecord], includers: list[DocumentRecord],
+         unchanged: Iterable[DocumentRecord], failed: Iterable[DocumentRecord], unreadable: Container[str]) -> Folded:
+    """Once a listing has read every item: its documents that include other files, as the sync
+    stores them and `bindery plan` predicts them (one rule for both). `live`: the source's
+    documents the listing leaves, by path, as they were stored; `read`: the others read this pass;
+    `includers`: the includers read this pass (their content hash still their bytes'); `unchanged`:
+    those the cheap test kept; `failed`: those whose read failed; `unreadable`: the ids of the
+    documents whose bytes cannot be read now."""
+    unchanged = [d for d in unchanged if _includes(d)]
+    failed = [d for d in failed if _includes(d)]
+    if not includers and not unchanged and not failed:
+        return Folded([], {}, {})
+    docs = {**live, **{d.external_id: d for d in [*read, *includers]}}
+    return Folded(
+        [assembled(d, docs, unreadable) or d for d in includers],
+        {d.doc_id: made for d in unchanged
+         if (made := assembled(d, docs, unreadable)) is not None and made.content_hash != d.content_hash},
+        {d.doc_id: marked for d in failed if (marked := flagged_stale(d, docs, unreadable)) is not None})
+
+
+def withdrawn(docs: Mapping[str, DocumentRecord], held: Iterable[str] = (),
+              good: Container[str] | None = None) -> set[str]:
+    """The ids of the pages the index step takes out of a generation (`docs`: by id): those
+    marked `STALE`, and, with `good` (the ids whose current content parsed well), every page of
+    `held` (the ids the generation holds) that includes others and has no good parse: a page made
+    of other files is never kept at an older version of itself."""
+    out = {did for did, d in docs.items() if (d.metadata or {}).get(STALE)}
+    if good is not None:
+        out |= {did for did in held if did in docs and _includes(docs[did]) and did not in good}
+    return out
 
 
 def reached_documents(doc: DocumentRecord, docs: Mapping[str, DocumentRecord]) -> list[DocumentRecord]:

@@ -41,7 +41,7 @@ from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
 from assets.embed_stage import final_texts
-from assets.includes import STALE
+from assets.includes import withdrawn
 from assets.parse_stage import good_parse_ids, parse_key
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
@@ -262,9 +262,8 @@ def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: di
     # a page kept at a version whose included files changed since leaves every generation
     # (`assets.includes.flagged_stale`) until it reads well again; one this run writes, also when
     # its current content has no good parse (its included files changed, it could not be read)
-    stale = {did for did, d in docs.items() if (d.metadata or {}).get(STALE)}
-    if writing and (includers := [docs[did] for did in state if did in docs and docs[did].metadata.get("includes")]):
-        stale |= {d.doc_id for d in includers} - good_parse_ids(rt, includers, g.versions["parse"])
+    held = [docs[did] for did in state if did in docs and docs[did].metadata.get("includes")] if writing else []
+    stale = withdrawn(docs, state, good_parse_ids(rt, held, g.versions["parse"]) if writing else None)
     # maintained: only the documents it holds, only from their current content
     candidates = docs if writing else _current_only(rt, g, {did: docs[did] for did in state if did in docs})
     candidates = {did: d for did, d in candidates.items() if did not in stale}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from assets.includes import assembled, flagged_stale, own_hash, read_again, scanned_metadata
+from assets.includes import fold, own_hash, read_again, scanned_metadata
 from assets.runtime import Runtime
 from connectors.acl import PUBLIC, source_default
 from connectors.config import SourceConfig
@@ -542,35 +542,23 @@ def _keep_read(rt: Runtime, sw: _Sweep, scfg: SourceConfig, read: _Read, content
 
 def _fold_includes(rt: Runtime, sw: _Sweep, scfg: SourceConfig, gone: Container[str],
                    unreadable: set[str]) -> None:
-    """Once every item is read: each document that includes other files as `assets.includes`
-    assembles it, from the source's documents as this listing leaves them (`gone`: the ids it
-    deletes; `unreadable`: those whose bytes cannot be read now, failed or under a folder that
-    could not be listed). An includer read this pass is classified by its content hash; one the
-    cheap test kept is updated when what it includes changed (edited, deleted, added, readable
-    again, or its access)."""
-    failed = [d for d in sw.known.values() if d.doc_id in sw.failed and d.deleted_at is None
-              and d.metadata.get("includes")]
-    if not sw.includers and not failed and not any(d.metadata.get("includes") for d in sw.unchanged):
-        return
-    unreadable = unreadable | sw.failed
-    docs = {ext: d for ext, d in sw.known.items() if d.deleted_at is None and d.doc_id not in gone}
-    docs.update({r["external_id"]: DocumentRecord(**r) for r in sw.rows})
-    docs.update({r.entry.external_id: r.record(scfg, r.chash, sw.now, sw.now) for r in sw.includers})
-    for read in sw.includers:
-        made = assembled(docs[read.entry.external_id], docs, unreadable)
-        content = read.chash
-        if made is not None and made.content_hash:
-            read, content = replace(read, metadata=made.metadata), made.content_hash
-        _keep_read(rt, sw, scfg, read, content)
-    for d in sw.unchanged:
-        if (made := assembled(d, docs, unreadable)) is not None and made.content_hash != d.content_hash:
-            sw.res.counts["unchanged"] -= 1
-            sw.res.counts["updated"] += 1
-            sw.res.changed_ids.append(d.doc_id)
-            sw.rows.append(made.replace(changed_at=sw.now, last_seen=sw.now).columns())
-    for d in failed:  # kept at its indexed version: out of the indexes once what it included changed
-        if (marked := flagged_stale(d, docs, unreadable)) is not None:
-            sw.rows.append(marked.replace(last_seen=sw.now).columns())
+    """Once every item is read: the documents that include other files (`assets.includes.fold`),
+    from the source's documents as this listing leaves them (`gone`: the ids it deletes;
+    `unreadable`: those under a folder that could not be listed, besides the reads that failed).
+    An includer read this pass is classified by its content hash; one the cheap test kept is
+    updated when what it includes changed; one whose read failed is marked stale or cleared."""
+    live = {ext: d for ext, d in sw.known.items() if d.deleted_at is None and d.doc_id not in gone}
+    provisional = [r.record(scfg, r.chash, sw.now, sw.now) for r in sw.includers]
+    folded = fold(live, [DocumentRecord(**r) for r in sw.rows], provisional, sw.unchanged,
+                  [d for d in live.values() if d.doc_id in sw.failed], unreadable | sw.failed)
+    for read, made in zip(sw.includers, folded.includers, strict=True):
+        _keep_read(rt, sw, scfg, replace(read, metadata=made.metadata), made.content_hash or read.chash)
+    for made in folded.updated.values():
+        sw.res.counts["unchanged"] -= 1
+        sw.res.counts["updated"] += 1
+        sw.res.changed_ids.append(made.doc_id)
+        sw.rows.append(made.replace(changed_at=sw.now, last_seen=sw.now).columns())
+    sw.rows += [marked.replace(last_seen=sw.now).columns() for marked in folded.marked.values()]
 
 
 def _sweep_deletes(rt: Runtime, res: ListingResult, gone: list[DocumentRecord], now: float) -> None:

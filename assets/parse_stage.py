@@ -155,8 +155,10 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
     limit = max_bytes(scfg)
     stats = ParseStats()
     docs = [d for d in rt.store.documents(source_name) if d.content_hash]
-    # what an AsciiDoc page may include: any file of the source (a shard's page, another shard's file)
-    by_path = {d.external_id: d for d in rt.store.documents_of_every_shard(source_name) if d.content_hash}
+    # what an AsciiDoc page may include: any file of the source (a shard's page, another shard's
+    # file); read from the store only when a page follows includes
+    by_path = {d.external_id: d for d in rt.store.documents_of_every_shard(source_name) if d.content_hash} \
+        if any(d.metadata.get("followed") for d in docs) else {}
     source = None
     dead = rt.store.dead_letter_docs(("parse", "listing"))
     failed_parse = rt.store.dead_letter_docs(("parse",))

@@ -32,13 +32,14 @@ from typing import Any
 from assets.chunk_stage import chunk_rows, needs_chunking
 from assets.context_stage import context_input_hash, document_context, embed_text_of, missing_contexts
 from assets.embed_stage import capped_chars
-from assets.includes import STALE, assembled, flagged_stale, include_reader, own_hash, read_again, scanned_metadata
+from assets.includes import fold, include_reader, own_hash, read_again, scanned_metadata, withdrawn
 from assets.index_stage import doc_digest
 from assets.listing import (
     CLASSES,
     ReadStreak,
     _acl_of,
     _default_acl,
+    _Read,
     _unchanged,
     change_class,
     check_delete_safety,
@@ -68,7 +69,7 @@ from connectors.contextualizers import ChunkContext, Contextualizer, DocumentCon
 from connectors.errors import BinderyError, SourceError, SourceUnavailable, TooLarge
 from connectors.identity import content_hash, doc_id, short_hash, text_hash
 from connectors.sources import make_source
-from connectors.sources.base import Source, SourceEntry
+from connectors.sources.base import Source
 from connectors.store import ChunkRecord, DocumentRecord, ParseRecord
 from orchestration.plan_pool import fork_map
 
@@ -122,16 +123,15 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
         return sp
     # an item the listing dead-letters (a name that is not UTF-8, a link out of the root) is
     # counted as the sync counts it, failed, and never read: its name cannot even be hashed
+    problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]
     entries = [e for e in listed if entry_problem(e) is None]
-    sp.changes["failed"] += len(listed) - len(entries)
-    for item in listed:
-        if (problem := entry_problem(item)) is not None:
-            sp.failures[doc_id(scfg.name, item.external_id)] = (printable_id(item.external_id),
-                                                                 Failure("listing", *problem))
+    sp.changes["failed"] += len(problems)
+    for item, problem in problems:
+        why = Failure("listing", *problem)
+        sp.failures[doc_id(scfg.name, item.external_id)] = (printable_id(item.external_id), why)
     known = {d.external_id: d for d in rt.store.documents(scfg.name, include_deleted=True)}
     live_known = {k: d for k, d in known.items() if d.deleted_at is None}
     listed_ids = {e.external_id for e in entries}
-    problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]
     gone, kept = split_gone(scfg, live_known, listed_ids, problems, rt.cfg.sources)
     # kept under a folder that could not be read, as the sync keeps them (narrowed as it narrows them)
     narrowed = {d.doc_id: acl for d, acl in kept_narrowing(kept, problems)}
@@ -174,14 +174,15 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
                 sp.docs.append(live_old if narrow is None else _with_acl(live_old, narrow))
             continue
         chash = content_hash(data)
-        acl = _acl_of(entry)
         metadata = scanned_metadata(entry, data, chash)
         sp.data[chash] = data
-        record = _read_record(scfg, entry, chash, metadata, live_old)
+        now = time.time()  # the row as the sync would write it (its times are not used)
+        record = _Read(entry, entry.fingerprint, None, chash, metadata, live_old).record(
+            scfg, chash, live_old.changed_at if live_old else now, now)
         if metadata.get("includes"):
             includers.append(record)
             continue
-        sp.changes[change_class(live_old, chash, acl, metadata, gone_hashes)] += 1
+        sp.changes[change_class(live_old, chash, list(record.acl), metadata, gone_hashes)] += 1
         sp.docs.append(record)
         read.append(record)
     _fold_includes(sp, _Reads(read, includers, unchanged, {d.doc_id for d in kept}), live_known,
@@ -189,18 +190,6 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     sp.changes["deleted"] = len(gone)
     sp.error = reads.finished()
     return sp
-
-
-def _read_record(scfg: SourceConfig, entry: SourceEntry, chash: str, metadata: dict[str, Any],
-                 live_old: DocumentRecord | None) -> DocumentRecord:
-    """The row the sync would write for an item it reads (its times are not used)."""
-    now, acl = time.time(), _acl_of(entry)
-    return DocumentRecord(
-        doc_id=doc_id(scfg.name, entry.external_id), source=scfg.name, external_id=entry.external_id,
-        uri=entry.uri, content_hash=chash, fingerprint=entry.fingerprint, size=entry.size, acl=acl,
-        acl_hash=short_hash(acl, 16), metadata=metadata, source_modified_at=entry.modified_at,
-        first_seen=live_old.first_seen if live_old else now, last_seen=now,
-        changed_at=live_old.changed_at if live_old else now)
 
 
 @dataclass
@@ -216,30 +205,22 @@ class _Reads:
 
 def _fold_includes(sp: SourcePlan, reads: _Reads, live_known: dict[str, DocumentRecord], gone: Container[str],
                    gone_hashes: Container[str]) -> None:
-    """The listing's `_fold_includes`, over the same documents: each includer read is classified
-    by the content hash that covers what it includes; one the cheap test kept is updated when
-    what it includes changed."""
+    """The listing's `_fold_includes` (`assets.includes.fold`), over the same documents."""
     failed = {did for did, (_, f) in sp.failures.items() if f.stage == "listing"}
-    if not reads.includers and not any(sp.docs[i].metadata.get("includes") for i in reads.unchanged) and not any(
-            d.doc_id in failed and d.metadata.get("includes") for d in sp.docs):
-        return
-    docs = {ext: d for ext, d in live_known.items() if d.doc_id not in gone}
-    docs.update({d.external_id: d for d in [*reads.plain, *reads.includers]})
-    unreadable = reads.kept | failed
+    live = {ext: d for ext, d in live_known.items() if d.doc_id not in gone}
+    folded = fold(live, reads.plain, reads.includers, [sp.docs[i] for i in reads.unchanged],
+                  [d for d in live.values() if d.doc_id in failed], reads.kept | failed)
     for i in sorted(reads.unchanged):
-        d = sp.docs[i]
-        if (made := assembled(d, docs, unreadable)) is not None and made.content_hash != d.content_hash:
+        if (made := folded.updated.get(sp.docs[i].doc_id)) is not None:
             sp.changes["unchanged"] -= 1
             sp.changes["updated"] += 1
             sp.docs[i] = made
     for i, d in enumerate(sp.docs):  # failed to read: kept, unless what it included changed since
-        old = live_known.get(d.external_id) if d.doc_id in failed else None
-        if old is not None and old.metadata.get("includes") and (marked := flagged_stale(old, docs, unreadable)):
+        if (marked := folded.marked.get(d.doc_id)) is not None:
             sp.docs[i] = d.replace(metadata=marked.metadata)
-    for d in reads.includers:
-        made = assembled(d, docs, unreadable) or d
+    for made in folded.includers:
         h = made.content_hash or ""
-        sp.changes[change_class(live_known.get(d.external_id), h, list(d.acl), made.metadata, gone_hashes)] += 1
+        sp.changes[change_class(live_known.get(made.external_id), h, list(made.acl), made.metadata, gone_hashes)] += 1
         sp.docs.append(made)
 
 
@@ -558,8 +539,7 @@ class StageWalk:
         docs = {d.doc_id: d for d in self.sp.docs}
         state = self.rt.store.index_state(g.id, self.sp.name) if g.id else {}
         good = self.good_ids(g) if g.id else set()
-        stale = _stale(docs) | {did for did in state if did in docs and docs[did].metadata.get("includes")
-                                and did not in good}  # out of the indexes (index_stage._plan)
+        stale = withdrawn(docs, state, good)  # out of the indexes (index_stage._plan)
         by_doc: dict[str, list[ChunkRecord]] = {}
         for c in chunks:
             if c.doc_id not in stale:
@@ -596,7 +576,7 @@ class StageWalk:
         target sharing that version, or one whose access changed."""
         docs = {d.doc_id: d for d in self.sp.docs}
         state = self.rt.store.index_state(g.id, self.sp.name)
-        stale = _stale(docs)
+        stale = withdrawn(docs)
         self.index["delete"] += sum(1 for did in state if did not in docs or did in stale)
         cver = g.versions["chunk"]
         held = [did for did, st in state.items() if did in docs and st.digest and did not in stale
@@ -646,11 +626,6 @@ class StageWalk:
         # documents, not document x generation: one removed from the live and the previous
         # generation is one removal (report.sync_summary counts the sync the same way)
         self.index = {k: max((n[k] for n in per_generation), default=0) for k in self.index}
-
-
-def _stale(docs: dict[str, DocumentRecord]) -> set[str]:
-    """Pages kept at a version whose included files changed since: the index step removes them."""
-    return {did for did, d in docs.items() if (d.metadata or {}).get(STALE)}
 
 
 EXAMPLES = 20  # failures named per source; the count covers them all
