@@ -18,6 +18,7 @@ from typing import Any
 
 from assets.chunking import is_side_text
 from assets.parse_stage import good_parses
+from assets.parsing import document_title
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.contextualizers import (
@@ -95,7 +96,7 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation], *,
 
         for did, doc_chunks in missing.items():
             parse = parses.get(did)
-            doc = document_context(parse)
+            doc = document_context(parse, docs[did].external_id)
             try:
                 results = ctx.contextualize(doc, [ChunkContext(list(c.heading_path), c.display_text)
                                                   for c in doc_chunks])
@@ -130,11 +131,12 @@ def run_context(rt: Runtime, source_name: str, gens: list[Generation], *,
     return stats
 
 
-def document_context(parse: ParseRecord | None) -> DocumentContext:
+def document_context(parse: ParseRecord | None, external_id: str) -> DocumentContext:
     """What a contextualiser knows of a document, from its stored parse (the stage and `bindery
     plan` both build it here): its title, its whole text, and a summary sentence of its own words."""
     blocks = (parse.blocks if parse else None) or []
-    return DocumentContext(title=parse.title if parse else None, summary=summary_sentence(own_text(blocks)),
+    return DocumentContext(title=document_title(parse.title if parse else None, external_id),
+                           summary=summary_sentence(own_text(blocks)),
                            full_text="\n\n".join(b["text"] for b in blocks))
 
 

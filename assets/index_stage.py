@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 from assets.embed_stage import final_texts
 from assets.includes import withdrawn
 from assets.parse_stage import good_parse_ids, parse_key
+from assets.parsing import document_title
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.analysis import space_cjk
@@ -125,6 +126,7 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], cut: _
         if any(cut.hashes[c.chunk_id] not in vectors for c in cs):
             continue
         title, meta = heads.get(did, (None, {}))
+        title = document_title(title, d.external_id)
         mk = _message_keys(meta) or _NO_MESSAGE
         included = [doc_id(d.source, path) for path in meta.get("included") or []]
         unit_texts = _unit_index_texts(d, cs, cut.texts)

@@ -187,8 +187,8 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                     dead.add(d.doc_id)
         stats.cached += len(docs) - len(todo)
         progress.total(len(todo))
-        # in path order: of files with the same bytes (one parse row), the last one's parse is
-        # stored (its title, from its name), which `bindery plan` predicts by the same order
+        # files with the same bytes share one parse row: a parse holds nothing of a file's name
+        # (`document_title` names a document without a title of its own); path order is for logs
         for d in sorted(todo, key=lambda d: d.external_id):
             key = parse_key(d, pver)
             stats.attempted += 1

@@ -301,22 +301,18 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--out {out}: cannot create its folder: {e.strerror or e}") from None
     store = _store(cfg)
     gen = _generation(cfg, store, "live")
-    documents = store.documents()
-    if a.principal is not None:  # the questions and their answers are the documents' own words
-        from assets.includes import reached_documents
-
-        by_path: dict[str, dict[str, DocumentRecord]] = {}
-        for d in documents:
-            by_path.setdefault(d.source, {})[d.external_id] = d
-        # a page's chunks may hold the text of files it includes: each must be readable too
-        documents = [d for d in documents if allows(d.acl, a.principal) and all(
-            allows(dep.acl, a.principal) for dep in reached_documents(d, by_path[d.source]))]
+    every = store.documents()
+    held = {did for did, r in store.index_state(gen.id).items() if r.digest}  # what the live generation serves
+    documents = [d for d in every if d.doc_id in held and (a.principal is None or allows(d.acl, a.principal))]
     # a path two sources both hold is named `source:path`, as `bindery query` prints it: by the
     # path alone their chunks were drafted as one document and either file answered its questions
     paths = Counter(d.external_id for d in documents)
     docs = {d.doc_id: d.external_id if paths[d.external_id] == 1 else f"{d.source}:{d.external_id}" for d in documents}
+    chunks = store.chunks_for(list(docs), gen.stage_versions["chunk"])
+    if a.principal is not None:  # the questions and their answers are the documents' own words
+        chunks = _readable_chunks(store, gen, chunks, every, a.principal)
     by_doc: dict[str, list[ChunkRecord]] = {}
-    for c in store.chunks_for(list(docs), gen.stage_versions["chunk"]):
+    for c in chunks:
         by_doc.setdefault(docs[c.doc_id], []).append(c)
     writer = None
     if cfg.stages.context.provider == "anthropic":
@@ -336,6 +332,30 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     return {"out": str(out), "cases": len(cases), "by_kind": dict(Counter(c["category"] for c in cases)),
             "provider": "anthropic" if writer is not None else "offline", "generation": gen.id,
             "principals": a.principal}
+
+
+def _readable_chunks(store: DocumentStore, gen: GenerationRecord, chunks: list[ChunkRecord],
+                     documents: list[DocumentRecord], principal: str) -> list[ChunkRecord]:
+    """The chunks `principal` may read whole: an AsciiDoc page's chunks hold the text of the files
+    its parse read in place (`included`), each of which must be readable too, as the query service
+    checks. Judged by the parse the chunks were cut from, not the page's current record: a page
+    whose new content failed to parse keeps older chunks, and what they included."""
+    from assets.parse_stage import parse_key
+    from connectors.acl import allows
+
+    by_id = {d.doc_id: d for d in documents}
+    by_path = {(d.source, d.external_id): d for d in documents}
+    pver = gen.stage_versions["parse"]
+    keys = {c.doc_id: parse_key(by_id[c.doc_id].replace(content_hash=c.content_hash), pver) for c in chunks}
+    heads = store.parse_heads(keys.values())
+
+    def readable(did: str) -> bool:
+        source = by_id[did].source
+        included = (heads.get(keys[did]) or (None, {}))[1].get("included") or []
+        return all((dep := by_path.get((source, path))) is not None and allows(dep.acl, principal) for path in included)
+
+    ok = {did: readable(did) for did in keys}
+    return [c for c in chunks if ok[c.doc_id]]
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -236,13 +236,13 @@ def _cut(d: DocumentRecord, parse: ParseRecord, cfg: ChunkConfig, cver: str, pve
         return Failure("chunk", f"crash:{type(e).__name__}", str(e) or type(e).__name__)
 
 
-def _offline_prefixes(parse: ParseRecord, rows: dict[str, list[ChunkRecord] | Failure],
+def _offline_prefixes(d: DocumentRecord, parse: ParseRecord, rows: dict[str, list[ChunkRecord] | Failure],
                       prefixers: dict[tuple[str, str], Contextualizer]) -> dict[tuple[str, str], str]:
     """(context input hash, context version) -> prefix, for each offline context version over
     each chunk version cut; empty where it fails (walk_context then meets the same error)."""
     out: dict[tuple[str, str], str] = {}
     try:
-        doc = document_context(parse)
+        doc = document_context(parse, d.external_id)
         for (cver, ctxver), ctx in prefixers.items():
             cut = rows.get(cver)
             cs = cut if isinstance(cut, list) else []
@@ -396,19 +396,13 @@ class StageWalk:
             if isinstance(parse, Failure):
                 return parse, {}, {}
             rows = {cver: _cut(d, parse, cfg, cver, pver) for cver, cfg in cuts.items()}
-            return parse, rows, _offline_prefixes(parse, rows, prefixers)
+            return parse, rows, _offline_prefixes(d, parse, rows, prefixers)
 
-        todo.sort(key=lambda d: d.external_id)  # the sync's order: files with the same bytes store the last parse
-        results = list(zip(todo, fork_map(parse_and_cut, todo), strict=True))
-        stored = {parse_key(d, pver): parse for d, (parse, _, _) in results}
-        for d, (parse, rows, prefixes) in results:
+        # files with the same bytes have the same parse (a parse holds nothing of a file's name)
+        for d, (parse, rows, prefixes) in zip(todo, fork_map(parse_and_cut, todo), strict=True):
             if isinstance(parse, Failure):
                 self.memory.failures[parse_key(d, pver)] = parse
                 self.failures[d.doc_id] = (d.external_id, parse)
-            elif (kept := stored[parse_key(d, pver)]) is not parse and isinstance(kept, ParseRecord):
-                # its chunks are cut from the parse stored under its bytes: another file's (title)
-                parse, rows = kept, {cver: _cut(d, kept, cfg, cver, pver) for cver, cfg in cuts.items()}
-                prefixes = _offline_prefixes(kept, rows, prefixers)
             self.parsed[(d.doc_id, pver)] = made[parse_key(d, pver)] = None if isinstance(parse, Failure) else parse
             for cver, r in rows.items():
                 self.keep_cut(d, cver, r)
@@ -492,6 +486,7 @@ class StageWalk:
         if not by_doc:
             return
         parses = self.parses(g, set(by_doc))
+        names = {d.doc_id: d.external_id for d in self.sp.docs if d.doc_id in by_doc}
         offline = g.stages.context.provider != "anthropic"
         ctx = make_contextualizer(g.stages.context) if offline else None
         for did, cs in by_doc.items():
@@ -499,7 +494,7 @@ class StageWalk:
                 cs = [c for c in cs if (self.input_hash(c), ctxver) not in self.prefixes]
                 if not cs:
                     continue
-            doc = document_context(parses.get(did))
+            doc = document_context(parses.get(did), names[did])
             if ctx is None:
                 self.llm_docs.append((doc, cs))
                 self.unknown_texts.update(c.chunk_id for c in cs)

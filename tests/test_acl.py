@@ -378,3 +378,27 @@ def test_a_sidecar_in_a_narrower_sources_own_folders_still_decides(tmp_path: Pat
 
     assert {e.external_id: e.acl for e in make_source(cfg.sources[1], cfg.sources).list()} == {
         "benefits/dental.md": ("*",)}
+
+
+@pytest.mark.slow
+def test_a_public_copy_of_a_private_files_bytes_never_takes_its_name(tmp_path: Path) -> None:
+    """Found by an adversarial review: a parse is cached by bytes and held the title made from
+    the first file's name, so a public copy of a private file's text was titled (and searchable)
+    by the private file's name ("termination of john smith for embezzlement"). Each document is
+    named by its own file now, whichever was parsed first, in every store and in the plan."""
+    from tests.sync_helpers import LocalDeployment, hits
+
+    dep = LocalDeployment(tmp_path)
+    letter = "Dear colleague, please find the attached schedule for the coming quarter and the rollout plan.\n"
+    dep.write("hr/termination-of-john-smith-for-embezzlement.txt", letter)
+    dep.set_acl("hr/termination-of-john-smith-for-embezzlement.txt", ["group:hr"])
+    dep.cli("sync")
+    dep.write("public/a-template.txt", letter)
+    plan, out = dep.cli("plan"), dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"]
+    public = {h["doc"]: h for h in hits(dep, "embezzlement john smith schedule rollout", "--principal", "*")}
+    assert public["public/a-template.txt"]["title"] == "a template"
+    assert "embezzlement" not in repr(public) and "hr/termination-of-john-smith-for-embezzlement.txt" not in public
+    private = {h["doc"]: h["title"] for h in hits(dep, "embezzlement john smith", "--principal", "group:hr")}
+    assert private["hr/termination-of-john-smith-for-embezzlement.txt"] == "termination of john smith for embezzlement"
+    assert private["public/a-template.txt"] == "a template"

@@ -213,6 +213,27 @@ def test_an_eval_draft_for_a_principal_leaves_out_pages_including_what_it_may_no
     assert "pub/page.adoc" not in {g["doc"] for c in cases for g in c["gold"]}
 
 
+def test_an_eval_draft_judges_a_kept_version_by_what_it_included(tmp_path: Path) -> None:
+    """Found by a third adversarial review: the draft judged a page by its current record, which
+    no longer includes anything once an edit drops the include line, while the page's chunks,
+    kept because the edit left nothing to parse, still hold the included file's text; the file
+    was narrowed since. The draft now judges the chunks by the parse they were cut from."""
+    dep = LocalDeployment(tmp_path)
+    dep.write("pub/page.adoc", "= Harbour Logistics Handbook\n\nThe page's own words about the harbour.\n\n"
+                               "include::../shared/frag.adoc[]\n")
+    dep.write("shared/frag.adoc", "The walrus budget is approved under reference BUDGET-7781.\n")
+    dep.cli("sync")
+    dep.write("pub/page.adoc", "////\nremoved for now\n////\n")  # nothing to parse: the old version stays
+    dep.set_acl("shared/frag.adoc", ["group:sec"])
+    assert dep.cli("sync")["kept_versions"] == 1
+    out = tmp_path / "draft.jsonl"
+    dep.cli("evalset", "draft", "--out", str(out), "--principal", "*")
+    text = out.read_text()
+    assert "7781" not in text and "walrus" not in text and "pub/page.adoc" not in text
+    dep.cli("evalset", "draft", "--out", str(out), "--principal", "group:sec", "--force", "--max", "500")
+    assert "pub/page.adoc" in out.read_text()  # who may read both still gets the page
+
+
 def test_a_page_that_cannot_be_read_leaves_search_once_what_it_included_changes(tmp_path: Path) -> None:
     """Found by a second adversarial review: a page grown past max_file_mb kept its indexed
     version, and with it the text of a part edited since to remove a password (and, deleted and

@@ -43,7 +43,7 @@ from quality.metrics import document_metrics
 if TYPE_CHECKING:
     from assets.parsing.asciidoc import IncludeReader
 
-__all__ = ["Block", "ParseResult", "parse_document"]
+__all__ = ["Block", "ParseResult", "document_title", "parse_document"]
 
 # The parser's code version lives with every other stage version in
 # connectors.identity.STAGE_CODE_VERSIONS["parse"]: bump it there when parsing output changes.
@@ -252,11 +252,19 @@ def _parse(data: bytes, filename: str, config: ParseConfig, depth: int, max_byte
     TextBudget(n_bytes, detected.format).spend(sum(len(b.text) for b in result.blocks))
     if not result.blocks and "redirect" not in result.metadata:  # a redirect page may say nothing
         raise EmptyDocument(f"{name}: no text could be extracted ({detected.format})")
-    if not result.title:  # a heading that opens the document, else its file name as words
+    if not result.title:  # a heading that opens the document (its file name is not a parse's: see document_title)
         opening = result.blocks[0] if result.blocks else None
-        result.title = opening.text if opening and opening.kind == "heading" else file_title(name)
+        result.title = opening.text if opening and opening.kind == "heading" else None
     result.metrics = document_metrics(result, len(data))
     return result
+
+
+def document_title(parse_title: str | None, external_id: str) -> str | None:
+    """A document's title: its parse's, else its own file name as words. The name is applied per
+    document and never stored in a parse: a parse is cached by bytes and shared by every file
+    holding them, so one file's name would title another (a private file's name on a public copy
+    of its text)."""
+    return parse_title or file_title(PurePosixPath(external_id).name)
 
 
 def file_title(name: str) -> str | None:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from assets.parsing import parse_document
+from assets.parsing import document_title, parse_document
 from connectors.config import ParseConfig
 from connectors.documents import ParseResult
 from connectors.errors import ParseError
@@ -97,13 +97,13 @@ def report_file(path: Path, root: Path, config: ParseConfig, n_lines: int) -> tu
     record.update(
         ms=round(ms, 1),
         format=result.format,
-        title=result.title,
+        title=document_title(result.title, rel),
         warnings=result.warnings,
         **result.metrics,
     )
     lines = [
         f"== {rel}  ({result.format}, {len(data):,} bytes, {ms:.0f} ms)",
-        f"   title: {result.title!r}",
+        f"   title: {document_title(result.title, rel)!r}",
     ]
     if result.page_metrics:
         lines.append(f"   pages: {_routes(result)}")
