@@ -288,8 +288,10 @@ def _sections(
             if not text:
                 continue
             level = 0 if block.kind == "title" else max(1, block.level)
-            if level == 1 and len(stack) == 1 and not stack[0][2] and _same(stack[0][1], text):
-                stack = [(0, text, True)]  # the H1 that repeats the document title is its root
+            if len(stack) == 1 and not stack[0][2] and _same(stack[0][1], text):
+                # the first heading repeats the document title (an H1; or the "## Setup" a note
+                # opens with, which titles it): it is the root, not a section under itself
+                stack = [(0, text, True)]
             else:
                 stack = [e for e in stack if e[0] < level] + [(level, text, True)]
             current = None

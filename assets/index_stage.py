@@ -363,8 +363,9 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
                     now, counts = _write(rt, g, source_name, docs, state, plan, recs)
                     gstats.update(_totals(counts))
         except IndexUnreadable as e:  # damaged files; a lock, an engine down or a failed write stays fatal
-            if writing:  # what this run builds or serves: the run fails, saying why
-                raise
+            if writing:  # what this run builds or serves: the run fails, saying why and what mends it
+                raise IndexUnreadable(f"generation {g.name}: {e} (`bindery verify --repair` rebuilds it "
+                                      "from the store)") from e
             # a generation only kept up to date (the previous one, for a rollback) whose index
             # cannot be opened (a damaged file) must not stop the live index's sync: it is named,
             # and `bindery verify` finds it and `--repair` rebuilds it

@@ -129,6 +129,10 @@ class ParseQualityThresholds(_Strict):
     max_empty_page_share: float = Field(0.5, ge=0, le=1)
 
 
+_S3_ONLY = frozenset({"bucket", "prefix", "endpoint_url", "region", "read_timeout_s", "max_attempts"})
+_LOCAL_ONLY = frozenset({"root", "follow_external_symlinks"})
+
+
 class SourceConfig(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     kind: Literal["local", "s3"] = "local"
@@ -192,6 +196,19 @@ class SourceConfig(_Strict):
         from connectors.sources.globs import check_patterns  # gitignore rules, via pathspec
 
         return check_patterns(v)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> SourceConfig:
+        """A setting of the other kind is a mistake, never ignored: a `root` left under `kind: s3`
+        (or a bucket under a source that forgot `kind: s3`) synced another place than meant."""
+        other = _S3_ONLY if self.kind == "local" else _LOCAL_ONLY
+        # set to something else than its default (a dumped and re-read configuration sets all)
+        wrong = sorted(k for k in other if getattr(self, k) != type(self).model_fields[k].default)
+        if wrong:
+            kind = "s3" if self.kind == "local" else "local"
+            raise ValueError(f"{', '.join(wrong)}: {'a setting' if len(wrong) == 1 else 'settings'} of kind "
+                             f"{kind} sources, and this source is kind {self.kind} (set `kind: {kind}`, or remove it)")
+        return self
 
     def check_complete(self) -> None:
         if self.kind == "local" and not self.root:

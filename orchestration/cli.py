@@ -36,7 +36,7 @@ from connectors.config import (
 from connectors.errors import BinderyError, ConfigError, GateRefused, UsageError
 from connectors.generations import keyword_missing_fields
 from orchestration import report
-from orchestration.cli_parser import ARGV, build_parser, share_common_options
+from orchestration.cli_parser import ARGV, build_parser, parse_command_line, share_common_options
 from orchestration.interrupts import quiet_interrupted_logging
 
 if TYPE_CHECKING:
@@ -498,11 +498,26 @@ def _generation(cfg: BinderyConfig, store: Any, which: str) -> GenerationRecord:
     return Lifecycle(cfg, store).resolve_searchable(which)
 
 
+def _check_queries(cfg: BinderyConfig, a: argparse.Namespace) -> None:
+    """The eval set `eval` and `tune` ask, checked before any work: its mistake names where the
+    path came from, `--queries` (a usage error) or `gate.queries` (a configuration error)."""
+    from evals.evalset import load_eval_set
+
+    path = a.queries or cfg.gate.queries
+    if not path:
+        raise ConfigError("no eval set: pass --queries FILE or set gate.queries in bindery.yaml")
+    try:
+        load_eval_set(path)
+    except ConfigError as e:
+        if a.queries:
+            raise UsageError(f"--queries: {e}") from None
+        raise ConfigError(f"gate.queries: {e}") from None
+
+
 def cmd_eval(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from evals.promotion import evaluate
 
-    if not (a.queries or cfg.gate.queries):
-        raise ConfigError("no eval set: pass --queries FILE or set gate.queries in bindery.yaml")
+    _check_queries(cfg, a)
     store = _store(cfg)
     gen = _generation(cfg, store, a.generation)
     rep = evaluate(cfg, store, gen, queries=a.queries)
@@ -516,6 +531,7 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, split_space
     from orchestration.tuning import tune_generations, tune_query_time
 
+    _check_queries(cfg, a)
     store = _store(cfg)
     gen = _generation(cfg, store, a.generation)
     budget = parse_budget(a.budget) if a.budget else None
@@ -750,7 +766,7 @@ def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     share_common_options(parser)
     ARGV[:] = sys.argv[1:] if argv is None else argv
-    a = parser.parse_args(argv)
+    a = parse_command_line(parser, ARGV)
     for key, default in {"config": None, "json": False, "debug": False}.items():
         a.__dict__.setdefault(key, default)
     if a.command == "query" and not a.principal:

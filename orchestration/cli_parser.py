@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 from connectors.config import MAX_NEIGHBOURS  # the CLI imports the configuration anyway
 
-__all__ = ["ARGV", "RUN_STATUSES", "build_parser", "share_common_options"]
+__all__ = ["ARGV", "RUN_STATUSES", "build_parser", "parse_command_line", "share_common_options"]
 
 ARGV: list[str] = []  # the arguments being parsed, for _Parser.error's --json
 
@@ -27,6 +27,20 @@ class _Parser(argparse.ArgumentParser):
         if "--json" in ARGV:
             print(json.dumps({"error": message, "reason": "usage"}))
         self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """`parser.parse_args`, but an argument a command does not know is reported by that command
+    (`bindery gc: unrecognized arguments: --bogus`, pointing at `bindery gc --help`): argparse hands
+    a subcommand's leftovers to the top parser, which blamed `bindery` itself."""
+    a, extras = parser.parse_known_args(argv)
+    if extras:
+        subs = next(act for act in parser._actions if isinstance(act, argparse._SubParsersAction))
+        command = subs.choices.get(getattr(a, "command", None) or "")
+        after = argv[argv.index(a.command) + 1:] if command is not None and a.command in argv else []
+        blamed = command if command is not None and all(x in after for x in extras) else parser
+        blamed.error(f"unrecognized arguments: {' '.join(extras)}")
+    return a
 
 
 def _whole_number(value: str) -> int:

@@ -240,7 +240,9 @@ def _human_sync(r: dict[str, Any]) -> str:
     errors = r.get("errors", {})
     for name, c in r.get("sources", {}).items():
         what = ", ".join(f"{v} {k}" for k, v in c.items() if v) or "no items"
-        lines.append(f"source {name}: " + ("FAILED (see below)" if name in errors and not any(c.values()) else what))
+        if name in errors:  # listed, then failed in a later step: the counts are what it saw, not what it did
+            what = f"FAILED (see below); listed {what}" if any(c.values()) else "FAILED (see below)"
+        lines.append(f"source {name}: {what}")
     rc = r.get("recomputed", {})
     w = r.get("written", {})
     changed = any(rc.values()) or w.get("documents") or w.get("deleted")

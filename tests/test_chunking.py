@@ -296,6 +296,11 @@ def test_nested_heading_paths(tok: TokenCounter) -> None:
         ([H("Guide", 1), P("intro"), H("Setup", 2), P("setup")], "Guide",
          [["Guide"], ["Guide", "Setup"]]),
         ([P("preamble"), H("Setup", 2), P("setup")], "Guide", [["Guide"], ["Guide", "Setup"]]),
+        # so is a first heading of any level that titles the document ("## Setup" read "Setup > Setup")
+        ([H("Setup", 2), P("setup"), H("Linux", 3), P("linux")], "Setup", [["Setup"], ["Setup", "Linux"]]),
+        # a later heading that repeats the title is a section of its own
+        ([P("intro"), H("Notes", 2), P("a"), H("Guide", 2), P("b")], "Guide",
+         [["Guide"], ["Guide", "Notes"], ["Guide", "Guide"]]),
         # a title block replaces whatever came before
         ([H("Old", 1), P("old"), Block("title", "New"), P("new"), H("Part", 2), P("part")], None,
          [["Old"], ["New"], ["New", "Part"]]),

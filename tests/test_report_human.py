@@ -50,6 +50,14 @@ def test_a_failed_source_is_flagged_not_reported_as_empty() -> None:
     assert human("sync", r).splitlines()[0] == "source docs: FAILED (see below)"
 
 
+def test_a_source_that_failed_after_its_listing_is_flagged_too() -> None:
+    """A new-user review's find: a sync that listed a change, then failed to open an index, read
+    `source docs: 1 updated, 17 unchanged` like a success; its error was one line on stderr."""
+    r = _sync(sources={"docs": {"new": 0, "updated": 1, "unchanged": 17}}, errors={"docs": "cannot open index"},
+              recomputed={"parse": 1}, written={})
+    assert human("sync", r).splitlines()[0] == "source docs: FAILED (see below); listed 1 updated, 17 unchanged"
+
+
 def test_reindex_without_a_candidate_prints_its_message() -> None:
     assert human("reindex", {"candidate": None, "message": "stage versions unchanged"}) == "stage versions unchanged"
 
