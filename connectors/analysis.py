@@ -111,6 +111,12 @@ IDENT_BOOST = 2.0
 #: normalises case, and both keyword adapters must rank identifiers alike.
 OPTION_RE = re.compile(r"(?<![\w:=?&-])(-[A-Za-z]|--?[a-z][a-z0-9_-]{0,62}[a-z0-9])(?![\w-])")
 
+#: Typeset dashes that stand for an option's: Texinfo's indexes, word processors and PDFs print
+#: `--file` as "–file" (en dash) or "—file" (em dash), groff's UTF-8 pages `-v` as "−v" (minus
+#: sign), "‐v" with a hyphen character. Read as the ASCII dashes they stand for before options
+#: are looked for, at ingestion and at query time alike (sed's index asks "–expression, example").
+_TYPESET_DASHES = str.maketrans({"\u2013": "--", "\u2014": "--", "\u2212": "-", "\u2010": "-"})
+
 
 def identifiers(text: str) -> list[str]:
     """Identifier tokens of ``text``, lowercased, each once, in first-seen order.
@@ -136,7 +142,7 @@ def identifiers(text: str) -> list[str]:
             squashed = _SEPARATORS_RE.sub("", lowered)
             if len(squashed) >= 2 and squashed != lowered:
                 out.setdefault(squashed, None)
-    for option in OPTION_RE.findall(text):
+    for option in OPTION_RE.findall(text.translate(_TYPESET_DASHES)):
         out.setdefault(option.lower(), None)
     return list(out)
 

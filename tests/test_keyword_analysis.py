@@ -30,6 +30,10 @@ from connectors.indexes.tantivy_index import build_schema
         # word, a negative number, a dash alone and a mail's "--Guido" sign-off are none
         ("use ‘--file=FILE’, -empty or -L; a well-known -5 -- --Guido :-P", ["file", "--file", "-empty", "-l"]),
         ("do _NOT_ run it, _IMPORTANT_", []),  # shouting, not C macros
+        # typeset dashes stand for an option's (Texinfo's index "–expression", groff's "−v");
+        # between words or numbers they are punctuation
+        ("–expression, example; —file, ls −l ‐v", ["--expression", "--file", "-l", "-v"]),
+        ("Paris – London, 1990–1995, A–Z", []),
     ],
 )
 def test_identifiers_examples(text: str, expected: list[str]) -> None:
