@@ -166,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("text", help="what to search for")
     s.add_argument("-k", type=_positive_int, default=None,
                    help="number of hits (default: query.k of the configuration, 10 unless set)")
-    s.add_argument("--principal", action="append", default=None, help="identity (repeatable); default public")
+    s.add_argument("--principal", action="append", default=None, type=_principal,
+                   help="identity (repeatable); default public")
     s.add_argument("--source", action="append", help="only this source (repeatable)")
     s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
     s.add_argument("--neighbours", type=_neighbours, default=None,

@@ -219,6 +219,17 @@ _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="an API 
 
 # The routes are closures over one app's retriever, limits and auth; splitting them out would
 # thread that state through module globals.
+def _problem(e: Any) -> str:
+    """One validation error as a person reads it: where in the body, and what is wrong."""
+    where = ".".join(str(p) for p in e["loc"][1:])
+    if e["type"] == "json_invalid":  # pydantic's location is the character offset
+        why = (e.get("ctx") or {}).get("error") or "invalid JSON"
+        return f"body: not valid JSON at character {where or 0} ({why})"
+    if not where and e["type"] in ("model_attributes_type", "dict_type"):
+        return "body: must be a JSON object, sent with Content-Type: application/json"
+    return f"{where or 'body'}: {e['msg']}"
+
+
 def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None = None, *,  # noqa: C901  # length: route closures
                allowed_hosts: list[str] | None = None) -> FastAPI:
     """The service's app. `allowed_hosts`: the Host header values answered (else
@@ -278,7 +289,7 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
 
     @app.exception_handler(RequestValidationError)
     async def _bad_request(_req: Request, exc: RequestValidationError) -> JSONResponse:
-        msgs = [f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}" for e in exc.errors()]
+        msgs = [_problem(e) for e in exc.errors()]
         metrics.errors.labels("invalid-request").inc()
         return JSONResponse(status_code=422, content={"error": "bad request", "detail": msgs})
 

@@ -270,6 +270,7 @@ def test_config_merge_keys_still_override(tmp_path: Path) -> None:
     (["evalset", "draft", "--out", "d.jsonl", "--principal", " "], ("--principal", "not empty")),
     (["dlq", "retry", "--doc", "nope.md"], ("--doc nope.md", "no dead letter")),
     (["query", ""], ("query is empty",)),
+    (["query", "x", "--principal", ""], ("--principal", "not empty")),  # as evalset draft's
     (["query", "\u200b\u00ad\x01"], ("query is empty", "invisible")),  # answered with dense-only noise
     (["query", "x", "-k", "500"], ("-k", "200", "500")),
 ])

@@ -192,7 +192,10 @@ def test_bad_input_is_a_4xx_never_a_500(served: Served, payload: dict[str, Any],
 
 def test_non_json_body_is_a_4xx(served: Served) -> None:
     _, c = served
-    assert c.post("/search", content=b"not json", headers={"content-type": "application/json"}).status_code == 422
+    r = c.post("/search", content=b'{"query": "x", "k"', headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["detail"][0].startswith("body: not valid JSON at character 18"), r.text
+    r = c.post("/search", content=b'{"query": "x"}', headers={"content-type": "text/plain"})  # said, not "a dictionary"
+    assert r.status_code == 422 and "Content-Type: application/json" in r.json()["detail"][0], r.text
     # bodies FastAPI cannot even decode answered 400 "There was an error parsing the body", uncounted
     for body in ('{"query": "caf\xe9"}'.encode("latin-1"), b'{"query": "x", "k": ' + b"[" * 5000 + b"]" * 5000 + b"}"):
         r = c.post("/search", content=body, headers={"content-type": "application/json; charset=latin-1"})
