@@ -34,7 +34,7 @@ import functools
 import re
 import time
 from collections import defaultdict
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -239,6 +239,20 @@ def doc_digest(doc: DocumentRecord, chunks: list[ChunkRecord], texts: dict[str, 
         for c in chunks]], 32)
 
 
+def unsafe_kept_versions(docs: Mapping[str, DocumentRecord], state: Mapping[str, IndexStateRecord],
+                         by_doc: Mapping[str, list[ChunkRecord]]) -> set[str]:
+    """The documents whose chunks are a kept version (cut from older content: the current one
+    could not be parsed or cut) that a generation may not be given: one it does not hold under
+    the document's current ACL. The kept text was published under the ACL of its own time, and
+    the current ACL belongs to content no one could read: written under it, a file published
+    (or shared sideways) together with a "redacted" version that fails to parse served its old,
+    private text to its new readers (found by an adversarial review). Such a document leaves the
+    generation (revoked: its ACL changed) or stays out of it until it parses again. `bindery
+    plan` applies the same rule."""
+    return {did for did, cs in by_doc.items() if cs and cs[0].content_hash != docs[did].content_hash
+            and not ((st := state.get(did)) is not None and st.digest and st.acl_hash == docs[did].acl_hash)}
+
+
 @dataclass
 class _Plan:
     """What one run does to one generation's indexes for one source."""
@@ -270,6 +284,8 @@ def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: di
     candidates = docs if writing else _current_only(rt, g, {did: docs[did] for did in state if did in docs})
     candidates = {did: d for did, d in candidates.items() if did not in stale}
     digests, rows = _complete(rt, g, candidates)
+    unsafe = unsafe_kept_versions(docs, state, rows.by_doc)
+    digests = {did: dg for did, dg in digests.items() if did not in unsafe}
     changed = [did for did, dg in digests.items() if did not in state or state[did].digest != dg]
     records = _records(rt, g, candidates, rows, changed)
     changed = [did for did in changed if did in records]
@@ -280,7 +296,7 @@ def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: di
                and (not st.digest or st.acl_hash != docs[did].acl_hash)]
     emptied = [did for did in _emptied(rt, g, docs, state, cut) if did not in revoked and did not in stale] \
         if writing else []
-    waiting = sum(1 for did in cut if did not in digests) if writing else 0
+    waiting = sum(1 for did in cut if did not in digests and did not in unsafe) if writing else 0
     return _Plan(records, digests, changed, gone + revoked + emptied, len(revoked), waiting)
 
 

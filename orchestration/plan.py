@@ -33,7 +33,7 @@ from assets.chunk_stage import chunk_rows, needs_chunking
 from assets.context_stage import context_input_hash, document_context, embed_text_of, missing_contexts
 from assets.embed_stage import capped_chars
 from assets.includes import fold, include_reader, own_hash, read_again, scanned_metadata, withdrawn
-from assets.index_stage import doc_digest
+from assets.index_stage import doc_digest, unsafe_kept_versions
 from assets.listing import (
     CLASSES,
     ReadStreak,
@@ -539,6 +539,8 @@ class StageWalk:
         for c in chunks:
             if c.doc_id not in stale:
                 by_doc.setdefault(c.doc_id, []).append(c)
+        unsafe = unsafe_kept_versions(docs, state, by_doc)  # revoked or left out, not written
+        by_doc = {did: cs for did, cs in by_doc.items() if did not in unsafe}
         written = 0
         for did, cs in by_doc.items():
             if any(c.chunk_id not in texts for c in cs):
@@ -558,7 +560,7 @@ class StageWalk:
                       and st.digest and st.acl_hash == docs[did].acl_hash)  # else revoked, not deleted
         self.index["delete"] += sum(1 for did in state if did not in docs or did in stale) + emptied
         kept = sum(1 for did, st in state.items() if did in docs and did not in by_doc and st.digest
-                   and did not in stale)
+                   and did not in stale and did not in unsafe)
         self.searchable[g.name] = kept - emptied + sum(
             1 for cs in by_doc.values() if all(c.chunk_id in texts or c.chunk_id in self.unknown_texts for c in cs))
         self.counts["index"].compute += written

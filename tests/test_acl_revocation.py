@@ -243,3 +243,41 @@ def test_what_a_narrower_source_now_takes_leaves_the_wider_one_at_once_in_a_refu
     assert "delete sweep aborted" in out["errors"]["docs"] and "access of 7 documents" in out["errors"]["docs"]
     assert seen("group:eng") == set()  # withheld at once, though nothing was deleted
     assert ("hr", "hr/pay-0.md") in seen("group:hr")
+
+
+def test_a_file_published_with_content_that_cannot_be_parsed_never_publishes_its_old_text(tmp_path: Path) -> None:
+    """Found by an adversarial review: a private file widened to everyone (or shared sideways)
+    together with a "redacted" version that fails to parse kept its indexed version, rewritten
+    under the new ACL: its old, private text reached its new readers, also in a generation built
+    later. The kept version now stays only where it is held under the current ACL; otherwise it
+    leaves search until the file parses again, as `bindery plan` says beforehand."""
+    dep = Deployment(tmp_path)
+    dep.write("people/.bindery-acl", "group:hr\n")
+    dep.cli("sync")
+    assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")
+    assert "people/lyon.md" not in _docs_seen_by(dep, "*")
+    dep.write("people/.bindery-acl", "*\n")  # published ...
+    dep.write("people/lyon.md", "")  # ... with a version that has no text: a dead letter
+    plan, out = dep.cli("plan"), dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"], (plan, out)
+    assert "people/lyon.md" not in _docs_seen_by(dep, "*") | _docs_seen_by(dep, "group:hr")
+    assert dep.cli("verify")["consistent"] is True
+    dep.cli("reindex", "--force")  # a new generation over the same chunk version
+    dep.cli("promote", "--force", "--reason", "test")
+    assert "people/lyon.md" not in _docs_seen_by(dep, "*")
+    dep.write("people/lyon.md", "# Lyon office\n\nThe Lyon office moved to the Part-Dieu district.\n")
+    dep.cli("sync")
+    assert "people/lyon.md" in _docs_seen_by(dep, "*")  # its new, readable text is public
+
+
+def test_a_kept_version_with_its_access_unchanged_stays_searchable(tmp_path: Path) -> None:
+    """What the rule above keeps: a file whose new version fails to parse, its ACL unchanged,
+    keeps its indexed version for the same readers."""
+    dep = Deployment(tmp_path)
+    dep.write("people/.bindery-acl", "group:hr\n")
+    dep.cli("sync")
+    dep.write("people/lyon.md", "")
+    out = dep.cli("sync")
+    assert out["kept_versions"] == 1
+    assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")
+    assert "people/lyon.md" not in _docs_seen_by(dep, "*")
