@@ -56,6 +56,11 @@ def final_texts(rt: Runtime, chunks: list[ChunkRecord], context_version: str) ->
     return _final_texts(rt.store, chunks, context_version)
 
 
+def stored_final_texts(store: DocumentStore, chunks: list[ChunkRecord], context_version: str) -> dict[str, str]:
+    """`final_texts` from a store alone (a command that reads what a generation holds)."""
+    return _final_texts(store, chunks, context_version)
+
+
 def embedded_text_hashes(store: DocumentStore) -> dict[str, str]:
     """text hash -> a content that embeds it, for the texts the current documents embed in
     every generation not dropped: what `bindery gc` must keep (`gc_orphan_caches`)."""

@@ -40,12 +40,13 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
-from assets.embed_stage import final_texts
+from assets.embed_stage import final_texts, stored_final_texts
 from assets.includes import withdrawn
 from assets.parse_stage import good_parse_ids, parse_key
 from assets.parsing import document_title
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
+from connectors.acl import ACL_BEFORE, within
 from connectors.analysis import space_cjk
 from connectors.embedder import from_bytes
 from connectors.errors import IndexUnreadable
@@ -240,17 +241,51 @@ def doc_digest(doc: DocumentRecord, chunks: list[ChunkRecord], texts: dict[str, 
 
 
 def unsafe_kept_versions(docs: Mapping[str, DocumentRecord], state: Mapping[str, IndexStateRecord],
-                         by_doc: Mapping[str, list[ChunkRecord]]) -> set[str]:
+                         by_doc: Mapping[str, list[ChunkRecord]], digests: Mapping[str, str]) -> set[str]:
     """The documents whose chunks are a kept version (cut from older content: the current one
-    could not be parsed or cut) that a generation may not be given: one it does not hold under
-    the document's current ACL. The kept text was published under the ACL of its own time, and
-    the current ACL belongs to content no one could read: written under it, a file published
-    (or shared sideways) together with a "redacted" version that fails to parse served its old,
-    private text to its new readers (found by an adversarial review). Such a document leaves the
-    generation (revoked: its ACL changed) or stays out of it until it parses again. `bindery
-    plan` applies the same rule."""
-    return {did for did, cs in by_doc.items() if cs and cs[0].content_hash != docs[did].content_hash
-            and not ((st := state.get(did)) is not None and st.digest and st.acl_hash == docs[did].acl_hash)}
+    could not be parsed or cut) that a generation may not be given. A kept version stays where
+    a generation holds it exactly as it would be written (`digests`, which cover the document's
+    current ACL), and is rewritten only to take access away: where the generation holds the
+    document under the ACL the listing read before this version's (`acl_before`, trusted only when
+    it is the held one) and the current ACL lets in no one that one did not. Anything else is
+    the old text under an ACL it was never published with: a file published or shared sideways
+    together with a "redacted" version that fails to parse served its old, private text to its
+    new readers; chunks a run cut before it stopped were never indexed at all (both found by
+    adversarial reviews). Such a document leaves the generation (revoked: its ACL changed) or
+    stays out of it until it parses again. `bindery plan` applies the same rule."""
+    out = set()
+    for did, cs in by_doc.items():
+        d, st = docs[did], state.get(did)
+        if not cs or cs[0].content_hash == d.content_hash:
+            continue  # its current content: written as any
+        if st is not None and st.digest and st.digest == digests.get(did):
+            continue  # held exactly so: nothing to write
+        before = d.metadata.get(ACL_BEFORE)
+        if (st is not None and st.digest and isinstance(before, list) and st.acl_hash == short_hash(before, 16)
+                and within(d.acl, before)):
+            continue  # held under the ACL before this version, and narrowed since
+        out.add(did)
+    return out
+
+
+def indexed_chunks(store: DocumentStore, gen: GenerationRecord, docs: list[DocumentRecord]) -> list[ChunkRecord]:
+    """The stored chunk rows of `docs` that generation `gen` holds as they are: those whose digest
+    is the generation's for the document. The store's newest chunks of a document may be newer
+    than what it indexed (cut by a run that stopped before its index step, kept back because a
+    later version failed to parse): what reads "the generation's text" (`evalset draft`) reads these."""
+    state = store.index_state(gen.id)
+    held = [d for d in docs if (st := state.get(d.doc_id)) is not None and st.digest]
+    chunks = store.chunks_for([d.doc_id for d in held], gen.stage_versions["chunk"])
+    texts = stored_final_texts(store, chunks, gen.stage_versions["context"])
+    by_doc: dict[str, list[ChunkRecord]] = defaultdict(list)
+    for c in chunks:
+        by_doc[c.doc_id].append(c)
+    out: list[ChunkRecord] = []
+    for d in held:
+        cs = by_doc.get(d.doc_id, [])
+        if cs and all(c.chunk_id in texts for c in cs) and doc_digest(d, cs, texts) == state[d.doc_id].digest:
+            out.extend(cs)
+    return out
 
 
 @dataclass
@@ -284,7 +319,7 @@ def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: di
     candidates = docs if writing else _current_only(rt, g, {did: docs[did] for did in state if did in docs})
     candidates = {did: d for did, d in candidates.items() if did not in stale}
     digests, rows = _complete(rt, g, candidates)
-    unsafe = unsafe_kept_versions(docs, state, rows.by_doc)
+    unsafe = unsafe_kept_versions(docs, state, rows.by_doc, digests)
     digests = {did: dg for did, dg in digests.items() if did not in unsafe}
     changed = [did for did, dg in digests.items() if did not in state or state[did].digest != dg]
     records = _records(rt, g, candidates, rows, changed)

@@ -24,7 +24,7 @@ from typing import Any
 
 from assets.includes import fold, own_hash, read_again, scanned_metadata
 from assets.runtime import Runtime
-from connectors.acl import PUBLIC, source_default
+from connectors.acl import ACL_BEFORE, PUBLIC, source_default
 from connectors.config import SourceConfig
 from connectors.errors import SourceError, SourceUnavailable, TooLarge, UnreadableAcl, UnsafeDeleteError
 from connectors.identity import content_hash, doc_id, short_hash
@@ -408,10 +408,16 @@ class _Read:
 
     def record(self, scfg: SourceConfig, content: str, changed_at: float, now: float) -> DocumentRecord:
         acl = _acl_of(self.entry)
+        acl_hash = short_hash(acl, 16)
+        metadata = self.metadata
+        if self.old is not None and self.old.acl_hash != acl_hash and self.old.content_hash != content:
+            # new bytes and a new ACL at once: the ACL the older version was read under, which
+            # decides whether a kept version may follow the new one (index_stage.unsafe_kept_versions)
+            metadata = {**metadata, ACL_BEFORE: list(self.old.acl)}
         return DocumentRecord(
             doc_id=doc_id(scfg.name, self.entry.external_id), source=scfg.name, external_id=self.entry.external_id,
             uri=self.entry.uri, content_hash=content, fingerprint=self.fingerprint, size=self.entry.size, acl=acl,
-            acl_hash=short_hash(acl, 16), metadata=self.metadata, source_modified_at=self.entry.modified_at,
+            acl_hash=acl_hash, metadata=metadata, source_modified_at=self.entry.modified_at,
             first_seen=self.old.first_seen if self.old else now, last_seen=now, changed_at=changed_at,
             deleted_at=None)
 

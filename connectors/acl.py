@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from connectors.config import SourceConfig
 
-__all__ = ["PUBLIC", "PUBLIC_ACL", "SIDECAR", "Acl", "allows", "narrow", "normalise", "parse_list",
-           "parse_sidecar", "source_default"]
+__all__ = ["ACL_BEFORE", "PUBLIC", "PUBLIC_ACL", "SIDECAR", "Acl", "allows", "narrow", "normalise", "parse_list",
+           "parse_sidecar", "source_default", "within"]
 
 PUBLIC = "*"  # the principal meaning "anyone"
 PUBLIC_ACL: tuple[str, ...] = (PUBLIC,)
@@ -86,6 +86,17 @@ def narrow(a: Acl, b: Acl) -> Acl:
     if PUBLIC in b.principals:
         return a
     return Acl(tuple(p for p in a.principals if p in b.principals), f"{a.origin}+{b.origin}")
+
+
+#: Document metadata the listing writes when a file's bytes and ACL change at once: the ACL its
+#: older version was read under (`assets.index_stage.unsafe_kept_versions` reads it).
+ACL_BEFORE = "acl_before"
+
+
+def within(new: Iterable[str], old: Iterable[str]) -> bool:
+    """Whether the ACL `new` lets in no one `old` does not: the same, or a narrowing."""
+    before, after = set(old), set(new)
+    return PUBLIC in before or (PUBLIC not in after and after <= before)
 
 
 def allows(acl: Iterable[str], principals: Iterable[str]) -> bool:

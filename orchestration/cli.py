@@ -285,6 +285,7 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from collections import Counter
     from pathlib import Path
 
+    from assets.index_stage import indexed_chunks
     from connectors.acl import allows
     from evals.draft import draft_cases
 
@@ -302,13 +303,14 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     store = _store(cfg)
     gen = _generation(cfg, store, "live")
     every = store.documents()
-    held = {did for did, r in store.index_state(gen.id).items() if r.digest}  # what the live generation serves
-    documents = [d for d in every if d.doc_id in held and (a.principal is None or allows(d.acl, a.principal))]
+    documents = [d for d in every if a.principal is None or allows(d.acl, a.principal)]
+    chunks = indexed_chunks(store, gen, documents)  # the text the live generation serves, no other
+    held = {c.doc_id for c in chunks}
+    documents = [d for d in documents if d.doc_id in held]
     # a path two sources both hold is named `source:path`, as `bindery query` prints it: by the
     # path alone their chunks were drafted as one document and either file answered its questions
     paths = Counter(d.external_id for d in documents)
     docs = {d.doc_id: d.external_id if paths[d.external_id] == 1 else f"{d.source}:{d.external_id}" for d in documents}
-    chunks = store.chunks_for(list(docs), gen.stage_versions["chunk"])
     if a.principal is not None:  # the questions and their answers are the documents' own words
         chunks = _readable_chunks(store, gen, chunks, every, a.principal)
     by_doc: dict[str, list[ChunkRecord]] = {}

@@ -539,16 +539,17 @@ class StageWalk:
         for c in chunks:
             if c.doc_id not in stale:
                 by_doc.setdefault(c.doc_id, []).append(c)
-        unsafe = unsafe_kept_versions(docs, state, by_doc)  # revoked or left out, not written
+        digests = {did: doc_digest(docs[did], cs, texts) for did, cs in by_doc.items()
+                   if all(c.chunk_id in texts for c in cs)}
+        unsafe = unsafe_kept_versions(docs, state, by_doc, digests)  # revoked or left out, not written
         by_doc = {did: cs for did, cs in by_doc.items() if did not in unsafe}
         written = 0
         for did, cs in by_doc.items():
-            if any(c.chunk_id not in texts for c in cs):
+            if did not in digests:
                 changed = any(c.chunk_id in self.unknown_texts for c in cs)  # an LLM prefix is coming
             else:
-                digest = doc_digest(docs[did], cs, texts)
                 held = state.get(did)
-                changed = (held.digest if held else None) != digest
+                changed = (held.digest if held else None) != digests[did]
             if changed:
                 written += 1
                 self.index["chunks"] += len(cs)
@@ -559,8 +560,9 @@ class StageWalk:
                       and did not in self.cut_failed and did not in stale
                       and st.digest and st.acl_hash == docs[did].acl_hash)  # else revoked, not deleted
         self.index["delete"] += sum(1 for did in state if did not in docs or did in stale) + emptied
+        # a kept version not written stays where it is held under the current ACL, else is revoked
         kept = sum(1 for did, st in state.items() if did in docs and did not in by_doc and st.digest
-                   and did not in stale and did not in unsafe)
+                   and did not in stale and (did not in unsafe or st.acl_hash == docs[did].acl_hash))
         self.searchable[g.name] = kept - emptied + sum(
             1 for cs in by_doc.values() if all(c.chunk_id in texts or c.chunk_id in self.unknown_texts for c in cs))
         self.counts["index"].compute += written
@@ -613,12 +615,13 @@ class StageWalk:
             if maintained_only:
                 self.walk_deletes_only(g)
             else:
-                chunks = self.chunks(g)
+                # the stages read every stored chunk row of the version: a kept version's too (one a
+                # stopped run cut may still lack its prefixes and embeddings)
+                chunks = self.chunks(g) + self.kept_versions(g)
                 self.walk_context(g, chunks)
                 texts = self.final_texts(g, chunks)
                 self.walk_embed(g, texts)
-                kept = self.kept_versions(g)
-                self.walk_index(g, chunks + kept, {**texts, **self.final_texts(g, kept)})
+                self.walk_index(g, chunks, texts)
             per_generation.append({k: self.index[k] - before[k] for k in before})
         # documents, not document x generation: one removed from the live and the previous
         # generation is one removal (report.sync_summary counts the sync the same way)

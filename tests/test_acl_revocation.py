@@ -281,3 +281,43 @@ def test_a_kept_version_with_its_access_unchanged_stays_searchable(tmp_path: Pat
     assert out["kept_versions"] == 1
     assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")
     assert "people/lyon.md" not in _docs_seen_by(dep, "*")
+
+
+def test_chunks_a_stopped_run_cut_are_never_served_as_a_kept_version(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a re-test of the rule above: a run that stopped after cutting a private version
+    (made private and rewritten together) left its chunks in the store, never indexed; the next
+    version, made public again and failing to parse, had those chunks written as its kept
+    version, under the public ACL the index held the first version with. A kept version is only
+    ever left where a generation holds exactly it; the eval draft reads only what is indexed."""
+    import json
+
+    import assets.pipeline
+    from connectors.errors import BinderyError
+
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    dep.write("people/.bindery-acl", "group:hr\n")
+    dep.write("people/lyon.md", "# Lyon office\n\nBoard only: the merger codename is BLUEHERON-77.\n")
+
+    def embedder_down(*_: object, **__: object) -> object:
+        raise BinderyError("the embedding service is down")
+
+    with monkeypatch.context() as m:
+        m.setattr(assets.pipeline, "run_embed", embedder_down)
+        dep.cli("sync", expect=1)  # parsed and cut, never indexed
+    out = tmp_path / "draft.jsonl"
+    dep.cli("evalset", "draft", "--out", str(out), "--principal", "*", "--max", "500")
+    assert "BLUEHERON" not in out.read_text().upper()
+    (dep.root / "people/.bindery-acl").unlink()
+    dep.write("people/lyon.md", "")  # public again, and nothing to parse
+    plan, result = dep.cli("plan"), dep.cli("sync")
+    assert plan["recomputed"] == result["recomputed"] and plan["written"] == result["written"], (plan, result)
+    for who in ("*", "group:hr"):
+        r = LiveRetriever(load_config(dep.config_path))
+        try:
+            hits = r.search("BLUEHERON-77 merger codename", 10, Filters(principals=(who,))).hits
+        finally:
+            r.close()
+        assert not any("BLUEHERON" in h.text for h in hits), json.dumps([h.text for h in hits])
+    assert dep.cli("verify")["consistent"] is True
