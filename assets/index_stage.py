@@ -241,28 +241,30 @@ def doc_digest(doc: DocumentRecord, chunks: list[ChunkRecord], texts: dict[str, 
 
 
 def unsafe_kept_versions(docs: Mapping[str, DocumentRecord], state: Mapping[str, IndexStateRecord],
-                         by_doc: Mapping[str, list[ChunkRecord]], digests: Mapping[str, str]) -> set[str]:
+                         by_doc: Mapping[str, list[ChunkRecord]], texts: dict[str, str]) -> set[str]:
     """The documents whose chunks are a kept version (cut from older content: the current one
-    could not be parsed or cut) that a generation may not be given. A kept version stays where
-    a generation holds it exactly as it would be written (`digests`, which cover the document's
-    current ACL), and is rewritten only to take access away: where the generation holds the
-    document under the ACL the listing read before this version's (`acl_before`, trusted only when
-    it is the held one) and the current ACL lets in no one that one did not. Anything else is
-    the old text under an ACL it was never published with: a file published or shared sideways
-    together with a "redacted" version that fails to parse served its old, private text to its
-    new readers; chunks a run cut before it stopped were never indexed at all (both found by
-    adversarial reviews). Such a document leaves the generation (revoked: its ACL changed) or
-    stays out of it until it parses again. `bindery plan` applies the same rule."""
+    could not be parsed or cut) that a generation may not be given. A kept version is written
+    only where the generation holds these very chunks (their digest under the held ACL is the
+    held one), and then only to take access away: the ACL is the held one, or one the listing
+    read just before this version (`acl_before`, trusted only when it is the held one) that the
+    current ACL narrows. Anything else is old text under an ACL it was never published with: a
+    file published or shared sideways together with a "redacted" version that fails to parse
+    served its old, private text to its new readers; chunks a run cut before it stopped were
+    never indexed at all (both found by adversarial reviews). Such a document leaves the
+    generation (revoked: its ACL changed) or stays out of it until it parses again. `bindery
+    plan` applies the same rule."""
     out = set()
     for did, cs in by_doc.items():
         d, st = docs[did], state.get(did)
         if not cs or cs[0].content_hash == d.content_hash:
             continue  # its current content: written as any
-        if st is not None and st.digest and st.digest == digests.get(did):
+        held = (st is not None and bool(st.digest) and st.acl_hash is not None and all(c.chunk_id in texts for c in cs)
+                and doc_digest(d.replace(acl_hash=st.acl_hash), cs, texts) == st.digest)
+        if held and st is not None and st.acl_hash == d.acl_hash:
             continue  # held exactly so: nothing to write
         before = d.metadata.get(ACL_BEFORE)
-        if (st is not None and st.digest and isinstance(before, list) and st.acl_hash == short_hash(before, 16)
-                and within(d.acl, before)):
+        if held and st is not None and isinstance(before, list) and st.acl_hash == short_hash(before, 16) \
+                and within(d.acl, before):
             continue  # held under the ACL before this version, and narrowed since
         out.add(did)
     return out
@@ -319,7 +321,7 @@ def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: di
     candidates = docs if writing else _current_only(rt, g, {did: docs[did] for did in state if did in docs})
     candidates = {did: d for did, d in candidates.items() if did not in stale}
     digests, rows = _complete(rt, g, candidates)
-    unsafe = unsafe_kept_versions(docs, state, rows.by_doc, digests)
+    unsafe = unsafe_kept_versions(docs, state, rows.by_doc, rows.texts)
     digests = {did: dg for did, dg in digests.items() if did not in unsafe}
     changed = [did for did, dg in digests.items() if did not in state or state[did].digest != dg]
     records = _records(rt, g, candidates, rows, changed)

@@ -541,7 +541,7 @@ class StageWalk:
                 by_doc.setdefault(c.doc_id, []).append(c)
         digests = {did: doc_digest(docs[did], cs, texts) for did, cs in by_doc.items()
                    if all(c.chunk_id in texts for c in cs)}
-        unsafe = unsafe_kept_versions(docs, state, by_doc, digests)  # revoked or left out, not written
+        unsafe = unsafe_kept_versions(docs, state, by_doc, texts)  # revoked or left out, not written
         by_doc = {did: cs for did, cs in by_doc.items() if did not in unsafe}
         written = 0
         for did, cs in by_doc.items():

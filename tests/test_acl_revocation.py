@@ -321,3 +321,41 @@ def test_chunks_a_stopped_run_cut_are_never_served_as_a_kept_version(tmp_path: P
             r.close()
         assert not any("BLUEHERON" in h.text for h in hits), json.dumps([h.text for h in hits])
     assert dep.cli("verify")["consistent"] is True
+
+
+def test_a_narrowing_never_rewrites_chunks_the_index_does_not_hold(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The narrowing a kept version may follow is checked against the chunks as well as the ACL:
+    chunks cut by a stopped run under a narrower ACL than the index holds, then two versions
+    that fail to parse, the second narrowed from the first's ACL, must not be written under it."""
+    import assets.pipeline
+    from connectors.errors import BinderyError
+
+    dep = Deployment(tmp_path)
+    dep.write("people/.bindery-acl", "group:hr\ngroup:eng\n")
+    dep.cli("sync")
+    dep.write("people/.bindery-acl", "group:hr\n")
+    dep.write("people/lyon.md", "# Lyon office\n\nHR only: the merger codename is BLUEHERON-77.\n")
+
+    def embedder_down(*_: object, **__: object) -> object:
+        raise BinderyError("the embedding service is down")
+
+    with monkeypatch.context() as m:
+        m.setattr(assets.pipeline, "run_embed", embedder_down)
+        dep.cli("sync", expect=1)
+    dep.write("people/.bindery-acl", "group:hr\ngroup:eng\n")
+    dep.write("people/lyon.md", "")
+    dep.cli("sync")
+    dep.write("people/.bindery-acl", "group:eng\n")
+    dep.write("people/lyon.md", " \n")
+    plan, out = dep.cli("plan"), dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"], (plan, out)
+    assert not any("BLUEHERON" in t for t in _texts_seen_by(dep, "group:eng", "BLUEHERON-77 merger codename"))
+
+
+def _texts_seen_by(dep: Deployment, principal: str, query: str) -> list[str]:
+    r = LiveRetriever(load_config(dep.config_path))
+    try:
+        return [h.text for h in r.search(query, 10, Filters(principals=(principal,))).hits]
+    finally:
+        r.close()
