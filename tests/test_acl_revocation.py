@@ -290,22 +290,11 @@ def test_chunks_a_stopped_run_cut_are_never_served_as_a_kept_version(tmp_path: P
     version, made public again and failing to parse, had those chunks written as its kept
     version, under the public ACL the index held the first version with. A kept version is only
     ever left where a generation holds exactly it; the eval draft reads only what is indexed."""
-    import json
-
-    import assets.pipeline
-    from connectors.errors import BinderyError
-
     dep = Deployment(tmp_path)
     dep.cli("sync")
     dep.write("people/.bindery-acl", "group:hr\n")
     dep.write("people/lyon.md", "# Lyon office\n\nBoard only: the merger codename is BLUEHERON-77.\n")
-
-    def embedder_down(*_: object, **__: object) -> object:
-        raise BinderyError("the embedding service is down")
-
-    with monkeypatch.context() as m:
-        m.setattr(assets.pipeline, "run_embed", embedder_down)
-        dep.cli("sync", expect=1)  # parsed and cut, never indexed
+    _sync_stopped_before_its_index_step(dep, monkeypatch)
     out = tmp_path / "draft.jsonl"
     dep.cli("evalset", "draft", "--out", str(out), "--principal", "*", "--max", "500")
     assert "BLUEHERON" not in out.read_text().upper()
@@ -314,12 +303,7 @@ def test_chunks_a_stopped_run_cut_are_never_served_as_a_kept_version(tmp_path: P
     plan, result = dep.cli("plan"), dep.cli("sync")
     assert plan["recomputed"] == result["recomputed"] and plan["written"] == result["written"], (plan, result)
     for who in ("*", "group:hr"):
-        r = LiveRetriever(load_config(dep.config_path))
-        try:
-            hits = r.search("BLUEHERON-77 merger codename", 10, Filters(principals=(who,))).hits
-        finally:
-            r.close()
-        assert not any("BLUEHERON" in h.text for h in hits), json.dumps([h.text for h in hits])
+        assert not any("BLUEHERON" in t for t in _texts_seen_by(dep, who, "BLUEHERON-77 merger codename"))
     assert dep.cli("verify")["consistent"] is True
 
 
@@ -328,21 +312,12 @@ def test_a_narrowing_never_rewrites_chunks_the_index_does_not_hold(tmp_path: Pat
     """The narrowing a kept version may follow is checked against the chunks as well as the ACL:
     chunks cut by a stopped run under a narrower ACL than the index holds, then two versions
     that fail to parse, the second narrowed from the first's ACL, must not be written under it."""
-    import assets.pipeline
-    from connectors.errors import BinderyError
-
     dep = Deployment(tmp_path)
     dep.write("people/.bindery-acl", "group:hr\ngroup:eng\n")
     dep.cli("sync")
     dep.write("people/.bindery-acl", "group:hr\n")
     dep.write("people/lyon.md", "# Lyon office\n\nHR only: the merger codename is BLUEHERON-77.\n")
-
-    def embedder_down(*_: object, **__: object) -> object:
-        raise BinderyError("the embedding service is down")
-
-    with monkeypatch.context() as m:
-        m.setattr(assets.pipeline, "run_embed", embedder_down)
-        dep.cli("sync", expect=1)
+    _sync_stopped_before_its_index_step(dep, monkeypatch)
     dep.write("people/.bindery-acl", "group:hr\ngroup:eng\n")
     dep.write("people/lyon.md", "")
     dep.cli("sync")
@@ -359,3 +334,17 @@ def _texts_seen_by(dep: Deployment, principal: str, query: str) -> list[str]:
         return [h.text for h in r.search(query, 10, Filters(principals=(principal,))).hits]
     finally:
         r.close()
+
+
+def _sync_stopped_before_its_index_step(dep: Deployment, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sync that parses and cuts the changes, then stops (its embedder down): chunks in the
+    store that no index holds."""
+    import assets.pipeline
+    from connectors.errors import BinderyError
+
+    def embedder_down(*_: object, **__: object) -> object:
+        raise BinderyError("the embedding service is down")
+
+    with monkeypatch.context() as m:
+        m.setattr(assets.pipeline, "run_embed", embedder_down)
+        dep.cli("sync", expect=1)
