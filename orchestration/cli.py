@@ -641,7 +641,9 @@ def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) 
             c.execute(t.parses.delete().where(t.parses.c.content_hash.in_(hashes[i:i + 500]),
                                               t.parses.c.status != "ok"))
     runner = _runner(cfg)
-    outcomes, seconds = runner.run_sources("sync", sorted({e.source for e in entries}))
+    # every shard of a sharded source: a dead letter names its source, not its shard
+    configured = {s.name for s in cfg.sources}
+    outcomes, seconds = runner.run_sources("sync", _source_names(cfg, sorted({e.source for e in entries} & configured)))
     # a retry is a sync of those sources: whatever else it changed (documents deleted or edited
     # since the last sync) and why it failed (a source down, the delete guard) is said here too
     sync = report.sync_summary(outcomes, seconds, store)

@@ -183,3 +183,15 @@ def test_resharding_loses_nothing_and_recomputes_nothing(tmp_path: Path) -> None
         store.dispose()
     assert parse_key(f"docs:shard-0-of-{2}")[1] == Shard("docs", 0, 2)
     assert index_sets(dep)["gen"].name == before["gen"].name  # the same live generation throughout
+
+
+@slow
+def test_a_dead_letter_of_a_sharded_source_is_retried_in_every_shard(tmp_path: Path) -> None:
+    """Found by an adversarial pass: `dlq retry` ran the sync under the source's name, which a
+    sharded source has no partition of (DagsterUnknownPartitionError, exit 1, nothing retried)."""
+    dep = _sharded(tmp_path, 2)
+    dep.write("notes/empty.md", "")
+    dep.cli("sync")
+    dep.write("notes/empty.md", "# Filled\n\nIt has words now.\n")
+    out = dep.cli("dlq", "retry", "--all")
+    assert out["retried"] == 1 and out["resolved"] == 1 and out["still_failing"] == []
