@@ -170,9 +170,7 @@ def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
         return _submit(cfg, runner, a, "sync", _source_names(cfg, a.source), allow_mass_delete=a.allow_mass_delete)
     outcomes, seconds = runner.run_sources("sync", _source_names(cfg, a.source), allow_mass_delete=a.allow_mass_delete)
     store = _store(cfg)
-    out = report.sync_summary(outcomes, seconds, store)
-    # withheld by the listing and out of every generation's indexes: said, as `bindery plan` says it
-    out["removed_sources"] = store.removed_sources(cfg.source_names())
+    out = report.sync_summary(outcomes, seconds, store, cfg.source_names())
     if out["errors"]:
         raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
     return out
@@ -210,7 +208,7 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
         outcomes, seconds = _submit_and_wait(runner, "reindex", partitions, tags=tags)
     else:
         outcomes, seconds = runner.run_sources("reindex", partitions, tags=tags)
-    out = report.sync_summary(outcomes, seconds, lifecycle.store)
+    out = report.sync_summary(outcomes, seconds, lifecycle.store, cfg.source_names())
     if (row := lifecycle.store.get_generation(cand.id)) is not None and row.status == "dropped":
         raise CommandFailed(f"candidate {cand.name} was dropped while this reindex ran (`bindery discard`): "
                             "nothing of it is kept; its caches are, for the next reindex", out)
@@ -413,8 +411,10 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         out["forced"] = False  # a stable key (docs/json-contract.md), refusal or not
         out["error"] = res.error
         raise CommandFailed(res.error or "promotion failed", out)
-    out["forced"] = bool(res.metadata.get("index_binding", {}).get("forced"))
+    flip = res.metadata.get("index_binding", {})
+    out["forced"] = bool(flip.get("forced"))
     out["gate_check"] = res.checks.get("eval_gate")  # a forced flip shows as a failed WARN check, with why
+    out["warnings"] = list(flip.get("warnings") or [])  # sources a flip back to an older generation leaves out
     return out
 
 
@@ -451,7 +451,7 @@ def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str,
         print(f"{table}\nqueued for the Dagster daemon: follow with `bindery runs` or the UI")
         return None
     outcomes, seconds = _submit_and_wait(runner, job, sources, **kw)
-    out = report.sync_summary(outcomes, seconds, _store(cfg))
+    out = report.sync_summary(outcomes, seconds, _store(cfg), cfg.source_names())
     if out["errors"]:
         raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
     return out
@@ -646,7 +646,7 @@ def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) 
     outcomes, seconds = runner.run_sources("sync", _source_names(cfg, sorted({e.source for e in entries} & configured)))
     # a retry is a sync of those sources: whatever else it changed (documents deleted or edited
     # since the last sync) and why it failed (a source down, the delete guard) is said here too
-    sync = report.sync_summary(outcomes, seconds, store)
+    sync = report.sync_summary(outcomes, seconds, store, cfg.source_names())
     still = {d.doc_id for d in store.dead_letters()}
     left = [e.external_id for e in entries if e.doc_id in still]
     out = {"retried": len(entries), "resolved": len(entries) - len(left), "still_failing": left,

@@ -115,7 +115,9 @@ def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig, bi
     forced = bool(out["forced"])
     return dg.MaterializeResult(metadata={"live": out["live"], "previous": out["previous"] or -1, "forced": forced,
                                           "forced_by": by if forced else "",
-                                          "forced_reason": (config.reason or "") if forced else ""})
+                                          "forced_reason": (config.reason or "") if forced else "",
+                                          # what the flip took out of search (an older generation)
+                                          "warnings": dg.MetadataValue.json(list(out.get("warnings") or []))})
 
 
 PROMOTION_ASSETS = [generation_eval, index_binding]

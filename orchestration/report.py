@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from assets.index_stage import unindexed_reason
@@ -14,8 +15,10 @@ from connectors.shards import ShardStore, parse_key
 from connectors.store import BindingRecord, DocumentStore, GenerationRecord
 
 
-def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> dict[str, Any]:
-    """The `sync` JSON: per-source outcome counts, what each stage recomputed, errors."""
+def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
+                 configured: Iterable[str]) -> dict[str, Any]:
+    """The `sync` JSON: per-source outcome counts, what each stage recomputed, errors, and the
+    sources no longer `configured` whose documents the listing withholds (as `bindery plan` says)."""
     sources: dict[str, dict[str, int]] = {}
     recomputed = {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
     written = {"documents": 0, "chunks": 0, "deleted": 0}
@@ -69,7 +72,8 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore) -> d
             "written": written, "truncated": truncated, "redirect_pages": redirects,
             "seconds": round(seconds, 3), "timings": timings, "errors": errors, "warnings": warnings,
             "dead_letters": dead, "kept_versions": kept_versions(store, b) if dead else 0,
-            "runs": {o.partition: o.run_id for o in outcomes}, "_checks": checks}
+            "runs": {o.partition: o.run_id for o in outcomes}, "_checks": checks,
+            "removed_sources": store.removed_sources(list(configured))}
 
 
 def kept_versions(store: DocumentStore, binding: BindingRecord | None) -> int:

@@ -155,7 +155,7 @@ def _build(cfg: BinderyConfig, store: DocumentStore, ing: dict[str, Any]) -> tup
     except BaseException:  # Ctrl-C mid-build: a half-built trial must not be left as someone's candidate
         Lifecycle(cfg, store).drop_candidate(cand.record, reason="tune: interrupted while building it")
         raise
-    summary = sync_summary(outcomes, seconds, store)
+    summary = sync_summary(outcomes, seconds, store, tcfg.source_names())
     if summary["errors"]:
         Lifecycle(cfg, store).drop_candidate(cand.record, reason="tune: its reindex failed")
         raise TrialBuildFailed(f"tune: building {ing} failed: " +

@@ -303,7 +303,8 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
         try:
             return auth.principals(request.headers.get("authorization"), request.headers.get("x-api-key"))
         except Unauthorized as e:
-            metrics.errors.labels("unauthorized").inc()
+            if request.url.path.rstrip("/").endswith("/search"):  # a search refused, not a console page's call
+                metrics.errors.labels("unauthorized").inc()
             raise HTTPException(401, str(e), headers={"WWW-Authenticate": "Bearer"}) from e
 
     def filters_for(req: SearchRequest, principals: tuple[str, ...] | None) -> Filters:

@@ -66,8 +66,10 @@ def evals(store: DocumentStore) -> dict[str, Any]:
                            "metrics": rep["candidate"], "passed": rep.get("passed"), "judged_at": rep.get("judged_at")})
     trials = []
     for e in reversed(store.events(TUNE_EVENT, limit=20)):
-        for t in (e.details or {}).get("trials") or []:
-            trials.append({"at": e.at, **t})
+        details = e.details or {}
+        # numbered as `bindery tune` prints them: trial 0 is the current configuration
+        for i, t in enumerate(details.get("trials") or []):
+            trials.append({"at": e.at, "index": i, "best": i == details.get("best_index"), **t})
     return {"generations": points, "tune_trials": trials}
 
 

@@ -273,9 +273,9 @@ class _Served:
             reason = "no matching chunks"
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         trace = {
-            "dense": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in dense_hits[:k]],
-            "sparse": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in sparse_hits[:k]],
-            "unit": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in unit_hits[:k]],
+            "dense": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in dense_hits],
+            "sparse": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in sparse_hits],
+            "unit": [{"chunk_id": h.chunk_id, "score": round(h.score, 6)} for h in unit_hits],
             "fusion": qcfg.fusion,
             **({"attribution": _attribution_trace(attribution, attributed, self.missing_fields)}
                if attribution else {}),

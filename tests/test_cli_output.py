@@ -424,3 +424,22 @@ def test_a_store_that_refuses_the_generation_row_is_the_sources_last_error(
     dep.cli("sync", expect=1)
     err = dep.cli("status")["sources"]["docs"]["last_error"] or ""
     assert err.startswith("parse: the store refused the generation row"), err  # the reason, no class name
+
+
+@pytest.mark.slow
+def test_promoting_the_previous_generation_says_what_it_leaves_out_of_search(tmp_path: Path) -> None:
+    """A new-user review: `bindery promote --candidate` of the previous generation, built before a
+    source was added, took that source out of search and printed no warning (rollback did)."""
+    d = Deployment(tmp_path)
+    d.cli("sync")
+    first = d.cli("status")["live"]
+    d.cli("reindex", "--force")
+    d.cli("promote", "--force", "--reason", "test")
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "mqtt.md").write_text("# Broker\n\nThe mosquitto broker relays MQTT messages.\n")
+    d.config["sources"].append({"name": "extra", "kind": "local", "root": str(extra)})
+    d.save()
+    d.cli("sync")
+    out = d.cli("promote", "--candidate", str(first), "--force", "--reason", "back")
+    assert any(f"generation {first} holds nothing of 'extra'" in w for w in out["warnings"]), out

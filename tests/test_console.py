@@ -152,9 +152,9 @@ def test_console_in_headless_chromium(service: tuple[str, Deployment], tmp_path:
     store = DocumentStore(load_config(dep.config_path).database_url)
     store.add_event("tune", "tune finished", details={"trials": [{"name": "older-run", "tune": 0.5, "check": 0.4}]})
     time.sleep(0.01)
-    store.add_event("tune", "tune finished", details={"trials": [
+    store.add_event("tune", "tune finished", details={"best_index": 1, "trials": [
         {"name": "latest-a", "tune": {"recall@10": 0.8}, "check": {"recall@10": 0.7}},
-        {"name": "latest-b", "tune": {"recall@10": 0.9}, "check": {"recall@10": 0.8}}]})
+        {"settings": {"query.dense_weight": 2.0}, "tune": {"recall@10": 0.9}, "check": {"recall@10": 0.8}}]})
     store.dispose()
     errors: list[str] = []
     with sync_playwright() as pw:
@@ -183,6 +183,9 @@ def test_console_in_headless_chromium(service: tuple[str, Deployment], tmp_path:
         assert page.locator("#eval-chart svg, #eval-chart p").count() == 1
         page.wait_for_selector("#tune-chart svg")
         assert "latest-a" in page.inner_html("#tune-chart") and "older-run" not in page.inner_html("#tune-chart")
+        # numbered as `bindery tune` prints them, the best marked, each with its settings
+        trials = page.inner_text("#tune-trials")
+        assert "1 (best)" in page.inner_html("#tune-chart") and '1 (best): {"query.dense_weight":2}' in trials
         # neighbour expansion: the hit in Calibration shows the end of Mounting and the start of Maintenance
         page.fill("#query", "run the zeroing routine against the hard stop")
         page.fill("#neighbours", "1")

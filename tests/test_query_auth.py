@@ -60,6 +60,10 @@ def test_no_credential_is_401_whatever_principal_the_body_claims(client: TestCli
     assert "hits" not in r.json()
     assert r.json()["error"] == "unauthorized" and r.json()["detail"]  # the shape of every error body
     assert client.post("/search", json=BODY).status_code == 401
+    # a console page's calls without a key are not refused searches (a new-user review: every
+    # console load without a key added 3 to the alerting counter)
+    assert client.get("/console/api/generations").status_code == 401
+    assert 'bindery_search_errors_total{reason="unauthorized"} 2.0' in client.get("/metrics").text
 
 
 @pytest.mark.parametrize("headers", [

@@ -163,6 +163,10 @@ def test_acl_filters_apply_to_both_retrievers(served: Served) -> None:
     assert {h["doc"] for h in only["hits"]} == {"ops/oncall.txt"}
     assert {t["chunk_id"] for t in only["trace"]["dense"]} == {t["chunk_id"] for t in only["trace"]["sparse"]} or \
         not only["trace"]["sparse"]
+    # the trace lists every candidate, not the top k (a hit's ranks pointed past a list cut at k)
+    two = c.post("/search", key=HR_KEY, json={**body, "k": 2}).json()
+    assert len(two["hits"]) == 2 and len(two["trace"]["dense"]) > 2
+    assert all(r <= len(two["trace"][name]) for h in two["hits"] for name, r in h["ranks"].items())
 
 
 @pytest.mark.parametrize("payload,status", [

@@ -62,6 +62,9 @@ def test_a_removed_source_is_not_served_and_gc_removes_it_everywhere(tmp_path: P
     assert all(src != "ext" for src, _ in _hits(dep, "tangerine budget harbour annex"))
     assert dep.cli("status")["removed_sources"] == {"ext": 1}
     assert dep.cli("verify")["consistent"] is True  # out of every generation's indexes, not only hidden
+    # every command that syncs says it (reindex and dlq retry lacked the key: a new-user review)
+    assert dep.cli("reindex", "--force")["removed_sources"] == {"ext": 1}
+    dep.cli("discard")
 
     # put back before a gc: its next listing restores it, nothing re-embedded
     dep.config["sources"].append({"name": "ext", "kind": "local", "root": str(ext)})

@@ -138,9 +138,12 @@ def test_texts_longer_than_the_embedder_reads_are_reported() -> None:
         def documents(self, source: str) -> list[dict[str, Any]]:
             return []
 
+        def removed_sources(self, configured: list[str]) -> dict[str, int]:
+            return {}
+
     run = SimpleNamespace(partition="docs", run_id="r1", success=True, error=None, checks={}, generations={},
                           metadata={"embeddings": {"embedded": 5, "truncated": 2}})
-    summary = sync_summary([run], 1.0, _Store())  # type: ignore[arg-type]
+    summary = sync_summary([run], 1.0, _Store(), ["docs"])  # type: ignore[arg-type]
     assert summary["truncated"] == 2
     assert "warning: 2 embedded texts were longer than the embedding model reads" in human("sync", _sync(truncated=2))
     assert "warning" not in human("sync", _sync(truncated=0))

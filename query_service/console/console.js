@@ -178,9 +178,14 @@ async function loadEvals() {
     const trials = e.tune_trials.filter((t) => t.at === latest);
     // `bindery tune` stores each half as {metric: value}; a bare number is accepted too
     const half = (t, k) => (typeof t[k] === "number" ? t[k] : (t[k] || {})[SERIES[0]]);
-    lineChart($("#tune-chart"), trials.map((t, i) => t.name || `trial ${i + 1}`),
+    // numbered as `bindery tune` prints them (0 is the configuration it started from)
+    const label = (t, i) => t.name || `${t.index ?? i}${t.best ? " (best)" : ""}`;
+    lineChart($("#tune-chart"), trials.map(label),
       ["tune", "check"].filter((k) => trials.some((t) => typeof half(t, k) === "number"))
         .map((k) => ({ name: `${k} half ${SERIES[0]}`, values: trials.map((t) => half(t, k)) })));
+    const fmt = (v) => (typeof v === "number" ? v.toFixed(3) : "–");
+    $("#tune-trials").replaceChildren(...trials.map((t, i) => el("li", t.best ? { class: "best" } : {},
+      `${label(t, i)}: ${JSON.stringify(t.settings || {})} — tune ${fmt(half(t, "tune"))}, check ${fmt(half(t, "check"))}`)));
   } catch (err) {
     $("#eval-chart").replaceChildren(el("p", { class: "error" }, err.message));
   }
