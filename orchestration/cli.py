@@ -711,7 +711,10 @@ def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:
 
     from orchestration.instance import checked_home
 
-    env = {**os.environ, "BINDERY_CONFIG": cfg.config_path or "", "DAGSTER_HOME": str(checked_home(cfg))}
+    env = {**os.environ, "BINDERY_CONFIG": cfg.config_path or "", "DAGSTER_HOME": str(checked_home(cfg)),
+           # `dagster dev` opens by telling the operator to run `dg dev`, a tool Bindery does not use
+           "PYTHONWARNINGS": ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"),
+                                                    "ignore:Function `dev_command` is superseded"]))}
     # the configured sources' partitions, as every command that runs jobs registers them (and the
     # runs of dead CLI processes marked failed): on a fresh instance the UI could not launch
     # `sync` for any source ("Nonexistent partition keys") until a CLI run or the sensor did it
