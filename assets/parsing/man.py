@@ -449,10 +449,14 @@ class _Page:
             m = re.search(r"tab\s*\((.)\)", body[0])
             tab = m.group(1) if m else tab
             pos = 1
-        rows = self.table_rows(body[_skip_format(body, pos):], tab)
+        start = _skip_format(body, pos)
+        rows = self.table_rows(body[start:], tab)
         rows = [row for row in rows if any(c.strip() for c in row)]
         if len(rows) >= 2:
-            self.r.emit("table", markdown_table(rows))
+            # the first row heads the table only when it looks like one (`_headed`): a data row
+            # read as the header made eval drafts ask "the access time of B" (find's -newerXY)
+            headed = _headed(body[pos:start], rows[0])
+            self.r.emit("table", markdown_table(rows) if headed else markdown_table(rows, header=[""]))
         elif rows:
             self.r.emit("paragraph", " ".join(rows[0]))
 
@@ -514,6 +518,18 @@ def _arg_end(words: list[str], i: int) -> int:
     while i < len(words) and words[i] not in _MDOC_INLINE and words[i] not in _MDOC_PUNCT:
         i += 1
     return i
+
+
+def _headed(fmt: list[str], first: list[str]) -> bool:
+    """Whether a tbl table's first row is its header. tbl marks none: by its format (the first
+    row formatted apart from the next, "cb cb" or "c c c" over "n n n."), else by the row
+    itself (every cell opening with a capital: "Feature | Added in"; not
+    find's "a | The access time ..." nor ip's "ip xfrm state add | ...")."""
+    lines = [line.strip().rstrip(".").strip() for line in fmt if line.strip()]
+    if len(lines) >= 2 and lines[0] != lines[1]:
+        return True
+    cells = [c.strip() for c in first if c.strip()]
+    return bool(cells) and all(c[0].isupper() for c in cells)
 
 
 def _skip_format(lines: list[str], pos: int) -> int:
