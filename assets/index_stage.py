@@ -240,32 +240,52 @@ def doc_digest(doc: DocumentRecord, chunks: list[ChunkRecord], texts: dict[str, 
         for c in chunks]], 32)
 
 
+def _kept(docs: Mapping[str, DocumentRecord], by_doc: Mapping[str, list[ChunkRecord]]) -> list[str]:
+    """The documents whose chunks are cut from older content than theirs (a kept version)."""
+    return [did for did, cs in by_doc.items() if cs and cs[0].content_hash != docs[did].content_hash]
+
+
+def live_rows(store: DocumentStore, gen_id: int | None, docs: Mapping[str, DocumentRecord],
+              state: Mapping[str, IndexStateRecord], by_doc: Mapping[str, list[ChunkRecord]],
+              ) -> dict[str, IndexStateRecord]:
+    """The live generation's index-state rows of the kept versions generation `gen_id` holds no
+    row of (one being built): what `unsafe_kept_versions` carries over. Read only when there are
+    such documents."""
+    need = [did for did in _kept(docs, by_doc) if did not in state]
+    b = store.get_binding() if need else None
+    if b is None or b.generation_id == gen_id:
+        return {}
+    rows = store.index_state(b.generation_id, docs[need[0]].source)
+    return {did: rows[did] for did in need if did in rows}
+
+
 def unsafe_kept_versions(docs: Mapping[str, DocumentRecord], state: Mapping[str, IndexStateRecord],
-                         by_doc: Mapping[str, list[ChunkRecord]], texts: dict[str, str]) -> set[str]:
+                         by_doc: Mapping[str, list[ChunkRecord]], texts: dict[str, str],
+                         live: Mapping[str, IndexStateRecord]) -> set[str]:
     """The documents whose chunks are a kept version (cut from older content: the current one
     could not be parsed or cut) that a generation may not be given. A kept version is written
     only where the generation holds these very chunks (their digest under the held ACL is the
-    held one), and then only to take access away: the ACL is the held one, or one the listing
-    read just before this version (`acl_before`, trusted only when it is the held one) that the
-    current ACL narrows. Anything else is old text under an ACL it was never published with: a
-    file published or shared sideways together with a "redacted" version that fails to parse
-    served its old, private text to its new readers; chunks a run cut before it stopped were
-    never indexed at all (both found by adversarial reviews). Such a document leaves the
-    generation (revoked: its ACL changed) or stays out of it until it parses again. `bindery
-    plan` applies the same rule."""
+    held one), and then only to take access away: the ACL is the held one, or the one the
+    listing read before the current ACL (`acl_before`, trusted only when it is the held one)
+    and the current ACL narrows it. A generation being built (no row of the document) takes it
+    only as the live generation holds it (`live`: `live_rows`), under the current ACL. Anything
+    else is old text under an ACL it was never published with: a file published or shared
+    sideways together with a "redacted" version that fails to parse served its old, private
+    text to its new readers; chunks a run cut before it stopped were never indexed at all (both
+    found by adversarial reviews). Such a document leaves the generation (revoked: its ACL
+    changed) or stays out of it until it parses again. `bindery plan` applies the same rule."""
     out = set()
-    for did, cs in by_doc.items():
-        d, st = docs[did], state.get(did)
-        if not cs or cs[0].content_hash == d.content_hash:
-            continue  # its current content: written as any
+    for did in _kept(docs, by_doc):
+        d, cs = docs[did], by_doc[did]
+        st = state.get(did) or live.get(did)
         held = (st is not None and bool(st.digest) and st.acl_hash is not None and all(c.chunk_id in texts for c in cs)
                 and doc_digest(d.replace(acl_hash=st.acl_hash), cs, texts) == st.digest)
         if held and st is not None and st.acl_hash == d.acl_hash:
-            continue  # held exactly so: nothing to write
+            continue  # held exactly so (here, or live for a generation being built)
         before = d.metadata.get(ACL_BEFORE)
-        if held and st is not None and isinstance(before, list) and st.acl_hash == short_hash(before, 16) \
-                and within(d.acl, before):
-            continue  # held under the ACL before this version, and narrowed since
+        if held and did in state and st is not None and isinstance(before, list) \
+                and st.acl_hash == short_hash(before, 16) and within(d.acl, before):
+            continue  # held here under the ACL before the current one, which narrows it
         out.add(did)
     return out
 
@@ -321,7 +341,8 @@ def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: di
     candidates = docs if writing else _current_only(rt, g, {did: docs[did] for did in state if did in docs})
     candidates = {did: d for did, d in candidates.items() if did not in stale}
     digests, rows = _complete(rt, g, candidates)
-    unsafe = unsafe_kept_versions(docs, state, rows.by_doc, rows.texts)
+    unsafe = unsafe_kept_versions(docs, state, rows.by_doc, rows.texts,
+                                  live_rows(rt.store, g.id, docs, state, rows.by_doc))
     digests = {did: dg for did, dg in digests.items() if did not in unsafe}
     changed = [did for did, dg in digests.items() if did not in state or state[did].digest != dg]
     records = _records(rt, g, candidates, rows, changed)

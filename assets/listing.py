@@ -210,7 +210,9 @@ def change_class(live_old: DocumentRecord | None, chash: str, acl: list[str], me
                  gone_hashes: Container[str]) -> str:
     """The class of a listed item whose bytes were read: `bindery plan` predicts with the same rule."""
     if live_old is not None and live_old.content_hash == chash:
-        meta_changed = acl != list(live_old.acl) or metadata != live_old.metadata
+        # what the listing itself wrote (the ACL before the last change) is not the source's news
+        stored = {k: v for k, v in (live_old.metadata or {}).items() if k != ACL_BEFORE}
+        meta_changed = acl != list(live_old.acl) or metadata != stored
         return "acl" if meta_changed else "unchanged"
     if live_old is not None:
         return "updated"
@@ -410,9 +412,9 @@ class _Read:
         acl = _acl_of(self.entry)
         acl_hash = short_hash(acl, 16)
         metadata = self.metadata
-        if self.old is not None and self.old.acl_hash != acl_hash and self.old.content_hash != content:
-            # new bytes and a new ACL at once: the ACL the older version was read under, which
-            # decides whether a kept version may follow the new one (index_stage.unsafe_kept_versions)
+        if self.old is not None and self.old.acl_hash != acl_hash:
+            # a new ACL: the one it replaces, which decides whether a kept version (an older
+            # version indexed under it) may follow the change (index_stage.unsafe_kept_versions)
             metadata = {**metadata, ACL_BEFORE: list(self.old.acl)}
         return DocumentRecord(
             doc_id=doc_id(scfg.name, self.entry.external_id), source=scfg.name, external_id=self.entry.external_id,

@@ -633,6 +633,13 @@ def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) 
             raise UsageError(f"--doc {', '.join(unmatched)}: no dead letter{where} has that path or doc id")
     elif not a.all:
         raise UsageError("say which: `bindery dlq retry --doc PATH` or `bindery dlq retry --all`")
+    # a source no longer configured is not synced: its dead letters wait for `bindery gc`
+    configured = {s.name for s in cfg.sources}
+    removed = sorted({e.source for e in entries} - configured)
+    if removed and a.doc and not any(e.source in configured for e in entries):
+        raise UsageError(f"--doc: source {', '.join(map(repr, removed))} is no longer configured; nothing to retry "
+                         "(`bindery gc` removes its documents and dead letters)")
+    entries = [e for e in entries if e.source in configured]
     if not entries:
         return {"retried": 0, "resolved": 0, "still_failing": []}
     hashes = sorted({e.content_hash for e in entries if e.content_hash})
@@ -642,8 +649,7 @@ def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) 
                                               t.parses.c.status != "ok"))
     runner = _runner(cfg)
     # every shard of a sharded source: a dead letter names its source, not its shard
-    configured = {s.name for s in cfg.sources}
-    outcomes, seconds = runner.run_sources("sync", _source_names(cfg, sorted({e.source for e in entries} & configured)))
+    outcomes, seconds = runner.run_sources("sync", _source_names(cfg, sorted({e.source for e in entries})))
     # a retry is a sync of those sources: whatever else it changed (documents deleted or edited
     # since the last sync) and why it failed (a source down, the delete guard) is said here too
     sync = report.sync_summary(outcomes, seconds, store, cfg.source_names())

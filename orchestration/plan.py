@@ -33,7 +33,7 @@ from assets.chunk_stage import chunk_rows, needs_chunking
 from assets.context_stage import context_input_hash, document_context, embed_text_of, missing_contexts
 from assets.embed_stage import capped_chars
 from assets.includes import fold, include_reader, own_hash, read_again, scanned_metadata, withdrawn
-from assets.index_stage import doc_digest, unsafe_kept_versions
+from assets.index_stage import doc_digest, live_rows, unsafe_kept_versions
 from assets.listing import (
     CLASSES,
     ReadStreak,
@@ -541,7 +541,8 @@ class StageWalk:
                 by_doc.setdefault(c.doc_id, []).append(c)
         digests = {did: doc_digest(docs[did], cs, texts) for did, cs in by_doc.items()
                    if all(c.chunk_id in texts for c in cs)}
-        unsafe = unsafe_kept_versions(docs, state, by_doc, texts)  # revoked or left out, not written
+        unsafe = unsafe_kept_versions(docs, state, by_doc, texts,  # revoked or left out, not written
+                                      live_rows(self.rt.store, g.id, docs, state, by_doc))
         by_doc = {did: cs for did, cs in by_doc.items() if did not in unsafe}
         written = 0
         for did, cs in by_doc.items():

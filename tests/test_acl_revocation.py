@@ -272,15 +272,33 @@ def test_a_file_published_with_content_that_cannot_be_parsed_never_publishes_its
 
 def test_a_kept_version_with_its_access_unchanged_stays_searchable(tmp_path: Path) -> None:
     """What the rule above keeps: a file whose new version fails to parse, its ACL unchanged,
-    keeps its indexed version for the same readers."""
+    keeps its indexed version for the same readers, in a generation built later too, and a
+    later narrowing of its ACL narrows it (a code review found both taken out of search); the
+    ACL the listing noted before the change is no change of its own at the next read."""
+    import os
+    import time
+
     dep = Deployment(tmp_path)
-    dep.write("people/.bindery-acl", "group:hr\n")
+    dep.write("people/.bindery-acl", "group:hr\ngroup:eng\n")
     dep.cli("sync")
     dep.write("people/lyon.md", "")
     out = dep.cli("sync")
     assert out["kept_versions"] == 1
     assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")
     assert "people/lyon.md" not in _docs_seen_by(dep, "*")
+    dep.cli("reindex", "--force")
+    dep.cli("promote", "--force", "--reason", "test")
+    assert "people/lyon.md" in _docs_seen_by(dep, "group:eng")  # carried into the new generation
+    dep.write("people/.bindery-acl", "group:hr\n")  # narrowed a sync later
+    plan, out = dep.cli("plan"), dep.cli("sync")
+    assert plan["written"] == out["written"] and out["written"]["documents"] == 1, (plan, out)
+    assert "people/lyon.md" in _docs_seen_by(dep, "group:hr")
+    assert "people/lyon.md" not in _docs_seen_by(dep, "group:eng")
+    later = time.time() + 5
+    os.utime(dep.root / "people/lyon.md", (later, later))  # read again, nothing new
+    plan, out = dep.cli("plan"), dep.cli("sync")
+    assert plan["sources"]["docs"]["changes"]["acl"] == out["sources"]["docs"]["acl"] == 0, (plan, out)
+    assert dep.cli("verify")["consistent"] is True
 
 
 def test_chunks_a_stopped_run_cut_are_never_served_as_a_kept_version(tmp_path: Path,

@@ -492,7 +492,9 @@ def test_a_header_far_wider_than_its_rows_is_not_padded_into_every_row(name: str
         result = parse_document(data, name)
     table = next(b.text for b in result.blocks if b.kind == "table")
     assert sum(len(b.text) for b in result.blocks) < 5 * len(data)
-    assert max(len(line) for line in table.split("\n")[2:]) < 20  # "| r | v |", "| y |": not padded
+    # "| r | v |", "| y |": not padded (the labels are one row of their own where tbl's first
+    # row is no header: their line is the file's own text, once)
+    assert len([line for line in table.split("\n")[2:] if len(line) >= 20]) <= 1
 
 
 def test_tables_nested_in_one_cell_tables_are_refused_while_they_are_walked() -> None:

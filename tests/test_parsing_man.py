@@ -240,6 +240,8 @@ def test_messages_about_a_compressed_file_name_it_and_bzip2_text_is_text() -> No
     ("l l l .", "Feature\tAdded in\tAlso occurs in\n\\-newerXY\t4.3.3\tBSD\n", True),  # capitals: a header
     ("c c\nn n.", "Preset\tDictSize\n0\t256\n", True),  # the first row formatted apart
     ("l n l\nl n l.", "Filter\tAlignment\tNotes\nx86\t1\t32-bit\n", True),  # one format: by its cells
+    ("cb cb, l l.", "key\tvalue\nx\ty\n", True),  # the one-line form of "cb cb" over "l l."
+    ("l  l\nl l.", "a\tb\nc\td\n", False),  # the same format, spaced otherwise
 ])
 def test_a_tbl_table_has_a_header_only_where_its_first_row_is_one(fmt: str, rows: str, headed: bool) -> None:
     """tbl marks no header row: every first row was taken for one, and `evalset draft` asked

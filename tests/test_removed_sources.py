@@ -150,3 +150,21 @@ def test_a_damaged_rollback_generation_stops_neither_the_withholding_sync_nor_gc
     assert gc["removed_sources"] == {"ext": 1} and "warnings" not in gc
     assert dep.cli("status")["removed_sources"] == {}
     assert dep.cli("verify")["consistent"] is True
+
+
+def test_a_dead_letter_of_a_removed_source_is_not_retried(tmp_path: Path) -> None:
+    """A code review's find: `dlq retry --all` with only a removed source's dead letters synced
+    every configured source (an empty source list meant all) and failed on the letter it could
+    not retry. It waits for `bindery gc` now, and a `--doc` naming it says so."""
+    ext = tmp_path / "ext"
+    ext.mkdir()
+    (ext / "empty.md").write_text("")
+    (ext / "annex.md").write_text("# Annex\n\nThe tangerine budget of the harbour annex.\n")
+    dep = Deployment(tmp_path)
+    dep.config["sources"].append({"name": "ext", "kind": "local", "root": str(ext)})
+    dep.save()
+    dep.cli("sync")
+    dep.config["sources"] = [s for s in dep.config["sources"] if s["name"] != "ext"]
+    dep.save()
+    assert dep.cli("dlq", "retry", "--all") == {"retried": 0, "resolved": 0, "still_failing": []}
+    dep.cli("dlq", "retry", "--doc", "empty.md", expect=2)

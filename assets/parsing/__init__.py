@@ -264,7 +264,13 @@ def document_title(parse_title: str | None, external_id: str) -> str | None:
     document and never stored in a parse: a parse is cached by bytes and shared by every file
     holding them, so one file's name would title another (a private file's name on a public copy
     of its text)."""
-    return parse_title or file_title(PurePosixPath(external_id).name)
+    name = PurePosixPath(external_id).name
+    if PurePosixPath(name).suffix.lower() in _COMPRESSED:  # NEWS.txt.gz is titled as NEWS.txt is
+        name = PurePosixPath(name).stem
+    return parse_title or file_title(name)
+
+
+_COMPRESSED = frozenset({".gz", ".bz2", ".xz", ".z", ".zst", ".lzma"})
 
 
 def file_title(name: str) -> str | None:

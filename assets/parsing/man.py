@@ -525,8 +525,9 @@ def _headed(fmt: list[str], first: list[str]) -> bool:
     row formatted apart from the next, "cb cb" or "c c c" over "n n n."), else by the row
     itself (every cell opening with a capital: "Feature | Added in"; not
     find's "a | The access time ..." nor ip's "ip xfrm state add | ...")."""
-    lines = [line.strip().rstrip(".").strip() for line in fmt if line.strip()]
-    if len(lines) >= 2 and lines[0] != lines[1]:
+    # rows' formats, as tokens: one per line, or several on one line separated by commas
+    rows = [spec.split() for line in fmt for spec in line.strip().rstrip(".").split(",") if spec.strip()]
+    if len(rows) >= 2 and rows[0] != rows[1]:
         return True
     cells = [c.strip() for c in first if c.strip()]
     return bool(cells) and all(c[0].isupper() for c in cells)
