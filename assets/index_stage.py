@@ -278,9 +278,12 @@ def unsafe_kept_versions(docs: Mapping[str, DocumentRecord], state: Mapping[str,
     for did in _kept(docs, by_doc):
         d, cs = docs[did], by_doc[did]
         st = state.get(did) or live.get(did)
-        held = (st is not None and bool(st.digest) and st.acl_hash is not None and all(c.chunk_id in texts for c in cs)
-                and doc_digest(d.replace(acl_hash=st.acl_hash), cs, texts) == st.digest)
-        if held and st is not None and st.acl_hash == d.acl_hash:
+        # a row written before index state named its ACL (migration 0003) is judged by its digest,
+        # which covers the ACL the document was written under
+        held_acl = (st.acl_hash or d.acl_hash) if st is not None else None
+        held = (st is not None and bool(st.digest) and all(c.chunk_id in texts for c in cs)
+                and doc_digest(d.replace(acl_hash=held_acl), cs, texts) == st.digest)
+        if held and held_acl == d.acl_hash:
             continue  # held exactly so (here, or live for a generation being built)
         before = d.metadata.get(ACL_BEFORE)
         if held and did in state and st is not None and isinstance(before, list) \
