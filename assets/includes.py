@@ -44,7 +44,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from assets.parsing.asciidoc import IncludeReader, resolve_include, substituted
-from connectors.acl import PUBLIC
+from connectors.acl import within
 from connectors.identity import content_hash
 from connectors.sources.base import SourceEntry
 from connectors.store import DocumentRecord
@@ -152,8 +152,7 @@ def _shown_to_all_readers(dep: DocumentRecord | None, doc: DocumentRecord, unrea
     holds the ids of those whose cannot) and everyone who may read `doc` may read it too."""
     if dep is None or dep.deleted_at is not None or not dep.content_hash or dep.doc_id in unreadable:
         return False
-    theirs = set(dep.acl)
-    return PUBLIC in theirs or (PUBLIC not in doc.acl and set(doc.acl) <= theirs)
+    return within(doc.acl, dep.acl)
 
 
 def assembled(doc: DocumentRecord, docs: Mapping[str, DocumentRecord],

@@ -119,8 +119,7 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], cut: _
     vectors = rt.store.get_embeddings(sorted({cut.hashes[c.chunk_id] for did in wanted for c in cut.by_doc[did]}),
                                       g.versions["embed"])
     # the parse the chunks were cut from: a document whose new content failed to parse keeps them
-    heads = doc_heads(rt, [docs[did].replace(content_hash=cut.by_doc[did][0].content_hash) for did in wanted],
-                      g.versions["parse"])
+    heads = cut_heads(rt.store, {did: (docs[did], cut.by_doc[did]) for did in wanted}, g.versions["parse"])
     records: dict[str, list[IndexRecord]] = {}
     for did in wanted:
         d, cs = docs[did], cut.by_doc[did]
@@ -129,7 +128,7 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], cut: _
         title, meta = heads.get(did, (None, {}))
         title = document_title(title, d.external_id)
         mk = _message_keys(meta) or _NO_MESSAGE
-        included = [doc_id(d.source, path) for path in meta.get("included") or []]
+        included = included_ids(d, meta)
         unit_texts = _unit_index_texts(d, cs, cut.texts)
         records[did] = [IndexRecord(
             chunk_id=c.chunk_id, doc_id=did, source=d.source, external_id=d.external_id,
@@ -183,9 +182,28 @@ _NO_MESSAGE = MessageKeys(None, None, None, None, None)
 def doc_heads(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> dict[str, tuple[str | None,
                                                                                            dict[str, Any]]]:
     """doc_id -> (title, metadata) of its parse, read without its blocks; good parses only."""
+    return _heads(rt.store, docs, parse_version)
+
+
+def _heads(store: DocumentStore, docs: list[DocumentRecord], parse_version: str) -> dict[str, tuple[str | None,
+                                                                                                 dict[str, Any]]]:
     keys = {d.doc_id: parse_key(d, parse_version) for d in docs if d.content_hash}
-    heads = rt.store.parse_heads(keys.values())
+    heads = store.parse_heads(keys.values())
     return {did: heads[key] for did, key in keys.items() if key in heads}
+
+
+def cut_heads(store: DocumentStore, cut: Mapping[str, tuple[DocumentRecord, list[ChunkRecord]]],
+              parse_version: str) -> dict[str, tuple[str | None, dict[str, Any]]]:
+    """`doc_heads` of the parse each document's chunks were cut from (`cut`: doc_id -> the
+    document and its chunks): a document whose new content failed to parse keeps older chunks,
+    and their title, thread keys and included files are that older parse's."""
+    return _heads(store, [d.replace(content_hash=cs[0].content_hash) for d, cs in cut.values() if cs], parse_version)
+
+
+def included_ids(doc: DocumentRecord, meta: Mapping[str, Any]) -> list[str]:
+    """The ids of the documents a parse of `doc` read in place (an AsciiDoc page's `included`
+    files, from the parse's metadata): whoever reads its chunks must be let read them too."""
+    return [doc_id(doc.source, path) for path in meta.get("included") or []]
 
 
 def message_keys(rt: Runtime, docs: list[DocumentRecord], parse_version: str) -> dict[str, MessageKeys]:

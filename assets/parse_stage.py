@@ -188,8 +188,8 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
         stats.cached += len(docs) - len(todo)
         progress.total(len(todo))
         # files with the same bytes share one parse row: a parse holds nothing of a file's name
-        # (`document_title` names a document without a title of its own); path order is for logs
-        for d in sorted(todo, key=lambda d: d.external_id):
+        # (`document_title` names a document without a title of its own)
+        for d in todo:
             key = parse_key(d, pver)
             stats.attempted += 1
             t0 = time.perf_counter()

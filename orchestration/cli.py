@@ -340,22 +340,17 @@ def _readable_chunks(store: DocumentStore, gen: GenerationRecord, chunks: list[C
     its parse read in place (`included`), each of which must be readable too, as the query service
     checks. Judged by the parse the chunks were cut from, not the page's current record: a page
     whose new content failed to parse keeps older chunks, and what they included."""
-    from assets.parse_stage import parse_key
+    from assets.index_stage import cut_heads, included_ids
     from connectors.acl import allows
 
     by_id = {d.doc_id: d for d in documents}
-    by_path = {(d.source, d.external_id): d for d in documents}
-    pver = gen.stage_versions["parse"]
-    keys = {c.doc_id: parse_key(by_id[c.doc_id].replace(content_hash=c.content_hash), pver) for c in chunks}
-    heads = store.parse_heads(keys.values())
-
-    def readable(did: str) -> bool:
-        source = by_id[did].source
-        included = (heads.get(keys[did]) or (None, {}))[1].get("included") or []
-        return all((dep := by_path.get((source, path))) is not None and allows(dep.acl, principal) for path in included)
-
-    ok = {did: readable(did) for did in keys}
-    return [c for c in chunks if ok[c.doc_id]]
+    by_doc: dict[str, list[ChunkRecord]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    heads = cut_heads(store, {did: (by_id[did], cs) for did, cs in by_doc.items()}, gen.stage_versions["parse"])
+    ok = {did for did in by_doc if all(dep in by_id and allows(by_id[dep].acl, principal)
+                                        for dep in included_ids(by_id[did], heads.get(did, (None, {}))[1]))}
+    return [c for c in chunks if c.doc_id in ok]
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -371,13 +366,8 @@ def check_eval_set(cfg: BinderyConfig, store: Any) -> None:
     """The gate's eval set, checked before anything is built or judged: `gate.queries` unset
     (once a generation is live: the gate needs it), missing, unreadable or malformed is a
     configuration mistake (exit 2) naming the key, not a failed promotion run."""
-    from evals.evalset import load_eval_set
-
     if cfg.gate.queries:
-        try:
-            load_eval_set(cfg.gate.queries)
-        except ConfigError as e:
-            raise ConfigError(f"gate.queries: {e}") from None
+        _check_queries(cfg, None)
     elif store.get_binding() is not None:
         raise ConfigError("gate.queries: no eval set configured, and the gate judges a candidate against live on it "
                           "(`bindery evalset draft` proposes one; or promote with --force --reason)")
@@ -500,18 +490,19 @@ def _generation(cfg: BinderyConfig, store: Any, which: str) -> GenerationRecord:
     return Lifecycle(cfg, store).resolve_searchable(which)
 
 
-def _check_queries(cfg: BinderyConfig, a: argparse.Namespace) -> None:
-    """The eval set `eval` and `tune` ask, checked before any work: its mistake names where the
-    path came from, `--queries` (a usage error) or `gate.queries` (a configuration error)."""
+def _check_queries(cfg: BinderyConfig, queries: str | None) -> None:
+    """The eval set a command asks (`queries`, from --queries, else gate.queries), checked before
+    any work: its mistake names where the path came from, `--queries` (a usage error) or
+    `gate.queries` (a configuration error)."""
     from evals.evalset import load_eval_set
 
-    path = a.queries or cfg.gate.queries
+    path = queries or cfg.gate.queries
     if not path:
         raise ConfigError("no eval set: pass --queries FILE or set gate.queries in bindery.yaml")
     try:
         load_eval_set(path)
     except ConfigError as e:
-        if a.queries:
+        if queries:
             raise UsageError(f"--queries: {e}") from None
         raise ConfigError(f"gate.queries: {e}") from None
 
@@ -519,7 +510,7 @@ def _check_queries(cfg: BinderyConfig, a: argparse.Namespace) -> None:
 def cmd_eval(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from evals.promotion import evaluate
 
-    _check_queries(cfg, a)
+    _check_queries(cfg, a.queries)
     store = _store(cfg)
     gen = _generation(cfg, store, a.generation)
     rep = evaluate(cfg, store, gen, queries=a.queries)
@@ -533,7 +524,7 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, split_space
     from orchestration.tuning import tune_generations, tune_query_time
 
-    _check_queries(cfg, a)
+    _check_queries(cfg, a.queries)
     store = _store(cfg)
     gen = _generation(cfg, store, a.generation)
     budget = parse_budget(a.budget) if a.budget else None
@@ -634,7 +625,7 @@ def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) 
     elif not a.all:
         raise UsageError("say which: `bindery dlq retry --doc PATH` or `bindery dlq retry --all`")
     # a source no longer configured is not synced: its dead letters wait for `bindery gc`
-    configured = {s.name for s in cfg.sources}
+    configured = set(cfg.source_names())
     removed = sorted({e.source for e in entries} - configured)
     if removed and a.doc and not any(e.source in configured for e in entries):
         raise UsageError(f"--doc: source {', '.join(map(repr, removed))} is no longer configured; nothing to retry "
