@@ -27,6 +27,7 @@ mark keeps its first principal.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -58,11 +59,17 @@ def normalise(principals: Iterable[str]) -> tuple[str, ...]:
                                if p.strip().lstrip("\ufeff").strip()))
 
 
+# a comment after a principal, as CODEOWNERS writes one ("group:hr  # the HR team"): whitespace
+# then "#"; a "#" inside a name ("team#1") stays part of it
+_TRAILING_COMMENT = re.compile(r"\s#.*")
+
+
 def parse_sidecar(data: bytes) -> tuple[str, ...]:
-    """The principals of a ``.bindery-acl`` file. Raises UnicodeDecodeError when it is not UTF-8
+    """The principals of a ``.bindery-acl`` file: one a line, ``#`` comments (whole lines, or
+    after whitespace) and blank lines ignored. Raises UnicodeDecodeError when it is not UTF-8
     (the listing then fails: a sidecar we cannot read must never mean "public")."""
     text = data.decode("utf-8-sig")
-    return normalise(ln for ln in text.splitlines() if not ln.strip().startswith("#"))
+    return normalise(_TRAILING_COMMENT.sub("", ln) for ln in text.splitlines() if not ln.strip().startswith("#"))
 
 
 def parse_list(value: str) -> tuple[str, ...]:

@@ -23,6 +23,8 @@ def _source(tmp_path: Path, **extra: object) -> SourceConfig:
     ("\ufeffalice\nbob\n", ("alice", "bob")),  # a byte-order mark never hides the first principal
     ("# who\n\n  alice  \nalice\r\ngroup:eng\r\n", ("alice", "group:eng")),
     ("# nobody may read this folder\n", ()),
+    # a comment after a principal is a comment, not part of its name (which would lock HR out)
+    ("group:hr   # the HR team\nalice\t# on leave\nteam#1\n", ("group:hr", "alice", "team#1")),
     ("", ()),
 ])
 def test_sidecar_text(text: str, expected: tuple[str, ...]) -> None:
