@@ -486,10 +486,12 @@ def _write(rt: Runtime, g: Generation, source_name: str, docs: dict[str, Documen
     """Write one generation's changed and gone documents (its writer lock held), publish its
     snapshot, then record what it holds; (when it was published, its counts)."""
     changed, gone = plan.changed, plan.gone
-    # what this write may leave behind if the process dies before the bookkeeping below
+    # what this write may leave behind if the process dies before the bookkeeping below (a
+    # withheld row too: it would tell a later `unindex_source` that nothing is indexed)
     rt.store.set_index_pending([
         {"generation_id": g.id, "doc_id": did, "source": source_name, "digest": "", "chunks": 0,
-         "indexed_at": time.time(), "acl_hash": docs[did].acl_hash} for did in changed if did not in state])
+         "indexed_at": time.time(), "acl_hash": docs[did].acl_hash}
+        for did in changed if did not in state or state[did].withheld])
     dim = next((len(rs[0].vector or []) for rs in plan.records.values() if rs), None)
     # every changed document is deleted first, recorded or not: a run killed after writing but
     # before recording leaves chunks that only a delete by document removes
@@ -508,7 +510,7 @@ def _write(rt: Runtime, g: Generation, source_name: str, docs: dict[str, Documen
         {"generation_id": g.id, "doc_id": did, "source": source_name, "digest": plan.digests[did],
          "chunks": len(plan.records[did]), "indexed_at": now, "acl_hash": docs[did].acl_hash}
         for did in changed])
-    counts["documents"] = len(rt.store.index_state(g.id))
+    counts["documents"] = indexed_documents(rt.store, g.id)
     rt.store.update_generation(g.id, counts=counts)
     return now, counts
 
@@ -585,10 +587,13 @@ def settle_access(rt: Runtime, source: str) -> int:
     return apply_access(rt, source, due)
 
 
-def unindex_source(rt: Runtime, source: str) -> dict[str, str]:
+def unindex_source(rt: Runtime, source: str, *, forget: bool = False) -> dict[str, str]:
     """Take a source's documents out of the indexes of every retained generation, keeping their
     store rows, chunks and embeddings (a source the configuration no longer names: put back, its
-    next index run writes them again from the caches).
+    next index run writes them again from the caches, into every generation that held them: the
+    rows left are `IndexStateRecord.withheld`; without them a rollback target lost a renamed and
+    restored source for good, and a rollback then served nothing of it).
+    With `forget` (gc), their index-state rows go too.
 
     A generation other than the live one whose index cannot be opened (a damaged file) is
     skipped, as `run_index` skips one it only maintains: a rollback target's damage must not stop
@@ -599,8 +604,11 @@ def unindex_source(rt: Runtime, source: str) -> dict[str, str]:
 
     unwritable: dict[str, str] = {}
     for g in rt.lifecycle.generations(RETAINED):
-        held = list(rt.store.index_state(g.id, source))
+        rows = rt.store.index_state(g.id, source)
+        held = [did for did, r in rows.items() if not r.withheld]  # taken out before: nothing to write
         if not held:
+            if forget and rows:
+                rt.store.clear_index_state(g.id, list(rows))
             continue
         try:
             with _writing(rt, g.record) as kept:
@@ -619,6 +627,16 @@ def unindex_source(rt: Runtime, source: str) -> dict[str, str]:
         rt.store.update_generation(g.id, vector_snapshot=vec, keyword_snapshot=kw, published_at=time.time())
         if g.status == "live":
             rt.store.bump_binding()
-        rt.store.clear_index_state(g.id, held)
-        rt.store.update_generation(g.id, counts={**counts, "documents": len(rt.store.index_state(g.id))})
+        if forget:
+            rt.store.clear_index_state(g.id, list(rows))
+        else:
+            rt.store.set_index_state([
+                {"generation_id": g.id, "doc_id": did, "source": source, "digest": "", "chunks": 0,
+                 "indexed_at": time.time(), "acl_hash": IndexStateRecord.WITHHELD} for did in held])
+        rt.store.update_generation(g.id, counts={**counts, "documents": indexed_documents(rt.store, g.id)})
     return unwritable
+
+
+def indexed_documents(store: DocumentStore, generation_id: int) -> int:
+    """How many documents a generation's indexes hold (pending and withheld rows hold none)."""
+    return sum(1 for r in store.index_state(generation_id).values() if r.digest)

@@ -579,8 +579,10 @@ class StageWalk:
         stale = withdrawn(docs)
         self.index["delete"] += sum(1 for did in state if did not in docs or did in stale)
         cver = g.versions["chunk"]
-        held = [did for did, st in state.items() if did in docs and st.digest and did not in stale
-                and ((did, cver) in self.chunked or st.acl_hash != docs[did].acl_hash)]
+        # a pending row (one a source put back left withheld, `unindex_source`) is written again
+        # where complete records exist, as any document whose access changed
+        held = [did for did, st in state.items() if did in docs and did not in stale
+                and (not st.digest or (did, cver) in self.chunked or st.acl_hash != docs[did].acl_hash)]
         stored = self.rt.store.chunks_for([did for did in held if (did, cver) not in self.chunked], cver)
         rows: dict[str, list[ChunkRecord]] = {did: list(self.chunked.get((did, cver), [])) for did in held}
         for c in stored:

@@ -32,7 +32,7 @@ def remove_unconfigured_sources(rt: Runtime) -> tuple[dict[str, int], list[str]]
     warnings: list[str] = []
     for source in rt.store.removed_sources(rt.cfg.source_names()):
         # done by the listing that withheld it, unless a run died first or an index was damaged
-        if damaged := unindex_source(rt, source):
+        if damaged := unindex_source(rt, source, forget=True):
             warnings += [f"source {source!r} stays in the store: generation {name}'s index could not be opened "
                          f"({why}); run `bindery verify --repair`, then `bindery gc` again"
                          for name, why in damaged.items()]

@@ -258,7 +258,7 @@ def _human_sync(r: dict[str, Any]) -> str:
         lines.append(_nothing_written(r.get("sources", {})))
     lines += [f"source {name!r} is no longer configured: its {n:,} "
               f"{'documents are' if n != 1 else 'document is'} withheld from search and out of every generation's "
-              "indexes (`bindery gc` removes them from the store)"
+              "indexes (configured again, the next sync restores them; `bindery gc` deletes them for good)"
               for name, n in (r.get("removed_sources") or {}).items()]
     for src, checks in r.get("_checks", {}).items():
         for name, c in checks.items():
@@ -385,7 +385,8 @@ def _human_status(r: dict[str, Any]) -> str:
         lines += ["", _outdated_line(r)]
     for name, n in (r.get("removed_sources") or {}).items():
         lines += ["", f"source {name!r} is no longer configured: a sync withholds its {n:,} document"
-                      f"{'s' if n != 1 else ''} from search; `bindery gc` removes them from the store and the indexes"]
+                      f"{'s' if n != 1 else ''} from search and every generation's indexes (configured again, the "
+                      "next sync restores them; `bindery gc` deletes them for good)"]
     if r["events"]:
         lines += ["", "recent events"]
         lines += [f"  {_ts(e['at'])}  {e['kind']}: {e['message']}" for e in r["events"]]

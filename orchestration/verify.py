@@ -28,9 +28,9 @@ def expected_chunk_ids(store: DocumentStore, gen: GenerationRecord) -> set[str]:
 
 def expected_acls(store: DocumentStore, gen: GenerationRecord) -> dict[str, tuple[str, ...]]:
     """chunk id -> the ACL its document has in the store now, for the chunks `gen` should hold."""
-    state = store.index_state(gen.id)
-    rows = store.chunks_for(list(state), gen.stage_versions["chunk"])
-    acl_of = {did: tuple(sorted(d.acl)) for did, d in store.get_documents(list(state)).items()}
+    state = [did for did, r in store.index_state(gen.id).items() if not r.withheld]  # taken out with their source
+    rows = store.chunks_for(state, gen.stage_versions["chunk"])
+    acl_of = {did: tuple(sorted(d.acl)) for did, d in store.get_documents(state).items()}
     return {r.chunk_id: acl_of.get(r.doc_id, ()) for r in rows}
 
 

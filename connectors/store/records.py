@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 __all__ = ["BindingRecord", "ChunkRecord", "ContextRecord", "DeadLetterRecord", "DocumentRecord", "EventRecord",
            "GenerationRecord", "IndexStateRecord", "ParseRecord", "SourceRecord", "records_of"]
@@ -216,7 +216,12 @@ class BindingRecord(_Record):
 @dataclass(frozen=True, slots=True)
 class IndexStateRecord(_Record):
     """What one generation's indexes hold for one document (`index_state`); an empty digest
-    marks a document recorded as pending before it is written."""
+    marks a document recorded as pending before it is written, or, with the `acl_hash`
+    `WITHHELD`, one taken out with its source (`assets.index_stage.unindex_source`)."""
+
+    #: the `acl_hash` of a row whose document left the indexes with its source (no longer
+    #: configured): the generation held it, so the source put back writes it there again
+    WITHHELD: ClassVar[str] = "withheld"
 
     generation_id: int
     doc_id: str
@@ -225,6 +230,13 @@ class IndexStateRecord(_Record):
     chunks: int
     indexed_at: float
     acl_hash: str | None = None
+
+    @property
+    def withheld(self) -> bool:
+        """Taken out with its source: nothing of it is indexed, and it is written back when its
+        source is configured again (a pending row, as any: rewritten where complete records
+        exist for the generation's stage versions, else dropped)."""
+        return not self.digest and self.acl_hash == self.WITHHELD
 
 
 @dataclass(frozen=True, slots=True)
