@@ -48,7 +48,7 @@ from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.acl import ACL_BEFORE, within
 from connectors.analysis import space_cjk
-from connectors.embedder import from_bytes
+from connectors.embedder import compact_vector
 from connectors.errors import IndexUnreadable
 from connectors.generations import drop_generation_files, publish, writer_lock
 from connectors.identity import doc_id, short_hash, text_hash
@@ -133,7 +133,7 @@ def _records(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], cut: _
         records[did] = [IndexRecord(
             chunk_id=c.chunk_id, doc_id=did, source=d.source, external_id=d.external_id,
             text=index_text(d, cut.texts[c.chunk_id]),
-            vector=from_bytes(vectors[cut.hashes[c.chunk_id]]).tolist(),
+            vector=compact_vector(vectors[cut.hashes[c.chunk_id]]),
             acl=tuple(d.acl),
             payload=_payload(d, c, mk, title, included),
             heading=space_cjk(" ".join(c.heading_path)),

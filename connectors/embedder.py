@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import threading
+from array import array
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -227,3 +229,12 @@ def from_bytes(data: bytes) -> np.ndarray:
     import numpy as np
 
     return np.frombuffer(data, dtype="<f4")
+
+
+def compact_vector(data: bytes) -> array[float]:
+    """A stored vector as an index record carries it: 4 bytes a dimension, as stored, where a
+    list of Python floats takes 32 (a document of 190,000 chunks held 2.3 GB of them at once)."""
+    vec = array("f", data)
+    if sys.byteorder == "big":  # stored little-endian (`to_bytes`)
+        vec.byteswap()
+    return vec

@@ -46,6 +46,11 @@ _SENTENCE = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s)|[\u3002\uff01\u
 _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*$")
 _LINE = re.compile(r"\n")
 _SPACE = re.compile(r"\s+")
+# Characters one encode reads at most. The Rust tokenizer's offsets, then ours as Python tuples,
+# cost about 150 bytes a character: a 90 MB text file (inside max_file_mb) took 13 GB to chunk,
+# and a worker under a memory limit died with nothing recorded. Longer texts are read in windows
+# cut at a paragraph, line or space (`_window_end`), about 150 MB at most.
+WINDOW_CHARS = 1_000_000
 _CUTS: dict[str, tuple[tuple[re.Pattern[str], bool], ...]] = {
     # (pattern, cut after the match?) — sentences cut after their punctuation, the rest before
     "text": ((_PARAGRAPH, False), (_SENTENCE, True), (_LINE, False), (_SPACE, False)),
@@ -74,7 +79,11 @@ class TokenCounter:
         if not text:
             return 0
         n = self._words.count(text) if self._words is not None else None
-        return len(self._tok.encode(text, add_special_tokens=False)) if n is None else n
+        if n is not None:
+            return n
+        if len(text) > WINDOW_CHARS:  # exact for WordPiece (`additive`); within a token a window for BPE
+            return sum(self.count(text[a:b]) for a, b in _windows(text))
+        return len(self._tok.encode(text, add_special_tokens=False))
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         """`count` for many texts at once: ASCII text of a WordPiece tokenizer word by word
@@ -158,6 +167,8 @@ class TokenCounter:
         """`spans`, each with the token count of its piece: `(start, end, tokens)`."""
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        if len(text) > WINDOW_CHARS:
+            return self._windowed(text, max_tokens, overlap_tokens, mode, _first_only)
         enc = self._tok.encode(text, add_special_tokens=False)
         offs = [o for o in enc.offsets if o[1] > o[0]]
         if not offs:
@@ -184,6 +195,19 @@ class TokenCounter:
             j = max(i + 1, nxt - overlap) if not _first_only else max(i + 1, nxt)
             i = max(i + 1, _overlap_start(text, offs, j, nxt))
             begin = _line_start(text, offs[i][0], end) if mode == "code" else offs[i][0]
+
+    def _windowed(self, text: str, max_tokens: int, overlap_tokens: int, mode: SplitMode,
+                  first_only: bool) -> list[tuple[int, int, int]]:
+        """`pieces` of a text longer than `WINDOW_CHARS`, window by window (`_windows`): no piece
+        spans two windows, and a window's first piece does not overlap the last of the one
+        before. For `split_at`, the first window that holds a cut is enough."""
+        out: list[tuple[int, int, int]] = []
+        for a, b in _windows(text):
+            part = self.pieces(text[a:b], max_tokens, overlap_tokens, mode, first_only)
+            out += [(s + a, e + a, n) for s, e, n in part]
+            if first_only and len(out) > 1:
+                break
+        return out
 
     def _cut(
         self,
@@ -312,3 +336,23 @@ def get_tokenizer(name: str) -> TokenCounter:
                 raise ConfigError(f"tokenizer {name!r}: cannot load {path}: {e}") from e
             counter = _CACHE[key] = TokenCounter(tok, key, max_seq)
         return counter
+
+
+def _windows(text: str) -> list[tuple[int, int]]:
+    """Consecutive spans of `text`, each at most `WINDOW_CHARS` long, ending after a paragraph
+    break, else a line break, else a space in their second half (a hard cut only in a run
+    without any): every window of a code block starts a line."""
+    out: list[tuple[int, int]] = []
+    start, n = 0, len(text)
+    while start < n:
+        end = min(n, start + WINDOW_CHARS)
+        if end < n:
+            half = start + WINDOW_CHARS // 2
+            for sep in ("\n\n", "\n", " "):
+                at = text.rfind(sep, half, end)
+                if at >= 0:
+                    end = at + len(sep)
+                    break
+        out.append((start, end))
+        start = end
+    return out

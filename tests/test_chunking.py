@@ -667,3 +667,41 @@ def test_300_block_document_is_fast(tok: TokenCounter) -> None:
     print(f"\n300 blocks, {size / 1000:.0f} kB -> {len(drafts)} chunks in {elapsed * 1000:.0f} ms")
     check_invariants(blocks, drafts, cfg, tok)
     assert elapsed < 5.0
+
+
+def test_a_text_longer_than_one_encode_is_split_window_by_window(tok: TokenCounter,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 90 MB text file (inside max_file_mb) took 13 GB to chunk: one encode of the whole text
+    and its offsets. Past `WINDOW_CHARS` the text is encoded window by window, cut at a
+    paragraph, line or space; the pieces still cover every word, in order, each within budget,
+    and the counts are the tokenizer's own."""
+    import connectors.tokenizer as tokenizer
+
+    monkeypatch.setattr(tokenizer, "WINDOW_CHARS", 3_000)
+    rng = random.Random(5)
+    vocabulary = ["alpha", "beta", "gamma.", "delta", "épée", "x1y2"]
+    paragraphs = [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(5, 400))) for _ in range(60)]
+    text = "\n\n".join(paragraphs)
+    encoded: list[int] = []
+    real_encode = tok._tok.encode
+
+    class Spy:  # the Rust tokenizer's attributes are read-only: wrap it
+        def __getattr__(self, name: str) -> object:
+            return getattr(tok._tok, name)
+
+        def encode(self, t: str, **kw: object) -> object:
+            encoded.append(len(t))
+            return real_encode(t, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tok, "_tok", Spy())
+    pieces = tok.pieces(text, 120, 20)
+    assert encoded and max(encoded) <= 3_000
+    assert all(n <= 120 for _, _, n in pieces)
+    assert all(n == len(real_encode(text[a:b], add_special_tokens=False)) for a, b, n in pieces if n >= 0)
+    words = text.split()
+    covered = [w for a, b, _ in pieces for w in text[a:b].split()]
+    seen = iter(covered)  # every word of the text, in order (overlaps may repeat some)
+    assert all(any(w == c for c in seen) for w in words)
+    head, rest = tok.split_at(text, 120)
+    assert tok.count(head) <= 120 and text.startswith(head) and text.endswith(rest)
+    assert tok.count(text) == len(real_encode(text, add_special_tokens=False))

@@ -258,6 +258,31 @@ def test_gc_keeps_the_embeddings_of_an_edited_documents_unchanged_chunks(tmp_pat
     assert dep.cli("reindex", "--force")["recomputed"]["embed"] == 0  # ... its chunks' embeddings are not
 
 
+def test_gc_keeps_what_a_kept_version_is_rebuilt_from(tmp_path: Path) -> None:
+    """A file whose new bytes fail to parse keeps its indexed version (its chunks were cut from
+    the last good content). `bindery gc` counted that content dead, as no document has it, and
+    dropped its parse, prefixes and embeddings: the next reindex left the document out of the
+    candidate, and a promotion took it out of search (a robustness pass)."""
+    dep = Deployment(tmp_path)
+    dep.write("ops/valves.md", "# Valve checks\n\nBleed the pressure line slowly until the hiss stops.\n")
+    dep.cli("sync")
+    dep.write("ops/valves.md", "")  # empty: a dead letter
+    assert dep.cli("sync")["kept_versions"] == 1
+    caches = dep.cli("gc")["caches"]
+    assert caches == {"parses": 0, "contexts": 0, "embeddings": 0}, caches
+    out = dep.cli("reindex", "--force")
+    assert out["recomputed"]["embed"] == 0
+    dep.cli("promote", "--force", "--reason", "test")
+    r = LiveRetriever(load_config(dep.config_path))
+    try:
+        from connectors.indexes.base import PUBLIC, Filters
+
+        hits = r.search("bleed the pressure line", 5, Filters(principals=(PUBLIC,))).hits
+        assert "ops/valves.md" in {h.doc for h in hits}
+    finally:
+        r.close()
+
+
 def test_a_forced_reindex_refused_by_its_checks_records_no_rebuild(dep: Deployment) -> None:
     """`reindex --promote --force` with a broken eval set exits 2 before building: no candidate,
     and no 'forced-rebuild' event claiming one was built."""

@@ -102,14 +102,19 @@ class QdrantIndex:
                 self.client.create_payload_index(self.collection, f, models.PayloadSchemaType.KEYWORD)
 
     def upsert(self, records: Iterable[IndexRecord]) -> int:
-        points = [
-            models.PointStruct(id=point_id(r.chunk_id), vector=[float(x) for x in r.vector or ()],
-                               payload=r.vector_payload())
-            for r in records
-        ]
-        for i in range(0, len(points), 256):
-            self.client.upsert(self.collection, points[i : i + 256], wait=True)
-        return len(points)
+        # 256 points at a time: a point's vector as a list of floats is 32 bytes a dimension,
+        # and a whole large document's at once took gigabytes
+        n = 0
+        batch: list[models.PointStruct] = []
+        for r in records:
+            batch.append(models.PointStruct(id=point_id(r.chunk_id), vector=[float(x) for x in r.vector or ()],
+                                            payload=r.vector_payload()))
+            if len(batch) == 256:
+                self.client.upsert(self.collection, batch, wait=True)
+                n, batch = n + len(batch), []
+        if batch:
+            self.client.upsert(self.collection, batch, wait=True)
+        return n + len(batch)
 
     def delete_docs(self, doc_ids: Iterable[str]) -> None:
         ids = list(doc_ids)

@@ -300,8 +300,9 @@ class DocumentStore:
 
     def gc_orphan_caches(self, in_use: Mapping[str, str] | None = None, *,
                          created_before: float | None = None) -> dict[str, int]:
-        """Drop content-keyed cache rows whose source content no live document has any more,
-        so a deleted document leaves nothing behind in parses, contexts or embeddings.
+        """Drop content-keyed cache rows whose source content no live document has any more
+        (nor has chunks cut from), so a deleted document leaves nothing behind in parses,
+        contexts or embeddings.
 
         An embedding serves every text that hashes alike but names only the content it was
         first computed for. `in_use` maps the text hashes current documents embed to a content
@@ -311,8 +312,16 @@ class DocumentStore:
         cut under a chunk size no retained generation uses) goes too, whatever its content; only
         one made before `created_before` (when `in_use` was read), so a run embedding while gc
         works keeps what it just wrote for its index stage."""
-        live = sa.select(t.documents.c.content_hash).where(
-            t.documents.c.deleted_at.is_(None), t.documents.c.content_hash.is_not(None))
+        current = sa.select(t.documents.c.doc_id).where(t.documents.c.deleted_at.is_(None))
+        # a content is live while a document has it, or has chunks cut from it: a kept version
+        # (new bytes that fail to parse keep the chunks of the last good ones) is rebuilt from its
+        # parse, prefixes and embeddings by a reindex or `verify --repair`; dropped here, a
+        # reindex after a gc left the document out of the candidate (a robustness pass)
+        live = sa.union(
+            sa.select(t.documents.c.content_hash).where(
+                t.documents.c.deleted_at.is_(None), t.documents.c.content_hash.is_not(None)),
+            sa.select(t.chunks.c.content_hash).where(
+                t.chunks.c.doc_id.in_(current), t.chunks.c.content_hash.is_not(None)))
         out = {}
         unused = 0
         with self.tx() as c:
