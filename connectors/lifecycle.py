@@ -374,7 +374,8 @@ class Lifecycle:
         if forced:
             self.store.add_event("forced-promotion", f"{who} forced promotion of {cand.name}: {reason}",
                                  details={"report": verdict})
-        warnings = self._left_out(cand) if cand.status == "previous" else []  # a rollback by another door
+        # a rollback by another door, or a candidate that lacks documents live serves
+        warnings = self._left_out(cand) if cand.status == "previous" else self._not_carried(cand)
         flip = bind_live(self.cfg, self.store, cand, by=who, forced=forced)
         binding = flip.binding
         self.store.add_event("promoted", f"{cand.name} is live (previous: {binding.previous_generation_id})")
@@ -388,6 +389,28 @@ class Lifecycle:
         missing = self.unbuilt_sources(gen)
         return [f"generation {gen.id} holds nothing of {', '.join(map(repr, missing))}: their documents are out of "
                 "search until the next `bindery sync` writes them into it"] if missing else []
+
+    def _not_carried(self, cand: GenerationRecord) -> list[str]:
+        """The documents the live generation serves that candidate `cand` holds nothing of: a
+        file whose new bytes fail to parse keeps its indexed version in live, but a candidate
+        cut under other chunk settings cannot take that version (its chunks would be cut anew
+        from text nobody can read now), nor one that failed in the candidate alone. The gate
+        judges only its questions; a robustness pass promoted such a candidate and the
+        document left search without a word."""
+        live = self.live()
+        if live is None or cand.status != "building":
+            return []
+        held = {did for did, r in self.store.index_state(cand.id).items() if r.digest}
+        missing = [did for did, r in self.store.index_state(live.id).items() if r.digest and did not in held]
+        configured = set(self.cfg.source_names())
+        docs = sorted(f"{d.source}:{d.external_id}" for d in self.store.get_documents(missing).values()
+                      if d.deleted_at is None and d.source in configured)
+        if not docs:
+            return []
+        shown = ", ".join(docs[:5]) + (f" and {len(docs) - 5:,} more" if len(docs) > 5 else "")
+        return [f"candidate {cand.name} holds nothing of {len(docs):,} document{'s' if len(docs) != 1 else ''} "
+                f"the live generation serves ({shown}): promoted, they leave search until a sync can write "
+                "them (`bindery dlq` names those whose current bytes do not parse)"]
 
     # -- rollback ---------------------------------------------------------------------------
 

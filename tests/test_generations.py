@@ -283,6 +283,22 @@ def test_gc_keeps_what_a_kept_version_is_rebuilt_from(tmp_path: Path) -> None:
         r.close()
 
 
+def test_a_promotion_that_drops_a_kept_version_says_so(tmp_path: Path) -> None:
+    """A candidate cut under other chunk settings cannot take a kept version (its chunks would be
+    cut anew from a parse of bytes that are gone): the promotion names the document it takes out
+    of search instead of dropping it silently (a robustness pass: the gate passed without a word)."""
+    dep = Deployment(tmp_path)
+    dep.write("ops/valves.md", "# Valve checks\n\nBleed the pressure line slowly until the hiss stops.\n")
+    dep.cli("sync")
+    dep.write("ops/valves.md", "")
+    assert dep.cli("sync")["kept_versions"] == 1
+    dep.set_stage("chunk", max_tokens=120, overlap_tokens=10)
+    dep.cli("reindex")
+    out = dep.cli("promote", "--force", "--reason", "test")
+    assert len(out["warnings"]) == 1 and "docs:ops/valves.md" in out["warnings"][0], out["warnings"]
+    assert "1 document the live generation serves" in out["warnings"][0]
+
+
 def test_a_forced_reindex_refused_by_its_checks_records_no_rebuild(dep: Deployment) -> None:
     """`reindex --promote --force` with a broken eval set exits 2 before building: no candidate,
     and no 'forced-rebuild' event claiming one was built."""
