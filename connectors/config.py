@@ -639,8 +639,36 @@ def _problem(err: Any) -> str:
     value = err.get("input")
     shown = "***" if _is_secret(err["loc"]) else without_secrets(repr(value))
     got = f" (got {shown})" if isinstance(value, (int, float, str, bool)) and err["type"] != "missing" else ""
+    if err["type"] == "extra_forbidden" and (near := _near_key(err["loc"])):
+        got += f"; did you mean {near!r}?"  # `exlude` named no alternative (a new-user pass)
     # a rule across sections (checked on the whole file) names its keys itself
     return " ".join((f"{loc}: {msg}{got}" if loc else f"{msg}{got}").split())
+
+
+def _near_key(loc: tuple[Any, ...]) -> str | None:
+    """The key of the same section closest to an unknown one (`exlude` -> `exclude`), if any."""
+    import difflib
+
+    model: type[BaseModel] | None = BinderyConfig
+    for part in loc[:-1]:
+        if isinstance(part, int):  # an item of a list: the list's own model
+            continue
+        field = model.model_fields.get(str(part)) if model is not None else None
+        model = _model_in(field.annotation) if field is not None else None
+        if model is None:
+            return None
+    near = difflib.get_close_matches(str(loc[-1]), list(model.model_fields) if model else [], n=1, cutoff=0.75)
+    return near[0] if near else None
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The configuration model an annotation holds (itself, or inside Optional/list/dict)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        if (found := _model_in(arg)) is not None:
+            return found
+    return None
 
 
 def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> BinderyConfig:

@@ -177,8 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("dlq", help="dead letters: list, or retry after a fix")
     s.add_argument("action", nargs="?", choices=["list", "retry"], default="list",
                    help="list (default) or retry")
-    s.add_argument("--doc", action="append", help="retry this document (path or doc id; repeatable)")
-    s.add_argument("--all", action="store_true", help="retry every dead letter")
+    which = s.add_mutually_exclusive_group()  # both given, one was silently ignored (a new-user pass)
+    which.add_argument("--doc", action="append", help="retry this document (path or doc id; repeatable)")
+    which.add_argument("--all", action="store_true", help="retry every dead letter")
     s.add_argument("--source", help="only this source's dead letters")
     s = sub.add_parser("verify", help="check store and indexes hold the same chunk ids")
     s.add_argument("--repair", action="store_true", help="rebuild a drifted index from the document store")

@@ -93,7 +93,10 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("qdrant server without url", {"backends": {"vector": "qdrant-server"}}, ["status"], ("qdrant_url",)),
     ("unknown gate metric", {"gate": {"metric": "recall@7"}}, ["status"], ("gate.metric", "recall@7")),
     # a size is no secret: a misspelt `max_tokens` shows its value
-    ("unknown key", {"stages": {"chunk": {"max_token": 100}}}, ["status"], ("stages.chunk.max_token", "got 100")),
+    ("unknown key", {"stages": {"chunk": {"max_token": 100}}}, ["status"],
+     ("stages.chunk.max_token", "got 100", "did you mean 'max_tokens'?")),
+    ("unknown key in a source", {"sources": [{"name": "docs", "root": "/tmp", "exlude": ["x"]}]}, ["status"],
+     ("sources.0.exlude", "did you mean 'exclude'?")),
     ("true for a number", {"query": {"k": True}}, ["plan"], ("query.k", "not true/false")),
     # ... while a token pasted under a misplaced key stays hidden
     ("a token under an unknown key", {"sources": [{"name": "docs", "root": "/tmp", "hf_token": "hf_S3CR3T"}]},
@@ -267,6 +270,7 @@ def test_config_merge_keys_still_override(tmp_path: Path) -> None:
     (["tune", "--budget", "soon"], ("--budget", "'soon'")),
     (["evalset", "draft", "--out", "."], ("--out", "is a folder")),
     (["evalset", "draft", "--out", "-"], ("--out -", "give its path")),
+    (["dlq", "retry", "--all", "--doc", "a.md"], ("--doc", "--all")),  # one was silently ignored
     (["evalset", "draft", "--out", "d.jsonl", "--principal", " "], ("--principal", "not empty")),
     (["dlq", "retry", "--doc", "nope.md"], ("--doc nope.md", "no dead letter")),
     (["query", ""], ("query is empty",)),
