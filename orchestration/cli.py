@@ -450,7 +450,7 @@ def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str,
 def cmd_runs(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
     """Queued, running and finished runs of the instance, newest first."""
     from orchestration.instance import get_instance
-    from orchestration.runs import cancel_runs, list_runs, runs_table
+    from orchestration.runs import cancel_runs, fail_dead_runs, list_runs, runs_table
 
     if a.cancel:
         if a.status:
@@ -464,7 +464,9 @@ def cmd_runs(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
         for c in cancelled:
             print(f"{c['run_id'][:8]}: {'cancelled' if c['cancelled'] else 'could not be cancelled'} ({c['status']})")
         return None
-    rows = list_runs(get_instance(cfg), limit=a.limit, statuses=a.status)
+    instance = get_instance(cfg)
+    fail_dead_runs(instance)
+    rows = list_runs(instance, limit=a.limit, statuses=a.status)
     if a.json:
         return {"runs": rows}
     if a.status and not rows:  # the filter matched nothing: the instance may well hold other runs

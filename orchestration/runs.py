@@ -206,22 +206,7 @@ class Runner:
         self._fail_dead_runs()
 
     def _fail_dead_runs(self) -> None:
-        """A CLI process that died mid-run (killed, OOM, power loss) leaves its run STARTED for
-        ever, and the UI's queue counts it against the per-source limit of one run: that
-        source's sensor and UI runs would wait behind it for ever. Runs record the CLI's host
-        and pid; one whose process no longer exists is marked failed here."""
-        host = socket.gethostname()
-        started = self.instance.get_runs(filters=dg.RunsFilter(
-            statuses=[dg.DagsterRunStatus.STARTED], tags={"bindery/launched-by": "cli", "bindery/host": host}))
-        for run in started:
-            if launched_by(run.tags) != "cli":  # a re-execution from the UI carries its parent's tags
-                continue
-            pid = int(run.tags.get("bindery/pid", "0") or 0)
-            if pid <= 0 or pid == os.getpid() or _alive(pid):
-                continue
-            self.instance.report_run_failed(
-                run, message=f"the bindery process (pid {pid} on {host}) that ran this died before it finished; "
-                             "the next run resumes from what the document store holds")
+        fail_dead_runs(self.instance)
 
     def _sync_partitions(self) -> None:
         follow_configured_sources(self.instance, all_partition_keys(self.cfg))
@@ -546,3 +531,23 @@ def runs_table(rows: list[dict[str, Any]]) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(_TABLE_COLUMNS, widths, strict=True))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
     return "\n".join(lines)
+
+
+def fail_dead_runs(instance: dg.DagsterInstance) -> None:
+    """A CLI process that died mid-run (killed, OOM, power loss) leaves its run STARTED for
+    ever, and the UI's queue counts it against the per-source limit of one run: that
+    source's sensor and UI runs would wait behind it for ever. Runs record the CLI's host
+    and pid; one whose process no longer exists is marked failed here: by every CLI run, and
+    by `bindery runs` (it listed one STARTED until the next run: a new-user pass)."""
+    host = socket.gethostname()
+    started = instance.get_runs(filters=dg.RunsFilter(
+        statuses=[dg.DagsterRunStatus.STARTED], tags={"bindery/launched-by": "cli", "bindery/host": host}))
+    for run in started:
+        if launched_by(run.tags) != "cli":  # a re-execution from the UI carries its parent's tags
+            continue
+        pid = int(run.tags.get("bindery/pid", "0") or 0)
+        if pid <= 0 or pid == os.getpid() or _alive(pid):
+            continue
+        instance.report_run_failed(
+            run, message=f"the bindery process (pid {pid} on {host}) that ran this died before it finished; "
+                         "the next run resumes from what the document store holds")

@@ -281,6 +281,8 @@ def test_a_dead_cli_runs_started_run_is_failed_but_not_a_ui_re_execution_of_it(d
     Runner(load_config(dep.config_path))  # what every CLI command does first
     status = {r: runner.instance.get_run_by_id(r).status for r in (orphan, re_executed)}  # type: ignore[union-attr]
     assert status == {orphan: dg.DagsterRunStatus.FAILURE, re_executed: dg.DagsterRunStatus.STARTED}
+    later = started({})  # `bindery runs` lists it as it is: it showed STARTED until the next run
+    assert {r["run_id"]: r["status"] for r in dep.cli("runs")["runs"]}[later] == "FAILURE"
 
 
 @pytest.mark.parametrize(("tags", "who"), [
