@@ -28,6 +28,27 @@ def _hits(dep: Deployment, query: str, cfg: BinderyConfig | None = None) -> list
         r.close()
 
 
+def _put_back_everywhere(dep: Deployment) -> None:
+    """The put-back sync restores the source from the caches, into the rollback target too,
+    which held it (a new-user pass: it stayed empty of the source, and a rollback then served
+    nothing of it), and the plan says so."""
+    plan = dep.cli("plan")
+    back = dep.cli("sync")
+    assert back["sources"]["ext"]["acl"] == 1 and back["recomputed"]["embed"] == 0
+    assert ("ext", "annex.md") in _hits(dep, "tangerine budget harbour annex")
+    assert (plan["recomputed"], plan["written"]) == (back["recomputed"], back["written"]), (plan, back)
+    store = DocumentStore(load_config(dep.config_path).database_url)
+    try:
+        for g in store.generations(["live", "previous"]):
+            assert [r.digest != "" for r in store.index_state(g.id, "ext").values()] == [True], g.name
+    finally:
+        store.dispose()
+    assert dep.cli("verify")["consistent"] is True
+    dep.cli("rollback")
+    assert ("ext", "annex.md") in _hits(dep, "tangerine budget harbour annex")
+    dep.cli("rollback")  # back to the generation it was
+
+
 def test_a_removed_source_is_not_served_and_gc_removes_it_everywhere(tmp_path: Path) -> None:
     dep = Deployment(tmp_path)
     ext = tmp_path / "ext"
@@ -69,23 +90,7 @@ def test_a_removed_source_is_not_served_and_gc_removes_it_everywhere(tmp_path: P
     # put back before a gc: its next listing restores it, nothing re-embedded
     dep.config["sources"].append({"name": "ext", "kind": "local", "root": str(ext)})
     dep.save()
-    plan = dep.cli("plan")
-    back = dep.cli("sync")
-    assert back["sources"]["ext"]["acl"] == 1 and back["recomputed"]["embed"] == 0
-    assert ("ext", "annex.md") in _hits(dep, "tangerine budget harbour annex")
-    # ... into the rollback target too, which held it (a new-user pass: it stayed empty of the
-    # source, and a rollback then served nothing of it), and the plan said so
-    assert (plan["recomputed"], plan["written"]) == (back["recomputed"], back["written"]), (plan, back)
-    store = DocumentStore(load_config(dep.config_path).database_url)
-    try:
-        for g in store.generations(["live", "previous"]):
-            assert [r.digest != "" for r in store.index_state(g.id, "ext").values()] == [True], g.name
-    finally:
-        store.dispose()
-    assert dep.cli("verify")["consistent"] is True
-    dep.cli("rollback")
-    assert ("ext", "annex.md") in _hits(dep, "tangerine budget harbour annex")
-    dep.cli("rollback")  # back to the generation it was
+    _put_back_everywhere(dep)
     dep.config["sources"] = [s for s in dep.config["sources"] if s["name"] != "ext"]
     dep.save()
     dep.cli("sync")
