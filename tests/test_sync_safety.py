@@ -463,3 +463,30 @@ def test_s3_failed_listings_never_delete(s3dep: S3Deployment) -> None:
     dep.save()
     out = dep.cli("sync")
     assert out["sources"]["docs"]["unchanged"] == 6 and out["recomputed"]["embed"] == 0
+
+
+@pytest.mark.parametrize(("error", "transient"), [
+    ("checksum", True),  # the body changed on the way: a proxy answering every read counts as the source
+    ("timeout", True),
+    ("denied", False),
+])
+def test_which_s3_read_failures_count_towards_the_sources_streak(error: str, transient: bool) -> None:
+    """A run of transient read failures is the source's failure (`TRANSIENT_STREAK`). A body
+    whose checksum fails was not counted: a proxy answering every GET with a log-in page made a
+    sync exit 0, every object a dead letter and no last_error (a robustness pass)."""
+    from types import SimpleNamespace
+
+    from botocore.exceptions import ClientError, FlexibleChecksumError, ReadTimeoutError
+
+    from connectors.sources.s3 import S3Source
+
+    e: Exception = {
+        "checksum": FlexibleChecksumError(error_msg="Expected checksum abc did not match calculated checksum def"),
+        "timeout": ReadTimeoutError(endpoint_url="http://s3.test"),
+        "denied": ClientError({"Error": {"Code": "AccessDenied"}, "ResponseMetadata": {"HTTPStatusCode": 403}},
+                              "GetObject"),
+    }[error]
+    src = SimpleNamespace(bucket="b", prefix="", endpoint="http://s3.test", name="docs")
+    failure = S3Source._fail(src, "read", e, "a.md")  # type: ignore[arg-type]
+    assert isinstance(failure, SourceError) and failure.transient is transient
+    assert "s3://b/a.md" in str(failure)

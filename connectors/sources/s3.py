@@ -37,6 +37,7 @@ from botocore.exceptions import (
     ClientError,
     ConnectTimeoutError,
     EndpointConnectionError,
+    FlexibleChecksumError,
     NoCredentialsError,
     ReadTimeoutError,
 )
@@ -151,7 +152,11 @@ class S3Source:
         where = f"s3://{self.bucket}/{key if key is not None else self.prefix}"
         # the endpoint cannot be reached at all, or it refuses who we are: no object can be read
         wide = isinstance(e, (EndpointConnectionError, ConnectTimeoutError, NoCredentialsError))
-        transient = isinstance(e, ReadTimeoutError)  # one object's body can stall: see _Sweep.streak
+        # one object's body can stall, or arrive changed (its checksum fails): a run of them is
+        # the source's failure (`_Sweep.streak`), not every object's. Checksum failures were not
+        # counted, and a proxy answering every read with a log-in page made a sync exit 0 with
+        # every object a dead letter and no last_error (a robustness pass)
+        transient = isinstance(e, (ReadTimeoutError, FlexibleChecksumError))
         if isinstance(e, ClientError):
             err = e.response.get("Error", {})
             code = str(err.get("Code", ""))
@@ -174,6 +179,8 @@ class S3Source:
             cause = "endpoint unreachable (connection failed)"
         elif isinstance(e, (ConnectTimeoutError, ReadTimeoutError)):
             cause = f"timed out ({type(e).__name__})"
+        elif isinstance(e, FlexibleChecksumError):
+            cause = f"the body failed its checksum, changed on the way (a proxy answering for S3?): {e}"
         elif isinstance(e, NoCredentialsError):
             cause = "no AWS credentials found (set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"
         else:
