@@ -421,8 +421,17 @@ def _human_dlq(r: Any) -> str:
     if not r:
         return "dead-letter table is empty"
     return table(["at", "source", "document", "stage", "reason", "error"],
-                 [[_ts(d["at"]), d["source"], d["doc"], d["stage"], d["reason"], " ".join(d["error"].split())[:100]]
-                  for d in r])
+                 [[_ts(d["at"]), d["source"], _shortened(d["doc"]), d["stage"], d["reason"],
+                   " ".join(d["error"].split())[:100]] for d in r])
+
+
+def _shortened(path: str, width: int = 80) -> str:
+    """A path cut in the middle to `width` characters: one 1,119-character name made every row of
+    the table wider than any terminal (a robustness pass). `--json` has it whole."""
+    if len(path) <= width:
+        return path
+    keep = width - 1
+    return f"{path[: keep // 2]}…{path[len(path) - (keep - keep // 2):]}"
 
 
 def _gate_text(rep: dict[str, Any]) -> list[str]:

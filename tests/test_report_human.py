@@ -102,6 +102,9 @@ def test_dlq_renders_empty_rows_and_retry() -> None:
     out = human("dlq", rows).splitlines()
     assert out[0].split() == ["at", "source", "document", "stage", "reason", "error"]
     assert out[2].split()[-4:] == ["parse", "corrupt", "bad", "xref"] and "never" in out[2]
+    deep = "x/" * 600 + "deep.md"  # one long name made every row of the table wider than a terminal
+    wide = human("dlq", [*rows, {**rows[0], "doc": deep}]).splitlines()
+    assert max(map(len, wide)) < 200 and "…" in wide[3] and wide[3].split()[2].endswith("x/deep.md")
     retry = human("dlq", {"retried": 2, "resolved": 1, "still_failing": ["a.pdf"]})
     assert retry == "retried 2, resolved 1; still failing: a.pdf"
     sync = {"generation": None, "sources": {"docs": {"deleted": 6}}, "recomputed": {"parse": 1},
