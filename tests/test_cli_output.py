@@ -367,6 +367,7 @@ def test_runs_with_a_status_filter_that_matches_nothing_says_so(dep: Deployment,
     # runs first: importing orchestration.runs while get_instance is patched would bind the fake
     # into it for good, and every later sync in this process would get no Dagster instance
     monkeypatch.setattr("orchestration.runs.list_runs", list_runs)
+    monkeypatch.setattr("orchestration.runs.fail_dead_runs", lambda instance: None)
     monkeypatch.setattr("orchestration.instance.get_instance", lambda cfg: None)
     code, out, _ = run(capsys, "--config", str(dep.config_path), "runs", "--status", "queued")
     assert code == 0 and out.strip() == "no runs with status queued" and seen == [["queued"]]
