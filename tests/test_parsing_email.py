@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from assets.parsing import parse_document
 from assets.parsing.email import split_quoted
 from connectors.config import ParseConfig
@@ -130,3 +132,14 @@ def test_a_multipart_that_declares_no_boundary_keeps_its_text() -> None:
     r = parse_document(raw, "m.eml", CFG)
     assert [b.text for b in r.blocks] == ["The plumbobvector escalation matrix."]
     assert "email: multipart declares no boundary; parts split on 'abc' instead" in r.warnings
+
+
+@pytest.mark.parametrize("content_type", [b'multipart/mixed; boundary="NEVERUSED"', b"multipart/mixed"])
+def test_a_multipart_without_any_part_keeps_its_text(content_type: bytes) -> None:
+    """A multipart whose body never has a boundary line: its text was an "empty" dead letter
+    (no text could be extracted) although the message has three lines of it."""
+    raw = (b"From: a@example.org\nSubject: hi\nMIME-Version: 1.0\nContent-Type: " + content_type + b"\n\n"
+           b"The plumbobvector escalation matrix is due.\nSecond line of real text.\n")
+    r = parse_document(raw, "m.eml", CFG)
+    assert " ".join(b.text for b in r.blocks) == "The plumbobvector escalation matrix is due. Second line of real text."
+    assert any("its body read as plain text" in w for w in r.warnings), r.warnings

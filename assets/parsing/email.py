@@ -358,7 +358,9 @@ def _parse_message(raw: bytes, warnings: list[str]) -> EmailMessage:
         return msg
     head, body = raw[: split.end()], raw[split.end() :]
     m = _BOUNDARY_LINE.search(body)
-    if not m or (declared and m.group(1).decode("ascii", "replace") == declared):
+    if not m:
+        return _without_parts(msg, declared, warnings)
+    if declared and m.group(1).decode("ascii", "replace") == declared:
         return msg
     used = m.group(1).removesuffix(b"--")
     if declared:
@@ -370,6 +372,20 @@ def _parse_message(raw: bytes, warnings: list[str]) -> EmailMessage:
         what = f"multipart boundary {declared!r} is never used" if declared else "multipart declares no boundary"
         warnings.append(f"email: {what}; parts split on {used.decode('ascii', 'replace')!r} instead")
         return repaired
+    return msg
+
+
+def _without_parts(msg: EmailMessage, declared: str | None, warnings: list[str]) -> EmailMessage:
+    """A multipart whose body has no boundary line at all: its text, if any, is read as the
+    plain body it is. It was an "empty" dead letter, the text lost under a misleading reason
+    (a robustness pass)."""
+    payload = msg.get_payload()
+    if not isinstance(payload, str) or not payload.strip():
+        return msg
+    msg.set_type("text/plain")
+    msg.del_param("boundary")
+    what = f"boundary {declared!r} is never used" if declared else "no boundary is declared"
+    warnings.append(f"email: multipart with no parts ({what}); its body read as plain text")
     return msg
 
 
