@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from connectors.config import SourceConfig
 
-__all__ = ["ACL_BEFORE", "PUBLIC", "PUBLIC_ACL", "SIDECAR", "Acl", "allows", "narrow", "normalise", "parse_list",
-           "parse_sidecar", "source_default", "within"]
+__all__ = ["ACL_BEFORE", "PUBLIC", "PUBLIC_ACL", "SIDECAR", "Acl", "allows", "commented_principals", "narrow",
+           "normalise", "parse_list", "parse_sidecar", "source_default", "within"]
 
 PUBLIC = "*"  # the principal meaning "anyone"
 PUBLIC_ACL: tuple[str, ...] = (PUBLIC,)
@@ -59,17 +59,15 @@ def normalise(principals: Iterable[str]) -> tuple[str, ...]:
                                if p.strip().lstrip("\ufeff").strip()))
 
 
-# a comment after a principal, as CODEOWNERS writes one ("group:hr  # the HR team"): whitespace
-# then "#"; a "#" inside a name ("team#1") stays part of it
-_TRAILING_COMMENT = re.compile(r"\s#.*")
-
-
 def parse_sidecar(data: bytes) -> tuple[str, ...]:
-    """The principals of a ``.bindery-acl`` file: one a line, ``#`` comments (whole lines, or
-    after whitespace) and blank lines ignored. Raises UnicodeDecodeError when it is not UTF-8
-    (the listing then fails: a sidecar we cannot read must never mean "public")."""
+    """The principals of a ``.bindery-acl`` file: one a line, whole-line ``#`` comments and blank
+    lines ignored. A ``#`` after a principal is part of it (principals are opaque: an LDAP group
+    may be "CN=Team #1"); read as a comment, "* #TODO restrict" would publish a folder that is
+    locked today (`commented_principals` names such lines for a warning instead). Raises
+    UnicodeDecodeError when it is not UTF-8 (the listing then fails: a sidecar we cannot read
+    must never mean "public")."""
     text = data.decode("utf-8-sig")
-    return normalise(_TRAILING_COMMENT.sub("", ln) for ln in text.splitlines() if not ln.strip().startswith("#"))
+    return normalise(ln for ln in text.splitlines() if not ln.strip().startswith("#"))
 
 
 def parse_list(value: str) -> tuple[str, ...]:
@@ -110,3 +108,13 @@ def allows(acl: Iterable[str], principals: Iterable[str]) -> bool:
     """Whether a caller with `principals` may read a document whose ACL is `acl`."""
     have = set(acl)
     return PUBLIC in have or bool(have & set(principals))
+
+
+def commented_principals(principals: Iterable[str]) -> list[str]:
+    """Principals that look like a name and a trailing comment ("group:hr  # the HR team"):
+    taken whole, they let no one in that the author meant to (fail closed), so the listing
+    warns about them rather than read them otherwise."""
+    return [p for p in principals if _COMMENT_LIKE.search(p)]
+
+
+_COMMENT_LIKE = re.compile(r"\s#")

@@ -23,12 +23,16 @@ def _source(tmp_path: Path, **extra: object) -> SourceConfig:
     ("\ufeffalice\nbob\n", ("alice", "bob")),  # a byte-order mark never hides the first principal
     ("# who\n\n  alice  \nalice\r\ngroup:eng\r\n", ("alice", "group:eng")),
     ("# nobody may read this folder\n", ()),
-    # a comment after a principal is a comment, not part of its name (which would lock HR out)
-    ("group:hr   # the HR team\nalice\t# on leave\nteam#1\n", ("group:hr", "alice", "team#1")),
+    # a "#" after a principal is part of it: read as a comment, "* #TODO" would publish the folder
+    ("* #TODO restrict to group:hr\nCN=Team #1\n", ("* #TODO restrict to group:hr", "CN=Team #1")),
     ("", ()),
 ])
 def test_sidecar_text(text: str, expected: tuple[str, ...]) -> None:
     assert acl.parse_sidecar(text.encode("utf-8")) == expected
+
+
+def test_a_principal_that_looks_commented_is_named_for_a_warning() -> None:
+    assert acl.commented_principals(("group:hr  # the HR team", "team#1", "alice")) == ["group:hr  # the HR team"]
 
 
 def test_sidecar_that_is_not_utf8_is_an_error() -> None:
