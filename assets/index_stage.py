@@ -604,12 +604,16 @@ def unindex_source(rt: Runtime, source: str, *, forget: bool = False) -> dict[st
 
     unwritable: dict[str, str] = {}
     for g in rt.lifecycle.generations(RETAINED):
-        rows = rt.store.index_state(g.id, source)
-        held = [did for did, r in rows.items() if not r.withheld]  # taken out before: nothing to write
+        held = rt.store.held_doc_ids(g.id, source)  # withheld rows were taken out before: nothing to write
         if not held:
-            if forget and rows:
-                rt.store.clear_index_state(g.id, list(rows))
+            if forget and (rows := list(rt.store.index_state(g.id, source))):
+                rt.store.clear_index_state(g.id, rows)
             continue
+        # pending first: a process killed after the delete leaves rows that the next call takes
+        # out again, or that the source put back rewrites (rows that still named their digest
+        # read "unchanged" to the put-back sync, and the documents stayed out: a review)
+        rt.store.set_index_state([{"generation_id": g.id, "doc_id": did, "source": source, "digest": "",
+                                   "chunks": 0, "indexed_at": time.time(), "acl_hash": None} for did in held])
         try:
             with _writing(rt, g.record) as kept:
                 if kept:
@@ -622,13 +626,12 @@ def unindex_source(rt: Runtime, source: str, *, forget: bool = False) -> dict[st
             continue
         if not kept:
             continue
-        # readers first, bookkeeping last (as `run_index`): a process killed in between leaves
-        # index-state rows that the next call deletes again
+        # readers first, bookkeeping last (as `run_index`)
         rt.store.update_generation(g.id, vector_snapshot=vec, keyword_snapshot=kw, published_at=time.time())
         if g.status == "live":
             rt.store.bump_binding()
         if forget:
-            rt.store.clear_index_state(g.id, list(rows))
+            rt.store.clear_index_state(g.id, list(rt.store.index_state(g.id, source)))
         else:
             rt.store.set_index_state([
                 {"generation_id": g.id, "doc_id": did, "source": source, "digest": "", "chunks": 0,

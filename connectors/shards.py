@@ -91,3 +91,6 @@ class ShardStore(DocumentStore):
     def index_state(self, generation_id: int, source: str | None = None) -> dict[str, IndexStateRecord]:
         rows = super().index_state(generation_id, source)
         return {k: v for k, v in rows.items() if self.shard.holds(k)} if source is not None else rows
+
+    def held_doc_ids(self, generation_id: int, source: str) -> list[str]:
+        return [k for k in super().held_doc_ids(generation_id, source) if self.shard.holds(k)]

@@ -49,7 +49,7 @@ _SPACE = re.compile(r"\s+")
 # Characters one encode reads at most. The Rust tokenizer's offsets, then ours as Python tuples,
 # cost about 150 bytes a character: a 90 MB text file (inside max_file_mb) took 13 GB to chunk,
 # and a worker under a memory limit died with nothing recorded. Longer texts are read in windows
-# cut at a paragraph, line or space (`_window_end`), about 150 MB at most.
+# cut at a paragraph, line or space (`_windows`), about 150 MB at most.
 WINDOW_CHARS = 1_000_000
 _CUTS: dict[str, tuple[tuple[re.Pattern[str], bool], ...]] = {
     # (pattern, cut after the match?) — sentences cut after their punctuation, the rest before
@@ -81,7 +81,9 @@ class TokenCounter:
         n = self._words.count(text) if self._words is not None else None
         if n is not None:
             return n
-        if len(text) > WINDOW_CHARS:  # exact for WordPiece (`additive`); within a token a window for BPE
+        # window by window: exact for WordPiece (`additive`) where windows end at a space, within
+        # a token a window for BPE or where a run without spaces was cut
+        if len(text) > WINDOW_CHARS:
             return sum(self.count(text[a:b]) for a, b in _windows(text))
         return len(self._tok.encode(text, add_special_tokens=False))
 
@@ -92,6 +94,9 @@ class TokenCounter:
             return []
         counts: list[int | None] = ([self._words.count(t) for t in texts] if self._words is not None
                                     else [None] * len(texts))
+        for i, n in enumerate(counts):  # a long text is counted window by window, not in one encode
+            if n is None and len(texts[i]) > WINDOW_CHARS:
+                counts[i] = self.count(texts[i])
         rest = [i for i, n in enumerate(counts) if n is None]
         if rest:
             # encode_batch_fast skips offset tracking: about 1.6x faster when only lengths matter

@@ -98,7 +98,8 @@ def _rebuild(rt: Runtime, gen: GenerationRecord) -> None:
         if is_embedded(vector_engine(rt.cfg, gen)):
             shutil.rmtree(paths.vector(vector_engine(rt.cfg, gen)), ignore_errors=True)
         shutil.rmtree(paths.keyword, ignore_errors=True)
-        rt.store.clear_index_state(gen.id, list(rt.store.index_state(gen.id)))
+        # the rows of documents taken out with their source stay: put back, it comes back here too
+        rt.store.clear_index_state(gen.id, [did for did, r in rt.store.index_state(gen.id).items() if not r.withheld])
     g = next(x for x in rt.lifecycle.generations(RETAINED) if x.id == gen.id)
     for s in rt.cfg.sources:
         run_index(rt, s.name, [g])

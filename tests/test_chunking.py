@@ -705,3 +705,6 @@ def test_a_text_longer_than_one_encode_is_split_window_by_window(tok: TokenCount
     head, rest = tok.split_at(text, 120)
     assert tok.count(head) <= 120 and text.startswith(head) and text.endswith(rest)
     assert tok.count(text) == len(real_encode(text, add_special_tokens=False))
+    encoded.clear()  # the chunker counts whole blocks in a batch first: windowed there too (a review)
+    assert tok.count_batch([text, "short"]) == [len(real_encode(text, add_special_tokens=False)), 1]
+    assert max(encoded) <= 3_000

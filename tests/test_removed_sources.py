@@ -187,3 +187,33 @@ def test_a_dead_letter_of_a_removed_source_is_not_retried(tmp_path: Path) -> Non
     dep.save()
     assert dep.cli("dlq", "retry", "--all") == {"retried": 0, "resolved": 0, "still_failing": []}
     dep.cli("dlq", "retry", "--doc", "empty.md", expect=2)
+
+
+def test_a_withholding_run_killed_after_its_delete_leaves_nothing_out_when_put_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`unindex_source` marks the rows pending before it deletes: a run that died between the
+    delete and the bookkeeping left rows naming their digest, and the source put back read
+    "unchanged" and stayed out of the index (a review's find)."""
+    import assets.index_stage as index_stage
+
+    dep = Deployment(tmp_path)
+    ext = tmp_path / "ext"
+    ext.mkdir()
+    (ext / "annex.md").write_text(f"# Annex\n\n{SECRET}\n")
+    dep.config["sources"].append({"name": "ext", "kind": "local", "root": str(ext)})
+    dep.save()
+    dep.cli("sync")
+    dep.config["sources"] = [s for s in dep.config["sources"] if s["name"] != "ext"]
+    dep.save()
+
+    def killed(*args: object, **kw: object) -> None:
+        raise KeyboardInterrupt  # the process stops after the index delete, before any bookkeeping
+
+    with monkeypatch.context() as m:
+        m.setattr(index_stage, "publish", killed)
+        dep.cli("sync", expect=130)
+    dep.config["sources"].append({"name": "ext", "kind": "local", "root": str(ext)})
+    dep.save()
+    dep.cli("sync")
+    assert ("ext", "annex.md") in _hits(dep, "tangerine budget harbour annex")
+    assert dep.cli("verify")["consistent"] is True

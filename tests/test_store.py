@@ -240,3 +240,38 @@ def test_gc_drops_embeddings_no_current_text_uses(db_url: str) -> None:
     # one a run wrote while gc read what is in use stays: that run's index stage reads it next
     store.put_embeddings([_embedding("just-written", "live")])
     assert store.gc_orphan_caches({"current": "live"}, created_before=time.time() - 60)["embeddings"] == 0
+
+
+def test_held_doc_ids_leaves_out_only_withheld_rows(db_url: str) -> None:
+    """`unindex_source` asks which documents of a removed source may still be indexed on every
+    index run until gc: in SQL, leaving out the withheld rows (nothing of them is indexed)."""
+    from connectors.store import IndexStateRecord
+
+    store = DocumentStore(db_url)
+    g = _gen(store, "g1")
+    rows = {"held": ("d1", "a"), "pending": ("", "a"), "legacy": ("d2", None), "crashed": ("", None),
+            "withheld": ("", IndexStateRecord.WITHHELD)}
+    store.set_index_state([{"generation_id": g, "doc_id": did, "source": "s", "digest": digest, "chunks": 1,
+                            "indexed_at": 0.0, "acl_hash": acl} for did, (digest, acl) in rows.items()])
+    assert sorted(store.held_doc_ids(g, "s")) == ["crashed", "held", "legacy", "pending"]
+    assert store.index_state(g)["withheld"].withheld and not store.index_state(g)["crashed"].withheld
+    assert store.held_doc_ids(g, "other") == []
+
+
+def test_gc_keeps_the_caches_of_a_kept_version(db_url: str) -> None:
+    """A document whose new content failed to parse keeps chunks cut from its older content (a
+    kept version): that content's parse and embeddings are what a reindex rebuilds it from."""
+    store = DocumentStore(db_url)
+    store.upsert_documents([_doc("a", content_hash="new")])
+    store.replace_chunks("c1", {"a": [ChunkRecord(
+        chunk_id="a:0", doc_id="a", chunk_version="c1", content_hash="old", parse_version="p", ordinal=0,
+        kind="text", display_text="x", embed_text="x", text_hash="t", heading_path=[], page=None,
+        char_start=0, char_end=1)]})
+    for h in ("old", "older"):
+        store.put_parses([{"content_hash": h, "parse_version": "p", "format": "md", "status": "ok",
+                           "created_at": time.time()}])
+        store.put_embeddings([_embedding("t" + h, h)])
+    assert store.gc_orphan_caches() == {"parses": 1, "contexts": 0, "embeddings": 1}  # "older" only
+    assert set(store.get_embeddings(["told", "tolder"], "e")) == {"told"}
+    store.mark_deleted(["a"], time.time())
+    assert store.gc_orphan_caches() == {"parses": 1, "contexts": 0, "embeddings": 1}  # gone with it

@@ -312,16 +312,18 @@ class DocumentStore:
         cut under a chunk size no retained generation uses) goes too, whatever its content; only
         one made before `created_before` (when `in_use` was read), so a run embedding while gc
         works keeps what it just wrote for its index stage."""
-        current = sa.select(t.documents.c.doc_id).where(t.documents.c.deleted_at.is_(None))
-        # a content is live while a document has it, or has chunks cut from it: a kept version
+        live = sa.select(t.documents.c.content_hash).where(
+            t.documents.c.deleted_at.is_(None), t.documents.c.content_hash.is_not(None))
+        # a content is live too while a current document has chunks cut from it: a kept version
         # (new bytes that fail to parse keep the chunks of the last good ones) is rebuilt from its
         # parse, prefixes and embeddings by a reindex or `verify --repair`; dropped here, a
-        # reindex after a gc left the document out of the candidate (a robustness pass)
-        live = sa.union(
-            sa.select(t.documents.c.content_hash).where(
-                t.documents.c.deleted_at.is_(None), t.documents.c.content_hash.is_not(None)),
-            sa.select(t.chunks.c.content_hash).where(
-                t.chunks.c.doc_id.in_(current), t.chunks.c.content_hash.is_not(None)))
+        # reindex after a gc left the document out of the candidate (a robustness pass). Read
+        # apart, and only the few older contents: one NOT IN over every chunk's hash made
+        # PostgreSQL give up its hashed lookup (82 s against 0.1 s on 200k chunks, a review)
+        d, ch = t.documents.c, t.chunks.c
+        kept = (sa.select(ch.content_hash).join(t.documents, d.doc_id == ch.doc_id)
+                .where(d.deleted_at.is_(None), ch.content_hash.is_not(None), d.content_hash.is_not(None),
+                       ch.content_hash != d.content_hash).distinct())
         out = {}
         unused = 0
         with self.tx() as c:
@@ -332,7 +334,8 @@ class DocumentStore:
                 for batch in _batches(stale):
                     unused += c.execute(e.delete().where(e.c.text_hash.in_(batch), old)).rowcount or 0
                 dead = c.execute(sa.select(e.c.text_hash, e.c.embedder_id).where(
-                    e.c.content_hash.is_not(None), e.c.content_hash.not_in(live))).all()
+                    e.c.content_hash.is_not(None), e.c.content_hash.not_in(live),
+                    e.c.content_hash.not_in(kept))).all()
                 for text_hash, embedder_id in dead:
                     if text_hash in in_use:
                         c.execute(e.update().where(e.c.text_hash == text_hash, e.c.embedder_id == embedder_id)
@@ -340,7 +343,7 @@ class DocumentStore:
             for name, table in (("parses", t.parses), ("contexts", t.contexts),
                                 ("embeddings", t.embeddings)):
                 q = table.delete().where(table.c.content_hash.is_not(None),
-                                         table.c.content_hash.not_in(live))
+                                         table.c.content_hash.not_in(live), table.c.content_hash.not_in(kept))
                 out[name] = c.execute(q).rowcount or 0
         out["embeddings"] += unused
         return out
@@ -627,6 +630,16 @@ class DocumentStore:
             q = q.where(t.index_state.c.source == source)
         with self.engine.connect() as c:
             return {r.doc_id: r for r in records_of(IndexStateRecord, c.execute(q))}
+
+    def held_doc_ids(self, generation_id: int, source: str) -> list[str]:
+        """The documents of a source that generation `generation_id`'s index state says may be
+        in its indexes: every row but the withheld ones (`IndexStateRecord.withheld`), selected
+        in SQL: a removed source's withheld rows are read by every index run until gc."""
+        s = t.index_state.c
+        q = sa.select(s.doc_id).where(s.generation_id == generation_id, s.source == source, sa.or_(
+            s.digest != "", s.acl_hash.is_(None), s.acl_hash != IndexStateRecord.WITHHELD))
+        with self.engine.connect() as c:
+            return [r.doc_id for r in c.execute(q)]
 
     def set_index_state(self, rows: list[dict[str, Any]]) -> None:
         """Upsert index-state rows (mappings with the `IndexStateRecord` fields: a batch write)."""
