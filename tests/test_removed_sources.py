@@ -28,6 +28,18 @@ def _hits(dep: Deployment, query: str, cfg: BinderyConfig | None = None) -> list
         r.close()
 
 
+def _with_ext(tmp_path: Path) -> tuple[Deployment, Path]:
+    """A deployment with a second source, `ext`, holding one document, synced."""
+    dep = Deployment(tmp_path)
+    ext = tmp_path / "ext"
+    ext.mkdir()
+    (ext / "annex.md").write_text(f"# Annex\n\n{SECRET}\n")
+    dep.config["sources"].append({"name": "ext", "kind": "local", "root": str(ext)})
+    dep.save()
+    dep.cli("sync")
+    return dep, ext
+
+
 def _put_back_everywhere(dep: Deployment) -> None:
     """The put-back sync restores the source from the caches, into the rollback target too,
     which held it (a new-user pass: it stayed empty of the source, and a rollback then served
@@ -134,13 +146,7 @@ def test_a_damaged_rollback_generation_stops_neither_the_withholding_sync_nor_gc
     a repair lets it finish the job."""
     from connectors.generations import GenerationPaths
 
-    dep = Deployment(tmp_path)
-    ext = tmp_path / "ext"
-    ext.mkdir()
-    (ext / "annex.md").write_text(f"# Annex\n\n{SECRET}\n")
-    dep.config["sources"].append({"name": "ext", "kind": "local", "root": str(ext)})
-    dep.save()
-    dep.cli("sync")
+    dep, _ = _with_ext(tmp_path)
     dep.cli("reindex", "--force")
     dep.cli("promote", "--force", "--reason", "a previous generation to damage")
     cfg = load_config(dep.config_path)
@@ -196,13 +202,7 @@ def test_a_withholding_run_killed_after_its_delete_leaves_nothing_out_when_put_b
     "unchanged" and stayed out of the index (a review's find)."""
     import assets.index_stage as index_stage
 
-    dep = Deployment(tmp_path)
-    ext = tmp_path / "ext"
-    ext.mkdir()
-    (ext / "annex.md").write_text(f"# Annex\n\n{SECRET}\n")
-    dep.config["sources"].append({"name": "ext", "kind": "local", "root": str(ext)})
-    dep.save()
-    dep.cli("sync")
+    dep, ext = _with_ext(tmp_path)
     dep.config["sources"] = [s for s in dep.config["sources"] if s["name"] != "ext"]
     dep.save()
 
