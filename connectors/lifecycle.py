@@ -393,10 +393,10 @@ class Lifecycle:
     def _not_carried(self, cand: GenerationRecord) -> list[str]:
         """The documents the live generation serves that candidate `cand` holds nothing of: a
         file whose new bytes fail to parse keeps its indexed version in live, but a candidate
-        cut under other chunk settings cannot take that version (its chunks would be cut anew
-        from text nobody can read now), nor one that failed in the candidate alone. The gate
-        judges only its questions; a robustness pass promoted such a candidate and the
-        document left search without a word."""
+        cut under other chunk settings does not take that version (a kept version is carried
+        only as the chunks live holds, `assets.index_stage.unsafe_kept_versions`), nor a
+        document that failed in the candidate alone. The gate judges only its questions; a
+        robustness pass promoted such a candidate and the document left search without a word."""
         live = self.live()
         if live is None or cand.status != "building":
             return []
