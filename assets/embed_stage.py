@@ -53,12 +53,7 @@ def capped_chars(texts: Iterable[str]) -> int:
 def final_texts(rt: Runtime, chunks: list[ChunkRecord], context_version: str) -> dict[str, str]:
     """chunk_id -> the text that is embedded and keyword-indexed; chunks without a prefix yet
     (their context failed) are left out so they are not indexed half-done."""
-    return _final_texts(rt.store, chunks, context_version)
-
-
-def stored_final_texts(store: DocumentStore, chunks: list[ChunkRecord], context_version: str) -> dict[str, str]:
-    """`final_texts` from a store alone (a command that reads what a generation holds)."""
-    return _final_texts(store, chunks, context_version)
+    return stored_final_texts(rt.store, chunks, context_version)
 
 
 def embedded_text_hashes(store: DocumentStore) -> dict[str, str]:
@@ -72,12 +67,13 @@ def embedded_text_hashes(store: DocumentStore) -> dict[str, str]:
         for i in range(0, len(doc_ids), 1000):  # a thousand documents' chunks in memory at a time
             chunks = store.chunks_for(doc_ids[i : i + 1000], chunk_version)
             content_of = {c.chunk_id: c.content_hash for c in chunks}
-            for cid, text in _final_texts(store, chunks, context_version).items():
+            for cid, text in stored_final_texts(store, chunks, context_version).items():
                 out.setdefault(text_hash(text), content_of[cid])
     return out
 
 
-def _final_texts(store: DocumentStore, chunks: list[ChunkRecord], context_version: str) -> dict[str, str]:
+def stored_final_texts(store: DocumentStore, chunks: list[ChunkRecord], context_version: str) -> dict[str, str]:
+    """`final_texts` from a store alone (a command that reads what a generation holds)."""
     prefixes = store.get_contexts([context_input_hash(c) for c in chunks], context_version)
     out = {}
     for c in chunks:

@@ -110,11 +110,11 @@ def allows(acl: Iterable[str], principals: Iterable[str]) -> bool:
     return PUBLIC in have or bool(have & set(principals))
 
 
+_COMMENT_LIKE = re.compile(r"\s#")
+
+
 def commented_principals(principals: Iterable[str]) -> list[str]:
     """Principals that look like a name and a trailing comment ("group:hr  # the HR team"):
     taken whole, they let no one in that the author meant to (fail closed), so the listing
     warns about them rather than read them otherwise."""
     return [p for p in principals if _COMMENT_LIKE.search(p)]
-
-
-_COMMENT_LIKE = re.compile(r"\s#")

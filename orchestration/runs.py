@@ -203,9 +203,6 @@ class Runner:
         console = terminal_logger(os.environ.get("BINDERY_LOG_LEVEL", "WARNING"), full=debug)
         self.defs = build_definitions(cfg.config_path, loggers={"console": console})
         self._sync_partitions()
-        self._fail_dead_runs()
-
-    def _fail_dead_runs(self) -> None:
         fail_dead_runs(self.instance)
 
     def _sync_partitions(self) -> None:
@@ -254,7 +251,7 @@ class Runner:
         any active run of the same source partition in the instance (found by a review: a CLI
         sync wrote beside a UI run of the same source), a CLI run on another machine included.
         Not for this machine's CLI runs: the lock is held here, so one still STARTED is dead
-        (`_fail_dead_runs`). Returns the seconds waited."""
+        (`fail_dead_runs`). Returns the seconds waited."""
         started = time.perf_counter()
         host = socket.gethostname()
         seen: dict[str, float] = {}  # run id -> when this wait first saw it
