@@ -15,6 +15,7 @@ unknown source); no live binding is a 503.
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import socket
 from collections.abc import AsyncIterator
@@ -230,6 +231,30 @@ def _problem(e: Any) -> str:
     return f"{where or 'body'}: {e['msg']}"
 
 
+def _repeated_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise RequestValidationError([{"loc": ("body", key), "type": "repeated_key",
+                                           "msg": "given more than once; a JSON object names each key once"}])
+        seen.add(key)
+    return dict(pairs)
+
+
+async def unique_keys(request: Request) -> None:
+    """Refuse a body whose JSON object names a key twice. Parsers disagree on which one counts
+    (Python's and pydantic's keep the last, many gateways the first), so a gateway that checks
+    or sets `principal` and this service could read different callers from one request (an
+    attacker pass: a second `principal` appended to a trusted gateway's body won)."""
+    body = await request.body()  # cached: FastAPI reads the same bytes for the model
+    try:
+        json.loads(body, object_pairs_hook=_repeated_key)
+    except RequestValidationError:
+        raise
+    except (ValueError, RecursionError):  # not JSON at all: the model's validation says so
+        return
+
+
 def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None = None, *,  # noqa: C901  # length: route closures
                allowed_hosts: list[str] | None = None) -> FastAPI:
     """The service's app. `allowed_hosts`: the Host header values answered (else
@@ -362,7 +387,8 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
     # exclude_unset: a key the answer leaves out stays out (`reason` with hits, `attribution`
     # without an attribution line), as in `bindery query --json`, instead of coming back as null
     @app.post("/search", response_model=SearchResponse, response_model_exclude_unset=True, responses=_ERRORS)
-    def search(req: SearchRequest, principals: tuple[str, ...] | None = Depends(caller)) -> dict[str, Any]:
+    def search(req: SearchRequest, principals: tuple[str, ...] | None = Depends(caller),
+               _once: None = Depends(unique_keys)) -> dict[str, Any]:
         m = metrics
         try:
             r = _retriever()

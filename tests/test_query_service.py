@@ -247,6 +247,21 @@ def test_lone_surrogates_are_a_422_not_a_500(trusted: TestClient, payload: dict[
     assert any(d.startswith(field) and "unicode" in d for d in r.json()["detail"]), r.json()
 
 
+@pytest.mark.parametrize("raw", [
+    '{"query": "battery", "principal": "nobody", "principal": "hr-team"}',
+    '{"query": "battery", "principal": "nobody", "filters": {"sources": ["a"], "sources": ["b"]}}',
+])
+def test_a_key_given_twice_is_refused_not_last_one_wins(trusted: TestClient, raw: str) -> None:
+    """A gateway that checks the first `principal` and a service that believes the last would
+    disagree on who asks: a body naming a key twice is refused, whichever the key."""
+    r = trusted.post("/search", content=raw.encode(), headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert any("more than once" in d for d in r.json()["detail"]), r.json()
+    assert "hits" not in r.json()
+    once = trusted.post("/search", json={"query": "battery", "principal": "hr-team"})
+    assert once.status_code == 200, once.text
+
+
 def test_a_lone_surrogate_in_a_token_claim_is_a_400_not_a_500(served: Served) -> None:
     import time
 
