@@ -718,8 +718,17 @@ def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     # runs of dead CLI processes marked failed): on a fresh instance the UI could not launch
     # `sync` for any source ("Nonexistent partition keys") until a CLI run or the sensor did it
     _runner(cfg)
+    # the names the UI answers (DNS rebinding, orchestration/ui_server.py): its loopback names on
+    # a loopback address, with those named by --allow-host; on another address any, unless named
+    from orchestration.ui_server import ALLOWED_HOSTS_ENV
+    from query_service.middleware import loopback_hosts
+
+    own = loopback_hosts(a.host)
+    if own is not None or a.allow_host:
+        env[ALLOWED_HOSTS_ENV] = json.dumps([*(own or ["localhost", "127.0.0.1", "[::1]"]), *a.allow_host])
     root = Path(__file__).resolve().parent.parent
-    cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(root / "workspace.yaml"), "-h", a.host, "-p", str(a.port)]
+    cmd = [sys.executable, "-m", "orchestration.ui_server", "dev", "-w", str(root / "workspace.yaml"),
+           "-h", a.host, "-p", str(a.port)]
     # dagster dev ignores SIGINT/SIGTERM when its parent ignored them; restore the default.
     proc = subprocess.Popen(cmd, env=env, cwd=root, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # a service manager stops `bindery ui` with SIGTERM (SIGHUP: its terminal closed): pass on a

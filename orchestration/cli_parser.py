@@ -200,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("ui", help="run the Dagster UI on this configuration")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=_port, default=3000, help="port (default 3000)")
+    s.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a Host name the UI answers besides its own loopback names (repeatable; a "
+                        "proxy's public name, say; *.example.org for its subdomains)")
     return p
 
 

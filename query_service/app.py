@@ -14,10 +14,8 @@ unknown source); no live binding is a 503.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from http import HTTPStatus
@@ -39,7 +37,15 @@ from connectors.indexes.base import Filters
 from query_service.api_docs import add_offline_redoc
 from query_service.auth import Authenticator, Unauthorized
 from query_service.console import console_router
-from query_service.middleware import BASE_HEADERS, BodyLimit, HostCheck, RecordRequests, SecurityHeaders, ServiceMetrics
+from query_service.middleware import (
+    BASE_HEADERS,
+    BodyLimit,
+    HostCheck,
+    RecordRequests,
+    SecurityHeaders,
+    ServiceMetrics,
+    loopback_hosts,
+)
 from query_service.neighbours import MAX_NEIGHBOURS
 from query_service.retrieval import LiveRetriever, make_filters, redact_trace
 
@@ -415,23 +421,6 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
         return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
-
-
-def loopback_hosts(host: str) -> list[str] | None:
-    """The Host header values a service bound to a loopback address answers: its own names
-    (the address it is bound to among them; an IPv6 one bracketed, as a Host header writes it),
-    never a name a web page chose (DNS rebinding). None (any host) for another address."""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        try:  # the short forms uvicorn binds as well ("127.1")
-            loopback = ipaddress.IPv4Address(socket.inet_aton(host)).is_loopback
-        except OSError:
-            loopback = False
-    if not loopback:
-        return None
-    own = f"[{host}]" if ":" in host else host
-    return list(dict.fromkeys(["localhost", "127.0.0.1", "[::1]", own]))
 
 
 def server_config(cfg: BinderyConfig, host: str, port: int, *, log_level: str = "info") -> uvicorn.Config:

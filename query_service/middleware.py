@@ -9,8 +9,10 @@ into a `ServiceMetrics` registry, which `/metrics` renders.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
+import socket
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -57,9 +59,10 @@ class HostCheck:
     Entries are host names without a port; ``*.example.org`` matches any subdomain, ``*`` any
     host. Others get 400 in the service's one error shape, saying which setting to change."""
 
-    def __init__(self, app: ASGIApp, allowed_hosts: list[str]):
+    def __init__(self, app: ASGIApp, allowed_hosts: list[str], *, setting: str = "query.allowed_hosts"):
         self.app = app
         self.allowed = [h.lower() for h in allowed_hosts]
+        self.setting = setting  # what an operator changes to answer another name
 
     def _answers(self, host: str) -> bool:
         # a name or a bracketed IPv6 literal, then at most a port; anything else is refused
@@ -71,10 +74,17 @@ class HostCheck:
                    for a in self.allowed)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":  # no websocket routes: the app refuses those itself
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         hosts = [v for k, v in scope.get("headers") or [] if k == b"host"]
+        if scope["type"] == "websocket":  # the Dagster UI's live GraphQL: the same names, or closed
+            if len(hosts) == 1 and self._answers(hosts[0].decode("latin-1")):
+                await self.app(scope, receive, send)
+            else:
+                await receive()  # the handshake's websocket.connect; closing before accepting is a 403
+                await send({"type": "websocket.close", "code": 1008})
+            return
         if len(hosts) > 1:  # RFC 9112 3.2: a 400; proxies and this check could each read another one
             await _reply(send, 400, {"error": "bad request", "detail": "more than one Host header"})
             return
@@ -84,8 +94,7 @@ class HostCheck:
             return
         shown = host[:100] or "(none)"
         await _reply(send, 400, {"error": "bad request",
-                                 "detail": f"Host {shown!r} is not answered here; list it in "
-                                           "query.allowed_hosts"})
+                                 "detail": f"Host {shown!r} is not answered here; list it in {self.setting}"})
 
 
 class SecurityHeaders:
@@ -111,6 +120,23 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+def loopback_hosts(host: str) -> list[str] | None:
+    """The Host header values a service bound to a loopback address answers: its own names
+    (the address it is bound to among them; an IPv6 one bracketed, as a Host header writes it),
+    never a name a web page chose (DNS rebinding). None (any host) for another address."""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        try:  # the short forms uvicorn binds as well ("127.1")
+            loopback = ipaddress.IPv4Address(socket.inet_aton(host)).is_loopback
+        except OSError:
+            loopback = False
+    if not loopback:
+        return None
+    own = f"[{host}]" if ":" in host else host
+    return list(dict.fromkeys(["localhost", "127.0.0.1", "[::1]", own]))
 
 
 class BodyLimit:

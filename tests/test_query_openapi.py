@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
 
 from connectors.config import config_from_dict
 from connectors.store import DocumentStore
@@ -151,7 +152,7 @@ def test_a_failure_of_the_service_is_one_json_line_without_its_cause(tmp_path: P
 
 
 def test_the_host_check_answers_only_the_names_listed(tmp_path: Path) -> None:
-    from query_service.app import loopback_hosts
+    from query_service.middleware import loopback_hosts
 
     cfg = config_from_dict({"data_dir": str(tmp_path / "data")})
     DocumentStore(cfg.database_url).dispose()
@@ -171,6 +172,30 @@ def test_the_host_check_answers_only_the_names_listed(tmp_path: Path) -> None:
     # the address bound is answered too (127.0.0.2, ::1); any host on a non-loopback address
     assert "127.0.0.2" in (loopback_hosts("127.0.0.2") or []) and "127.1" in (loopback_hosts("127.1") or [])
     assert "[::1]" in (loopback_hosts("::1") or []) and loopback_hosts("0.0.0.0") is None
+
+
+def test_the_host_check_closes_a_websocket_under_a_foreign_name() -> None:
+    """The Dagster UI serves live GraphQL over a websocket (`bindery ui` puts the same check in
+    front of it): a handshake naming another host is closed before the app sees it."""
+    from starlette.applications import Starlette
+    from starlette.routing import WebSocketRoute
+    from starlette.testclient import WebSocketDenialResponse
+    from starlette.websockets import WebSocket
+
+    from query_service.middleware import HostCheck
+
+    async def echo(ws: WebSocket) -> None:
+        await ws.accept()
+        await ws.send_text("hello")
+        await ws.close()
+
+    app = HostCheck(Starlette(routes=[WebSocketRoute("/ws", echo)]), ["localhost"], setting="--allow-host")
+    c = TestClient(app)
+    with c.websocket_connect("/ws", headers={"Host": "localhost:3000"}) as ws:
+        assert ws.receive_text() == "hello"
+    with pytest.raises((WebSocketDenialResponse, WebSocketDisconnect)):
+        with c.websocket_connect("/ws", headers={"Host": "attacker.example:3000"}) as ws:
+            ws.receive_text()
 
 
 def test_a_request_with_two_host_headers_is_refused(tmp_path: Path) -> None:

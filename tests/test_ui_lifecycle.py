@@ -5,6 +5,7 @@ the port would stay taken."""
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import subprocess
@@ -29,6 +30,16 @@ def _answers(url: str) -> bool:
         return False
 
 
+def _status_as(port: int, host: str, method: str = "GET", path: str = "/server_info", body: str | None = None) -> int:
+    """The UI's status for a request naming `host` in its Host header (as a DNS-rebinding page would)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request(method, path, body=body, headers={"Host": host, "Content-Type": "application/json"})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -44,14 +55,20 @@ def test_sigterm_stops_dagster_dev_and_its_children(tmp_path: Path, sig: signal.
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     log = tmp_path / "ui.log"
     proc = subprocess.Popen([sys.executable, "-m", "orchestration.cli", "--config", str(dep.config_path),
-                             "ui", "--port", str(port)], env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=log.open("wb"))
+                             "ui", "--port", str(port), "--allow-host", "ui.example.org"],
+                            env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
     try:
         deadline = time.monotonic() + 120
         while not _answers(f"http://127.0.0.1:{port}/server_info"):
             assert proc.poll() is None, "bindery ui ended before the UI answered"
             assert time.monotonic() < deadline, "the UI did not answer within two minutes"
             time.sleep(0.5)
+        # a name a web page chose is refused (DNS rebinding), the UI's own and --allow-host's answered
+        query = '{"query": "{ version }"}'
+        assert _status_as(port, f"attacker.example:{port}") == 400
+        assert _status_as(port, f"attacker.example:{port}", "POST", "/graphql", query) == 400
+        assert _status_as(port, f"localhost:{port}", "POST", "/graphql", query) == 200
+        assert _status_as(port, "ui.example.org") == 200
         # the configured sources' partitions are there for a UI-only operator's first `sync`
         import dagster as dg
 
