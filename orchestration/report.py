@@ -384,9 +384,14 @@ def _human_status(r: dict[str, Any]) -> str:
     if r.get("live_outdated"):
         lines += ["", _outdated_line(r)]
     for name, n in (r.get("removed_sources") or {}).items():
-        lines += ["", f"source {name!r} is no longer configured: a sync withholds its {n:,} document"
-                      f"{'s' if n != 1 else ''} from search and every generation's indexes (configured again, the "
-                      "next sync restores them; `bindery gc` deletes them for good)"]
+        docs = f"{n:,} document{'s' if n != 1 else ''}"
+        # with no source configured at all a sync refuses to run (a configuration emptied by
+        # mistake must not withdraw the whole index), so nothing is withheld until gc or a source
+        lines += ["", f"source {name!r} is no longer configured: a sync withholds its {docs} from search and every "
+                      "generation's indexes (configured again, the next sync restores them; `bindery gc` deletes "
+                      "them for good)" if r["sources"] else
+                      f"source {name!r} is no longer configured and no other is: its {docs} stay searchable (a sync "
+                      "refuses to run without sources; `bindery gc` deletes them for good)"]
     if r["events"]:
         lines += ["", "recent events"]
         lines += [f"  {_ts(e['at'])}  {e['kind']}: {e['message']}" for e in r["events"]]

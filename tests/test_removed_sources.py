@@ -217,3 +217,20 @@ def test_a_withholding_run_killed_after_its_delete_leaves_nothing_out_when_put_b
     dep.cli("sync")
     assert ("ext", "annex.md") in _hits(dep, "tangerine budget harbour annex")
     assert dep.cli("verify")["consistent"] is True
+
+
+def test_with_no_source_left_status_says_the_documents_stay_searchable(tmp_path: Path) -> None:
+    """A sync refuses to run without sources (an emptied configuration must not withdraw the
+    whole index), so status must not promise that a sync withholds them (an attacker pass: it
+    did, while the documents stayed searchable)."""
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    dep.config["sources"] = []
+    dep.save()
+    from orchestration.report import _human_status
+
+    status = dep.cli("status")
+    assert status["removed_sources"] == {"docs": status["documents"]}
+    text = _human_status(status)
+    assert "stay searchable" in text and "a sync withholds" not in text
+    dep.cli("sync", expect=2)
