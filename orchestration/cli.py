@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from connectors.lifecycle import Lifecycle
-    from connectors.store import ChunkRecord, DocumentRecord, DocumentStore, GenerationRecord
+    from connectors.store import ChunkRecord, DeadLetterRecord, DocumentRecord, DocumentStore, GenerationRecord
     from orchestration.runs import Runner, RunOutcome
 
 
@@ -607,8 +607,22 @@ def cmd_dlq(cfg: BinderyConfig, a: argparse.Namespace) -> Any:
     store = _store(cfg)
     if a.action == "retry":
         return _dlq_retry(cfg, store, a)
-    return [{"doc": d.external_id, "source": d.source, "stage": d.stage, "reason": d.reason,
-             "error": d.error, "at": d.at} for d in store.dead_letters(source=a.source)]
+    rows = [{"doc": d.external_id, "source": d.source, "stage": d.stage, "reason": d.reason,
+             "error": d.error, "at": d.at} for d in _dead_letters_chosen(store, a)]
+    return report.DeadLetterDetail(rows) if a.doc else rows
+
+
+def _dead_letters_chosen(store: DocumentStore, a: argparse.Namespace) -> list[DeadLetterRecord]:
+    """The dead letters of --source, and of the --doc paths or doc ids when given (each must
+    name one: a typo must not read as "nothing there")."""
+    entries = store.dead_letters(source=a.source)
+    if not a.doc:
+        return entries
+    entries = [e for e in entries if e.external_id in a.doc or e.doc_id in a.doc]
+    if unmatched := [d for d in a.doc if not any(d in (e.external_id, e.doc_id) for e in entries)]:
+        where = f" of source {a.source!r}" if a.source else ""
+        raise UsageError(f"--doc {', '.join(unmatched)}: no dead letter{where} has that path or doc id")
+    return entries
 
 
 def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) -> dict[str, Any]:
@@ -617,15 +631,9 @@ def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) 
 
     from connectors.store import schema as t
 
-    entries = store.dead_letters(source=a.source)
-    if a.doc:
-        entries = [e for e in entries if e.external_id in a.doc or e.doc_id in a.doc]
-        unmatched = [d for d in a.doc if not any(d in (e.external_id, e.doc_id) for e in entries)]
-        if unmatched:  # a typo must not read as "retried 0"
-            where = f" of source {a.source!r}" if a.source else ""
-            raise UsageError(f"--doc {', '.join(unmatched)}: no dead letter{where} has that path or doc id")
-    elif not a.all:
+    if not a.doc and not a.all:
         raise UsageError("say which: `bindery dlq retry --doc PATH` or `bindery dlq retry --all`")
+    entries = _dead_letters_chosen(store, a)
     # a source no longer configured is not synced: its dead letters wait for `bindery gc`
     configured = set(cfg.source_names())
     removed = sorted({e.source for e in entries} - configured)
@@ -851,9 +859,9 @@ def check_options(a: argparse.Namespace) -> None:
     (an operator who types them expects them to do something)."""
     if getattr(a, "config", None) is not None and not str(a.config).strip():
         raise UsageError("--config: the path is empty (an unset variable?); name the configuration file")
-    if a.command == "dlq" and a.action == "list" and (a.doc or a.all):
-        raise UsageError(f"{'--doc' if a.doc else '--all'}: only with `bindery dlq retry` (the list shows every "
-                         "dead letter; --source narrows it)")
+    if a.command == "dlq" and a.action == "list" and a.all:
+        raise UsageError("--all: only with `bindery dlq retry` (the list shows every dead letter; --source "
+                         "narrows it, --doc shows one whole)")
     if a.command == "plan" and a.kind == "reindex" and a.allow_mass_delete:
         raise UsageError("--allow-mass-delete: a reindex deletes nothing from live (it builds a new generation); "
                          "the option is for plan sync")

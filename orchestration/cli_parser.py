@@ -178,7 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("action", nargs="?", choices=["list", "retry"], default="list",
                    help="list (default) or retry")
     which = s.add_mutually_exclusive_group()  # both given, one was silently ignored (a new-user pass)
-    which.add_argument("--doc", action="append", help="retry this document (path or doc id; repeatable)")
+    which.add_argument("--doc", action="append",
+                       help="this document (path or doc id; repeatable): retry it, or list its dead letters whole")
     which.add_argument("--all", action="store_true", help="retry every dead letter")
     s.add_argument("--source", help="only this source's dead letters")
     s = sub.add_parser("verify", help="check store and indexes hold the same chunk ids")

@@ -337,10 +337,16 @@ def _human_query(r: dict[str, Any]) -> str:
         text = shown(" ".join(h["text"].split())[:160])  # a document's bidi or control characters, escaped
         lines.append(f"{i}. [{h['score']:.4f}] {h['source']}:{shown(h['doc'])}{page}  ({where})  [{ranks}]\n"
                      f"   {text}")
-        for side in ("before", "after"):  # neighbour expansion: what the document says around the hit
-            if h.get(side):
-                lines.append(f"   {side}: " + shown(" ".join(" ".join(h[side]).split())[:120]))
+        # neighbour expansion: what the document says around the hit, one line per chunk in
+        # document order (joined into one cut line, the farther chunk hid the adjacent one)
+        for side in ("before", "after"):
+            lines += [f"   {side}: " + shown(_clipped(" ".join(t.split()), 120)) for t in h.get(side) or ()]
     return "\n".join(lines)
+
+
+def _clipped(text: str, width: int) -> str:
+    """`text` cut to `width` characters, with an ellipsis when it was cut."""
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
 def _gate_word(g: dict[str, Any]) -> str:
@@ -425,9 +431,21 @@ def _human_dlq(r: Any) -> str:
         return head + ("\n" + _human_sync(r["sync"]) if r.get("sync") else "")
     if not r:
         return "dead-letter table is empty"
-    return table(["at", "source", "document", "stage", "reason", "error"],
-                 [[_ts(d["at"]), d["source"], _shortened(d["doc"]), d["stage"], d["reason"],
-                   " ".join(d["error"].split())[:100]] for d in r])
+    if isinstance(r, DeadLetterDetail):  # `dlq list --doc`: every word of the error, to fix the file by
+        return "\n\n".join(f"{shown(d['source'])}:{shown(d['doc'])}\n  stage {d['stage']}, reason {d['reason']}, "
+                           f"at {_ts(d['at'])}\n" + "\n".join("  " + shown(ln) for ln in d["error"].splitlines())
+                           for d in r)
+    errors = [" ".join(d["error"].split()) for d in r]
+    out = table(["at", "source", "document", "stage", "reason", "error"],
+                [[_ts(d["at"]), d["source"], _shortened(d["doc"]), d["stage"], d["reason"], _clipped(e, 100)]
+                 for d, e in zip(r, errors, strict=True)])
+    if any(len(e) > 100 for e in errors):
+        out += "\n(errors cut to 100 characters: `bindery dlq list --doc PATH` shows a document's whole)"
+    return out
+
+
+class DeadLetterDetail(list[dict[str, Any]]):
+    """`bindery dlq list --doc`'s rows: the same JSON as the list, read by a person one by one."""
 
 
 def _shortened(path: str, width: int = 80) -> str:

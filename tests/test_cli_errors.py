@@ -112,7 +112,7 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("query unknown source", {}, ["query", "x", "--source", "nope"], ("--source", "unknown source 'nope'")),
     ("plan reindex --source", {}, ["plan", "reindex", "--source", "docs"], ("--source", "plan sync")),
     # options that meant nothing beside the others and were silently ignored (a later audit)
-    ("dlq list --doc", {}, ["dlq", "--doc", "a.md"], ("--doc", "dlq retry")),
+    ("dlq list --doc unknown", {}, ["dlq", "--doc", "a.md"], ("--doc a.md", "no dead letter")),
     ("dlq list --all", {}, ["dlq", "list", "--all"], ("--all", "dlq retry")),
     ("plan reindex --allow-mass-delete", {}, ["plan", "reindex", "--allow-mass-delete"],
      ("--allow-mass-delete", "plan sync")),

@@ -133,4 +133,12 @@ def test_a_hit_carries_the_chunks_around_its_unit_through_every_door(tmp_path: P
         live.close()
     out = dep.cli("query", question, "-k", "1", "--neighbours", "2")
     assert out["hits"][0]["after"] == [chunks[last + 1].display_text, chunks[last + 2].display_text]
+    # as a person reads it: one line per neighbour, the adjacent one first after the hit (joined
+    # into one cut line, the adjacent chunk before a hit was lost behind the farther one)
+    from orchestration.report import human
+
+    after = [ln for ln in human("query", out).splitlines() if ln.startswith("   after: ")]
+    assert len(after) == 2
+    for line, chunk in zip(after, (chunks[last + 1], chunks[last + 2]), strict=True):
+        assert " ".join(chunk.display_text.split())[:40] in line
     store.dispose()

@@ -169,6 +169,21 @@ def test_dlq_retry_of_a_file_that_still_fails_says_so(tmp_path: Path) -> None:
     dep.cli("sync")
     out = dep.cli("dlq", "retry", "--doc", "notes/scan.txt", expect=1)
     assert out["still_failing"] == ["notes/scan.txt"] and out["resolved"] == 0
+    # the list cuts errors to a table's width and says how to read one whole (a new-user pass:
+    # only --json had the whole reason an operator needs to fix the file)
+    from orchestration.report import DeadLetterDetail, human
+
+    listed = dep.cli("dlq")
+    long = [{**listed[0], "error": "the reason, " * 20 + "and its end"}]
+    assert "`bindery dlq list --doc PATH`" in human("dlq", long) and "…" in human("dlq", long)
+    assert "its end" not in human("dlq", long) and "its end" in human("dlq", DeadLetterDetail(long))
+    assert "--doc PATH" not in human("dlq", listed)  # nothing cut, nothing to say
+    one = dep.cli("dlq", "list", "--doc", "notes/scan.txt")
+    assert [d["doc"] for d in one] == ["notes/scan.txt"]
+    whole = human("dlq", DeadLetterDetail(one))
+    assert " ".join(one[0]["error"].split()) in " ".join(whole.split())
+    evil = human("dlq", DeadLetterDetail(dep.cli("dlq", "list", "--doc", "notes/evil\x1b[31mRED.txt")))
+    assert "\x1b" not in evil and "evil\\x1b[31mRED.txt" in evil
     out = dep.cli("dlq", "retry", "--all", expect=1)  # a name's escape sequence never reaches a terminal
     assert "evil\\x1b[31mRED.txt" in out["error"] and "\x1b" not in out["error"]
     (dep.root / "notes/evil\x1b[31mRED.txt").unlink()
