@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import logging
 import os
 import signal
 import sys
@@ -709,6 +710,10 @@ def cmd_serve(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     # Ctrl-C: uvicorn shuts down cleanly, then raises the interrupt again, and `main` ends
     # with one line and 130, so a supervisor tells a stop from a normal end (SIGTERM: uvicorn
     # shuts down, then the process ends by that signal, as a service manager expects)
+    if not a.debug:
+        from orchestration.interrupts import quiet_interrupted
+
+        quiet_interrupted(logging.getLogger("uvicorn.error"))
     uvicorn.Server(config).run()
 
 

@@ -13,12 +13,41 @@ import sys
 import threading
 from typing import Any
 
-__all__ = ["quiet_interrupted_logging"]
+__all__ = ["quiet_interrupted", "quiet_interrupted_logging"]
 
 
 def _not_interrupted(record: logging.LogRecord) -> bool:
+    """False for a record of the interrupt: a KeyboardInterrupt, or an error raised while one
+    was handled (the CancelledError of a task the interrupt cancelled)."""
     exc = record.exc_info[1] if record.exc_info else None
-    return not isinstance(exc, KeyboardInterrupt)
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return False
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return True
+
+
+def _no_interrupt_text(record: logging.LogRecord) -> bool:
+    """False for a record of the interrupt, or one whose message is the text of its traceback
+    (an ASGI app reports a failed lifespan step so: uvicorn logs the formatted traceback)."""
+    if not _not_interrupted(record):
+        return False
+    msg = record.getMessage()
+    last = msg.rstrip().rsplit("\n", 1)[-1]
+    return not (msg.startswith("Traceback") and last.split(":", 1)[0].strip() in _INTERRUPT_NAMES)
+
+
+_INTERRUPT_NAMES = {"KeyboardInterrupt", "asyncio.exceptions.CancelledError", "CancelledError"}
+
+
+def quiet_interrupted(logger: logging.Logger) -> None:
+    """Drop `logger`'s records of the interrupt: a second Ctrl-C during `bindery serve`'s shutdown
+    cancels the app's lifespan, whose traceback uvicorn logged as an error, ~40 lines before the
+    command's one line (a new-user pass)."""
+    if _no_interrupt_text not in logger.filters:
+        logger.addFilter(_no_interrupt_text)
 
 
 def quiet_interrupted_logging() -> None:

@@ -384,10 +384,12 @@ def test_port_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str], base: d
     assert_one_line(code, text, f"--port {port}", "already in use")
 
 
-def test_ctrl_c_stops_serve_with_one_line_and_exit_130(tmp_path: Path, base: dict[str, Any]) -> None:
+@pytest.mark.parametrize("interrupts", [1, 2])
+def test_ctrl_c_stops_serve_with_one_line_and_exit_130(tmp_path: Path, base: dict[str, Any], interrupts: int) -> None:
     """Ctrl-C is how an operator stops `bindery serve`: uvicorn shuts down cleanly, then the
     command ends with one line and 130, so a supervisor can tell it from a normal exit (it was
-    exit 0, with the interrupt swallowed)."""
+    exit 0, with the interrupt swallowed). A second Ctrl-C during the shutdown (an impatient
+    operator, `timeout` signalling the group) printed the cancelled lifespan's two tracebacks."""
     import signal
     import socket
     import time
@@ -411,7 +413,9 @@ def test_ctrl_c_stops_serve_with_one_line_and_exit_130(tmp_path: Path, base: dic
             except OSError:
                 assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
                 time.sleep(0.2)
-        proc.send_signal(signal.SIGINT)
+        for _ in range(interrupts):
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.05)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
