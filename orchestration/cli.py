@@ -552,13 +552,14 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     print(format_trials(result))
     for w in result.warnings:
         print(f"warning: {w}")
+    where = cfg.config_path or "bindery.yaml"
     if built:
-        print(f"built candidate {built.name} from {best['settings']}: copy these settings into "
-              f"{cfg.config_path or 'bindery.yaml'}, then `bindery promote` (the gate judges it)")
+        print(f"built candidate {built.name}: copy these settings into {where}, then `bindery promote` "
+              f"(the gate judges it)\n{report.settings_yaml(best['settings'])}")
     elif a.build:
         changed = {k: v for k, v in best["settings"].items() if result.trials[0].settings.get(k) != v}
-        print(f"the best trial changes only query-time settings {changed}: nothing to build; set them in "
-              f"{cfg.config_path or 'bindery.yaml'} (they take effect without a new generation)" if changed
+        print(f"the best trial changes only query-time settings: nothing to build; set them in {where} (they "
+              f"take effect without a new generation)\n{report.settings_yaml(changed)}" if changed
               else "live, as the configuration stands, scored best: nothing to build")
     return None
 

@@ -344,6 +344,21 @@ def _human_query(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def settings_yaml(settings: dict[str, Any]) -> str:
+    """Dotted settings (`{"query.unit_weight": 0.3}`) as the YAML a configuration file takes, to
+    paste as is (printed as a Python dict they could not be: a new-user pass)."""
+    import yaml
+
+    nested: dict[str, Any] = {}
+    for dotted, value in settings.items():
+        *parents, leaf = dotted.split(".")
+        node = nested
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    return str(yaml.safe_dump(nested, sort_keys=False, default_flow_style=False)).rstrip()
+
+
 def _clipped(text: str, width: int) -> str:
     """`text` cut to `width` characters, with an ellipsis when it was cut."""
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"

@@ -53,6 +53,20 @@ def test_split_does_not_depend_on_file_order_and_follows_the_seed() -> None:
     assert {c.id for c in first.check} != {c.id for c in other.check}
 
 
+def test_the_advice_prints_settings_as_yaml_the_configuration_takes() -> None:
+    """`tune` tells an operator which settings to copy into bindery.yaml: as YAML that loads into
+    the configuration as is (a Python dict of dotted keys could not be pasted: a new-user pass)."""
+    import yaml
+
+    from connectors.config import config_from_dict
+    from orchestration.report import settings_yaml
+
+    text = settings_yaml({"query.unit_weight": 0.3, "query.fusion": "rrf", "stages.chunk.max_tokens": 256})
+    assert "{" not in text and "'" not in text
+    cfg = config_from_dict(yaml.safe_load(text))
+    assert (cfg.query.unit_weight, cfg.query.fusion, cfg.stages.chunk.max_tokens) == (0.3, "rrf", 256)
+
+
 def test_fraction_outside_the_open_interval_is_refused() -> None:
     with pytest.raises(ValueError):
         split_cases(_cases({"a": 4}), fraction=1.0)
