@@ -172,7 +172,9 @@ def _ensure_schema(url: str, schema: str) -> None:
     except sa.exc.OperationalError as e:
         # a StoreError, as when the document store cannot open the same database: exit 1 from
         # every command (a database that is down is not a mistake in the configuration)
-        raise StoreError(f"the Dagster instance's PostgreSQL is not reachable: {e.orig}") from None
+        from connectors.store.store import open_error_reason
+
+        raise StoreError(f"cannot open the Dagster instance's PostgreSQL: {open_error_reason(e)}") from None
     finally:
         engine.dispose()
 

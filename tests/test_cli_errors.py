@@ -563,7 +563,7 @@ def test_the_database_down_is_one_line_and_exit_1(tmp_path: Path, capsys: pytest
     code, text = run_cli(capsys, "--config", cfg, command, *args)
     lines = [line for line in text.splitlines() if line.strip()]
     assert code == 1 and "Traceback" not in text and len(lines) == 1
-    assert "not reachable" in lines[0] or "cannot open document store" in lines[0]
+    assert "cannot open the Dagster instance" in lines[0] or "cannot open document store" in lines[0]
     assert "Connection refused" in lines[0]
 
 

@@ -214,6 +214,20 @@ def test_preview_of_an_unreachable_database_is_a_store_error() -> None:
         DocumentStore.preview("postgresql+psycopg://nobody@127.0.0.1:1/nothere")
 
 
+@pytest.mark.postgres
+def test_a_database_that_does_not_exist_says_to_create_it(pg_url: str) -> None:
+    """Bindery creates its tables, not the PostgreSQL database: a new user's first mistake, told
+    by the store and by the Dagster instance alike (two wordings of one failure: a new-user pass)."""
+    from connectors.errors import StoreError
+    from orchestration.instance import _ensure_schema
+
+    url = pg_url.split("?", 1)[0].rsplit("/", 1)[0] + "/bindery_no_such_database"
+    with pytest.raises(StoreError, match=r"cannot open document store .*does not exist \(create it first"):
+        DocumentStore(url)
+    with pytest.raises(StoreError, match=r"cannot open the Dagster instance's .*\(create it first"):
+        _ensure_schema(url, "dagster")
+
+
 def test_gc_keeps_an_embedding_a_current_text_still_uses(db_url: str) -> None:
     """An embedding row names the content it was first computed for; once that content is gone
     (the document was edited) the row is kept while a current text uses it, re-pointed at that

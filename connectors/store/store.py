@@ -6,6 +6,7 @@ SQLite runs in WAL mode with a busy timeout so the query service can read while 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -85,6 +86,15 @@ def head_revision() -> str:
     return head
 
 
+def open_error_reason(e: sa.exc.DatabaseError) -> str:
+    """The driver's reason, with what to do where it is the usual first-setup mistake: Bindery
+    creates its tables, not the PostgreSQL database that holds them (a new-user pass)."""
+    why = " ".join(str(e.orig).split())
+    if re.search(r'database "[^"]*" does not exist', why):
+        why += " (create it first: `createdb NAME`, or CREATE DATABASE; Bindery creates its tables in it)"
+    return why
+
+
 class DocumentStore:
     """The source of truth. One instance per process; cheap to create."""
 
@@ -95,7 +105,7 @@ class DocumentStore:
             if migrate:
                 self.migrate()
         except sa.exc.DatabaseError as e:  # down, refused, or not a database at all (a corrupt file)
-            raise StoreError(f"cannot open document store {self._safe_url()}: {e.orig}") from e
+            raise StoreError(f"cannot open document store {self._safe_url()}: {open_error_reason(e)}") from e
 
     @classmethod
     def preview(cls, url: str) -> DocumentStore:
@@ -114,7 +124,7 @@ class DocumentStore:
             if store.schema_revision() != HEAD_REVISION:
                 store.migrate()
         except sa.exc.DatabaseError as e:  # down, refused, or not a database at all (a corrupt file)
-            raise StoreError(f"cannot open document store {store._safe_url()}: {e.orig}") from e
+            raise StoreError(f"cannot open document store {store._safe_url()}: {open_error_reason(e)}") from e
         return store
 
     @classmethod
