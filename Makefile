@@ -67,7 +67,7 @@ test: setup
 	$(BIN)/pytest -q -n auto --dist loadfile
 
 # The edit-test loop: everything but the `slow` tests (embedding model, whole Dagster jobs,
-# subprocesses); parsing, chunking, store, fusion, metrics, asset checks. Under 2 minutes on 2 cores.
+# subprocesses); parsing, chunking, store, fusion, metrics, asset checks. About 3 minutes on 2 cores.
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow" -n 2 --dist loadfile
 
