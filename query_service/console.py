@@ -56,14 +56,25 @@ def generations(store: DocumentStore) -> dict[str, Any]:
 
 
 def evals(store: DocumentStore) -> dict[str, Any]:
-    """Each judged generation's own metrics (the `candidate` side of its gate report), oldest
-    first, and the trials `bindery tune` recorded."""
+    """Each judged generation's own metrics (the `candidate` side of its gate report, else the
+    `live` side of the gate that compared a later one with it), oldest first, and the trials
+    `bindery tune` recorded."""
+    gens = sorted(store.generations(), key=lambda g: g.id)
+    # a generation never judged as a candidate (the first, built before the gate had an eval
+    # set) was measured as the live side of the next one's gate: it is a point too (a new-user
+    # pass: the chart began at generation 2, with a single point)
+    as_live = {rep["live_generation"]: (rep["live"], rep.get("judged_at"), g.id) for g in gens
+               if (rep := g.eval_report or {}).get("live") and rep.get("live_generation") is not None}
     points = []
-    for g in sorted(store.generations(), key=lambda g: g.id):
+    for g in gens:
         rep = g.eval_report or {}
         if rep.get("candidate"):
             points.append({"generation": g.id, "name": g.name, "status": g.status,
                            "metrics": rep["candidate"], "passed": rep.get("passed"), "judged_at": rep.get("judged_at")})
+        elif g.id in as_live:
+            metrics, at, judging = as_live[g.id]
+            points.append({"generation": g.id, "name": g.name, "status": g.status, "metrics": metrics,
+                           "passed": None, "judged_at": at, "measured_as_live_for": judging})
     trials = []
     for e in reversed(store.events(TUNE_EVENT, limit=20)):
         details = e.details or {}

@@ -78,6 +78,28 @@ def test_data_endpoints_report_the_store_and_sit_behind_the_auth_dependency(tmp_
     store.dispose()
 
 
+def test_a_generation_judged_only_as_live_is_a_point_of_the_evals_chart(tmp_path: Path) -> None:
+    """The first generation, built before the gate had an eval set, was measured only as the live
+    side of the next one's gate: it is on the chart from that report (a new-user pass: the chart
+    began at generation 2, one point)."""
+    from query_service.console import evals
+
+    store = DocumentStore(f"sqlite:///{tmp_path / 'store.db'}")
+    first = store.create_generation(name="g1_x", status="building", stage_versions={}, stage_configs={},
+                                    embedder_id="e", vector_index="v", keyword_index="k", counts={},
+                                    created_at=time.time())
+    store.flip_binding(first, by="test")
+    second = store.create_generation(
+        name="g2_x", status="building", stage_versions={}, stage_configs={}, embedder_id="e", vector_index="v",
+        keyword_index="k", counts={}, created_at=time.time(),
+        eval_report={"passed": True, "live": {"recall@10": 0.8}, "candidate": {"recall@10": 0.9},
+                     "live_generation": first, "judged_at": 1.0})
+    points = evals(store)["generations"]
+    assert [(p["generation"], p["metrics"]["recall@10"]) for p in points] == [(first, 0.8), (second, 0.9)]
+    assert points[0]["measured_as_live_for"] == second and points[0]["passed"] is None
+    store.dispose()
+
+
 def test_operator_views_need_an_operator_credential(tmp_path: Path) -> None:
     """Through the real app: the console's data name documents of every source, so a reader's
     key is refused (403), no key is 401, and only a key holding an operator principal reads them."""
