@@ -193,6 +193,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cancel", action="append", metavar="RUN_ID",
                    help="cancel this run (its id or first 8+ characters; repeatable): a queued run leaves the "
                         "queue, a started one is terminated")
+    _service_parsers(sub)
+    return p
+
+
+def _service_parsers(sub: Any) -> None:
+    """The long-running commands: the query service (and its keys) and the Dagster UI."""
     s = sub.add_parser("serve", help="run the query service")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
@@ -204,7 +210,6 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                    help="a Host name the UI answers besides its own loopback names (repeatable; a "
                         "proxy's public name, say; *.example.org for its subdomains)")
-    return p
 
 
 def _evalset_parser(sub: Any) -> None:
