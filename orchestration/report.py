@@ -581,11 +581,14 @@ def _human_verify(r: dict[str, Any]) -> str:
     lines = []
     for name, g in r.get("generations", {}).items():
         problems = [f"{k.replace('_', ' ')} {v:,}" for k, v in g.items()
-                    if k not in ("chunks", "consistent", "repaired") and isinstance(v, int) and v]
+                    if k not in ("chunks", "consistent", "repaired", "pending") and isinstance(v, int) and v]
         if g.get("unreadable"):  # one index cannot be opened at all: nothing to count
             problems.insert(0, f"an index cannot be opened ({g['unreadable']})")
         state = "consistent" if g.get("consistent") else "DRIFTED: " + ", ".join(problems)
         mark = " (repaired)" if g.get("repaired") else ""
+        if n := g.get("pending"):  # a sync stopped before its index step: its work, not drift
+            mark += (f"; {n:,} document{'s' if n != 1 else ''} changed since indexed wait for a sync (not "
+                     "compared)")
         lines.append(f"{name}: {g.get('chunks', 0):,} chunks, {state}{mark}")
     if not lines:
         return "no generations to verify"
