@@ -448,7 +448,10 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
             "incomplete_docs": len(docs) - len(digests) if writing else 0, "seconds": 0.0}
         stats.generations[g.name] = gstats
         if not changed and not gone:
-            gstats.update(_totals(g.record.counts or {}))
+            # the stored row, not the one planned from: `unindex_source` above may have taken a
+            # removed source's documents out since (the totals were theirs too: a Dagster UI pass)
+            now_held = rt.store.get_generation(g.id)
+            gstats.update(_totals((now_held or g.record).counts or {}))
             gstats["seconds"] = round(time.perf_counter() - g_started, 3)
             continue
         recs = [r for did in changed for r in records[did]]

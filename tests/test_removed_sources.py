@@ -234,3 +234,27 @@ def test_with_no_source_left_status_says_the_documents_stay_searchable(tmp_path:
     text = _human_status(status)
     assert "stay searchable" in text and "a sync withholds" not in text
     dep.cli("sync", expect=2)
+
+
+def test_the_first_index_step_after_a_removal_reports_the_totals_without_the_source(tmp_path: Path) -> None:
+    """The step that takes a removed source out reported the generation's totals as they were
+    before (a Dagster UI pass: 31 documents in the run's metadata, 28 in `bindery status`)."""
+    from assets.index_stage import run_index
+    from assets.runtime import Runtime
+
+    dep, _ = _with_ext(tmp_path)
+    dep.config["sources"] = [s for s in dep.config["sources"] if s["name"] != "ext"]
+    dep.save()
+    cfg = load_config(dep.config_path)
+    store = DocumentStore(cfg.database_url)
+    try:
+        rt = Runtime(cfg, store)
+        live = rt.lifecycle.live()
+        assert live is not None
+        stats = run_index(rt, "docs", [live])
+        held = store.get_generation(live.id)
+        assert held is not None
+        assert stats.generations[live.name]["generation_documents"] == held.counts["documents"]
+        assert held.counts["documents"] == dep.cli("status")["documents"] - 1  # ext's row stays until gc
+    finally:
+        store.dispose()
