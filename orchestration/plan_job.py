@@ -7,6 +7,8 @@ writes nothing to the store or the indexes.
 """
 
 # no `from __future__ import annotations`: Dagster resolves the op's config class from its annotation
+import enum
+
 import dagster as dg
 from pydantic import Field
 
@@ -18,8 +20,17 @@ from orchestration.plan import compute_plan
 from orchestration.report import human
 
 
+class PlanKind(enum.Enum):
+    """What to plan. An enum, so Dagster's launchpad refuses any other value at launch, in one line
+    (a pattern on a string was checked only in the step, and its failure read "Error occurred
+    while executing op" with the reason buried in the cause: a Dagster UI pass)."""
+
+    sync = "sync"
+    reindex = "reindex"
+
+
 class PlanConfig(dg.Config):
-    kind: str = Field("sync", pattern="^(sync|reindex)$")
+    kind: PlanKind = PlanKind.sync
     sources: list[str] = Field(default_factory=list)  # default: every configured source (sync only)
     allow_mass_delete: bool = False  # as if the sync were let past the delete guard
 
@@ -29,14 +40,15 @@ def plan_next_run(context: dg.OpExecutionContext, config: PlanConfig, bindery: B
                   store: DocumentStoreResource) -> dg.Output[None]:
     rt = runtime(bindery, store)
     with one_line_failures():  # the checks `bindery plan` makes, each failing with its one line
-        if config.kind == "reindex" and (config.sources or config.allow_mass_delete):
+        kind = config.kind.value
+        if kind == "reindex" and (config.sources or config.allow_mass_delete):
             raise UsageError("sources and allow_mass_delete plan a sync: a reindex rebuilds every source")
         for name in config.sources:
             rt.cfg.source(name)  # an unknown one fails naming it
-        if config.kind == "reindex" and (nothing := rt.lifecycle.nothing_to_reindex()):
+        if kind == "reindex" and (nothing := rt.lifecycle.nothing_to_reindex()):
             context.log.info(nothing)  # as `bindery plan reindex` says it: no candidate would be built
             return dg.Output(None, metadata={"summary": dg.MetadataValue.md(nothing), "candidate": None})
-        plan = compute_plan(rt.cfg, rt, config.kind, config.sources or None,
+        plan = compute_plan(rt.cfg, rt, kind, config.sources or None,
                             allow_mass_delete=config.allow_mass_delete, history=throughput(context.instance))
     meta: dict[str, dg.RawMetadataValue] = {
         "summary": dg.MetadataValue.md(f"```\n{human('plan', plan)}\n```"),

@@ -362,6 +362,10 @@ def test_a_reindex_launched_from_the_ui_with_nothing_changed_builds_nothing(tmp_
         instance=runner.instance, run_config={"ops": {"plan_next_run": {"config": {"kind": "reindex"}}}})
     meta = next(e for e in res.all_events if e.event_type_value == "STEP_OUTPUT").step_output_data.metadata
     assert cast(str, meta["summary"].value).startswith("nothing to reindex: the configuration matches live")
+    # a kind the job does not know is refused at launch, naming the key, not inside the step
+    with pytest.raises(dg.DagsterInvalidConfigError, match="config:kind not in enum type PlanKind got bogus"):
+        runner.defs.resolve_job_def("plan").execute_in_process(
+            instance=runner.instance, run_config={"ops": {"plan_next_run": {"config": {"kind": "bogus"}}}})
 
     def reindex(**tags: str) -> dg.ExecuteInProcessResult:
         return dg.materialize(STAGE_ASSETS, partition_key="docs", instance=runner.instance,
