@@ -200,6 +200,9 @@ def test_incremental_sync_killed_while_embedding_then_rerun_converges(dep: Crash
     from orchestration.report import human
 
     assert "wait for a sync" in human("verify", v)
+    status = dep.cli("status")  # and status says there is work left (it showed nothing to do)
+    assert status["sources"]["docs"]["waiting"] >= 2, status["sources"]
+    assert "waiting for a sync" in human("status", status)
     out = dep.cli("sync")
     assert out["errors"] == {}
     _assert_changed(dep)
