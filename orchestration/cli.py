@@ -675,7 +675,13 @@ def cmd_verify(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
     out = verify(cfg, _store(cfg), repair=a.repair)
     if not out["consistent"] and not a.repair:
-        raise CommandFailed("indexes drifted from the document store (run `bindery verify --repair`)", out)
+        stopped = any(not g["consistent"] and g.get("pending") for g in out["generations"].values())
+        # a sync cancelled or killed before its index step leaves exactly such drift, and the next
+        # sync writes it: a whole rebuild is the wrong first step then (a Dagster UI pass)
+        raise CommandFailed("indexes drifted from the document store (" + (
+            "documents changed since their indexing: if a sync was stopped, run `bindery sync`, then verify "
+            "again; `bindery verify --repair` rebuilds what is still drifted)" if stopped else
+            "run `bindery verify --repair`)"), out)
     return out
 
 

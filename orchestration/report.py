@@ -594,9 +594,8 @@ def _human_verify(r: dict[str, Any]) -> str:
             problems.insert(0, f"an index cannot be opened ({g['unreadable']})")
         state = "consistent" if g.get("consistent") else "DRIFTED: " + ", ".join(problems)
         mark = " (repaired)" if g.get("repaired") else ""
-        if n := g.get("pending"):  # a sync stopped before its index step: its work, not drift
-            mark += (f"; {n:,} document{'s' if n != 1 else ''} changed since indexed wait for a sync (not "
-                     "compared)")
+        if not g.get("consistent") and (n := g.get("pending")):  # what a stopped sync leaves drifted
+            mark += f"; {n:,} of its documents changed since their indexing there"
         lines.append(f"{name}: {g.get('chunks', 0):,} chunks, {state}{mark}")
     if not lines:
         return "no generations to verify"

@@ -19,46 +19,35 @@ from assets.runtime import Runtime
 from connectors.config import BinderyConfig
 from connectors.errors import IndexUnreadable
 from connectors.generations import GenerationPaths, is_embedded, open_writer, publish, vector_engine, writer_lock
-from connectors.identity import chunk_id
 from connectors.lifecycle import RETAINED
 from connectors.store import DocumentStore, GenerationRecord
 
 
 def expected_chunk_ids(store: DocumentStore, gen: GenerationRecord) -> set[str]:
-    return set(expected_acls(store, gen).settled)
+    return set(expected_acls(store, gen).acls)
 
 
 @dataclass(frozen=True)
 class Expected:
     """What a generation's indexes should hold, as the store says."""
 
-    settled: dict[str, tuple[str, ...]]  # chunk id -> its document's ACL, for documents indexed as they are now
-    # chunk ids of documents whose index work is pending: their old content, their new, or some
-    # of each (a rewrite cut short), under their old ACL or their new; readers get them only
-    # through the store's current ACL and state, so nothing of theirs is served that should not be
-    unsure: set[str]
-    pending: int  # those documents
+    acls: dict[str, tuple[str, ...]]  # chunk id -> the ACL its document has in the store now
+    # documents changed, moved or deleted since their last indexing in the generation: drift among
+    # them is what a sync stopped before its index step (cancelled, killed) leaves, and the next
+    # sync writes; it is still reported (a dead letter's kept version, or a rollback target on
+    # other stage versions, is never rewritten: left out, its real drift hid for good)
+    pending: int
 
 
 def expected_acls(store: DocumentStore, gen: GenerationRecord) -> Expected:
-    """The chunks `gen` should hold with the ACL their document has in the store now, apart from
-    documents changed (or deleted) since their last indexing in `gen`: a sync stopped before its
-    index step (cancelled, killed) leaves those for the next one, which is not drift, and
-    `verify` sent operators to a whole rebuild after a routine cancel (a Dagster UI pass). Their
-    chunk ids, old and new, are left out of the comparison on both sides."""
+    """The chunks `gen` should hold, each with the ACL its document has in the store now."""
     state = {did: r for did, r in store.index_state(gen.id).items() if not r.withheld}  # taken out with their source
     docs = store.get_documents(list(state))
-    pending = {did for did, r in state.items() if not r.digest or (d := docs.get(did)) is None
-               or d.deleted_at is not None or d.changed_at > r.indexed_at}
-    cver = gen.stage_versions["chunk"]
-    rows = store.chunks_for(list(state), cver)
+    rows = store.chunks_for(list(state), gen.stage_versions["chunk"])
     acl_of = {did: tuple(sorted(d.acl)) for did, d in docs.items()}
-    # a pending document's index holds its new chunks, its old ones (ordinals below the count
-    # last recorded), or some of each (a rewrite cut short)
-    unsure = {chunk_id(did, cver, i) for did in pending for i in range(state[did].chunks)}  # ordinals once indexed
-    unsure |= {r.chunk_id for r in rows if r.doc_id in pending}
-    return Expected({r.chunk_id: acl_of.get(r.doc_id, ()) for r in rows if r.doc_id not in pending},
-                    unsure, len(pending))
+    pending = sum(1 for did, r in state.items() if not r.digest or (d := docs.get(did)) is None
+                  or d.deleted_at is not None or d.changed_at > r.indexed_at)
+    return Expected({r.chunk_id: acl_of.get(r.doc_id, ()) for r in rows}, pending)
 
 
 def _acl_mismatches(expected: dict[str, tuple[str, ...]], indexed: dict[str, tuple[str, ...]]) -> int:
@@ -85,7 +74,7 @@ def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) ->
         indexes_ok = not any(problems.values())
         problems["missing_snapshots"] = missing_snapshots(g.record)
         ok = indexes_ok and not problems["missing_snapshots"]
-        report["generations"][g.name] = {"chunks": len(expected.settled), "consistent": ok, **problems,
+        report["generations"][g.name] = {"chunks": len(expected.acls), "consistent": ok, **problems,
                                          "pending": expected.pending, "repaired": False}
         if ok:
             continue
@@ -102,7 +91,7 @@ def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) ->
 def _index_problems(cfg: BinderyConfig, gen: GenerationRecord, want: Expected) -> dict[str, Any]:
     """How the generation's two working indexes differ from the store (all zero: consistent);
     IndexUnreadable when one's files cannot even be opened (a lock, an engine down, raise as before)."""
-    acls, expected = want.settled, set(want.settled)
+    acls, expected = want.acls, set(want.acls)
     with writer_lock(cfg, gen.name):
         pair = open_writer(cfg, gen, None)
         try:
@@ -110,12 +99,11 @@ def _index_problems(cfg: BinderyConfig, gen: GenerationRecord, want: Expected) -
             vec_n, kw_n = pair.vector.count(), pair.keyword.count()
         finally:
             pair.close()
-    duplicates = {"duplicates_in_vector": vec_n - len(vec_acls), "duplicates_in_keyword": kw_n - len(kw_acls)}
-    vec, kw = set(vec_acls) - want.unsure, set(kw_acls) - want.unsure
+    vec, kw = set(vec_acls), set(kw_acls)
     return {
         "missing_in_vector": len(expected - vec), "orphans_in_vector": len(vec - expected),
         "missing_in_keyword": len(expected - kw), "orphans_in_keyword": len(kw - expected),
-        **duplicates,
+        "duplicates_in_vector": vec_n - len(vec), "duplicates_in_keyword": kw_n - len(kw),
         "acl_mismatch_in_vector": _acl_mismatches(acls, vec_acls),
         "acl_mismatch_in_keyword": _acl_mismatches(acls, kw_acls),
     }
