@@ -97,6 +97,42 @@ class HostCheck:
                                  "detail": f"Host {shown!r} is not answered here; list it in {self.setting}"})
 
 
+class CrossSiteCheck:
+    """Refuse requests another site's page makes (cross-site request forgery, cross-site
+    websockets): the Dagster UI has no sign-in, and its GraphQL runs a mutation from a form POST
+    (`text/plain`: no CORS preflight) and even from a GET, so any page open in the operator's
+    browser could launch runs through a UI on loopback under its real name, which the Host check
+    answers (a review found it). A browser says where a request comes from: `Sec-Fetch-Site`
+    (cross-site, same-site) and `Origin`, which must name the Host asked or a name listed.
+    Clients that are not browsers send neither and pass."""
+
+    def __init__(self, app: ASGIApp, allowed_hosts: list[str] | None = None):
+        self.app = app
+        self.listed = HostCheck(app, allowed_hosts or [])
+
+    def _cross_site(self, headers: list[tuple[bytes, bytes]]) -> str | None:
+        seen = {k: v.decode("latin-1") for k, v in headers if k in (b"sec-fetch-site", b"origin", b"host")}
+        if seen.get(b"sec-fetch-site", "").lower() in ("cross-site", "same-site"):
+            return f"a page of another site sent it (Sec-Fetch-Site: {seen[b'sec-fetch-site'][:40]})"
+        origin = seen.get(b"origin")
+        if origin is None:
+            return None
+        netloc = origin.split("://", 1)[-1].rstrip("/")
+        if netloc.lower() == seen.get(b"host", "").lower() or self.listed._answers(netloc):
+            return None
+        return f"a page of {origin[:100]!r} sent it"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or (why := self._cross_site(scope.get("headers") or [])) is None:
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await receive()  # the handshake's websocket.connect; closing before accepting is a 403
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await _reply(send, 403, {"error": "forbidden", "detail": f"cross-site request refused: {why}"})
+
+
 class SecurityHeaders:
     """Headers every answer carries (no MIME sniffing, no framing, no referrer) and the
     console's Content-Security-Policy: a document's text shown there can never run as script,

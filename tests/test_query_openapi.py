@@ -174,7 +174,7 @@ def test_the_host_check_answers_only_the_names_listed(tmp_path: Path) -> None:
     assert "[::1]" in (loopback_hosts("::1") or []) and loopback_hosts("0.0.0.0") is None
 
 
-def test_the_host_check_closes_a_websocket_under_a_foreign_name() -> None:
+def test_the_host_and_cross_site_checks_close_a_foreign_websocket() -> None:
     """The Dagster UI serves live GraphQL over a websocket (`bindery ui` puts the same check in
     front of it): a handshake naming another host is closed before the app sees it."""
     from starlette.applications import Starlette
@@ -196,6 +196,16 @@ def test_the_host_check_closes_a_websocket_under_a_foreign_name() -> None:
     with pytest.raises((WebSocketDenialResponse, WebSocketDisconnect)):
         with c.websocket_connect("/ws", headers={"Host": "attacker.example:3000"}) as ws:
             ws.receive_text()
+    # and another site's page, under the real name (the UI's live GraphQL: cross-site websockets)
+    from query_service.middleware import CrossSiteCheck
+
+    c = TestClient(CrossSiteCheck(app, ["localhost"]))
+    with c.websocket_connect("/ws", headers={"Host": "localhost:3000", "Origin": "http://localhost:3000"}) as ws:
+        assert ws.receive_text() == "hello"
+    for foreign in ({"Origin": "http://evil.example"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"}):
+        with pytest.raises((WebSocketDenialResponse, WebSocketDisconnect)):
+            with c.websocket_connect("/ws", headers={"Host": "localhost:3000", **foreign}) as ws:
+                ws.receive_text()
 
 
 def test_a_request_with_two_host_headers_is_refused(tmp_path: Path) -> None:

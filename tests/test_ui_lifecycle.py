@@ -30,11 +30,13 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _status_as(port: int, host: str, method: str = "GET", path: str = "/server_info", body: str | None = None) -> int:
+def _status_as(port: int, host: str, method: str = "GET", path: str = "/server_info", body: str | None = None,
+               **headers: str) -> int:
     """The UI's status for a request naming `host` in its Host header (as a DNS-rebinding page would)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
-        conn.request(method, path, body=body, headers={"Host": host, "Content-Type": "application/json"})
+        conn.request(method, path, body=body, headers={"Host": host, "Content-Type": "application/json",
+                                                       **{k.replace("_", "-"): v for k, v in headers.items()}})
         return conn.getresponse().status
     finally:
         conn.close()
@@ -69,6 +71,13 @@ def test_sigterm_stops_dagster_dev_and_its_children(tmp_path: Path, sig: signal.
         assert _status_as(port, f"attacker.example:{port}", "POST", "/graphql", query) == 400
         assert _status_as(port, f"localhost:{port}", "POST", "/graphql", query) == 200
         assert _status_as(port, "ui.example.org") == 200
+        # another site's page, under the UI's real name: a form POST or a GET carrying a mutation
+        own = f"127.0.0.1:{port}"
+        assert _status_as(port, own, "POST", "/graphql", query, Origin="http://evil.example") == 403
+        assert _status_as(port, own, "GET", "/graphql?query=mutation%7Bx%7D", Sec_Fetch_Site="cross-site") == 403
+        assert _status_as(port, own, "POST", "/graphql", query, Origin=f"http://{own}",
+                          Sec_Fetch_Site="same-origin") == 200  # the UI's own page
+        assert _status_as(port, own, "POST", "/graphql", query, Origin="https://ui.example.org") == 200  # a proxy's
         # the configured sources' partitions are there for a UI-only operator's first `sync`
         import dagster as dg
 
