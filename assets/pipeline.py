@@ -407,7 +407,9 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, s
     if nothing and (live is None or wrote_live):
         # the CLI's summary says so too; a run from the UI, a schedule or a sensor says it here
         rt.store.set_source_error(src, nothing)
-        context.log.warning(f"{context.partition_key}: {nothing}")
+        # an error, as the CLI reports the run: its terminal logger leaves errors to the CLI's own
+        # one line (a warning was printed as well: the same reason twice, a lifecycle fuzz found)
+        context.log.error(f"{context.partition_key}: {nothing}")
     elif wrote_live and not stats.waiting_docs:
         # the live index holds every document of the source it can (dead letters are `dlq`'s): an
         # earlier run's error no longer holds (only a listing cleared it, so a run re-executed

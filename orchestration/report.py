@@ -64,8 +64,14 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
                 why = f"{o.partition}: {why}"
             errors[source] = f"{errors[source]}; {why}" if source in errors else why
     b = store.get_binding()
-    # the index step has put the same reason on the source row (assets.pipeline.indexes)
-    for source, why in _nothing_indexed([o.partition for o in outcomes if o.success], store, b).items():
+    live = store.get_generation(b.generation_id) if b and b.generation_id is not None else None
+    # the index step has put the same reason on the source row (assets.pipeline.indexes), judging
+    # live where the run wrote it: a reindex builds a candidate, and live holding none of a
+    # source's current documents (all moved, or a source empty at the first sync) failed a
+    # reindex whose candidate held them all (a lifecycle fuzz found it)
+    judged = [o.partition for o in outcomes if o.success
+              and (live is None or o.generations.get(live.name, {}).get("role") == "written")]
+    for source, why in _nothing_indexed(judged, store, b).items():
         errors[source] = f"{errors[source]}; {why}" if source in errors else why  # a failed shard's reason stays
     dead = store.counts()["dead_letters"]
     return {"generation": b.generation_id if b else None, "sources": sources, "recomputed": recomputed,
