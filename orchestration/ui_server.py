@@ -73,7 +73,8 @@ def dev(argv: list[str]) -> None:
 
 
 def webserver(argv: list[str]) -> None:
-    """`dagster-webserver ARGV`, its app behind the Host check of `ALLOWED_HOSTS_ENV`."""
+    """`dagster-webserver ARGV`, its app behind the cross-site check and the Host check of
+    `ALLOWED_HOSTS_ENV` (any host when unset)."""
     import dagster_webserver.cli as web
 
     from query_service.middleware import CrossSiteCheck, HostCheck
