@@ -162,17 +162,40 @@ def loopback_hosts(host: str) -> list[str] | None:
     """The Host header values a service bound to a loopback address answers: its own names
     (the address it is bound to among them; an IPv6 one bracketed, as a Host header writes it),
     never a name a web page chose (DNS rebinding). None (any host) for another address."""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        try:  # the short forms uvicorn binds as well ("127.1")
-            loopback = ipaddress.IPv4Address(socket.inet_aton(host)).is_loopback
-        except OSError:
-            loopback = False
-    if not loopback:
+    if not _binds_loopback(host):
         return None
-    own = f"[{host}]" if ":" in host else host
+    own = f"[{host}]" if ":" in host else host.lower()
     return list(dict.fromkeys(["localhost", "127.0.0.1", "[::1]", own]))
+
+
+def _loopback_address(text: str) -> bool:
+    a = ipaddress.ip_address(text.split("%", 1)[0])
+    return a.is_loopback or (isinstance(a, ipaddress.IPv6Address) and a.ipv4_mapped is not None
+                             and a.ipv4_mapped.is_loopback)
+
+
+def _binds_loopback(host: str) -> bool:
+    """Whether binding `host` listens on loopback only: an address (IPv4-mapped too), a short form
+    uvicorn binds ("127.1"), or a name every address of which is loopback (LOCALHOST, this
+    machine's name in /etc/hosts). Such names answered any Host before (a review found it)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return _loopback_address(host)
+    except ValueError:
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host)).is_loopback
+    except OSError:
+        pass
+    try:
+        found = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return False
+    try:
+        return bool(found) and all(_loopback_address(a) for a in found)
+    except ValueError:
+        return False
 
 
 class BodyLimit:

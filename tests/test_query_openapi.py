@@ -172,6 +172,11 @@ def test_the_host_check_answers_only_the_names_listed(tmp_path: Path) -> None:
     # the address bound is answered too (127.0.0.2, ::1); any host on a non-loopback address
     assert "127.0.0.2" in (loopback_hosts("127.0.0.2") or []) and "127.1" in (loopback_hosts("127.1") or [])
     assert "[::1]" in (loopback_hosts("::1") or []) and loopback_hosts("0.0.0.0") is None
+    # other spellings of loopback bind it too, and answer only its names (they answered any host)
+    for spelled in ("LOCALHOST", "::ffff:127.0.0.1", "127.0.0.1.nip.invalid"):
+        hosts = loopback_hosts(spelled)
+        assert (hosts is not None) == (spelled != "127.0.0.1.nip.invalid"), spelled  # the last resolves to nothing
+        assert hosts is None or "evil.example" not in hosts
 
 
 def test_the_host_and_cross_site_checks_close_a_foreign_websocket() -> None:
