@@ -125,11 +125,7 @@ def check_tune_config(cfg: BinderyConfig) -> None:
             raise ConfigError(f"{name}: {str(e).removeprefix(f'tune key {key!r}').lstrip(': ')}") from None
         for v in values:
             data = cfg.model_dump()
-            node = data
-            *path, last = key.split(".")
-            for part in path:
-                node = node[part]
-            node[last] = v
+            set_dotted(data, key, v)
             try:
                 BinderyConfig.model_validate(data)
             except ValidationError as exc:
@@ -156,16 +152,22 @@ def _check_key(cfg: BinderyConfig, key: str, *, ingestion: bool = False) -> None
         node = node[part]
 
 
+def set_dotted(data: dict[str, Any], key: str, value: Any, *, create: bool = False) -> None:
+    """Set dotted `key` ("query.unit_weight") in nested mappings `data`; `create` makes the
+    mappings on its path that are missing (else they must exist: a configuration's dump)."""
+    *path, last = key.split(".")
+    node = data
+    for part in path:
+        node = node.setdefault(part, {}) if create else node[part]
+    node[last] = value
+
+
 def apply_settings(cfg: BinderyConfig, settings: Mapping[str, Any], *, ingestion: bool = False) -> BinderyConfig:
     """A copy of ``cfg`` with each dotted key set (validated like a loaded configuration)."""
     data = cfg.model_dump()
     for key, value in settings.items():
         _check_key(cfg, key, ingestion=ingestion)
-        node = data
-        *path, last = key.split(".")
-        for part in path:
-            node = node[part]
-        node[last] = value
+        set_dotted(data, key, value)
     try:
         out = BinderyConfig.model_validate(data)
     except Exception as exc:  # pydantic's message names the field and the bad value

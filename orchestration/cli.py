@@ -741,11 +741,11 @@ def cmd_ui(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     # the names the UI answers (DNS rebinding, orchestration/ui_server.py): its loopback names on
     # a loopback address, with those named by --allow-host; on another address any, unless named
     from orchestration.ui_server import ALLOWED_HOSTS_ENV
-    from query_service.middleware import loopback_hosts
+    from query_service.middleware import LOOPBACK_NAMES, loopback_hosts
 
     own = loopback_hosts(a.host)
     if own is not None or a.allow_host:
-        env[ALLOWED_HOSTS_ENV] = json.dumps([*(own or ["localhost", "127.0.0.1", "[::1]"]), *a.allow_host])
+        env[ALLOWED_HOSTS_ENV] = json.dumps([*(own or LOOPBACK_NAMES), *a.allow_host])
     root = Path(__file__).resolve().parent.parent
     cmd = [sys.executable, "-m", "orchestration.ui_server", "dev", "-w", str(root / "workspace.yaml"),
            "-h", a.host, "-p", str(a.port)]

@@ -29,6 +29,9 @@ def _not_interrupted(record: logging.LogRecord) -> bool:
     return True
 
 
+_INTERRUPT_NAMES = {"KeyboardInterrupt", "asyncio.exceptions.CancelledError", "CancelledError"}
+
+
 def _no_interrupt_text(record: logging.LogRecord) -> bool:
     """False for a record of the interrupt, or one whose message is the text of its traceback
     (an ASGI app reports a failed lifespan step so: uvicorn logs the formatted traceback)."""
@@ -37,9 +40,6 @@ def _no_interrupt_text(record: logging.LogRecord) -> bool:
     msg = record.getMessage()
     last = msg.rstrip().rsplit("\n", 1)[-1]
     return not (msg.startswith("Traceback") and last.split(":", 1)[0].strip() in _INTERRUPT_NAMES)
-
-
-_INTERRUPT_NAMES = {"KeyboardInterrupt", "asyncio.exceptions.CancelledError", "CancelledError"}
 
 
 def quiet_interrupted(logger: logging.Logger) -> None:

@@ -182,8 +182,8 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
             # listed changes live does not hold yet, dead letters aside: a run stopped before its
             # index step (cancelled, killed) left them for the next sync (a Dagster UI pass: after a
             # killed run, status showed nothing to do)
-            "waiting": sum(1 for d in sdocs if d.doc_id not in dead and (
-                d.doc_id not in state or state[d.doc_id].indexed_at < d.changed_at)),
+            "waiting": sum(1 for d in sdocs if d.doc_id not in dead
+                           and (d.doc_id not in state or state[d.doc_id].behind(d))),
             "last_listing_at": row.last_listing_at if row else None,
             "last_good_listing_at": row.last_good_listing_at if row else None,
             "last_good_listing_count": row.last_good_listing_count if row else None,
@@ -361,13 +361,11 @@ def settings_yaml(settings: dict[str, Any]) -> str:
     paste as is (printed as a Python dict they could not be: a new-user pass)."""
     import yaml
 
+    from evals.tune import set_dotted
+
     nested: dict[str, Any] = {}
     for dotted, value in settings.items():
-        *parents, leaf = dotted.split(".")
-        node = nested
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
+        set_dotted(nested, dotted, value, create=True)
     return str(yaml.safe_dump(nested, sort_keys=False, default_flow_style=False)).rstrip()
 
 

@@ -45,8 +45,7 @@ def expected_acls(store: DocumentStore, gen: GenerationRecord) -> Expected:
     docs = store.get_documents(list(state))
     rows = store.chunks_for(list(state), gen.stage_versions["chunk"])
     acl_of = {did: tuple(sorted(d.acl)) for did, d in docs.items()}
-    pending = sum(1 for did, r in state.items() if not r.digest or (d := docs.get(did)) is None
-                  or d.deleted_at is not None or d.changed_at > r.indexed_at)
+    pending = sum(1 for did, r in state.items() if r.behind(docs.get(did)))
     return Expected({r.chunk_id: acl_of.get(r.doc_id, ()) for r in rows}, pending)
 
 

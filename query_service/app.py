@@ -253,10 +253,8 @@ async def unique_keys(request: Request) -> None:
     or sets `principal` and this service could read different callers from one request (an
     attacker pass: a second `principal` appended to a trusted gateway's body won)."""
     body = await request.body()  # cached: FastAPI reads the same bytes for the model
-    try:
+    try:  # _repeated_key raises RequestValidationError, which is no ValueError: it goes through
         json.loads(body, object_pairs_hook=_repeated_key)
-    except RequestValidationError:
-        raise
     except (ValueError, RecursionError):  # not JSON at all: the model's validation says so
         return
 

@@ -48,6 +48,24 @@ BASE_HEADERS = {"x-content-type-options": "nosniff", "x-frame-options": "DENY", 
 
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^:\[\]@/\s]*)(?::[0-9]*)?")
 
+# the names a service bound to loopback answers, whatever address it was bound by
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+
+def _host_answered(host: str, allowed: list[str]) -> bool:
+    """Whether a Host (or Origin) value, a name or a bracketed IPv6 literal and at most a port,
+    is one of `allowed` (lower-case names; ``*.example.org`` any subdomain, ``*`` any host)."""
+    m = _HOST.fullmatch(host)
+    if m is None:
+        return False
+    name = m.group(1).lower()
+    return any(a == "*" or name == a or (a.startswith("*.") and name.endswith(a[1:])) for a in allowed)
+
+
+async def _refuse_websocket(receive: Receive, send: Send) -> None:
+    await receive()  # the handshake's websocket.connect; closing before accepting is a 403
+    await send({"type": "websocket.close", "code": 1008})
+
 
 # the methods a metric names; any other token is a valid method too, so each would be a new series
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -64,32 +82,22 @@ class HostCheck:
         self.allowed = [h.lower() for h in allowed_hosts]
         self.setting = setting  # what an operator changes to answer another name
 
-    def _answers(self, host: str) -> bool:
-        # a name or a bracketed IPv6 literal, then at most a port; anything else is refused
-        m = _HOST.fullmatch(host)
-        if m is None:
-            return False
-        name = m.group(1).lower()
-        return any(a == "*" or name == a or (a.startswith("*.") and name.endswith(a[1:]))
-                   for a in self.allowed)
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         hosts = [v for k, v in scope.get("headers") or [] if k == b"host"]
         if scope["type"] == "websocket":  # the Dagster UI's live GraphQL: the same names, or closed
-            if len(hosts) == 1 and self._answers(hosts[0].decode("latin-1")):
+            if len(hosts) == 1 and _host_answered(hosts[0].decode("latin-1"), self.allowed):
                 await self.app(scope, receive, send)
             else:
-                await receive()  # the handshake's websocket.connect; closing before accepting is a 403
-                await send({"type": "websocket.close", "code": 1008})
+                await _refuse_websocket(receive, send)
             return
         if len(hosts) > 1:  # RFC 9112 3.2: a 400; proxies and this check could each read another one
             await _reply(send, 400, {"error": "bad request", "detail": "more than one Host header"})
             return
         host = hosts[0].decode("latin-1") if hosts else ""
-        if self._answers(host):
+        if _host_answered(host, self.allowed):
             await self.app(scope, receive, send)
             return
         shown = host[:100] or "(none)"
@@ -108,7 +116,7 @@ class CrossSiteCheck:
 
     def __init__(self, app: ASGIApp, allowed_hosts: list[str] | None = None):
         self.app = app
-        self.listed = HostCheck(app, allowed_hosts or [])
+        self.listed = [h.lower() for h in allowed_hosts or []]
 
     def _cross_site(self, headers: list[tuple[bytes, bytes]]) -> str | None:
         seen = {k: v.decode("latin-1") for k, v in headers if k in (b"sec-fetch-site", b"origin", b"host")}
@@ -118,7 +126,7 @@ class CrossSiteCheck:
         if origin is None:
             return None
         netloc = origin.split("://", 1)[-1].rstrip("/")
-        if netloc.lower() == seen.get(b"host", "").lower() or self.listed._answers(netloc):
+        if netloc.lower() == seen.get(b"host", "").lower() or _host_answered(netloc, self.listed):
             return None
         return f"a page of {origin[:100]!r} sent it"
 
@@ -127,8 +135,7 @@ class CrossSiteCheck:
             await self.app(scope, receive, send)
             return
         if scope["type"] == "websocket":
-            await receive()  # the handshake's websocket.connect; closing before accepting is a 403
-            await send({"type": "websocket.close", "code": 1008})
+            await _refuse_websocket(receive, send)
             return
         await _reply(send, 403, {"error": "forbidden", "detail": f"cross-site request refused: {why}"})
 
@@ -165,7 +172,7 @@ def loopback_hosts(host: str) -> list[str] | None:
     if not _binds_loopback(host):
         return None
     own = f"[{host}]" if ":" in host else host.lower()
-    return list(dict.fromkeys(["localhost", "127.0.0.1", "[::1]", own]))
+    return list(dict.fromkeys([*LOOPBACK_NAMES, own]))
 
 
 def _loopback_address(text: str) -> bool:

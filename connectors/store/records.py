@@ -238,6 +238,13 @@ class IndexStateRecord(_Record):
         exist for the generation's stage versions, else dropped)."""
         return not self.digest and self.acl_hash == self.WITHHELD
 
+    def behind(self, doc: DocumentRecord | None) -> bool:
+        """Whether `doc`'s last listed change (content, ACL, a move, its deletion) is newer than
+        what this row says the generation holds: work a sync stopped before its index step left,
+        or a document never rewritten there (a dead letter's kept version)."""
+        return (not self.digest or doc is None or doc.deleted_at is not None
+                or doc.changed_at > self.indexed_at)
+
 
 @dataclass(frozen=True, slots=True)
 class DeadLetterRecord(_Record):
