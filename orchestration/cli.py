@@ -215,17 +215,22 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
                             "nothing of it is kept; its caches are, for the next reindex", out)
     # the very first generation binds itself when it is built: it is live, not a candidate
     first = live is None and out["generation"] == cand.id
-    out["candidate"] = None if first else cand.id
-    out["candidate_name"] = None if first else cand.name
+    # nothing live and nothing bound: no source listed a document, so the first build holds
+    # nothing a reader could open, and there is no candidate to promote either
+    unbuilt = live is None and out["generation"] is None
+    out["candidate"] = None if first or unbuilt else cand.id
+    out["candidate_name"] = None if first or unbuilt else cand.name
     out["changed_stages"] = lifecycle.config_drift()
     if first:
         out["message"] = (f"first generation {cand.name} (id {cand.id}) is live: nothing was live to judge it "
                           "against, so there is no candidate to promote")
+    elif unbuilt and not out["errors"]:
+        out["message"] = "no generation was built, so there is none to promote"
     if stale:
         out["stale_index_fields"] = stale
     if out["errors"]:
         raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
-    if a.promote and first:
+    if a.promote and (first or unbuilt):
         out["promotion"] = None
     elif a.promote:
         try:

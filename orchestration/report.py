@@ -73,6 +73,9 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
               and (live is None or o.generations.get(live.name, {}).get("role") == "written")]
     for source, why in _nothing_indexed(judged, store, b).items():
         errors[source] = f"{errors[source]}; {why}" if source in errors else why  # a failed shard's reason stays
+    if b is None and not errors and not any(v for c in sources.values() for v in c.values()):
+        warnings.append("no source lists any document, so nothing is live yet: check each source's root, "
+                        "include and exclude (`bindery plan` shows what they select)")
     dead = store.counts()["dead_letters"]
     return {"generation": b.generation_id if b else None, "sources": sources, "recomputed": recomputed,
             "written": written, "truncated": truncated, "redirect_pages": redirects,

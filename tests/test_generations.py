@@ -14,7 +14,7 @@ from connectors.config import load_config
 from connectors.lifecycle import Lifecycle
 from connectors.store import DocumentStore
 from query_service.retrieval import LiveRetriever
-from tests.bindery_fixture import Deployment
+from tests.bindery_fixture import DOCS, Deployment
 from tests.sync_helpers import generation_row
 from tests.test_pipeline import chunk_sets
 
@@ -235,6 +235,20 @@ def test_a_first_reindex_builds_the_live_generation_not_a_candidate(tmp_path: Pa
     status = dep.cli("status")
     assert status["live"] == 1 and status["candidate"] is None
 
+
+def test_an_empty_corpus_builds_nothing_to_promote_and_says_why(tmp_path: Path) -> None:
+    """Sources that list no document leave nothing live: the sync warns where to look, and a
+    reindex offers no candidate (it used to say "run `bindery promote`", which then refused)."""
+    dep = Deployment(tmp_path)
+    for p in dep.root.rglob("*"):
+        if p.is_file():
+            p.unlink()
+    synced = dep.cli("sync")
+    assert synced["generation"] is None and any("no source lists any document" in w for w in synced["warnings"])
+    out = dep.cli("reindex", "--force", "--promote")
+    assert out["candidate"] is None and out["promotion"] is None and "no generation was built" in out["message"]
+    dep.write("ops/oncall.txt", DOCS["ops/oncall.txt"])
+    assert dep.cli("sync")["generation"] is not None  # the first sync with a document binds it
 
 def test_gc_keeps_the_embeddings_of_an_edited_documents_unchanged_chunks(tmp_path: Path) -> None:
     """An embedding names the content it was first computed for. After an edit that content is
