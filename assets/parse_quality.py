@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,7 +110,10 @@ def judge(rows: list[ParseRow], accepted_at: float | None, th: ParseQualityThres
         "failed": sum(r.failed for r in judged), "failure_share": round(share, 4),
         "batch_docs": len(batch), "population_docs": len(rows), "min_batch": th.min_batch,
         "max_failure_share": th.max_failure_share,
-        "worst_documents": [{"doc": r.doc, "reason": r.reason} for r in judged if r.failed][:10]}
+        "worst_documents": [{"doc": r.doc, "reason": r.reason} for r in judged if r.failed][:10],
+        # the judged failures by class ("encrypted", "needs-ocr"): a re-executed run parses
+        # nothing, yet its verdict names the same failures the first one did
+        "reasons": dict(Counter((r.reason or "failed").split(":")[0] for r in judged if r.failed))}
     what = f"{share:.0%} of {len(judged)} documents ({meta['judged']}) failed to parse"
     errors: list[str] = []
     warns: list[str] = []

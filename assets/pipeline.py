@@ -230,7 +230,9 @@ def parse_quality_verdict(stats: ParseStats, rt: Runtime, source: str, gens: lis
     verdict = verdict_for(rt, source, gens)
     meta: dict[str, Any] = {k: (dg.MetadataValue.json(v) if isinstance(v, list) else v)
                             for k, v in verdict.metadata.items()}
-    meta.update(attempted=stats.attempted, reasons=dg.MetadataValue.json(stats.reasons))
+    # `reasons` (the verdict's) are the judged documents'; this run's own parses are apart
+    meta.update(attempted=stats.attempted, reasons=dg.MetadataValue.json(verdict.metadata["reasons"]),
+                reasons_this_run=dg.MetadataValue.json(stats.reasons))
     warn = [verdict.description] if verdict.description else []
     if stats.metrics_rows:
         from quality.expectations import validate_batch

@@ -47,6 +47,7 @@ def test_a_batch_above_the_floor_is_judged_alone() -> None:
     v = judge(healthy + rows(0, 25), accepted_at=5.0, th=TH)
     assert v.severity == "error" and v.metadata["judged"] == "batch" and v.metadata["failure_share"] == 1.0
     assert len(v.metadata["worst_documents"]) == 10
+    assert v.metadata["reasons"] == {"format-mismatch": 25}  # all judged failures, by class
 
 
 def test_the_verdict_depends_on_state_not_on_the_run() -> None:
