@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from connectors.config import SourceConfig
 
-__all__ = ["ACL_BEFORE", "PUBLIC", "PUBLIC_ACL", "SIDECAR", "Acl", "allows", "commented_principals", "narrow",
-           "normalise", "parse_list", "parse_sidecar", "source_default", "within"]
+__all__ = ["ACL_BEFORE", "PUBLIC", "PUBLIC_ACL", "SIDECAR", "Acl", "allows", "narrow", "normalise",
+           "parse_list", "parse_sidecar", "source_default", "suspect_principals", "within"]
 
 PUBLIC = "*"  # the principal meaning "anyone"
 PUBLIC_ACL: tuple[str, ...] = (PUBLIC,)
@@ -67,7 +67,13 @@ def parse_sidecar(data: bytes) -> tuple[str, ...]:
     UnicodeDecodeError when it is not UTF-8 (the listing then fails: a sidecar we cannot read
     must never mean "public")."""
     text = data.decode("utf-8-sig")
-    return normalise(ln for ln in text.splitlines() if not ln.strip().startswith("#"))
+    # a line ends at "\n" (or "\r\n") only, where cat, grep and editors end it: splitlines()
+    # also breaks at a lone "\r", "\v", "\f", "\x1c"-"\x1e", U+0085 and U+2028/9, so a line
+    # every tool shows as one comment carried a principal ("# reviewed\u2028*" published the
+    # folder). Such a character inside a principal leaves it matching no one (fail closed), and
+    # `suspect_principals` names it for a warning.
+    lines = (ln.removesuffix("\r") for ln in text.split("\n"))
+    return normalise(ln for ln in lines if not ln.strip().startswith("#"))
 
 
 def parse_list(value: str) -> tuple[str, ...]:
@@ -113,8 +119,16 @@ def allows(acl: Iterable[str], principals: Iterable[str]) -> bool:
 _COMMENT_LIKE = re.compile(r"\s#")
 
 
-def commented_principals(principals: Iterable[str]) -> list[str]:
-    """Principals that look like a name and a trailing comment ("group:hr  # the HR team"):
-    taken whole, they let no one in that the author meant to (fail closed), so the listing
-    warns about them rather than read them otherwise."""
-    return [p for p in principals if _COMMENT_LIKE.search(p)]
+def suspect_principals(principals: Iterable[str]) -> list[tuple[str, str]]:
+    """(principal, why) for principals that were surely not meant as written: a name and a
+    trailing comment ("group:hr  # the HR team"), or one holding a control or line-separator
+    character (a file saved with lone carriage returns reads as one long principal). Taken
+    whole, they let no one in that the author meant to (fail closed), so the listing warns
+    about them rather than read them otherwise."""
+    found = []
+    for p in principals:
+        if not p.isprintable():
+            found.append((p, "it holds a control or line-separator character (lines end at \\n only)"))
+        elif _COMMENT_LIKE.search(p):
+            found.append((p, "a comment goes on a line of its own"))
+    return found

@@ -26,13 +26,20 @@ def _source(tmp_path: Path, **extra: object) -> SourceConfig:
     # a "#" after a principal is part of it: read as a comment, "* #TODO" would publish the folder
     ("* #TODO restrict to group:hr\nCN=Team #1\n", ("* #TODO restrict to group:hr", "CN=Team #1")),
     ("", ()),
+    # lines end at \n only, as cat and grep show them: a break splitlines() alone sees never
+    # turns part of a comment into a principal ("*" would publish the folder)
+    ("# reviewed by legal\u2028*\ngroup:hr\n", ("group:hr",)),
+    ("# legacy note\r*\ngroup:hr\n", ("group:hr",)),
+    ("# a\x0b*\n# b\x0c*\n# c\x1e*\n# d\x85*\n", ()),
+    ("group:hr\rgroup:eng\r", ("group:hr\rgroup:eng",)),  # lone CRs: one principal, matching no one
 ])
 def test_sidecar_text(text: str, expected: tuple[str, ...]) -> None:
     assert acl.parse_sidecar(text.encode("utf-8")) == expected
 
 
-def test_a_principal_that_looks_commented_is_named_for_a_warning() -> None:
-    assert acl.commented_principals(("group:hr  # the HR team", "team#1", "alice")) == ["group:hr  # the HR team"]
+def test_a_principal_that_looks_commented_or_holds_a_line_break_is_named_for_a_warning() -> None:
+    found = acl.suspect_principals(("group:hr  # the HR team", "team#1", "alice", "group:hr\rgroup:eng"))
+    assert [p for p, _ in found] == ["group:hr  # the HR team", "group:hr\rgroup:eng"]
 
 
 def test_sidecar_that_is_not_utf8_is_an_error() -> None:

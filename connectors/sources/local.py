@@ -133,9 +133,8 @@ class LocalFolderSource:
                 reason = "it is a broken link or vanished"
             what = reason if reason.startswith("ACL file") else f"cannot read ACL file {path}: {reason}"
             raise UnreadableAcl(f"source {self.name!r}: {what}", folders=(governs,), origins=(origin,)) from e
-        for p in acls.commented_principals(principals):
-            log.warning("source %r: %s names the principal %r, taken whole; a comment goes on a line of its own",
-                        self.name, path, p)
+        for p, why in acls.suspect_principals(principals):
+            log.warning("source %r: %s names the principal %r, taken whole: %s", self.name, path, p, why)
         return Acl(principals, origin)
 
     def _unreadable(self, e: UnreadableAcl) -> Acl:
