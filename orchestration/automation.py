@@ -9,11 +9,14 @@ could delete on bad evidence.
 
 
 import json
+import time
+from typing import Any
 
 import dagster as dg
 
 from assets.pipeline import SOURCES
 from assets.resources import BinderyConfigResource
+from connectors.config import BinderyConfig
 from connectors.errors import ConfigError, SourceError
 from connectors.identity import short_hash
 from connectors.shards import all_partition_keys, partition_keys
@@ -66,6 +69,7 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
                 runs += [dg.RunRequest(partition_key=key, run_key=f"{key}:{fp}", tags={"bindery/trigger": "sensor"})
                          for key in partition_keys(s)]
                 cursor[s.name] = fp
+        runs += _withholding_run(cursor, cfg, runs)
         return dg.SensorResult(
             run_requests=runs, cursor=json.dumps(cursor, sort_keys=True),
             dynamic_partitions_requests=partition_requests(context.instance, all_partition_keys(cfg)),
@@ -73,6 +77,22 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
         )
 
     return source_change_sensor
+
+
+def _withholding_run(cursor: dict[str, Any], cfg: BinderyConfig, runs: list[dg.RunRequest]) -> list[dg.RunRequest]:
+    """A run for a source taken out of the configuration: any sync's listing withholds its
+    documents from the indexes (the query service already leaves it out), so when no other
+    run is due, the first configured source's partition is synced. The cursor keeps the
+    configured names (sources whose probe failed stay in it until they probe again)."""
+    names = sorted(n for n in cursor if not n.startswith("_"))
+    removed = sorted(set(names) - set(cfg.source_names()))
+    for n in removed:
+        del cursor[n]
+    if not removed or runs or not cfg.sources:
+        return []
+    key = partition_keys(cfg.sources[0])[0]
+    return [dg.RunRequest(partition_key=key, run_key=f"{key}:removed:{','.join(removed)}:{time.time():.0f}",
+                          tags={"bindery/trigger": "sensor"})]
 
 
 def check_cron(cron: str, key: str) -> None:

@@ -184,6 +184,18 @@ def test_configuration_changes_add_and_remove_partitions(conf: Config) -> None:
     assert sensor.partitions() == set()
 
 
+def test_a_source_taken_out_of_the_configuration_requests_the_sync_that_withholds_it(conf: Config) -> None:
+    """Nothing of the sources left changed, yet the removed one's documents must leave the
+    indexes: a sync of any source's partition does that (its listing withholds them)."""
+    conf.folder("docs")
+    conf.folder("wiki")
+    sensor = Sensor(conf.path)
+    sensor.tick()
+    conf.drop("wiki")
+    assert set(sensor.tick().runs) == {"docs"}
+    assert sensor.tick().runs == {}  # once
+
+
 def test_changing_a_sources_configuration_requests_a_sync(conf: Config) -> None:
     """A source whose configuration changed (default ACL, include/exclude, size limit) must be
     re-listed even when its files did not move."""
