@@ -104,6 +104,9 @@ def no_credentials_warning(cfg: QueryAuthConfig) -> str | None:
             "or set up query.auth.jwt")
 
 
+MIN_HS256_SECRET_BYTES = 32  # 256 bits, the length of HS256's hash
+
+
 class Authenticator:
     """Resolves credentials to principals for one configuration. Secrets are read once, at
     construction: a missing environment variable or JWKS file is a `ConfigError` at startup,
@@ -125,6 +128,12 @@ class Authenticator:
                     f"the environment variable {name} is not set" if _ENV_NAME.fullmatch(name) else
                     "the environment variable it names is not set (the value is not shown: it does not look like "
                     "a variable name; was the secret itself pasted there?)"))
+            if len(secret.encode("utf-8")) < MIN_HS256_SECRET_BYTES:
+                # RFC 7518 3.2: a key at least as long as the hash; anyone holding one token can
+                # try short secrets offline and then sign tokens naming any group
+                raise ConfigError(f"query.auth.jwt.hs256_secret_env: the secret in {j.hs256_secret_env} is "
+                                  f"{len(secret.encode('utf-8'))} bytes; HS256 needs at least {MIN_HS256_SECRET_BYTES} "
+                                  "(e.g. `openssl rand -base64 48`)")
             self._hs_secret = secret
         if j.jwks_file:
             try:

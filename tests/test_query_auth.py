@@ -172,6 +172,16 @@ def test_secrets_must_exist_at_startup(tmp_path: Path) -> None:
     assert "s3cr3t" not in str(e.value)
 
 
+def test_a_short_hs256_secret_is_refused_at_startup() -> None:
+    """A short secret is guessed offline from any one token, and then any group can be signed
+    (an attacker pass: a 3-byte secret was taken)."""
+    cfg = QueryAuthConfig.model_validate({"jwt": {"hs256_secret_env": "S"}})
+    with pytest.raises(ConfigError, match="is 3 bytes; HS256 needs at least 32") as e:
+        Authenticator(cfg, environ={"S": "abc"})
+    assert "abc" not in str(e.value)
+    Authenticator(cfg, environ={"S": "x" * 32})
+
+
 def test_secrets_never_come_from_the_yaml(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="hs256_secret"):
         _cfg(tmp_path, {"jwt": {"hs256_secret": SECRET}})
