@@ -181,12 +181,19 @@ def _sd(values: list[float]) -> float:
     return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
-def _size_warning(metric: str, tolerance: float, n: int, mdd: float) -> list[str]:
-    if tolerance >= mdd:
+def _size_warning(tolerance: float, n: int, mdd: dict[str, float], drops: dict[str, float]) -> list[str]:
+    """The warning that the set cannot tell a change as small as `tolerance` from noise, for
+    each gated metric whose minimum detectable difference (`mdd`) is larger. None when the gate
+    refused only on drops (`drops`: metric -> fall beyond the tolerance) larger than their
+    metric's noise: that refusal is no accident of a small set."""
+    if drops and all(drop >= mdd[m] for m, drop in drops.items()):
+        return []
+    coarse = [f"{mdd[m]:.3f} for {m}" for m in mdd if tolerance < mdd[m]]
+    if not coarse:
         return []
     return [f"the eval set is too small for tolerance {tolerance:g}: with {n} questions the smallest change "
-            f"of {metric} it can tell from noise is about {mdd:.3f} (one question alone moves it by {1 / n:.3f}), "
-            "so the gate may refuse on noise; add questions or raise gate.tolerance"]
+            f"it can tell from noise is about {' and '.join(coarse)} (one question alone moves recall by "
+            f"{1 / n:.3f}), so the gate may refuse on noise; add questions or raise gate.tolerance"]
 
 
 def compare(
@@ -229,9 +236,12 @@ def compare(
             f"{len(regressed)} of {len(ids)} queries regressed on {metric}, "
             f"more than the {max_regressions} allowed"
         )
-    values = [(lc.values[metric], cand_by_id[lc.id].values[metric]) for lc in live.per_case]
-    mdd = minimum_detectable_difference([v for v, _ in values], [c for _, c in values])
-    warnings = _size_warning(metric, tolerance, len(ids), mdd)
+    gated = [m for m in (metric, secondary) if m is not None]
+    mdd = {m: minimum_detectable_difference([lc.values[m] for lc in live.per_case],
+                                            [cand_by_id[lc.id].values[m] for lc in live.per_case])
+           for m in dict.fromkeys(gated)}
+    drops = {m: -delta[m] for m in gated if -delta[m] > tolerance + EPSILON}
+    warnings = _size_warning(tolerance, len(ids), mdd, drops)
     passed = not reasons
     if passed:
         moves = [

@@ -176,7 +176,15 @@ def test_gate_warns_when_the_eval_set_is_too_small_for_the_tolerance() -> None:
     small = compare(_report([1.0] * 8), _report([1.0] * 8), tolerance=0.01)
     assert small.passed and len(small.warnings) == 1
     assert "8 questions" in small.warnings[0] and "tolerance 0.01" in small.warnings[0]
+    assert "for recall@10 and" in small.warnings[0] and "for mrr@10" in small.warnings[0]  # each gated metric
     assert small.to_json()["warnings"] == small.warnings
+    # a refusal on a drop far beyond the noise is no accident of the set's size: no "may refuse on
+    # noise" beside it (an operator pass: it quoted recall's noise beside a refusal on MRR)
+    live = _report([1.0] * 300)
+    halved = EvalReport.from_cases([CaseResult(c.id, c.category, c.query, {**c.values, "mrr@10": 0.5}, 2, 1, 10)
+                                    for c in live.per_case])
+    refused = compare(live, halved, tolerance=0.001)
+    assert not refused.passed and "mrr@10 fell" in refused.reasons[0] and refused.warnings == []
     values = [1.0, 0.0] * 200
     big = compare(_report(values), _report(values), tolerance=0.2)
     assert big.warnings == []
