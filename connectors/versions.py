@@ -17,7 +17,7 @@ from connectors.config import StageConfigs
 from connectors.embedder import embedder_id, resolve_embed
 from connectors.identity import short_hash, stage_version
 
-__all__ = ["generation_key", "stage_configs_dump", "stage_versions"]
+__all__ = ["generation_key", "settings_differences", "stage_configs_dump", "stage_versions"]
 
 # ... and limits that only decide whether a document is refused (a dead letter, retried by hand)
 _THROUGHPUT_ONLY = {"embed": {"batch_size", "device"}, "context": {"concurrency"},
@@ -45,3 +45,18 @@ def stage_versions(stages: StageConfigs) -> dict[str, str]:
 
 def generation_key(versions: dict[str, str]) -> str:
     return short_hash(versions, 6)
+
+
+def settings_differences(recorded: dict[str, Any], stages: StageConfigs) -> list[str]:
+    """The stage settings a generation was built with (`recorded`, its `stage_configs`) that
+    differ from `stages`, as "stages.chunk.max_tokens: 250 (configuration: 200)"; throughput
+    knobs left out. What an operator copies into bindery.yaml to keep a generation `bindery
+    tune --build` made: the next reindex otherwise builds the configuration's settings."""
+    current = stage_configs_dump(stages)
+    out: list[str] = []
+    for stage in ("parse", "chunk", "context", "embed"):
+        have, want = recorded.get(stage) or {}, current.get(stage) or {}
+        for key in sorted(set(have) | set(want)):
+            if key not in _THROUGHPUT_ONLY.get(stage, set()) and have.get(key) != want.get(key):
+                out.append(f"stages.{stage}.{key}: {have.get(key)!r} (configuration: {want.get(key)!r})")
+    return out

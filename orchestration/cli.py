@@ -391,6 +391,7 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     # record a verdict on live (live against itself, or "gate not run") and status would show it
     lifecycle.check_promotable(cand, force=bool(a.force), reason=a.reason)
     from connectors.lifecycle import operator_name
+    from connectors.versions import settings_differences
 
     conf = {"force": bool(a.force), "reason": a.reason, "forced_by": operator_name(a.by)}  # checked before judging
     run_config = {"ops": {"generation_eval": {"config": conf}, "index_binding": {"config": conf}}}
@@ -404,13 +405,21 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"promoted": res.success, "live": b.generation_id if b else None,
            "previous": b.previous_generation_id if b else None, "candidate": cand.id, "report": rep}
     if not res.success:
-        out["forced"] = False  # a stable key (docs/json-contract.md), refusal or not
+        out["forced"] = False  # stable keys (docs/json-contract.md), refusal or not
+        out["warnings"] = []
         out["error"] = res.error
         raise CommandFailed(res.error or "promotion failed", out)
     flip = res.metadata.get("index_binding", {})
     out["forced"] = bool(flip.get("forced"))
     out["gate_check"] = res.checks.get("eval_gate")  # a forced flip shows as a failed WARN check, with why
     out["warnings"] = list(flip.get("warnings") or [])  # sources a flip back to an older generation leaves out
+    if cand.stage_versions != lifecycle.current_versions and (differs := settings_differences(cand.stage_configs,
+                                                                                                cfg.stages)):
+        # a `tune --build` candidate, or one built before bindery.yaml changed again: live now
+        # runs settings the file does not hold, and the next reindex would build the file's
+        out["warnings"].append(f"generation {cand.name} went live with settings bindery.yaml does not hold "
+                               f"({'; '.join(differs)}): copy them into it, or the next `bindery reindex` "
+                               "builds the configuration's instead")
     return out
 
 

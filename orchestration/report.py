@@ -160,6 +160,19 @@ def _live_outdated(cfg: BinderyConfig, lifecycle: Lifecycle, live: GenerationRec
     return {"stages": stages, "index_fields": fields, "candidate_current": current}
 
 
+def _candidate_outdated(cfg: BinderyConfig, lifecycle: Lifecycle,
+                        cand: GenerationRecord | None) -> dict[str, Any] | None:
+    """The candidate's stages and settings that differ from the current configuration (a
+    `tune --build` candidate, or one built before bindery.yaml changed again): promoted, it goes
+    live with settings the file does not hold. None: no candidate, or one of this configuration."""
+    if cand is None or cand.stage_versions == lifecycle.current_versions:
+        return None
+    from connectors.versions import settings_differences
+
+    return {"stages": [st for st, v in lifecycle.current_versions.items() if cand.stage_versions.get(st) != v],
+            "settings": settings_differences(cand.stage_configs, cfg.stages)}
+
+
 def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
     lifecycle = Lifecycle(cfg, store)
     b = store.get_binding()
@@ -205,6 +218,7 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
             "binding": ({"version": b.version, "flipped_at": b.flipped_at, "flipped_by": b.flipped_by}
                         if b else None),
             "live_outdated": _live_outdated(cfg, lifecycle, live, cand),
+            "candidate_outdated": _candidate_outdated(cfg, lifecycle, cand),
             "removed_sources": store.removed_sources(cfg.source_names()),
             "events": [{"kind": e.kind, "message": e.message, "at": e.at} for e in store.events(limit=5)]}
 
@@ -419,6 +433,11 @@ def _human_status(r: dict[str, Any]) -> str:
                   + ("  (see `bindery dlq`)" if r["dead_letters"] else "")]
     if r.get("live_outdated"):
         lines += ["", _outdated_line(r)]
+    if (other := r.get("candidate_outdated")) and (cand := r["generations"].get("candidate")):
+        lines += ["", f"candidate {cand['name']} was built for other settings than the configuration ("
+                      f"{'; '.join(other['settings']) or 'stages ' + ', '.join(other['stages'])}): promoted, it goes "
+                      "live with them, and the next `bindery reindex` builds the configuration's (copy them "
+                      "into bindery.yaml to keep them)"]
     for name, n in (r.get("removed_sources") or {}).items():
         docs = f"{n:,} document{'s' if n != 1 else ''}"
         # with no source configured at all a sync refuses to run (a configuration emptied by
@@ -446,8 +465,8 @@ def _outdated_line(r: dict[str, Any]) -> str:
             state = "built: `bindery promote` judges it" if cand.get("built") else "building"
         step = f"candidate {cand['name']} is {state}"
     elif cand:
-        step = (f"candidate {cand['name']} was built for other settings: `bindery reindex` builds one for the "
-                "current configuration in its place")
+        step = (f"candidate {cand['name']} was built for other settings (below): `bindery reindex` builds one "
+                "for the current configuration in its place")
     else:
         step = "`bindery plan reindex` shows the cost, `bindery reindex` builds it beside live"
     return (f"live generation differs from the current configuration and release in: {what}; syncs keep "

@@ -395,3 +395,21 @@ def test_private_reader_copies_of_killed_processes_are_swept(
     assert mine.exists()
     generations._release(mine)
     assert not mine.exists()
+
+
+def test_a_candidate_of_other_settings_than_the_configuration_is_named_and_its_promotion_warns(
+        dep: Deployment) -> None:
+    """A candidate built for settings bindery.yaml no longer holds (a `tune --build` one, or the
+    file changed back) was invisible: status said nothing and promote took it without a word,
+    leaving live on settings the next reindex would undo (an operator pass)."""
+    dep.set_stage("chunk", max_tokens=120)
+    cand = dep.cli("reindex")["candidate"]
+    dep.config["stages"]["chunk"].pop("max_tokens")
+    dep.save()
+    status = dep.cli("status")
+    assert status["candidate"] == cand and status["live_outdated"] is None
+    assert status["candidate_outdated"]["stages"] == ["chunk"]
+    assert status["candidate_outdated"]["settings"] == ["stages.chunk.max_tokens: 120 (configuration: 200)"]
+    out = dep.cli("promote", "--force", "--reason", "keep the tuned chunk size")
+    assert any("stages.chunk.max_tokens: 120" in w and "copy them into it" in w for w in out["warnings"]), out
+    assert dep.cli("status")["candidate_outdated"] is None  # live now; status names live's drift instead
