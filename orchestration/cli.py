@@ -228,6 +228,9 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
         out["message"] = "no generation was built, so there is none to promote"
     if stale:
         out["stale_index_fields"] = stale
+    if out["candidate"] is not None and not out["errors"]:
+        lifecycle.store.add_event("candidate-built", f"reindex built candidate {cand.name} (stages changed: "
+                                  f"{', '.join(out['changed_stages']) or 'none'})")
     if out["errors"]:
         raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
     if a.promote and (first or unbuilt):

@@ -81,6 +81,11 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
         for m, v in (verdict.get(side) or {}).items():
             meta[f"{side}_{m}"] = float(v)
     yield dg.MaterializeResult(metadata=meta)
+    if not verdict["passed"] and not config.force:
+        # the blocking check below stops the flip before `Lifecycle.promote` would record it:
+        # the refusal is an event here, or status's recent events never showed one
+        store.store.add_event("gate-refused", f"candidate {cand.name} refused: {'; '.join(verdict['reasons'])}",
+                              details=verdict)
     forced = config.force and not verdict["passed"]
     if forced and not config.reason:
         raise dg.Failure("a forced promotion needs a reason")

@@ -50,6 +50,10 @@ def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -
     assert rep["passed"] is False and rep["regressed"] and rep["live"]["recall@10"] > rep["candidate"]["recall@10"]
     status = dep.cli("status")
     assert status["live"] == 1
+    # the build and the refusal are recent events (the blocking check stopped the flip before the
+    # refusal was recorded: an operator pass found none)
+    kinds = [e["kind"] for e in status["events"]]
+    assert "gate-refused" in kinds and "candidate-built" in kinds, kinds
     from orchestration.report import human  # what a person reads: the refused candidate and the ways out
 
     assert "was refused by the gate" in human("status", status) and "`bindery discard`" in human("status", status)
