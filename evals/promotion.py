@@ -10,9 +10,11 @@ and gc — is the lifecycle module's; this module only judges.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from connectors.config import BinderyConfig
@@ -68,6 +70,19 @@ def excluding_search(retriever: GenerationRetriever, filters: Filters) -> Exclud
     return search
 
 
+def eval_set_identity(path: str | None) -> dict[str, Any] | None:
+    """Which eval set a verdict was measured on: its path and a digest of its bytes, so the
+    console charts only metrics of one set together (scores of an 8-question set beside a
+    263-question one's read as a regression that never happened)."""
+    if not path:
+        return None
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return {"path": str(path), "digest": None}
+    return {"path": str(path), "digest": hashlib.sha256(data).hexdigest()[:12]}
+
+
 def judge(cfg: BinderyConfig, store: DocumentStore, cand: GenerationRecord) -> GateReport:
     """Gate verdict for `cand` against the live generation; recorded on the candidate."""
     g = cfg.gate
@@ -87,6 +102,7 @@ def judge(cfg: BinderyConfig, store: DocumentStore, cand: GenerationRecord) -> G
     out = report.to_json()
     out["judged_at"] = time.time()
     out["live_generation"] = live.id if live else None
+    out["eval_set"] = eval_set_identity(g.queries)
     lifecycle.record_verdict(cand.id, out)
     return report
 

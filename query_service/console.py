@@ -63,18 +63,22 @@ def evals(store: DocumentStore) -> dict[str, Any]:
     # a generation never judged as a candidate (the first, built before the gate had an eval
     # set) was measured as the live side of the next one's gate: it is a point too (a new-user
     # pass: the chart began at generation 2, with a single point)
-    as_live = {rep["live_generation"]: (rep["live"], rep.get("judged_at"), g.id) for g in gens
+    as_live = {rep["live_generation"]: (rep, g.id) for g in gens
                if (rep := g.eval_report or {}).get("live") and rep.get("live_generation") is not None}
     points = []
     for g in gens:
         rep = g.eval_report or {}
+        # which eval set measured it (path, digest) and how many questions: the page charts
+        # one set's points together, never an 8-question set's beside a 263-question one's
         if rep.get("candidate"):
             points.append({"generation": g.id, "name": g.name, "status": g.status,
-                           "metrics": rep["candidate"], "passed": rep.get("passed"), "judged_at": rep.get("judged_at")})
+                           "metrics": rep["candidate"], "passed": rep.get("passed"), "judged_at": rep.get("judged_at"),
+                           "cases": rep.get("cases"), "eval_set": rep.get("eval_set")})
         elif g.id in as_live:
-            metrics, at, judging = as_live[g.id]
-            points.append({"generation": g.id, "name": g.name, "status": g.status, "metrics": metrics,
-                           "passed": None, "judged_at": at, "measured_as_live_for": judging})
+            judged, judging = as_live[g.id]
+            points.append({"generation": g.id, "name": g.name, "status": g.status, "metrics": judged["live"],
+                           "passed": None, "judged_at": judged.get("judged_at"), "measured_as_live_for": judging,
+                           "cases": judged.get("cases"), "eval_set": judged.get("eval_set")})
     trials = []
     for e in reversed(store.events(TUNE_EVENT, limit=20)):
         details = e.details or {}

@@ -93,10 +93,13 @@ def test_a_generation_judged_only_as_live_is_a_point_of_the_evals_chart(tmp_path
         name="g2_x", status="building", stage_versions={}, stage_configs={}, embedder_id="e", vector_index="v",
         keyword_index="k", counts={}, created_at=time.time(),
         eval_report={"passed": True, "live": {"recall@10": 0.8}, "candidate": {"recall@10": 0.9},
-                     "live_generation": first, "judged_at": 1.0})
+                     "live_generation": first, "judged_at": 1.0, "cases": 263,
+                     "eval_set": {"path": "gate.jsonl", "digest": "abc"}})
     points = evals(store)["generations"]
     assert [(p["generation"], p["metrics"]["recall@10"]) for p in points] == [(first, 0.8), (second, 0.9)]
     assert points[0]["measured_as_live_for"] == second and points[0]["passed"] is None
+    # each point names the set that measured it, so the page charts one set's points together
+    assert [(p["cases"], p["eval_set"]["digest"]) for p in points] == [(263, "abc"), (263, "abc")]
     store.dispose()
 
 

@@ -48,6 +48,7 @@ def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -
     assert "recall@10 fell" in out["error"] or "regressed" in out["error"]
     rep = generation_row(_store(dep), cand).eval_report or {}
     assert rep["passed"] is False and rep["regressed"] and rep["live"]["recall@10"] > rep["candidate"]["recall@10"]
+    assert rep["eval_set"]["path"] == str(dep.eval_path) and len(rep["eval_set"]["digest"]) == 12  # which set judged
     status = dep.cli("status")
     assert status["live"] == 1
     # the build and the refusal are recent events (the blocking check stopped the flip before the

@@ -170,8 +170,17 @@ function lineChart(container, labels, series) {
 async function loadEvals() {
   try {
     const e = await getJSON("/console/api/evals");
-    lineChart($("#eval-chart"), e.generations.map((g) => g.name),
-      SERIES.map((m) => ({ name: m, values: e.generations.map((g) => g.metrics[m]) })));
+    // one eval set's points only (the newest measurement's): scores of different sets are not
+    // comparable (verdicts recorded before sets were named are told apart by their size)
+    const setOf = (g) => (g.eval_set && g.eval_set.digest) || `n=${g.cases}`;
+    const last = e.generations[e.generations.length - 1];
+    const shown = last ? e.generations.filter((g) => setOf(g) === setOf(last)) : [];
+    lineChart($("#eval-chart"), shown.map((g) => g.name),
+      SERIES.map((m) => ({ name: m, values: shown.map((g) => g.metrics[m]) })));
+    const other = e.generations.length - shown.length;
+    $("#eval-set").textContent = last ? `measured on ${(last.eval_set && last.eval_set.path) || "the gate's eval set"}` +
+      (last.cases ? ` (${last.cases} questions)` : "") +
+      (other ? `; ${other} measurement${other === 1 ? "" : "s"} on other eval sets not charted` : "") : "";
     // trials of different `bindery tune` runs search different spaces: chart the latest run's
     // (its trials share the time the run recorded them)
     const latest = Math.max(...e.tune_trials.map((t) => t.at));
