@@ -507,7 +507,11 @@ def _generation(cfg: BinderyConfig, store: Any, which: str) -> GenerationRecord:
     """The row of `--generation`: live, candidate or an id (connectors.lifecycle), not a dropped one."""
     from connectors.lifecycle import Lifecycle
 
-    return Lifecycle(cfg, store).resolve_searchable(which)
+    gen = Lifecycle(cfg, store).resolve_searchable(which)
+    if gen.status == "retired":  # searchable, but frozen: say so before its answers are taken as current
+        print(f"note: generation {gen.id} ({gen.name}) is retired: its indexes have not received the deletes, "
+              "edits and access changes since it retired", file=sys.stderr)
+    return gen
 
 
 def _check_queries(cfg: BinderyConfig, queries: str | None) -> None:

@@ -418,3 +418,18 @@ def test_a_candidate_of_other_settings_than_the_configuration_is_named_and_its_p
     out = dep.cli("promote", "--force", "--reason", "keep the tuned chunk size")
     assert any("stages.chunk.max_tokens: 120" in w and "copy them into it" in w for w in out["warnings"]), out
     assert dep.cli("status")["candidate_outdated"] is None  # live now; status names live's drift instead
+
+
+def test_reading_a_retired_generation_says_it_is_frozen(dep: Deployment, capsys: pytest.CaptureFixture[str]) -> None:
+    """A retired generation still answers `query`/`eval --generation`, but it missed every delete
+    and access change since it retired: the command says so (an operator pass: silent)."""
+    dep.set_stage("chunk", max_tokens=120)
+    first = dep.cli("reindex")["candidate"]
+    dep.set_stage("chunk", max_tokens=150)  # supersedes the first candidate: retired
+    dep.cli("reindex")
+    capsys.readouterr()
+    dep.cli("query", "--generation", str(first), "battery")
+    err = capsys.readouterr().err
+    assert f"generation {first} (" in err and "is retired" in err, err
+    dep.cli("query", "--generation", "live", "battery")
+    assert "retired" not in capsys.readouterr().err
