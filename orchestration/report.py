@@ -546,8 +546,9 @@ def _human_eval(r: dict[str, Any]) -> str:
 def _human_plan(r: dict[str, Any]) -> str:
     if r.get("message"):
         return str(r["message"])
+    new = r.get("new_generation")
     lines = [f"plan for a {r['kind']} into {', '.join(r['generations'])}"
-             + (f" (new generation {r['new_generation']})" if r.get("new_generation") else "")]
+             + ("" if not new else " (a new generation)" if r["generations"] == [new] else f" ({new} is new)")]
     rows, failing = [], []
     for name, s in r["sources"].items():
         guard = s["delete_guard"]
