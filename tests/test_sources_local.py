@@ -312,6 +312,71 @@ def test_an_unreadable_subfolder_is_listed_as_a_problem(
         list(src(tree).list())
 
 
+class _Unsearchable:
+    """A scandir entry of a folder that can be listed but not searched (mode r--): its names
+    come back, looking any of them up is refused. (Root ignores modes, so the OS is simulated.)"""
+
+    def __init__(self, de: os.DirEntry[str]) -> None:
+        self._de = de
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._de, name)
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        raise PermissionError(13, "Permission denied", self._de.path)
+
+
+def test_a_folder_listed_but_not_searchable_is_a_problem_not_a_failed_source(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`chmod 644` on a folder: its names list, none can be looked up. It failed the whole
+    source, so no change of any other folder, and no access taken away, reached the index
+    again (a robustness pass); now it is an unreadable folder whose documents are kept."""
+    real = os.scandir
+    bad = str(tree / "sub")
+
+    class Listing:
+        def __init__(self, path: str) -> None:
+            self._it = real(path)
+            self._wrap = str(path) == bad
+
+        def __enter__(self) -> Listing:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self._it.close()
+
+        def __iter__(self) -> Iterator[object]:
+            return (_Unsearchable(de) if self._wrap else de for de in self._it)
+
+    monkeypatch.setattr(os, "scandir", Listing)
+    entries = listing(src(tree))
+    assert entries["sub/"].problem is not None and entries["sub/"].problem[0] == "unreadable-folder"
+    assert "listed but not searched" in entries["sub/"].problem[1]
+    assert not any(k.startswith("sub/") and k != "sub/" for k in entries) and "a.txt" in entries
+    bad = str(tree)  # the root itself still fails the source
+    with pytest.raises(SourceError, match="Permission denied"):
+        list(src(tree).list())
+
+
+def test_a_path_past_the_systems_limit_is_a_bad_name_not_a_failed_source(tree: Path) -> None:
+    """Folders nested until a path passes PATH_MAX (4,096 bytes on Linux) cannot be looked up
+    (ENAMETOOLONG): one such folder stopped the source for good (a robustness pass)."""
+    here = os.getcwd()
+    try:
+        os.chdir(tree)
+        for _ in range(22):  # 22 x 201 bytes: past 4,096 whatever the tree's own path
+            os.mkdir("d" * 200)
+            os.chdir("d" * 200)
+        Path("f.txt").write_text("deep\n")
+    finally:
+        os.chdir(here)
+    entries = listing(src(tree))
+    deep = [e for k, e in entries.items() if k.startswith("d" * 200)]
+    assert len(deep) == 1 and deep[0].problem is not None and deep[0].problem[0] == "bad-name", deep
+    assert "a.txt" in entries and entries["a.txt"].problem is None
+
+
 def test_read_errors(tree: Path) -> None:
     s = src(tree, max_file_mb=0.001)  # 1048 bytes
     entries = listing(s)

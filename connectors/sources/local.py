@@ -66,6 +66,9 @@ log = logging.getLogger(__name__)
 ACL_SIDECAR = SIDECAR
 
 
+_NO_STAT = os.stat_result((0,) * 10)  # the stand-in of a problem item that could not be looked up
+
+
 @dataclass(frozen=True)
 class _Item:
     rel: str
@@ -282,7 +285,14 @@ class LocalFolderSource:
                 # the source (one such link froze every ACL change); anything else vanished meanwhile
                 broken = (isinstance(err, FileNotFoundError | PermissionError) or err.errno == errno.ELOOP)
                 if not broken or (isinstance(err, PermissionError) and not de.is_symlink()):
-                    raise self._fail("stat", de.path, err) from err
+                    # nor does an entry that cannot be looked up (a folder readable but not
+                    # searchable, a path past the system's limit): one such folder stopped the
+                    # source, and every access change of it, for good (a robustness pass)
+                    problem = self._unstatable(de, rel, rel_dir, path, acl, err)
+                    yield problem
+                    if problem.rel == rel_dir:  # this folder: none of its entries can be looked up
+                        return
+                    continue
                 if de.is_symlink() and self._filter(rel) and (item := self._broken_link(de, rel, acl, err)):
                     yield item
                 continue
@@ -311,6 +321,32 @@ class LocalFolderSource:
                 yield _Item(rel, de.path, st, acl, ("not-a-file", (
                     f"{rel} is {'a symlink to ' if de.is_symlink() else ''}{_kind(st)}, not a regular file; "
                     "skipped (only regular files are read)")))
+
+    def _unstatable(self, de: os.DirEntry[str], rel: str, rel_dir: str, path: str, acl: Acl, err: OSError) -> _Item:
+        """The problem item of an entry that could not be looked up. Permission refused on a
+        plain entry means its folder can be listed but not searched (mode r--): the folder is
+        unreadable, and what is known under it is kept as it was (`unreadable-folder`). A path
+        past the system's limit is a `bad-name` (nothing under it was ever indexed: ids stop at
+        1,024 characters). Any other error on a folder keeps what is known under it; on a
+        file it fails the source, as before: the listing cannot tell what it is."""
+        if isinstance(err, PermissionError):
+            if not rel_dir:  # the root itself: the source cannot be listed, as when it cannot be opened
+                raise self._fail("look up the entries of root folder", path, err) from err
+            try:
+                folder_st = os.stat(path)
+            except OSError:
+                raise self._fail("stat", de.path, err) from err
+            return _Item(rel_dir, path, folder_st, acl, ("unreadable-folder", (
+                f"cannot look up the entries of folder {rel_dir or '(the root)'}: {_reason(err)} (it can be "
+                "listed but not searched); the documents known under it are kept as they were until it can be read")))
+        if err.errno == errno.ENAMETOOLONG:
+            return _Item(rel, de.path, _NO_STAT, acl, ("bad-name", (
+                f"{rel[:80]}… cannot be looked up: {_reason(err)}; shorten the folder names above it")))
+        if de.is_dir(follow_symlinks=False):
+            return _Item(rel + "/", de.path, _NO_STAT, acl, ("unreadable-folder", (
+                f"cannot look up folder {rel}: {_reason(err)}; the documents known under it are kept as they "
+                "were until it can be read")))
+        raise self._fail("stat", de.path, err) from err
 
     def _folder_acl(self, entries: list[os.DirEntry[str]], rel_dir: str, inherited: Acl) -> Acl:
         """The ACL of a folder's files: its own sidecar's, else the one it inherits."""
