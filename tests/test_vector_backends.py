@@ -322,3 +322,24 @@ def test_an_unreachable_qdrant_server_is_one_index_error_naming_it() -> None:
         time.sleep(0.5)  # the client's version probe runs on a thread of its own
     # nothing but the one line: no stray "Failed to obtain server version" UserWarning before it
     assert not [w for w in seen if "server version" in str(w.message)]
+
+
+def test_an_edge_reader_opens_when_hard_links_cannot_be_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `data_dir` on another file system than the temp folder: hard links fail with EXDEV,
+    and every query failed while syncs succeeded (a robustness pass). The reader copies instead."""
+    import errno
+
+    with backend_settings(vector="qdrant-edge") as settings:
+        cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "backends": settings})
+        b = VectorBackend("qdrant-edge", cfg, GenerationRecord.unrecorded(1, "g1_test", vector_engine="qdrant-edge"))
+        w = b.writer()
+        w.upsert(corpus())
+        b.publish(w)
+
+        def no_links(src: str, dst: str) -> None:
+            raise OSError(errno.EXDEV, "Invalid cross-device link", src)
+
+        monkeypatch.setattr(os, "link", no_links)
+        r = b.reader()
+        assert r.count() == 5 and search_docs(r, principals=("bob",)) == {"public.md", "team.md"}
+        b.close()

@@ -15,6 +15,7 @@ Unlike local mode, filters use the payload indexes: an ACL-filtered query at 20k
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,6 +29,8 @@ from connectors.identity import point_id
 from connectors.indexes.base import FILTER_FIELDS, PUBLIC, Filters, IndexRecord, ScoredId
 
 __all__ = ["QdrantEdgeIndex", "shadow_snapshot"]
+
+log = logging.getLogger(__name__)
 
 _CONFIG_FILE = "edge_config.json"
 _BATCH = 512  # points per update call
@@ -49,8 +52,29 @@ def shadow_snapshot(snapshot: Path, target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     if not _exists(snapshot):  # an empty generation: nothing was ever written
         return
-    shutil.copytree(snapshot / "segments", target / "segments", copy_function=os.link)
+    shutil.copytree(snapshot / "segments", target / "segments", copy_function=_link_or_copy)
     shutil.copy2(snapshot / _CONFIG_FILE, target / _CONFIG_FILE)
+
+
+_copied_instead = False  # warned once per process
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link, else a copy: a link cannot cross file systems (a `data_dir` on its own
+    volume, `/tmp` on tmpfs), and every query failed with "Invalid cross-device link" while
+    syncs reported success (a robustness pass). A vanished file still raises (the caller retries)."""
+    global _copied_instead
+    try:
+        os.link(src, dst)
+        return
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        if not _copied_instead:
+            _copied_instead = True
+            log.warning("reader copies are full copies, not hard links (%s): opening a generation takes longer "
+                        "and the space of its vectors; set TMPDIR to a folder on data_dir's file system", e)
+    shutil.copy2(src, dst)
 
 
 class QdrantEdgeIndex:
