@@ -671,8 +671,24 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+def _nul_key(value: Any, key: str = "") -> str | None:
+    """The dotted key of the first string holding a NUL character, or None. No path, name or
+    pattern may hold one (the OS refuses it: a NUL in `root` or `data_dir` was an internal
+    error at run time, and `status` even exited 0)."""
+    if isinstance(value, str):
+        return key if "\x00" in value else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        sub = f"{key}.{k}" if key else str(k)  # sources.0.root, as validation errors name it
+        if (found := _nul_key(v, sub)) is not None:
+            return found
+    return None
+
+
 def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> BinderyConfig:
     """Validate a config mapping; relative paths resolve against `base_dir`."""
+    if (bad := _nul_key(raw)) is not None:
+        raise ConfigError(f"invalid configuration: {bad}: holds a NUL character (\\0), which no path or name may hold")
     try:
         cfg = BinderyConfig.model_validate(raw)
     except ValidationError as e:

@@ -149,6 +149,9 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("empty data_dir", {"data_dir": ""}, ["status"], ("data_dir", "empty")),
     ("bad glob range", {"sources": [{"name": "docs", "root": "/tmp", "include": ["[z-a].md"]}]}, ["plan"],
      ("sources.0.include", "[z-a].md")),
+    # a robustness pass: the OS refuses a NUL in a path, an internal error at run time (status exited 0)
+    ("NUL in a root", {"sources": [{"name": "docs", "root": "/tmp/a\x00b"}]}, ["sync"], ("sources.0.root", "NUL")),
+    ("NUL in data_dir", {"data_dir": "/tmp/x\x00y"}, ["status"], ("data_dir", "NUL")),
 ]
 
 
