@@ -289,3 +289,15 @@ def test_gc_keeps_the_caches_of_a_kept_version(db_url: str) -> None:
     assert set(store.get_embeddings(["told", "tolder"], "e")) == {"told"}
     store.mark_deleted(["a"], time.time())
     assert store.gc_orphan_caches() == {"parses": 1, "contexts": 0, "embeddings": 1}  # gone with it
+
+
+def test_a_new_sqlite_file_and_the_folders_made_for_it_are_owner_only(tmp_path: Any) -> None:
+    """It holds every source's text: outside data_dir (itself 0700) it came out 0644 under
+    0755 folders (a robustness pass). What exists already keeps its mode."""
+    import stat
+
+    path = tmp_path / "made" / "deeper" / "x.db"
+    DocumentStore(f"sqlite:///{path}").dispose()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == stat.S_IMODE((tmp_path / "made").stat().st_mode) == 0o700
+    assert DocumentStore(f"sqlite:///{path}").counts()["documents"] == 0  # the empty file is a database

@@ -6,6 +6,8 @@ SQLite runs in WAL mode with a busy timeout so the query service can read while 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -42,11 +44,24 @@ def _batches(items: Sequence[Any], n: int = _CHUNK) -> Iterator[Sequence[Any]]:
         yield items[i : i + n]
 
 
+def _owner_only_file(path: Path) -> None:
+    """Create a SQLite file (and the folders missing above it) owner-only: it holds the parsed
+    text of every source, whatever their own permissions, and one outside `data_dir` (which is
+    made 0700) came out 0644 under 0755 folders (a robustness pass). SQLite gives its -wal and
+    -shm files the database file's mode. What exists already keeps what its owner chose."""
+    missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it first: theirs
+            folder.mkdir(mode=0o700)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        path = url.split("///", 1)[-1].split("?", 1)[0] if "///" in url else ""
+        if path and path != ":memory:" and not path.startswith("file:"):
+            _owner_only_file(Path(path))
         engine = sa.create_engine(url, connect_args={"timeout": 60})
 
         @sa.event.listens_for(engine, "connect")
