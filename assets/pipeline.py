@@ -21,6 +21,7 @@ partitioned the same way.
 """
 
 
+import contextlib
 import hashlib
 import statistics
 import warnings
@@ -52,7 +53,7 @@ from assets.resources import (
 )
 from assets.runtime import Generation, Runtime, Target
 from connectors.config import BinderyConfig
-from connectors.errors import BinderyError, ConfigError
+from connectors.errors import BinderyError, ConfigError, out_of_space
 from connectors.shards import ShardStore, parse_key
 
 SOURCES = dg.DynamicPartitionsDefinition(name="sources")
@@ -86,6 +87,10 @@ def _failures_recorded(rt: Runtime, source: str, stage: str) -> Iterator[None]:
         rt.store.set_source_error(source, f"{stage}: {e}"[:2000])
         raise _one_line(e, stage=stage) from e
     except Exception as e:
+        if full := out_of_space(e, str(rt.cfg.data_path)):  # one line, not pages of SQL
+            with contextlib.suppress(Exception):  # the store may not take even this row
+                rt.store.set_source_error(source, f"{stage}: {full}")
+            raise dg.Failure(description=f"{stage}: {full}") from e
         rt.store.set_source_error(source, f"{stage}: {type(e).__name__}: {e}"[:2000])
         raise
     except (KeyboardInterrupt, dg.DagsterExecutionInterruptedError):

@@ -176,3 +176,36 @@ def without_secrets(text: str) -> str:
     """`text` with every URL password (scheme://user:PASSWORD@host) replaced by ***: an error
     message that names a URL lands in terminals, CI logs and `--json` output."""
     return _URL_PASSWORD.sub(":***@", text)
+
+
+_FULL_ERRNOS = (28, 122)  # ENOSPC, EDQUOT
+_FULL_TEXT = re.compile(r"database or disk is full|no space left on device|disk quota exceeded", re.IGNORECASE)
+
+
+def out_of_space(e: BaseException, folder: str | None = None) -> str | None:
+    """The one-line reason when `e` (or what caused it) is a full disk, else None. SQLite often
+    says only "disk I/O error" when its write hits a full disk: that counts when `folder` (the
+    data_dir) has next to nothing free. A full disk printed several screens of SQL from the
+    event log and ended in "internal error: OperationalError ... disk I/O error", never saying
+    "full" (a robustness pass)."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = e
+    while seen is not None and len(chain) < 32:  # a cause chain is short; never follow one forever
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    full = any((isinstance(x, OSError) and x.errno in _FULL_ERRNOS) or _FULL_TEXT.search(str(x)) for x in chain)
+    if not full and not (folder and any("disk i/o error" in str(x).lower() for x in chain) and _nearly_full(folder)):
+        return None
+    where = f" (data_dir {folder})" if folder else ""
+    return (f"no space left on the device{where}: free some space and run again; what was already stored "
+            "and indexed is kept, and the next run resumes from it")
+
+
+def _nearly_full(folder: str) -> bool:
+    import shutil
+
+    try:
+        usage = shutil.disk_usage(folder)
+    except OSError:
+        return False
+    return usage.free < min(64 * 2**20, usage.total // 100)

@@ -855,10 +855,17 @@ def _main(argv: list[str] | None) -> int:
     except Exception as e:  # an internal error: one line, the traceback only on request
         if a.debug:
             raise
+        from connectors.errors import out_of_space
+
+        if full := out_of_space(e, _DATA_DIR[0]):  # not internal: the disk is full
+            print(f"bindery {a.command}: {full}", file=sys.stderr)
+            return 1
         print(f"bindery {a.command}: internal error: {type(e).__name__}: {_one_line(str(e))} "
               "(run again with --debug for the traceback)", file=sys.stderr)
         return 1
 
+
+_DATA_DIR: list[str | None] = [None]  # the loaded configuration's data_dir, once there is one
 
 # Commands that run the ingestion stages and so show their progress.
 _RUN_COMMANDS = ("sync", "reindex", "dlq")
@@ -910,6 +917,7 @@ def _dispatch(a: argparse.Namespace) -> int:
             result = cmd_hash_key(a)
         else:
             cfg = load_config(a.config)
+            _DATA_DIR[0] = str(cfg.data_path)  # where a full disk is looked for (`_main`)
             preflight(cfg, a)
             result = COMMANDS[a.command](cfg, a)
     except CommandFailed as e:

@@ -634,3 +634,33 @@ def test_status_on_a_fresh_data_dir_creates_nothing(tmp_path: Path, capsys: pyte
     code, text = run_cli(capsys, "--config", config, "--json", "status")
     assert code == 0 and json.loads(text)["live"] is None, text
     assert not (tmp_path / "data").exists()
+
+
+def test_a_full_disk_is_one_line_saying_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           base: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """It ended in "internal error: OperationalError ... disk I/O error", never saying "full"
+    (a robustness pass). SQLite's own wording, ENOSPC under another error, and a bare I/O error
+    on a data_dir with nothing free are all a full disk; an I/O error elsewhere is not."""
+    import shutil
+    import sqlite3
+
+    from connectors.errors import out_of_space
+    from orchestration import cli
+
+    cfg = write(tmp_path, base)
+
+    def full(*_: Any) -> Any:
+        try:
+            raise OSError(28, "No space left on device")
+        except OSError as e:
+            raise sqlite3.OperationalError("disk I/O error") from e
+
+    monkeypatch.setitem(cli.COMMANDS, "status", full)
+    code, text = run_cli(capsys, "--config", cfg, "status")
+    assert code == 1 and text.count("\n") <= 1 and "internal error" not in text
+    assert "no space left on the device (data_dir" in text and "kept" in text
+    assert out_of_space(sqlite3.OperationalError("database or disk is full")) is not None
+    io = sqlite3.OperationalError("disk I/O error")
+    assert out_of_space(io, str(tmp_path)) is None  # this disk has room: an I/O error is not a full disk
+    monkeypatch.setattr(shutil, "disk_usage", lambda _p: shutil._ntuple_diskusage(10**9, 10**9 - 4096, 4096))
+    assert out_of_space(io, str(tmp_path)) is not None
