@@ -44,24 +44,35 @@ def _batches(items: Sequence[Any], n: int = _CHUNK) -> Iterator[Sequence[Any]]:
         yield items[i : i + n]
 
 
-def _owner_only_file(path: Path) -> None:
-    """Create a SQLite file (and the folders missing above it) owner-only: it holds the parsed
-    text of every source, whatever their own permissions, and one outside `data_dir` (which is
-    made 0700) came out 0644 under 0755 folders (a robustness pass). SQLite gives its -wal and
-    -shm files the database file's mode. What exists already keeps what its owner chose."""
-    missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
-    for folder in reversed(missing):
+def _sqlite_file(url: str) -> Path | None:
+    """The database file of a SQLite URL, None for any other (or an in-memory one)."""
+    if not url.startswith("sqlite") or "///" not in url:
+        return None
+    path = url.split("///", 1)[1].split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" and not path.startswith("file:") else None
+
+
+# A SQLite store holds the parsed text of every source, whatever their own permissions: its file
+# and the folders made for it are owner-only, as data_dir is. One outside data_dir came out 0644
+# under 0755 folders (a robustness pass). SQLite gives its -wal and -shm files the database
+# file's mode. What exists already keeps what its owner chose.
+def _owner_only_folders(folder: Path) -> None:
+    for missing in reversed([p for p in (folder, *folder.parents) if not p.exists()]):
         with contextlib.suppress(FileExistsError):  # another process made it first: theirs
-            folder.mkdir(mode=0o700)
+            missing.mkdir(mode=0o700)
+
+
+def _owner_only_file(path: Path) -> None:
+    """Create the database file 0600 before SQLite does (writers only: a reader of a fresh
+    data dir must leave no file behind, `DocumentStore.initialised`)."""
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1].split("?", 1)[0] if "///" in url else ""
-        if path and path != ":memory:" and not path.startswith("file:"):
-            _owner_only_file(Path(path))
+        if (path := _sqlite_file(url)) is not None:
+            _owner_only_folders(path.parent)
         engine = sa.create_engine(url, connect_args={"timeout": 60})
 
         @sa.event.listens_for(engine, "connect")
@@ -118,6 +129,8 @@ class DocumentStore:
         try:
             self.engine = make_engine(url)
             if migrate:
+                if (path := _sqlite_file(url)) is not None:
+                    _owner_only_file(path)
                 self.migrate()
         except sa.exc.DatabaseError as e:  # down, refused, or not a database at all (a corrupt file)
             raise StoreError(f"cannot open document store {self._safe_url()}: {open_error_reason(e)}") from e
