@@ -376,7 +376,10 @@ class Lifecycle:
                                  details={"report": verdict})
         # a rollback by another door, or a candidate that lacks documents live serves
         warnings = self._left_out(cand) if cand.status == "previous" else self._not_carried(cand)
-        flip = bind_live(self.cfg, self.store, cand, by=who, forced=forced)
+        # the verdict holds for the live generation it was judged against: one flipped meanwhile
+        # (a rollback while the gate ran) is refused at the flip, not promoted past
+        judged = {"expect_live": verdict["live_generation"]} if "live_generation" in verdict else {}
+        flip = bind_live(self.cfg, self.store, cand, by=who, forced=forced, **judged)
         binding = flip.binding
         self.store.add_event("promoted", f"{cand.name} is live (previous: {binding.previous_generation_id})")
         return {"promoted": True, "live": binding.generation_id, "previous": binding.previous_generation_id,
@@ -424,7 +427,8 @@ class Lifecycle:
             raise BindingError(f"previous generation {b.previous_generation_id} no longer exists")
         who = operator_name(by)
         warnings = self._left_out(prev)
-        flip = bind_live(self.cfg, self.store, prev, by=who, previous_id=b.generation_id)
+        flip = bind_live(self.cfg, self.store, prev, by=who, previous_id=b.generation_id,
+                         expect_live=b.generation_id, expect_previous=b.previous_generation_id)
         binding = flip.binding
         self.store.add_event("rollback", f"{who} rolled back from generation {b.generation_id} to {prev.id}")
         # the promote shape (docs/json-contract.md): no candidate was judged and no gate overridden;

@@ -116,6 +116,29 @@ def test_flip_keeps_previous_and_rollback_restores(db_url: str) -> None:
     assert generation_row(store, g3).status == "previous"
 
 
+def test_a_flip_decided_on_a_binding_that_moved_is_refused_and_never_leaves_two_live(db_url: str) -> None:
+    """A rollback reads (live, previous), a promotion flips meanwhile, then the rollback flips:
+    it left the promoted generation marked live beside the restored one, out of status and gc
+    for good (a concurrency pass on PostgreSQL). Now the stale flip is refused, and a flip never
+    leaves a generation the binding no longer names marked live."""
+    store = DocumentStore(db_url)
+    g1, g2, g3 = _gen(store, "g1"), _gen(store, "g2"), _gen(store, "g3")
+    store.flip_binding(g1)
+    store.flip_binding(g2)
+    read = store.get_binding()
+    assert read is not None and (read.generation_id, read.previous_generation_id) == (g2, g1)
+    store.flip_binding(g3, expect_live=g2)  # the promotion, judged against g2: lands first
+    with pytest.raises(BindingError, match="moved while this ran"):
+        store.flip_binding(g1, previous_id=g2, expect_live=read.generation_id,
+                           expect_previous=read.previous_generation_id)
+    b = store.get_binding()
+    assert b is not None and (b.generation_id, b.previous_generation_id) == (g3, g2)
+    assert [g.id for g in store.generations(["live"])] == [g3]
+    # and a flip that names another previous than the live it replaces retires that live one
+    store.flip_binding(g1, previous_id=g2)
+    assert [g.id for g in store.generations(["live"])] == [g1] and generation_row(store, g3).status == "retired"
+
+
 def test_a_dropped_generation_is_never_bound_and_a_bound_one_never_dropped(db_url: str) -> None:
     """`bindery discard` and `bindery promote` at the same moment: whichever writes first wins,
     the other refuses, and the binding never points at a generation whose files are going."""

@@ -611,12 +611,17 @@ class DocumentStore:
             return BindingRecord.from_row(row) if row else None
 
     def flip_binding(self, generation_id: int, *, alias: str = "live", by: str | None = None,
-                     previous_id: Any = _UNSET, forced: dict[str, Any] | None = None) -> BindingRecord:
+                     previous_id: Any = _UNSET, forced: dict[str, Any] | None = None,
+                     expect_live: Any = _UNSET, expect_previous: Any = _UNSET) -> BindingRecord:
         """Point `alias` at `generation_id` in ONE transaction, keeping the old target as previous.
 
         Generation statuses move in the same transaction: the new one becomes live, the old live
         one previous, an older previous retired. `previous_id` overrides what is kept as
-        previous (a rollback keeps the generation it rolled back from).
+        previous (a rollback keeps the generation it rolled back from). `expect_live` and
+        `expect_previous`: what the caller decided on (the gate judged against that live; a
+        rollback read that pair); a binding that moved since (another promotion or rollback
+        flipped meanwhile) is refused, not overwritten: a rollback that read the binding before
+        a promotion's flip left two generations marked live (a concurrency pass).
         """
         now = time.time()
         with self.tx() as c:
@@ -624,6 +629,11 @@ class DocumentStore:
                 sa.select(t.bindings).where(t.bindings.c.alias == alias).with_for_update()
             ).mappings().first()
             old = cur["generation_id"] if cur else None
+            previous_now = cur["previous_generation_id"] if cur else None
+            if (expect_live is not _UNSET and old != expect_live) or (
+                    expect_previous is not _UNSET and previous_now != expect_previous):
+                raise BindingError(f"the {alias} binding moved while this ran (another promotion or rollback: "
+                                   f"generation {old} is {alias} now): see `bindery status` and run again")
             prev = old if previous_id is _UNSET else previous_id
             if old == generation_id and previous_id is _UNSET:
                 raise BindingError(f"generation {generation_id} is already {alias}")
@@ -632,8 +642,9 @@ class DocumentStore:
                 c.execute(t.bindings.update().where(t.bindings.c.alias == alias).values(
                     generation_id=generation_id, previous_generation_id=prev, flipped_at=now,
                     flipped_by=by, version=cur["version"] + 1))
-                if old_prev is not None and old_prev not in (generation_id, prev):
-                    c.execute(t.generations.update().where(t.generations.c.id == old_prev)
+                # whatever the binding named and no longer does is retired: never a second "live"
+                for gone in {old_prev, old} - {None, generation_id, prev}:
+                    c.execute(t.generations.update().where(t.generations.c.id == gone)
                               .values(status="retired", retired_at=now))
             else:
                 c.execute(t.bindings.insert().values(alias=alias, generation_id=generation_id,
