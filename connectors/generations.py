@@ -22,13 +22,14 @@ import atexit
 import fcntl
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING, cast
 
 from connectors.config import BinderyConfig, VectorEngine
 from connectors.errors import BindingError, ConfigError, IndexError_
@@ -157,20 +158,39 @@ def writer_lock(cfg: BinderyConfig, name: str, timeout: float = 600.0) -> Iterat
     different sources may run at once; their index writes take turns)."""
     root = GenerationPaths.of(cfg, name).root
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".writer.lock", "w") as fh:
+    with open(root / ".writer.lock", "a+") as fh:  # not "w": that would blank the holder's pid
         deadline = time.monotonic() + timeout
+        said = False
         while True:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                held = _holder(fh)
                 if time.monotonic() > deadline:
-                    raise IndexError_(f"timed out waiting for the index writer lock of {name}") from None
+                    raise IndexError_(f"timed out after {timeout:.0f} s waiting for the index writer lock of {name}"
+                                      f"{held}: another run is writing this generation; let it finish or stop it, "
+                                      "then run again") from None
+                if not said:  # waiting in silence looked like a hang, then counted as this run's time
+                    print(f"waiting for another run writing generation {name} to finish{held}...",
+                          file=sys.stderr, flush=True)
+                    said = True
                 time.sleep(0.2)
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
         try:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _holder(fh: IO[str]) -> str:
+    """" (process N)" naming the writer lock's holder, as it wrote itself in; "" if unknown."""
+    fh.seek(0)
+    pid = fh.read().strip()
+    return f" (process {pid})" if pid.isdigit() else ""
 
 
 def _open_vector(cfg: BinderyConfig, gen: GenerationRecord, path: str | None, dim: int | None) -> VectorIndex:

@@ -469,8 +469,15 @@ class Lifecycle:
         backend) and the chunk rows only they used; returns their names."""
         dropped = []
         for g in self.expired():
-            drop_generation_files(self.cfg, g.name)
-            self.store.update_generation(g.id, status="dropped", vector_snapshot=None, keyword_snapshot=None)
+            # as `drop_candidate`: the row first (a promotion or rollback racing this one refuses
+            # a dropped generation), then its files under its writer lock: a sync writing it (an
+            # access change reaching the previous generations) finishes that write first and
+            # writes no more once it sees the row dropped; without the lock, a paused sync wrote
+            # a dropped generation's index back onto the disk after gc (a concurrency pass)
+            if not self.store.drop_generation_row(g.id, statuses=("retired",)):
+                continue  # bound again meanwhile: not expired any more
+            with writer_lock(self.cfg, g.name):
+                drop_generation_files(self.cfg, g.name)
             self.store.clear_index_state(g.id, list(self.store.index_state(g.id)))
             dropped.append(g.name)
         if dropped:

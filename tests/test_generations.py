@@ -220,6 +220,35 @@ def test_gc_never_drops_live_or_previous(dep: Deployment) -> None:
     assert statuses[b.generation_id] == "live" and statuses[b.previous_generation_id] == "previous"
     assert all(statuses[g] == "dropped" for g in statuses if g not in (b.generation_id, b.previous_generation_id))
     assert dep.cli("rollback")["live"] == b.previous_generation_id
+
+
+def test_gc_drops_a_generations_files_only_under_its_writer_lock(dep: Deployment) -> None:
+    """A sync writing an expired generation (an access change reaching the old ones) holds its
+    writer lock: gc marks the row dropped at once, so the sync writes no more, and deletes the
+    files once the write is over. Without the lock a paused sync wrote a dropped generation's
+    index back onto the disk after gc (a concurrency pass)."""
+    from connectors.generations import GenerationPaths, writer_lock
+
+    cfg = load_config(dep.config_path)
+    store = _store(dep)
+    cfg.retention.rollback_window_hours = 0
+    first = store.get_binding()
+    assert first is not None
+    for _ in range(2):
+        dep.cli("reindex", "--force")
+        dep.cli("promote")
+    old = generation_row(store, first.generation_id)
+    assert old.status == "retired"
+    root = GenerationPaths.of(cfg, old.name).root
+    dropped: list[str] = []
+    with writer_lock(cfg, old.name):  # a sync mid-write
+        gc = threading.Thread(target=lambda: dropped.extend(Lifecycle(cfg, store).collect_garbage()))
+        gc.start()
+        time.sleep(1.0)
+        assert generation_row(store, old.id).status == "dropped"  # no writer starts another write
+        assert root.exists() and gc.is_alive()  # the files wait for the write in progress
+    gc.join(30)
+    assert old.name in dropped and not (root / "edge").exists() and not (root / "tantivy").exists()
     sets = chunk_sets(dep)  # GC kept every chunk row the remaining generations use
     assert sets["store"] == sets["vector"] == sets["keyword"] and sets["store"]
 
