@@ -139,7 +139,7 @@ def _row(gen: Generation | None) -> GenerationRecord | None:
 
 
 def _live_outdated(cfg: BinderyConfig, lifecycle: Lifecycle, live: GenerationRecord | None,
-                   cand: GenerationRecord | None) -> dict[str, Any] | None:
+                   cand: GenerationRecord | None, prev: GenerationRecord | None = None) -> dict[str, Any] | None:
     """What a reindex would change in the live generation: the stages whose version under the
     current configuration and code differs from live's (a changed setting, or a new release's
     parser or chunker), the keyword-index fields this release reads that live's index lacks
@@ -157,7 +157,11 @@ def _live_outdated(cfg: BinderyConfig, lifecycle: Lifecycle, live: GenerationRec
     if not stages and not fields:
         return None
     current = None if cand is None else cand.stage_versions == lifecycle.current_versions
-    return {"stages": stages, "index_fields": fields, "candidate_current": current}
+    # after a rollback the generation rolled back from is often the configuration's own: promoting
+    # it back costs nothing, where a reindex rebuilds it (an operator pass)
+    prev_current = prev is not None and not fields and prev.stage_versions == lifecycle.current_versions
+    return {"stages": stages, "index_fields": fields, "candidate_current": current,
+            "previous_current": prev_current}
 
 
 def _candidate_outdated(cfg: BinderyConfig, lifecycle: Lifecycle,
@@ -217,7 +221,7 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
                             "candidate": cand_summary, "first_build": _gen_summary(first)},
             "binding": ({"version": b.version, "flipped_at": b.flipped_at, "flipped_by": b.flipped_by}
                         if b else None),
-            "live_outdated": _live_outdated(cfg, lifecycle, live, cand),
+            "live_outdated": _live_outdated(cfg, lifecycle, live, cand, prev),
             "candidate_outdated": _candidate_outdated(cfg, lifecycle, cand),
             "removed_sources": store.removed_sources(cfg.source_names()),
             "events": [{"kind": e.kind, "message": e.message, "at": e.at} for e in store.events(limit=5)]}
@@ -467,6 +471,9 @@ def _outdated_line(r: dict[str, Any]) -> str:
     elif cand:
         step = (f"candidate {cand['name']} was built for other settings (below): `bindery reindex` builds one "
                 "for the current configuration in its place")
+    elif out.get("previous_current") and (prev := r["generations"].get("previous")):
+        step = (f"the previous generation {prev['name']} was built for it: `bindery promote --candidate "
+                f"{prev['id']}` brings it back, with no rebuild")
     else:
         step = "`bindery plan reindex` shows the cost, `bindery reindex` builds it beside live"
     return (f"live generation differs from the current configuration and release in: {what}; syncs keep "

@@ -258,7 +258,8 @@ def test_status_says_when_live_is_behind_the_configuration_or_the_release(dep: D
     dep.config["stages"] = {"chunk": {"max_tokens": 120}}
     dep.save()
     doc = json.loads(run(capsys, "--config", cfg, "--json", "status")[1])
-    assert doc["live_outdated"] == {"stages": ["chunk"], "index_fields": [], "candidate_current": None}
+    assert doc["live_outdated"] == {"stages": ["chunk"], "index_fields": [], "candidate_current": None,
+                                    "previous_current": False}
     line = next(x for x in run(capsys, "--config", cfg, "status")[1].splitlines() if "differs" in x)
     assert "stage chunk" in line and "`bindery reindex` builds it" in line
     add_generation(dep, 2, chunk_tokens=120)  # the reindex has started

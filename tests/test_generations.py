@@ -462,3 +462,19 @@ def test_reading_a_retired_generation_says_it_is_frozen(dep: Deployment, capsys:
     assert f"generation {first} (" in err and "is retired" in err, err
     dep.cli("query", "--generation", "live", "battery")
     assert "retired" not in capsys.readouterr().err
+
+
+def test_after_a_rollback_status_offers_the_generation_of_the_configuration(dep: Deployment) -> None:
+    """Rolled back from the generation of the current settings, status sent the operator to
+    `bindery reindex`, a rebuild of what the previous generation already is (an operator pass)."""
+    from orchestration.report import human
+
+    dep.set_stage("chunk", max_tokens=120)
+    cand = dep.cli("reindex")["candidate"]
+    dep.cli("promote", "--force", "--reason", "the new chunk size")
+    dep.cli("rollback")
+    status = dep.cli("status")
+    assert status["previous"] == cand and status["live_outdated"]["previous_current"] is True
+    assert f"`bindery promote --candidate {cand}` brings it back" in human("status", status)
+    out = dep.cli("promote", "--candidate", str(cand))
+    assert out["live"] == cand and dep.cli("status")["live_outdated"] is None
