@@ -40,6 +40,7 @@ from query_service.console import console_router
 from query_service.middleware import (
     BASE_HEADERS,
     BodyLimit,
+    HeadAsGet,
     HostCheck,
     RecordRequests,
     SecurityHeaders,
@@ -289,6 +290,7 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
         app.add_middleware(HostCheck, allowed_hosts=hosts)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(RecordRequests, metrics=metrics)
+    app.add_middleware(HeadAsGet)  # outermost: a HEAD is a GET to every check and metric
 
     @app.exception_handler(Exception)
     async def _internal_error(_req: Request, exc: Exception) -> JSONResponse:

@@ -19,7 +19,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["BASE_HEADERS", "BodyLimit", "HostCheck", "RecordRequests", "SecurityHeaders", "ServiceMetrics"]
+__all__ = ["BASE_HEADERS", "BodyLimit", "HeadAsGet", "HostCheck", "RecordRequests", "SecurityHeaders", "ServiceMetrics"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -163,6 +163,27 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+class HeadAsGet:
+    """HEAD answered as GET without the body, on every GET route: FastAPI registers GET only,
+    so a load balancer's or an uptime checker's HEAD /healthz (or /docs) got 405 (an operator
+    pass). The request takes the GET route's whole path, authentication included."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 def loopback_hosts(host: str) -> list[str] | None:

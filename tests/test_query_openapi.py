@@ -273,3 +273,15 @@ def test_request_headers_over_the_limit_are_a_431(client: TestClient) -> None:
     assert r.status_code == 431
     assert r.json()["error"] == "request header fields too large" and "query.max_header_bytes" in r.json()["detail"]
     assert client.get("/healthz", headers={"X-Pad": "a" * 20_000}).status_code == 200
+
+
+def test_head_is_answered_as_get_without_a_body(tmp_path: Path) -> None:
+    """A load balancer's HEAD /healthz, an uptime checker's HEAD /docs: 405 before (FastAPI
+    registers GET only; an operator pass). The same status and headers as GET, no body."""
+    cfg = config_from_dict({"data_dir": str(tmp_path / "data"), "query": {"auth": {"mode": "trusted-principal"}}})
+    with TestClient(create_app(cfg)) as c:
+        for path in ("/healthz", "/docs", "/readyz"):
+            head, get = c.head(path), c.get(path)
+            assert head.status_code == get.status_code != 405, path
+            assert head.content == b"" and head.headers["content-length"] == get.headers["content-length"], path
+        assert c.head("/search").status_code == 405  # POST only: a HEAD is no search
