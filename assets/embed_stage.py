@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
     from connectors.embedder import Embedder
 
-_FLUSH = 512  # texts per model call + store write: bounded memory, steady progress
+_FLUSH = 256  # texts per model call + store write: bounded memory, steady progress, and at most
+# a few seconds of CPU embedding lost to a Ctrl-C (512 lost up to 10 s here; 256 embeds within
+# noise of 512 a call, measured on 1,024 real passages)
 
 
 @dataclass
