@@ -56,16 +56,18 @@ def _sqlite_file(url: str) -> Path | None:
 # and the folders made for it are owner-only, as data_dir is. One outside data_dir came out 0644
 # under 0755 folders (a robustness pass). SQLite gives its -wal and -shm files the database
 # file's mode. What exists already keeps what its owner chose.
+# Any other failure to create them (a read-only folder) is left to SQLite, whose "unable to open
+# database file" becomes the store's one-line error, not an internal one.
 def _owner_only_folders(folder: Path) -> None:
     for missing in reversed([p for p in (folder, *folder.parents) if not p.exists()]):
-        with contextlib.suppress(FileExistsError):  # another process made it first: theirs
+        with contextlib.suppress(OSError):  # made by another process first, or not ours to make
             missing.mkdir(mode=0o700)
 
 
 def _owner_only_file(path: Path) -> None:
     """Create the database file 0600 before SQLite does (writers only: a reader of a fresh
     data dir must leave no file behind, `DocumentStore.initialised`)."""
-    with contextlib.suppress(FileExistsError):
+    with contextlib.suppress(OSError):  # it exists (its owner's mode stays), or SQLite says why not
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
