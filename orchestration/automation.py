@@ -16,7 +16,7 @@ import dagster as dg
 
 from assets.pipeline import SOURCES
 from assets.resources import BinderyConfigResource
-from connectors.config import BinderyConfig
+from connectors.config import BinderyConfig, SourceConfig
 from connectors.errors import ConfigError, SourceError
 from connectors.identity import short_hash
 from connectors.shards import all_partition_keys, partition_keys
@@ -55,7 +55,7 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
     def source_change_sensor(context: dg.SensorEvaluationContext, bindery: BinderyConfigResource) -> dg.SensorResult:
         cfg = bindery.config
         cursor = json.loads(context.cursor) if context.cursor else {}
-        runs, skipped = [], []
+        runs, skipped, answered = [], [], []
         for s in cfg.sources:
             try:
                 # the source's configuration is part of its state: a changed default ACL,
@@ -65,11 +65,12 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
                 skipped.append(dg.SkipReason(f"{s.name}: {e}"))
                 context.log.warning(f"probe of {s.name} failed: {e}")
                 continue
+            answered.append(s)
             if cursor.get(s.name) != fp:
                 runs += [dg.RunRequest(partition_key=key, run_key=f"{key}:{fp}", tags={"bindery/trigger": "sensor"})
                          for key in partition_keys(s)]
                 cursor[s.name] = fp
-        runs += _withholding_run(cursor, cfg, runs)
+        runs += _withholding_run(cursor, cfg, runs, answered)
         return dg.SensorResult(
             run_requests=runs, cursor=json.dumps(cursor, sort_keys=True),
             dynamic_partitions_requests=partition_requests(context.instance, all_partition_keys(cfg)),
@@ -79,18 +80,23 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
     return source_change_sensor
 
 
-def _withholding_run(cursor: dict[str, Any], cfg: BinderyConfig, runs: list[dg.RunRequest]) -> list[dg.RunRequest]:
+def _withholding_run(cursor: dict[str, Any], cfg: BinderyConfig, runs: list[dg.RunRequest],
+                     answered: list[SourceConfig]) -> list[dg.RunRequest]:
     """A run for a source taken out of the configuration: any sync's listing withholds its
     documents from the indexes (the query service already leaves it out), so when no other
-    run is due, the first configured source's partition is synced. The cursor keeps the
-    configured names (sources whose probe failed stay in it until they probe again)."""
-    names = sorted(n for n in cursor if not n.startswith("_"))
-    removed = sorted(set(names) - set(cfg.source_names()))
+    run is due, a source whose probe answered on this tick is synced (one that failed would
+    fail its listing too, before its index step carried the withholding). The removed names
+    leave the cursor only once a run is requested: with no source answering, the next tick
+    tries again. The cursor keeps the configured names (a source whose probe failed stays in
+    it until it probes again)."""
+    removed = sorted(set(cursor) - set(cfg.source_names()))
+    if not removed or not (runs or answered):
+        return []
     for n in removed:
         del cursor[n]
-    if not removed or runs or not cfg.sources:
+    if runs:  # a run is due anyway: its listing withholds them
         return []
-    key = partition_keys(cfg.sources[0])[0]
+    key = partition_keys(answered[0])[0]
     return [dg.RunRequest(partition_key=key, run_key=f"{key}:removed:{','.join(removed)}:{time.time():.0f}",
                           tags={"bindery/trigger": "sensor"})]
 

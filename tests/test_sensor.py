@@ -196,6 +196,25 @@ def test_a_source_taken_out_of_the_configuration_requests_the_sync_that_withhold
     assert sensor.tick().runs == {}  # once
 
 
+def test_the_withholding_run_goes_to_a_source_that_answers_and_waits_when_none_does(conf: Config) -> None:
+    """A source whose probe failed would fail its listing too, before the index step carried
+    the withholding (a review: the run went to the first source, whose root was gone, and was
+    never asked again)."""
+    adocs = conf.folder("adocs")
+    conf.folder("bdocs")
+    conf.folder("wiki")
+    sensor = Sensor(conf.path)
+    sensor.tick()
+    adocs.rename(adocs.with_name("adocs-away"))
+    conf.drop("wiki")
+    assert set(sensor.tick().runs) == {"bdocs"}  # not the first source, which does not answer
+    conf.drop("bdocs")
+    assert sensor.tick().runs == {}  # none answers: nothing to run yet, and the removal is kept
+    adocs.with_name("adocs-away").rename(adocs)
+    assert set(sensor.tick().runs) == {"adocs"}
+    assert sensor.tick().runs == {}
+
+
 def test_changing_a_sources_configuration_requests_a_sync(conf: Config) -> None:
     """A source whose configuration changed (default ACL, include/exclude, size limit) must be
     re-listed even when its files did not move."""
