@@ -42,8 +42,9 @@ from functools import cached_property
 from typing import Any, Literal
 
 from connectors.config import BinderyConfig, StageConfigs
-from connectors.errors import BindingError, GateRefused, UnknownGeneration, UsageError
+from connectors.errors import BindingError, GateRefused, IndexError_, UnknownGeneration, UsageError
 from connectors.generations import (
+    GenerationPaths,
     drop_generation_files,
     is_embedded,
     keyword_missing_fields,
@@ -476,16 +477,31 @@ class Lifecycle:
             # a dropped generation's index back onto the disk after gc (a concurrency pass)
             if not self.store.drop_generation_row(g.id, statuses=("retired",)):
                 continue  # bound again meanwhile: not expired any more
-            with writer_lock(self.cfg, g.name):
-                drop_generation_files(self.cfg, g.name)
+            self._drop_files(g.name)
             self.store.clear_index_state(g.id, list(self.store.index_state(g.id)))
             dropped.append(g.name)
+        # the files of generations dropped before whose deletion did not happen (a writer held
+        # the lock past the wait, a process killed between the row and the files): the row says
+        # dropped, so nothing else would ever come back for them
+        for g in self.store.generations(("dropped",)):
+            if g.name not in dropped and GenerationPaths.of(self.cfg, g.name).root.exists():
+                self._drop_files(g.name)
         if dropped:
             kept = {g.stage_versions["chunk"] for g in self.store.generations() if g.status != "dropped"}
             removed = self.store.drop_chunk_versions_except(kept)
             self.store.add_event("gc", f"dropped generations {', '.join(dropped)} "
                                        f"and {removed} chunk rows only they used")
         return dropped
+
+    def _drop_files(self, name: str) -> None:
+        """A dropped generation's files, under its writer lock; a writer that holds it past the
+        wait leaves them to the next `bindery gc` (an event says so), never stops this one."""
+        try:
+            with writer_lock(self.cfg, name):
+                drop_generation_files(self.cfg, name)
+        except IndexError_ as e:
+            self.store.add_event("gc-deferred", f"the files of dropped generation {name} are kept until the next "
+                                                f"gc: {e}")
 
     def drop_candidate(self, gen: GenerationRecord, *, reason: str) -> None:
         """Drop a building generation no one will promote (a judged `bindery tune` trial, or the

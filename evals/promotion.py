@@ -119,7 +119,10 @@ def promote(cfg: BinderyConfig, store: DocumentStore, *, candidate_id: int | Non
     lifecycle.check_promotable(cand, force=force, reason=reason)
     if not verdict:
         try:
-            verdict = judge(cfg, store, cand).to_json()
+            judge(cfg, store, cand)
+            # as recorded: with the live generation it was judged against, which the flip checks
+            row = store.get_generation(cand.id)
+            verdict = dict(row.eval_report or {}) if row is not None else {}
         except ConfigError:
             if not force:
                 raise

@@ -249,6 +249,35 @@ def test_gc_drops_a_generations_files_only_under_its_writer_lock(dep: Deployment
         assert root.exists() and gc.is_alive()  # the files wait for the write in progress
     gc.join(30)
     assert old.name in dropped and not (root / "edge").exists() and not (root / "tantivy").exists()
+    # files a dropped generation kept (a lock wait that timed out, a process killed between the
+    # row and the files) go at the next gc: its row alone would never bring gc back to them
+    (root / "edge").mkdir(parents=True)
+    assert Lifecycle(cfg, store).collect_garbage() == [] and not root.exists()
+
+
+def test_promote_and_rollback_flip_only_the_binding_they_decided_on(dep: Deployment,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lifecycle passes what it decided on to the flip: a verdict judged against another
+    live generation, or a rollback that read a binding which has moved since, is refused and
+    changes nothing (a concurrency pass: two generations were left marked live)."""
+    from connectors.errors import BindingError
+
+    cand_id = dep.cli("reindex", "--force")["candidate"]
+    cfg = load_config(dep.config_path)
+    store = _store(dep)
+    life = Lifecycle(cfg, store)
+    cand = generation_row(store, cand_id)
+    with pytest.raises(BindingError, match="moved while this ran"):
+        life.promote(cand, {"passed": True, "reasons": ["judged"], "live_generation": 999})
+    assert store.get_binding().generation_id == 1  # type: ignore[union-attr]
+    dep.cli("promote")  # live 2, previous 1
+    stale = store.get_binding()
+    dep.cli("rollback")  # live 1, previous 2
+    monkeypatch.setattr(store, "get_binding", lambda alias="live": stale)  # what a racing rollback read
+    with pytest.raises(BindingError, match="moved while this ran"):
+        life.rollback()
+    monkeypatch.undo()
+    assert [g.id for g in store.generations(["live"])] == [1]
     sets = chunk_sets(dep)  # GC kept every chunk row the remaining generations use
     assert sets["store"] == sets["vector"] == sets["keyword"] and sets["store"]
 
