@@ -11,6 +11,7 @@ Query-time knobs live in `QueryConfig` and never enter a stage version.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from connectors.config import StageConfigs
@@ -47,14 +48,17 @@ def generation_key(versions: dict[str, str]) -> str:
     return short_hash(versions, 6)
 
 
-def settings_differences(recorded: dict[str, Any], stages: StageConfigs) -> list[str]:
+def settings_differences(recorded: dict[str, Any], stages: StageConfigs,
+                         only: Iterable[str] = ("parse", "chunk", "context", "embed")) -> list[str]:
     """The stage settings a generation was built with (`recorded`, its `stage_configs`) that
     differ from `stages`, as "stages.chunk.max_tokens: 250 (configuration: 200)"; throughput
-    knobs left out. What an operator copies into bindery.yaml to keep a generation `bindery
-    tune --build` made: the next reindex otherwise builds the configuration's settings."""
+    knobs left out, and stages outside `only` (those whose version is the same: a key a newer
+    release added reads as a difference there, though nothing would be rebuilt). What an
+    operator copies into bindery.yaml to keep a generation `bindery tune --build` made: the
+    next reindex otherwise builds the configuration's settings."""
     current = stage_configs_dump(stages)
     out: list[str] = []
-    for stage in ("parse", "chunk", "context", "embed"):
+    for stage in only:
         have, want = recorded.get(stage) or {}, current.get(stage) or {}
         for key in sorted(set(have) | set(want)):
             if key not in _THROUGHPUT_ONLY.get(stage, set()) and have.get(key) != want.get(key):

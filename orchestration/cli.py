@@ -416,8 +416,8 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     out["forced"] = bool(flip.get("forced"))
     out["gate_check"] = res.checks.get("eval_gate")  # a forced flip shows as a failed WARN check, with why
     out["warnings"] = list(flip.get("warnings") or [])  # sources a flip back to an older generation leaves out
-    if cand.stage_versions != lifecycle.current_versions and (differs := settings_differences(cand.stage_configs,
-                                                                                                cfg.stages)):
+    changed = [st for st, v in lifecycle.current_versions.items() if cand.stage_versions.get(st) != v]
+    if changed and (differs := settings_differences(cand.stage_configs, cfg.stages, only=changed)):
         # a `tune --build` candidate, or one built before bindery.yaml changed again: live now
         # runs settings the file does not hold, and the next reindex would build the file's
         out["warnings"].append(f"generation {cand.name} went live with settings bindery.yaml does not hold "

@@ -173,8 +173,8 @@ def _candidate_outdated(cfg: BinderyConfig, lifecycle: Lifecycle,
         return None
     from connectors.versions import settings_differences
 
-    return {"stages": [st for st, v in lifecycle.current_versions.items() if cand.stage_versions.get(st) != v],
-            "settings": settings_differences(cand.stage_configs, cfg.stages)}
+    stages = [st for st, v in lifecycle.current_versions.items() if cand.stage_versions.get(st) != v]
+    return {"stages": stages, "settings": settings_differences(cand.stage_configs, cfg.stages, only=stages)}
 
 
 def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
@@ -439,9 +439,12 @@ def _human_status(r: dict[str, Any]) -> str:
         lines += ["", _outdated_line(r)]
     if (other := r.get("candidate_outdated")) and (cand := r["generations"].get("candidate")):
         lines += ["", f"candidate {cand['name']} was built for other settings than the configuration ("
-                      f"{'; '.join(other['settings']) or 'stages ' + ', '.join(other['stages'])}): promoted, it goes "
-                      "live with them, and the next `bindery reindex` builds the configuration's (copy them "
-                      "into bindery.yaml to keep them)"]
+                      f"{'; '.join(other['settings'])}): promoted, it goes live with them, and the next `bindery "
+                      "reindex` builds the configuration's (copy them into bindery.yaml to keep them)"
+                  if other["settings"] else
+                  f"candidate {cand['name']} was built under other stage versions than the configuration's "
+                  f"(stages {', '.join(other['stages'])}: a release changed them, not bindery.yaml): the next "
+                  "`bindery reindex` builds the configuration's"]
     for name, n in (r.get("removed_sources") or {}).items():
         docs = f"{n:,} document{'s' if n != 1 else ''}"
         # with no source configured at all a sync refuses to run (a configuration emptied by
