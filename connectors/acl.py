@@ -63,7 +63,7 @@ def parse_sidecar(data: bytes) -> tuple[str, ...]:
     """The principals of a ``.bindery-acl`` file: one a line, whole-line ``#`` comments and blank
     lines ignored. A ``#`` after a principal is part of it (principals are opaque: an LDAP group
     may be "CN=Team #1"); read as a comment, "* #TODO restrict" would publish a folder that is
-    locked today (`commented_principals` names such lines for a warning instead). Raises
+    locked today (`suspect_principals` names such lines for a warning instead). Raises
     UnicodeDecodeError when it is not UTF-8 (the listing then fails: a sidecar we cannot read
     must never mean "public")."""
     text = data.decode("utf-8-sig")

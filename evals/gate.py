@@ -192,7 +192,7 @@ def _size_warning(tolerance: float, n: int, mdd: dict[str, float], drops: dict[s
     if not coarse:
         return []
     return [f"the eval set is too small for tolerance {tolerance:g}: with {n} questions the smallest change "
-            f"it can tell from noise is about {' and '.join(coarse)} (one question alone moves recall by "
+            f"it can tell from noise is about {' and '.join(coarse)} (one question alone moves a metric by up to "
             f"{1 / n:.3f}), so the gate may refuse on noise; add questions or raise gate.tolerance"]
 
 

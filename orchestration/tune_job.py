@@ -36,6 +36,9 @@ def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery
         ingestion, query_space = split_space(cfg.tune.space or DEFAULT_SPACE)
         result = tune_query_time(cfg, store.store, gen, space=query_space, seed=config.seed,
                                  budget=parse_budget(config.budget) if config.budget else None)
+    if gen.status == "retired":  # as the CLI says it: tuned on a frozen generation
+        context.log.warning(f"generation {gen.id} ({gen.name}) is retired: its indexes have not received the "
+                            "deletes, edits and access changes since it retired")
     for w in result.warnings:
         context.log.warning(w)
     out = result.to_json()

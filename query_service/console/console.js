@@ -172,9 +172,10 @@ async function loadEvals() {
     const e = await getJSON("/console/api/evals");
     // one eval set's points only (the newest measurement's): scores of different sets are not
     // comparable (verdicts recorded before sets were named are told apart by their size)
-    const setOf = (g) => (g.eval_set && g.eval_set.digest) || `n=${g.cases}`;
+    const digest = (g) => (g.eval_set && g.eval_set.digest) || null;
+    const sameSet = (a, b) => (digest(a) && digest(b) ? digest(a) === digest(b) : a.cases === b.cases);
     const last = e.generations[e.generations.length - 1];
-    const shown = last ? e.generations.filter((g) => setOf(g) === setOf(last)) : [];
+    const shown = last ? e.generations.filter((g) => sameSet(g, last)) : [];
     lineChart($("#eval-chart"), shown.map((g) => g.name),
       SERIES.map((m) => ({ name: m, values: shown.map((g) => g.metrics[m]) })));
     const other = e.generations.length - shown.length;
