@@ -221,17 +221,43 @@ def change_class(live_old: DocumentRecord | None, chash: str, acl: list[str], me
 
 def _list_source(rt: Runtime, scfg: SourceConfig, src: Source) -> list[SourceEntry]:
     """Everything the source lists; a listing that cannot complete is recorded and re-raised.
-    One that failed on an ACL file first withholds the documents that file governs."""
+    One that failed on an ACL file first withholds the documents that file governs, and applies
+    what the rest of the walk takes away (`_narrow_read`)."""
+    listed: list[SourceEntry] = []
     try:
-        return list(src.list())
+        for entry in src.list():
+            listed.append(entry)
+        return listed
     except SourceError as e:
-        if isinstance(e, UnreadableAcl) and (n := _withhold(rt, scfg, e)):
-            e = UnreadableAcl(f"{e}; {n} document{'s' if n != 1 else ''} it governs "
-                              f"{'are' if n != 1 else 'is'} withheld from everyone until it can be read",
-                              folders=e.folders, origins=e.origins)
+        if isinstance(e, UnreadableAcl):
+            n = _withhold(rt, scfg, e)
+            narrowed = _narrow_read(rt, scfg, src, listed)
+            said = [f"{n} document{'s' if n != 1 else ''} it governs {'are' if n != 1 else 'is'} withheld from "
+                    "everyone until it can be read"] if n else []
+            said += [f"the access the rest of the listing takes away is applied ({narrowed} "
+                     f"document{'s' if narrowed != 1 else ''})"] if narrowed else []
+            if said:
+                e = UnreadableAcl(f"{e}; {'; '.join(said)}", folders=e.folders, origins=e.origins)
         rt.store.record_listing(scfg.name, None, ok=False, error=str(e))
         rt.store.add_event("listing-failed", str(e), source=scfg.name)
         raise e from None
+
+
+def _narrow_read(rt: Runtime, scfg: SourceConfig, src: Source, listed: list[SourceEntry]) -> int:
+    """Of a listing an unreadable ACL file failed, apply what takes access away (as a refused
+    delete sweep does, `_narrow_access`): every other file it read is still a statement about
+    who may read it. One broken `.bindery-acl` anywhere, which whoever may write a folder can
+    make, blocked every revocation in the source for as long as it stayed broken (an attacker
+    pass). Never a widening; what fails here is an event, the ACL file stays the reason."""
+    known = {d.external_id: d for d in rt.store.documents(scfg.name)}
+    problems = [(x, p) for x in listed if (p := entry_problem(x)) is not None]
+    entries = [x for x in listed if entry_problem(x) is None]
+    try:
+        return _narrow_access(rt, scfg, src, entries, known, [], problems)
+    except Exception as e:
+        rt.store.add_event("access-not-narrowed", f"after an unreadable ACL file failed the listing: {e}",
+                           source=scfg.name)
+        return 0
 
 
 def _set_acls(rt: Runtime, docs: list[tuple[DocumentRecord, list[str]]]) -> int:

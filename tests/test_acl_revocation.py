@@ -104,6 +104,26 @@ def test_an_unreadable_acl_file_withholds_what_it_governs(tmp_path: Path) -> Non
     assert dep.cli("verify")["consistent"] is True
 
 
+def test_an_unreadable_acl_file_does_not_block_the_revocations_elsewhere(tmp_path: Path) -> None:
+    """One broken `.bindery-acl` failed the listing, and with it every narrowing the walk had
+    found in the rest of the source: whoever may write one folder kept all of their revoked
+    access for as long as the file stayed broken (an attacker pass). The listing still fails,
+    naming the file, and what the rest of it takes away is applied."""
+    dep = Deployment(tmp_path)
+    dep.write("people/.bindery-acl", "alice\nbob\n")
+    dep.write("ops/.bindery-acl", "carol\n")
+    dep.cli("sync")
+    assert "people/lyon.md" in _docs_seen_by(dep, "bob")
+    dep.write("people/.bindery-acl", "alice\n")  # bob's access revoked ...
+    dep.write("ops/.bindery-acl", b"carol\xff\n")  # ... while an unrelated ACL file is broken
+    out = dep.cli("sync", expect=1)
+    assert "cannot read ACL file" in out["errors"]["docs"] and "takes away is applied" in out["errors"]["docs"]
+    assert "people/lyon.md" not in _docs_seen_by(dep, "bob")
+    assert "people/lyon.md" in _docs_seen_by(dep, "alice")  # taken away from bob, from no one else
+    assert "robots/xr4471.md" in _docs_seen_by(dep, "*", "XR-4471 warehouse robot")  # nothing else moved
+    assert dep.cli("verify")["consistent"] is True
+
+
 def test_a_refused_s3_sweep_still_narrows_access(tmp_path: Path, moto_endpoint: str) -> None:
     """S3 carries ACLs in object metadata, which the listing does not return: the refused sweep
     describes the objects whose LastModified moved, as a sync would, and narrows those."""
