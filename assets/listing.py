@@ -500,6 +500,24 @@ def _failed(rt: Runtime, sw: _Sweep, scfg: SourceConfig, entry: SourceEntry, did
         sw.touched.append(did)
 
 
+def _undescribed_acl(old: DocumentRecord, entry: SourceEntry, default_acl: list[str],
+                     e: SourceError) -> list[str] | None:
+    """The ACL an indexed object keeps when its description (S3's HEAD) is refused, or None when
+    it keeps its own: changed since it was indexed (new bytes or metadata), its new ACL is
+    unknown, so it is withheld until it can be described, as a document an unreadable ACL file
+    governs; unchanged but with its ACL from the configuration, the configured default it now
+    gets applies at once (narrowing only). A HEAD refused while listing works (a bucket policy
+    denying some keys) kept such objects at their old, wider ACL indefinitely (an attacker
+    pass). A transient failure changes nothing: the next sync describes it again."""
+    if e.transient:
+        return None
+    if old.fingerprint != entry.fingerprint or old.source_modified_at != entry.modified_at:
+        return [] if old.acl else None
+    if (old.metadata or {}).get("acl_from") != "metadata":
+        return narrowing(old, default_acl)
+    return None
+
+
 def _described(src: Source, entry: SourceEntry) -> tuple[SourceEntry, str]:
     """The entry with ACL and metadata, and the fingerprint to store (marked racy when the
     description was taken too close to the object's modification)."""
@@ -527,6 +545,8 @@ def _sweep_entry(rt: Runtime, sw: _Sweep, scfg: SourceConfig, src: Source, entry
     except SourceUnavailable:
         raise  # the whole source: not this item's dead letter (run_listing)
     except SourceError as e:
+        if live_old is not None and (narrow := _undescribed_acl(live_old, entry, sw.default_acl, e)) is not None:
+            sw.narrow.append((live_old, narrow))
         _failed(rt, sw, scfg, entry, did, live_old, e)
         return
     try:

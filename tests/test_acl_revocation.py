@@ -5,7 +5,9 @@ that cannot be read withholds the documents it governs instead of leaving their 
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,6 +126,48 @@ def test_an_unreadable_acl_file_does_not_block_the_revocations_elsewhere(tmp_pat
     assert dep.cli("verify")["consistent"] is True
 
 
+def test_an_s3_object_whose_description_is_refused_loses_the_access_that_may_be_gone(
+        tmp_path: Path, moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A HEAD refused while the listing works (a bucket policy denying some keys): the object
+    was dead-lettered and kept its old, wider ACL indefinitely (an attacker pass). Changed since
+    it was indexed, its new ACL is unknown: withheld until it can be described. Unchanged but
+    with its ACL from the configuration: the configured default it now gets applies."""
+    import boto3
+
+    from assets.listing import RACY_SECONDS
+    from connectors.errors import SourceError
+    from connectors.sources.s3 import S3Source
+    from tests.sync_helpers import S3Deployment
+
+    dep = S3Deployment(tmp_path, boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1"),
+                       moto_endpoint, source={"acl": ["group:staff", "bob"]})
+    dep.set_acl("people/lyon.md", ["alice", "bob"])
+    time.sleep(RACY_SECONDS + 0.5)  # described at once, an object is "racy" (maybe changed): so would be withheld
+    dep.cli("sync")
+    assert "people/lyon.md" in _docs_seen_by(dep, "bob")
+    assert "ops/oncall.txt" in _docs_seen_by(dep, "bob", "on-call engineer acknowledge a page")
+    dep.set_acl("people/lyon.md", ["alice"])  # the metadata narrowed (same bytes, LastModified moves)
+    dep.config["sources"][0]["acl"] = ["group:staff"]  # and the configured default
+    dep.save()
+    denied = {"kb/people/lyon.md", "kb/ops/oncall.txt"}
+    real = S3Source.describe
+
+    def describe(self: S3Source, entry: Any) -> Any:
+        if self.prefix + entry.external_id in denied or entry.external_id in denied:
+            raise SourceError(f"access denied: {entry.external_id}")
+        return real(self, entry)
+
+    monkeypatch.setattr(S3Source, "describe", describe)
+    dep.cli("sync")
+    assert "people/lyon.md" not in _docs_seen_by(dep, "bob")  # changed, undescribed: withheld ...
+    assert "people/lyon.md" not in _docs_seen_by(dep, "alice")  # ... from everyone until described
+    assert "ops/oncall.txt" not in _docs_seen_by(dep, "bob", "on-call engineer acknowledge a page")
+    assert "ops/oncall.txt" in _docs_seen_by(dep, "group:staff", "on-call engineer acknowledge a page")
+    monkeypatch.undo()
+    dep.cli("sync")  # described again: each at the ACL it now has
+    assert "people/lyon.md" in _docs_seen_by(dep, "alice") and "people/lyon.md" not in _docs_seen_by(dep, "bob")
+
+
 def test_a_refused_s3_sweep_still_narrows_access(tmp_path: Path, moto_endpoint: str) -> None:
     """S3 carries ACLs in object metadata, which the listing does not return: the refused sweep
     describes the objects whose LastModified moved, as a sync would, and narrows those."""
@@ -196,7 +240,6 @@ def test_access_narrowed_while_the_source_stops_answering_is_taken_away(tmp_path
     never reached (a review's find: a share timing out kept every narrowing from applying)."""
     import os
     import time
-    from typing import Any
 
     from connectors.errors import SourceError
     from connectors.sources.local import LocalFolderSource
