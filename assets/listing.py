@@ -25,7 +25,7 @@ from typing import Any
 from assets.includes import fold, own_hash, read_again, scanned_metadata
 from assets.runtime import Runtime
 from connectors.acl import ACL_BEFORE, PUBLIC, source_default
-from connectors.config import SourceConfig
+from connectors.config import SourceConfig, narrower_within
 from connectors.errors import SourceError, SourceUnavailable, TooLarge, UnreadableAcl, UnsafeDeleteError
 from connectors.identity import content_hash, doc_id, short_hash
 from connectors.shards import Shard
@@ -279,8 +279,9 @@ def _restrict(rt: Runtime, source: str, docs: list[tuple[DocumentRecord, list[st
     return n
 
 
-def withhold_removed_sources(rt: Runtime) -> int:
-    """Withhold from everyone the documents of sources the configuration no longer names: a
+def withhold_removed_sources(rt: Runtime, listing: str | None = None) -> int:
+    """Withhold from everyone the documents of sources the configuration no longer names (and
+    those a narrower source now takes from a wider one, below): a
     source taken out of it leaves search at the next listing of any source (the query service
     follows the store, not its own configuration, which may be older or newer). The same run's
     index step then takes them out of every retained generation's indexes (`run_index`); their
@@ -288,7 +289,18 @@ def withhold_removed_sources(rt: Runtime) -> int:
     Put back, its next listing and index run restore them from the caches."""
     removed = rt.store.removed_sources(rt.cfg.source_names())
     docs = [d for name in removed for d in rt.store.documents(name) if d.acl]
-    return _set_acls(rt, [(d, []) for d in docs]) if docs else 0
+    n = _set_acls(rt, [(d, []) for d in docs]) if docs else 0
+    # and what a narrower source now takes from a wider one: the wider one's next listing deletes
+    # it, but a sync of the narrower source alone left the wider one's copies readable as they
+    # were until then (an attacker pass: the README says they leave its search at once). Written
+    # into the wider source's indexes here, as no index step of its own follows. The source being
+    # listed (`listing`) sees to its own, in its sweep or its refusal.
+    for wider in rt.cfg.sources:
+        if wider.name != listing and narrower_within(wider, rt.cfg.sources):
+            cedes = source_filter(wider, rt.cfg.sources).cedes
+            ceded = [d for d in rt.store.documents(wider.name) if d.acl and cedes(d.external_id)]
+            n += _restrict(rt, wider.name, [(d, []) for d in ceded])
+    return n
 
 
 def _withhold(rt: Runtime, scfg: SourceConfig, e: UnreadableAcl) -> int:
@@ -636,7 +648,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     started = time.perf_counter()
     scfg = rt.cfg.source(source_name)
     rt.store.upsert_source(scfg.name, scfg.kind, scfg.model_dump(mode="json"))
-    withhold_removed_sources(rt)
+    withhold_removed_sources(rt, scfg.name)
     src = source or make_source(scfg, rt.cfg.sources)
     listed = _list_source(rt, scfg, src)
     problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]

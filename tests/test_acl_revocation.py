@@ -308,6 +308,25 @@ def test_what_a_narrower_source_now_takes_leaves_the_wider_one_at_once_in_a_refu
     assert ("hr", "hr/pay-0.md") in seen("group:hr")
 
 
+def test_what_a_narrower_source_now_takes_leaves_the_wider_one_when_only_the_narrower_one_syncs(
+        tmp_path: Path) -> None:
+    """An attacker pass: an HR source added over a folder a public source had indexed, then
+    `bindery sync --source hr` alone: the public source's copies stayed readable until it was
+    synced itself. Any listing now withholds them, as it does a removed source's documents."""
+    dep = Deployment(tmp_path)
+    dep.write("hr/pay.md", "# Pay\n\nThe zebracorn bonus pool is ninety thousand.\n")
+    dep.cli("sync")
+    assert "hr/pay.md" in _docs_seen_by(dep, "group:eng", "zebracorn bonus pool")
+    dep.config["sources"].append({"name": "hr", "kind": "local", "root": str(dep.root / "hr"),
+                                  "acl": ["group:hr"]})
+    dep.config["sources"][0]["exclude"] = ["hr/"]
+    dep.save()
+    dep.cli("sync", "--source", "hr")
+    assert "hr/pay.md" not in _docs_seen_by(dep, "group:eng", "zebracorn bonus pool")
+    assert "pay.md" in _docs_seen_by(dep, "group:hr", "zebracorn bonus pool")
+    assert dep.cli("verify")["consistent"] is True  # the wider source's indexes carry it too
+
+
 def test_a_file_published_with_content_that_cannot_be_parsed_never_publishes_its_old_text(tmp_path: Path) -> None:
     """Found by an adversarial review: a private file widened to everyone (or shared sideways)
     together with a "redacted" version that fails to parse kept its indexed version, rewritten
