@@ -366,7 +366,10 @@ def open_reader(cfg: BinderyConfig, gen: GenerationRecord) -> IndexPair:
     if is_embedded(engine):
         snap = gen.vector_snapshot
         if not snap or not Path(snap).exists():
-            raise BindingError(f"generation {gen.name} has no published vector snapshot")
+            # the row read before may be stale: a `discard` or `gc` meanwhile removed the files
+            # (a concurrency pass met this line after a discard and read it as damage)
+            raise BindingError(f"generation {gen.name} has no published vector snapshot: it was never built, or "
+                               "was discarded or collected meanwhile (`bindery status` lists the generations)")
         private = _private_vector_copy(engine, snap)
         cleanup.append(private)
         vec_path = str(private / _EMBEDDED[engine])
