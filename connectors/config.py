@@ -700,7 +700,9 @@ def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> Binde
     cfg.query.auth.jwt.jwks_file = _resolve(base, cfg.query.auth.jwt.jwks_file)
     names = [s.name for s in cfg.sources]
     if len(set(names)) != len(names):
-        raise ConfigError(f"invalid configuration: duplicate source names in {names}")
+        twice = next(n for n in names if names.count(n) > 1)
+        where = " and ".join(f"sources.{i}.name" for i, n in enumerate(names) if n == twice)
+        raise ConfigError(f"invalid configuration: {where}: the source name {twice!r} is used more than once")
     for s in cfg.sources:
         s.root = _resolve(base, s.root)
         s.check_complete()
@@ -908,17 +910,7 @@ def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: 
         raise ConfigError(f"data_dir: {existing} is a file, not a folder")
     if existing is not None and not os.access(existing, os.W_OK):
         raise ConfigError(f"data_dir: {existing} is not writable")
-    try:  # what access() cannot tell: a read-only or virtual file system (/proc), an odd mount
-        if create and not data.exists():
-            # it holds every source's text, whatever the sources' own permissions: owner-only, as
-            # PostgreSQL keeps its data directory (an existing one keeps what its owner chose)
-            with contextlib.suppress(FileExistsError):  # another process made it first: theirs
-                data.mkdir(parents=True)
-                data.chmod(0o700)
-        elif existing is not None and existing != data:
-            os.rmdir(tempfile.mkdtemp(prefix=".bindery-probe-", dir=existing))
-    except OSError as e:
-        raise ConfigError(f"data_dir: cannot create {data}: {e.strerror or e}") from None
+    # the roots first: a run refused for one of them leaves no data_dir behind (a new-user pass)
     for i, s in enumerate(cfg.sources):
         if not roots or s.kind != "local" or (sources and s.name not in sources):
             continue
@@ -930,3 +922,14 @@ def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: 
             raise ConfigError(f"{key}: {root} is a file, not a folder")
         if not os.access(root, os.R_OK | os.X_OK):
             raise ConfigError(f"{key}: folder {root} is not readable")
+    try:  # what access() cannot tell: a read-only or virtual file system (/proc), an odd mount
+        if create and not data.exists():
+            # it holds every source's text, whatever the sources' own permissions: owner-only, as
+            # PostgreSQL keeps its data directory (an existing one keeps what its owner chose)
+            with contextlib.suppress(FileExistsError):  # another process made it first: theirs
+                data.mkdir(parents=True)
+                data.chmod(0o700)
+        elif existing is not None and existing != data:
+            os.rmdir(tempfile.mkdtemp(prefix=".bindery-probe-", dir=existing))
+    except OSError as e:
+        raise ConfigError(f"data_dir: cannot create {data}: {e.strerror or e}") from None

@@ -930,11 +930,11 @@ def _dispatch(a: argparse.Namespace) -> int:
         print(f"bindery {a.command}: {_one_line(str(e))}", file=sys.stderr)
         return 1
     except ConfigError as e:  # a UsageError too: the command line, not the file, is wrong
-        if a.json:
-            print(json.dumps({"error": str(e), "reason": e.reason}))
         # config_from_dict's messages already open with "invalid configuration:"
         plain = isinstance(e, UsageError) or str(e).startswith("invalid configuration")
         what = "" if plain else "configuration error: "
+        if a.json:  # the same words as on stderr (docs/operations.md names both openings)
+            print(json.dumps({"error": f"{what}{e}", "reason": e.reason}))
         print(f"bindery {a.command}: {what}{_one_line(str(e))}", file=sys.stderr)
         return 2
     except BinderyError as e:

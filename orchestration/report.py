@@ -159,7 +159,8 @@ def _live_outdated(cfg: BinderyConfig, lifecycle: Lifecycle, live: GenerationRec
     current = None if cand is None else cand.stage_versions == lifecycle.current_versions
     # after a rollback the generation rolled back from is often the configuration's own: promoting
     # it back costs nothing, where a reindex rebuilds it (an operator pass)
-    prev_current = prev is not None and not fields and prev.stage_versions == lifecycle.current_versions
+    # null when there is no previous generation, as candidate_current is without a candidate
+    prev_current = None if prev is None else not fields and prev.stage_versions == lifecycle.current_versions
     return {"stages": stages, "index_fields": fields, "candidate_current": current,
             "previous_current": prev_current}
 

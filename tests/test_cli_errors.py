@@ -105,7 +105,7 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
      ("sources.0.max_file_mb", "not true/false")),
     ("wrong type", {"query": {"k": "ten"}}, ["status"], ("query.k",)),
     ("duplicate sources", {"sources": [{"name": "a", "root": "/tmp"}, {"name": "a", "root": "/tmp"}]},
-     ["status"], ("duplicate source",)),
+     ["status"], ("sources.0.name and sources.1.name", "used more than once")),
     ("s3 without bucket", {"sources": [{"name": "b", "kind": "s3"}]}, ["status"], ("'b'", "bucket")),
     ("unknown source", {}, ["sync", "--source", "nope"], ("--source", "unknown source 'nope'")),
     # found by the operator audit (issue 11): each was exit 1, or a late failure, or several lines
@@ -664,3 +664,13 @@ def test_a_full_disk_is_one_line_saying_so(tmp_path: Path, capsys: pytest.Captur
     assert out_of_space(io, str(tmp_path)) is None  # this disk has room: an I/O error is not a full disk
     monkeypatch.setattr(shutil, "disk_usage", lambda _p: shutil._ntuple_diskusage(10**9, 10**9 - 4096, 4096))
     assert out_of_space(io, str(tmp_path)) is not None
+
+
+def test_a_run_refused_for_its_root_leaves_no_data_dir_and_json_says_what_stderr_says(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any]) -> None:
+    """A new-user pass: `sync` refused for a missing root still created an empty data_dir (plan
+    and status did not), and its JSON error lost the "configuration error:" stderr opened with."""
+    cfg = write(tmp_path, {**base, "sources": [{"name": "docs", "root": str(tmp_path / "nope")}]})
+    code, text = run_cli(capsys, "--config", cfg, "--json", "sync")
+    assert code == 2 and not Path(base["data_dir"]).exists()
+    assert '"error": "configuration error: sources.0.root' in text

@@ -259,7 +259,7 @@ def test_status_says_when_live_is_behind_the_configuration_or_the_release(dep: D
     dep.save()
     doc = json.loads(run(capsys, "--config", cfg, "--json", "status")[1])
     assert doc["live_outdated"] == {"stages": ["chunk"], "index_fields": [], "candidate_current": None,
-                                    "previous_current": False}
+                                    "previous_current": None}  # no previous generation
     line = next(x for x in run(capsys, "--config", cfg, "status")[1].splitlines() if "differs" in x)
     assert "stage chunk" in line and "`bindery reindex` builds it" in line
     add_generation(dep, 2, chunk_tokens=120)  # the reindex has started
