@@ -349,7 +349,16 @@ def test_a_folder_listed_but_not_searchable_is_a_problem_not_a_failed_source(
         def __iter__(self) -> Iterator[object]:
             return (_Unsearchable(de) if self._wrap else de for de in self._it)
 
+    real_lstat = os.lstat
+
+    def lstat(p: Any, *args: Any, **kw: Any) -> os.stat_result:
+        if str(p).startswith(bad + os.sep):  # the entries themselves, links included, are refused
+            raise PermissionError(13, "Permission denied", str(p))
+        return real_lstat(p, *args, **kw)
+
+    (tree / "sub" / "a-link.md").symlink_to(tree / "a.txt")  # sorted first: a link there cannot be read either
     monkeypatch.setattr(os, "scandir", Listing)
+    monkeypatch.setattr(os, "lstat", lstat)
     entries = listing(src(tree))
     assert entries["sub/"].problem is not None and entries["sub/"].problem[0] == "unreadable-folder"
     assert "listed but not searched" in entries["sub/"].problem[1]

@@ -69,6 +69,14 @@ ACL_SIDECAR = SIDECAR
 _NO_STAT = os.stat_result((0,) * 10)  # the stand-in of a problem item that could not be looked up
 
 
+def _lstat_ok(path: str) -> bool:
+    try:
+        os.lstat(path)
+    except OSError:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class _Item:
     rel: str
@@ -284,7 +292,10 @@ class LocalFolderSource:
                 # process may not look at is listed as a problem, never read and never failing
                 # the source (one such link froze every ACL change); anything else vanished meanwhile
                 broken = (isinstance(err, FileNotFoundError | PermissionError) or err.errno == errno.ELOOP)
-                if not broken or (isinstance(err, PermissionError) and not de.is_symlink()):
+                # refused even the entry itself (not only a link's target): the folder cannot be
+                # searched, whatever the entry is; a link there cannot even be read (readlink)
+                folder_refused = isinstance(err, PermissionError) and not _lstat_ok(de.path)
+                if not broken or folder_refused or (isinstance(err, PermissionError) and not de.is_symlink()):
                     # nor does an entry that cannot be looked up (a folder readable but not
                     # searchable, a path past the system's limit): one such folder stopped the
                     # source, and every access change of it, for good (a robustness pass)
