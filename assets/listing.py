@@ -331,7 +331,8 @@ def _narrowed(old: list[str], new: list[str]) -> list[str]:
 
 def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[SourceEntry],
                    known: dict[str, DocumentRecord], moved: list[tuple[DocumentRecord, list[SourceEntry]]],
-                   problems: Sequence[tuple[SourceEntry, tuple[str, str]]] = ()) -> int:
+                   problems: Sequence[tuple[SourceEntry, tuple[str, str]]] = (),
+                   unlisted: Sequence[DocumentRecord] = ()) -> int:
     """Of a listing the delete guard refused, apply only what takes access away: each listed
     document keeps the principals both its stored and its listed ACL name. A listing too small to
     delete from is still a statement about the files it does hold, and an ACL that was narrowed
@@ -340,7 +341,10 @@ def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[S
     describe now keeps its ACL until the next sync. `moved`: documents no longer at their path,
     each with the new items of the same fingerprint (a rename keeps size and time): the old path
     stays served until the sweep runs, so it keeps no more access than its new place gives (a
-    file moved into a protected folder in a refused sync stayed public)."""
+    file moved into a protected folder in a refused sync stayed public). `unlisted`: the other
+    documents the listing did not find, each narrowed by the ACL its folder now gives where the
+    source can say (`LocalFolderSource.acl_now`): deleted files under a folder whose ACL
+    narrowed kept their old access for as long as the guard refused (an attacker pass)."""
     default = _default_acl(scfg)
     narrowed: list[tuple[DocumentRecord, list[str]]] = []
     # what a symlink reaches that the rules exclude (indexed by an earlier release, or before the
@@ -378,6 +382,12 @@ def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[S
             acl = _narrowed(acl, a)
         if (narrow := narrowing(was, acl)) is not None:
             narrowed.append((was, narrow))
+    acl_now: Callable[[str], Sequence[str] | None] = getattr(src, "acl_now", lambda _path: None)
+    moved_ids = {was.doc_id for was, _ in moved}
+    for d in unlisted:
+        if d.doc_id not in moved_ids and d.acl and (now := acl_now(d.external_id)) is not None \
+                and (narrow := narrowing(d, list(now))) is not None:
+            narrowed.append((d, narrow))
     return _restrict(rt, scfg.name, narrowed)
 
 
@@ -660,7 +670,8 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     narrowed_kept = kept_narrowing(kept, problems)
     mine = entries if shard is None else [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
     _guard_deletes(rt, scfg, len(entries) + len(kept), len(gone), allow_mass_delete,
-                   lambda: _narrow_access(rt, scfg, src, mine, known, _moves(entries, known, gone, shard), problems)
+                   lambda: _narrow_access(rt, scfg, src, mine, known, _moves(entries, known, gone, shard), problems,
+                                          [d for d in gone if shard is None or shard.holds(d.doc_id)])
                    + _restrict(rt, scfg.name, narrowed_kept))
 
     res = ListingResult(scfg.name, len(entries))

@@ -56,6 +56,29 @@ def test_a_refused_sweep_still_narrows_access(tmp_path: Path) -> None:
     assert "people/lyon.md" not in _docs_seen_by(dep, "group:eng")
 
 
+def test_files_deleted_under_a_narrowed_folder_in_a_refused_sweep_lose_that_access(tmp_path: Path) -> None:
+    """An attacker pass: three files deleted from `team/` and its `.bindery-acl` narrowed in one
+    sync the delete guard refused: the listed files were narrowed, the deleted ones stayed
+    readable at their old, wider ACL until the sweep was allowed. Each is now narrowed by the
+    ACL its folder gives now, as if it were still there."""
+    dep = Deployment(tmp_path)
+    dep.write("team/.bindery-acl", "alice\nbob\n")
+    for i in range(4):
+        dep.write(f"team/note-{i}.md", f"# Note {i}\n\nThe kingfisher budget line {i} is forty thousand.\n")
+    dep.cli("sync")
+    assert "team/note-0.md" in _docs_seen_by(dep, "bob", "kingfisher budget line")
+    for i in range(3):
+        (dep.root / f"team/note-{i}.md").unlink()
+    for rel in ("robots/xr4471.md", "robots/xr5200.md", "ops/firmware.md", "ops/oncall.txt", "ops/errors.html"):
+        (dep.root / rel).unlink()  # enough gone at once for the guard to refuse the sweep
+    dep.write("team/.bindery-acl", "alice\n")
+    out = dep.cli("sync", expect=1)
+    assert "delete sweep aborted" in out["errors"]["docs"]
+    assert not {d for d in _docs_seen_by(dep, "bob", "kingfisher budget line") if d.startswith("team/")}
+    assert "team/note-0.md" in _docs_seen_by(dep, "alice", "kingfisher budget line")  # kept for alice
+    assert dep.cli("verify")["consistent"] is True
+
+
 def test_a_file_moved_into_a_protected_folder_in_a_refused_sync_is_narrowed(tmp_path: Path) -> None:
     """The refused sweep keeps a moved file's old path served; it now keeps no more access than
     the file's new place gives (an attacker's find: `pub/layoffs.md` moved into `hr/` stayed

@@ -237,6 +237,7 @@ class LocalFolderSource:
         if not stat.S_ISDIR(root_st.st_mode):
             raise SourceError(f"source {self.name!r}: root {self.root} is not a folder")
         self._failed_acls: list[UnreadableAcl] = []
+        self._folder_acls: dict[str, Acl] = {}  # folder walked ("" the root, else "a/b/") -> its files' ACL
         self._walked: dict[tuple[int, int], int] = {}  # folder -> the symlink paths it was walked by
         self._guarded = self._guard_keys()
         try:
@@ -281,6 +282,7 @@ class LocalFolderSource:
         acl = self._folder_acl(entries, rel_dir, acl)
         if ceiling is not None:
             acl = acls.narrow(ceiling, acl)
+        self._folder_acls[rel_dir] = acl
         for de in entries:
             if de.name.startswith("."):
                 continue
@@ -332,6 +334,21 @@ class LocalFolderSource:
                 yield _Item(rel, de.path, st, acl, ("not-a-file", (
                     f"{rel} is {'a symlink to ' if de.is_symlink() else ''}{_kind(st)}, not a regular file; "
                     "skipped (only regular files are read)")))
+
+    def acl_now(self, external_id: str) -> tuple[str, ...] | None:
+        """The ACL a file at `external_id` would get from the last listing: that of the nearest
+        folder above it the walk went through, None before any listing. A refused delete sweep
+        narrows the documents it did not list by it (`assets.listing._narrow_access`): deleted
+        files under a folder whose `.bindery-acl` narrowed kept their old access for as long as
+        the guard refused (an attacker pass). Narrowing by an ancestor's ACL never widens."""
+        if not getattr(self, "_folder_acls", None):
+            return None
+        folder = external_id.rsplit("/", 1)[0] + "/" if "/" in external_id else ""
+        while folder not in self._folder_acls:
+            if not folder:
+                return None
+            folder = folder[:-1].rsplit("/", 1)[0] + "/" if "/" in folder[:-1] else ""
+        return self._folder_acls[folder].principals
 
     def _unstatable(self, de: os.DirEntry[str], rel: str, rel_dir: str, path: str, acl: Acl, err: OSError) -> _Item:
         """The problem item of an entry that could not be looked up. Permission refused on a
