@@ -116,6 +116,7 @@ def test_an_unreadable_acl_file_withholds_what_it_governs(tmp_path: Path) -> Non
     out = dep.cli("sync", expect=1)
     assert "cannot read ACL file" in out["errors"]["docs"] and "withheld from everyone" in out["errors"]["docs"]
     assert "and 1 more ACL files" in out["errors"]["docs"]
+    assert "UTF-16 text" in out["errors"]["docs"] and "save it as UTF-8" in out["errors"]["docs"]  # says what to do
     # their old access does not outlive the files, nor reach them through a link
     assert not {"people/lyon.md", "lyon-link.md", "team/lyon-link.md"} & _docs_seen_by(dep, "group:hr")
     assert not any(d.startswith("ops/") for d in _docs_seen_by(dep, "group:hr", "firmware rollback on-call"))
@@ -181,7 +182,8 @@ def test_an_s3_object_whose_description_is_refused_loses_the_access_that_may_be_
         return real(self, entry)
 
     monkeypatch.setattr(S3Source, "describe", describe)
-    dep.cli("sync")
+    out = dep.cli("sync")
+    assert out["kept_versions"] == 1  # oncall.txt, still searchable; lyon.md is kept for no one
     assert "people/lyon.md" not in _docs_seen_by(dep, "bob")  # changed, undescribed: withheld ...
     assert "people/lyon.md" not in _docs_seen_by(dep, "alice")  # ... from everyone until described
     assert "ops/oncall.txt" not in _docs_seen_by(dep, "bob", "on-call engineer acknowledge a page")

@@ -140,6 +140,8 @@ class LocalFolderSource:
                 principals = acls.parse_sidecar(f.read())
         except (OSError, UnicodeDecodeError) as e:
             reason = _reason(e) if isinstance(e, OSError) else f"not UTF-8 text ({e.reason})"
+            if isinstance(e, UnicodeDecodeError) and bytes(e.object[:2]) in (b"\xff\xfe", b"\xfe\xff"):
+                reason = "UTF-16 text (Notepad's \"Unicode\"): save it as UTF-8"  # the usual way to get here
             if isinstance(e, FileNotFoundError):
                 reason = "it is a broken link or vanished"
             what = reason if reason.startswith("ACL file") else f"cannot read ACL file {path}: {reason}"
