@@ -292,24 +292,10 @@ class LocalFolderSource:
             try:
                 st = de.stat()  # follows symlinks
             except OSError as err:
-                # a link to nothing (dangling, or links pointing at each other) or to what this
-                # process may not look at is listed as a problem, never read and never failing
-                # the source (one such link froze every ACL change); anything else vanished meanwhile
-                broken = (isinstance(err, FileNotFoundError | PermissionError) or err.errno == errno.ELOOP)
-                # refused even the entry itself (not only a link's target): the folder cannot be
-                # searched, whatever the entry is; a link there cannot even be read (readlink)
-                folder_refused = isinstance(err, PermissionError) and not _lstat_ok(de.path)
-                if not broken or folder_refused or (isinstance(err, PermissionError) and not de.is_symlink()):
-                    # nor does an entry that cannot be looked up (a folder readable but not
-                    # searchable, a path past the system's limit): one such folder stopped the
-                    # source, and every access change of it, for good (a robustness pass)
-                    problem = self._unstatable(de, rel, rel_dir, path, acl, err)
+                if (problem := self._stat_failed(de, rel, rel_dir, path, acl, err)) is not None:
                     yield problem
                     if problem.rel == rel_dir:  # this folder: none of its entries can be looked up
                         return
-                    continue
-                if de.is_symlink() and self._filter(rel) and (item := self._broken_link(de, rel, acl, err)):
-                    yield item
                 continue
             if de.is_symlink() and not self.follow_external and not self._inside(de.path):
                 if stat.S_ISDIR(st.st_mode) or self._filter(rel):  # a file, or a device, FIFO or socket
@@ -351,6 +337,25 @@ class LocalFolderSource:
                 return None
             folder = folder[:-1].rsplit("/", 1)[0] + "/" if "/" in folder[:-1] else ""
         return self._folder_acls[folder].principals
+
+    def _stat_failed(self, de: os.DirEntry[str], rel: str, rel_dir: str, path: str, acl: Acl,
+                     err: OSError) -> _Item | None:
+        """The problem item of an entry whose lookup failed, None when there is none to list. A
+        link to nothing (dangling, or links pointing at each other) or to what this process may
+        not look at is listed as a problem, never read and never failing the source (one such
+        link froze every ACL change); anything else vanished meanwhile. Nor does an entry that
+        cannot be looked up at all (`_unstatable`: a folder readable but not searchable, a path
+        past the system's limit) fail it: one such folder stopped the source, and every access
+        change of it, for good (a robustness pass)."""
+        broken = isinstance(err, FileNotFoundError | PermissionError) or err.errno == errno.ELOOP
+        # refused even the entry itself (not only a link's target): the folder cannot be
+        # searched, whatever the entry is; a link there cannot even be read (readlink)
+        folder_refused = isinstance(err, PermissionError) and not _lstat_ok(de.path)
+        if not broken or folder_refused or (isinstance(err, PermissionError) and not de.is_symlink()):
+            return self._unstatable(de, rel, rel_dir, path, acl, err)
+        if de.is_symlink() and self._filter(rel):
+            return self._broken_link(de, rel, acl, err)
+        return None
 
     def _unstatable(self, de: os.DirEntry[str], rel: str, rel_dir: str, path: str, acl: Acl, err: OSError) -> _Item:
         """The problem item of an entry that could not be looked up. Permission refused on a
