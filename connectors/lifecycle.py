@@ -209,9 +209,12 @@ class Lifecycle:
     def config_drift(self) -> list[str]:
         """Stages whose current configuration differs from the live generation's."""
         live = self.live()
-        if live is None:
-            return []
-        return [s for s, v in self.current_versions.items() if live.versions.get(s) != v]
+        return [] if live is None else self.drift(live.versions)
+
+    def drift(self, versions: dict[str, str]) -> list[str]:
+        """Stages whose version under the current configuration differs from `versions` (a
+        generation's `stage_versions`)."""
+        return [s for s, v in self.current_versions.items() if versions.get(s) != v]
 
     def nothing_to_reindex(self) -> str | None:
         """Why a reindex would build nothing new, or None when it has work: the configuration

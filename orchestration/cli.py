@@ -416,7 +416,7 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     out["forced"] = bool(flip.get("forced"))
     out["gate_check"] = res.checks.get("eval_gate")  # a forced flip shows as a failed WARN check, with why
     out["warnings"] = list(flip.get("warnings") or [])  # sources a flip back to an older generation leaves out
-    changed = [st for st, v in lifecycle.current_versions.items() if cand.stage_versions.get(st) != v]
+    changed = lifecycle.drift(cand.stage_versions)
     if changed and (differs := settings_differences(cand.stage_configs, cfg.stages, only=changed)):
         # a `tune --build` candidate, or one built before bindery.yaml changed again: live now
         # runs settings the file does not hold, and the next reindex would build the file's

@@ -173,11 +173,10 @@ def _candidate_outdated(cfg: BinderyConfig, lifecycle: Lifecycle,
     """The candidate's stages and settings that differ from the current configuration (a
     `tune --build` candidate, or one built before bindery.yaml changed again): promoted, it goes
     live with settings the file does not hold. None: no candidate, or one of this configuration."""
-    if cand is None or cand.stage_versions == lifecycle.current_versions:
+    if cand is None or not (stages := lifecycle.drift(cand.stage_versions)):
         return None
     from connectors.versions import settings_differences
 
-    stages = [st for st, v in lifecycle.current_versions.items() if cand.stage_versions.get(st) != v]
     return {"stages": stages, "settings": settings_differences(cand.stage_configs, cfg.stages, only=stages)}
 
 
