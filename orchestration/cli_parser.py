@@ -1,6 +1,6 @@
 """The `bindery` command line's grammar: commands, options, their checks and help text.
 
-Kept apart from `orchestration.cli` (what each command does) so the whole surface an operator
+Kept apart from `orchestration.commands` (what each command does) so the whole surface an operator
 types can be read in one place. Parsing imports nothing beyond the configuration module the
 CLI loads anyway: `bindery --help` and a usage mistake answer at once. A usage mistake is one
 line and exit 2 (`_Parser`).

@@ -185,6 +185,7 @@ def test_ctrl_c_while_waiting_says_the_runs_go_on(monkeypatch: pytest.MonkeyPatc
     """Ctrl-C during `--wait` stops the waiting, not the daemon's runs: the line said "stored
     before stopping: nothing new; the next run resumes from there" while the runs went on."""
     from orchestration import cli
+    from orchestration.commands import pipeline
 
     class Interrupting:
         def submit_sources(self, *_a: Any, **_k: Any) -> list[Any]:
@@ -196,9 +197,9 @@ def test_ctrl_c_while_waiting_says_the_runs_go_on(monkeypatch: pytest.MonkeyPatc
         def finished(self, _run_id: str) -> bool:
             return False
 
-    monkeypatch.setattr(cli, "_LEFT_RUNNING", [])
+    monkeypatch.setattr(pipeline, "LEFT_RUNNING", [])
     with pytest.raises(KeyboardInterrupt):
-        cli._submit_and_wait(Interrupting(), "sync", ["docs"])  # type: ignore[arg-type]
+        pipeline._submit_and_wait(Interrupting(), "sync", ["docs"])  # type: ignore[arg-type]
     line = cli._interrupted("sync")
     assert line.startswith("stopped waiting; the daemon still has 1 submitted run(s)") and "abcdef12" in line
 

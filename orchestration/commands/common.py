@@ -1,0 +1,102 @@
+"""What every `bindery` command shares: the store, lifecycle and runner of a configuration, the
+partitions to run, the generation a command reads, the eval-set checks, and the failure that
+carries a command's JSON. The commands themselves live beside this module, by concern."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from connectors.config import BinderyConfig
+from connectors.errors import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from connectors.lifecycle import Lifecycle
+    from connectors.store import DocumentStore, GenerationRecord
+    from orchestration.runs import Runner
+
+__all__ = ["CommandFailed", "check_eval_set", "check_queries", "lifecycle_for", "new_runner", "partitions_of",
+           "searchable_generation", "set_debug", "store_for"]
+
+
+class CommandFailed(Exception):
+    """A command ran but did not succeed; carries the JSON to print."""
+
+    def __init__(self, message: str, payload: dict[str, Any]):
+        super().__init__(message)
+        self.payload = payload
+
+
+_DEBUG = [False]  # --debug: tracebacks and Dagster's full run log on the terminal
+
+
+def set_debug(on: bool) -> None:
+    """`--debug` for the runs the commands start (Dagster's full run log on the terminal)."""
+    _DEBUG[0] = on
+
+
+def new_runner(cfg: BinderyConfig) -> Runner:
+    from orchestration.runs import Runner
+
+    return Runner(cfg, debug=_DEBUG[0])
+
+
+def store_for(cfg: BinderyConfig) -> DocumentStore:
+    from connectors.store.ownership import open_store
+
+    return open_store(cfg)
+
+
+def lifecycle_for(cfg: BinderyConfig) -> Lifecycle:
+    """The generation lifecycle over this configuration's document store."""
+    from connectors.lifecycle import Lifecycle
+
+    return Lifecycle(cfg, store_for(cfg))
+
+
+def partitions_of(cfg: BinderyConfig, only: list[str] | None) -> list[str]:
+    """The partitions to run: one per source, or one per shard of a sharded source."""
+    from connectors.shards import all_partition_keys
+
+    if not cfg.sources:
+        raise ConfigError("no sources configured: add one under `sources:` in the configuration")
+    return all_partition_keys(cfg, [cfg.source(s).name for s in only] if only else None)
+
+
+def searchable_generation(cfg: BinderyConfig, store: Any, which: str) -> GenerationRecord:
+    """The row of `--generation`: live, candidate or an id (connectors.lifecycle), not a dropped one."""
+    from connectors.lifecycle import Lifecycle
+
+    gen = Lifecycle(cfg, store).resolve_searchable(which)
+    if gen.status == "retired":  # searchable, but frozen: say so before its answers are taken as current
+        print(f"note: generation {gen.id} ({gen.name}) is retired: its indexes have not received the deletes, "
+              "edits and access changes since it retired", file=sys.stderr)
+    return gen
+
+
+def check_eval_set(cfg: BinderyConfig, store: Any) -> None:
+    """The gate's eval set, checked before anything is built or judged: `gate.queries` unset
+    (once a generation is live: the gate needs it), missing, unreadable or malformed is a
+    configuration mistake (exit 2) naming the key, not a failed promotion run."""
+    if cfg.gate.queries:
+        check_queries(cfg, None)
+    elif store.get_binding() is not None:
+        raise ConfigError("gate.queries: no eval set configured, and the gate judges a candidate against live on it "
+                          "(`bindery evalset draft` proposes one; or promote with --force --reason)")
+
+
+def check_queries(cfg: BinderyConfig, queries: str | None) -> None:
+    """The eval set a command asks (`queries`, from --queries, else gate.queries), checked before
+    any work: its mistake names where the path came from, `--queries` (a usage error) or
+    `gate.queries` (a configuration error)."""
+    from evals.evalset import load_eval_set
+
+    path = queries or cfg.gate.queries
+    if not path:
+        raise ConfigError("no eval set: pass --queries FILE or set gate.queries in bindery.yaml")
+    try:
+        load_eval_set(path)
+    except ConfigError as e:
+        if queries:
+            raise UsageError(f"--queries: {e}") from None
+        raise ConfigError(f"gate.queries: {e}") from None

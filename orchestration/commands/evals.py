@@ -1,0 +1,173 @@
+"""The commands over eval sets: `eval` (one generation's metrics), `tune` (a search of retrieval
+settings on the gate's eval set) and `evalset draft` (proposed questions for a person to review)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from connectors.config import BinderyConfig
+from connectors.errors import UsageError
+from orchestration import report
+from orchestration.commands.common import check_queries, searchable_generation, store_for
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from connectors.store import ChunkRecord, DocumentRecord, DocumentStore, GenerationRecord
+
+__all__ = ["cmd_eval", "cmd_evalset", "cmd_tune"]
+
+
+def cmd_eval(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
+    from evals.promotion import evaluate
+
+    check_queries(cfg, a.queries)
+    store = store_for(cfg)
+    gen = searchable_generation(cfg, store, a.generation)
+    rep = evaluate(cfg, store, gen, queries=a.queries)
+    return {"generation": gen.id, "generation_name": gen.name, **rep.to_json(),
+            "_table": report.eval_table(rep)}
+
+
+def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
+    """Search query-time retrieval settings on the eval set (see `evals.tune`); store a `tune`
+    event with every trial, print the trials table (or return it with --json)."""
+    from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, split_space
+    from orchestration.tuning import tune_generations, tune_query_time
+
+    check_queries(cfg, a.queries)
+    store = store_for(cfg)
+    gen = searchable_generation(cfg, store, a.generation)
+    budget = parse_budget(a.budget) if a.budget else None
+    ingestion, _ = split_space(cfg.tune.space or DEFAULT_SPACE)
+    built = None
+    if ingestion or a.build:
+        if gen.status != "live":
+            raise UsageError("tune --generation: ingestion settings and --build are tried against the live "
+                             "generation (leave --generation out)")
+        result, built = tune_generations(cfg, store, gen, build=a.build, budget=budget, seed=a.seed,
+                                         queries=a.queries)
+    else:
+        result = tune_query_time(cfg, store, gen, budget=budget, seed=a.seed, queries=a.queries)
+    out = result.to_json()
+    out["built"] = {"id": built.id, "name": built.name} if built else None
+    best = out["best"]
+    store.add_event("tune", f"{len(result.trials)} trials on generation {gen.name}; best "
+                    f"{best['settings']} (tune {result.metric} {best['tune'][result.metric]:.3f}, "
+                    f"check {best['check'][result.metric]:.3f})", details={**out, "generation": gen.id})
+    if a.json:
+        return {"generation": gen.id, **out}
+    print(format_trials(result))
+    for w in result.warnings:
+        print(f"warning: {w}")
+    where = cfg.config_path or "bindery.yaml"
+    if built:
+        print(f"built candidate {built.name}: copy these settings into {where}, then `bindery promote` "
+              f"(the gate judges it)\n{report.settings_yaml(best['settings'])}")
+    elif a.build:
+        changed = {k: v for k, v in best["settings"].items() if result.trials[0].settings.get(k) != v}
+        print(f"the best trial changes only query-time settings: nothing to build; set them in {where} (they "
+              f"take effect without a new generation)\n{report.settings_yaml(changed)}" if changed
+              else "live, as the configuration stands, scored best: nothing to build")
+    return None
+
+
+def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
+    """`bindery evalset draft`: proposed eval questions from the live generation's chunks, into a
+    JSONL file for a person to review (it never touches gate.queries)."""
+    from collections import Counter
+    from pathlib import Path
+
+    from assets.index_stage import indexed_chunks
+    from connectors.acl import allows
+    from evals.draft import draft_cases
+
+    out = Path(a.out)
+    if a.out == "-":
+        raise UsageError("--out -: the draft is a file to review and keep, not output; give its path")
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a folder: give the path of a JSONL file to write")
+    if out.exists() and not a.force:
+        raise UsageError(f"--out {out} already exists (pass --force to overwrite it)")
+    try:  # before any drafting (an LLM writer spends money): a place the file cannot go is a usage error
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--out {out}: cannot create its folder: {e.strerror or e}") from None
+    store = store_for(cfg)
+    gen = searchable_generation(cfg, store, "live")
+    every = store.documents()
+    documents = [d for d in every if a.principal is None or allows(d.acl, a.principal)]
+    chunks = indexed_chunks(store, gen, documents)  # the text the live generation serves, no other
+    held = {c.doc_id for c in chunks}
+    documents = [d for d in documents if d.doc_id in held]
+    # a path two sources both hold is named `source:path`, as `bindery query` prints it: by the
+    # path alone their chunks were drafted as one document and either file answered its questions
+    paths = Counter(d.external_id for d in documents)
+    docs = {d.doc_id: d.external_id if paths[d.external_id] == 1 else f"{d.source}:{d.external_id}" for d in documents}
+    if a.principal is not None:  # the questions and their answers are the documents' own words
+        chunks = _readable_chunks(store, gen, chunks, every, a.principal)
+    by_doc: dict[str, list[ChunkRecord]] = {}
+    for c in chunks:
+        by_doc.setdefault(docs[c.doc_id], []).append(c)
+    writer = None
+    if cfg.stages.context.provider == "anthropic":
+        from connectors.questions import AnthropicQuestionWriter
+
+        writer = AnthropicQuestionWriter(cfg.stages.context)
+    try:
+        replies = _reply_pairs(cfg, store, gen, documents, docs)
+        cases = draft_cases(by_doc, max_cases=a.max, writer=writer, replies=replies)
+    finally:
+        if writer is not None:
+            writer.close()
+    try:
+        _write_private(out, "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases))
+    except OSError as e:
+        raise UsageError(f"--out {out}: cannot write it: {e.strerror or e}") from None
+    return {"out": str(out), "cases": len(cases), "by_kind": dict(Counter(c["category"] for c in cases)),
+            "provider": "anthropic" if writer is not None else "offline", "generation": gen.id,
+            "principals": a.principal}
+
+
+def _reply_pairs(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord,
+                 docs: list[DocumentRecord], by_id: dict[str, str]) -> list[tuple[str, str]]:
+    """(reply, the message it replies to) among the corpus's e-mails, named as `by_id` names
+    documents, from the parse metadata the index stage reads (`assets.index_stage.message_keys`)."""
+    from assets.index_stage import message_keys
+    from assets.runtime import Runtime
+
+    keys = message_keys(Runtime(cfg, store), docs, gen.stage_versions["parse"])
+    doc_of_message = {mk.message_id: by_id[did] for did, mk in keys.items() if mk.message_id}
+    return [(by_id[did], doc_of_message[mk.reply_to]) for did, mk in keys.items()
+            if mk.reply_to in doc_of_message and doc_of_message[mk.reply_to] != by_id[did]]
+
+
+def _readable_chunks(store: DocumentStore, gen: GenerationRecord, chunks: list[ChunkRecord],
+                     documents: list[DocumentRecord], principal: str) -> list[ChunkRecord]:
+    """The chunks `principal` may read whole: an AsciiDoc page's chunks hold the text of the files
+    its parse read in place (`included`), each of which must be readable too, as the query service
+    checks. Judged by the parse the chunks were cut from, not the page's current record: a page
+    whose new content failed to parse keeps older chunks, and what they included."""
+    from assets.index_stage import cut_heads, included_ids
+    from connectors.acl import allows
+
+    by_id = {d.doc_id: d for d in documents}
+    by_doc: dict[str, list[ChunkRecord]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    heads = cut_heads(store, {did: (by_id[did], cs) for did, cs in by_doc.items()}, gen.stage_versions["parse"])
+    ok = {did for did in by_doc if all(dep in by_id and allows(by_id[dep].acl, principal)
+                                        for dep in included_ids(by_id[did], heads.get(did, (None, {}))[1]))}
+    return [c for c in chunks if c.doc_id in ok]
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to `path` readable by its owner alone, as data_dir is: a draft quotes the
+    documents it was made from, whatever their ACLs."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        os.fchmod(fd, 0o600)  # a file --force overwrites keeps its old mode otherwise
+        f.write(text)
