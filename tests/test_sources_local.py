@@ -559,7 +559,7 @@ def test_a_link_in_a_private_folder_keeps_its_name_private(tree: Path, tmp_path:
 
 
 def test_a_link_cannot_publish_what_the_rules_keep_out(tmp_path: Path) -> None:
-    """A nested source's folder must be excluded from the outer one (config._check_nested_sources);
+    """A nested source's folder must be excluded from the outer one (config.nesting.check_nested_sources);
     a link in the outer source's public folder into it, or into a hidden or excluded folder,
     listed those files under the outer source's wider ACL (an attacker's find). Such a link is
     now a problem item, and the files behind it are not listed."""

@@ -244,7 +244,7 @@ class LocalFolderSource:
         self._guarded = self._guard_keys()
         try:
             # a sidecar above the root narrows the source; another source around it does not (a
-            # nested source's acl is its own, `config._check_nested_sources`)
+            # nested source's acl is its own, `config.nesting.check_nested_sources`)
             self._root_acl = self._narrowed(self._default_acl, os.path.dirname(self._real_root), guarded=False)
         except UnreadableAcl as e:
             self._root_acl = self._unreadable(e)
@@ -458,7 +458,7 @@ class LocalFolderSource:
         """Whether the exclude rules (or a hidden name) leave out what really is at `real`: a
         folder when they leave out what it holds (`hr/`, `hr/**`). The include rules decide by
         the path a file is listed under, as for any file; exclusion protects a place (a folder
-        another source covers must be excluded here, `config._check_nested_sources`, and a link
+        another source covers must be excluded here, `config.nesting.check_nested_sources`, and a link
         into it, or above it, would otherwise list its files under this source's wider ACL)."""
         if any(part.startswith(".") for part in real.split("/")):
             return True

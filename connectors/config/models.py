@@ -1,57 +1,28 @@
-"""Bindery configuration: one YAML file, validated once, shared by every component.
-
-`load_config(path)` reads `bindery.yaml` (or `$BINDERY_CONFIG`), fills every default and
-raises `ConfigError` with the offending key on anything malformed. The stage sections
-(`stages.parse`, `stages.chunk`, ...) are what stage versions are hashed from, so they hold
-only settings that change a stage's *output*; throughput knobs (batch sizes, concurrency)
-are kept out of the hash (connectors.versions).
-"""
+"""The configuration's schema: every section of `bindery.yaml` as a pydantic model, with its
+defaults, ranges and the rules within a section. The stage sections (`stages.parse`,
+`stages.chunk`, ...) are what stage versions are hashed from, so they hold only settings that
+change a stage's *output*; throughput knobs (batch sizes, concurrency) are kept out of the hash
+(connectors.versions)."""
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
 import re
-import tempfile
 import urllib.parse
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from connectors.errors import ConfigError, without_secrets
-
-__all__ = [
-    "BinderyConfig",
-    "ChunkConfig",
-    "ContextConfig",
-    "EmbedConfig",
-    "GateConfig",
-    "OrchestrationConfig",
-    "ParseConfig",
-    "QueryAuthConfig",
-    "QueryConfig",
-    "SourceConfig",
-    "StageConfigs",
-    "VectorEngine",
-    "check_database_url",
-    "check_paths",
-    "check_stage_resources",
-    "load_config",
-]
-
 
 # The database drivers the store and its migrations are written and tested for.
 SUPPORTED_DATABASES = ("sqlite", "postgresql")
@@ -76,20 +47,6 @@ def _kinds(annotation: Any) -> set[Any]:
     """The plain types an annotation admits (`int | None` -> {int, NoneType})."""
     args = get_args(annotation)
     return {k for a in args for k in _kinds(a)} if args and get_origin(annotation) is not Literal else {annotation}
-
-
-# keys whose values are secrets: an error message (terminals, CI logs, `--json`) never echoes them
-_SECRET_KEY = re.compile(r"(password|secret|token|api_key|access_key)$", re.IGNORECASE)
-# ... but a count of word pieces is no secret (`max_tokens`, or `max_token` misspelt)
-_TOKEN_COUNT = re.compile(r"(max|min|overlap|prefix|max_prefix)_tokens?|\w*_tokens", re.IGNORECASE)
-
-
-def _is_secret(loc: tuple[Any, ...]) -> bool:
-    """Whether the value at `loc` may be a secret: a key named like one, or anything under
-    `query.auth.api_keys` (a raw key pasted into `hash:` by mistake is a key all the same)."""
-    path = [str(p) for p in loc]
-    return (bool(path and _SECRET_KEY.search(path[-1]) and not _TOKEN_COUNT.fullmatch(path[-1]))
-            or "api_keys" in path)
 
 
 def check_database_url(url: str) -> None:
@@ -623,313 +580,3 @@ class BinderyConfig(_Strict):
                 return s
         known = ", ".join(s.name for s in self.sources) or "none"
         raise ConfigError(f"unknown source {name!r} (configured: {known})")
-
-
-def _resolve(base: Path, value: str | None) -> str | None:
-    if not value or "://" in value:
-        return value
-    p = Path(os.path.expanduser(value))
-    return str(p if p.is_absolute() else (base / p).resolve())
-
-
-def _problem(err: Any) -> str:
-    """One pydantic error as `dotted.key: what is wrong (got VALUE)`, on one line."""
-    loc = ".".join(str(p) for p in err["loc"])
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    value = err.get("input")
-    shown = "***" if _is_secret(err["loc"]) else without_secrets(repr(value))
-    got = f" (got {shown})" if isinstance(value, (int, float, str, bool)) and err["type"] != "missing" else ""
-    if err["type"] == "extra_forbidden" and (near := _near_key(err["loc"])):
-        got += f"; did you mean {near!r}?"  # `exlude` named no alternative (a new-user pass)
-    # a rule across sections (checked on the whole file) names its keys itself
-    return " ".join((f"{loc}: {msg}{got}" if loc else f"{msg}{got}").split())
-
-
-def _near_key(loc: tuple[Any, ...]) -> str | None:
-    """The key of the same section closest to an unknown one (`exlude` -> `exclude`), if any."""
-    import difflib
-
-    model: type[BaseModel] | None = BinderyConfig
-    for part in loc[:-1]:
-        if isinstance(part, int):  # an item of a list: the list's own model
-            continue
-        field = model.model_fields.get(str(part)) if model is not None else None
-        model = _model_in(field.annotation) if field is not None else None
-        if model is None:
-            return None
-    near = difflib.get_close_matches(str(loc[-1]), list(model.model_fields) if model else [], n=1, cutoff=0.75)
-    return near[0] if near else None
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    """The configuration model an annotation holds (itself, or inside Optional/list/dict)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in get_args(annotation):
-        if (found := _model_in(arg)) is not None:
-            return found
-    return None
-
-
-def _nul_key(value: Any, key: str = "") -> str | None:
-    """The dotted key of the first string holding a NUL character, or None. No path, name or
-    pattern may hold one (the OS refuses it: a NUL in `root` or `data_dir` was an internal
-    error at run time, and `status` even exited 0)."""
-    if isinstance(value, str):
-        return key if "\x00" in value else None
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for k, v in items:
-        sub = f"{key}.{k}" if key else str(k)  # sources.0.root, as validation errors name it
-        if (found := _nul_key(v, sub)) is not None:
-            return found
-    return None
-
-
-def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> BinderyConfig:
-    """Validate a config mapping; relative paths resolve against `base_dir`."""
-    if (bad := _nul_key(raw)) is not None:
-        raise ConfigError(f"invalid configuration: {bad}: holds a NUL character (\\0), which no path or name may hold")
-    try:
-        cfg = BinderyConfig.model_validate(raw)
-    except ValidationError as e:
-        raise ConfigError(f"invalid configuration: {'; '.join(_problem(err) for err in e.errors())}") from None
-    base = base_dir or Path.cwd()
-    cfg.data_dir = _resolve(base, cfg.data_dir) or cfg.data_dir
-    cfg.gate.queries = _resolve(base, cfg.gate.queries)
-    cfg.orchestration.workspace = _resolve(base, cfg.orchestration.workspace)
-    cfg.query.auth.jwt.jwks_file = _resolve(base, cfg.query.auth.jwt.jwks_file)
-    names = [s.name for s in cfg.sources]
-    if len(set(names)) != len(names):
-        twice = next(n for n in names if names.count(n) > 1)
-        where = " and ".join(f"sources.{i}.name" for i, n in enumerate(names) if n == twice)
-        raise ConfigError(f"invalid configuration: {where}: the source name {twice!r} is used more than once")
-    for s in cfg.sources:
-        s.root = _resolve(base, s.root)
-        s.check_complete()
-    _check_nested_sources(cfg.sources)
-    return cfg
-
-
-def _location(s: SourceConfig) -> tuple[str, str]:
-    """Where a source lists: (the store it reads, its folder as a POSIX path ending in '/')."""
-    if s.kind == "local":
-        return "local", os.path.realpath(s.root or ".").rstrip("/") + "/"
-    # by bucket, whatever endpoint_url says: one service has many spellings (a trailing '/',
-    # localhost, a cluster DNS name, an IP, AWS's default and regional URLs), and keyed by the
-    # URL a nested source with a narrower acl passed the check and stayed readable through the
-    # wider one (an S3 operator pass's find). Two services with a bucket of one name, nested,
-    # are refused too: the safe side of a guess
-    prefix = s.prefix.strip("/")
-    return f"s3:{s.bucket}", "/" + prefix + ("/" if prefix else "")
-
-
-def _check_nested_sources(sources: list[SourceConfig]) -> None:
-    """Refuse a source nested in another whose `acl` lets in more, unless the outer one excludes it.
-
-    Each source indexes its files with its own default ACL (the files no `.bindery-acl` or
-    object metadata names). A folder configured as its own source with a narrow `acl`, but also
-    inside a wider source, would be indexed twice and readable through the wider one: the
-    narrow ACL would protect nothing. The outer source must exclude the folder (the message says
-    how). Nested sources with the same `acl` are fine (the run does their shared work once), and
-    so is a wider inner one (a public subfolder of a staff-only tree: what the operator asked).
-    """
-    from connectors.sources.globs import PathFilter
-
-    for outer in sources:
-        store, folder = _location(outer)
-        lists = PathFilter(["**/*"], outer.exclude)
-        for inner in sources:
-            inner_store, inner_folder = _location(inner)
-            if inner is outer or inner_store != store or not inner_folder.startswith(folder):
-                continue
-            if not _grants_more(outer.acl, inner.acl):
-                continue
-            rel = inner_folder[len(folder):].rstrip("/")
-            if rel and not lists(f"{rel}/any-file"):
-                continue  # the outer source never lists the inner folder's files
-            if not rel and (inner.include, inner.exclude) != (outer.include, outer.exclude):
-                continue  # one folder split by include/exclude: what each takes is theirs to decide
-            what = (f"source {inner.name!r} (acl: {_acl_words(inner.acl)}) lies inside source {outer.name!r} "
-                    f"(acl: {_acl_words(outer.acl)}), which lists its folder {rel!r} too")
-            fix = f"add '{rel}/' to the exclude of source {outer.name!r}"
-            if not rel:
-                what = (f"sources {inner.name!r} (acl: {_acl_words(inner.acl)}) and {outer.name!r} "
-                        f"(acl: {_acl_words(outer.acl)}) list the same files")
-                fix = "give them the same acl or different include/exclude"
-            raise ConfigError(f"invalid configuration: {what}, so the files of {inner.name!r} would also be readable "
-                              f"through source {outer.name!r}; {fix}")
-
-
-def narrower_within(source: SourceConfig, sources: Sequence[SourceConfig]) -> list[tuple[str, str, SourceConfig]]:
-    """The sources of the same store over `source`'s files (a root or prefix at, inside or
-    above its own) whose `acl` lets in fewer: the files they take are listed by them alone
-    (`PathFilter`'s `ceded`), whatever globs hide the overlap. Each comes with how a path of
-    `source` becomes one of theirs: a prefix to strip (rooted deeper) and one to put before it
-    (rooted above, reaching in by their include). One exception, as documented: a source rooted
-    strictly inside a plain tree (one whose include is the default: everything) is a wider folder
-    the operator carved out of it on purpose (a public folder in a staff-only tree), and cedes
-    nothing to the tree around it. Two sources over one folder, each letting in someone the
-    other does not, both cede: a file both take is listed by neither (closed rather than open)."""
-    store, root = _location(source)
-    out: list[tuple[str, str, SourceConfig]] = []
-    for other in sources:
-        where, theirs = _location(other)
-        if other.name == source.name or where != store or not _grants_more(source.acl, other.acl):
-            continue
-        if theirs.startswith(root):
-            out.append((theirs[len(root):], "", other))
-        elif root.startswith(theirs) and not _takes_everything(other.include):
-            out.append(("", root[len(theirs):], other))
-    return out
-
-
-def _takes_everything(include: list[str]) -> bool:
-    """Whether an include list is the default's (every file), not a choice of some."""
-    return not include or any(p.strip() in ("**/*", "**", "*", "/**", "/**/*") for p in include)
-
-
-def _grants_more(outer: list[str] | None, inner: list[str] | None) -> bool:
-    """Whether a source ACL lets in someone another does not (None or `*` = public, [] = nobody),
-    the principals compared as the listing applies them (stripped): `["*"]` against public, or
-    `"group:hr "` against `"group:hr"`, made each source cede to the other and lost the files."""
-    from connectors.acl import PUBLIC, normalise
-
-    def who(acl: list[str] | None) -> set[str] | None:
-        principals = None if acl is None else set(normalise(acl))
-        return None if principals is None or PUBLIC in principals else principals
-
-    o, i = who(outer), who(inner)
-    if o is None:
-        return i is not None
-    return i is not None and bool(o - i)
-
-
-def _acl_words(acl: list[str] | None) -> str:
-    return "public" if acl is None else ", ".join(acl) or "nobody"
-
-
-def check_stage_resources(cfg: BinderyConfig) -> None:
-    """What a run's stages need from this machine, checked before a run starts, each a one-line
-    ConfigError naming its key: the chunker's tokenizer (the embedding model's unless
-    `stages.chunk.tokenizer` names another) found offline, and the Anthropic API key when the
-    contextualiser calls Anthropic. Without this a misspelt model passed the plan, then every
-    document became a dead letter (`tokenizer ... not found`) and the sync exited 1."""
-    from connectors.tokenizer import find_tokenizer
-
-    name = cfg.stages.chunk.tokenizer or cfg.stages.embed.model
-    try:
-        find_tokenizer(name)
-    except ConfigError as e:
-        key = "stages.embed.model" if name == cfg.stages.embed.model else "stages.chunk.tokenizer"
-        raise ConfigError(f"{key}: {e}") from None
-    if cfg.stages.context.provider == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
-        raise ConfigError("stages.context.provider: 'anthropic' needs the environment variable ANTHROPIC_API_KEY, "
-                          "which is not set")
-
-
-def _read_text(p: Path) -> str:
-    """The configuration file's text, or a one-line ConfigError saying why it cannot be read."""
-    if not p.exists():
-        raise ConfigError(f"configuration file not found: {p} (set --config or BINDERY_CONFIG)")
-    if p.is_dir():
-        raise ConfigError(f"configuration file {p} is a folder, not a YAML file")
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise ConfigError(f"configuration file {p} cannot be read: {e.strerror or e}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"configuration file {p} is not UTF-8 (byte {e.start}: {data[e.start:e.start + 1]!r}); "
-                          "save it as UTF-8") from None
-
-
-def _yaml_error(p: Path, e: yaml.YAMLError) -> ConfigError:
-    mark = getattr(e, "problem_mark", None)
-    where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
-    what = getattr(e, "problem", None) or str(e)
-    return ConfigError(" ".join(f"{p}{where}: not valid YAML: {what}".split()))
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a key written twice in one mapping.
-
-    Plain YAML loaders keep the last value: a second `sources:` block silently replaced the
-    first (its source vanished from the plan) and a second `data_dir:` pointed every command
-    at an empty instance."""
-
-    def compose_mapping_node(self, anchor: Any) -> yaml.MappingNode:
-        # checked as written, before any construction: a merge (`<<: *base`) is not resolved yet
-        # (its keys may be overridden), nor is a key's value (an unhashable key is YAML's error)
-        node: yaml.MappingNode = super().compose_mapping_node(anchor)
-        seen: dict[tuple[str, str], yaml.Node] = {}
-        for key_node, _ in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = (key_node.tag, key_node.value)
-            if key in seen:
-                first = seen[key].start_mark.line + 1
-                raise yaml.composer.ComposerError(
-                    None, None, f"key {key_node.value!r} is written twice (lines {first} and "
-                    f"{key_node.start_mark.line + 1}); keep one", key_node.start_mark)
-            seen[key] = key_node
-        return node
-
-
-def load_config(path: str | os.PathLike[str] | None = None) -> BinderyConfig:
-    """Load `path`, else `$BINDERY_CONFIG`, else `./bindery.yaml`."""
-    p = Path(path or os.environ.get("BINDERY_CONFIG") or "bindery.yaml")
-    text = _read_text(p)
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    try:
-        raw = yaml.load(text, Loader=_StrictLoader) or {}  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as e:
-        raise _yaml_error(p, e) from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{p}: expected a mapping at the top level, got {type(raw).__name__}")
-    cfg = config_from_dict(raw, p.resolve().parent)
-    cfg.config_path = str(p.resolve())
-    cfg._given_path = str(p.absolute())
-    cfg._loaded_digest = digest
-    return cfg
-
-
-def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: bool = True,
-                create: bool = True) -> None:
-    """What the file system must hold before a run: `data_dir` a folder (created if missing) and
-    (with `roots`) every local source's `root` an existing, readable folder. Not part of `load_config`,
-    which the query service and the Dagster code location also call: an unmounted source
-    folder must not stop them, only the runs that would list it (and their safe-delete
-    checks refuse to delete from an empty listing anyway). `create=False` (`bindery plan`, which
-    writes nothing) checks that `data_dir` could be created without creating it: a probe folder
-    made and removed at once in its nearest existing parent. A `data_dir` it creates is
-    owner-only (0700)."""
-    data = cfg.data_path
-    existing = next((p for p in (data, *data.parents) if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        raise ConfigError(f"data_dir: {existing} is a file, not a folder")
-    if existing is not None and not os.access(existing, os.W_OK):
-        raise ConfigError(f"data_dir: {existing} is not writable")
-    # the roots first: a run refused for one of them leaves no data_dir behind (a new-user pass)
-    for i, s in enumerate(cfg.sources):
-        if not roots or s.kind != "local" or (sources and s.name not in sources):
-            continue
-        root = Path(s.root or "")
-        key = f"sources.{i}.root (source {s.name!r})"
-        if not root.exists():
-            raise ConfigError(f"{key}: folder {root} does not exist")
-        if not root.is_dir():
-            raise ConfigError(f"{key}: {root} is a file, not a folder")
-        if not os.access(root, os.R_OK | os.X_OK):
-            raise ConfigError(f"{key}: folder {root} is not readable")
-    try:  # what access() cannot tell: a read-only or virtual file system (/proc), an odd mount
-        if create and not data.exists():
-            # it holds every source's text, whatever the sources' own permissions: owner-only, as
-            # PostgreSQL keeps its data directory (an existing one keeps what its owner chose)
-            with contextlib.suppress(FileExistsError):  # another process made it first: theirs
-                data.mkdir(parents=True)
-                data.chmod(0o700)
-        elif existing is not None and existing != data:
-            os.rmdir(tempfile.mkdtemp(prefix=".bindery-probe-", dir=existing))
-    except OSError as e:
-        raise ConfigError(f"data_dir: cannot create {data}: {e.strerror or e}") from None

@@ -1,0 +1,74 @@
+"""What this machine must provide before a run, checked by the CLI's preflight rather than when
+the file loads (the query service and the Dagster code location load it too, and an unmounted
+source folder must not stop them): the tokenizer and API key the stages need, `data_dir` and
+the local sources' roots."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from connectors.config.models import BinderyConfig
+from connectors.errors import ConfigError
+
+
+def check_stage_resources(cfg: BinderyConfig) -> None:
+    """What a run's stages need from this machine, checked before a run starts, each a one-line
+    ConfigError naming its key: the chunker's tokenizer (the embedding model's unless
+    `stages.chunk.tokenizer` names another) found offline, and the Anthropic API key when the
+    contextualiser calls Anthropic. Without this a misspelt model passed the plan, then every
+    document became a dead letter (`tokenizer ... not found`) and the sync exited 1."""
+    from connectors.tokenizer import find_tokenizer
+
+    name = cfg.stages.chunk.tokenizer or cfg.stages.embed.model
+    try:
+        find_tokenizer(name)
+    except ConfigError as e:
+        key = "stages.embed.model" if name == cfg.stages.embed.model else "stages.chunk.tokenizer"
+        raise ConfigError(f"{key}: {e}") from None
+    if cfg.stages.context.provider == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
+        raise ConfigError("stages.context.provider: 'anthropic' needs the environment variable ANTHROPIC_API_KEY, "
+                          "which is not set")
+
+
+def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: bool = True,
+                create: bool = True) -> None:
+    """What the file system must hold before a run: `data_dir` a folder (created if missing) and
+    (with `roots`) every local source's `root` an existing, readable folder. Not part of `load_config`,
+    which the query service and the Dagster code location also call: an unmounted source
+    folder must not stop them, only the runs that would list it (and their safe-delete
+    checks refuse to delete from an empty listing anyway). `create=False` (`bindery plan`, which
+    writes nothing) checks that `data_dir` could be created without creating it: a probe folder
+    made and removed at once in its nearest existing parent. A `data_dir` it creates is
+    owner-only (0700)."""
+    data = cfg.data_path
+    existing = next((p for p in (data, *data.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise ConfigError(f"data_dir: {existing} is a file, not a folder")
+    if existing is not None and not os.access(existing, os.W_OK):
+        raise ConfigError(f"data_dir: {existing} is not writable")
+    # the roots first: a run refused for one of them leaves no data_dir behind (a new-user pass)
+    for i, s in enumerate(cfg.sources):
+        if not roots or s.kind != "local" or (sources and s.name not in sources):
+            continue
+        root = Path(s.root or "")
+        key = f"sources.{i}.root (source {s.name!r})"
+        if not root.exists():
+            raise ConfigError(f"{key}: folder {root} does not exist")
+        if not root.is_dir():
+            raise ConfigError(f"{key}: {root} is a file, not a folder")
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise ConfigError(f"{key}: folder {root} is not readable")
+    try:  # what access() cannot tell: a read-only or virtual file system (/proc), an odd mount
+        if create and not data.exists():
+            # it holds every source's text, whatever the sources' own permissions: owner-only, as
+            # PostgreSQL keeps its data directory (an existing one keeps what its owner chose)
+            with contextlib.suppress(FileExistsError):  # another process made it first: theirs
+                data.mkdir(parents=True)
+                data.chmod(0o700)
+        elif existing is not None and existing != data:
+            os.rmdir(tempfile.mkdtemp(prefix=".bindery-probe-", dir=existing))
+    except OSError as e:
+        raise ConfigError(f"data_dir: cannot create {data}: {e.strerror or e}") from None
