@@ -1,4 +1,4 @@
-"""AsciiDoc (`assets/parsing/asciidoc.py`): read as a manual, not as text with its markup in it."""
+"""AsciiDoc (`assets/parsing/asciidoc/`): read as a manual, not as text with its markup in it."""
 
 from __future__ import annotations
 
