@@ -276,6 +276,9 @@ class RunMemory:
 
     parses: dict[tuple[str, str, str], ParseRecord | None] = field(default_factory=dict)  # None: fails
     failures: dict[tuple[str, str, str], Failure] = field(default_factory=dict)  # why those fail
+    # the size limit a too-large failure was made under: a source allowing more parses the bytes
+    # again, as the sync does (`assets.parse_stage.pending_parses`)
+    refused_under: dict[tuple[str, str, str], int] = field(default_factory=dict)
     prefixes: dict[tuple[str, str], str] = field(default_factory=dict)  # (input hash, context version)
     contexts_done: set[tuple[str, str]] = field(default_factory=set)  # (input hash, context version)
     embedded: set[tuple[str, str]] = field(default_factory=set)  # (text hash, embedder id)
@@ -374,7 +377,10 @@ class StageWalk:
                 if (c := cached_failures.get(parse_key(d, pver))) is not None and d.doc_id not in dead:
                     why = Failure("parse", *cached_failure(self.rt, d, c))
                     self.failures.setdefault(d.doc_id, (d.external_id, why))
-        made = self.memory.parses  # by an earlier source of this run: stored by the time this one asks
+        limit = max_bytes(scfg)
+        # parsed by an earlier source of this run, stored by the time this one asks; but bytes it
+        # refused as too large under a lower limit than this source's are parsed again here
+        made = {k: p for k, p in self.memory.parses.items() if self.memory.refused_under.get(k, limit) >= limit}
         for d in todo:
             if (key := parse_key(d, pver)) in made:
                 self.parsed[(d.doc_id, pver)] = made[key]
@@ -400,10 +406,16 @@ class StageWalk:
 
         # files with the same bytes have the same parse (a parse holds nothing of a file's name)
         for d, (parse, rows, prefixes) in zip(todo, fork_map(parse_and_cut, todo), strict=True):
+            key = parse_key(d, pver)
+            self.memory.failures.pop(key, None)
+            self.memory.refused_under.pop(key, None)
             if isinstance(parse, Failure):
-                self.memory.failures[parse_key(d, pver)] = parse
+                self.memory.failures[key] = parse
                 self.failures[d.doc_id] = (d.external_id, parse)
-            self.parsed[(d.doc_id, pver)] = made[parse_key(d, pver)] = None if isinstance(parse, Failure) else parse
+                if parse.reason == "too-large":
+                    self.memory.refused_under[key] = limit
+            self.parsed[(d.doc_id, pver)] = made[key] = self.memory.parses[key] = \
+                None if isinstance(parse, Failure) else parse
             for cver, r in rows.items():
                 self.keep_cut(d, cver, r)
             self.prefixes.update(prefixes)

@@ -180,6 +180,30 @@ def test_the_same_file_in_two_sources_is_planned_once_as_the_sync_parses_it_once
     assert again["recomputed"]["parse"] == 1 and again["written"]["documents"] == 2
 
 
+def test_bytes_one_source_refuses_as_too_large_are_planned_as_parsed_by_a_source_that_allows_them(
+        tmp_path: Path) -> None:
+    """A compressed file in two sources, one of whose `max_file_mb` its unpacked bytes pass: the
+    sync parses them again for the source that allows them (a refusal made under a lower limit
+    does not stand for a higher one). The plan reused the first source's refusal for the second
+    (parse 2 planned, 3 done; 1 document to write, 2 written: an operator pass)."""
+    dep = LocalDeployment(tmp_path)
+    dep.config["sources"][0]["max_file_mb"] = 0.035  # 36,700 bytes
+    two = tmp_path / "two"
+    two.mkdir()
+    dep.config["sources"].append({"name": "two", "kind": "local", "root": str(two)})
+    dep.save()
+    packed = gzip.compress(b"A line of prose about sailing ships and harbours.\n" * 2500)  # 125,000 bytes unpacked
+    (dep.root / "notes.txt.gz").write_bytes(packed)
+    (two / "notes.txt.gz").write_bytes(packed)
+    plan, first = plan_then_sync(dep)
+    assert_plan_matches(plan, first)
+    assert plan["sources"]["two"]["dead_letters"]["count"] == 0
+    assert plan["sources"][dep.config["sources"][0]["name"]]["dead_letters"]["by_reason"] == {"parse:too-large": 1}
+    letters = dep.cli("dlq", "list")
+    assert [(d["doc"], d["reason"]) for d in letters] == [("notes.txt.gz", "too-large")]
+    assert "over the 36,700 bytes limit" in letters[0]["error"]  # not "the 0.0 MB limit"
+
+
 def test_a_source_whose_every_document_fails_is_predicted_to_index_nothing(tmp_path: Path,
                                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """The sync exits 1 when a source has documents and none is searchable; the plan says so

@@ -37,7 +37,7 @@ from assets.parsing.sniff import as_utf8, decode_text, detect_format
 from assets.parsing.textutil import TextBudget
 from connectors.config import ParseConfig
 from connectors.documents import Block, ParseResult
-from connectors.errors import EmptyDocument, ParseError, TooLarge, UnsupportedFormat
+from connectors.errors import EmptyDocument, ParseError, TooLarge, UnsupportedFormat, size_text
 from quality.metrics import document_metrics
 
 if TYPE_CHECKING:
@@ -294,8 +294,7 @@ def parse_document(
     config = config or ParseConfig()
     if max_bytes is not None and len(data) > max_bytes:
         raise TooLarge(
-            f"{PurePosixPath(filename).name}: {len(data) / 1e6:.1f} MB is over the "
-            f"{max_bytes / 1e6:.1f} MB limit"
+            f"{PurePosixPath(filename).name}: {size_text(len(data))} is over the {size_text(max_bytes)} limit"
         )
     unpacked = decompress(data, filename, max_bytes)
     if unpacked is None:

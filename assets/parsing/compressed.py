@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
-from connectors.errors import CorruptDocument, TooLarge
+from connectors.errors import CorruptDocument, TooLarge, size_text
 
 __all__ = ["DEFAULT_MAX_BYTES", "decompress"]
 
@@ -50,7 +50,7 @@ def decompress(data: bytes, filename: str, max_bytes: int | None) -> tuple[bytes
             with opener(io.BytesIO(data)) as f:
                 content = _read_bounded(f, limit)
         except TooLarge:
-            raise TooLarge(f"{name}: its {label} content is over the {limit / 1e6:.1f} MB limit") from None
+            raise TooLarge(f"{name}: its {label} content is over the {size_text(limit)} limit") from None
         except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as e:
             raise CorruptDocument(f"{name}: damaged {label} data: {e}") from None
         return content, inner, label

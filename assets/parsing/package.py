@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import zipfile
 
-from connectors.errors import TooLarge
+from connectors.errors import TooLarge, size_text
 
 __all__ = ["MAX_MEMBER_BYTES", "MAX_PACKAGE_BYTES", "check_package"]
 
@@ -34,8 +34,8 @@ def check_package(data: bytes, kind: str, max_part: int | None = None) -> None:
         return
     biggest = max(infos, key=lambda i: i.file_size, default=None)
     if max_part is not None and max_part < MAX_MEMBER_BYTES and biggest is not None and biggest.file_size > max_part:
-        raise TooLarge(f"{kind} part {biggest.filename} unpacks to {biggest.file_size / 1e6:,.1f} MB, over the "
-                       f"{max_part / 1e6:,.1f} MB limit (the source's max_file_mb, which holds for each part "
+        raise TooLarge(f"{kind} part {biggest.filename} unpacks to {size_text(biggest.file_size)}, over the "
+                       f"{size_text(max_part)} limit (the source's max_file_mb, which holds for each part "
                        "once unpacked as for a whole file)")
     if biggest is not None and biggest.file_size > MAX_MEMBER_BYTES:
         raise TooLarge(f"{kind} part {biggest.filename} unpacks to {biggest.file_size / 1e6:,.0f} MB, over the "
