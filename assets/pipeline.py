@@ -442,7 +442,7 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, s
     if bound:
         meta["bound_first_generation"] = bound
     if damaged:
-        meta["unwritable"] = "; ".join(damaged)  # the CLI's summary warns of it (`report.sync_summary`)
+        meta["unwritable"] = "; ".join(damaged)  # the CLI's summary warns of it (`summaries.sync_summary`)
     yield dg.MaterializeResult(asset_key="vector_index", metadata=meta)
     yield dg.MaterializeResult(asset_key="keyword_index", metadata=meta)
 

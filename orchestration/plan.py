@@ -639,7 +639,7 @@ class StageWalk:
                 self.walk_index(g, chunks, texts)
             per_generation.append({k: self.index[k] - before[k] for k in before})
         # documents, not document x generation: one removed from the live and the previous
-        # generation is one removal (report.sync_summary counts the sync the same way)
+        # generation is one removal (summaries.sync_summary counts the sync the same way)
         self.index = {k: max((n[k] for n in per_generation), default=0) for k in self.index}
 
 
@@ -669,7 +669,7 @@ def _dead_letters(walk: StageWalk) -> dict[str, Any]:
 
 def _nothing_searchable(kind: str, targets: list[Generation], walk: StageWalk) -> str | None:
     """The error a sync reports when a source has documents and the live generation would hold
-    none of them (orchestration.report._nothing_indexed): every parse failing, say."""
+    none of them (orchestration.summaries._nothing_indexed): every parse failing, say."""
     live = next((g for g in targets if g.status == "live" or g.id == 0), None)
     docs = walk.sp.docs
     if kind != "sync" or live is None or not docs or walk.searchable.get(live.name, 1):

@@ -143,8 +143,8 @@ def _build(cfg: BinderyConfig, store: DocumentStore, ing: dict[str, Any]) -> tup
         GenerationRecord, BinderyConfig, tuple[int, int, float]]:
     """Reindex one ingestion setting into a candidate; (its row, its configuration, (parse rows,
     embedding rows, seconds) it added)."""
-    from orchestration.report import sync_summary
     from orchestration.runs import Runner
+    from orchestration.summaries import sync_summary
 
     tcfg = _trial_config(cfg, ing)
     cand: Generation = Lifecycle(tcfg, store).ensure_candidate()

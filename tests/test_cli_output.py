@@ -274,7 +274,7 @@ def test_status_says_when_live_is_behind_the_configuration_or_the_release(dep: D
         raise IndexError_("cannot reach Elasticsearch at http://127.0.0.1:9")
 
     # an engine that is down must not take the status report with it
-    monkeypatch.setattr("orchestration.report.keyword_missing_fields", unreachable)
+    monkeypatch.setattr("orchestration.summaries.keyword_missing_fields", unreachable)
     code, out, _ = run(capsys, "--config", cfg, "--json", "status")
     assert code == 0 and json.loads(out)["live_outdated"]["index_fields"] is None
 

@@ -129,7 +129,7 @@ def test_table_right_aligns_numbers_and_marks_missing_values() -> None:
 def test_texts_longer_than_the_embedder_reads_are_reported() -> None:
     from types import SimpleNamespace
 
-    from orchestration.report import sync_summary
+    from orchestration.summaries import sync_summary
 
     class _Store:
         def get_binding(self) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from connectors.config import BinderyConfig
 from connectors.errors import UsageError
-from orchestration import report
+from orchestration import summaries
 from orchestration.commands.common import CommandFailed, check_eval_set, lifecycle_for, new_runner, store_for
 
 __all__ = ["cmd_discard", "cmd_gc", "cmd_promote", "cmd_rollback", "cmd_status", "cmd_verify"]
@@ -78,8 +78,8 @@ def cmd_status(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     url = make_url(cfg.database_url)
     if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
         # a fresh data_dir (a first look, a mistyped --config): shown empty, no database file made
-        return report.status(cfg, DocumentStore.preview(cfg.database_url))
-    return report.status(cfg, store_for(cfg))
+        return summaries.status(cfg, DocumentStore.preview(cfg.database_url))
+    return summaries.status(cfg, store_for(cfg))
 
 
 def cmd_verify(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from connectors.config import BinderyConfig
 from connectors.errors import ConfigError, UsageError
 from connectors.generations import keyword_missing_fields
-from orchestration import report
+from orchestration import report, summaries
 from orchestration.commands.common import (
     CommandFailed,
     check_eval_set,
@@ -37,7 +37,7 @@ def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
         return _submit(cfg, runner, a, "sync", partitions_of(cfg, a.source), allow_mass_delete=a.allow_mass_delete)
     outcomes, seconds = runner.run_sources("sync", partitions_of(cfg, a.source), allow_mass_delete=a.allow_mass_delete)
     store = store_for(cfg)
-    out = report.sync_summary(outcomes, seconds, store, cfg.source_names())
+    out = summaries.sync_summary(outcomes, seconds, store, cfg.source_names())
     if out["errors"]:
         raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
     return out
@@ -75,7 +75,7 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
         outcomes, seconds = _submit_and_wait(runner, "reindex", partitions, tags=tags)
     else:
         outcomes, seconds = runner.run_sources("reindex", partitions, tags=tags)
-    out = report.sync_summary(outcomes, seconds, lifecycle.store, cfg.source_names())
+    out = summaries.sync_summary(outcomes, seconds, lifecycle.store, cfg.source_names())
     if (row := lifecycle.store.get_generation(cand.id)) is not None and row.status == "dropped":
         raise CommandFailed(f"candidate {cand.name} was dropped while this reindex ran (`bindery discard`): "
                             "nothing of it is kept; its caches are, for the next reindex", out)
@@ -172,7 +172,7 @@ def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str,
         print(f"{table}\nqueued for the Dagster daemon: follow with `bindery runs` or the UI")
         return None
     outcomes, seconds = _submit_and_wait(runner, job, sources, **kw)
-    out = report.sync_summary(outcomes, seconds, store_for(cfg), cfg.source_names())
+    out = summaries.sync_summary(outcomes, seconds, store_for(cfg), cfg.source_names())
     if out["errors"]:
         raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
     return out
@@ -257,7 +257,7 @@ def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) 
     outcomes, seconds = runner.run_sources("sync", partitions_of(cfg, sorted({e.source for e in entries})))
     # a retry is a sync of those sources: whatever else it changed (documents deleted or edited
     # since the last sync) and why it failed (a source down, the delete guard) is said here too
-    sync = report.sync_summary(outcomes, seconds, store, cfg.source_names())
+    sync = summaries.sync_summary(outcomes, seconds, store, cfg.source_names())
     still = {d.doc_id for d in store.dead_letters()}
     left = [e.external_id for e in entries if e.doc_id in still]
     out = {"retried": len(entries), "resolved": len(entries) - len(left), "still_failing": left,
