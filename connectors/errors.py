@@ -132,10 +132,11 @@ class TooLarge(ParseError):
     reason = "too-large"
 
 
-def size_text(n_bytes: float) -> str:
-    """A size in a too-large message: megabytes, or bytes below a tenth of one (a limit of
-    `max_file_mb: 0.035` read "the 0.0 MB limit")."""
-    return f"{n_bytes / 1e6:,.1f} MB" if n_bytes >= 100_000 else f"{int(n_bytes):,} bytes"
+def size_text(n_bytes: float, limit: float | None = None) -> str:
+    """A size in a too-large message: megabytes, or bytes where the limit (`limit`, else the size
+    itself) is below a tenth of one (`max_file_mb: 0.035` read "the 0.0 MB limit"); a size and
+    its limit are told in one unit."""
+    return f"{n_bytes / 1e6:.1f} MB" if (n_bytes if limit is None else limit) >= 100_000 else f"{int(n_bytes):,} bytes"
 
 
 class StoreError(BinderyError):

@@ -577,7 +577,7 @@ def test_a_link_cannot_publish_what_the_rules_keep_out(tmp_path: Path) -> None:
     assert {k for k, e in entries.items() if not e.problem} == {"pub/readme.md"}
 
     # a link to a folder above the excluded one: what it reaches is judged where it really is
-    # (a review's bypass, with the anchored form `_check_nested_sources` asks for)
+    # (a review's bypass, with the anchored form `check_nested_sources` asks for)
     put(root, "projects/secret/salaries.md", "secret\n")
     put(root, "projects/open/plan.md", "open\n")
     (root / "pub/proj").symlink_to("../projects")

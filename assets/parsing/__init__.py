@@ -294,7 +294,8 @@ def parse_document(
     config = config or ParseConfig()
     if max_bytes is not None and len(data) > max_bytes:
         raise TooLarge(
-            f"{PurePosixPath(filename).name}: {size_text(len(data))} is over the {size_text(max_bytes)} limit"
+            f"{PurePosixPath(filename).name}: {size_text(len(data), max_bytes)} is over the "
+            f"{size_text(max_bytes)} limit"
         )
     unpacked = decompress(data, filename, max_bytes)
     if unpacked is None:

@@ -34,7 +34,7 @@ def check_package(data: bytes, kind: str, max_part: int | None = None) -> None:
         return
     biggest = max(infos, key=lambda i: i.file_size, default=None)
     if max_part is not None and max_part < MAX_MEMBER_BYTES and biggest is not None and biggest.file_size > max_part:
-        raise TooLarge(f"{kind} part {biggest.filename} unpacks to {size_text(biggest.file_size)}, over the "
+        raise TooLarge(f"{kind} part {biggest.filename} unpacks to {size_text(biggest.file_size, max_part)}, over the "
                        f"{size_text(max_part)} limit (the source's max_file_mb, which holds for each part "
                        "once unpacked as for a whole file)")
     if biggest is not None and biggest.file_size > MAX_MEMBER_BYTES:

@@ -144,7 +144,7 @@ LEFT_RUNNING: list[str] = []  # submitted runs a Ctrl-C stopped `--wait` from fo
 
 def _submit_and_wait(runner: Runner, job: str, sources: list[str], **kw: Any) -> tuple[list[RunOutcome], float]:
     """Enqueue runs for the daemon and follow them to the end, progress on stderr. Ctrl-C stops
-    the waiting, not the runs: the daemon has them, and the one line says so (`_interrupted`)."""
+    the waiting, not the runs: the daemon has them, and the one line says so (`orchestration.cli._interrupted`)."""
     runs = runner.submit_sources(job, sources, **kw)
     try:
         return runner.follow(runs, echo=lambda line: print(line, file=sys.stderr, flush=True))

@@ -21,7 +21,7 @@ Read as plain text an AsciiDoc manual kept its markup in every chunk (`linkgit:g
   titles (`.Title`) are captions.
 * Attribute entries (`:name: value`, a value wrapped with ` \\` joined) are substituted where
   referenced (`{name}`), with Asciidoctor's built-in character attributes and Git's `{litdd}`; a value is cut at
-  `MAX_ATTRIBUTE_CHARS` and substitution stops adding text past `ATTRIBUTE_GROWTH` (values built
+  `syntax.MAX_ATTRIBUTE_CHARS` and substitution stops adding text past `reader.ATTRIBUTE_GROWTH` (values built
   by doubling one another grew exponentially). `ifdef::`/`ifndef::` are
   decided only for attributes the document (or a file including it) sets or unsets: a fragment
   read on its own is written for attributes its includer sets, and text whose condition cannot
@@ -31,7 +31,7 @@ Read as plain text an AsciiDoc manual kept its markup in every chunk (`linkgit:g
   its readers may read; the content hash the parse is cached by covers them): the file's lines
   are read in place, its conditions decided by the includer's attributes (Git's `:git-log: 1`
   before `include::diff-options.txt[]`), with `tag=`/`tags=`, `lines=` and `leveloffset=`
-  honoured, tag directives dropped, at most `MAX_INCLUDE_DEPTH` files deep, never a file that
+  honoured, tag directives dropped, at most `includes.MAX_INCLUDE_DEPTH` files deep, never a file that
   includes itself, one file at most `MAX_INCLUDE_REPEATS` times, within `MAX_INCLUDED_BYTES` and
   the source's size limit. An include not followed is named where it
   goes ("Includes diff options.") and every include target is listed in the parse's metadata
