@@ -435,7 +435,9 @@ def _human_gc(r: dict[str, Any]) -> str:
               if rows else "no orphaned cache rows")
     removed = [f"removed the {n:,} documents of source {name!r}, which is no longer configured"
                for name, n in (r.get("removed_sources") or {}).items()]
-    return "\n".join([gens, *removed, caches, *(f"warning: {w}" for w in r.get("warnings") or [])])
+    trials = [f"removed {n:,} trial configuration file{'s' if n != 1 else ''} of `bindery tune`"
+              for n in [r.get("tune_configs") or 0] if n]
+    return "\n".join([gens, *removed, caches, *trials, *(f"warning: {w}" for w in r.get("warnings") or [])])
 
 
 def _human_hash_key(r: dict[str, str]) -> str:

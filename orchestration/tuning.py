@@ -166,6 +166,27 @@ def _build(cfg: BinderyConfig, store: DocumentStore, ing: dict[str, Any]) -> tup
     return row, tcfg, (after[0] - before[0], after[1] - before[1], time.perf_counter() - t0)
 
 
+TRIAL_CONFIGS_KEPT_S = 3600  # `gc` leaves younger trial files alone: a tune may be building from them
+
+
+def remove_trial_configs(cfg: BinderyConfig, *, older_than_s: float = TRIAL_CONFIGS_KEPT_S) -> int:
+    """Delete the trial configurations `bindery tune` wrote under data_dir/tune/ (one per
+    ingestion setting tried) that are older than `older_than_s`; how many went. A trial's
+    generation keeps its stage settings in the store, so nothing reads the file once the
+    trial's reindex has run; without this they piled up, one per setting ever tried."""
+    folder = cfg.data_path / "tune"
+    cutoff = time.time() - older_than_s
+    removed = 0
+    for path in folder.glob("trial-*.yaml") if folder.is_dir() else ():
+        try:
+            if path.is_file() and path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:  # another gc took it
+            continue
+    return removed
+
+
 def _trial_config(cfg: BinderyConfig, ing: dict[str, Any]) -> BinderyConfig:
     """The configuration with `ing` applied, written under data_dir/tune/ (the reindex job loads
     its configuration from a file) and loaded back from there."""

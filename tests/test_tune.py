@@ -7,7 +7,9 @@ ignored, a split that depends on file order), or if a category were left out of 
 from __future__ import annotations
 
 import json
+import os
 import random
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -199,6 +201,14 @@ def test_ingestion_settings_are_tuned_through_one_generation_each(cut_apart: Dep
     assert out["built"] is None
     statuses = _statuses(cut_apart)
     assert statuses.count("live") == 1 and "building" not in statuses  # judged trials are dropped
+    # the built trial's configuration file (trial 0 is live itself): kept while a tune may still
+    # build from it, then gc's
+    trials = list((cut_apart.data / "tune").glob("trial-*.yaml"))
+    assert len(trials) == 1
+    assert cut_apart.cli("gc")["tune_configs"] == 0 and trials[0].exists()
+    hour_ago = time.time() - 3700
+    os.utime(trials[0], (hour_ago, hour_ago))
+    assert cut_apart.cli("gc")["tune_configs"] == 1 and not trials[0].exists()
 
 
 def test_tune_build_leaves_the_best_as_a_candidate_the_gate_passes(cut_apart: Deployment) -> None:

@@ -101,6 +101,7 @@ def cmd_gc(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from assets.embed_stage import embedded_text_hashes
     from assets.runtime import Runtime
     from orchestration.removed_sources import remove_unconfigured_sources
+    from orchestration.tuning import remove_trial_configs
 
     lifecycle = lifecycle_for(cfg)
 
@@ -111,4 +112,5 @@ def cmd_gc(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     in_use = embedded_text_hashes(lifecycle.store)
     return {"dropped": dropped, "removed_sources": removed,
             "caches": lifecycle.store.gc_orphan_caches(in_use, created_before=started),
+            "tune_configs": remove_trial_configs(cfg),
             **({"warnings": warnings} if warnings else {})}
