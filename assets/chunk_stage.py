@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from assets.chunking import chunk_blocks
 from assets.parse_stage import good_parses, is_redirect
 from assets.parsing import document_title
+from assets.parsing.textutil import without_surrogates
 from assets.parsing.types import Block
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
@@ -43,8 +44,9 @@ def chunk_rows(doc: DocumentRecord, parse: ParseRecord, chunk_cfg: ChunkConfig, 
     `bindery plan` only looks at their texts). A redirect page has none."""
     if is_redirect(parse):
         return []
-    blocks = [Block.from_dict(b) for b in parse.blocks or []]
-    drafts = chunk_blocks(blocks, chunk_cfg, title=document_title(parse.title, doc.external_id))
+    # a parse stored before parsers replaced lone surrogates may hold some: the tokenizer refuses them
+    blocks = [Block.from_dict(without_surrogates(b)) for b in parse.blocks or []]
+    drafts = chunk_blocks(blocks, chunk_cfg, title=without_surrogates(document_title(parse.title, doc.external_id)))
     return [ChunkRecord(
         chunk_id=chunk_id(doc.doc_id, chunk_version, c.ordinal), doc_id=doc.doc_id,
         chunk_version=chunk_version, content_hash=doc.content_hash or "", parse_version=parse_version,

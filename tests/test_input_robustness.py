@@ -265,3 +265,21 @@ def test_a_fifo_and_a_link_to_a_device_are_dead_letters_and_the_rest_syncs(tmp_p
     run_listing(rt, "s")
     assert {d.external_id for d in rt.store.dead_letters(source="s")} == {"zero.txt"}
     assert {d.external_id for d in rt.store.documents("s")} == {"good.txt", "pipe.txt"}
+
+
+@pytest.mark.slow
+def test_a_lone_surrogate_in_a_title_or_a_text_is_replaced_and_the_source_still_syncs(tmp_path: Path) -> None:
+    """JSON and YAML escapes decode `\\ud800` to a lone surrogate, which no UTF-8 encoder takes: in
+    a Markdown front matter's title it failed every write of the source's parses (exit 1 on every
+    sync, no dead letter, the good files never indexed); in a text the chunker's tokenizer
+    dead-lettered the document (a fuzzing pass). Each becomes U+FFFD."""
+    from tests.bindery_fixture import Deployment
+
+    dep = Deployment(tmp_path)
+    dep.write("notes/plan.md", '---\ntitle: "Office \\ud800 move"\n---\n\n# Plan\n\nThe office move plan for Lyon.\n')
+    dep.write("notes/harbour.json", '{"title": "Harbour", "body": "Pilots board \\udfff ships at the harbour mouth."}')
+    out = dep.cli("sync")
+    assert out["dead_letters"] == 0 and not dep.cli("dlq", "list")
+    hit = dep.cli("query", "office move plan Lyon")["hits"][0]
+    assert hit["doc"] == "notes/plan.md" and hit["title"] == "Office \ufffd move"
+    assert dep.cli("query", "pilots board ships harbour")["hits"][0]["doc"] == "notes/harbour.json"

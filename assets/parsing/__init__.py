@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from assets.parsing.compressed import decompress
 from assets.parsing.package import check_package
 from assets.parsing.sniff import as_utf8, decode_text, detect_format
-from assets.parsing.textutil import TextBudget
+from assets.parsing.textutil import TextBudget, without_surrogates
 from connectors.config import ParseConfig
 from connectors.documents import Block, ParseResult
 from connectors.errors import EmptyDocument, ParseError, TooLarge, UnsupportedFormat, size_text
@@ -245,8 +245,9 @@ def _parse(data: bytes, filename: str, config: ParseConfig, depth: int, max_byte
             f"{name}: the {detected.format} parser failed: {type(e).__name__}: {e}"
         ) from e
     result.format = detected.format
-    result.warnings = detected.warnings + result.warnings
+    result.warnings = without_surrogates(detected.warnings + result.warnings)
     result.blocks = [b for b in result.blocks if b.text.strip()]
+    _replace_surrogates(result)
     # text an AsciiDoc page includes counts as its own bytes
     n_bytes = len(data) + int(result.metadata.get("included_bytes") or 0)
     TextBudget(n_bytes, detected.format).spend(sum(len(b.text) for b in result.blocks))
@@ -257,6 +258,16 @@ def _parse(data: bytes, filename: str, config: ParseConfig, depth: int, max_byte
         result.title = opening.text if opening and opening.kind == "heading" else None
     result.metrics = document_metrics(result, len(data))
     return result
+
+
+def _replace_surrogates(result: ParseResult) -> None:
+    """Every string a parse stores made encodable (`textutil.without_surrogates`)."""
+    result.title = without_surrogates(result.title)
+    result.metadata = without_surrogates(result.metadata)
+    for b in result.blocks:
+        b.text = without_surrogates(b.text)
+        if b.meta:
+            b.meta = without_surrogates(b.meta)
 
 
 def document_title(parse_title: str | None, external_id: str) -> str | None:

@@ -97,6 +97,23 @@ class TextBudget:
                            f"bytes (over {MAX_TEXT_RATIO} times the file, plus {TEXT_SLACK_CHARS:,})")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(value: Any) -> Any:
+    """`value` (a string, or a list or dict holding some) with every lone surrogate (U+D800 to
+    U+DFFF) replaced by U+FFFD. JSON and YAML escapes (`"\\ud800"`) and RTF's `\\u55296` decode to
+    such a code point, which no UTF-8 encoder takes: in a title it failed every write of the
+    source's parses (no dead letter, every sync), in a block the chunker's tokenizer."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    return value
+
+
 def fix_ligatures(text: str) -> str:
     """Replace typographic ligature code points (ﬁ ﬂ ﬀ ﬃ ﬄ) with their letters."""
     return _translated(text, _LIGATURE_TABLE, _ANY_LIGATURE)
