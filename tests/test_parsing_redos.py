@@ -41,6 +41,10 @@ def _pdf_with_a_dotted_heading(dots: int) -> bytes:
 CASES: dict[str, Callable[[], tuple[bytes, str]]] = {
     "pdf contents entry": lambda: (_pdf_with_a_dotted_heading(1600), "dots.pdf"),
     "text hyphenated line breaks": lambda: (("Para\n\n" + "ef gh-\n" * 16000).encode(), "breaks.txt"),
+    # two `\s*` around one run of spaces in a meta refresh's content: 33 s for 60 KB
+    "html meta refresh spaces": lambda: (('<html><head><title>Moved</title><meta http-equiv="refresh" content='
+                                          + " " * 64000 + "x></head><body><p>This page has moved.</p></body></html>")
+                                         .encode(), "moved.html"),
     "html heading anchor": lambda: (("<h1>Title" + " " * 64000 + "x</h1><p>body text</p>").encode(), "a.html"),
     "rst footnote spaces": lambda: (("Title\n=====\n\nPara " + "\t" * 16000 + "x\n").encode(), "a.rst"),
     "rst link spaces": lambda: (("Title\n=====\n\nPara `" + " " * 64000 + "x\n").encode(), "b.rst"),
@@ -127,6 +131,8 @@ def test_contents_entries_are_read_as_the_patterns_read_them() -> None:
     (r":(?:[\w+.-]+:)?([\w+.-]+):`([^`]*?)(?:\s*<[^>`]*>)?`", "assets.parsing.rst:_ROLE",
      [":", "`", " ", "<", ">", "a", ".", "-"]),
     (r"[^\W\d_]+-[^\W\d_]+", "assets.parsing.pdf:_COMPOUND", ["a", "b", "-", "1", "_", " ", "é"]),
+    (r"""content\s*=\s*["']?\s*(\d+(?:\.\d*)?)\s*[;,]\s*(?:url\s*=\s*)?["']?([^"'>\s]+)""",
+     "assets.parsing.html:_REFRESH_TO", ["content", "=", " ", '"', "'", "0", "1", ".", ";", ",", "url=", "x", ">"]),
     (r"^\w[\w'.-]*(?: +\w[\w'.-]*){0,2}(?: +<[^<>\s]+>)?(?: *; *\w[\w'. -]*(?:<[^<>\s]+>)?)*$",
      "assets.parsing.asciidoc.reader:_AUTHOR_LINE", ["a", " ", ";", "<", ">", "@", ".", "'", "-", "b", "!"]),
 ])
@@ -139,6 +145,16 @@ def test_rewritten_patterns_match_what_they_replaced(old: str, new: str, pieces:
     for s in _random_strings(pieces, 20000, 12, seed=5):
         assert before.sub("|", s) == rewritten.sub("|", s), repr(s)
         assert before.findall(s) == rewritten.findall(s), repr(s)
+
+
+def test_comments_are_cut_as_the_pattern_cut_them() -> None:
+    from assets.parsing.html import _without_comments
+
+    before = re.compile(r"<!--.*?-->", re.DOTALL)
+    for s in _random_strings(["<!--", "-->", "-", "<", "!", "a", ">", "\n"], 20000, 10, seed=7):
+        assert before.sub("", s) == _without_comments(s), repr(s)
+    with alarm(1):  # a run of unclosed openers, each retried to the end: 5 s for a 64 KB head
+        assert _without_comments("<!--" * 16000 + "x") == "<!--" * 16000 + "x"
 
 
 def _join_lines_before(lines: list[str], vocabulary: frozenset[str]) -> str:
