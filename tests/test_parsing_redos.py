@@ -38,7 +38,28 @@ def _pdf_with_a_dotted_heading(dots: int) -> bytes:
     return bytes(doc.tobytes())
 
 
+def _mail_with_a_part_header(value: str) -> bytes:
+    return ("From: a@b.c\nTo: d@e.f\nSubject: report\nMessage-ID: <1@x>\nMIME-Version: 1.0\n"
+            "Content-Type: multipart/mixed; boundary=BB\n\n--BB\nContent-Type: text/plain\n\n"
+            "Hello there, the report is attached.\n--BB\nContent-Type: text/plain\n"
+            f"Content-Disposition: attachment; filename={value}\n\nx\n--BB--\n").encode()
+
+
+def _mbox_with_quoted_fields(messages: int) -> bytes:
+    quotes = '"' * 16000
+    return "".join(f"From x@y Mon Jan  1 00:00:00 2024\nFrom: {quotes}\nTo: {quotes}\nSubject: s{i}\n"
+                   f"Message-ID: <{i}@m>\n\nBody {i} of the harbour.\n\n" for i in range(messages)).encode()
+
+
 CASES: dict[str, Callable[[], tuple[bytes, str]]] = {
+    # a MIME part's header field, parsed whole (only the top's were cut): 77 s for 200 KB of '"'
+    "email part header quotes": lambda: (_mail_with_a_part_header('"' * 200000), "q.eml"),
+    # ... and 1.8 GB for 224 KB of encoded words (CPython gh-136063)
+    "email part header encoded words": lambda: (_mail_with_a_part_header('"' + "=?utf-8?q?a?= " * 16000 + '"'),
+                                                "ew.eml"),
+    # top-level fields cut at 16 KB were still 2-3 s each: an mbox of 5 messages, 3 such fields each
+    "mbox header quotes": lambda: (_mbox_with_quoted_fields(5), "q.mbox"),
+
     "pdf contents entry": lambda: (_pdf_with_a_dotted_heading(1600), "dots.pdf"),
     "text hyphenated line breaks": lambda: (("Para\n\n" + "ef gh-\n" * 16000).encode(), "breaks.txt"),
     # two `\s*` around one run of spaces in a meta refresh's content: 33 s for 60 KB
