@@ -479,6 +479,30 @@ def test_a_markdown_table_padded_far_past_what_it_holds_is_read_as_text() -> Non
     assert not result.warnings and result.blocks[0].kind == "table"
 
 
+def test_a_markdown_table_of_too_many_written_cells_is_read_as_text() -> None:
+    """Every cell written, none padded: the parser's tree still took about 2 KB a cell (a 1 MB
+    table of 500,000 cells: 1.1 GB, 4 MB: 4.4 GB; a fuzzing pass). Past 200,000 cells the page
+    is read as text; a table of 100,000 is still a table."""
+    wide = ("|" + "a|" * 5000 + "\n|" + "-|" * 5000 + "\n" + ("|" + "b|" * 5000 + "\n") * 100).encode()
+    with alarm(10):
+        result = parse_document(wide, "wide.md")
+    assert "505,000 cells" in result.warnings[0] and all(b.kind != "table" for b in result.blocks)
+    fine = ("|" + "a|" * 20 + "\n|" + "-|" * 20 + "\n" + ("|" + "b|" * 20 + "\n") * 5000).encode()
+    result = parse_document(fine, "fine.md")
+    assert not result.warnings and result.blocks[0].kind == "table"
+
+
+def test_a_paragraph_of_interleaved_emphasis_is_read_as_text() -> None:
+    """The parser matches `*` and `_` runs pairwise in time that grows with the square of their
+    number when they interleave, inside native code no signal interrupts ("*alpha _beta* gamma_"
+    40,000 times, 840 KB: 49 s; a sync's Ctrl-C waited for it; a fuzzing pass)."""
+    with alarm(10):
+        result = parse_document(("# Notes\n\n" + "*alpha _beta* gamma_ " * 40000 + "\n").encode(), "emph.md")
+    assert "emphasis marks" in result.warnings[0]
+    ordinary = parse_document(b"# Notes\n\nSome *emphasis* and __strong__ words, *again* and _again_.\n", "ok.md")
+    assert not ordinary.warnings and ordinary.blocks[1].text == "Some emphasis and strong words, again and again."
+
+
 @pytest.mark.parametrize(("name", "data"), [
     ("wide.csv", (",".join(f"c{i}" for i in range(20000)) + "\n" + "r,v\n" * 6000).encode()),
     ("wide.1", (".TH W 1\n.SH TABLE\n.TS\n" + "l" * 2 + ".\n" + "\t".join(["x"] * 20000) + "\n"

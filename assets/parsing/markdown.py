@@ -286,6 +286,31 @@ def table_padding(body: str) -> tuple[int, int]:
     return laid, written
 
 
+# The parser's tree takes about 2 KB per table cell (a 1 MB table of 500,000 cells: 1.1 GB), so
+# tables of more cells than this, laid out, are read as text (a fuzzing pass).
+MAX_TABLE_CELLS = 200_000
+
+# Emphasis delimiters (`*`, `_` runs) are matched pairwise per paragraph, in time that grows with
+# the square of their number when they interleave ("*a _b* c_" x 20,000, 200 KB: 4.4 s; 840 KB:
+# 49 s, not interruptible: the parser is native code). A paragraph of more runs is read as text;
+# 10,000 interleaved runs parse in about 0.3 s.
+MAX_EMPHASIS_RUNS = 10_000
+_EMPHASIS_RUN = re.compile(r"[*_]+")
+
+
+def emphasis_runs(body: str) -> int:
+    """The most `*`/`_` delimiter runs in one block of non-blank lines. One pass, no parse."""
+    if "*" not in body and "_" not in body:
+        return 0
+    most = runs = 0
+    for line in body.split("\n"):
+        if not line.strip():
+            most, runs = max(most, runs), 0
+        elif "*" in line or "_" in line:
+            runs += len(_EMPHASIS_RUN.findall(line))
+    return max(most, runs)
+
+
 # A link reference definition makes the parser read the rest of its block to find where it ends,
 # again for each definition: a block of n definitions costs n x n line reads (30,000 one-line
 # definitions, 1 MB: 27 s). Counted per run of non-blank lines as (definitions x lines); ordinary
@@ -327,6 +352,10 @@ def _beyond_the_parser(body: str) -> str | None:
     if laid > MAX_TABLE_PADDING * written + TABLE_PADDING_SLACK:
         return (f"tables whose rows would be padded to {laid:,} cells from {written:,} "
                 f"(more than {MAX_TABLE_PADDING} times, plus {TABLE_PADDING_SLACK:,})")
+    if laid > MAX_TABLE_CELLS:
+        return f"tables of {laid:,} cells (more than {MAX_TABLE_CELLS:,})"
+    if (runs := emphasis_runs(body)) > MAX_EMPHASIS_RUNS:
+        return f"a paragraph of {runs:,} emphasis marks (more than {MAX_EMPHASIS_RUNS:,})"
     if (reads := definition_scan(body)) > MAX_DEFINITION_SCAN:
         return (f"link reference definitions in runs the parser would re-read {reads:,} lines for "
                 f"(more than {MAX_DEFINITION_SCAN:,})")
