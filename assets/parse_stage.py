@@ -19,6 +19,7 @@ from typing import Any
 
 from assets.includes import include_reader, own_hash
 from assets.listing import read_content, spool_path
+from assets.parse_watch import Killed, forget, killed_parse, killed_row, watched
 from assets.parsing import parse_document
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
@@ -172,6 +173,7 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
         pending.clear()
         resolved.clear()
 
+    killed = _after_a_dead_run(rt, source_name)
     not_good: set[str] = set()  # documents without a good stored parse under some version of the run
     for pcfg, pver in {g.versions["parse"]: (g.stages.parse, g.versions["parse"]) for g in gens}.values():
         todo, cached_failures = _parse_state(rt, docs, pver, limit)
@@ -201,7 +203,8 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
                 source = source or make_source(scfg)
                 data = read_content(rt, source, d)
                 include = include_reader(d, by_path, functools.partial(read_content, rt, source))
-                result = parse_document(data, d.external_id, pcfg, max_bytes=limit, include=include)
+                with watched(rt, source_name, d, key, killed.deaths if killed and killed.key == key else 0):
+                    result = parse_document(data, d.external_id, pcfg, max_bytes=limit, include=include)
                 problems = parse_problems(result, scfg.quality)
                 row.update(title=result.title, blocks=[b.to_dict() for b in result.blocks],
                            metrics=result.metrics, page_metrics=result.page_metrics,
@@ -264,6 +267,19 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
             p.unlink(missing_ok=True)
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def _after_a_dead_run(rt: Runtime, source_name: str) -> Killed | None:
+    """The document the last run died parsing (`assets.parse_watch`), to parse again counting
+    that death; None when there is none, or when it is the death that makes the bytes a stored
+    failure (dead-lettered by the run like any cached failure, never parsed again)."""
+    killed = killed_parse(rt, source_name)
+    if killed is None or not killed.final:
+        return killed
+    if not rt.store.parse_statuses([killed.key]):  # bytes another run has parsed since keep that parse
+        rt.store.put_parses([killed_row(killed)])
+    forget(rt, source_name)
+    return None
 
 
 def _dead_letter_cached(rt: Runtime, doc: DocumentRecord, parse: ParseRecord) -> None:

@@ -62,6 +62,7 @@ from assets.parse_stage import (
     pending_parses,
     stored_metadata,
 )
+from assets.parse_watch import killed_parse, killed_row
 from assets.parsing import parse_document
 from assets.runtime import Generation, Runtime
 from connectors.config import BinderyConfig, ChunkConfig, SourceConfig
@@ -371,6 +372,7 @@ class StageWalk:
         self.walked.add(("parse", pver))
         scfg = self.rt.cfg.source(self.sp.name)
         todo, cached_failures = pending_parses(self.rt, self.sp.docs, pver, max_bytes(scfg))
+        todo, unparsed = self._after_a_dead_run(todo, pver)
         if cached_failures:  # a copy or a move of bytes that already failed: dead-lettered, unparsed
             dead = self.rt.store.dead_letter_docs(("parse", "listing"))
             for d in self.sp.docs:
@@ -387,8 +389,8 @@ class StageWalk:
                 if key in self.memory.failures:
                     self.failures[d.doc_id] = (d.external_id, self.memory.failures[key])
         todo = [d for d in todo if parse_key(d, pver) not in made]
-        self.counts["parse"].compute += len(todo)
-        self.counts["parse"].cached += len(self.sp.docs) - len(todo)
+        self.counts["parse"].compute += len(todo) + len(unparsed)
+        self.counts["parse"].cached += len(self.sp.docs) - len(todo) - len(unparsed)
         over = [t for t in targets if t.versions["parse"] == pver]
         cuts = {t.versions["chunk"]: t.stages.chunk for t in over}
         # offline prefixes are a pure function of the document and the chunk, so they are made in
@@ -419,6 +421,23 @@ class StageWalk:
             for cver, r in rows.items():
                 self.keep_cut(d, cver, r)
             self.prefixes.update(prefixes)
+
+    def _after_a_dead_run(self, todo: list[DocumentRecord], pver: str) -> tuple[list[DocumentRecord],
+                                                                               list[DocumentRecord]]:
+        """(`todo` without the document the last run died parsing, that document when the sync
+        parses it again). The plan never parses it (it may hang the plan too): the second death
+        makes it a stored failure the sync dead-letters; after the first, the sync parses it again
+        and the plan counts that parse, taking it to fail (`assets.parse_watch`)."""
+        killed = killed_parse(self.rt, self.sp.name)
+        hit = [d for d in todo if killed is not None and parse_key(d, pver) == killed.key]
+        if killed is None or not hit:
+            return todo, []
+        for d in hit:
+            why = killed_row(killed)
+            self.failures[d.doc_id] = (d.external_id, Failure("parse", why["reason"], why["error"]))
+            self.parsed[(d.doc_id, pver)] = None
+        rest = [d for d in todo if d not in hit]
+        return rest, ([] if killed.final else hit)
 
     def read(self, d: DocumentRecord, scfg: SourceConfig) -> bytes:
         """A document's bytes: as the listing read them, else from the source."""

@@ -1,0 +1,102 @@
+"""A file whose parse never ends, or takes the process down, stops one run, not every run after it.
+
+A parse inside native code (a PDF library, the Markdown parser, the regular-expression engine)
+cannot be interrupted, and a memory bomb ends with the kernel killing the worker: either way the
+run dies mid-parse, and the next run would parse that file first again, and die again. So the
+parse stage leaves a marker naming the document it is parsing (`data_dir/parsing/`, one file per
+source or shard) and removes it when the parse returns or raises (Ctrl-C included). A marker the
+next run finds names the document a dead run was parsing. One such death is forgiven (a machine
+restarted, a worker evicted): the document is parsed again, its marker counting the death. The
+second time the same bytes are found so, they are not parsed again: a failed parse is stored for
+them (`parse-killed`), the document becomes a dead letter and the run goes on; `bindery dlq retry`
+parses it again. `bindery plan` never parses a document a dead run was parsing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assets.runtime import Runtime
+from connectors.store import DocumentRecord
+
+__all__ = ["DEATHS_BEFORE_DEAD_LETTER", "Killed", "killed_parse", "killed_row", "watched"]
+
+DEATHS_BEFORE_DEAD_LETTER = 2
+
+
+@dataclass(frozen=True)
+class Killed:
+    """The document a dead run was parsing: its parse key and how many runs died on it."""
+
+    doc_id: str
+    external_id: str
+    key: tuple[str, str, str]
+    deaths: int
+    started: float
+
+    @property
+    def final(self) -> bool:
+        """Whether this death is the one that makes the document a dead letter."""
+        return self.deaths >= DEATHS_BEFORE_DEAD_LETTER
+
+
+def _marker(rt: Runtime, source: str) -> Path:
+    shard = getattr(rt.store, "shard", None)
+    name = source if shard is None else f"{source}#{shard.index}-of-{shard.count}"
+    return rt.cfg.data_path / "parsing" / f"{urllib.parse.quote(name, safe='')}.json"
+
+
+def killed_parse(rt: Runtime, source: str) -> Killed | None:
+    """The document the last run of this source (or shard) died parsing, its deaths counting
+    that run's; None when that run ended its parses (or the marker cannot be read)."""
+    try:
+        m: dict[str, Any] = json.loads(_marker(rt, source).read_text(encoding="utf-8"))
+        key = tuple(str(k) for k in m["key"])
+        if len(key) != 3:
+            return None
+        return Killed(str(m["doc_id"]), str(m["external_id"]), (key[0], key[1], key[2]),
+                      int(m["deaths"]) + 1, float(m["started"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def killed_row(killed: Killed) -> dict[str, Any]:
+    """The failed parse stored for bytes whose parse killed `DEATHS_BEFORE_DEAD_LETTER` runs."""
+    return {"content_hash": killed.key[0], "parse_version": killed.key[1], "format": killed.key[2],
+            "doc_id": killed.doc_id, "created_at": time.time(), "status": "failed", "title": None,
+            "blocks": None, "metrics": None, "page_metrics": None, "doc_metadata": None,
+            "reason": "parse-killed", "seconds": None,
+            "error": (f"{killed.external_id}: {killed.deaths} runs stopped while parsing it (a parse that never "
+                      "ends, or runs out of memory); not parsed again until its bytes change "
+                      "(`bindery dlq retry` tries once more)")}
+
+
+def forget(rt: Runtime, source: str) -> None:
+    """Remove the marker (a dead run's document that is no longer pending)."""
+    _marker(rt, source).unlink(missing_ok=True)
+
+
+@contextmanager
+def watched(rt: Runtime, source: str, doc: DocumentRecord, key: tuple[str, str, str],
+            deaths: int = 0) -> Iterator[None]:
+    """Mark `doc` as being parsed for as long as the block runs; `deaths`: runs that already died
+    on these bytes. The marker stays only if the process dies inside the block."""
+    path = _marker(rt, source)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"doc_id": doc.doc_id, "external_id": doc.external_id, "key": list(key),
+                                    "deaths": deaths, "started": time.time()}), encoding="utf-8")
+    except OSError:  # a read-only or full data_dir: parse unwatched rather than not at all
+        yield
+        return
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)

@@ -1,0 +1,91 @@
+"""A file whose parse kills the run (a hang someone had to kill, a memory bomb the kernel killed)
+stops one run, not every run after it (`assets.parse_watch`).
+
+Each dying run is a real `bindery sync` in its own process whose parser ends the process, without
+unwinding, on one file: what SIGKILL or the out-of-memory killer leave behind.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.bindery_fixture import Deployment
+
+pytestmark = pytest.mark.slow
+
+_DYING_SYNC = textwrap.dedent("""
+    import os, sys
+    import assets.parse_stage as stage
+    real = stage.parse_document
+    def parse(data, name, *a, **k):
+        if name.endswith("killer.md"):
+            os._exit(137)  # as SIGKILL: no finally, no cleanup
+        return real(data, name, *a, **k)
+    stage.parse_document = parse
+    from orchestration.cli import main
+    sys.exit(main(["--config", sys.argv[1], "sync"]))
+""")
+
+
+def _dying_sync(dep: Deployment) -> None:
+    done = subprocess.run([sys.executable, "-c", _DYING_SYNC, str(dep.config_path)], capture_output=True,
+                          text=True, timeout=600, check=False, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 137, done.stderr[-2000:]
+
+
+def _by_doc(letters: list[dict[str, Any]]) -> dict[str, str]:
+    return {d["doc"]: d["reason"] for d in letters}
+
+
+def test_a_file_that_kills_two_runs_is_a_dead_letter_and_the_third_run_indexes_the_rest(tmp_path: Path) -> None:
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    dep.write("notes/killer.md", "# Killer\n\nA page whose parse never returns.\n")
+    dep.write("notes/harbour.md", "# Harbour\n\nPilots board the ships at the harbour mouth.\n")
+    _dying_sync(dep)
+    marker = next((dep.data / "parsing").glob("*.json"))
+    assert "notes/killer.md" in marker.read_text()  # the document the run died on, and only that
+    # one death is forgiven: the plan counts a second parse but never parses it itself
+    plan = dep.cli("plan")
+    assert plan["recomputed"]["parse"] >= 1 and "notes/killer.md" in str(plan["sources"])
+    _dying_sync(dep)  # ... and the second death makes it a dead letter
+    plan = dep.cli("plan")
+    out = dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"]
+    letters = dep.cli("dlq", "list")
+    assert _by_doc(letters).get("notes/killer.md") == "parse-killed"
+    assert "2 runs stopped while parsing it" in next(d["error"] for d in letters if d["doc"] == "notes/killer.md")
+    assert dep.cli("query", "pilots board ships harbour")["hits"][0]["doc"] == "notes/harbour.md"
+    assert not list((dep.data / "parsing").glob("*.json"))
+    assert dep.cli("sync")["recomputed"]["parse"] == 0  # not parsed again while its bytes stay
+    # a retry parses it once more (here it parses)
+    retried = dep.cli("dlq", "retry", "--doc", "notes/killer.md")
+    assert retried["resolved"] == 1
+    assert dep.cli("query", "page whose parse never returns")["hits"][0]["doc"] == "notes/killer.md"
+
+
+def test_a_run_interrupted_in_a_parse_leaves_no_marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (or any error) inside a parse unwinds: nothing counts against the file."""
+    import assets.parse_stage as stage
+
+    dep = Deployment(tmp_path)
+    real = stage.parse_document
+
+    def interrupted(data: bytes, name: str, *a: Any, **k: Any) -> Any:
+        if name.endswith("slow.md"):
+            raise KeyboardInterrupt
+        return real(data, name, *a, **k)
+
+    dep.write("notes/slow.md", "# Slow\n\nA page the operator stopped the run on.\n")
+    monkeypatch.setattr(stage, "parse_document", interrupted)
+    dep.cli("sync", expect=130)
+    assert not list((dep.data / "parsing").glob("*.json"))
+    monkeypatch.setattr(stage, "parse_document", real)
+    dep.cli("sync")
+    assert "notes/slow.md" not in _by_doc(dep.cli("dlq", "list"))
