@@ -67,6 +67,23 @@ def killed_parse(rt: Runtime, source: str) -> Killed | None:
         return None
 
 
+def stopped_parses(data_path: Path, source: str) -> list[dict[str, Any]]:
+    """What `bindery status` says of a source's dead runs: per marker left (the source, or each
+    of its shards), the document being parsed and the runs that died on it."""
+    folder = data_path / "parsing"
+    prefix = urllib.parse.quote(source, safe="")
+    out = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if path.stem != prefix and not path.stem.startswith(prefix + urllib.parse.quote("#", safe="")):
+            continue
+        try:
+            m = json.loads(path.read_text(encoding="utf-8"))
+            out.append({"doc": str(m["external_id"]), "deaths": int(m["deaths"]) + 1, "since": float(m["started"])})
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
 def killed_row(killed: Killed) -> dict[str, Any]:
     """The failed parse stored for bytes whose parse killed `DEATHS_BEFORE_DEAD_LETTER` runs."""
     return {"content_hash": killed.key[0], "parse_version": killed.key[1], "format": killed.key[2],

@@ -217,6 +217,12 @@ def _human_status(r: dict[str, Any]) -> str:
     lines += ["", f"documents {r['documents']:,}" + (f" ({gone:,} of sources no longer configured)" if gone else "")
                   + f"   chunks (live) {r['chunks']:,}   dead letters {r['dead_letters']:,}"
                   + ("  (see `bindery dlq`)" if r["dead_letters"] else "")]
+    for name, s in r["sources"].items():
+        for p in s.get("stopped_parsing") or []:
+            runs = "a run" if p["deaths"] == 1 else f"{p['deaths']} runs"
+            then = ("parses it once more; if that run dies on it too, it becomes a dead letter" if p["deaths"] == 1
+                    else "makes it a parse-killed dead letter without parsing it")
+            lines += ["", f"source {name!r}: {runs} died while parsing {shown(p['doc'])}: the next sync {then}"]
     if r.get("live_outdated"):
         lines += ["", _outdated_line(r)]
     if (other := r.get("candidate_outdated")) and (cand := r["generations"].get("candidate")):

@@ -9,6 +9,7 @@ from typing import Any
 
 from assets.index_stage import unindexed_reason
 from assets.listing import CLASSES  # the change classes are the listing's; one definition
+from assets.parse_watch import stopped_parses
 from connectors.config import BinderyConfig
 from connectors.generations import keyword_missing_fields
 from connectors.lifecycle import Generation, Lifecycle
@@ -215,6 +216,8 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
             "last_good_listing_count": row.last_good_listing_count if row else None,
             "last_error": row.last_error if row else None,
             "lag_p50_s": _pct(lags, 0.5), "lag_p95_s": _pct(lags, 0.95),
+            # the document a run died parsing (`assets.parse_watch`): parsed once more, then a dead letter
+            "stopped_parsing": stopped_parses(cfg.data_path, s.name),
         }
     cand_summary = _gen_summary(cand)
     if cand is not None and cand_summary is not None:  # a finished build waits for the gate: not "building"

@@ -51,6 +51,12 @@ def test_a_file_that_kills_two_runs_is_a_dead_letter_and_the_third_run_indexes_t
     _dying_sync(dep)
     marker = next((dep.data / "parsing").glob("*.json"))
     assert "notes/killer.md" in marker.read_text()  # the document the run died on, and only that
+    stopped = dep.cli("status")["sources"]["docs"]["stopped_parsing"]
+    assert [(p["doc"], p["deaths"]) for p in stopped] == [("notes/killer.md", 1)]
+    from orchestration.report import human
+
+    assert "a run died while parsing notes/killer.md: the next sync parses it once more" in \
+        human("status", dep.cli("status"))
     # one death is forgiven: the plan counts a second parse but never parses it itself
     plan = dep.cli("plan")
     assert plan["recomputed"]["parse"] >= 1 and "notes/killer.md" in str(plan["sources"])
@@ -63,6 +69,7 @@ def test_a_file_that_kills_two_runs_is_a_dead_letter_and_the_third_run_indexes_t
     assert "2 runs stopped while parsing it" in next(d["error"] for d in letters if d["doc"] == "notes/killer.md")
     assert dep.cli("query", "pilots board ships harbour")["hits"][0]["doc"] == "notes/harbour.md"
     assert not list((dep.data / "parsing").glob("*.json"))
+    assert dep.cli("status")["sources"]["docs"]["stopped_parsing"] == []
     assert dep.cli("sync")["recomputed"]["parse"] == 0  # not parsed again while its bytes stay
     # a retry parses it once more (here it parses)
     retried = dep.cli("dlq", "retry", "--doc", "notes/killer.md")
