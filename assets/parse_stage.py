@@ -23,10 +23,10 @@ from assets.parse_watch import Killed, forget, killed_parse, killed_row, watched
 from assets.parsing import parse_document
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
-from connectors.config import ParseQualityThresholds, SourceConfig
+from connectors.config import ParseConfig, ParseQualityThresholds, SourceConfig
 from connectors.documents import ParseResult
 from connectors.errors import BinderyError, SourceError, SourceUnavailable, TooLarge
-from connectors.sources import make_source
+from connectors.sources import Source, make_source
 from connectors.store import DocumentRecord, ParseRecord
 
 _FLUSH = 64  # parses per store transaction
@@ -148,115 +148,27 @@ def _without_parse(docs: list[DocumentRecord], have: dict[tuple[str, str, str], 
     return [d for d in docs if (k := parse_key(d, parse_version)) not in have or k in stale]
 
 
-# not yet split (issue 13): 91 lines, the next candidate after run_listing
-def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # length: not yet split
+def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,
               progress: Progress = NO_PROGRESS) -> ParseStats:
+    """Parse the source's documents that have no stored parse under the run's parse versions,
+    dead-letter those whose bytes already failed, and resolve the dead letters of documents
+    whose bytes now parse (`_ParseRun`)."""
     started = time.perf_counter()
-    scfg = rt.cfg.source(source_name)
-    limit = max_bytes(scfg)
-    stats = ParseStats()
-    docs = [d for d in rt.store.documents(source_name) if d.content_hash]
-    # what an AsciiDoc page may include: any file of the source (a shard's page, another shard's
-    # file); read from the store only when a page follows includes
-    by_path = {d.external_id: d for d in rt.store.documents_of_every_shard(source_name) if d.content_hash} \
-        if any(d.metadata.get("followed") for d in docs) else {}
-    source = None
-    dead = rt.store.dead_letter_docs(("parse", "listing"))
+    run = _ParseRun(rt, source_name, progress)
+    docs = run.docs
     failed_parse = rt.store.dead_letter_docs(("parse",))
-    pending: list[dict[str, Any]] = []
-    resolved: list[str] = []
-
-    def flush() -> None:
-        rt.store.put_parses(pending)
-        rt.store.resolve_dead_letters(resolved, stages=("parse", "listing"))
-        progress.advance(len(pending))
-        pending.clear()
-        resolved.clear()
-
-    killed = _after_a_dead_run(rt, source_name)
     not_good: set[str] = set()  # documents without a good stored parse under some version of the run
     for pcfg, pver in {g.versions["parse"]: (g.stages.parse, g.versions["parse"]) for g in gens}.values():
-        todo, cached_failures = _parse_state(rt, docs, pver, limit)
-        # a copy or a move of a file whose bytes already failed fails all the same (a row `gc`
-        # removed between the two reads is simply absent)
+        todo, cached_failures = _parse_state(rt, docs, pver, run.limit)
         not_good.update(d.doc_id for d in todo)
-        for d in docs:
-            cached = cached_failures.get(parse_key(d, pver))
-            if cached is not None:
-                not_good.add(d.doc_id)
-                if d.doc_id not in dead:
-                    _dead_letter_cached(rt, d, cached)
-                    dead.add(d.doc_id)
-        stats.cached += len(docs) - len(todo)
+        not_good.update(run.dead_letter_cached(cached_failures, pver))
+        run.stats.cached += len(docs) - len(todo)
         progress.total(len(todo))
         # files with the same bytes share one parse row: a parse holds nothing of a file's name
         # (`document_title` names a document without a title of its own)
         for d in todo:
-            key = parse_key(d, pver)
-            stats.attempted += 1
-            t0 = time.perf_counter()
-            row: dict[str, Any] = {  # every key present: rows are written in batches
-                "content_hash": key[0], "parse_version": pver, "format": key[2], "doc_id": d.doc_id,
-                "created_at": time.time(), "status": "failed", "title": None, "blocks": None, "metrics": None,
-                "page_metrics": None, "doc_metadata": None, "error": None, "reason": None}
-            try:
-                source = source or make_source(scfg)
-                data = read_content(rt, source, d)
-                include = include_reader(d, by_path, functools.partial(read_content, rt, source))
-                with watched(rt, source_name, d, key, killed.deaths if killed and killed.key == key else 0):
-                    result = parse_document(data, d.external_id, pcfg, max_bytes=limit, include=include)
-                problems = parse_problems(result, scfg.quality)
-                row.update(title=result.title, blocks=[b.to_dict() for b in result.blocks],
-                           metrics=result.metrics, page_metrics=result.page_metrics,
-                           doc_metadata=stored_metadata(result))
-                judged = paginated(result.metrics)  # repeated lines are judged with pages only
-                metrics_row = {"doc": d.external_id, **{k: v for k, v in result.metrics.items()
-                                                            if isinstance(v, (int, float))
-                                                            and (k != "repeated_line_share" or judged)}}
-                if not is_redirect(result):  # its few words say nothing of the parser's quality
-                    stats.metrics_rows.append(metrics_row)
-                if problems:
-                    reason = "low-quality"
-                    row.update(status="rejected", reason=reason, error="; ".join(problems))
-                    stats.rejected += 1
-                    stats.worst.append({"doc": d.external_id, "reason": row["error"]})
-                    rt.store.add_dead_letter(doc_id=d.doc_id, source=source_name, external_id=d.external_id,
-                                             stage="parse", reason=reason, error=row["error"],
-                                             content_hash=key[0])
-                else:
-                    row.update(status="ok")
-                    stats.ok += 1
-                    stats.redirects += is_redirect(result)
-                    if d.doc_id in dead:
-                        resolved.append(d.doc_id)
-            except (BinderyError, Exception) as e:
-                if isinstance(e, SourceUnavailable):
-                    flush()  # what was parsed stays; the source's failure ends the stage and the run
-                    raise
-                if isinstance(e, SourceError):
-                    # the source is unreachable now: nothing is known about the bytes, don't cache
-                    rt.store.add_dead_letter(doc_id=d.doc_id, source=source_name, external_id=d.external_id,
-                                             stage="parse", reason=e.reason, error=str(e),
-                                             trace=traceback.format_exc(), content_hash=key[0])
-                    stats.failed += 1
-                    progress.advance(1)  # dealt with (dead-lettered), nothing cached
-                    continue
-                reason = e.reason if isinstance(e, BinderyError) else f"crash:{type(e).__name__}"
-                msg = str(e) or type(e).__name__
-                row.update(status="failed", reason=reason, error=msg, blocks=None,
-                           metrics={"max_bytes": limit} if isinstance(e, TooLarge) else None)
-                stats.failed += 1
-                stats.worst.append({"doc": d.external_id, "reason": f"{reason}: {msg}"[:300]})
-                rt.store.add_dead_letter(doc_id=d.doc_id, source=source_name, external_id=d.external_id,
-                                         stage="parse", reason=reason, error=msg,
-                                         trace=traceback.format_exc(), content_hash=key[0])
-            key_reason = row.get("reason") or "ok"
-            stats.reasons[key_reason] = stats.reasons.get(key_reason, 0) + 1
-            row["seconds"] = time.perf_counter() - t0
-            pending.append(row)
-            if len(pending) >= _FLUSH:
-                flush()
-        flush()
+            run.parse(d, pcfg, pver)
+        run.flush()
     # a file put back to bytes that parsed well before (under every version the run targets)
     # leaves the table although nothing was parsed again
     if back := [d.doc_id for d in docs if d.doc_id in failed_parse and d.doc_id not in not_good]:
@@ -265,8 +177,121 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,  # lengt
         p = spool_path(rt, own_hash(d) or "")
         if p.exists():
             p.unlink(missing_ok=True)
-    stats.seconds = time.perf_counter() - started
-    return stats
+    run.stats.seconds = time.perf_counter() - started
+    return run.stats
+
+
+class _ParseRun:
+    """One source's parse step: its documents, the parse rows and dead-letter resolutions it
+    writes in batches, and its counts."""
+
+    def __init__(self, rt: Runtime, source_name: str, progress: Progress) -> None:
+        self.rt, self.source_name, self.progress = rt, source_name, progress
+        self.scfg = rt.cfg.source(source_name)
+        self.limit = max_bytes(self.scfg)
+        self.stats = ParseStats()
+        self.docs = [d for d in rt.store.documents(source_name) if d.content_hash]
+        # what an AsciiDoc page may include: any file of the source (a shard's page, another
+        # shard's file); read from the store only when a page follows includes
+        self.by_path = {d.external_id: d for d in rt.store.documents_of_every_shard(source_name) if d.content_hash} \
+            if any(d.metadata.get("followed") for d in self.docs) else {}
+        self.source: Source | None = None
+        self.dead = rt.store.dead_letter_docs(("parse", "listing"))
+        self.pending: list[dict[str, Any]] = []
+        self.resolved: list[str] = []
+        self.killed = _after_a_dead_run(rt, source_name)
+
+    def flush(self) -> None:
+        self.rt.store.put_parses(self.pending)
+        self.rt.store.resolve_dead_letters(self.resolved, stages=("parse", "listing"))
+        self.progress.advance(len(self.pending))
+        self.pending.clear()
+        self.resolved.clear()
+
+    def dead_letter_cached(self, cached_failures: dict[tuple[str, str, str], ParseRecord], pver: str) -> set[str]:
+        """A copy or a move of a file whose bytes already failed fails all the same (a row `gc`
+        removed between the two reads is simply absent): its own dead letter. The documents so
+        failing, dead-lettered now or before."""
+        failing = set()
+        for d in self.docs:
+            cached = cached_failures.get(parse_key(d, pver))
+            if cached is not None:
+                failing.add(d.doc_id)
+                if d.doc_id not in self.dead:
+                    _dead_letter_cached(self.rt, d, cached)
+                    self.dead.add(d.doc_id)
+        return failing
+
+    def parse(self, d: DocumentRecord, pcfg: ParseConfig, pver: str) -> None:
+        """Parse one document and queue its row: ok, rejected for quality, or failed (cached),
+        each failure dead-lettered; a source that cannot be read now caches nothing."""
+        key = parse_key(d, pver)
+        self.stats.attempted += 1
+        t0 = time.perf_counter()
+        row: dict[str, Any] = {  # every key present: rows are written in batches
+            "content_hash": key[0], "parse_version": pver, "format": key[2], "doc_id": d.doc_id,
+            "created_at": time.time(), "status": "failed", "title": None, "blocks": None, "metrics": None,
+            "page_metrics": None, "doc_metadata": None, "error": None, "reason": None}
+        try:
+            self.source = self.source or make_source(self.scfg)
+            data = read_content(self.rt, self.source, d)
+            include = include_reader(d, self.by_path, functools.partial(read_content, self.rt, self.source))
+            deaths = self.killed.deaths if self.killed and self.killed.key == key else 0
+            with watched(self.rt, self.source_name, d, key, deaths):
+                result = parse_document(data, d.external_id, pcfg, max_bytes=self.limit, include=include)
+            self._judge(d, key, result, row)
+        except (BinderyError, Exception) as e:
+            if isinstance(e, SourceUnavailable):
+                self.flush()  # what was parsed stays; the source's failure ends the stage and the run
+                raise
+            if isinstance(e, SourceError):
+                # the source is unreachable now: nothing is known about the bytes, don't cache
+                self._dead_letter(d, key, e.reason, str(e), traceback.format_exc())
+                self.stats.failed += 1
+                self.progress.advance(1)  # dealt with (dead-lettered), nothing cached
+                return
+            reason = e.reason if isinstance(e, BinderyError) else f"crash:{type(e).__name__}"
+            msg = str(e) or type(e).__name__
+            row.update(status="failed", reason=reason, error=msg, blocks=None,
+                       metrics={"max_bytes": self.limit} if isinstance(e, TooLarge) else None)
+            self.stats.failed += 1
+            self.stats.worst.append({"doc": d.external_id, "reason": f"{reason}: {msg}"[:300]})
+            self._dead_letter(d, key, reason, msg, traceback.format_exc())
+        key_reason = row.get("reason") or "ok"
+        self.stats.reasons[key_reason] = self.stats.reasons.get(key_reason, 0) + 1
+        row["seconds"] = time.perf_counter() - t0
+        self.pending.append(row)
+        if len(self.pending) >= _FLUSH:
+            self.flush()
+
+    def _judge(self, d: DocumentRecord, key: tuple[str, str, str], result: ParseResult, row: dict[str, Any]) -> None:
+        """Fill `row` from a parse that returned: ok, or rejected by the source's quality thresholds."""
+        problems = parse_problems(result, self.scfg.quality)
+        row.update(title=result.title, blocks=[b.to_dict() for b in result.blocks],
+                   metrics=result.metrics, page_metrics=result.page_metrics,
+                   doc_metadata=stored_metadata(result))
+        judged = paginated(result.metrics)  # repeated lines are judged with pages only
+        metrics_row = {"doc": d.external_id, **{k: v for k, v in result.metrics.items()
+                                                    if isinstance(v, (int, float))
+                                                    and (k != "repeated_line_share" or judged)}}
+        if not is_redirect(result):  # its few words say nothing of the parser's quality
+            self.stats.metrics_rows.append(metrics_row)
+        if problems:
+            row.update(status="rejected", reason="low-quality", error="; ".join(problems))
+            self.stats.rejected += 1
+            self.stats.worst.append({"doc": d.external_id, "reason": row["error"]})
+            self._dead_letter(d, key, "low-quality", row["error"])
+        else:
+            row.update(status="ok")
+            self.stats.ok += 1
+            self.stats.redirects += is_redirect(result)
+            if d.doc_id in self.dead:
+                self.resolved.append(d.doc_id)
+
+    def _dead_letter(self, d: DocumentRecord, key: tuple[str, str, str], reason: str, error: str,
+                     trace: str | None = None) -> None:
+        self.rt.store.add_dead_letter(doc_id=d.doc_id, source=self.source_name, external_id=d.external_id,
+                                      stage="parse", reason=reason, error=error, trace=trace, content_hash=key[0])
 
 
 def _after_a_dead_run(rt: Runtime, source_name: str) -> Killed | None:
