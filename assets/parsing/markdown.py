@@ -290,25 +290,27 @@ def table_padding(body: str) -> tuple[int, int]:
 # tables of more cells than this, laid out, are read as text (a fuzzing pass).
 MAX_TABLE_CELLS = 200_000
 
-# Emphasis delimiters (`*`, `_` runs) are matched pairwise per paragraph, in time that grows with
-# the square of their number when they interleave ("*a _b* c_" x 20,000, 200 KB: 4.4 s; 840 KB:
-# 49 s, not interruptible: the parser is native code). A paragraph of more runs is read as text;
-# 10,000 interleaved runs parse in about 0.3 s.
-MAX_EMPHASIS_RUNS = 10_000
-_EMPHASIS_RUN = re.compile(r"[*_]+")
+# Emphasis delimiters (`*` runs, and `_` runs not inside a word) are matched per paragraph in time
+# that grows with the square of their number ("*a _b* c_" x 20,000, 200 KB: 4.4 s; 840 KB: 49 s;
+# balanced markup less steeply), inside native code no signal interrupts. A document whose
+# paragraphs' squared run counts add up past MAX_EMPHASIS_RUNS squared is read as text: one
+# paragraph of 40,000 interleaved runs parses in about 1 s.
+MAX_EMPHASIS_RUNS = 40_000
+_EMPHASIS_RUN = re.compile(r"\*+|(?<![^\W_])_+|_+(?![^\W_])")
 
 
-def emphasis_runs(body: str) -> int:
-    """The most `*`/`_` delimiter runs in one block of non-blank lines. One pass, no parse."""
+def emphasis_runs(body: str) -> tuple[int, int]:
+    """(the sum over blocks of non-blank lines of their delimiter runs squared, the most runs in
+    one block). One pass, no parse."""
     if "*" not in body and "_" not in body:
-        return 0
-    most = runs = 0
-    for line in body.split("\n"):
+        return 0, 0
+    cost = most = runs = 0
+    for line in [*body.split("\n"), ""]:
         if not line.strip():
-            most, runs = max(most, runs), 0
+            cost, most, runs = cost + runs * runs, max(most, runs), 0
         elif "*" in line or "_" in line:
             runs += len(_EMPHASIS_RUN.findall(line))
-    return max(most, runs)
+    return cost, most
 
 
 # A link reference definition makes the parser read the rest of its block to find where it ends,
@@ -354,8 +356,10 @@ def _beyond_the_parser(body: str) -> str | None:
                 f"(more than {MAX_TABLE_PADDING} times, plus {TABLE_PADDING_SLACK:,})")
     if laid > MAX_TABLE_CELLS:
         return f"tables of {laid:,} cells (more than {MAX_TABLE_CELLS:,})"
-    if (runs := emphasis_runs(body)) > MAX_EMPHASIS_RUNS:
-        return f"a paragraph of {runs:,} emphasis marks (more than {MAX_EMPHASIS_RUNS:,})"
+    cost, most = emphasis_runs(body)
+    if cost > MAX_EMPHASIS_RUNS * MAX_EMPHASIS_RUNS:
+        return (f"emphasis marks the parser would match in about {cost:,} steps (the most in one paragraph: "
+                f"{most:,}; more than {MAX_EMPHASIS_RUNS:,} squared)")
     if (reads := definition_scan(body)) > MAX_DEFINITION_SCAN:
         return (f"link reference definitions in runs the parser would re-read {reads:,} lines for "
                 f"(more than {MAX_DEFINITION_SCAN:,})")
