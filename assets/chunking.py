@@ -64,6 +64,7 @@ ChunkKind = Literal["text", "table", "code"]
 
 BLOCK_SEPARATOR = "\n\n"  # joins block texts into the document text that offsets refer to
 _HEADING_SHARE = 4  # a repeated heading line takes at most max_tokens // 4 tokens
+_MAX_PATH_CHARS = 1000  # characters of one heading or title in a chunk's heading path
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
 
@@ -546,7 +547,14 @@ def _lines(text: str) -> list[tuple[str, int]]:
 
 
 def _oneline(text: str | None) -> str:
-    return " ".join((text or "").split())
+    """A heading or title as one line, at most `_MAX_PATH_CHARS` long: every chunk of its
+    section stores its path (and the indexes hold it), so a 50 KB "heading" a parser mistook
+    made a 1.7 MB file a 1.8 GB data dir (the heading line in the text is capped apart, in tokens)."""
+    line = " ".join((text or "").split())
+    if len(line) <= _MAX_PATH_CHARS:
+        return line
+    cut = line[: _MAX_PATH_CHARS - 1]
+    return (cut[: cut.rfind(" ")] if " " in cut else cut) + "…"
 
 
 def _same(a: str, b: str) -> bool:

@@ -708,3 +708,14 @@ def test_a_text_longer_than_one_encode_is_split_window_by_window(tok: TokenCount
     encoded.clear()  # the chunker counts whole blocks in a batch first: windowed there too (a review)
     assert tok.count_batch([text, "short"]) == [len(real_encode(text, add_special_tokens=False)), 1]
     assert max(encoded) <= 3_000
+
+
+def test_a_heading_thousands_of_characters_long_is_cut_in_the_heading_path(tok: TokenCounter) -> None:
+    """Every chunk of a section stores its heading path, and the indexes hold it: a 50 KB
+    heading over 2,000 paragraphs made a 1.7 MB file a 1.8 GB data dir (a fuzzing pass)."""
+    heading = " ".join(f"word{i}" for i in range(8000))
+    paragraphs = [Block("paragraph", f"Paragraph {i} of the notes.") for i in range(5)]
+    blocks = [Block("heading", heading, level=1), *paragraphs]
+    drafts = chunk_blocks(blocks, ChunkConfig(max_tokens=40, overlap_tokens=0), title="Notes", counter=tok)
+    assert all(len(h) <= 1000 for d in drafts for h in d.heading_path)
+    assert drafts[0].heading_path[-1].startswith("word0 word1") and drafts[0].heading_path[-1].endswith("…")

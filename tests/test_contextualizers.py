@@ -3,6 +3,7 @@ the Anthropic provider through the real SDK over HTTP against `tests/anthropic_s
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 
@@ -404,3 +405,32 @@ def test_per_document_statuses_stay_document_failures(
         c.contextualize(LONG_DOC, CHUNKS[:1])
     assert not isinstance(info.value, ProviderUnavailable) and info.value.status == status
     c.close()
+
+
+def test_the_summary_of_a_paragraph_of_abbreviations_is_found_in_linear_time() -> None:
+    """Every sentence end after "Mrs." or an initial re-split the paragraph from its start: 912 KB
+    of such text took 94 s in the context step (a fuzzing pass of the stages after parsing)."""
+    from tests.timeouts import alarm
+
+    with alarm(5):
+        assert summary_sentence("the pump is set by Mrs. Jones and Dr. Smith at the plant " * 16000).endswith("…")
+
+
+def test_a_document_without_a_summary_sentence_is_scanned_once_not_once_per_chunk(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CSV or a word list has no sentence of its own words: the whole text's was looked for
+    again for every chunk (a 1.8 MB CSV's prefixes: 148 s)."""
+    import connectors.contextualizers as ctx
+
+    calls: list[int] = []
+    real = ctx.summary_sentence
+
+    def counted(text: str, max_chars: int = 200) -> str:
+        calls.append(len(text))
+        return real(text, max_chars)
+
+    monkeypatch.setattr(ctx, "_whole_text_summary", functools.lru_cache(maxsize=8)(counted))
+    doc = DocumentContext(title="Cities", summary="", full_text="id,city\n" + "1,Lyon\n" * 5000)
+    c = OfflineContextualizer(ContextConfig())
+    prefixes = {c.prefix_for(doc, ChunkContext(heading_path=["Cities"], text=f"row {i}")) for i in range(200)}
+    assert len(calls) == 1 and len(prefixes) == 1
