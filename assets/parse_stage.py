@@ -169,6 +169,8 @@ def run_parse(rt: Runtime, source_name: str, gens: list[Generation], *,
         for d in todo:
             run.parse(d, pcfg, pver)
         run.flush()
+    if run.killed is not None:  # a dead run's document no longer pending (edited, deleted): nothing to count
+        forget(rt, source_name)
     # a file put back to bytes that parsed well before (under every version the run targets)
     # leaves the table although nothing was parsed again
     if back := [d.doc_id for d in docs if d.doc_id in failed_parse and d.doc_id not in not_good]:

@@ -110,10 +110,11 @@ def watched(rt: Runtime, source: str, doc: DocumentRecord, key: tuple[str, str, 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"doc_id": doc.doc_id, "external_id": doc.external_id, "key": list(key),
                                     "deaths": deaths, "started": time.time()}), encoding="utf-8")
+        marked = True
     except OSError:  # a read-only or full data_dir: parse unwatched rather than not at all
-        yield
-        return
+        marked = False
     try:
         yield
     finally:
-        path.unlink(missing_ok=True)
+        if marked:
+            path.unlink(missing_ok=True)

@@ -96,3 +96,16 @@ def test_a_run_interrupted_in_a_parse_leaves_no_marker(tmp_path: Path, monkeypat
     monkeypatch.setattr(stage, "parse_document", real)
     dep.cli("sync")
     assert "notes/slow.md" not in _by_doc(dep.cli("dlq", "list"))
+
+
+def test_a_dead_runs_file_deleted_since_leaves_no_marker(tmp_path: Path) -> None:
+    """The file a run died on, deleted before the next sync: nothing is left to count against it,
+    and status stops naming it."""
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    dep.write("notes/killer.md", "# Killer\n\nA page whose parse never returns.\n")
+    _dying_sync(dep)
+    (dep.root / "notes" / "killer.md").unlink()
+    dep.cli("sync")
+    assert not list((dep.data / "parsing").glob("*.json"))
+    assert dep.cli("status")["sources"]["docs"]["stopped_parsing"] == []
