@@ -90,7 +90,8 @@ def killed_row(killed: Killed) -> dict[str, Any]:
             "doc_id": killed.doc_id, "created_at": time.time(), "status": "failed", "title": None,
             "blocks": None, "metrics": None, "page_metrics": None, "doc_metadata": None,
             "reason": "parse-killed", "seconds": None,
-            "error": (f"{killed.external_id}: {killed.deaths} runs stopped while parsing it (a parse that never "
+            "error": (f"{killed.external_id}: {killed.deaths} run{'s' if killed.deaths != 1 else ''} stopped while "
+                      "parsing it (a parse that never "
                       "ends, or runs out of memory); not parsed again until its bytes change "
                       "(`bindery dlq retry` tries once more)")}
 
