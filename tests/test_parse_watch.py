@@ -80,9 +80,9 @@ def test_a_file_that_kills_two_runs_is_a_dead_letter_and_the_third_run_indexes_t
 def test_a_run_interrupted_in_a_parse_leaves_no_marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C (or any error) inside a parse unwinds: nothing counts against the file."""
     import assets.parse_stage as stage
+    from assets.parsing import parse_document as real
 
     dep = Deployment(tmp_path)
-    real = stage.parse_document
 
     def interrupted(data: bytes, name: str, *a: Any, **k: Any) -> Any:
         if name.endswith("slow.md"):
