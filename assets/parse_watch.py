@@ -56,8 +56,12 @@ def _marker(rt: Runtime, source: str) -> Path:
 def killed_parse(rt: Runtime, source: str) -> Killed | None:
     """The document the last run of this source (or shard) died parsing, its deaths counting
     that run's; None when that run ended its parses (or the marker cannot be read)."""
+    return _read(_marker(rt, source))
+
+
+def _read(path: Path) -> Killed | None:
     try:
-        m: dict[str, Any] = json.loads(_marker(rt, source).read_text(encoding="utf-8"))
+        m: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         key = tuple(str(k) for k in m["key"])
         if len(key) != 3:
             return None
@@ -76,11 +80,8 @@ def stopped_parses(data_path: Path, source: str) -> list[dict[str, Any]]:
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         if path.stem != prefix and not path.stem.startswith(prefix + urllib.parse.quote("#", safe="")):
             continue
-        try:
-            m = json.loads(path.read_text(encoding="utf-8"))
-            out.append({"doc": str(m["external_id"]), "deaths": int(m["deaths"]) + 1, "since": float(m["started"])})
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
+        if (k := _read(path)) is not None:
+            out.append({"doc": k.external_id, "deaths": k.deaths, "since": k.started})
     return out
 
 

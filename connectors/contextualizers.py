@@ -112,6 +112,13 @@ class DocumentContext:
     summary: str
     full_text: str
 
+    @functools.cached_property
+    def summary_or_whole(self) -> str:
+        """`summary`, else the first sentence of the whole text: looked for once per document. A
+        CSV, a word list or CJK text has no sentence of its own words, and searched for every
+        chunk, a 1.8 MB CSV's prefixes took 148 s."""
+        return self.summary or summary_sentence(self.full_text)
+
     @classmethod
     def from_text(cls, title: str | None, full_text: str) -> DocumentContext:
         """Build one with `summary` taken from the text's first real sentence."""
@@ -343,12 +350,6 @@ class NoopContextualizer:
         return [PrefixResult(prefix="") for _ in chunks]
 
 
-# A document whose own words hold no summary sentence (a CSV, a word list, CJK text) falls back
-# to its whole text's: once per document, not once per chunk (chunks x the document's length:
-# a 1.8 MB CSV's prefixes took 148 s). The text's hash is cached by the string itself.
-_whole_text_summary = functools.lru_cache(maxsize=8)(summary_sentence)
-
-
 class OfflineContextualizer:
     """Deterministic prefix from document metadata: ``"<title> — <h1 > h2>. <summary>"``.
 
@@ -369,7 +370,7 @@ class OfflineContextualizer:
         if title and path and _norm(path[0]) == _norm(title):
             path = path[1:]
         head = " — ".join(p for p in (title, " > ".join(path)) if p)
-        summary = " ".join((doc.summary or _whole_text_summary(doc.full_text)).split())
+        summary = " ".join(doc.summary_or_whole.split())
         sep = " " if head.endswith((".", "!", "?", ":")) else ". "
         text = sep.join(p for p in (head, summary) if p)
         return trim_to_tokens(text, self.config.max_prefix_tokens, self._count)

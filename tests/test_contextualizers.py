@@ -3,7 +3,6 @@ the Anthropic provider through the real SDK over HTTP against `tests/anthropic_s
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Iterator
 
@@ -429,7 +428,7 @@ def test_a_document_without_a_summary_sentence_is_scanned_once_not_once_per_chun
         calls.append(len(text))
         return real(text, max_chars)
 
-    monkeypatch.setattr(ctx, "_whole_text_summary", functools.lru_cache(maxsize=8)(counted))
+    monkeypatch.setattr(ctx, "summary_sentence", counted)
     doc = DocumentContext(title="Cities", summary="", full_text="id,city\n" + "1,Lyon\n" * 5000)
     c = OfflineContextualizer(ContextConfig())
     prefixes = {c.prefix_for(doc, ChunkContext(heading_path=["Cities"], text=f"row {i}")) for i in range(200)}
