@@ -19,7 +19,7 @@ from typing import Any
 
 from assets.includes import include_reader, own_hash
 from assets.listing import read_content, spool_path
-from assets.parse_watch import Killed, forget, killed_parse, killed_row, watched
+from assets.parse_watch import Killed, forget, killed_parse, killed_row, time_limit, watched
 from assets.parsing import parse_document
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
@@ -239,7 +239,7 @@ class _ParseRun:
             data = read_content(self.rt, self.source, d)
             include = include_reader(d, self.by_path, functools.partial(read_content, self.rt, self.source))
             deaths = self.killed.deaths if self.killed and self.killed.key == key else 0
-            with watched(self.rt, self.source_name, d, key, deaths):
+            with watched(self.rt, self.source_name, d, key, deaths), time_limit(pcfg.max_parse_seconds, d.external_id):
                 result = parse_document(data, d.external_id, pcfg, max_bytes=self.limit, include=include)
             self._judge(d, key, result, row)
         except (BinderyError, Exception) as e:

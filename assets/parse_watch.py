@@ -1,8 +1,11 @@
 """A file whose parse never ends, or takes the process down, stops one run, not every run after it.
 
-A parse inside native code (a PDF library, the Markdown parser, the regular-expression engine)
-cannot be interrupted, and a memory bomb ends with the kernel killing the worker: either way the
-run dies mid-parse, and the next run would parse that file first again, and die again. So the
+A parse runs under a time limit (`stages.parse.max_parse_seconds`, `time_limit`): Python code and
+the regular-expression engine notice the alarm, and the document becomes a `parse-timeout` dead
+letter while the run goes on. A parse inside native code that never returns (a PDF library, the
+Markdown parser) cannot be interrupted, and a memory bomb ends with the kernel killing the
+worker: either way the run dies mid-parse, and the next run would parse that file first again,
+and die again. So the
 parse stage leaves a marker naming the document it is parsing (`data_dir/parsing/`, one file per
 source or shard) and removes it when the parse returns or raises (Ctrl-C included). A marker the
 next run finds names the document a dead run was parsing. One such death is forgiven (a machine
@@ -15,6 +18,8 @@ parses it again. `bindery plan` never parses a document a dead run was parsing.
 from __future__ import annotations
 
 import json
+import signal
+import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -24,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from assets.runtime import Runtime
+from connectors.errors import ParseTimeout
 from connectors.store import DocumentRecord
 
-__all__ = ["DEATHS_BEFORE_DEAD_LETTER", "Killed", "killed_parse", "killed_row", "watched"]
+__all__ = ["DEATHS_BEFORE_DEAD_LETTER", "Killed", "killed_parse", "killed_row", "time_limit", "watched"]
 
 DEATHS_BEFORE_DEAD_LETTER = 2
 
@@ -120,3 +126,45 @@ def watched(rt: Runtime, source: str, doc: DocumentRecord, key: tuple[str, str, 
     finally:
         if marked:
             path.unlink(missing_ok=True)
+
+
+class _Alarm(BaseException):
+    """Raised by the alarm inside a parse. Not an `Exception`: a parser's own `except Exception`
+    fallback must not swallow it and carry on past the limit."""
+
+
+@contextmanager
+def time_limit(seconds: float, what: str) -> Iterator[None]:
+    """Raise `ParseTimeout` (naming `what`) if the block runs longer than `seconds` (0: no limit).
+
+    A real-time alarm (SIGALRM), so it can only be set from the main thread of a process with
+    signals (a CLI run, a Dagster step's process, a plan's forked worker); elsewhere (a thread, a
+    platform without SIGALRM) the block runs unlimited, the death marker (`watched`) still
+    standing guard. The alarm repeats every second after it first fires: code that catches
+    everything and carries on is interrupted again."""
+    if seconds <= 0 or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    armed = True
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        if armed:
+            raise _Alarm
+
+    def disarm() -> None:
+        nonlocal armed
+        armed = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    try:
+        try:
+            yield
+        finally:
+            disarm()
+    except _Alarm:  # in the block, or in the instant before `disarm` ran (then it runs again here)
+        disarm()
+        raise ParseTimeout(f"{what}: parsing took longer than stages.parse.max_parse_seconds ({seconds:g} s); "
+                           "stopped. Raise the limit and `bindery dlq retry` to try again") from None

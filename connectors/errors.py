@@ -132,6 +132,12 @@ class TooLarge(ParseError):
     reason = "too-large"
 
 
+class ParseTimeout(ParseError):
+    """A parse that ran past `stages.parse.max_parse_seconds` (`assets.parse_watch.time_limit`)."""
+
+    reason = "parse-timeout"
+
+
 def size_text(n_bytes: float, limit: float | None = None) -> str:
     """A size in a too-large message: megabytes, or bytes where the limit (`limit`, else the size
     itself) is below a tenth of one (`max_file_mb: 0.035` read "the 0.0 MB limit"); a size and

@@ -5,7 +5,8 @@ content hashes, so their versions depend on their own config only: an embedder c
 every chunk and every contextual prefix, a chunker change keeps every parse.
 Throughput-only knobs (batch size, device, concurrency) never enter a version, nor does
 `parse.language` (no parser reads it; changing it must not re-parse everything), nor a limit that
-only refuses documents (`parse.max_ocr_pages`: the refused ones are dead letters to retry).
+only refuses documents (`parse.max_ocr_pages`, `parse.max_parse_seconds`: the refused ones are
+dead letters to retry).
 Query-time knobs live in `QueryConfig` and never enter a stage version.
 """
 
@@ -22,7 +23,7 @@ __all__ = ["generation_key", "settings_differences", "stage_configs_dump", "stag
 
 # ... and limits that only decide whether a document is refused (a dead letter, retried by hand)
 _THROUGHPUT_ONLY = {"embed": {"batch_size", "device"}, "context": {"concurrency"},
-                    "parse": {"language", "max_ocr_pages"}}
+                    "parse": {"language", "max_ocr_pages", "max_parse_seconds"}}
 
 
 def stage_configs_dump(stages: StageConfigs) -> dict[str, Any]:

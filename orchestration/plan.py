@@ -62,7 +62,7 @@ from assets.parse_stage import (
     pending_parses,
     stored_metadata,
 )
-from assets.parse_watch import killed_parse, killed_row
+from assets.parse_watch import killed_parse, killed_row, time_limit
 from assets.parsing import parse_document
 from assets.runtime import Generation, Runtime
 from connectors.config import BinderyConfig, ChunkConfig, SourceConfig
@@ -452,7 +452,9 @@ class StageWalk:
         try:
             data = self.read(d, scfg)
             include = include_reader(d, self.by_path, lambda dep: self.read(dep, scfg))
-            result = parse_document(data, d.external_id, g.stages.parse, max_bytes=max_bytes(scfg), include=include)
+            with time_limit(g.stages.parse.max_parse_seconds, d.external_id):  # as the sync would stop it
+                result = parse_document(data, d.external_id, g.stages.parse, max_bytes=max_bytes(scfg),
+                                        include=include)
         except Exception as e:
             return _failure(e)  # nothing to chunk
         if problems := parse_problems(result, scfg.quality):

@@ -109,3 +109,79 @@ def test_a_dead_runs_file_deleted_since_leaves_no_marker(tmp_path: Path) -> None
     dep.cli("sync")
     assert not list((dep.data / "parsing").glob("*.json"))
     assert dep.cli("status")["sources"]["docs"]["stopped_parsing"] == []
+
+
+def _stubborn(give_up_after: float) -> None:
+    """A parse that never ends by itself and swallows every ordinary exception on its way."""
+    import time
+
+    end = time.monotonic() + give_up_after  # only so that a broken limit fails the test, not hangs it
+    while time.monotonic() < end:
+        try:
+            time.sleep(0.01)
+        except Exception:  # the point: a parser that catches everything
+            continue
+
+
+def test_a_parse_past_the_time_limit_is_a_dead_letter_and_the_run_goes_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import assets.parse_stage as stage
+    import orchestration.plan as plan_module
+    from assets.parsing import parse_document as real
+
+    dep = Deployment(tmp_path)
+    dep.set_stage("parse", max_parse_seconds=0.5)
+    dep.write("notes/stuck.md", "# Stuck\n\nA page whose parse loops forever.\n")
+    dep.write("notes/harbour.md", "# Harbour\n\nPilots board the ships at the harbour mouth.\n")
+
+    def looping(data: bytes, name: str, *a: Any, **k: Any) -> Any:
+        if name.endswith("stuck.md"):
+            _stubborn(30)
+        return real(data, name, *a, **k)
+
+    monkeypatch.setattr(stage, "parse_document", looping)
+    monkeypatch.setattr(plan_module, "parse_document", looping)
+    plan = dep.cli("plan")  # the plan stops the parse as the sync will, and counts what the sync does
+    out = dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"]
+    letters = {d["doc"]: d for d in dep.cli("dlq", "list")}
+    assert letters["notes/stuck.md"]["reason"] == "parse-timeout"
+    assert "longer than stages.parse.max_parse_seconds (0.5 s)" in letters["notes/stuck.md"]["error"]
+    assert dep.cli("query", "pilots board ships harbour")["hits"][0]["doc"] == "notes/harbour.md"
+    assert not list((dep.data / "parsing").glob("*.json"))  # a stopped parse is not a death
+    assert dep.cli("sync")["recomputed"]["parse"] == 0  # cached as failed: not stopped again every sync
+    # the limit is not part of the parse version: raising it re-parses nothing by itself
+    dep.set_stage("parse", max_parse_seconds=60)
+    assert dep.cli("sync")["recomputed"]["parse"] == 0
+    monkeypatch.setattr(stage, "parse_document", real)
+    assert dep.cli("dlq", "retry", "--doc", "notes/stuck.md")["resolved"] == 1
+
+
+def test_the_time_limit_restores_the_alarm_and_stays_out_of_threads() -> None:
+    import signal
+    import threading
+
+    from assets.parse_watch import time_limit
+    from connectors.errors import ParseTimeout
+
+    before = signal.getsignal(signal.SIGALRM)
+    with time_limit(5, "quick.md"):
+        pass
+    assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    with pytest.raises(ParseTimeout, match=r"slow\.md: parsing took longer than .*\(0\.2 s\)"), \
+            time_limit(0.2, "slow.md"):
+        _stubborn(30)
+    assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    errors: list[BaseException] = []
+
+    def in_a_thread() -> None:  # no alarm there: the block runs, unlimited
+        try:
+            with time_limit(0.05, "threaded.md"):
+                _stubborn(0.3)
+        except BaseException as e:
+            errors.append(e)
+
+    t = threading.Thread(target=in_a_thread)
+    t.start()
+    t.join()
+    assert errors == []

@@ -183,6 +183,10 @@ class ParseConfig(_Strict):
     # each. A limit, not an output setting: it stays out of the parse version, so raising it
     # re-parses nothing but what `bindery dlq retry` asks for.
     max_ocr_pages: int = Field(1000, ge=1)
+    # A parse that runs longer than this is stopped and its document becomes a `parse-timeout`
+    # dead letter, so one pathological file (a regular expression that backtracks for hours, a
+    # loop in a parser) costs minutes, not the run. 0 = no limit. Out of the parse version too.
+    max_parse_seconds: float = Field(600.0, ge=0, allow_inf_nan=False)
     strip_headers_footers: bool = True
     language: str = "en"  # read by no parser today; kept out of the parse version (connectors.versions)
 
