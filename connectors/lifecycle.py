@@ -119,8 +119,9 @@ MAX_OPERATOR_CHARS = 128  # `bindings.flipped_by`, `generations.forced_by`
 def operator_name(by: str | None) -> str:
     """Who flips the binding: `by` (`--by`, the UI's `forced_by`), else the user running the
     process. Longer than the store keeps is a usage error before anything is judged: PostgreSQL
-    refused it at the flip, after the gate had passed (SQLite keeps any length)."""
-    who = by or getpass.getuser()
+    refused it at the flip, after the gate had passed (SQLite keeps any length). Blank (or
+    whitespace) names nobody, so the user running the process is recorded instead."""
+    who = (by or "").strip() or getpass.getuser()
     if len(who) > MAX_OPERATOR_CHARS:
         raise UsageError(f"--by: at most {MAX_OPERATOR_CHARS} characters, got {len(who)}")
     return who
@@ -192,7 +193,7 @@ class Lifecycle:
             if named is None:
                 raise UnknownGeneration(f"no generation {which} (`bindery status` lists them)")
             return named
-        row = self.store.get_generation(int(which))
+        row = self.store.get_generation(int(which)) if int(which) < 2**63 else None  # beyond: no such row
         if row is None:
             raise UnknownGeneration(f"no generation {which} (`bindery status` lists them)")
         return row

@@ -43,6 +43,18 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: list[str]) -> argp
     return a
 
 
+class _AppendOnce(argparse.Action):
+    """`append`, each value once: `--source docs --source docs` ran the source twice (two runs,
+    summed counts that no longer matched the plan's)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        have = list(getattr(namespace, self.dest, None) or [])
+        if values not in have:
+            have.append(values)
+        setattr(namespace, self.dest, have)
+
+
 def _whole_number(value: str) -> int:
     try:
         return int(value)
@@ -50,10 +62,15 @@ def _whole_number(value: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
 
 
+_MAX_INT = 2**63 - 1  # the databases' integer: a larger id or limit was an OverflowError
+
+
 def _positive_int(value: str) -> int:
     n = _whole_number(value)
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, got {n}")
+    if n > _MAX_INT:
+        raise argparse.ArgumentTypeError(f"must be at most {_MAX_INT}, got {value}")
     return n
 
 
@@ -90,7 +107,7 @@ def _run_status(value: str) -> str:
 
 
 def _generation_arg(value: str) -> str:
-    if value in ("live", "candidate") or (value.isdigit() and int(value) > 0):
+    if value in ("live", "candidate") or (value.isascii() and value.isdigit() and 0 < int(value) <= _MAX_INT):
         return value
     raise argparse.ArgumentTypeError(f"expected live, candidate or a generation id (a number), got {value!r}")
 
@@ -128,13 +145,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=_version(), help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = sub.add_parser("sync", help="bring sources up to date in the live generation")
-    s.add_argument("--source", action="append", help="only this source (repeatable)")
+    s.add_argument("--source", action=_AppendOnce, help="only this source (repeatable)")
     s.add_argument("--allow-mass-delete", action="store_true",
                    help="perform a delete sweep even if the listing shrank beyond the safety limits")
     _submit_options(s)
     s = sub.add_parser("plan", help="what the next sync or reindex would do (writes nothing)")
     s.add_argument("kind", nargs="?", choices=["sync", "reindex"], default="sync", help="sync (default) or reindex")
-    s.add_argument("--source", action="append", help="only this source (repeatable; sync only)")
+    s.add_argument("--source", action=_AppendOnce, help="only this source (repeatable; sync only)")
     s.add_argument("--allow-mass-delete", action="store_true",
                    help="plan as if the sync were allowed past the delete guard")
     s = sub.add_parser("reindex", help="build a candidate generation from the current configuration")
@@ -168,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="number of hits (default: query.k of the configuration, 10 unless set)")
     s.add_argument("--principal", action="append", default=None, type=_principal,
                    help="identity (repeatable); default public")
-    s.add_argument("--source", action="append", help="only this source (repeatable)")
+    s.add_argument("--source", action=_AppendOnce, help="only this source (repeatable)")
     s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
     s.add_argument("--neighbours", type=_neighbours, default=None,
                    help=f"with each hit, this many chunks before and after it (0-{MAX_NEIGHBOURS}; "

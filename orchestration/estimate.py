@@ -185,7 +185,9 @@ def estimate_seconds(stages: dict[str, dict[str, Any]], history: dict[str, Any] 
     if missing:
         note = (f"no history for {', '.join(missing)} on this instance: their time is not included "
                 "(a first sync measures it)")
-    return {"seconds": round(sum(by_stage.values()), 1) if by_stage or not missing else None,
+    # a partial sum read as the run's time ("about 0 s" for a run whose embed had no history,
+    # interrupted before it measured one): unknown, with the measured stages in by_stage
+    return {"seconds": None if missing else round(sum(by_stage.values()), 1),
             "by_stage": by_stage, "no_history": missing, "note": note,
             "runs_measured": (history or {}).get("runs", {})}
 

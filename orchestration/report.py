@@ -369,8 +369,10 @@ def _human_plan(r: dict[str, Any]) -> str:
     lines += [f"source {name!r} is no longer configured: the {r['kind']} withholds its {n:,} "
               f"document{'s' if n != 1 else ''} from search and takes them out of every generation's indexes "
               "(`bindery gc` then removes them)" for name, n in (r.get("removed_sources") or {}).items()]
-    total = est["seconds"]
-    lines.append(f"estimated time: {'unknown' if total is None else f'about {total:,.0f} s'}"
+    total, known = est["seconds"], sum(est["by_stage"].values())
+    guess = f"about {total:,.0f} s" if total is not None else f"unknown, more than {known:,.0f} s" if known >= 1 \
+        else "unknown"
+    lines.append(f"estimated time: {guess}"
                  + (f"; {est['note']}" if est.get("note") else ""))
     llm = r.get("llm")
     if llm:

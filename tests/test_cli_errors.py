@@ -152,6 +152,19 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     # a robustness pass: the OS refuses a NUL in a path, an internal error at run time (status exited 0)
     ("NUL in a root", {"sources": [{"name": "docs", "root": "/tmp/a\x00b"}]}, ["sync"], ("sources.0.root", "NUL")),
     ("NUL in data_dir", {"data_dir": "/tmp/x\x00y"}, ["status"], ("data_dir", "NUL")),
+    # an operator pass (2026-12-06): thresholds out of range failed every document at run time,
+    # NaN turned a check off, and gate.k above the query limit failed only at eval time
+    ("quality share above 1", {"sources": [{"name": "docs", "root": "/tmp", "quality": {"min_word_share": 7}}]},
+     ["plan"], ("sources.0.quality.min_word_share",)),
+    ("quality share NaN", {"sources": [{"name": "docs", "root": "/tmp", "quality": {"min_alnum_share": float("nan")}}]},
+     ["plan"], ("sources.0.quality.min_alnum_share",)),
+    ("negative chars per page", {"sources": [{"name": "docs", "root": "/tmp",
+                                              "quality": {"min_chars_per_page": -3}}]},
+     ["plan"], ("sources.0.quality.min_chars_per_page",)),
+    ("infinite weight", {"query": {"dense_weight": float("inf")}}, ["status"], ("query.dense_weight",)),
+    ("gate.k above the query limit", {"gate": {"k": 5000}}, ["eval"], ("gate.k", "200")),
+    ("negative parse time limit", {"stages": {"parse": {"max_parse_seconds": -1}}}, ["plan"],
+     ("stages.parse.max_parse_seconds",)),
 ]
 
 
@@ -280,6 +293,10 @@ def test_config_merge_keys_still_override(tmp_path: Path) -> None:
     (["query", "x", "--principal", ""], ("--principal", "not empty")),  # as evalset draft's
     (["query", "\u200b\u00ad\x01"], ("query is empty", "invisible")),  # answered with dense-only noise
     (["query", "x", "-k", "500"], ("-k", "200", "500")),
+    # beyond the databases' integers: an OverflowError, "internal error", exit 1
+    (["query", "x", "--generation", "99999999999999999999"], ("--generation",)),
+    (["promote", "--candidate", "99999999999999999999"], ("--candidate", "at most")),
+    (["runs", "--limit", "99999999999999999999"], ("--limit", "at most")),
 ])
 def test_usage_mistake_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any],
                                           argv: list[str], named: tuple[str, ...]) -> None:

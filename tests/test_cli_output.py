@@ -23,7 +23,7 @@ from evals.metrics import METRIC_NAMES, CaseResult
 from evals.runner import EvalReport
 from orchestration import report
 from orchestration.cli import main
-from orchestration.cli_parser import build_parser, share_common_options
+from orchestration.cli_parser import build_parser, parse_command_line, share_common_options
 from tests.bindery_fixture import Deployment
 
 
@@ -335,6 +335,10 @@ def test_gc_and_hash_key_print_a_human_summary(dep: Deployment, capsys: pytest.C
     monkeypatch.setattr("sys.stdin", io.StringIO("k"))
     code, out, _ = run(capsys, "hash-key")
     assert code == 0 and "{" not in out and out.splitlines()[0] == f"hash: {hash_key('k')}"
+    monkeypatch.setattr("sys.stdin", io.StringIO("k1\nk2\n"))  # a file of keys: only the first was hashed
+    code, _, err = run(capsys, "hash-key")
+    assert code == 2 and err.strip() == \
+        "bindery hash-key: 2 lines on standard input: pipe in one key (one line) at a time"
     code, out, _ = run(capsys, "hash-key", "--new")
     key = out.splitlines()[0].split()[1]
     assert code == 0 and "{" not in out and out.splitlines()[1] == f"hash: {hash_key(key)}"
@@ -453,3 +457,11 @@ def test_promoting_the_previous_generation_says_what_it_leaves_out_of_search(tmp
     d.cli("sync")
     out = d.cli("promote", "--candidate", str(first), "--force", "--reason", "back")
     assert any(f"generation {first} holds nothing of 'extra'" in w for w in out["warnings"]), out
+
+
+@pytest.mark.parametrize("command", ["sync", "plan", "query"])
+def test_a_source_named_twice_is_run_once(command: str) -> None:
+    """An operator pass: `sync --source docs --source docs` ran the source twice (two runs whose
+    counts were summed, no longer the plan's)."""
+    argv = [command, *(["x"] if command == "query" else []), "--source", "docs", "--source", "b", "--source", "docs"]
+    assert parse_command_line(build_parser(), argv).source == ["docs", "b"]

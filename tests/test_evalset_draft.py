@@ -222,6 +222,30 @@ def test_a_draft_quotes_only_what_the_named_principals_may_read_and_is_private(t
     assert text and "hr/salaries.md" not in text and "SECRETTOKEN" not in text and "Salary" not in text
 
 
+def test_a_draft_never_writes_through_a_device_a_pipe_or_a_link(tmp_path: Path) -> None:
+    """Found by an operator pass: `--out /dev/full --force` (as root) chmodded the device 0600,
+    `--out` on a FIFO hung, and on a link truncated the file it named. Each is refused before
+    any drafting, and what it names is untouched."""
+    import os
+
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me\n")
+    target.chmod(0o644)
+    (link := tmp_path / "link.jsonl").symlink_to(target)
+    os.mkfifo(fifo := tmp_path / "pipe.jsonl")
+    for out in (link, fifo, Path(os.devnull)):
+        err = dep.cli("evalset", "draft", "--out", str(out), "--force", expect=2)
+        assert "is not a regular file" in err["error"]
+    assert target.read_text() == "keep me\n" and stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert stat.S_IMODE(os.stat(os.devnull).st_mode) == 0o666
+    # a regular file --force replaces is a new private file; no temporary file is left beside it
+    assert dep.cli("evalset", "draft", "--out", str(target), "--force")["cases"] >= 1
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600 and "keep me" not in target.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".precious")) == []
+
+
 def test_a_draft_leaves_out_what_an_operator_pass_found_to_be_junk() -> None:
     """A draft of 30 on git's pages and R's manuals asked "A-B-C-D-E-F" (an ASCII-art graph),
     "BSD-style", " of LOCAL" and "Table of Contents — R FAQ" (gold "1 1 legalese"), and took its

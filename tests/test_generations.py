@@ -122,7 +122,10 @@ def test_equal_candidate_is_promoted_and_rollback_restores_exactly(dep: Deployme
 
     # longer than the store keeps: refused before anything moves (PostgreSQL refused it at the flip)
     assert "--by: at most 128 characters" in dep.cli("rollback", "--by", "x" * 129, expect=2)["error"]
-    back = dep.cli("rollback")
+    back = dep.cli("rollback", "--by", "   ")  # blank names nobody: the login name is recorded
+    import getpass
+
+    assert back["report"]["by"] == getpass.getuser()
     assert (back["live"], back["previous"]) == (1, cand)
     after = dep.cli(*query)
     assert after["generation"] == 1

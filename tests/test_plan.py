@@ -477,6 +477,10 @@ def test_estimate_says_when_there_is_no_history() -> None:
     some = estimate_seconds(stages, {"seconds_per_item": {"parse": 0.5, "embed": 0.1}, "runs": {},
                                      "fixed_seconds": {"embed": 4.0}})
     assert some["seconds"] == 19.0 and some["by_stage"] == {"parse": 5.0, "embed": 14.0} and some["note"] is None
+    # one stage with work and no history (a first sync interrupted before it embedded): the time
+    # is unknown, not the sum of the others ("about 0 s" for a run that took 46)
+    part = estimate_seconds(stages, {"seconds_per_item": {"parse": 0.5}, "runs": {}, "fixed_seconds": {}})
+    assert part["seconds"] is None and part["by_stage"] == {"parse": 5.0} and part["no_history"] == ["embed"]
 
 
 def test_estimate_counts_the_listing_and_the_length_of_the_texts_to_embed() -> None:

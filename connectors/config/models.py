@@ -70,20 +70,23 @@ def check_database_url(url: str) -> None:
 
 
 class ParseQualityThresholds(_Strict):
-    """Per-source limits for the parse-quality gate."""
+    """Per-source limits for the parse-quality gate. Shares lie in [0, 1]: a share of 7 failed
+    every document, and NaN quietly turned its check off."""
 
-    max_failure_share: float = Field(0.3, ge=0, le=1)  # share of failed docs -> ERROR
+    max_failure_share: float = Field(0.3, ge=0, le=1, allow_inf_nan=False)  # share of failed docs -> ERROR
     # fewer documents than this are judged with the whole source, and never fail the check
     min_batch: int = Field(20, ge=1)
-    warn_failure_share: float = Field(0.05, ge=0, le=1)
+    warn_failure_share: float = Field(0.05, ge=0, le=1, allow_inf_nan=False)
     # a document's mean extracted characters per page below this fails it (a page counts as empty
     # below quality.metrics.EMPTY_PAGE_CHARS, a fixed constant, not this threshold)
-    min_chars_per_page: float = 20.0
-    min_alnum_share: float = 0.5
-    min_word_share: float = 0.4  # share of tokens that look like dictionary-ish words
-    max_repeated_line_share: float = 0.5  # paginated documents only (PDF): their running headers
+    min_chars_per_page: float = Field(20.0, ge=0, allow_inf_nan=False)
+    min_alnum_share: float = Field(0.5, ge=0, le=1, allow_inf_nan=False)
+    # share of tokens that look like dictionary-ish words
+    min_word_share: float = Field(0.4, ge=0, le=1, allow_inf_nan=False)
+    # paginated documents only (PDF): their running headers
+    max_repeated_line_share: float = Field(0.5, ge=0, le=1, allow_inf_nan=False)
     # more than this share of empty pages is almost always an unOCRed scan or a broken text layer
-    max_empty_page_share: float = Field(0.5, ge=0, le=1)
+    max_empty_page_share: float = Field(0.5, ge=0, le=1, allow_inf_nan=False)
 
 
 _S3_ONLY = frozenset({"bucket", "prefix", "endpoint_url", "region", "read_timeout_s", "max_attempts"})
@@ -107,7 +110,7 @@ class SourceConfig(_Strict):
     exclude: list[str] = Field(default_factory=list)
     # Safe delete sweep: a listing smaller than either bound aborts all deletes.
     min_count: int = Field(1, ge=0)
-    min_ratio: float = Field(0.5, ge=0, le=1)
+    min_ratio: float = Field(0.5, ge=0, le=1, allow_inf_nan=False)
     max_file_mb: float = Field(100.0, gt=0, allow_inf_nan=False)
     # local: follow symlinks whose target lies outside `root` (off: they are skipped, with a
     # dead letter saying so, so a link can never publish files from elsewhere unnoticed)
@@ -279,9 +282,9 @@ class GateConfig(_Strict):
     queries: str | None = None
     metric: str = "recall@10"
     secondary_metric: str = "mrr@10"
-    tolerance: float = Field(0.01, ge=0, lt=1)  # metrics are shares: 1 or more never refuses
+    tolerance: float = Field(0.01, ge=0, lt=1, allow_inf_nan=False)  # metrics are shares: 1 or more never refuses
     max_regressions: int = Field(2, ge=0)
-    k: int = Field(50, ge=1)
+    k: int = Field(50, ge=1, le=200)  # the query service's own limit on k
 
 
 class ApiKeyConfig(_Strict):
@@ -306,7 +309,7 @@ class JwtConfig(_Strict):
     subject_prefix: str = ""
     audience: str | None = None
     issuer: str | None = None
-    leeway_seconds: float = Field(30.0, ge=0)
+    leeway_seconds: float = Field(30.0, ge=0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _prefix_needs_subject(self) -> JwtConfig:
@@ -343,34 +346,36 @@ class QueryConfig(_Strict):
     k: int = Field(10, ge=1, le=200)
     candidates: int = Field(50, ge=1, le=1000)  # over-retrieval per retriever
     rrf_k: int = Field(60, ge=1)
-    score_floor: float = Field(0.0, ge=0)  # fused score below which hits are dropped; 0 (default) keeps all
+    # fused score below which hits are dropped; 0 (default) keeps all
+    score_floor: float = Field(0.0, ge=0, allow_inf_nan=False)
     # Each further unit of a document already ranked has its fused score multiplied by this (a
     # negative one divided): a diversity prior (1.0 disables) so one long page's sections cannot
     # fill the top-k. 0.7 over 0.97: recall@10 up one question on redis, man pages and quoted
     # e-mail, down on no dev set; 0.5-0.7 measure alike (docs/retrieval.md)
-    same_doc_decay: float = Field(0.7, gt=0, le=1)
+    same_doc_decay: float = Field(0.7, gt=0, le=1, allow_inf_nan=False)
     # How the retrievers' unit lists are combined (query_service/fusion.py): `zscore` sums each
     # retriever's standardised scores times its weight; `rrf` sums weight / (rrf_k + rank).
     fusion: Literal["zscore", "rrf"] = "zscore"
-    dense_weight: float = Field(1.0, ge=0)
-    sparse_weight: float = Field(1.0, ge=0)
-    unit_weight: float = Field(0.6, ge=0)  # BM25 over whole units (0 skips that search)
-    heading_weight: float = Field(0.0, ge=0)  # BM25 over heading paths, added to the chunk-level BM25
-    plain_weight: float = Field(1.0, ge=0)  # BM25 over the unstemmed words, added at both levels
+    dense_weight: float = Field(1.0, ge=0, allow_inf_nan=False)
+    sparse_weight: float = Field(1.0, ge=0, allow_inf_nan=False)
+    unit_weight: float = Field(0.6, ge=0, allow_inf_nan=False)  # BM25 over whole units (0 skips that search)
+    # BM25 over heading paths, added to the chunk-level BM25
+    heading_weight: float = Field(0.0, ge=0, allow_inf_nan=False)
+    plain_weight: float = Field(1.0, ge=0, allow_inf_nan=False)  # BM25 over the unstemmed words, added at both levels
     # Proximity (sequential dependence): each adjacent pair of the query's non-stopword words as a
     # phrase with `proximity_slop`, its BM25 times this weight added at both levels (0 = off).
     # 0.5 with slop 1: MRR@10 up on 9 of 10 dev sets, chosen the same on 9 of 10 leave-one-set-out
     # (docs/retrieval.md)
-    proximity_weight: float = Field(0.5, ge=0)
+    proximity_weight: float = Field(0.5, ge=0, allow_inf_nan=False)
     proximity_slop: int = Field(1, ge=0, le=50)
     # E-mail: a message's parent and replies gain this share of its lead (0 = off; see ranking.py)
-    thread_weight: float = Field(0.5, ge=0)
+    thread_weight: float = Field(0.5, ge=0, allow_inf_nan=False)
     # ... and the other messages of its thread (same root Message-ID) this share (0 = off)
-    thread_mates_weight: float = Field(0.35, ge=0)
+    thread_mates_weight: float = Field(0.35, ge=0, allow_inf_nan=False)
     # A pasted reply's attribution line ("On <date>, X wrote:") names the message it answers:
     # that writer's message of that date gains this share of the fused list's spread times the
     # evidence (query_service/attribution.py; 0 = off)
-    attribution_weight: float = Field(2.0, ge=0)
+    attribution_weight: float = Field(2.0, ge=0, allow_inf_nan=False)
     # At most this many units of one document in the returned top-k (0 = no limit). The
     # document's rank is that of its best unit; its further units are dropped. Off by default:
     # on long documents (FAQ pages, PDFs) the answer is a section, and 1 per document cut Python
@@ -383,7 +388,7 @@ class QueryConfig(_Strict):
     # Neighbour expansion: with each hit, the texts of this many chunks just before and just
     # after its unit (0 = off; at most 5, query_service/neighbours.py). A request may set its own.
     neighbours: int = Field(0, ge=0, le=MAX_NEIGHBOURS)
-    poll_seconds: float = Field(0.5, gt=0)
+    poll_seconds: float = Field(0.5, gt=0, allow_inf_nan=False)
     auth: QueryAuthConfig = Field(default_factory=QueryAuthConfig)
     max_body_bytes: int = Field(65536, ge=1024)  # larger request bodies are refused (413) unread
     # request headers (a JWT, cookies) larger than this are refused before the app sees them
@@ -481,7 +486,7 @@ class OrchestrationConfig(_Strict):
 
 class RetentionConfig(_Strict):
     keep_generations: int = Field(3, ge=2)  # live + previous always kept
-    rollback_window_hours: float = Field(168.0, ge=0)
+    rollback_window_hours: float = Field(168.0, ge=0, allow_inf_nan=False)
 
 
 class AutomationConfig(_Strict):

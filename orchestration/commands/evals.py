@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from connectors.config import BinderyConfig
@@ -14,8 +17,6 @@ from orchestration import report
 from orchestration.commands.common import check_queries, searchable_generation, store_for
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from connectors.store import ChunkRecord, DocumentRecord, DocumentStore, GenerationRecord
 
 __all__ = ["cmd_eval", "cmd_evalset", "cmd_tune"]
@@ -90,6 +91,11 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("--out -: the draft is a file to review and keep, not output; give its path")
     if out.is_dir():
         raise UsageError(f"--out {out} is a folder: give the path of a JSONL file to write")
+    if (out.is_symlink() or out.exists()) and not stat.S_ISREG(out.lstat().st_mode):
+        # a device, a pipe or a link: writing "through" it would truncate (and chmod) what it
+        # names, or block on a pipe nobody reads
+        raise UsageError(f"--out {out} exists and is not a regular file (a device, a pipe or a link): "
+                         "give the path of a JSONL file to write")
     if out.exists() and not a.force:
         raise UsageError(f"--out {out} already exists (pass --force to overwrite it)")
     try:  # before any drafting (an LLM writer spends money): a place the file cannot go is a usage error
@@ -166,8 +172,14 @@ def _readable_chunks(store: DocumentStore, gen: GenerationRecord, chunks: list[C
 
 def _write_private(path: Path, text: str) -> None:
     """Write `text` to `path` readable by its owner alone, as data_dir is: a draft quotes the
-    documents it was made from, whatever their ACLs."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        os.fchmod(fd, 0o600)  # a file --force overwrites keeps its old mode otherwise
-        f.write(text)
+    documents it was made from, whatever their ACLs. Written beside it and renamed over it, so a
+    file `--force` replaces is a new file of that mode (never the old one's inode, nor whatever a
+    link put at that path since the check), and an interrupted write leaves the old file whole."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -115,7 +115,12 @@ def cmd_hash_key(a: argparse.Namespace) -> dict[str, str]:
     """The configured form of a query-service API key (read from stdin, or a new random one)."""
     from query_service.auth import hash_key, new_key
 
-    key = new_key() if a.new else sys.stdin.readline().strip()
+    # typed at a terminal: the line Enter ends; piped: everything, so a file of keys is refused
+    text = "" if a.new else sys.stdin.readline() if sys.stdin.isatty() else sys.stdin.read()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 1:  # only the first was hashed: a file of keys read as one key, silently
+        raise UsageError(f"{len(lines)} lines on standard input: pipe in one key (one line) at a time")
+    key = new_key() if a.new else (lines[0] if lines else "")
     if not key:
         raise UsageError("no key on standard input (pipe one in, or pass --new to make one)")
     return {"key": key, "hash": hash_key(key)} if a.new else {"hash": hash_key(key)}
