@@ -43,6 +43,10 @@ from orchestration.interrupts import quiet_interrupted_logging
 
 # Commands that list sources: their folders must exist before a run starts.
 _LISTING_COMMANDS = ("sync", "reindex", "plan")
+# Commands that read (or judge, or flip) what a sync made: without a data_dir there is nothing
+# (`runs` reads the Dagster instance, there unless DAGSTER_HOME names another).
+_READING_COMMANDS = ("dlq", "verify", "gc", "query", "eval", "tune", "promote", "rollback", "discard",
+                     "evalset", "runs")
 
 
 _DEFAULT_CRON = AutomationConfig().reconcile_cron
@@ -68,8 +72,11 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
             cfg.source(name)  # an unknown source is a usage error before any run
         except ConfigError as e:
             raise UsageError(f"--source: {e}") from None
-    # plan and status write nothing: a fresh data_dir is checked, not made
-    check_paths(cfg, only if a.command != "query" else None, roots=listing, create=a.command not in ("plan", "status"))
+    # plan and status write nothing: a fresh data_dir is checked, not made; nor by the commands
+    # that read what a sync made (`store_for` says a mistyped data_dir holds nothing)
+    reads_only = a.command in _READING_COMMANDS and not (a.command == "runs" and os.environ.get("DAGSTER_HOME"))
+    check_paths(cfg, only if a.command != "query" else None, roots=listing,
+                create=a.command not in ("plan", "status") and not reads_only)
     if a.command in _LISTING_COMMANDS:
         check_stage_resources(cfg)  # a model that is not here, an unset API key: before any work
     if a.command in ("serve", "ui"):

@@ -39,9 +39,18 @@ def assert_one_line(code: int, text: str, *named: str) -> None:
 
 @pytest.fixture
 def base(tmp_path: Path) -> dict[str, Any]:
+    """A configuration whose data_dir does not exist yet (`synced_base`: one a sync made)."""
     (tmp_path / "corpus").mkdir()
     (tmp_path / "corpus" / "a.md").write_text("# A\n\nhello\n")
     return {"data_dir": str(tmp_path / "data"), "sources": [{"name": "docs", "root": str(tmp_path / "corpus")}]}
+
+
+@pytest.fixture
+def synced_base(base: dict[str, Any]) -> dict[str, Any]:
+    """`base` with its data_dir made, as a first sync leaves it: the mistakes tried on it are
+    others than a data_dir that holds nothing."""
+    Path(base["data_dir"]).mkdir()
+    return base
 
 
 def write(tmp_path: Path, cfg: dict[str, Any]) -> str:
@@ -169,10 +178,10 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
 
 
 @pytest.mark.parametrize(("what", "change", "argv", "named"), MISTAKES, ids=[m[0] for m in MISTAKES])
-def test_config_mistake_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any],
-                                           what: str, change: dict[str, Any], argv: list[str],
-                                           named: tuple[str, ...]) -> None:
-    code, text = run_cli(capsys, "--config", write(tmp_path, {**base, **change}), *argv)
+def test_config_mistake_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           synced_base: dict[str, Any], what: str, change: dict[str, Any],
+                                           argv: list[str], named: tuple[str, ...]) -> None:
+    code, text = run_cli(capsys, "--config", write(tmp_path, {**synced_base, **change}), *argv)
     assert_one_line(code, text, *named)
 
 
@@ -298,9 +307,10 @@ def test_config_merge_keys_still_override(tmp_path: Path) -> None:
     (["promote", "--candidate", "99999999999999999999"], ("--candidate", "at most")),
     (["runs", "--limit", "99999999999999999999"], ("--limit", "at most")),
 ])
-def test_usage_mistake_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any],
+def test_usage_mistake_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          synced_base: dict[str, Any],
                                           argv: list[str], named: tuple[str, ...]) -> None:
-    code, text = run_cli(capsys, "--config", write(tmp_path, base), *argv)
+    code, text = run_cli(capsys, "--config", write(tmp_path, synced_base), *argv)
     assert_one_line(code, text, *named)
 
 
@@ -362,13 +372,27 @@ def test_a_data_dir_bindery_creates_is_owner_only(tmp_path: Path, capsys: pytest
     (it was 0755, so any local user read a private folder's text in bindery.db); one that exists
     keeps the permissions its owner gave it."""
     cfg = write(tmp_path, {**base, "data_dir": str(tmp_path / "new" / "data")})
-    assert run_cli(capsys, "--config", cfg, "dlq")[0] == 0  # a command that opens the store (status writes nothing)
+    assert run_cli(capsys, "--config", cfg, "sync")[0] == 0  # the command that makes it
     assert (tmp_path / "new" / "data").stat().st_mode & 0o777 == 0o700
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o750)
     shared.chmod(0o750)
     assert run_cli(capsys, "--config", write(tmp_path, {**base, "data_dir": str(shared)}), "dlq")[0] == 0
     assert shared.stat().st_mode & 0o777 == 0o750
+
+
+@pytest.mark.parametrize("argv", [["dlq"], ["dlq", "retry", "--all"], ["verify"], ["gc"], ["query", "x"], ["eval"],
+                                  ["promote"], ["rollback"], ["discard"], ["evalset", "draft", "--out", "d.jsonl"]])
+def test_a_command_that_reads_a_missing_data_dir_names_it_and_creates_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any], argv: list[str]) -> None:
+    """An operator pass: on a mistyped data_dir these made the folder and an empty store, then
+    answered "no dead letters" or "no generations to verify", exit 0."""
+    missing = tmp_path / "typo" / "data"
+    (tmp_path / "eval.jsonl").write_text('{"id": "q", "query": "hello", "gold": [{"doc": "a.md"}]}\n')
+    cfg = write(tmp_path, {**base, "data_dir": str(missing), "gate": {"queries": str(tmp_path / "eval.jsonl")}})
+    code, text = run_cli(capsys, "--config", cfg, *argv)
+    assert_one_line(code, text, "data_dir", str(missing), "does not exist", "nothing has been synced")
+    assert not (tmp_path / "typo").exists()
 
 
 def test_data_dir_that_cannot_be_created(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -544,10 +568,10 @@ REASONS = [
 
 @pytest.mark.parametrize(("argv", "reason"), REASONS, ids=[" ".join(r[0]) or "-" for r in REASONS])
 def test_json_reason_tells_usage_from_config(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                             base: dict[str, Any], argv: list[str], reason: str) -> None:
+                                             synced_base: dict[str, Any], argv: list[str], reason: str) -> None:
     import json
 
-    code, text = run_cli(capsys, "--config", write(tmp_path, base), "--json", *argv)
+    code, text = run_cli(capsys, "--config", write(tmp_path, synced_base), "--json", *argv)
     assert code == 2, text
     assert json.loads(text.splitlines()[0])["reason"] == reason
     assert ("configuration error" in text) == (reason == "config")

@@ -42,8 +42,15 @@ def new_runner(cfg: BinderyConfig) -> Runner:
 
 
 def store_for(cfg: BinderyConfig) -> DocumentStore:
+    """The configuration's document store. The default one lives in data_dir, which a sync
+    creates: a command that only reads what a sync made (`dlq`, `query`, `verify`, `promote`, ...)
+    on a data_dir that does not exist names it rather than create an empty store there (a
+    mistyped data_dir read as "no dead letters", exit 0)."""
     from connectors.store.ownership import open_store
 
+    if cfg.backends.database_url is None and not cfg.data_path.exists():
+        raise ConfigError(f"data_dir: {cfg.data_path} does not exist: nothing has been synced with this "
+                          "configuration (run `bindery sync`, or check data_dir)")
     return open_store(cfg)
 
 
