@@ -79,6 +79,7 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
                 create=a.command not in ("plan", "status") and not reads_only)
     if a.command in _LISTING_COMMANDS:
         check_stage_resources(cfg)  # a model that is not here, an unset API key: before any work
+        check_ocr_language(cfg)
     if a.command in ("serve", "ui"):
         check_port(a.host, a.port)
     if a.command == "tune" or cfg.tune != TuneConfig():  # the defaults need no check (nor numpy's import)
@@ -101,6 +102,20 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
         if cfg.gate.k < cutoff:  # the eval retrieves gate.k hits: fewer make value@N a value@k in disguise
             raise ConfigError(f"gate.k ({cfg.gate.k}) must be at least the cutoff of gate.{key} {value!r} ({cutoff}): "
                               f"the eval retrieves only gate.k hits per question")
+
+
+def check_ocr_language(cfg: BinderyConfig) -> None:
+    """With Tesseract's data installed, an OCR language it lacks is a mistake (a misspelling, a
+    language pack not installed) that would make every scanned page a `needs-ocr` dead letter.
+    Without any (no Tesseract here) OCR is simply unavailable, as documented: not checked."""
+    from assets.parsing.ocr import find_tessdata, installed_languages
+
+    parse = cfg.stages.parse
+    if not parse.ocr or find_tessdata(parse.ocr_language) is not None:
+        return
+    if have := installed_languages():
+        raise ConfigError(f"stages.parse.ocr_language: no Tesseract language data for {parse.ocr_language!r} "
+                          f"(installed: {', '.join(have)}; install tesseract-ocr-<lang>, or set TESSDATA_PREFIX)")
 
 
 def check_port(host: str, port: int) -> None:

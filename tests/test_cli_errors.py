@@ -185,6 +185,22 @@ def test_config_mistake_is_one_line_exit_2(tmp_path: Path, capsys: pytest.Captur
     assert_one_line(code, text, *named)
 
 
+def test_an_ocr_language_tesseract_lacks_is_refused_before_any_work(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An operator pass: `ocr_language: klingon` passed plan and sync (exit 0) and every scanned
+    PDF became a needs-ocr dead letter. Without Tesseract's data at all, OCR is unavailable as
+    documented, and nothing is refused."""
+    import assets.parsing.ocr as ocr
+
+    cfg = write(tmp_path, {**base, "stages": {"parse": {"ocr_language": "klingon"}}})
+    monkeypatch.setattr(ocr, "installed_languages", lambda: ["eng", "osd"])
+    code, text = run_cli(capsys, "--config", cfg, "plan")
+    assert_one_line(code, text, "stages.parse.ocr_language", "'klingon'", "installed: eng, osd")
+    monkeypatch.setattr(ocr, "installed_languages", lambda: [])
+    assert run_cli(capsys, "--config", cfg, "plan")[0] == 0
+
+
 def test_anthropic_contextualiser_without_its_key_is_refused_before_any_work(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any],
         monkeypatch: pytest.MonkeyPatch) -> None:

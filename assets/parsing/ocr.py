@@ -11,7 +11,7 @@ import functools
 import glob
 import os
 
-__all__ = ["find_tessdata", "ocr_unavailable_reason"]
+__all__ = ["find_tessdata", "installed_languages", "ocr_unavailable_reason"]
 
 _CANDIDATES = (
     "/usr/share/tesseract-ocr/*/tessdata",
@@ -20,6 +20,21 @@ _CANDIDATES = (
     "/opt/homebrew/share/tessdata",
     "/usr/share/tesseract-ocr/tessdata",
 )
+
+
+def _folders() -> list[str]:
+    env = os.environ.get("TESSDATA_PREFIX")
+    folders = [env, os.path.join(env, "tessdata")] if env else []
+    for pattern in _CANDIDATES:
+        folders.extend(sorted(glob.glob(pattern), reverse=True))  # newest version first
+    return folders
+
+
+def installed_languages() -> list[str]:
+    """Every language some tessdata folder holds (empty: Tesseract's data is not installed)."""
+    found = {name.removesuffix(".traineddata") for folder in _folders() if folder and os.path.isdir(folder)
+             for name in os.listdir(folder) if name.endswith(".traineddata")}
+    return sorted(found)
 
 
 def _has_languages(folder: str, language: str) -> bool:
@@ -31,11 +46,7 @@ def _has_languages(folder: str, language: str) -> bool:
 @functools.lru_cache(maxsize=8)
 def find_tessdata(language: str = "eng") -> str | None:
     """The tessdata folder holding every language in `language` ("eng", "eng+deu"), or None."""
-    env = os.environ.get("TESSDATA_PREFIX")
-    folders = [env, os.path.join(env, "tessdata")] if env else []
-    for pattern in _CANDIDATES:
-        folders.extend(sorted(glob.glob(pattern), reverse=True))  # newest version first
-    for folder in folders:
+    for folder in _folders():
         if folder and _has_languages(folder, language):
             return folder
     return None
