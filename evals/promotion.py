@@ -96,7 +96,8 @@ def judge(cfg: BinderyConfig, store: DocumentStore, cand: GenerationRecord) -> G
         live_report = evaluate(cfg, store, live.record)
         cand_report = evaluate(cfg, store, cand)
         report = compare(live_report, cand_report, g.metric, g.secondary_metric, g.tolerance, g.max_regressions)
-        unknown = set(live_report.unknown_gold) | set(cand_report.unknown_gold)
+        unknown = set(live_report.unknown_gold) & set(cand_report.unknown_gold)
+        report.warnings.extend(one_sided_gold(live.name, set(live_report.unknown_gold), set(cand_report.unknown_gold)))
     if warning := unknown_gold_warning(sorted(unknown), "in the generations judged"):
         report.warnings.append(warning)
     out = report.to_json()
@@ -105,6 +106,22 @@ def judge(cfg: BinderyConfig, store: DocumentStore, cand: GenerationRecord) -> G
     out["eval_set"] = eval_set_identity(g.queries)
     lifecycle.record_verdict(cand.id, out)
     return report
+
+
+def one_sided_gold(live_name: str, live_lacks: set[str], cand_lacks: set[str]) -> list[str]:
+    """Gold documents only one of the two generations judged holds: their questions score 0 on
+    that side alone, which is part of the verdict (a document the candidate lost is a regression
+    the gate should see; one live lacked is a gain the candidate did not earn by ranking). Said
+    apart from those neither holds (an eval-set mistake): a refusal warned that a document live
+    held and scored 1.0 on was in neither."""
+    out = []
+    for docs, holds, lacks in ((sorted(cand_lacks - live_lacks), f"live generation {live_name}", "the candidate"),
+                               (sorted(live_lacks - cand_lacks), "the candidate", f"live generation {live_name}")):
+        if docs:
+            shown = ", ".join(docs[:5]) + (", ..." if len(docs) > 5 else "")
+            out.append(f"{len(docs)} gold documents are in {holds} but not in {lacks} (a dead letter there, or "
+                       f"added or removed between the two builds?); their questions score 0 on {lacks}: {shown}")
+    return out
 
 
 def promote(cfg: BinderyConfig, store: DocumentStore, *, candidate_id: int | None = None, force: bool = False,

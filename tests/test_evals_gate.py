@@ -185,3 +185,17 @@ def test_first_generation_passes() -> None:
     bare = first_generation_report()
     assert bare.passed and bare.to_json()["candidate"] == {}
     assert format_gate(bare) == f"gate: PASSED\n  - {NO_LIVE_REASON}"
+
+
+def test_gold_only_one_generation_lacks_is_said_of_that_generation() -> None:
+    """An operator pass: a refusal warned that a gold document was "not in the generations
+    judged" although live held it (and scored 1.0 on its questions); only the candidate lacked it."""
+    from evals.promotion import one_sided_gold
+
+    out = one_sided_gold("g1_abc", live_lacks={"both.md", "new.md"}, cand_lacks={"both.md", "lost.md"})
+    assert out == [
+        "1 gold documents are in live generation g1_abc but not in the candidate (a dead letter there, or added or "
+        "removed between the two builds?); their questions score 0 on the candidate: lost.md",
+        "1 gold documents are in the candidate but not in live generation g1_abc (a dead letter there, or added or "
+        "removed between the two builds?); their questions score 0 on live generation g1_abc: new.md"]
+    assert one_sided_gold("g1_abc", {"both.md"}, {"both.md"}) == []  # neither holds it: the eval set's mistake
