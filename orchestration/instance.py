@@ -28,6 +28,7 @@ import yaml
 
 from connectors.config import BinderyConfig
 from connectors.errors import ConfigError, StoreError
+from connectors.store.store import open_error_reason
 from orchestration.storage_seed import seed_sqlite_storage
 
 __all__ = ["GENERATED_MARK", "dagster_home", "get_instance", "instance_settings", "postgres_target"]
@@ -187,4 +188,11 @@ def get_instance(cfg: BinderyConfig) -> dg.DagsterInstance:
     os.environ["DAGSTER_HOME"] = _SET_HERE = str(home)
     if postgres_target(cfg) is None and (home / "dagster.yaml").read_text().startswith(GENERATED_MARK):
         seed_sqlite_storage(home)  # a new home's databases, copied instead of created
-    return dg.DagsterInstance.get()
+    try:
+        return dg.DagsterInstance.get()
+    except sa.exc.DatabaseError as e:  # "internal error: DatabaseError ... PRAGMA main.table_info" named nothing
+        where = "its PostgreSQL database" if postgres_target(cfg) is not None else \
+            "one of its SQLite databases (history/runs.db, history/runs/, schedules/)"
+        raise StoreError(f"cannot open the Dagster instance at {home}: {open_error_reason(e)}. A damaged "
+                         f"{where}: move it aside and run again; Dagster starts it anew (its run history is "
+                         "forgotten; Bindery's documents, caches and indexes are not in it)") from None

@@ -641,6 +641,22 @@ def test_a_corrupt_store_is_one_line_naming_the_store(tmp_path: Path, capsys: py
     assert '"reason": "store"' in text and "file is not a database" in text
 
 
+def test_a_damaged_dagster_database_is_one_line_naming_it_and_moving_it_aside_recovers(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any]) -> None:
+    """An operator pass: a damaged history/runs.db was `internal error: DatabaseError ... PRAGMA
+    main.table_info`, naming no file and no way out."""
+    cfg = write(tmp_path, base)
+    assert run_cli(capsys, "--config", cfg, "sync")[0] == 0
+    runs_db = Path(base["data_dir"]) / "dagster_home" / "history" / "runs.db"
+    runs_db.write_bytes(b"not a database" * 100)
+    for command in ("runs", "sync"):
+        code, text = run_cli(capsys, "--config", cfg, "--json", command)
+        assert code == 1 and "Traceback" not in text and "internal error" not in text
+        assert '"reason": "store"' in text and "history/runs.db" in text and "move it aside" in text
+    runs_db.rename(runs_db.with_suffix(".damaged"))
+    assert run_cli(capsys, "--config", cfg, "sync")[0] == 0  # the run history starts anew
+
+
 @pytest.mark.parametrize("url", ["postgres://app:S3CRETPW@db.example/app", "notaurl:S3CRETPW@x",
                                  "mysql://app:S3CRETPW@db.example/app"])
 def test_a_database_url_in_an_error_hides_its_password(tmp_path: Path, capsys: pytest.CaptureFixture[str],
