@@ -67,6 +67,8 @@ async def _refuse_websocket(receive: Receive, send: Send) -> None:
     await send({"type": "websocket.close", "code": 1008})
 
 
+# the scope key where HeadAsGet keeps the method a request was made with
+_ASKED_METHOD = "bindery.asked_method"
 # the methods a metric names; any other token is a valid method too, so each would be a new series
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -183,7 +185,8 @@ class HeadAsGet:
                 message = {**message, "body": b""}
             await send(message)
 
-        await self.app({**scope, "method": "GET"}, receive, headers_only)
+        # the metrics still count it as the HEAD it was (RecordRequests reads the mark)
+        await self.app({**scope, "method": "GET", _ASKED_METHOD: "HEAD"}, receive, headers_only)
 
 
 def loopback_hosts(host: str) -> list[str] | None:
@@ -347,7 +350,8 @@ class RecordRequests:
             name = (getattr(scope.get("route"), "path", None)
                     or (f"{mount[len(root):]}/{{path}}" if mount != root and mount.startswith(root) else None)
                     or _unrouted(scope))
-            method = scope["method"] if scope.get("method") in _METHODS else "other"
+            asked = scope.get(_ASKED_METHOD, scope.get("method"))
+            method = asked if asked in _METHODS else "other"
             self.metrics.requests.labels(method, name, str(status)).inc()
             if status == 413 and name == "/search":  # refused before routing: still a refused search
                 self.metrics.errors.labels("too-large").inc()

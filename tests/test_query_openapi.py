@@ -285,3 +285,7 @@ def test_head_is_answered_as_get_without_a_body(tmp_path: Path) -> None:
             assert head.status_code == get.status_code != 405, path
             assert head.content == b"" and head.headers["content-length"] == get.headers["content-length"], path
         assert c.head("/search").status_code == 405  # POST only: a HEAD is no search
+        # ... and the metrics count them as the HEADs they were, not as GETs
+        body = c.get("/metrics").text
+        assert 'bindery_http_requests_total{method="HEAD",route="/healthz",status="200"} 1.0' in body
+        assert 'bindery_http_requests_total{method="GET",route="/healthz",status="200"} 1.0' in body
