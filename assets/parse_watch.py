@@ -158,9 +158,9 @@ def time_limit(seconds: float, what: str) -> Iterator[None]:
         signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
     try:
         try:
+            signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)  # inside: a tiny limit may fire at once
             yield
         finally:
             disarm()

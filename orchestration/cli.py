@@ -43,8 +43,8 @@ from orchestration.interrupts import quiet_interrupted_logging
 
 # Commands that list sources: their folders must exist before a run starts.
 _LISTING_COMMANDS = ("sync", "reindex", "plan")
-# Commands that read (or judge, or flip) what a sync made: without a data_dir there is nothing
-# (`runs` reads the Dagster instance, there unless DAGSTER_HOME names another).
+# Commands that read (or judge, or flip) what a sync made: they never create data_dir (`store_for`
+# and `runs` say when it is missing and holds their state).
 _READING_COMMANDS = ("dlq", "verify", "gc", "query", "eval", "tune", "promote", "rollback", "discard",
                      "evalset", "runs")
 
@@ -74,7 +74,7 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
             raise UsageError(f"--source: {e}") from None
     # plan and status write nothing: a fresh data_dir is checked, not made; nor by the commands
     # that read what a sync made (`store_for` says a mistyped data_dir holds nothing)
-    reads_only = a.command in _READING_COMMANDS and not (a.command == "runs" and os.environ.get("DAGSTER_HOME"))
+    reads_only = a.command in _READING_COMMANDS
     check_paths(cfg, only if a.command != "query" else None, roots=listing,
                 create=a.command not in ("plan", "status") and not reads_only)
     if a.command in _LISTING_COMMANDS:
@@ -114,6 +114,9 @@ def check_ocr_language(cfg: BinderyConfig) -> None:
     if not parse.ocr or find_tessdata(parse.ocr_language) is not None:
         return
     if have := installed_languages():
+        if set(parse.ocr_language.split("+")) <= set(have):  # each is here, in different folders
+            raise ConfigError(f"stages.parse.ocr_language: the languages of {parse.ocr_language!r} are in different "
+                              "tessdata folders; Tesseract reads one: set TESSDATA_PREFIX to a folder holding all")
         raise ConfigError(f"stages.parse.ocr_language: no Tesseract language data for {parse.ocr_language!r} "
                           f"(installed: {', '.join(have)}; install tesseract-ocr-<lang>, or set TESSDATA_PREFIX)")
 

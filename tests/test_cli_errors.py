@@ -174,6 +174,9 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("gate.k above the query limit", {"gate": {"k": 5000}}, ["eval"], ("gate.k", "200")),
     ("negative parse time limit", {"stages": {"parse": {"max_parse_seconds": -1}}}, ["plan"],
      ("stages.parse.max_parse_seconds",)),
+    # "effectively unlimited" overflowed the timer and dead-lettered every document (a review)
+    ("huge parse time limit", {"stages": {"parse": {"max_parse_seconds": 1e10}}}, ["plan"],
+     ("stages.parse.max_parse_seconds", "604800")),
 ]
 
 
@@ -197,6 +200,10 @@ def test_an_ocr_language_tesseract_lacks_is_refused_before_any_work(
     monkeypatch.setattr(ocr, "installed_languages", lambda: ["eng", "osd"])
     code, text = run_cli(capsys, "--config", cfg, "plan")
     assert_one_line(code, text, "stages.parse.ocr_language", "'klingon'", "installed: eng, osd")
+    split = write(tmp_path, {**base, "stages": {"parse": {"ocr_language": "eng+klingon"}}})
+    monkeypatch.setattr(ocr, "installed_languages", lambda: ["eng", "klingon"])  # found, but not together
+    code, text = run_cli(capsys, "--config", split, "plan")
+    assert_one_line(code, text, "stages.parse.ocr_language", "different tessdata folders", "TESSDATA_PREFIX")
     monkeypatch.setattr(ocr, "installed_languages", lambda: [])
     assert run_cli(capsys, "--config", cfg, "plan")[0] == 0
 
@@ -398,14 +405,21 @@ def test_a_data_dir_bindery_creates_is_owner_only(tmp_path: Path, capsys: pytest
 
 
 @pytest.mark.parametrize("argv", [["dlq"], ["dlq", "retry", "--all"], ["verify"], ["gc"], ["query", "x"], ["eval"],
-                                  ["promote"], ["rollback"], ["discard"], ["evalset", "draft", "--out", "d.jsonl"]])
+                                  ["promote"], ["rollback"], ["discard"], ["runs"], ["runs", "--cancel", "abc"],
+                                  ["evalset", "draft", "--out", "typo/sub/d.jsonl"]])
 def test_a_command_that_reads_a_missing_data_dir_names_it_and_creates_nothing(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any], argv: list[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any], argv: list[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """An operator pass: on a mistyped data_dir these made the folder and an empty store, then
     answered "no dead letters" or "no generations to verify", exit 0."""
     missing = tmp_path / "typo" / "data"
     (tmp_path / "eval.jsonl").write_text('{"id": "q", "query": "hello", "gold": [{"doc": "a.md"}]}\n')
     cfg = write(tmp_path, {**base, "data_dir": str(missing), "gate": {"queries": str(tmp_path / "eval.jsonl")}})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    import orchestration.instance
+
+    monkeypatch.setattr(orchestration.instance, "_SET_HERE", None)
     code, text = run_cli(capsys, "--config", cfg, *argv)
     assert_one_line(code, text, "data_dir", str(missing), "does not exist", "nothing has been synced")
     assert not (tmp_path / "typo").exists()
@@ -655,6 +669,12 @@ def test_a_damaged_dagster_database_is_one_line_naming_it_and_moving_it_aside_re
         assert '"reason": "store"' in text and "history/runs.db" in text and "move it aside" in text
     runs_db.rename(runs_db.with_suffix(".damaged"))
     assert run_cli(capsys, "--config", cfg, "sync")[0] == 0  # the run history starts anew
+    index_db = runs_db.parent / "runs" / "index.db"  # opened lazily, at a run's first event (a review)
+    index_db.write_bytes(b"not a database" * 100)
+    code, text = run_cli(capsys, "--config", cfg, "--json", "sync")
+    assert code == 1 and "internal error" not in text and "history/runs/" in text
+    index_db.rename(index_db.with_suffix(".damaged"))
+    assert run_cli(capsys, "--config", cfg, "sync")[0] == 0
 
 
 @pytest.mark.parametrize("url", ["postgres://app:S3CRETPW@db.example/app", "notaurl:S3CRETPW@x",
@@ -747,3 +767,15 @@ def test_a_run_refused_for_its_root_leaves_no_data_dir_and_json_says_what_stderr
     code, text = run_cli(capsys, "--config", cfg, "--json", "sync")
     assert code == 2 and not Path(base["data_dir"]).exists()
     assert '"error": "configuration error: sources.0.root' in text
+
+
+def test_values_whose_infinity_means_something_still_load() -> None:
+    """Floats are finite everywhere a weight or a share is meant (NaN and inf passed silently), but
+    `retention.rollback_window_hours: .inf` keeps every generation from expiring by age, as
+    before (a review)."""
+    import math
+
+    from connectors.config import config_from_dict
+
+    assert math.isinf(config_from_dict({"retention": {"rollback_window_hours": float("inf")}})
+                      .retention.rollback_window_hours)

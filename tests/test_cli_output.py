@@ -328,6 +328,7 @@ def test_gc_and_hash_key_print_a_human_summary(dep: Deployment, capsys: pytest.C
 
     from query_service.auth import hash_key
 
+    dep.data.mkdir()  # a data_dir that holds nothing yet (a missing one is refused)
     code, out, _ = run(capsys, "--config", str(dep.config_path), "gc")
     assert code == 0 and out.splitlines() == ["no expired generations to drop", "no orphaned cache rows"]
     assert report.human("gc", {"dropped": ["g1_a", "g2_b"], "caches": {"parses": 3, "contexts": 0}}) == (
@@ -372,6 +373,7 @@ def test_query_k_defaults_to_the_configuration(dep: Deployment, capsys: pytest.C
 def test_runs_with_a_status_filter_that_matches_nothing_says_so(dep: Deployment, capsys: pytest.CaptureFixture[str],
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Any] = []
+    dep.data.mkdir()  # a data_dir that holds nothing yet (a missing one is refused)
 
     def list_runs(instance: Any, *, limit: int, statuses: list[str] | None) -> list[dict[str, Any]]:
         seen.append(statuses)

@@ -243,7 +243,13 @@ def test_a_draft_never_writes_through_a_device_a_pipe_or_a_link(tmp_path: Path) 
     # a regular file --force replaces is a new private file; no temporary file is left beside it
     assert dep.cli("evalset", "draft", "--out", str(target), "--force")["cases"] >= 1
     assert stat.S_IMODE(target.stat().st_mode) == 0o600 and "keep me" not in target.read_text()
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".precious")) == []
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []
+    # a name as long as the file system allows is written (the temporary file's name is short);
+    # one longer is refused before any drafting
+    longest = tmp_path / ("x" * 249 + ".jsonl")
+    assert dep.cli("evalset", "draft", "--out", str(longest))["cases"] >= 1 and longest.read_text()
+    err = dep.cli("evalset", "draft", "--out", str(tmp_path / ("y" * 250 + ".jsonl")), expect=2)["error"]
+    assert "cannot write there: File name too long" in err
 
 
 def test_a_draft_leaves_out_what_an_operator_pass_found_to_be_junk() -> None:

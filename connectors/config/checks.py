@@ -33,6 +33,19 @@ def check_stage_resources(cfg: BinderyConfig) -> None:
                           "which is not set")
 
 
+def make_data_dir(data: Path) -> None:
+    """Create `data` (a data_dir) if it is missing, owner-only: it holds every source's text,
+    whatever the sources' own permissions, as PostgreSQL keeps its data directory. An existing
+    one keeps what its owner chose. Every path that may be first to make it comes here (the
+    Dagster home, the store's claim): made elsewhere, it was 0755 and a later sync's indexes in
+    it readable by any local user."""
+    if data.exists():
+        return
+    with contextlib.suppress(FileExistsError):  # another process made it first: theirs
+        data.mkdir(parents=True)
+        data.chmod(0o700)
+
+
 def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: bool = True,
                 create: bool = True) -> None:
     """What the file system must hold before a run: `data_dir` a folder (created if missing) and
@@ -63,11 +76,7 @@ def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: 
             raise ConfigError(f"{key}: folder {root} is not readable")
     try:  # what access() cannot tell: a read-only or virtual file system (/proc), an odd mount
         if create and not data.exists():
-            # it holds every source's text, whatever the sources' own permissions: owner-only, as
-            # PostgreSQL keeps its data directory (an existing one keeps what its owner chose)
-            with contextlib.suppress(FileExistsError):  # another process made it first: theirs
-                data.mkdir(parents=True)
-                data.chmod(0o700)
+            make_data_dir(data)
         elif existing is not None and existing != data:
             os.rmdir(tempfile.mkdtemp(prefix=".bindery-probe-", dir=existing))
     except OSError as e:

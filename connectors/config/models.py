@@ -189,7 +189,7 @@ class ParseConfig(_Strict):
     # A parse that runs longer than this is stopped and its document becomes a `parse-timeout`
     # dead letter, so one pathological file (a regular expression that backtracks for hours, a
     # loop in a parser) costs minutes, not the run. 0 = no limit. Out of the parse version too.
-    max_parse_seconds: float = Field(600.0, ge=0, allow_inf_nan=False)
+    max_parse_seconds: float = Field(600.0, ge=0, le=7 * 24 * 3600, allow_inf_nan=False)  # at most a week
     strip_headers_footers: bool = True
     language: str = "en"  # read by no parser today; kept out of the parse version (connectors.versions)
 
@@ -486,7 +486,7 @@ class OrchestrationConfig(_Strict):
 
 class RetentionConfig(_Strict):
     keep_generations: int = Field(3, ge=2)  # live + previous always kept
-    rollback_window_hours: float = Field(168.0, ge=0, allow_inf_nan=False)
+    rollback_window_hours: float = Field(168.0, ge=0)  # .inf: no generation expires by age
 
 
 class AutomationConfig(_Strict):

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from connectors.config import BinderyConfig
+from connectors.config import BinderyConfig, make_data_dir
 from connectors.errors import ConfigError
 from connectors.generations import GenerationPaths, is_embedded, vector_engine
 from connectors.store.store import DocumentStore
@@ -111,7 +111,7 @@ def _built_elsewhere(cfg: BinderyConfig, store: DocumentStore) -> str | None:
 @contextmanager
 def _claim_lock(data_path: Path) -> Iterator[None]:
     try:
-        data_path.mkdir(parents=True, exist_ok=True)
+        make_data_dir(data_path)
         fh = open(data_path / f".{STORE_ID_FILE}.lock", "w")  # noqa: SIM115 - held across the yield
     except OSError as e:
         raise ConfigError(f"data_dir: cannot claim the store from {data_path}: {e.strerror or e}") from None

@@ -46,12 +46,21 @@ def store_for(cfg: BinderyConfig) -> DocumentStore:
     creates: a command that only reads what a sync made (`dlq`, `query`, `verify`, `promote`, ...)
     on a data_dir that does not exist names it rather than create an empty store there (a
     mistyped data_dir read as "no dead letters", exit 0)."""
+    from connectors.generations import is_embedded
     from connectors.store.ownership import open_store
 
-    if cfg.backends.database_url is None and not cfg.data_path.exists():
+    b = cfg.backends
+    if b.database_url is None or is_embedded(b.vector) or b.keyword == "tantivy":  # it lives in data_dir
+        require_data_dir(cfg)
+    return open_store(cfg)
+
+
+def require_data_dir(cfg: BinderyConfig) -> None:
+    """Raise the one-line ConfigError of a command that reads what a sync made from a data_dir
+    that does not exist (a mistyped path, or no sync yet): nothing is created."""
+    if not cfg.data_path.exists():
         raise ConfigError(f"data_dir: {cfg.data_path} does not exist: nothing has been synced with this "
                           "configuration (run `bindery sync`, or check data_dir)")
-    return open_store(cfg)
 
 
 def lifecycle_for(cfg: BinderyConfig) -> Lifecycle:

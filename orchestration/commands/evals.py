@@ -4,6 +4,7 @@ settings on the gate's eval set) and `evalset draft` (proposed questions for a p
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import stat
@@ -89,20 +90,17 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     out = Path(a.out)
     if a.out == "-":
         raise UsageError("--out -: the draft is a file to review and keep, not output; give its path")
-    if out.is_dir():
-        raise UsageError(f"--out {out} is a folder: give the path of a JSONL file to write")
-    if (out.is_symlink() or out.exists()) and not stat.S_ISREG(out.lstat().st_mode):
-        # a device, a pipe or a link: writing "through" it would truncate (and chmod) what it
-        # names, or block on a pipe nobody reads
-        raise UsageError(f"--out {out} exists and is not a regular file (a device, a pipe or a link): "
-                         "give the path of a JSONL file to write")
-    if out.exists() and not a.force:
-        raise UsageError(f"--out {out} already exists (pass --force to overwrite it)")
+    try:
+        _check_out(out, force=bool(a.force))
+    except OSError as e:  # a name too long, a folder that cannot be read
+        raise UsageError(f"--out {out}: cannot write there: {e.strerror or e}") from None
+    store = store_for(cfg)  # a data_dir that holds nothing is said before --out's folder is made
     try:  # before any drafting (an LLM writer spends money): a place the file cannot go is a usage error
         out.parent.mkdir(parents=True, exist_ok=True)
+        if not os.access(out.parent, os.W_OK | os.X_OK):
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
     except OSError as e:
-        raise UsageError(f"--out {out}: cannot create its folder: {e.strerror or e}") from None
-    store = store_for(cfg)
+        raise UsageError(f"--out {out}: cannot write there: {e.strerror or e}") from None
     gen = searchable_generation(cfg, store, "live")
     every = store.documents()
     documents = [d for d in every if a.principal is None or allows(d.acl, a.principal)]
@@ -170,12 +168,27 @@ def _readable_chunks(store: DocumentStore, gen: GenerationRecord, chunks: list[C
     return [c for c in chunks if c.doc_id in ok]
 
 
+def _check_out(out: Path, *, force: bool) -> None:
+    """What `--out` must be before anything is drafted: not a folder, not a device, pipe or link,
+    not an existing file unless `force`."""
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a folder: give the path of a JSONL file to write")
+    if (out.is_symlink() or out.exists()) and not stat.S_ISREG(out.lstat().st_mode):
+        # a device, a pipe or a link: writing "through" it would truncate (and chmod) what it
+        # names, or block on a pipe nobody reads
+        raise UsageError(f"--out {out} exists and is not a regular file (a device, a pipe or a link): "
+                         "give the path of a JSONL file to write")
+    if out.exists() and not force:
+        raise UsageError(f"--out {out} already exists (pass --force to overwrite it)")
+
+
 def _write_private(path: Path, text: str) -> None:
     """Write `text` to `path` readable by its owner alone, as data_dir is: a draft quotes the
     documents it was made from, whatever their ACLs. Written beside it and renamed over it, so a
     file `--force` replaces is a new file of that mode (never the old one's inode, nor whatever a
     link put at that path since the check), and an interrupted write leaves the old file whole."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # mode 0600
+    # a short name: the target's own may be as long as the file system allows
+    fd, tmp = tempfile.mkstemp(prefix=".draft-", suffix=".tmp", dir=path.parent)  # mode 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

@@ -76,8 +76,10 @@ def cmd_status(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     from connectors.store import DocumentStore
 
     url = make_url(cfg.database_url)
-    if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
-        # a fresh data_dir (a first look, a mistyped --config): shown empty, no database file made
+    if not cfg.data_path.exists() or (
+            url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists()):
+        # a fresh data_dir (a first look, a mistyped --config): shown as the store has it, or
+        # empty, with no data_dir, database file or store claim made
         return summaries.status(cfg, DocumentStore.preview(cfg.database_url))
     return summaries.status(cfg, store_for(cfg))
 

@@ -20,6 +20,7 @@ from orchestration.commands.common import (
     lifecycle_for,
     new_runner,
     partitions_of,
+    require_data_dir,
     store_for,
 )
 from orchestration.commands.generations import cmd_promote
@@ -180,9 +181,11 @@ def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str,
 
 def cmd_runs(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
     """Queued, running and finished runs of the instance, newest first."""
-    from orchestration.instance import get_instance
+    from orchestration.instance import get_instance, instance_home, postgres_target
     from orchestration.runs import cancel_runs, fail_dead_runs, list_runs, runs_table
 
+    if postgres_target(cfg) is None and cfg.data_path in instance_home(cfg).parents:  # the runs live there
+        require_data_dir(cfg)
     if a.cancel:
         if a.status:
             raise UsageError("--status: lists runs; --cancel cancels the runs it names (use one or the other)")
