@@ -425,6 +425,26 @@ def test_a_command_that_reads_a_missing_data_dir_names_it_and_creates_nothing(
     assert not (tmp_path / "typo").exists()
 
 
+def test_every_path_that_makes_a_data_dir_makes_it_owner_only(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review: the Dagster home (`runs`) and the store's claim (a PostgreSQL store) made a
+    missing data_dir 0755, and a later sync's indexes in it were readable by any local user."""
+    import orchestration.instance
+    from connectors.config import config_from_dict
+
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)  # the home under data_dir, not another test's
+    monkeypatch.setattr(orchestration.instance, "_SET_HERE", None)
+    from connectors.store.ownership import _claim_lock
+    from orchestration.instance import dagster_home
+
+    via_home = config_from_dict({"data_dir": str(tmp_path / "a" / "data")})
+    dagster_home(via_home)
+    assert (tmp_path / "a" / "data").stat().st_mode & 0o777 == 0o700
+    with _claim_lock(tmp_path / "b" / "data"):
+        pass
+    assert (tmp_path / "b" / "data").stat().st_mode & 0o777 == 0o700
+
+
 def test_data_dir_that_cannot_be_created(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                          base: dict[str, Any]) -> None:
     """/proc refuses a mkdir even to root, which access() does not tell: a one-line data_dir error."""
