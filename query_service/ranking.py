@@ -6,7 +6,9 @@ document, a section or a run of one section's chunks, grouped at chunking time
 
 1. Each retriever's chunk list becomes a unit list: a unit sits at its best chunk's place with
    that chunk's score (several matching chunks of one unit no longer take several slots).
-   The keyword index's unit-level list (BM25 over whole units) is a third list.
+   The keyword index's unit-level list (BM25 over whole units) is a third list; e-mail
+   messages in it weigh `message_unit_weight` (0 by default: a message's whole-unit BM25
+   repeats its chunk BM25), other units `unit_weight`.
 2. The lists are fused (`query_service.fusion`: z-score by default, or RRF).
 3. E-mail threads (`thread_weight`): a message's parent and its replies gain a share of its
    standing (weight x its lead over the list's last unit), so the message a matching reply
@@ -79,12 +81,12 @@ def rank_units(dense: Sequence[ScoredId], sparse: Sequence[ScoredId], unit_spars
     `qcfg.candidates` (before any filtering), so hold every match (`fusion.zscore`)."""
     d_units, d_best = _to_units(dense, payloads)
     s_units, s_best = _to_units(sparse, payloads)
-    lists = {"dense": d_units, "sparse": s_units}
-    if unit_sparse:
-        lists["unit"] = [(h.chunk_id, h.score) for h in unit_sparse]
-    weights = {"dense": qcfg.dense_weight, "sparse": qcfg.sparse_weight, "unit": qcfg.unit_weight}
+    lists = {"dense": d_units, "sparse": s_units, **_unit_lists(unit_sparse, payloads, qcfg)}
+    weights = {"dense": qcfg.dense_weight, "sparse": qcfg.sparse_weight, "unit": qcfg.unit_weight,
+               "message_unit": qcfg.message_unit_weight}
+    whole = {*complete, *(("message_unit",) if "unit" in complete else ())}  # the unit list's halves
     if qcfg.fusion == "zscore":
-        fused = zscore(lists, weights, dict.fromkeys(complete, qcfg.candidates))
+        fused = zscore(lists, weights, dict.fromkeys(whole, qcfg.candidates))
     else:
         fused = rrf({name: [u for u, _ in items] for name, items in lists.items()}, k=qcfg.rrf_k, weights=weights)
 
@@ -109,6 +111,20 @@ def rank_units(dense: Sequence[ScoredId], sparse: Sequence[ScoredId], unit_spars
 
     ranked = per_document(diversify(fused, doc_of, qcfg.same_doc_decay), doc_of, qcfg.max_chunks_per_doc)
     return [RankedUnit(f.chunk_id, chunk_of[f.chunk_id], f.score, f.ranks) for f in ranked]
+
+
+def _unit_lists(unit_sparse: Sequence[ScoredId], payloads: Payloads,
+                qcfg: QueryConfig) -> dict[str, list[tuple[str, float]]]:
+    """The whole-unit BM25 list as fused: one list ("unit") while e-mail messages weigh as other
+    units, else split by kind ("unit", "message_unit": a message's thread keys mark it), each with
+    its own weight; a list whose weight is 0 is left out."""
+    items = [(h.chunk_id, h.score) for h in unit_sparse]
+    if qcfg.message_unit_weight == qcfg.unit_weight:
+        return {"unit": items} if items and qcfg.unit_weight > 0 else {}
+    message = {h.chunk_id for h in unit_sparse if (payloads.get(h.chunk_id) or {}).get("message_id")}
+    split = {"unit": [i for i in items if i[0] not in message], "message_unit": [i for i in items if i[0] in message]}
+    weight = {"unit": qcfg.unit_weight, "message_unit": qcfg.message_unit_weight}
+    return {name: got for name, got in split.items() if got and weight[name] > 0}
 
 
 def thread_bonus(fused: list[Fused], neighbours: Mapping[str, Mapping[str, str]],

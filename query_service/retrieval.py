@@ -286,7 +286,7 @@ class _Served:
         return SearchResult(self.gen, hits, trace, reason if not hits else None)
 
     def _keyword_lists(self, query: str, filters: Filters, qcfg: QueryConfig) -> tuple[list[ScoredId], list[ScoredId]]:
-        """BM25 over chunks and over whole units (none when `unit_weight` is 0), with the
+        """BM25 over chunks and over whole units (none when both unit weights are 0), with the
         configured field weights and proximity pairs."""
         def search(level: SearchLevel, heading_weight: float) -> list[ScoredId]:
             return self.pair.keyword.search(query, qcfg.candidates, filters, level=level,
@@ -294,7 +294,8 @@ class _Served:
                                             proximity_weight=qcfg.proximity_weight,
                                             proximity_slop=qcfg.proximity_slop)
 
-        return search("chunk", qcfg.heading_weight), search("unit", 0.0) if qcfg.unit_weight > 0 else []
+        units = qcfg.unit_weight > 0 or qcfg.message_unit_weight > 0
+        return search("chunk", qcfg.heading_weight), search("unit", 0.0) if units else []
 
     def _with_neighbours(self, hits: list[Hit], payloads: dict[str, dict[str, Any]], n: int) -> list[Hit]:
         """Each hit with the texts of the `n` chunks before and after its unit (`neighbours`)."""

@@ -282,6 +282,29 @@ def test_a_lone_keyword_match_is_not_standardised_away() -> None:
         {"sparse": [(h.chunk_id, h.score) for h in full]}, complete={"sparse": 7})
 
 
+def test_messages_take_no_part_in_the_whole_unit_list_unless_weighted() -> None:
+    """A message is one unit and nearly always one chunk: its whole-unit BM25 repeats its chunk
+    BM25. By default (`message_unit_weight` 0) messages leave that list while other units keep
+    it; weighted like other units, the list is fused whole, as before."""
+    payloads = {"doc": {"doc_id": "D", "unit": "doc"},
+                "m1": {"doc_id": "M1", "unit": "m1", "message_id": "<1@x>"},
+                "m2": {"doc_id": "M2", "unit": "m2", "message_id": "<2@x>"}}
+    dense = [ScoredId("m2", 0.6), ScoredId("m1", 0.5), ScoredId("doc", 0.4)]
+    sparse = [ScoredId("m1", 9.0), ScoredId("m2", 8.0), ScoredId("doc", 7.0)]
+    units = [ScoredId("m1", 12.0), ScoredId("doc", 11.0), ScoredId("m2", 1.0)]
+    ranks = {r.unit_id: r.ranks for r in rank_units(dense, sparse, units, payloads, QueryConfig())}
+    assert "unit" not in ranks["m1"] and "unit" not in ranks["m2"] and ranks["doc"]["unit"] == 1
+    same = QueryConfig(message_unit_weight=0.6)
+    ranks = {r.unit_id: r.ranks for r in rank_units(dense, sparse, units, payloads, same)}
+    assert (ranks["m1"]["unit"], ranks["doc"]["unit"], ranks["m2"]["unit"]) == (1, 2, 3)
+    apart = QueryConfig(message_unit_weight=0.3)
+    ranks = {r.unit_id: r.ranks for r in rank_units(dense, sparse, units, payloads, apart)}
+    assert ranks["m1"]["message_unit"] == 1 and ranks["doc"]["unit"] == 1 and "unit" not in ranks["m1"]
+    # nothing to fuse when both weights are 0
+    off = QueryConfig(unit_weight=0, message_unit_weight=0)
+    assert all(set(r.ranks) <= {"dense", "sparse"} for r in rank_units(dense, sparse, units, payloads, off))
+
+
 def test_units_rank_once_at_their_best_chunk_and_return_their_first_chunk() -> None:
     payloads = {"a1": {"doc_id": "A", "unit": "a1"}, "a2": {"doc_id": "A", "unit": "a1"},
                 "b1": {"doc_id": "B", "unit": "b1"}, "c1": {"doc_id": "C"}}
