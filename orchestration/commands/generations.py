@@ -79,8 +79,13 @@ def cmd_status(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     if not cfg.data_path.exists() or (
             url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists()):
         # a fresh data_dir (a first look, a mistyped --config): shown as the store has it, or
-        # empty, with no data_dir, database file or store claim made
-        return summaries.status(cfg, DocumentStore.preview(cfg.database_url))
+        # empty, with no data_dir, database file or store claim made; a store another data_dir
+        # owns is refused all the same, as `plan` refuses it
+        from connectors.store.ownership import check_owner
+
+        store = DocumentStore.preview(cfg.database_url)
+        check_owner(cfg, store, claim=False)
+        return summaries.status(cfg, store)
     return summaries.status(cfg, store_for(cfg))
 
 
