@@ -32,7 +32,8 @@ from assets.runtime import Runtime
 from connectors.errors import ParseTimeout
 from connectors.store import DocumentRecord
 
-__all__ = ["DEATHS_BEFORE_DEAD_LETTER", "Killed", "killed_parse", "killed_row", "time_limit", "watched"]
+__all__ = ["DEATHS_BEFORE_DEAD_LETTER", "Killed", "killed_parse", "killed_parses", "killed_row", "time_limit",
+           "watched"]
 
 DEATHS_BEFORE_DEAD_LETTER = 2
 
@@ -55,14 +56,26 @@ class Killed:
 
 def _marker(rt: Runtime, source: str) -> Path:
     shard = getattr(rt.store, "shard", None)
-    name = source if shard is None else f"{source}#{shard.index}-of-{shard.count}"
-    return rt.cfg.data_path / "parsing" / f"{urllib.parse.quote(name, safe='')}.json"
+    return _marker_path(rt.cfg.data_path, source, None if shard is None else (shard.index, shard.count))
+
+
+def _marker_path(data_path: Path, source: str, shard: tuple[int, int] | None) -> Path:
+    name = source if shard is None else f"{source}#{shard[0]}-of-{shard[1]}"
+    return data_path / "parsing" / f"{urllib.parse.quote(name, safe='')}.json"
 
 
 def killed_parse(rt: Runtime, source: str) -> Killed | None:
     """The document the last run of this source (or shard) died parsing, its deaths counting
     that run's; None when that run ended its parses (or the marker cannot be read)."""
     return _read(_marker(rt, source))
+
+
+def killed_parses(data_path: Path, source: str, shards: int) -> list[Killed]:
+    """What `killed_parse` tells each run of a whole source (`bindery plan` plans them all): the
+    source's marker, or with `shards` > 1 each shard's."""
+    paths = ([_marker_path(data_path, source, (i, shards)) for i in range(shards)] if shards > 1
+             else [_marker_path(data_path, source, None)])
+    return [k for k in map(_read, paths) if k is not None]
 
 
 def _read(path: Path) -> Killed | None:

@@ -62,7 +62,7 @@ from assets.parse_stage import (
     pending_parses,
     stored_metadata,
 )
-from assets.parse_watch import killed_parse, killed_row, time_limit
+from assets.parse_watch import killed_parses, killed_row, time_limit
 from assets.parsing import parse_document
 from assets.runtime import Generation, Runtime
 from connectors.config import BinderyConfig, ChunkConfig, SourceConfig
@@ -428,16 +428,16 @@ class StageWalk:
         parses it again). The plan never parses it (it may hang the plan too): the second death
         makes it a stored failure the sync dead-letters; after the first, the sync parses it again
         and the plan counts that parse, taking it to fail (`assets.parse_watch`)."""
-        killed = killed_parse(self.rt, self.sp.name)
-        hit = [d for d in todo if killed is not None and parse_key(d, pver) == killed.key]
-        if killed is None or not hit:
-            return todo, []
-        for d in hit:
-            why = killed_row(killed)
-            self.failures[d.doc_id] = (d.external_id, Failure("parse", why["reason"], why["error"]))
-            self.parsed[(d.doc_id, pver)] = None
-        rest = [d for d in todo if d not in hit]
-        return rest, ([] if killed.final else hit)
+        again: list[DocumentRecord] = []
+        for killed in killed_parses(self.rt.cfg.data_path, self.sp.name, self.rt.cfg.source(self.sp.name).shards):
+            hit = [d for d in todo if parse_key(d, pver) == killed.key]  # each shard's run reads its own
+            for d in hit:
+                why = killed_row(killed)
+                self.failures[d.doc_id] = (d.external_id, Failure("parse", why["reason"], why["error"]))
+                self.parsed[(d.doc_id, pver)] = None
+            todo = [d for d in todo if d not in hit]
+            again += [] if killed.final else hit
+        return todo, again
 
     def read(self, d: DocumentRecord, scfg: SourceConfig) -> bytes:
         """A document's bytes: as the listing read them, else from the source."""

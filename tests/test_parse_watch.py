@@ -77,6 +77,25 @@ def test_a_file_that_kills_two_runs_is_a_dead_letter_and_the_third_run_indexes_t
     assert dep.cli("query", "page whose parse never returns")["hits"][0]["doc"] == "notes/killer.md"
 
 
+def test_the_plan_of_a_sharded_source_reads_every_shards_marker(tmp_path: Path) -> None:
+    """A shard's run marks the file it parses under the shard's name; the plan, which plans the
+    whole source, read only the source's own marker, so it parsed the file that killed a shard's
+    run (and could hang on it) and counted the sync's work wrong."""
+    dep = Deployment(tmp_path)
+    dep.config["sources"][0]["shards"] = 2
+    dep.save()
+    dep.cli("sync")
+    dep.write("notes/killer.md", "# Killer\n\nA page whose parse never returns.\n")
+    _dying_sync(dep)
+    marker = next((dep.data / "parsing").glob("*.json"))
+    assert "%23" in marker.name and "notes/killer.md" in marker.read_text()  # a shard's marker
+    _dying_sync(dep)
+    plan = dep.cli("plan")
+    out = dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"]
+    assert _by_doc(dep.cli("dlq", "list")).get("notes/killer.md") == "parse-killed"
+
+
 def test_a_run_interrupted_in_a_parse_leaves_no_marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C (or any error) inside a parse unwinds: nothing counts against the file."""
     import assets.parse_stage as stage
