@@ -24,7 +24,7 @@ from connectors.lifecycle import Lifecycle
 from connectors.store import DocumentRecord, DocumentStore, GenerationRecord
 from evals.evalset import EvalCase, load_eval_set, resolve_source_prefixes
 from evals.gate import GateReport, compare, first_generation_report
-from evals.runner import EvalReport, ExcludingSearchFn, run_eval, unknown_gold_warning
+from evals.runner import EvalReport, ExcludingSearchFn, first_few, run_eval, unknown_gold_warning
 from query_service.retrieval import GenerationRetriever, Hit
 
 __all__ = ["evaluate", "excluding_search", "judge", "promote", "unknown_gold"]
@@ -118,9 +118,9 @@ def one_sided_gold(live_name: str, live_lacks: set[str], cand_lacks: set[str]) -
     for docs, holds, lacks in ((sorted(cand_lacks - live_lacks), f"live generation {live_name}", "the candidate"),
                                (sorted(live_lacks - cand_lacks), "the candidate", f"live generation {live_name}")):
         if docs:
-            shown = ", ".join(docs[:5]) + (", ..." if len(docs) > 5 else "")
             out.append(f"{len(docs)} gold documents are in {holds} but not in {lacks} (a dead letter there, or "
-                       f"added or removed between the two builds?); their questions score 0 on {lacks}: {shown}")
+                       f"added or removed between the two builds?); their questions score 0 on {lacks}: "
+                       f"{first_few(docs)}")
     return out
 
 

@@ -30,8 +30,8 @@ from evals.metrics import (
     score_case,
 )
 
-__all__ = ["EvalReport", "ExcludingSearchFn", "HitLike", "HitObject", "SearchFn", "format_table", "run_eval",
-           "to_hit", "unknown_gold_warning"]
+__all__ = ["EvalReport", "ExcludingSearchFn", "HitLike", "HitObject", "SearchFn", "first_few", "format_table",
+           "run_eval", "to_hit", "unknown_gold_warning"]
 
 _ROUND = 6  # digits kept in JSON; comparisons use the unrounded values
 
@@ -178,11 +178,16 @@ def format_table(report: EvalReport) -> str:
     return "\n".join(lines)
 
 
+def first_few(docs: Sequence[str], n: int = 5) -> str:
+    """The first `n` of `docs` for a warning's one line, "..." when there are more."""
+    return ", ".join(docs[:n]) + (", ..." if len(docs) > n else "")
+
+
 def unknown_gold_warning(unknown: Sequence[str], where: str = "in this generation") -> str | None:
     """What to tell a person whose eval set names gold documents that no index holds: their
     questions score 0 whatever the settings (eval, the gate and tune all say it)."""
     if not unknown:
         return None
-    shown = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+    shown = first_few(unknown)
     return (f"{len(unknown)} gold documents are not {where} (misspelt, a path relative to another root, a "
             f"dead letter, or added after it was built?); their questions always score 0: {shown}")

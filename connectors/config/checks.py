@@ -75,7 +75,7 @@ def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: 
         if not os.access(root, os.R_OK | os.X_OK):
             raise ConfigError(f"{key}: folder {root} is not readable")
     try:  # what access() cannot tell: a read-only or virtual file system (/proc), an odd mount
-        if create and not data.exists():
+        if create:
             make_data_dir(data)
         elif existing is not None and existing != data:
             os.rmdir(tempfile.mkdtemp(prefix=".bindery-probe-", dir=existing))

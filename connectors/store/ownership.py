@@ -34,7 +34,7 @@ from connectors.errors import ConfigError
 from connectors.generations import GenerationPaths, is_embedded, vector_engine
 from connectors.store.store import DocumentStore
 
-__all__ = ["STORE_ID_FILE", "check_owner", "open_store"]
+__all__ = ["STORE_ID_FILE", "check_owner", "indexes_in_data_dir", "open_store"]
 
 STORE_ID_FILE = "store-id"
 
@@ -51,13 +51,18 @@ def open_store(cfg: BinderyConfig) -> DocumentStore:
     return store
 
 
+def indexes_in_data_dir(cfg: BinderyConfig) -> bool:
+    """Whether some index lives in data_dir (embedded Qdrant, tantivy), not in a server."""
+    return is_embedded(cfg.backends.vector) or cfg.backends.keyword == "tantivy"
+
+
 def check_owner(cfg: BinderyConfig, store: DocumentStore, *, claim: bool) -> None:
     """Raise ConfigError when `store` belongs to another data_dir than `cfg`'s. With `claim`, an
     unclaimed store becomes this data_dir's; without it (`bindery plan` writes nothing) it is
     only checked."""
     if cfg.backends.database_url is None:  # the SQLite file inside data_dir: nothing else can use it
         return
-    if not (is_embedded(cfg.backends.vector) or cfg.backends.keyword == "tantivy"):
+    if not indexes_in_data_dir(cfg):
         return
     path = cfg.data_path / STORE_ID_FILE
     owner = store.owner()

@@ -46,11 +46,9 @@ def store_for(cfg: BinderyConfig) -> DocumentStore:
     creates: a command that only reads what a sync made (`dlq`, `query`, `verify`, `promote`, ...)
     on a data_dir that does not exist names it rather than create an empty store there (a
     mistyped data_dir read as "no dead letters", exit 0)."""
-    from connectors.generations import is_embedded
-    from connectors.store.ownership import open_store
+    from connectors.store.ownership import indexes_in_data_dir, open_store
 
-    b = cfg.backends
-    if b.database_url is None or is_embedded(b.vector) or b.keyword == "tantivy":  # it lives in data_dir
+    if cfg.backends.database_url is None or indexes_in_data_dir(cfg):  # what a sync made lives in data_dir
         require_data_dir(cfg)
     return open_store(cfg)
 
