@@ -199,36 +199,3 @@ def test_gold_only_one_generation_lacks_is_said_of_that_generation() -> None:
         "1 gold documents are in the candidate but not in live generation g1_abc (a dead letter there, or added or "
         "removed between the two builds?); their questions score 0 on live generation g1_abc: new.md"]
     assert one_sided_gold("g1_abc", {"both.md"}, {"both.md"}) == []  # neither holds it: the eval set's mistake
-
-
-def test_a_promotion_verdict_says_which_generation_lacks_a_gold_document(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`judge` itself: the two reports' missing gold documents are told apart in its warnings."""
-    from dataclasses import replace
-    from types import SimpleNamespace
-
-    import evals.promotion as promotion
-    from connectors.config import BinderyConfig
-
-    live = SimpleNamespace(id=1, name="g1_abc", record="live-record")
-    recorded: list[dict[str, object]] = []
-
-    class FakeLifecycle:
-        def __init__(self, cfg: object, store: object) -> None: ...
-        def live(self) -> SimpleNamespace:
-            return live
-        def record_verdict(self, gen_id: int, verdict: dict[str, object]) -> None:
-            recorded.append(verdict)
-
-    reports = {"live-record": replace(report(BASE), unknown_gold=("both.md",)),
-               "cand-record": replace(report(BASE), unknown_gold=("both.md", "lost.md"))}
-    monkeypatch.setattr(promotion, "Lifecycle", FakeLifecycle)
-    monkeypatch.setattr(promotion, "evaluate",
-                        lambda cfg, store, gen: reports["live-record" if gen == "live-record" else "cand-record"])
-    cfg = BinderyConfig.model_validate({"gate": {"queries": "eval.jsonl"}})
-    verdict = promotion.judge(cfg, object(), SimpleNamespace(id=2))  # type: ignore[arg-type]
-    warnings = verdict.warnings
-    assert any(w.startswith("1 gold documents are in live generation g1_abc but not in the candidate")
-               and w.endswith(": lost.md") for w in warnings), warnings
-    assert any(w.startswith("1 gold documents are not in the generations judged") and w.endswith(": both.md")
-               for w in warnings), warnings
-    assert recorded and recorded[0]["warnings"] == warnings

@@ -510,3 +510,17 @@ def test_after_a_rollback_status_offers_the_generation_of_the_configuration(dep:
     assert f"`bindery promote --candidate {cand}` brings it back" in human("status", status)
     out = dep.cli("promote", "--candidate", str(cand))
     assert out["live"] == cand and dep.cli("status")["live_outdated"] is None
+
+
+def test_a_refused_candidate_names_the_gold_document_only_live_holds(dep: Deployment) -> None:
+    """A file whose new bytes fail stays in live as it was indexed, but a candidate built since
+    lacks it: the refusal says that of the candidate, not that neither generation holds it (an
+    operator pass; real engines, `evals.promotion.judge` end to end)."""
+    dep.write("ops/oncall.txt", b"")  # now empty: a dead letter; live keeps what it indexed
+    dep.cli("sync")
+    dep.set_stage("chunk", max_tokens=150)
+    dep.cli("reindex")
+    warnings = dep.cli("promote", expect=1)["report"]["warnings"]
+    assert any(w.startswith("1 gold documents are in live generation ") and "but not in the candidate" in w
+               and w.endswith(": ops/oncall.txt") for w in warnings), warnings
+    assert not any("not in the generations judged" in w for w in warnings), warnings
