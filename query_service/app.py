@@ -260,6 +260,15 @@ async def unique_keys(request: Request) -> None:
         return
 
 
+def _one_header(request: Request, name: str) -> str | None:
+    """A credential header's value; one sent twice is refused (which copy counts would differ
+    between this service and a proxy in front of it)."""
+    values = request.headers.getlist(name)
+    if len(values) > 1:
+        raise Unauthorized(f"the {name} header was sent {len(values)} times: send it once")
+    return values[0] if values else None
+
+
 def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None = None, *,  # noqa: C901  # length: route closures
                allowed_hosts: list[str] | None = None) -> FastAPI:
     """The service's app. `allowed_hosts`: the Host header values answered (else
@@ -332,7 +341,7 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
         if auth.trusted_principal:
             return None
         try:
-            return auth.principals(request.headers.get("authorization"), request.headers.get("x-api-key"))
+            return auth.principals(*(_one_header(request, h) for h in ("authorization", "x-api-key")))
         except Unauthorized as e:
             if request.url.path.rstrip("/").endswith("/search"):  # a search refused, not a console page's call
                 metrics.errors.labels("unauthorized").inc()

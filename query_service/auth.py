@@ -146,7 +146,11 @@ class Authenticator:
         return self.cfg.mode == "trusted-principal"
 
     def principals(self, authorization: str | None, api_key: str | None) -> tuple[str, ...]:
-        """The caller's principals, from an ``Authorization`` header value or an API key."""
+        """The caller's principals, from an ``Authorization`` header value or an API key. A
+        request carrying both is refused: which one counts would be this service's choice, and a
+        gateway that checked only one of them would pass a request acting as the other."""
+        if authorization and api_key:
+            raise Unauthorized("send one credential: an X-API-Key header or an Authorization header, not both")
         bearer = None
         if authorization:
             scheme, _, token = authorization.strip().partition(" ")

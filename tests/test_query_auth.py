@@ -88,6 +88,18 @@ def test_the_body_cannot_name_a_principal_in_credentials_mode(client: TestClient
     assert r.status_code == 400 and "trusted-principal" in r.json()["detail"]
 
 
+def test_a_request_carries_one_credential_once(client: TestClient) -> None:
+    """Two credentials (a key and a bearer token, or one header twice) are refused, valid or
+    not: which of them counted was this service's choice, so a gateway that vetted one header
+    passed requests acting as the other (an attacker review: X-API-Key silently won)."""
+    token = _token({"sub": "bob"})
+    both = client.post("/search", json=BODY, headers={"X-API-Key": KEY, "Authorization": f"Bearer {token}"})
+    assert both.status_code == 401 and "not both" in both.json()["detail"]
+    twice = client.post("/search", json=BODY, headers=[("X-API-Key", "bk_wrong"), ("X-API-Key", KEY)])
+    assert twice.status_code == 401 and "2 times" in twice.json()["detail"]
+    assert client.post("/search", json=BODY, headers={"X-API-Key": KEY}).status_code == 503  # one, once: in
+
+
 def test_hs256_tokens(client: TestClient) -> None:
     def status(token: str) -> int:
         return client.post("/search", json=BODY, headers={"Authorization": f"Bearer {token}"}).status_code
