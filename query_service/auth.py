@@ -189,6 +189,10 @@ class Authenticator:
                                 leeway=j.leeway_seconds, options={"require": ["exp"]})
         except jwt.PyJWTError as e:
             raise Unauthorized(f"invalid token: {e}") from None
+        # RFC 7519: NumericDate claims are JSON numbers; PyJWT takes a string of digits too
+        for name in ("exp", "nbf", "iat"):
+            if name in claims and (isinstance(claims[name], bool) or not isinstance(claims[name], (int, float))):
+                raise Unauthorized(f"invalid token: the {name} claim must be a number (seconds since the epoch)")
         principals = _as_principals(_claim(claims, j.principals_claim))
         if j.include_subject and isinstance(claims.get("sub"), str) and claims["sub"]:
             principals = tuple(dict.fromkeys((j.subject_prefix + claims["sub"], *principals)))

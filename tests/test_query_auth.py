@@ -88,6 +88,15 @@ def test_the_body_cannot_name_a_principal_in_credentials_mode(client: TestClient
     assert r.status_code == 400 and "trusted-principal" in r.json()["detail"]
 
 
+def test_time_claims_must_be_numbers(client: TestClient) -> None:
+    """RFC 7519's NumericDate: an `exp` of "<digits>" was accepted (PyJWT converts it)."""
+    for claims in ({"exp": str(int(time.time()) + 60)}, {"nbf": "0"}, {"iat": True}):
+        r = client.post("/search", json=BODY, headers={"Authorization": f"Bearer {_token({'sub': 'bob', **claims})}"})
+        assert r.status_code == 401 and "must be a number" in r.json()["detail"], claims
+    ok = client.post("/search", json=BODY, headers={"Authorization": f"Bearer {_token({'sub': 'bob', 'iat': 1})}"})
+    assert ok.status_code == 503
+
+
 def test_a_request_carries_one_credential_once(client: TestClient) -> None:
     """Two credentials (a key and a bearer token, or one header twice) are refused, valid or
     not: which of them counted was this service's choice, so a gateway that vetted one header
