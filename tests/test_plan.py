@@ -691,3 +691,24 @@ def test_a_reindex_is_judged_on_its_candidate_not_on_live(tmp_path: Path) -> Non
     assert out["errors"] == {} and plan["sources"]["docs"]["error"] is None
     status = dep.cli("status")
     assert status["generations"]["candidate"]["counts"]["documents"] == status["documents"]
+
+
+def test_a_data_dir_inside_the_source_root_is_never_listed(tmp_path: Path) -> None:
+    """Bindery's own database, WAL and run history are nobody's documents: a data_dir under a
+    source's root (or a symlink to it there) is skipped by the listing, and the plan says so
+    too. It was listed: a sync dead-lettered its own state files and failed its parse-quality
+    check, and every later run listed more of them (an operator pass)."""
+    dep = LocalDeployment(tmp_path)
+    dep.data = dep.root / "state"
+    dep.config["data_dir"] = str(dep.data)
+    dep.save()
+    documents = len(DOCS)
+    plan, first = plan_then_sync(dep)
+    assert_plan_matches(plan, first)
+    assert first["sources"]["docs"]["new"] == documents and first["recomputed"]["parse"] == documents
+    assert (dep.data / "bindery.db").exists() and dep.cli("dlq") == []
+    (dep.root / "state-link").symlink_to(dep.data, target_is_directory=True)
+    plan, again = plan_then_sync(dep)
+    assert_plan_matches(plan, again)
+    assert again["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
+    assert sum(again["sources"]["docs"].get(k, 0) for k in ("new", "updated", "deleted", "moved")) == 0

@@ -115,6 +115,7 @@ def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> Binde
     for s in cfg.sources:
         s.root = _resolve(base, s.root)
         s.check_complete()
+        s._state_dirs = (cfg.data_dir,)
     check_nested_sources(cfg.sources)
     return cfg
 

@@ -170,6 +170,15 @@ class SourceConfig(_Strict):
                              f"{kind} sources, and this source is kind {self.kind} (set `kind: {kind}`, or remove it)")
         return self
 
+    # Bindery's own folders (the configuration's data_dir): a local listing never walks into them,
+    # wherever they lie under its root (`config.loading` sets it; a data_dir inside a root listed
+    # the store's own database, WAL and run history as documents, and every sync then failed)
+    _state_dirs: tuple[str, ...] = PrivateAttr(default=())
+
+    @property
+    def state_dirs(self) -> tuple[str, ...]:
+        return self._state_dirs
+
     def check_complete(self) -> None:
         if self.kind == "local" and not self.root:
             raise ConfigError(f"source {self.name!r}: kind local needs 'root'")

@@ -119,6 +119,10 @@ class LocalFolderSource:
         self._default_acl = acls.source_default(cfg)
         self.follow_external = cfg.follow_external_symlinks
         self._real_root = os.path.realpath(self.root)
+        # Bindery's own state (data_dir, a DAGSTER_HOME elsewhere), by folder identity: skipped
+        # wherever it lies in the tree and whatever path (a symlink) reaches it
+        self._state_dirs = tuple(p for p in (*cfg.state_dirs, os.environ.get("DAGSTER_HOME")) if p)
+        self._state_keys: set[tuple[int, int]] = set()
         self._root_acl: Acl | None = None  # the default narrowed by a sidecar above the root: per listing
 
     # -- listing -------------------------------------------------------------------------
@@ -242,6 +246,7 @@ class LocalFolderSource:
         self._folder_acls: dict[str, Acl] = {}  # folder walked ("" the root, else "a/b/") -> its files' ACL
         self._walked: dict[tuple[int, int], int] = {}  # folder -> the symlink paths it was walked by
         self._guarded = self._guard_keys()
+        self._state_keys = {_dir_key(st) for p in self._state_dirs if (st := _stat_or_none(p)) is not None}
         try:
             # a sidecar above the root narrows the source; another source around it does not (a
             # nested source's acl is its own, `config.nesting.check_nested_sources`)
@@ -427,6 +432,8 @@ class LocalFolderSource:
         """A subfolder (or a folder a symlink leads to): walked unless it closes a loop or was
         already walked under too many paths through symlinks."""
         key = _dir_key(st)
+        if key in self._state_keys:  # Bindery's own data_dir: its database is nobody's document
+            return
         if key in ancestors:
             log.warning("source %r: skipping symlink loop at %s", self.name, rel)
             return
@@ -581,6 +588,14 @@ def _kind(st: os.stat_result) -> str:
     kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
     return next((what for test, what in kinds if test(st.st_mode)), "a special file")
+
+
+def _stat_or_none(path: str) -> os.stat_result | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st if stat.S_ISDIR(st.st_mode) else None
 
 
 def _dir_key(st: os.stat_result) -> tuple[int, int]:
