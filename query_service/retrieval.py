@@ -539,6 +539,10 @@ class LiveRetriever:
 
     def __init__(self, cfg: BinderyConfig, store: DocumentStore | None = None, *, follow: bool = True):
         self.cfg = cfg
+        # the configured sources' names, followed like the query settings: a source added to the
+        # file and synced while the service runs is one a request may filter by (its hits were
+        # served while a filter naming it was refused as unknown: an operator pass)
+        self.source_names = cfg.source_names()
         self.store = store or DocumentStore(cfg.database_url, migrate=False)
         self._current: _Served | None = None
         self._swap = threading.Lock()
@@ -622,12 +626,13 @@ class LiveRetriever:
             return False
         self._settings_stamp = stamp
         try:
-            new = load_config(self.cfg.watched_path).query
+            loaded = load_config(self.cfg.watched_path)
         except BinderyError as e:
             log.warning("%s no longer loads; the query settings in use stay: %s", self.cfg.watched_path, e)
             return False
         bound = {k: getattr(self.cfg.query, k) for k in _BOUND_AT_STARTUP}
-        self.cfg = self.cfg.model_copy(update={"query": new.model_copy(update=bound)})
+        self.cfg = self.cfg.model_copy(update={"query": loaded.query.model_copy(update=bound)})
+        self.source_names = loaded.source_names()
         log.info("query settings reloaded from %s", self.cfg.watched_path)
         return True
 

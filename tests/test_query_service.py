@@ -410,6 +410,30 @@ def test_the_service_follows_query_settings_edited_in_the_file(tmp_path: Path,
     r.close()
 
 
+def test_a_source_added_while_the_service_runs_can_be_filtered_by(tmp_path: Path) -> None:
+    """An operator pass: a source added to the file and synced while the service ran had its
+    hits served, yet a filter naming it was refused as unknown until a restart."""
+    dep = Deployment(tmp_path, query={"auth": {"mode": "trusted-principal"}})
+    dep.cli("sync")
+    cfg = load_config(dep.config_path)
+    r = LiveRetriever(cfg, follow=False)
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "chinchillas.md").write_text("# Chinchillas\n\nChinchillas bathe in volcanic dust, never in water.\n")
+    with TestClient(create_app(cfg, r)) as c:
+        ask = {"query": "chinchillas bathe in dust", "principal": "*", "filters": {"sources": ["extra"]}}
+        assert c.post("/search", json=ask).status_code == 400  # not configured: unknown
+        dep.config["sources"].append({"name": "extra", "kind": "local", "root": str(extra)})
+        dep.save()
+        dep.cli("sync", "--source", "extra")
+        assert not r.follow_settings() and r.follow_settings()
+        r.refresh()
+        hits = c.post("/search", json=ask).json()["hits"]
+        assert hits and {h["source"] for h in hits} == {"extra"}
+        assert c.post("/search", json={**ask, "filters": {"sources": ["nope"]}}).status_code == 400
+    r.close()
+
+
 def test_the_settings_follow_a_configmap_style_symlink_swap(tmp_path: Path) -> None:
     """From review: Kubernetes mounts a ConfigMap as `bindery.yaml -> ..data/bindery.yaml` with
     `..data` a link to a timestamped folder it replaces (and deletes) on every update; the service
