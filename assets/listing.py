@@ -171,7 +171,10 @@ def read_content(rt: Runtime, source: Source, doc: DocumentRecord) -> bytes:
 
 def check_delete_safety(scfg: SourceConfig, listed: int, would_delete: int,
                         last_good: int | None) -> str | None:
-    """Why this listing is not trustworthy enough to delete from, or None when it is."""
+    """Why this listing is not trustworthy enough to delete from, or None when it is.
+    `would_delete`: the documents it would take out of an index (`indexed_to_delete`); deleting
+    only documents no index holds (dead letters, a first build its parse-quality check stopped)
+    wipes nothing, so it is never refused."""
     if would_delete == 0:
         return None
     if listed == 0:
@@ -401,6 +404,13 @@ def _moves(entries: list[SourceEntry], known: dict[str, DocumentRecord], gone: l
             fresh.setdefault(move_key(e.fingerprint.removesuffix(RACY_MARK)), []).append(e)
     return [(d, news) for d in gone if d.fingerprint and (shard is None or shard.holds(d.doc_id))
             and (news := fresh.get(move_key(d.fingerprint.removesuffix(RACY_MARK)), []))]
+
+
+def indexed_to_delete(rt: Runtime, source: str, gone: list[DocumentRecord]) -> int:
+    """How many of the documents a listing would delete some generation's indexes hold: what
+    the delete guard weighs. Removing the junk files that stopped a first build was refused as
+    a mass delete, though no index held any of them (an operator pass)."""
+    return len(rt.store.ever_indexed(source, (d.doc_id for d in gone))) if gone else 0
 
 
 def _guard_deletes(rt: Runtime, scfg: SourceConfig, listed: int, gone: int, allow_mass_delete: bool,
@@ -669,7 +679,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
                             rt.cfg.sources)
     narrowed_kept = kept_narrowing(kept, problems)
     mine = entries if shard is None else [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
-    _guard_deletes(rt, scfg, len(entries) + len(kept), len(gone), allow_mass_delete,
+    _guard_deletes(rt, scfg, len(entries) + len(kept), indexed_to_delete(rt, scfg.name, gone), allow_mass_delete,
                    lambda: _narrow_access(rt, scfg, src, mine, known, _moves(entries, known, gone, shard), problems,
                                           [d for d in gone if shard is None or shard.holds(d.doc_id)])
                    + _restrict(rt, scfg.name, narrowed_kept))

@@ -219,3 +219,15 @@ def refuse_reads(monkeypatch: Any, external_id: str) -> Callable[[], None]:
 
     monkeypatch.setattr(LocalFolderSource, "read", read)
     return lambda: monkeypatch.setattr(LocalFolderSource, "read", real)
+
+
+def mark_indexed(store: Any, source: str, generation: str = "g1") -> None:
+    """Record every document of `source` as held by a generation's indexes, as a sync's index
+    step would (for listing-level tests: the delete guard weighs what a sweep would take out of
+    an index, `assets.listing.indexed_to_delete`)."""
+    import time
+
+    gen = next((g.id for g in store.generations() if g.name == generation), None) or store.create_generation(
+        name=generation, stage_versions={}, stage_configs={}, embedder_id="e", vector_index="v", keyword_index="k")
+    store.set_index_state([{"generation_id": gen, "doc_id": d.doc_id, "source": source, "digest": "d", "chunks": 1,
+                            "indexed_at": time.time(), "acl_hash": None} for d in store.documents(source)])

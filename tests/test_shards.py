@@ -23,7 +23,7 @@ from connectors.errors import UnsafeDeleteError
 from connectors.identity import doc_id
 from connectors.shards import Shard, ShardStore, all_partition_keys, parse_key, shard_of
 from tests.bindery_fixture import DOCS
-from tests.sync_helpers import LocalDeployment, assert_converged, hits, index_sets, store_of
+from tests.sync_helpers import LocalDeployment, assert_converged, hits, index_sets, mark_indexed, store_of
 
 slow = pytest.mark.slow
 
@@ -84,6 +84,7 @@ def test_shard_listings_together_record_the_whole_source(tmp_path: Path) -> None
 def test_delete_guard_judges_the_whole_listing_not_the_shard(tmp_path: Path) -> None:
     root, rt = _folder(tmp_path)
     _list_all_shards(rt)
+    mark_indexed(rt.store, "docs")
     before = {d.doc_id for d in rt.store.documents("docs")}
     # remove 7 of 12 (below min_ratio 50%), all outside one shard: that shard alone deletes nothing
     spared = next(k for k in range(4) if any(shard_of(d, 4) == k for d in before))

@@ -28,7 +28,7 @@ from connectors.sources.base import Source, SourceEntry
 from connectors.store import DocumentRecord, EventRecord, SourceRecord
 from tests.bindery_fixture import DOCS
 from tests.moto_server import free_port
-from tests.sync_helpers import LocalDeployment, S3Deployment, assert_converged, hits, index_sets, store_of
+from tests.sync_helpers import LocalDeployment, S3Deployment, assert_converged, hits, index_sets, mark_indexed, store_of
 
 # -- the rule itself ---------------------------------------------------------------------------
 
@@ -80,7 +80,14 @@ class Folder:
             (self.root / r).unlink()
 
     def listing(self, **kw: Any) -> Any:
-        return run_listing(self.rt, "docs", **kw)
+        """A listing, its documents then held by an index as a sync's index step would (the
+        delete guard weighs what deletes would take out of an index)."""
+        res = run_listing(self.rt, "docs", **kw)
+        self.index_all()
+        return res
+
+    def index_all(self) -> None:
+        mark_indexed(self.rt.store, "docs")
 
     def docs(self) -> dict[str, DocumentRecord]:
         return {d.external_id: d for d in self.rt.store.documents("docs")}
@@ -154,6 +161,20 @@ def test_ratio_is_measured_against_the_last_good_listing(folder: Folder) -> None
     folder.remove("d08.md", "d09.md")
     with pytest.raises(UnsafeDeleteError, match="shrank to 1 items from 3"):
         folder.listing()
+
+
+def test_deleting_documents_no_index_holds_is_not_a_mass_delete(tmp_path: Path) -> None:
+    """An operator pass: junk files stopped a first build (its parse-quality check), nothing was
+    ever indexed, and removing them was refused as a mass delete. The guard weighs what the
+    sweep would take out of an index."""
+    f = Folder(tmp_path)
+    run_listing(f.rt, "docs")  # listed, never indexed
+    f.remove(*[f"d{i:02}.md" for i in range(7)])
+    assert run_listing(f.rt, "docs").counts["deleted"] == 7
+    f.index_all()  # the 3 left are indexed now: losing 2 of them is refused again
+    f.remove("d07.md", "d08.md")
+    with pytest.raises(UnsafeDeleteError, match=r"shrank to 1 items from 3 .*; 2 documents would be deleted"):
+        run_listing(f.rt, "docs")
 
 
 def test_shrink_within_the_limits_deletes(folder: Folder) -> None:

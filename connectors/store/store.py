@@ -682,6 +682,20 @@ class DocumentStore:
         with self.engine.connect() as c:
             return {r.doc_id: r for r in records_of(IndexStateRecord, c.execute(q))}
 
+    def ever_indexed(self, source: str, doc_ids: Iterable[str]) -> set[str]:
+        """Those of `doc_ids` (of `source`) that some generation's indexes hold: what a delete
+        would take out of an index, where the others (never indexed: dead letters, a first build
+        its parse-quality check stopped) leave every index as it is."""
+        ids = list(doc_ids)
+        s = t.index_state.c
+        out: set[str] = set()
+        with self.engine.connect() as c:
+            for i in range(0, len(ids), 500):  # within every engine's limit on bound parameters
+                q = sa.select(s.doc_id).distinct().where(s.source == source, s.digest != "",
+                                                         s.doc_id.in_(ids[i:i + 500]))
+                out.update(r.doc_id for r in c.execute(q))
+        return out
+
     def held_doc_ids(self, generation_id: int, source: str) -> list[str]:
         """The documents of a source that generation `generation_id`'s index state says may be
         in its indexes: every row but the withheld ones (`IndexStateRecord.withheld`), selected
