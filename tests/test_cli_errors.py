@@ -318,6 +318,7 @@ def test_config_merge_keys_still_override(tmp_path: Path) -> None:
     (["tune", "--budget", "soon"], ("--budget", "'soon'")),
     (["evalset", "draft", "--out", "."], ("--out", "is a folder")),
     (["evalset", "draft", "--out", "-"], ("--out -", "give its path")),
+    (["evalset", "draft", "--out", "typo/sub/d.jsonl"], ("--out", "folder typo does not exist")),
     (["dlq", "retry", "--all", "--doc", "a.md"], ("--doc", "--all")),  # one was silently ignored
     (["evalset", "draft", "--out", "d.jsonl", "--principal", " "], ("--principal", "not empty")),
     (["dlq", "retry", "--doc", "nope.md"], ("--doc nope.md", "no dead letter")),

@@ -96,7 +96,11 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--out {out}: cannot write there: {e.strerror or e}") from None
     store = store_for(cfg)  # a data_dir that holds nothing is said before --out's folder is made
     try:  # before any drafting (an LLM writer spends money): a place the file cannot go is a usage error
-        out.parent.mkdir(parents=True, exist_ok=True)
+        # one missing folder is made (`--out evals/draft.jsonl` in a new project), as `mkdir`
+        # would; a chain of them is a mistyped path, never made (it made /nonexistent/dir)
+        if not out.parent.is_dir() and not out.parent.parent.is_dir():
+            raise UsageError(f"--out {out}: folder {out.parent.parent} does not exist")
+        out.parent.mkdir(exist_ok=True)
         if not os.access(out.parent, os.W_OK | os.X_OK):
             raise OSError(errno.EACCES, os.strerror(errno.EACCES))
     except OSError as e:
