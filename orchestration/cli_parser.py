@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import Any, NoReturn
 
 from connectors.config import MAX_NEIGHBOURS  # the CLI imports the configuration anyway
@@ -106,10 +107,16 @@ def _run_status(value: str) -> str:
     raise argparse.ArgumentTypeError(f"unknown run status {value!r} (one of: {', '.join(RUN_STATUSES)})")
 
 
+_GENERATION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")  # as `status` and the console show them: g2_e1f7e4
+
+
 def _generation_arg(value: str) -> str:
-    if value in ("live", "candidate") or (value.isascii() and value.isdigit() and 0 < int(value) <= _MAX_INT):
+    if value.isascii() and value.isdigit():
+        if 0 < int(value) <= _MAX_INT:
+            return value
+    elif _GENERATION_NAME.fullmatch(value):  # live, candidate, or a name (`Lifecycle.resolve` says if none)
         return value
-    raise argparse.ArgumentTypeError(f"expected live, candidate or a generation id (a number), got {value!r}")
+    raise argparse.ArgumentTypeError(f"expected live, candidate, a generation id (a number) or name, got {value!r}")
 
 
 def _common_options(p: argparse.ArgumentParser, default: Any) -> None:
@@ -170,13 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--by", help="who is discarding it (default: $USER)")
     s = sub.add_parser("eval", help="run an eval set against a generation")
     s.add_argument("--queries", help="eval set (JSONL); default: gate.queries")
-    s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
+    s.add_argument("--generation", default="live", type=_generation_arg,
+                   help="live, candidate, or a generation id or name")
     s = sub.add_parser("tune", help="search retrieval settings on the eval set (tuning half), report the checking half")
     s.add_argument("--budget", help="trials (24) or minutes (10m); default: tune.budget")
     s.add_argument("--seed", type=int, default=None, help="split and trial-order seed; default: tune.seed")
     s.add_argument("--queries", help="eval set (JSONL); default: gate.queries")
     s.add_argument("--generation", default="live", type=_generation_arg,
-                   help="live, candidate or a generation id (query-time keys only)")
+                   help="live, candidate, or a generation id or name (query-time keys only)")
     s.add_argument("--build", action="store_true",
                    help="build the best ingestion setting as a candidate generation for `bindery promote`")
     s = sub.add_parser("query", help="search the live generation")
@@ -186,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--principal", action="append", default=None, type=_principal,
                    help="identity (repeatable); default public")
     s.add_argument("--source", action=_AppendOnce, help="only this source (repeatable)")
-    s.add_argument("--generation", default="live", type=_generation_arg, help="live, candidate or a generation id")
+    s.add_argument("--generation", default="live", type=_generation_arg,
+                   help="live, candidate, or a generation id or name")
     s.add_argument("--neighbours", type=_neighbours, default=None,
                    help=f"with each hit, this many chunks before and after it (0-{MAX_NEIGHBOURS}; "
                         "default: query.neighbours)")

@@ -297,7 +297,8 @@ def test_config_merge_keys_still_override(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("argv", "named"), [
-    (["query", "x", "--generation", "abc"], ("--generation", "'abc'")),
+    (["query", "x", "--generation", "abc"], ("no generation abc",)),  # a name, as status shows them
+    (["query", "x", "--generation", "g1 2"], ("--generation", "'g1 2'")),
     (["query", "x", "--generation", "99"], ("no generation 99",)),  # an id no generation has
     (["eval", "--generation", "-1"], ("--generation",)),
     (["query", "x", "-k", "0"], ("-k", "1 or more")),
@@ -565,13 +566,13 @@ def test_usage_mistake_with_json_prints_the_error_as_json(tmp_path: Path, capsys
 
     code = None
     try:
-        main(["--config", write(tmp_path, base), "query", "x", "--generation", "abc", "--json"])
+        main(["--config", write(tmp_path, base), "query", "x", "--generation", "a/b", "--json"])
     except SystemExit as e:
         code = e.code
     out = capsys.readouterr()
     assert code == 2
-    assert json.loads(out.out) == {"error": "argument --generation: expected live, candidate or a generation id "
-                                            "(a number), got 'abc'", "reason": "usage"}
+    assert json.loads(out.out) == {"error": "argument --generation: expected live, candidate, a generation id "
+                                            "(a number) or name, got 'a/b'", "reason": "usage"}
     assert len(out.err.strip().splitlines()) == 1
 
 

@@ -15,7 +15,7 @@ from connectors.lifecycle import Lifecycle
 from connectors.store import DocumentStore
 from query_service.retrieval import LiveRetriever
 from tests.bindery_fixture import DOCS, Deployment
-from tests.sync_helpers import generation_row
+from tests.sync_helpers import generation_row, store_of
 from tests.test_pipeline import chunk_sets
 
 pytestmark = pytest.mark.slow
@@ -494,6 +494,12 @@ def test_reading_a_retired_generation_says_it_is_frozen(dep: Deployment, capsys:
     assert f"generation {first} (" in err and "is retired" in err, err
     dep.cli("query", "--generation", "live", "battery")
     assert "retired" not in capsys.readouterr().err
+    # by its name too, as `status` and the console show it (an operator pass: exit 2)
+    store = store_of(dep)
+    name = generation_row(store, first).name
+    store.dispose()
+    assert dep.cli("query", "--generation", name, "battery")["generation"] == first
+    assert "is retired" in capsys.readouterr().err
 
 
 def test_after_a_rollback_status_offers_the_generation_of_the_configuration(dep: Deployment) -> None:
