@@ -42,12 +42,21 @@ from functools import cached_property
 from typing import Any, Literal
 
 from connectors.config import BinderyConfig, StageConfigs
-from connectors.errors import BindingError, GateRefused, IndexError_, UnknownGeneration, UsageError
+from connectors.errors import (
+    BinderyError,
+    BindingError,
+    GateRefused,
+    IndexError_,
+    IndexUnreadable,
+    UnknownGeneration,
+    UsageError,
+)
 from connectors.generations import (
     GenerationPaths,
     drop_generation_files,
     is_embedded,
     keyword_missing_fields,
+    open_writer,
     physical_names,
     point_live_aliases,
     vector_engine,
@@ -431,7 +440,7 @@ class Lifecycle:
         if prev is None or prev.status == "dropped":
             raise BindingError(f"previous generation {b.previous_generation_id} no longer exists")
         who = operator_name(by)
-        warnings = self._left_out(prev)
+        warnings = self._left_out(prev) + self._unopenable(prev)
         flip = bind_live(self.cfg, self.store, prev, by=who, previous_id=b.generation_id,
                          expect_live=b.generation_id, expect_previous=b.previous_generation_id)
         binding = flip.binding
@@ -443,6 +452,22 @@ class Lifecycle:
                 "candidate": None, "forced": False,
                 "report": {"rollback": True, "from": b.generation_id, "to": prev.id, "by": who, "reasons": [why]},
                 "warnings": warnings, **flip.alias_keys()}
+
+    def _unopenable(self, gen: GenerationRecord) -> list[str]:
+        """A warning when `gen`'s working indexes cannot be opened (a damaged file): searches read
+        its published copy, but every sync fails writing it until it is rebuilt. A rollback is
+        what an operator reaches for in trouble, so it warns rather than refuses (an operator
+        pass: it flipped in silence, then every sync failed). A run writing it now (its lock is
+        held) or an engine that does not answer says nothing here: the sync will say it."""
+        try:
+            with writer_lock(self.cfg, gen.name, timeout=5.0):
+                open_writer(self.cfg, gen, None).close()
+        except IndexUnreadable as e:
+            return [f"generation {gen.name}'s working index cannot be opened ({e}): searches read its published "
+                    "copy, but every sync fails writing it until `bindery verify --repair` rebuilds it from the store"]
+        except BinderyError:
+            return []
+        return []
 
     def discard(self, *, by: str | None = None) -> dict[str, Any]:
         """Drop the candidate (`bindery discard`): one the gate refused, or a reindex no one will

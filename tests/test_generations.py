@@ -530,3 +530,27 @@ def test_a_refused_candidate_names_the_gold_document_only_live_holds(dep: Deploy
     assert any(w.startswith("1 gold documents are in live generation ") and "but not in the candidate" in w
                and w.endswith(": ops/oncall.txt") for w in warnings), warnings
     assert not any("not in the generations judged" in w for w in warnings), warnings
+
+
+def test_a_rollback_to_a_generation_whose_index_cannot_be_opened_warns(dep: Deployment) -> None:
+    """An operator pass: the previous generation's working index was damaged (syncs had said
+    so), `rollback` flipped to it with no warning, and then every sync failed. It still flips
+    (searches read the published copy) but says what will fail and what mends it."""
+    from connectors.generations import GenerationPaths
+
+    dep.cli("reindex", "--force")
+    dep.cli("promote", "--force", "--reason", "a previous generation to damage")
+    store = _store(dep)
+    previous = next(iter(store.generations(["previous"]))).name
+    store.dispose()
+    clean = dep.cli("rollback")
+    assert clean["warnings"] == []
+    dep.cli("rollback")  # back again: the same generation is previous once more
+    for segment in GenerationPaths.of(load_config(dep.config_path), previous).keyword.glob("*.store"):
+        segment.write_bytes(b"")
+    out = dep.cli("rollback")
+    assert len(out["warnings"]) == 1 and previous in out["warnings"][0], out
+    assert "verify --repair" in out["warnings"][0]
+    assert dep.cli("query", "battery")["hits"]  # served from the published copy
+    dep.cli("verify", "--repair")
+    assert dep.cli("sync")["errors"] == {}
