@@ -85,7 +85,7 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # files of the dev corpora and /usr/share/doc, parsed under two names each). A tbl table of a
 # manual page has a header row only where its first row is one (16 of the 28 tables of the
 # man_pages corpus are lists: their first row is now a row).
-STAGE_CODE_VERSIONS = {"parse": "20", "chunk": "6", "context": "2", "embed": "1"}
+STAGE_CODE_VERSIONS = {"parse": "21", "chunk": "6", "context": "2", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from typing import Any
 
 import pytest
@@ -80,6 +81,26 @@ def test_full_html_named_txt_parsed_as_html_with_warning() -> None:
         b"<!DOCTYPE html><html><body><h1>Hi</h1><p>Body.</p></body></html>", "page.txt", CFG
     )
     assert r.format == "html" and r.title == "Hi" and r.warnings
+
+
+def test_an_html_page_saved_as_eml_is_parsed_as_html() -> None:
+    """An operator pass: it was indexed as plain text, tags and all."""
+    page = b"<html><body><h1>Ocelots</h1><p>Ocelots are wild cats of the Americas.</p></body></html>"
+    r = parse_document(page, "mail/notmail.eml", CFG)
+    assert r.format == "html" and [b.text for b in r.blocks] == ["Ocelots", "Ocelots are wild cats of the Americas."]
+    assert "no RFC 822 headers" in r.warnings[0]
+    assert parse_document(b"Just a note, no headers at all.\n", "note.eml", CFG).format == "text"
+
+
+def test_a_file_named_as_compressed_but_stored_plain_is_read_by_the_name_under_the_suffix() -> None:
+    """An operator pass: text named .gz was indexed as text without a word; a manual page
+    stored uncompressed as ls.1.gz is a manual page."""
+    page = b".TH LS 1\n.SH NAME\nls \\- list directory contents\n"
+    r = parse_document(page, "man1/ls.1.gz", CFG)
+    assert r.format == "man" and r.warnings == ["ls.1.gz is named .gz but is not compressed; read as it is"]
+    assert parse_document(b"Capybaras are the largest rodents.\n", "notgz.1.gz", CFG).warnings
+    gz = parse_document(gzip.compress(page), "man1/ls.1.gz", CFG)
+    assert gz.format == "man" and gz.warnings == [] and gz.metadata["compressed"] == "gzip"
 
 
 def test_detection_without_extension() -> None:

@@ -509,11 +509,27 @@ def _is_blank(data: bytes) -> bool:
     return not data.strip(b" \t\r\n\f\v\x00")
 
 
-# not yet split (issue 13): the sniffing rules run in a fixed precedence order, one branch each
-def detect_format(data: bytes, filename: str) -> Detected:  # noqa: C901  # length: ordered rule chain
-    """The parser format for `data` named `filename`, or a specific ParseError."""
+# a compression suffix on bytes that are not compressed (`assets.parsing.compressed` opens those
+# that are): the name under it says what the file is
+_COMPRESSION_SUFFIXES = {"gz", "z", "bz2", "xz"}
+_COMPRESSION_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")
+
+
+def detect_format(data: bytes, filename: str) -> Detected:
+    """The parser format for `data` named `filename`, or a specific ParseError. A file named as
+    compressed whose bytes are not (`ls.1.gz` stored plain) is judged by the name under the
+    suffix, with a warning: it was read as text, whatever that name said."""
     name = PurePosixPath(filename).name or filename
     ext = PurePosixPath(name).suffix.lower().lstrip(".")
+    if ext not in _COMPRESSION_SUFFIXES or data.startswith(_COMPRESSION_MAGIC):
+        return _detect(data, name, ext)
+    detected = _detect(data, name, PurePosixPath(name[: -len(ext) - 1]).suffix.lower().lstrip("."))
+    note = f"{name} is named .{ext} but is not compressed; read as it is"
+    return Detected(detected.format, [note, *detected.warnings], detected.label)
+
+
+# not yet split (issue 13): the sniffing rules run in a fixed precedence order, one branch each
+def _detect(data: bytes, name: str, ext: str) -> Detected:  # noqa: C901  # length: ordered rule chain
     by_ext = EXTENSIONS.get(ext)
     if _is_blank(data):
         raise EmptyDocument(f"{name}: the file is empty ({len(data)} bytes, whitespace only)")
@@ -590,6 +606,9 @@ def detect_format(data: bytes, filename: str) -> Detected:  # noqa: C901  # leng
         return Detected("email", [f"{name} is named .mbox but holds a single message"])
     if by_ext in ("email", "mbox") and s.kind == "mbox":
         return Detected("mbox")
+    if by_ext in ("email", "mbox") and s.kind != "text":  # an HTML page saved as .eml kept its tags
+        return Detected(s.kind, [f"{name} is named {shown} but is an {s.label} with no RFC 822 headers; "
+                                 "parsed as such"])
     if by_ext in ("email", "mbox"):
         return Detected(
             "text", [f"{name} is named {shown} but has no RFC 822 headers; parsed as plain text"]
