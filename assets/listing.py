@@ -170,21 +170,28 @@ def read_content(rt: Runtime, source: Source, doc: DocumentRecord) -> bytes:
 
 
 def check_delete_safety(scfg: SourceConfig, listed: int, would_delete: int,
-                        last_good: int | None) -> str | None:
+                        last_good: int | None, *, indexed: int | None = None) -> str | None:
     """Why this listing is not trustworthy enough to delete from, or None when it is.
-    `would_delete`: the documents it would take out of an index (`indexed_to_delete`); deleting
-    only documents no index holds (dead letters, a first build its parse-quality check stopped)
-    wipes nothing, so it is never refused."""
+
+    `indexed`: how many of the `would_delete` documents some index holds or is being written
+    (`indexed_to_delete`; default all). An empty listing is refused whatever it would delete
+    (an unmounted share); otherwise a sweep that takes nothing out of any index (dead letters,
+    files that stopped a first build) wipes nothing and is never refused."""
     if would_delete == 0:
         return None
+    held = would_delete if indexed is None else indexed
+    deleting = f"{would_delete} documents would be deleted" + (
+        f" ({held} of them indexed)" if held != would_delete else "")
     if listed == 0:
-        return f"listing of {scfg.name!r} came back empty; {would_delete} documents would be deleted"
+        return f"listing of {scfg.name!r} came back empty; {deleting}"
+    if held == 0:
+        return None
     if listed < scfg.min_count:
         return (f"listing of {scfg.name!r} has {listed} items, below the configured minimum "
-                f"{scfg.min_count}; {would_delete} documents would be deleted")
+                f"{scfg.min_count}; {deleting}")
     if last_good and listed < scfg.min_ratio * last_good:
         return (f"listing of {scfg.name!r} shrank to {listed} items from {last_good} at the last good "
-                f"listing (below min_ratio {scfg.min_ratio:.0%}); {would_delete} documents would be deleted")
+                f"listing (below min_ratio {scfg.min_ratio:.0%}); {deleting}")
     return None
 
 
@@ -407,19 +414,21 @@ def _moves(entries: list[SourceEntry], known: dict[str, DocumentRecord], gone: l
 
 
 def indexed_to_delete(rt: Runtime, source: str, gone: list[DocumentRecord]) -> int:
-    """How many of the documents a listing would delete some generation's indexes hold: what
-    the delete guard weighs. Removing the junk files that stopped a first build was refused as
-    a mass delete, though no index held any of them (an operator pass)."""
-    return len(rt.store.ever_indexed(source, (d.doc_id for d in gone))) if gone else 0
+    """How many of the documents a listing would delete some generation's indexes hold, or are
+    being written into (`DocumentStore.in_any_index`): what the delete guard weighs beside the
+    listing's size. Removing the junk files that stopped a first build was refused as a mass
+    delete, though no index held any of them (an operator pass)."""
+    return len(rt.store.in_any_index(source, {d.doc_id for d in gone})) if gone else 0
 
 
-def _guard_deletes(rt: Runtime, scfg: SourceConfig, listed: int, gone: int, allow_mass_delete: bool,
-                   narrow: Callable[[], int]) -> None:
+def _guard_deletes(rt: Runtime, scfg: SourceConfig, listed: int, gone: list[DocumentRecord],
+                   allow_mass_delete: bool, narrow: Callable[[], int]) -> None:
     """The delete guard: refuse (and record why) a sweep that looks like a broken listing, after
     `narrow` applied whatever of it takes access away."""
     prior = rt.store.get_source(scfg.name)
     last_good = prior.last_good_listing_count if prior else None
-    unsafe = check_delete_safety(scfg, listed, gone, last_good)
+    indexed = indexed_to_delete(rt, scfg.name, gone)
+    unsafe = check_delete_safety(scfg, listed, len(gone), last_good, indexed=indexed)
     if unsafe and not allow_mass_delete:
         n = narrow()
         kept = (f"Nothing was changed but the access of {n} document{'s' if n != 1 else ''} the listing "
@@ -427,7 +436,7 @@ def _guard_deletes(rt: Runtime, scfg: SourceConfig, listed: int, gone: int, allo
         msg = f"delete sweep aborted: {unsafe}. {kept} Re-run with --allow-mass-delete if intended."
         rt.store.record_listing(scfg.name, listed, ok=False, error=msg)
         rt.store.add_event("delete-sweep-aborted", msg, source=scfg.name,
-                           details={"listed": listed, "would_delete": gone,
+                           details={"listed": listed, "would_delete": len(gone), "indexed": indexed,
                                     "last_good": last_good})
         raise UnsafeDeleteError(msg)
     if unsafe:
@@ -679,7 +688,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
                             rt.cfg.sources)
     narrowed_kept = kept_narrowing(kept, problems)
     mine = entries if shard is None else [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
-    _guard_deletes(rt, scfg, len(entries) + len(kept), indexed_to_delete(rt, scfg.name, gone), allow_mass_delete,
+    _guard_deletes(rt, scfg, len(entries) + len(kept), gone, allow_mass_delete,
                    lambda: _narrow_access(rt, scfg, src, mine, known, _moves(entries, known, gone, shard), problems,
                                           [d for d in gone if shard is None or shard.holds(d.doc_id)])
                    + _restrict(rt, scfg.name, narrowed_kept))

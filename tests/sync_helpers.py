@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -225,8 +226,6 @@ def mark_indexed(store: Any, source: str, generation: str = "g1") -> None:
     """Record every document of `source` as held by a generation's indexes, as a sync's index
     step would (for listing-level tests: the delete guard weighs what a sweep would take out of
     an index, `assets.listing.indexed_to_delete`)."""
-    import time
-
     gen = next((g.id for g in store.generations() if g.name == generation), None) or store.create_generation(
         name=generation, stage_versions={}, stage_configs={}, embedder_id="e", vector_index="v", keyword_index="k")
     store.set_index_state([{"generation_id": gen, "doc_id": d.doc_id, "source": source, "digest": "d", "chunks": 1,

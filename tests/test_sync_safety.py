@@ -127,7 +127,7 @@ def test_empty_listing_aborts_and_changes_nothing(folder: Folder) -> None:
     row = folder.source_row()
     assert row.last_listing_count == 0 and "delete sweep aborted" in (row.last_error or "")
     ev = folder.events("delete-sweep-aborted")[0]
-    assert ev.details == {"listed": 0, "would_delete": 10, "last_good": 10}
+    assert ev.details == {"listed": 0, "would_delete": 10, "indexed": 10, "last_good": 10}
 
 
 def test_listing_below_min_count_aborts(tmp_path: Path) -> None:
@@ -171,9 +171,22 @@ def test_deleting_documents_no_index_holds_is_not_a_mass_delete(tmp_path: Path) 
     run_listing(f.rt, "docs")  # listed, never indexed
     f.remove(*[f"d{i:02}.md" for i in range(7)])
     assert run_listing(f.rt, "docs").counts["deleted"] == 7
-    f.index_all()  # the 3 left are indexed now: losing 2 of them is refused again
-    f.remove("d07.md", "d08.md")
-    with pytest.raises(UnsafeDeleteError, match=r"shrank to 1 items from 3 .*; 2 documents would be deleted"):
+    f.write("d00.md", "# Document 0\n\nBack, and about to be indexed.\n")
+    run_listing(f.rt, "docs")
+    # being written (a pending row: a run killed between its write and its bookkeeping leaves it
+    # served) counts as indexed, as does a held row
+    pending = [d for d in f.rt.store.documents("docs") if d.external_id == "d00.md"]
+    gen = f.rt.store.create_generation(name="g1", stage_versions={}, stage_configs={}, embedder_id="e",
+                                       vector_index="v", keyword_index="k")
+    f.rt.store.set_index_pending([{"generation_id": gen, "doc_id": d.doc_id, "source": "docs", "digest": "",
+                                   "chunks": 0, "indexed_at": time.time(), "acl_hash": None} for d in pending])
+    f.remove("d00.md", "d07.md", "d08.md")
+    with pytest.raises(UnsafeDeleteError, match=r"shrank to 1 items from 4 .*; 3 documents would be deleted "
+                                                r"\(1 of them indexed\)"):
+        run_listing(f.rt, "docs")
+    # an empty listing (an unmounted share) is refused whatever it would delete
+    f.remove("d09.md")
+    with pytest.raises(UnsafeDeleteError, match="came back empty"):
         run_listing(f.rt, "docs")
 
 

@@ -682,18 +682,18 @@ class DocumentStore:
         with self.engine.connect() as c:
             return {r.doc_id: r for r in records_of(IndexStateRecord, c.execute(q))}
 
-    def ever_indexed(self, source: str, doc_ids: Iterable[str]) -> set[str]:
-        """Those of `doc_ids` (of `source`) that some generation's indexes hold: what a delete
-        would take out of an index, where the others (never indexed: dead letters, a first build
-        its parse-quality check stopped) leave every index as it is."""
-        ids = list(doc_ids)
+    def in_any_index(self, source: str, doc_ids: set[str]) -> set[str]:
+        """Those of `doc_ids` (of `source`) with a row in some generation's index state: held,
+        being written (a pending row: a run killed between its write and its bookkeeping leaves
+        documents served under one) or withheld (kept for a removed source's return). What a
+        delete would take out of an index; the others leave every index as it is. Read one
+        generation at a time, by the table's key (source and document alone are not indexed)."""
         s = t.index_state.c
         out: set[str] = set()
         with self.engine.connect() as c:
-            for i in range(0, len(ids), 500):  # within every engine's limit on bound parameters
-                q = sa.select(s.doc_id).distinct().where(s.source == source, s.digest != "",
-                                                         s.doc_id.in_(ids[i:i + 500]))
-                out.update(r.doc_id for r in c.execute(q))
+            for gen in c.execute(sa.select(t.generations.c.id)).scalars():
+                q = sa.select(s.doc_id).where(s.generation_id == gen, s.source == source)
+                out.update(did for did in c.execute(q).scalars() if did in doc_ids)
         return out
 
     def held_doc_ids(self, generation_id: int, source: str) -> list[str]:
