@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
 from connectors.config import BinderyConfig, VectorEngine
-from connectors.errors import BindingError, ConfigError, IndexError_
+from connectors.errors import BindingError, ConfigError, IndexError_, IndexUnreadable
 from connectors.indexes.base import KeywordIndex, VectorIndex
 from connectors.store.records import GenerationRecord
 
@@ -40,9 +40,9 @@ if TYPE_CHECKING:
     from connectors.indexes.elasticsearch_index import ElasticsearchIndex
     from connectors.indexes.qdrant_index import QdrantIndex
 
-__all__ = ["GenerationPaths", "IndexPair", "drop_generation_files", "is_embedded", "open_keyword_writer",
-           "open_reader", "open_vector_writer", "open_writer", "point_live_aliases", "publish", "vector_engine",
-           "writer_lock", "writer_pair"]
+__all__ = ["GenerationPaths", "IndexPair", "drop_generation_files", "is_embedded", "missing_snapshots",
+           "open_keyword_writer", "open_reader", "open_vector_writer", "open_writer", "point_live_aliases", "publish",
+           "vector_engine", "working_index_damage", "writer_lock", "writer_pair"]
 
 _EMBEDDED: dict[str, str] = {"qdrant-edge": "edge", "qdrant-local": "qdrant"}  # engine -> working dir name
 
@@ -236,6 +236,35 @@ def open_keyword_writer(cfg: BinderyConfig, gen: GenerationRecord) -> KeywordInd
     path = GenerationPaths.of(cfg, gen.name).keyword
     path.mkdir(parents=True, exist_ok=True)
     return _open_keyword(cfg, gen, str(path), read_only=False)
+
+
+def missing_snapshots(gen: GenerationRecord) -> int:
+    """Published snapshots the generation row names that are gone from disk. Readers (the query
+    service, `bindery query`, the gate) open these copies, never the working indexes, so a
+    generation whose snapshot was deleted cannot be served however consistent its indexes are."""
+    return sum(1 for p in (gen.vector_snapshot, gen.keyword_snapshot) if p and not Path(p).exists())
+
+
+def working_index_damage(cfg: BinderyConfig, gen: GenerationRecord) -> str | None:
+    """Why `gen`'s embedded working indexes cannot be opened (a damaged file: every sync that
+    writes it fails until `bindery verify --repair`), or None. Cheap and writing nothing: tantivy
+    is opened read-only; Qdrant Edge under the writer lock (a run writing it now answers None:
+    its sync will say); Qdrant local mode is not opened (it loads a whole collection into
+    memory), nor a server engine (nothing of it is on this disk to damage)."""
+    try:
+        keyword = GenerationPaths.of(cfg, gen.name).keyword
+        if cfg.backends.keyword == "tantivy" and keyword.is_dir():
+            _open_keyword(cfg, gen, str(keyword), read_only=True).close()
+        if vector_engine(cfg, gen) == "qdrant-edge":
+            with writer_lock(cfg, gen.name, timeout=5.0):
+                open_vector_writer(cfg, gen, None).close()
+    except IndexUnreadable as e:
+        return str(e)
+    except IndexError_:  # no index there yet, or a run holds its lock: nothing known to be damaged
+        return None
+    except Exception as e:  # whatever else went wrong is said, never a reason for the caller to fail
+        return f"it could not be checked ({type(e).__name__}: {e})"
+    return None
 
 
 def open_writer(cfg: BinderyConfig, gen: GenerationRecord, dim: int | None) -> IndexPair:

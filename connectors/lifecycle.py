@@ -42,24 +42,17 @@ from functools import cached_property
 from typing import Any, Literal
 
 from connectors.config import BinderyConfig, StageConfigs
-from connectors.errors import (
-    BinderyError,
-    BindingError,
-    GateRefused,
-    IndexError_,
-    IndexUnreadable,
-    UnknownGeneration,
-    UsageError,
-)
+from connectors.errors import BindingError, GateRefused, IndexError_, UnknownGeneration, UsageError
 from connectors.generations import (
     GenerationPaths,
     drop_generation_files,
     is_embedded,
     keyword_missing_fields,
-    open_writer,
+    missing_snapshots,
     physical_names,
     point_live_aliases,
     vector_engine,
+    working_index_damage,
     writer_lock,
 )
 from connectors.store import BindingRecord, DocumentStore, GenerationRecord
@@ -440,7 +433,7 @@ class Lifecycle:
         if prev is None or prev.status == "dropped":
             raise BindingError(f"previous generation {b.previous_generation_id} no longer exists")
         who = operator_name(by)
-        warnings = self._left_out(prev) + self._unopenable(prev)
+        warnings = self._left_out(prev) + self._damage(prev)
         flip = bind_live(self.cfg, self.store, prev, by=who, previous_id=b.generation_id,
                          expect_live=b.generation_id, expect_previous=b.previous_generation_id)
         binding = flip.binding
@@ -453,21 +446,22 @@ class Lifecycle:
                 "report": {"rollback": True, "from": b.generation_id, "to": prev.id, "by": who, "reasons": [why]},
                 "warnings": warnings, **flip.alias_keys()}
 
-    def _unopenable(self, gen: GenerationRecord) -> list[str]:
-        """A warning when `gen`'s working indexes cannot be opened (a damaged file): searches read
-        its published copy, but every sync fails writing it until it is rebuilt. A rollback is
-        what an operator reaches for in trouble, so it warns rather than refuses (an operator
-        pass: it flipped in silence, then every sync failed). A run writing it now (its lock is
-        held) or an engine that does not answer says nothing here: the sync will say it."""
-        try:
-            with writer_lock(self.cfg, gen.name, timeout=5.0):
-                open_writer(self.cfg, gen, None).close()
-        except IndexUnreadable as e:
-            return [f"generation {gen.name}'s working index cannot be opened ({e}): searches read its published "
-                    "copy, but every sync fails writing it until `bindery verify --repair` rebuilds it from the store"]
-        except BinderyError:
-            return []
-        return []
+    def _damage(self, gen: GenerationRecord) -> list[str]:
+        """Warnings for what a flip to `gen` will meet: a published snapshot gone (the query
+        service keeps serving what it has open) or a working index that cannot be opened
+        (searches read the published copy, every sync fails writing it). A rollback is what an
+        operator reaches for in trouble, so it warns rather than refuses (an operator pass: it
+        flipped in silence, then every sync failed)."""
+        out = []
+        if missing_snapshots(gen):
+            out.append(f"generation {gen.name}'s published snapshot is missing: the query service keeps serving "
+                       "the generation it has open, and `bindery query` fails, until `bindery verify --repair` "
+                       "publishes it again")
+        if (why := working_index_damage(self.cfg, gen)) is not None:
+            out.append(f"generation {gen.name}'s working index cannot be opened ({why}): searches read its "
+                       "published copy, but every sync fails writing it until `bindery verify --repair` rebuilds it "
+                       "from the store")
+        return out
 
     def discard(self, *, by: str | None = None) -> dict[str, Any]:
         """Drop the candidate (`bindery discard`): one the gate refused, or a reindex no one will

@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from assets.index_stage import run_index
 from assets.runtime import Runtime
 from connectors.config import BinderyConfig
 from connectors.errors import IndexUnreadable
-from connectors.generations import GenerationPaths, is_embedded, open_writer, publish, vector_engine, writer_lock
+from connectors.generations import (
+    GenerationPaths,
+    is_embedded,
+    missing_snapshots,
+    open_writer,
+    publish,
+    vector_engine,
+    writer_lock,
+)
 from connectors.lifecycle import RETAINED
 from connectors.store import DocumentStore, GenerationRecord
 
@@ -52,13 +59,6 @@ def expected_acls(store: DocumentStore, gen: GenerationRecord) -> Expected:
 def _acl_mismatches(expected: dict[str, tuple[str, ...]], indexed: dict[str, tuple[str, ...]]) -> int:
     """Chunks present in both whose indexed ACL differs from the store's."""
     return sum(1 for c, a in indexed.items() if c in expected and expected[c] != a)
-
-
-def missing_snapshots(gen: GenerationRecord) -> int:
-    """Published snapshots the generation row names that are gone from disk. Readers (the query
-    service, `bindery query`, the gate) open these copies, never the working indexes, so a
-    generation whose snapshot was deleted cannot be served however consistent its indexes are."""
-    return sum(1 for p in (gen.vector_snapshot, gen.keyword_snapshot) if p and not Path(p).exists())
 
 
 def verify(cfg: BinderyConfig, store: DocumentStore, *, repair: bool = False) -> dict[str, Any]:

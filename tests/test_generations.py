@@ -4,6 +4,7 @@ and the rollback are single steps, syncs reach a building candidate, and queries
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -554,3 +555,10 @@ def test_a_rollback_to_a_generation_whose_index_cannot_be_opened_warns(dep: Depl
     assert dep.cli("query", "battery")["hits"]  # served from the published copy
     dep.cli("verify", "--repair")
     assert dep.cli("sync")["errors"] == {}
+    # a published snapshot gone: the query service could not open the generation rolled back to
+    store = _store(dep)
+    gone = next(iter(store.generations(["previous"])))
+    store.dispose()
+    shutil.rmtree(str(gone.keyword_snapshot))
+    out = dep.cli("rollback")
+    assert len(out["warnings"]) == 1 and "published snapshot is missing" in out["warnings"][0], out
