@@ -85,6 +85,11 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # files of the dev corpora and /usr/share/doc, parsed under two names each). A tbl table of a
 # manual page has a header row only where its first row is one (16 of the 28 tables of the
 # man_pages corpus are lists: their first row is now a row).
+# parse 21: a page of another format named .eml/.mbox (HTML saved as mail) is parsed as what it is,
+# not as plain text with its tags; a file named .gz/.bz2/.xz whose bytes are not compressed is
+# judged by the name under the suffix (ls.1.gz stored plain is a manual page). No file of the dev
+# corpora parses otherwise; the bump re-parses and re-cuts every document at the next reindex
+# (embeddings are kept: they are keyed by the text).
 STAGE_CODE_VERSIONS = {"parse": "21", "chunk": "6", "context": "2", "embed": "1"}
 
 

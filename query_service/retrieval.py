@@ -613,7 +613,8 @@ class LiveRetriever:
 
     def follow_settings(self) -> bool:
         """Take the query-time settings (`query:` but for what the service binds at startup:
-        `auth`, `allowed_hosts` and the request limits) from the configuration file when it
+        `auth`, `allowed_hosts` and the request limits) and the configured sources' names (what
+        a request may filter by, `source_names`) from the configuration file when it
         changed and then stayed unchanged for one poll (an editor writing the file in place
         leaves it half written for a moment, and an empty file loads as every default); True
         when they were taken. A file that no longer loads keeps the settings in use, said once

@@ -177,6 +177,9 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     # "effectively unlimited" overflowed the timer and dead-lettered every document (a review)
     ("huge parse time limit", {"stages": {"parse": {"max_parse_seconds": 1e10}}}, ["plan"],
      ("stages.parse.max_parse_seconds", "604800")),
+    # a review: a data_dir under a root is skipped by the listing, but the root itself was walked
+    ("root is the data_dir", {"data_dir": "/tmp/bindery-root-is-data", "sources": [
+        {"name": "docs", "root": "/tmp/bindery-root-is-data"}]}, ["plan"], ("sources.0.root", "is the data_dir")),
 ]
 
 
@@ -320,6 +323,7 @@ def test_config_merge_keys_still_override(tmp_path: Path) -> None:
     (["evalset", "draft", "--out", "."], ("--out", "is a folder")),
     (["evalset", "draft", "--out", "-"], ("--out -", "give its path")),
     (["evalset", "draft", "--out", "typo/sub/d.jsonl"], ("--out", "folder typo does not exist")),
+    (["evalset", "draft", "--out", "/etc/passwd/d.jsonl"], ("--out", "/etc/passwd is a file, not a folder")),
     (["dlq", "retry", "--all", "--doc", "a.md"], ("--doc", "--all")),  # one was silently ignored
     (["evalset", "draft", "--out", "d.jsonl", "--principal", " "], ("--principal", "not empty")),
     (["dlq", "retry", "--doc", "nope.md"], ("--doc nope.md", "no dead letter")),
@@ -408,7 +412,7 @@ def test_a_data_dir_bindery_creates_is_owner_only(tmp_path: Path, capsys: pytest
 
 @pytest.mark.parametrize("argv", [["dlq"], ["dlq", "retry", "--all"], ["verify"], ["gc"], ["query", "x"], ["eval"],
                                   ["promote"], ["rollback"], ["discard"], ["runs"], ["runs", "--cancel", "abc"],
-                                  ["evalset", "draft", "--out", "typo/sub/d.jsonl"]])
+                                  ["evalset", "draft", "--out", "typo/d.jsonl"]])
 def test_a_command_that_reads_a_missing_data_dir_names_it_and_creates_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any], argv: list[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -99,6 +99,7 @@ def test_a_file_named_as_compressed_but_stored_plain_is_read_by_the_name_under_t
     r = parse_document(page, "man1/ls.1.gz", CFG)
     assert r.format == "man" and r.warnings == ["ls.1.gz is named .gz but is not compressed; read as it is"]
     assert parse_document(b"Capybaras are the largest rodents.\n", "notgz.1.gz", CFG).warnings
+    assert parse_document(b"BZh is how a bzip2 stream starts.\n", "note.txt.bz2", CFG).warnings  # no stream
     gz = parse_document(gzip.compress(page), "man1/ls.1.gz", CFG)
     assert gz.format == "man" and gz.warnings == [] and gz.metadata["compressed"] == "gzip"
 

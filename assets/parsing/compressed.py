@@ -19,7 +19,7 @@ from pathlib import PurePosixPath
 
 from connectors.errors import CorruptDocument, TooLarge, size_text
 
-__all__ = ["DEFAULT_MAX_BYTES", "decompress"]
+__all__ = ["DEFAULT_MAX_BYTES", "SUFFIXES", "compression_of", "decompress"]
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # when the caller sets no limit
 _Opener = Callable[[io.BytesIO], io.BufferedIOBase]
@@ -28,8 +28,18 @@ _KINDS: tuple[tuple[bytes, str, tuple[str, ...], _Opener], ...] = (  # magic, la
     (b"BZh", "bzip2", (".bz2", ".tbz2"), bz2.BZ2File),
     (b"\xfd7zXZ\x00", "xz", (".xz", ".txz"), lzma.LZMAFile),
 )
+SUFFIXES = {s.lstrip(".") for _, _, suffixes, _ in _KINDS for s in suffixes if s not in (".tgz", ".tbz2", ".txz")}
 _BZIP2_BLOCK = (b"1AY&SY", b"\x17rE8P\x90")  # the first block's magic (pi), or the empty stream's end
 _TAR_SUFFIX = {".tgz": ".tar", ".tbz2": ".tar", ".txz": ".tar"}
+
+
+def compression_of(data: bytes) -> tuple[str, tuple[str, ...], _Opener] | None:
+    """(label, suffixes, reader) of the compression `data` starts with, else None ("BZh9 is..."
+    is text: a real bzip2 stream has a block or end marker next)."""
+    for magic, label, suffixes, opener in _KINDS:
+        if data.startswith(magic) and (label != "bzip2" or (data[3:4] in b"123456789" and data[4:10] in _BZIP2_BLOCK)):
+            return label, suffixes, opener
+    return None
 
 
 def decompress(data: bytes, filename: str, max_bytes: int | None) -> tuple[bytes, str, str] | None:
@@ -37,24 +47,22 @@ def decompress(data: bytes, filename: str, max_bytes: int | None) -> tuple[bytes
 
     Raises CorruptDocument for damaged or truncated data and TooLarge when the content passes
     `max_bytes` (default DEFAULT_MAX_BYTES)."""
-    for magic, label, suffixes, opener in _KINDS:
-        if not data.startswith(magic):
-            continue
-        if label == "bzip2" and not (data[3:4] in b"123456789" and data[4:10] in _BZIP2_BLOCK):
-            continue  # "BZh9 is..." is text: a real stream has a block (or end) marker next
-        name = PurePosixPath(filename).name or filename
-        suffix = PurePosixPath(name).suffix.lower()
-        inner = name[: -len(suffix)] + _TAR_SUFFIX.get(suffix, "") if suffix in suffixes else name
-        limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
-        try:
-            with opener(io.BytesIO(data)) as f:
-                content = _read_bounded(f, limit)
-        except TooLarge:
-            raise TooLarge(f"{name}: its {label} content is over the {size_text(limit)} limit") from None
-        except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as e:
-            raise CorruptDocument(f"{name}: damaged {label} data: {e}") from None
-        return content, inner, label
-    return None
+    kind = compression_of(data)
+    if kind is None:
+        return None
+    label, suffixes, opener = kind
+    name = PurePosixPath(filename).name or filename
+    suffix = PurePosixPath(name).suffix.lower()
+    inner = name[: -len(suffix)] + _TAR_SUFFIX.get(suffix, "") if suffix in suffixes else name
+    limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    try:
+        with opener(io.BytesIO(data)) as f:
+            content = _read_bounded(f, limit)
+    except TooLarge:
+        raise TooLarge(f"{name}: its {label} content is over the {size_text(limit)} limit") from None
+    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as e:
+        raise CorruptDocument(f"{name}: damaged {label} data: {e}") from None
+    return content, inner, label
 
 
 def _read_bounded(f: io.BufferedIOBase, limit: int) -> bytes:

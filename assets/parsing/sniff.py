@@ -27,6 +27,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from assets.parsing import compressed
 from connectors.errors import (
     CorruptDocument,
     EmptyDocument,
@@ -484,6 +485,11 @@ def _text_kind(stripped: str) -> Sniffed:
     return Sniffed("text", "text")
 
 
+def _a(label: str) -> str:
+    """`label` with its article: an HTML document, a manual page (roff)."""
+    return f"{'an' if label[:1] in 'AEIOUaeiou' or label.startswith(('HTML', 'XML')) else 'a'} {label}"
+
+
 def _xhtml_root(text: str) -> bool:
     """Whether the first element of an XML text is <html> (XHTML), skipping the prolog."""
     body = re.sub(r"<!--.*?-->|<!DOCTYPE[^>]*>|<\?.*?\?>", "", text[:8192], flags=re.S)
@@ -509,19 +515,15 @@ def _is_blank(data: bytes) -> bool:
     return not data.strip(b" \t\r\n\f\v\x00")
 
 
-# a compression suffix on bytes that are not compressed (`assets.parsing.compressed` opens those
-# that are): the name under it says what the file is
-_COMPRESSION_SUFFIXES = {"gz", "z", "bz2", "xz"}
-_COMPRESSION_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")
-
-
 def detect_format(data: bytes, filename: str) -> Detected:
     """The parser format for `data` named `filename`, or a specific ParseError. A file named as
     compressed whose bytes are not (`ls.1.gz` stored plain) is judged by the name under the
     suffix, with a warning: it was read as text, whatever that name said."""
     name = PurePosixPath(filename).name or filename
     ext = PurePosixPath(name).suffix.lower().lstrip(".")
-    if ext not in _COMPRESSION_SUFFIXES or data.startswith(_COMPRESSION_MAGIC):
+    # a compression suffix on bytes that are not compressed (`assets.parsing.compressed` opens
+    # those that are): the name under it says what the file is
+    if ext not in compressed.SUFFIXES or compressed.compression_of(data) is not None:
         return _detect(data, name, ext)
     detected = _detect(data, name, PurePosixPath(name[: -len(ext) - 1]).suffix.lower().lstrip("."))
     note = f"{name} is named .{ext} but is not compressed; read as it is"
@@ -607,7 +609,7 @@ def _detect(data: bytes, name: str, ext: str) -> Detected:  # noqa: C901  # leng
     if by_ext in ("email", "mbox") and s.kind == "mbox":
         return Detected("mbox")
     if by_ext in ("email", "mbox") and s.kind != "text":  # an HTML page saved as .eml kept its tags
-        return Detected(s.kind, [f"{name} is named {shown} but is an {s.label} with no RFC 822 headers; "
+        return Detected(s.kind, [f"{name} is named {shown} but has no RFC 822 headers: it is {_a(s.label)}; "
                                  "parsed as such"])
     if by_ext in ("email", "mbox"):
         return Detected(

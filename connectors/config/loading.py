@@ -112,9 +112,15 @@ def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> Binde
         twice = next(n for n in names if names.count(n) > 1)
         where = " and ".join(f"sources.{i}.name" for i, n in enumerate(names) if n == twice)
         raise ConfigError(f"invalid configuration: {where}: the source name {twice!r} is used more than once")
-    for s in cfg.sources:
+    for i, s in enumerate(cfg.sources):
         s.root = _resolve(base, s.root)
         s.check_complete()
+        if s.kind == "local" and os.path.realpath(s.root or ".") == os.path.realpath(cfg.data_dir):
+            raise ConfigError(f"invalid configuration: sources.{i}.root: {s.root} is the data_dir, so Bindery "
+                              "would list its own database; keep data_dir elsewhere (a folder under the root "
+                              "is fine: it is never listed)")
+        # skipped by the listing wherever it lies under the root (a copy made by model_validate
+        # of a dump loses it: reload such a configuration with load_config)
         s._state_dirs = (cfg.data_dir,)
     check_nested_sources(cfg.sources)
     return cfg

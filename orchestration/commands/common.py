@@ -78,7 +78,8 @@ def partitions_of(cfg: BinderyConfig, only: list[str] | None) -> list[str]:
 
 
 def searchable_generation(cfg: BinderyConfig, store: Any, which: str) -> GenerationRecord:
-    """The row of `--generation`: live, candidate or an id (connectors.lifecycle), not a dropped one."""
+    """The row of `--generation`: live, candidate, an id or a name (connectors.lifecycle), not a
+    dropped one."""
     from connectors.lifecycle import Lifecycle
 
     gen = Lifecycle(cfg, store).resolve_searchable(which)

@@ -96,11 +96,7 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--out {out}: cannot write there: {e.strerror or e}") from None
     store = store_for(cfg)  # a data_dir that holds nothing is said before --out's folder is made
     try:  # before any drafting (an LLM writer spends money): a place the file cannot go is a usage error
-        # one missing folder is made (`--out evals/draft.jsonl` in a new project), as `mkdir`
-        # would; a chain of them is a mistyped path, never made (it made /nonexistent/dir)
-        if not out.parent.is_dir() and not out.parent.parent.is_dir():
-            raise UsageError(f"--out {out}: folder {out.parent.parent} does not exist")
-        out.parent.mkdir(exist_ok=True)
+        out.parent.mkdir(exist_ok=True)  # one missing folder at most (`_check_out`)
         if not os.access(out.parent, os.W_OK | os.X_OK):
             raise OSError(errno.EACCES, os.strerror(errno.EACCES))
     except OSError as e:
@@ -174,7 +170,7 @@ def _readable_chunks(store: DocumentStore, gen: GenerationRecord, chunks: list[C
 
 def _check_out(out: Path, *, force: bool) -> None:
     """What `--out` must be before anything is drafted: not a folder, not a device, pipe or link,
-    not an existing file unless `force`."""
+    not an existing file unless `force`, in a folder that exists or whose own folder does."""
     if out.is_dir():
         raise UsageError(f"--out {out} is a folder: give the path of a JSONL file to write")
     if (out.is_symlink() or out.exists()) and not stat.S_ISREG(out.lstat().st_mode):
@@ -184,6 +180,13 @@ def _check_out(out: Path, *, force: bool) -> None:
                          "give the path of a JSONL file to write")
     if out.exists() and not force:
         raise UsageError(f"--out {out} already exists (pass --force to overwrite it)")
+    # one missing folder is made (`--out evals/draft.jsonl` in a new project), as `mkdir` would;
+    # a chain of them is a mistyped path, never made (it made /nonexistent/dir: an operator pass)
+    for folder in (out.parent, out.parent.parent):
+        if folder.exists() and not folder.is_dir():
+            raise UsageError(f"--out {out}: {folder} is a file, not a folder")
+    if not out.parent.is_dir() and not out.parent.parent.is_dir():
+        raise UsageError(f"--out {out}: folder {out.parent.parent} does not exist")
 
 
 def _write_private(path: Path, text: str) -> None:
