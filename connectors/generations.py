@@ -245,17 +245,18 @@ def missing_snapshots(gen: GenerationRecord) -> int:
     return sum(1 for p in (gen.vector_snapshot, gen.keyword_snapshot) if p and not Path(p).exists())
 
 
-def working_index_damage(cfg: BinderyConfig, gen: GenerationRecord) -> str | None:
+def working_index_damage(cfg: BinderyConfig, gen: GenerationRecord, *, write_nothing: bool = False) -> str | None:
     """Why `gen`'s embedded working indexes cannot be opened (a damaged file: every sync that
-    writes it fails until `bindery verify --repair`), or None. Cheap and writing nothing: tantivy
-    is opened read-only; Qdrant Edge under the writer lock (a run writing it now answers None:
-    its sync will say); Qdrant local mode is not opened (it loads a whole collection into
-    memory), nor a server engine (nothing of it is on this disk to damage)."""
+    writes it fails until `bindery verify --repair`), or None. Cheap: tantivy is opened
+    read-only (nothing written); Qdrant Edge under the writer lock (a run writing it now answers
+    None: its sync will say), unless `write_nothing` (the lock file is written: `bindery plan`);
+    Qdrant local mode is not opened (it loads a whole collection into memory), nor a server
+    engine (nothing of it is on this disk to damage)."""
     try:
         keyword = GenerationPaths.of(cfg, gen.name).keyword
         if cfg.backends.keyword == "tantivy" and keyword.is_dir():
             _open_keyword(cfg, gen, str(keyword), read_only=True).close()
-        if vector_engine(cfg, gen) == "qdrant-edge":
+        if vector_engine(cfg, gen) == "qdrant-edge" and not write_nothing:
             with writer_lock(cfg, gen.name, timeout=5.0):
                 open_vector_writer(cfg, gen, None).close()
     except IndexUnreadable as e:

@@ -69,6 +69,7 @@ from assets.runtime import Generation, Runtime
 from connectors.config import BinderyConfig, ChunkConfig, SourceConfig
 from connectors.contextualizers import ChunkContext, Contextualizer, DocumentContext, make_contextualizer
 from connectors.errors import BinderyError, SourceError, SourceUnavailable, TooLarge
+from connectors.generations import working_index_damage
 from connectors.identity import content_hash, doc_id, short_hash, text_hash
 from connectors.sources import make_source
 from connectors.sources.base import Source
@@ -295,6 +296,7 @@ class StageWalk:
         self.memory = memory or RunMemory()
         self.counts = {s: StageCount() for s in STAGES}
         self.index = {"write": 0, "delete": 0, "chunks": 0}
+        self.writes_to: set[str] = set()  # the generations (not only maintained) the sync writes or deletes in
         self.parsed: dict[tuple[str, str], ParseRecord | None] = {}  # (doc, parse version) -> parse
         self.chunked: dict[tuple[str, str], list[ChunkRecord]] = {}  # (doc, chunk version) -> rows
         self.prefixes = self.memory.prefixes  # (input hash, context version) -> prefix
@@ -660,6 +662,8 @@ class StageWalk:
                 self.walk_embed(g, texts)
                 self.walk_index(g, chunks, texts)
             per_generation.append({k: self.index[k] - before[k] for k in before})
+            if not maintained_only and (per_generation[-1]["write"] or per_generation[-1]["delete"]):
+                self.writes_to.add(g.name)
         # documents, not document x generation: one removed from the live and the previous
         # generation is one removal (summaries.sync_summary counts the sync the same way)
         self.index = {k: max((n[k] for n in per_generation), default=0) for k in self.index}
@@ -715,6 +719,10 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
     llm_docs: list[tuple[DocumentContext, list[ChunkRecord]]] = []
     memory = RunMemory()
     work = {"listed": 0, "embed_known": 0, "embed_chars": 0}  # what scales the estimate beside the counts
+    # a generation the sync would write whose working index cannot be opened fails the sync's
+    # index step (`assets.index_stage`); probed reading only (tantivy read-only: nothing written)
+    damaged = {g.name: why for g in targets if g.id
+               and (why := working_index_damage(cfg, g.record, write_nothing=True)) is not None}
     for name in names:
         scfg = cfg.source(name)
         sp = predict_listing(rt, scfg, allow_mass_delete=allow_mass_delete)
@@ -735,7 +743,9 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
             work["embed_chars"] += walk.embed_chars
             entry["stages"] = {s: {"compute": c.compute, "cached": c.cached} for s, c in walk.counts.items()}
             entry["dead_letters"] = _dead_letters(walk)
-            entry["error"] = entry["error"] or walk.blocked or _nothing_searchable(kind, targets, walk)
+            entry["error"] = entry["error"] or walk.blocked or _nothing_searchable(kind, targets, walk) or next(
+                (f"generation {g}: {damaged[g]} (`bindery verify --repair` rebuilds it from the store)"
+                 for g in sorted(walk.writes_to) if g in damaged), None)
         else:  # the sync would stop at the listing: no stage runs
             entry["stages"] = {s: {"compute": 0, "cached": 0} for s in STAGES}
             entry["dead_letters"] = {"count": 0, "by_reason": {}, "examples": []}

@@ -712,3 +712,29 @@ def test_a_data_dir_inside_the_source_root_is_never_listed(tmp_path: Path) -> No
     assert_plan_matches(plan, again)
     assert again["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
     assert sum(again["sources"]["docs"].get(k, 0) for k in ("new", "updated", "deleted", "moved")) == 0
+
+
+def test_a_damaged_live_index_is_planned_as_the_sync_fails_on_it(tmp_path: Path) -> None:
+    """An operator pass: the live generation's working index could not be opened, every sync
+    failed on it, and `bindery plan` said `error: null`. The plan reads it (read-only, writing
+    nothing) and says what the sync will."""
+    from connectors.generations import GenerationPaths
+
+    dep = LocalDeployment(tmp_path)
+    dep.cli("sync")
+    cfg = load_config(dep.config_path)
+    store = DocumentStore(cfg.database_url)
+    live = store.generations(["live"])[0].name
+    store.dispose()
+    for segment in GenerationPaths.of(cfg, live).keyword.glob("*.store"):
+        segment.write_bytes(b"")
+    assert dep.cli("plan")["sources"]["docs"]["error"] is None  # nothing to write: the sync opens nothing
+    dep.cli("sync")
+    dep.write("robots/xr6000.md", "# XR-6000\n\nThe XR-6000 climbs ramps of twelve degrees.\n")
+    before = footprint(dep)
+    plan = dep.cli("plan")
+    assert footprint(dep) == before
+    error = plan["sources"]["docs"]["error"]
+    assert error and live in error and "verify --repair" in error, plan
+    sync = dep.cli("sync", expect=1)
+    assert "cannot open tantivy index" in sync["error"] and live in sync["error"]
