@@ -26,6 +26,7 @@ from pydantic import PrivateAttr
 
 from assets.runtime import Runtime, open_contextualiser, open_embedder
 from connectors.config import BinderyConfig, ContextConfig, EmbedConfig, load_config
+from connectors.errors import ConfigError
 from connectors.generations import open_keyword_writer, open_vector_writer
 from connectors.store import DocumentStore, GenerationRecord
 from connectors.store.ownership import open_store
@@ -48,8 +49,14 @@ class BinderyConfigResource(dg.ConfigurableResource["BinderyConfigResource"]):
 
     @property
     def config(self) -> BinderyConfig:
+        """The configuration; a file that no longer loads (an edit while the UI runs) ends the
+        step, sensor tick or schedule tick with its one-line reason as a `Failure`, not Dagster's
+        wrapped traceback (an operator pass)."""
         if self._config is None:
-            self._config = load_config(self.config_path)
+            try:
+                self._config = load_config(self.config_path)
+            except ConfigError as e:
+                raise dg.Failure(description=str(e), metadata={"error": type(e).__name__}) from None
         return self._config
 
 

@@ -53,7 +53,10 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
                default_status=dg.DefaultSensorStatus.RUNNING if default_on else dg.DefaultSensorStatus.STOPPED,
                description="Requests a sync for each source whose listing fingerprint changed.")
     def source_change_sensor(context: dg.SensorEvaluationContext, bindery: BinderyConfigResource) -> dg.SensorResult:
-        cfg = bindery.config
+        try:
+            cfg = bindery.config
+        except dg.Failure as e:  # a bad edit: the tick is skipped, saying why, until the file loads
+            return dg.SensorResult(skip_reason=dg.SkipReason(f"configuration: {e.description}"), cursor=context.cursor)
         cursor = json.loads(context.cursor) if context.cursor else {}
         runs, skipped, answered = [], [], []
         for s in cfg.sources:
@@ -115,8 +118,11 @@ def build_schedule(default_on: bool, cron: str) -> dg.ScheduleDefinition:
                  default_status=dg.DefaultScheduleStatus.RUNNING if default_on else dg.DefaultScheduleStatus.STOPPED,
                  description="Full reconciliation of every configured source.")
     def reconcile_schedule(context: dg.ScheduleEvaluationContext,
-                           bindery: BinderyConfigResource) -> list[dg.RunRequest]:
-        names = all_partition_keys(bindery.config)
+                           bindery: BinderyConfigResource) -> list[dg.RunRequest] | dg.SkipReason:
+        try:
+            names = all_partition_keys(bindery.config)
+        except dg.Failure as e:  # a bad edit: the tick is skipped, saying why
+            return dg.SkipReason(f"configuration: {e.description}")
         existing = set(context.instance.get_dynamic_partitions("sources"))
         missing = [n for n in names if n not in existing]
         if missing:

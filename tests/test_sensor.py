@@ -252,6 +252,28 @@ def test_failed_probe_is_skipped_and_never_requests_a_sync(conf: Config) -> None
     assert set(sensor.tick().runs) == {"docs"}
 
 
+def test_a_configuration_that_no_longer_loads_skips_the_tick_saying_why(conf: Config) -> None:
+    """An operator pass: an edit that broke bindery.yaml while the UI ran failed every sensor
+    tick with a traceback (and every schedule tick, and every step with Dagster's wrapper)."""
+    conf.folder("docs")
+    sensor = Sensor(conf.path)
+    first = sensor.tick()
+    conf.raw["stages"] = {"chunk": {"max_tokens": 160, "overlap_tokens": 500}}
+    conf.save()
+    tick = sensor.tick()
+    message = (tick.result.skip_reason.skip_message if tick.result.skip_reason else None) or ""
+    assert tick.runs == {} and "overlap_tokens" in message and message.startswith("configuration:")
+    assert tick.cursor == first.cursor
+    schedule = build_schedule(False, "0 3 * * *")
+    with dg.instance_for_test() as instance, dg.build_schedule_context(
+            instance=instance, resources={"bindery": BinderyConfigResource(config_path=str(conf.path))}) as ctx:
+        skipped = schedule(ctx)
+        assert isinstance(skipped, dg.SkipReason) and "overlap_tokens" in (skipped.skip_message or "")
+    with pytest.raises(dg.Failure, match="overlap_tokens") as failure:  # a step: one line, no wrapper
+        BinderyConfigResource(config_path=str(conf.path)).config
+    assert "\n" not in (failure.value.description or "")
+
+
 def test_s3_source_changes_are_detected(conf: Config, moto_endpoint: str) -> None:
     s3 = boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1")
     bucket = f"sensor-{uuid.uuid4().hex[:8]}"
