@@ -9,6 +9,7 @@ Dagster sync job through the CLI against real folders and a real moto S3 server.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 import uuid
@@ -524,3 +525,22 @@ def test_which_s3_read_failures_count_towards_the_sources_streak(error: str, tra
     failure = S3Source._fail(src, "read", e, "a.md")  # type: ignore[arg-type]
     assert isinstance(failure, SourceError) and failure.transient is transient
     assert "s3://b/a.md" in str(failure)
+
+
+@slow
+def test_items_the_listing_cannot_read_are_named_in_the_step(tmp_path: Path) -> None:
+    """A UI pass: the listing step's metadata said `docs_failed: 2` and nothing else; only
+    `bindery dlq` named the broken symlink and the FIFO. The step names them, by path and
+    reason, in its metadata and its log."""
+    from connectors.config import load_config
+    from orchestration.runs import Runner
+
+    dep = LocalDeployment(tmp_path)
+    os.symlink(tmp_path / "nowhere", dep.root / "dangling.md")
+    os.mkfifo(dep.root / "pipe.md")
+    res = Runner(load_config(dep.config_path)).run("sync", partition="docs")
+    assert res.success, res.error
+    meta = res.metadata["source_listing"]
+    assert meta["docs_failed"] == 2
+    assert {(i["path"], i["reason"]) for i in meta["failed_items"]} == {("dangling.md", "broken-symlink"),
+                                                                         ("pipe.md", "not-a-file")}
