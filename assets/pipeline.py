@@ -113,10 +113,20 @@ def _one_line(e: BinderyError, **metadata: str) -> dg.Failure:
     return dg.Failure(description=str(e) or type(e).__name__, metadata={**metadata, "error": type(e).__name__})
 
 
+def source_partition(context: dg.AssetExecutionContext) -> str:
+    """The run's `sources` partition key; a run launched without one (the UI's launchpad allows
+    it) fails with one line naming what to choose, not Dagster's "Cannot access partition_key
+    for a non-partitioned run" (a UI pass)."""
+    if not context.has_partition_key:
+        raise dg.Failure(description="this job runs for one partition of `sources`: launch it choosing a source "
+                                     "(one partition per configured source)")
+    return str(context.partition_key)
+
+
 def _scoped(context: dg.AssetExecutionContext, rt: Runtime) -> tuple[Runtime, str]:
     """The runtime a stage works through and the source it works on: for a shard partition
     (connectors.shards) a runtime whose store picks only the shard's documents."""
-    source, shard = parse_key(context.partition_key)
+    source, shard = parse_key(source_partition(context))
     if shard is None:
         return rt, source
     return rt.scoped(ShardStore(rt.store, shard)), source
@@ -216,11 +226,12 @@ def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bin
                    store: DocumentStoreResource, vector_index: VectorIndexResource,
                    keyword_index: KeywordIndexResource) -> dg.MaterializeResult[Any]:
     check_run(context, bindery.config)
+    key = source_partition(context)
     # the indexes: a listing that narrows access and then stops (a refused delete sweep, an
     # unreadable ACL file) writes the narrowed ACLs into them itself (`listing._restrict`)
     rt = runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index)
     _refuse_idle_reindex(context, rt, first_step=True)
-    source, shard = parse_key(context.partition_key)
+    source, shard = parse_key(key)
     with _failures_recorded(rt, source, "listing"):
         res = run_listing(rt, source, allow_mass_delete=config.allow_mass_delete, shard=shard)
     return dg.MaterializeResult(metadata={

@@ -419,6 +419,21 @@ def test_a_reindex_launched_from_the_ui_with_nothing_changed_builds_nothing(tmp_
     store.dispose()
 
 
+def test_a_partitioned_job_launched_without_a_partition_says_what_to_choose(tmp_path: Path) -> None:
+    """A UI pass: `sync` launched with no partition failed with Dagster's "Cannot access
+    partition_key for a non-partitioned run". (`promote` still does: Dagster raises it while
+    reading its inputs' versions, before any of Bindery's code runs.)"""
+    from orchestration.runs import Runner
+
+    dep = LocalDeployment(tmp_path)
+    dep.cli("sync")
+    res = Runner(load_config(dep.config_path)).run("sync")
+    assert not res.success
+    assert "`sources`" in (res.error or "") and "launch it choosing" in (res.error or ""), res.error
+    assert "\n" not in (res.error or "")
+    assert dep.cli("verify")["consistent"] is True
+
+
 def test_the_plan_and_tune_jobs_refuse_what_the_cli_refuses_in_one_line(tmp_path: Path) -> None:
     """A UI pass: the `plan` job planned every source for `kind: reindex, sources: [...]` (the CLI
     exits 2), and an unknown source or a bad tune budget failed as "Error occurred while
