@@ -433,7 +433,10 @@ def _guard_deletes(rt: Runtime, scfg: SourceConfig, listed: int, gone: list[Docu
         n = narrow()
         kept = (f"Nothing was changed but the access of {n} document{'s' if n != 1 else ''} the listing "
                 "narrows (taken away at once)." if n else "Nothing was changed.")
-        msg = f"delete sweep aborted: {unsafe}. {kept} Re-run with --allow-mass-delete if intended."
+        # the CLI's flag and the UI's run config: the same message reaches both (a UI pass found
+        # only the flag named)
+        msg = (f"delete sweep aborted: {unsafe}. {kept} If intended, re-run with --allow-mass-delete (in the UI: "
+               "run config ops.source_listing.config.allow_mass_delete: true).")
         rt.store.record_listing(scfg.name, listed, ok=False, error=msg)
         rt.store.add_event("delete-sweep-aborted", msg, source=scfg.name,
                            details={"listed": listed, "would_delete": len(gone), "indexed": indexed,

@@ -122,8 +122,11 @@ def _assert_nothing_changed(f: Folder, before: dict[str, DocumentRecord], last_g
 def test_empty_listing_aborts_and_changes_nothing(folder: Folder) -> None:
     before = folder.docs()
     folder.remove(*before)
-    with pytest.raises(UnsafeDeleteError, match="came back empty; 10 documents would be deleted"):
+    with pytest.raises(UnsafeDeleteError, match="came back empty; 10 documents would be deleted") as refused:
         folder.listing()
+    # the CLI's flag and the UI's run config, both named (a UI pass found only the flag)
+    assert "--allow-mass-delete" in str(refused.value) and "ops.source_listing.config.allow_mass_delete" in str(
+        refused.value)
     _assert_nothing_changed(folder, before, 10)
     row = folder.source_row()
     assert row.last_listing_count == 0 and "delete sweep aborted" in (row.last_error or "")
