@@ -98,6 +98,11 @@ def judge(cfg: BinderyConfig, store: DocumentStore, cand: GenerationRecord) -> G
         report = compare(live_report, cand_report, g.metric, g.secondary_metric, g.tolerance, g.max_regressions)
         unknown = set(live_report.unknown_gold) & set(cand_report.unknown_gold)
         report.warnings.extend(one_sided_gold(live.name, set(live_report.unknown_gold), set(cand_report.unknown_gold)))
+        if measures_nothing(live_report, cand_report, g.metric):
+            report = replace(report, passed=False, reasons=[*report.reasons, (
+                f"every question of the eval set scores 0 {g.metric} on both generations: the gate cannot tell "
+                "them apart (are the gold paths of gate.queries right? see the warnings); "
+                "`bindery promote --force --reason ...` promotes anyway")])
     if warning := unknown_gold_warning(sorted(unknown), "in the generations judged"):
         report.warnings.append(warning)
     out = report.to_json()
@@ -106,6 +111,13 @@ def judge(cfg: BinderyConfig, store: DocumentStore, cand: GenerationRecord) -> G
     out["eval_set"] = eval_set_identity(g.queries)
     lifecycle.record_verdict(cand.id, out)
     return report
+
+
+def measures_nothing(live: EvalReport, candidate: EvalReport, metric: str) -> bool:
+    """Whether every question scores 0 on both sides: a 0.0 -> 0.0 comparison passed the gate
+    and flipped the binding, on an eval set whose gold paths named no indexed document (a UI
+    pass)."""
+    return bool(live.per_case) and all(not c.values.get(metric) for c in (*live.per_case, *candidate.per_case))
 
 
 def one_sided_gold(live_name: str, live_lacks: set[str], cand_lacks: set[str]) -> list[str]:

@@ -533,6 +533,23 @@ def test_a_refused_candidate_names_the_gold_document_only_live_holds(dep: Deploy
     assert not any("not in the generations judged" in w for w in warnings), warnings
 
 
+def test_an_eval_set_that_measures_nothing_refuses_the_promotion(dep: Deployment) -> None:
+    """A UI pass: an eval set whose gold paths named no indexed document scored 0.0 on both
+    generations, and the gate passed (0.0 -> 0.0) and flipped the binding. It refuses, saying
+    why; --force promotes anyway."""
+    import json
+
+    dep.eval_path.write_text("".join(json.dumps({"id": f"q{i}", "query": q, "gold": [{"doc": f"man/nope{i}.1.gz"}],
+                                                 "exclude_docs": []}) + "\n"
+                                     for i, q in enumerate(["battery life", "lidar window", "firmware rollback"])))
+    dep.set_stage("chunk", max_tokens=150)
+    dep.cli("reindex")
+    refused = dep.cli("promote", expect=1)
+    assert any("scores 0 recall@10 on both generations" in r for r in refused["report"]["reasons"]), refused
+    assert any("not in the generations judged" in w for w in refused["report"]["warnings"])
+    assert dep.cli("promote", "--force", "--reason", "the eval set is being rewritten")["promoted"] is True
+
+
 def test_a_rollback_to_a_generation_whose_index_cannot_be_opened_warns(dep: Deployment) -> None:
     """An operator pass: the previous generation's working index was damaged (syncs had said
     so), `rollback` flipped to it with no warning, and then every sync failed. It still flips
