@@ -149,6 +149,8 @@ class ListingResult:
     deleted_ids: list[str] = field(default_factory=list)
     changed_ids: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # what this listing dead-lettered (its shard's items only): (path as shown, reason, message)
+    failures: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def spool_path(rt: Runtime, chash: str) -> Path:
@@ -537,6 +539,7 @@ def _failed(rt: Runtime, sw: _Sweep, scfg: SourceConfig, entry: SourceEntry, did
     if (down := sw.streak.failed(e)) is not None:
         raise SourceUnavailable(down) from e
     sw.res.counts["failed"] += 1
+    sw.res.failures.append((entry.external_id, e.reason, str(e)))
     sw.failed.add(did)
     rt.store.add_dead_letter(doc_id=did, source=scfg.name, external_id=entry.external_id,
                              stage="listing", reason=e.reason, error=str(e), trace=trace)
@@ -705,6 +708,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
         problems = [(e, p) for e, p in problems if shard.holds(doc_id(scfg.name, e.external_id))]
         gone = [d for d in gone if shard.holds(d.doc_id)]
     res.counts["failed"] += len(problems)
+    res.failures += [(printable_id(e.external_id), reason, message) for e, (reason, message) in problems]
     _dead_letter_problems(rt, scfg.name, problems)
     sw = _Sweep(res, known, gone_by_hash, _default_acl(scfg), time.time())
     gone_away: SourceUnavailable | None = None

@@ -236,26 +236,26 @@ def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bin
         res = run_listing(rt, source, allow_mass_delete=config.allow_mass_delete, shard=shard)
     return dg.MaterializeResult(metadata={
         "listed": res.listed, **{f"docs_{k}": v for k, v in res.counts.items()},
-        "seconds": round(res.seconds, 3), **_listing_failures(context, rt, source, res.counts["failed"]),
+        "seconds": round(res.seconds, 3), **_listing_failures(context, res.failures),
     })
 
 
 LISTING_FAILURES_SHOWN = 20
 
 
-def _listing_failures(context: dg.AssetExecutionContext, rt: Runtime, source: str, failed: int) -> dict[str, Any]:
+def _listing_failures(context: dg.AssetExecutionContext, failures: list[tuple[str, str, str]]) -> dict[str, Any]:
     """The items this listing could not list or read (a broken symlink, a FIFO, a name that is
     not UTF-8, a read refused), by path and reason, in the step's metadata and log: the UI
     showed only their number, and `bindery dlq` was the one place that named them (a UI pass)."""
-    if not failed:
+    if not failures:
         return {}
-    rows = [r for r in rt.store.dead_letters(source=source) if r.stage == "listing"]
-    shown = [{"path": r.external_id, "reason": r.reason, "error": r.error[:300]}
-             for r in rows[:LISTING_FAILURES_SHOWN]]
-    names = ", ".join(f"{r['path']} ({r['reason']})" for r in shown[:5])
-    more = f" and {len(rows) - 5} more" if len(rows) > 5 else ""
-    context.log.warning(f"{context.partition_key}: {failed} item{'s' if failed != 1 else ''} could not be listed or "
-                        f"read: {names}{more} (dead letters: `bindery dlq`)")
+    shown = [{"path": path, "reason": reason, "error": error[:300]}
+             for path, reason, error in failures[:LISTING_FAILURES_SHOWN]]
+    names = ", ".join(f"{f['path']} ({f['reason']})" for f in shown[:5])
+    more = f" and {len(failures) - 5} more" if len(failures) > 5 else ""
+    n = len(failures)
+    context.log.warning(f"{context.partition_key}: {n} item{'s' if n != 1 else ''} could not be listed or read: "
+                        f"{names}{more} (dead letters: `bindery dlq`)")
     return {"failed_items": dg.MetadataValue.json(shown)}
 
 

@@ -70,6 +70,21 @@ def _list_all_shards(rt: Runtime, **kw: Any) -> None:
         run_listing(rt, "docs", shard=Shard("docs", k, 4), **kw)
 
 
+def test_a_shards_listing_reports_its_own_failures_only(tmp_path: Path) -> None:
+    """The listing step names what it dead-lettered (`ListingResult.failures`, the UI's
+    `failed_items`): a shard's run names its own items, not the other shards' (a review)."""
+    root, rt = _folder(tmp_path)
+    for i in range(6):
+        (root / f"broken{i}.md").symlink_to(tmp_path / f"nowhere{i}")
+    named = []
+    for k in range(4):
+        res = run_listing(rt, "docs", shard=Shard("docs", k, 4))
+        assert len(res.failures) == res.counts["failed"]
+        assert all(shard_of(doc_id("docs", path), 4) == k for path, _, _ in res.failures)
+        named += [(path, reason) for path, reason, _ in res.failures]
+    assert sorted(named) == [(f"broken{i}.md", "broken-symlink") for i in range(6)]
+
+
 def test_shard_listings_together_record_the_whole_source(tmp_path: Path) -> None:
     root, rt = _folder(tmp_path)
     run_listing(rt, "docs", shard=Shard("docs", 0, 4))
