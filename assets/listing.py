@@ -171,30 +171,32 @@ def read_content(rt: Runtime, source: Source, doc: DocumentRecord) -> bytes:
     return data
 
 
-def check_delete_safety(scfg: SourceConfig, listed: int, would_delete: int,
-                        last_good: int | None, *, indexed: int | None = None) -> str | None:
+def check_delete_safety(scfg: SourceConfig, listed: int, would_delete: int, last_good: int | None, *,
+                        indexed: Callable[[], int] | None = None) -> str | None:
     """Why this listing is not trustworthy enough to delete from, or None when it is.
 
-    `indexed`: how many of the `would_delete` documents some index holds or is being written
-    (`indexed_to_delete`; default all). An empty listing is refused whatever it would delete
-    (an unmounted share); otherwise a sweep that takes nothing out of any index (dead letters,
-    files that stopped a first build) wipes nothing and is never refused."""
+    An empty listing is refused whatever it would delete (an unmounted share). A small one
+    (`min_count`, `min_ratio` of the last good listing) is refused when its sweep would take
+    something out of an index: `indexed()` says how many of the `would_delete` documents some
+    index holds or is being written (`indexed_to_delete`; default all), asked only then.
+    Deleting only documents no index holds (dead letters, files that stopped a first build)
+    wipes nothing."""
     if would_delete == 0:
         return None
-    held = would_delete if indexed is None else indexed
-    deleting = f"{would_delete} documents would be deleted" + (
-        f" ({held} of them indexed)" if held != would_delete else "")
     if listed == 0:
-        return f"listing of {scfg.name!r} came back empty; {deleting}"
+        return f"listing of {scfg.name!r} came back empty; {would_delete} documents would be deleted"
+    if listed < scfg.min_count:
+        why = f"has {listed} items, below the configured minimum {scfg.min_count}"
+    elif last_good and listed < scfg.min_ratio * last_good:
+        why = (f"shrank to {listed} items from {last_good} at the last good listing "
+               f"(below min_ratio {scfg.min_ratio:.0%})")
+    else:
+        return None
+    held = would_delete if indexed is None else indexed()
     if held == 0:
         return None
-    if listed < scfg.min_count:
-        return (f"listing of {scfg.name!r} has {listed} items, below the configured minimum "
-                f"{scfg.min_count}; {deleting}")
-    if last_good and listed < scfg.min_ratio * last_good:
-        return (f"listing of {scfg.name!r} shrank to {listed} items from {last_good} at the last good "
-                f"listing (below min_ratio {scfg.min_ratio:.0%}); {deleting}")
-    return None
+    of_them = f" ({held} of them indexed)" if held != would_delete else ""
+    return f"listing of {scfg.name!r} {why}; {would_delete} documents would be deleted{of_them}"
 
 
 def _acl_of(entry: SourceEntry) -> list[str]:
@@ -429,7 +431,12 @@ def _guard_deletes(rt: Runtime, scfg: SourceConfig, listed: int, gone: list[Docu
     `narrow` applied whatever of it takes access away."""
     prior = rt.store.get_source(scfg.name)
     last_good = prior.last_good_listing_count if prior else None
-    indexed = indexed_to_delete(rt, scfg.name, gone)
+    asked: list[int] = []  # read from the store only when a size rule trips
+
+    def indexed() -> int:
+        asked.append(indexed_to_delete(rt, scfg.name, gone))
+        return asked[-1]
+
     unsafe = check_delete_safety(scfg, listed, len(gone), last_good, indexed=indexed)
     if unsafe and not allow_mass_delete:
         n = narrow()
@@ -441,8 +448,8 @@ def _guard_deletes(rt: Runtime, scfg: SourceConfig, listed: int, gone: list[Docu
                "run config ops.source_listing.config.allow_mass_delete: true).")
         rt.store.record_listing(scfg.name, listed, ok=False, error=msg)
         rt.store.add_event("delete-sweep-aborted", msg, source=scfg.name,
-                           details={"listed": listed, "would_delete": len(gone), "indexed": indexed,
-                                    "last_good": last_good})
+                           details={"listed": listed, "would_delete": len(gone),
+                                    "indexed": asked[-1] if asked else None, "last_good": last_good})
         raise UnsafeDeleteError(msg)
     if unsafe:
         rt.store.add_event("mass-delete-allowed", f"operator override: {unsafe}", source=scfg.name)

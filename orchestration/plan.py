@@ -141,8 +141,9 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     sp.docs.extend(_with_acl(d, narrowed[d.doc_id]) if d.doc_id in narrowed else d for d in kept)
     prior = rt.store.get_source(scfg.name)
     sp.listed, sp.would_delete = len(entries), len(gone)
-    unsafe = check_delete_safety(scfg, len(entries) + len(kept), len(gone), prior.last_good_listing_count if prior
-                                 else None, indexed=indexed_to_delete(rt, scfg.name, gone))
+    last_good = prior.last_good_listing_count if prior else None
+    unsafe = check_delete_safety(scfg, len(entries) + len(kept), len(gone), last_good,
+                                 indexed=lambda: indexed_to_delete(rt, scfg.name, gone))
     if unsafe and not allow_mass_delete:
         sp.unsafe = unsafe  # the sync aborts; the items are still classified, to show what tripped it
     gone_hashes = {d.content_hash for d in gone if d.content_hash}

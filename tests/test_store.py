@@ -324,3 +324,32 @@ def test_a_new_sqlite_file_and_the_folders_made_for_it_are_owner_only(tmp_path: 
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == stat.S_IMODE((tmp_path / "made").stat().st_mode) == 0o700
     assert DocumentStore(f"sqlite:///{path}").counts()["documents"] == 0  # the empty file is a database
+
+
+def test_in_any_index_finds_held_pending_and_withheld_rows_by_key_or_by_scan(
+        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the delete guard weighs (`assets.listing.indexed_to_delete`): rows of any state in a
+    generation not dropped, the same whether looked up by key (a few ids) or by a scan (many)."""
+    import connectors.store.store as store_module
+
+    store = DocumentStore(db_url)
+    try:
+        gens = [store.create_generation(name=f"g{i}", stage_versions={}, stage_configs={}, embedder_id="e",
+                                        vector_index="v", keyword_index="k") for i in range(3)]
+        store.update_generation(gens[2], status="dropped")
+        now = time.time()
+
+        def rows(gen: int, ids: range, digest: str, acl_hash: str | None = None) -> list[dict[str, Any]]:
+            return [{"generation_id": gen, "doc_id": f"d{i}", "source": "docs", "digest": digest, "chunks": 1,
+                     "indexed_at": now, "acl_hash": acl_hash} for i in ids]
+
+        store.set_index_state(rows(gens[0], range(0, 10), "held") + rows(gens[0], range(10, 12), ""))  # pending
+        store.set_index_state(rows(gens[1], range(12, 14), "held", "withheld") + rows(gens[2], range(20, 25), "x"))
+        store.set_index_state([{**r, "source": "other"} for r in rows(gens[0], range(30, 32), "held")])
+        asked = {f"d{i}" for i in range(40)}
+        expected = {f"d{i}" for i in range(14)}  # not the dropped generation's, not another source's
+        assert store.in_any_index("docs", asked) == expected
+        monkeypatch.setattr(store_module, "_LOOKUP_BY_KEY", 0)  # many ids: read by scanning each generation
+        assert store.in_any_index("docs", asked) == expected
+    finally:
+        store.dispose()

@@ -123,6 +123,9 @@ def open_error_reason(e: sa.exc.DatabaseError) -> str:
     return why
 
 
+_LOOKUP_BY_KEY = 5000  # `in_any_index`: fewer ids than this are looked up by key, more by a scan
+
+
 class DocumentStore:
     """The source of truth. One instance per process; cheap to create."""
 
@@ -683,17 +686,28 @@ class DocumentStore:
             return {r.doc_id: r for r in records_of(IndexStateRecord, c.execute(q))}
 
     def in_any_index(self, source: str, doc_ids: set[str]) -> set[str]:
-        """Those of `doc_ids` (of `source`) with a row in some generation's index state: held,
-        being written (a pending row: a run killed between its write and its bookkeeping leaves
-        documents served under one) or withheld (kept for a removed source's return). What a
-        delete would take out of an index; the others leave every index as it is. Read one
-        generation at a time, by the table's key (source and document alone are not indexed)."""
+        """Those of `doc_ids` (of `source`) with a row in the index state of a generation not
+        dropped: held, being written (a pending row: a run killed between its write and its
+        bookkeeping leaves documents served under one) or withheld (kept for a removed source's
+        return). What a delete would take out of an index; the others leave every index as it
+        is. Looked up by the table's key, (generation, document): a few ids by batches, many by
+        reading the source's rows of each generation (source and document alone are not indexed)."""
         s = t.index_state.c
         out: set[str] = set()
         with self.engine.connect() as c:
-            for gen in c.execute(sa.select(t.generations.c.id)).scalars():
-                q = sa.select(s.doc_id).where(s.generation_id == gen, s.source == source)
-                out.update(did for did in c.execute(q).scalars() if did in doc_ids)
+            gens = c.execute(sa.select(t.generations.c.id).where(t.generations.c.status != "dropped")).scalars().all()
+            for gen in gens:
+                want = sorted(doc_ids - out)
+                if not want:
+                    break
+                if len(want) <= _LOOKUP_BY_KEY:
+                    for i in range(0, len(want), 500):  # within every engine's limit on bound parameters
+                        q = sa.select(s.doc_id).where(s.generation_id == gen, s.doc_id.in_(want[i:i + 500]),
+                                                      s.source == source)
+                        out.update(c.execute(q).scalars())
+                else:
+                    q = sa.select(s.doc_id).where(s.generation_id == gen, s.source == source)
+                    out.update(did for did in c.execute(q).scalars() if did in doc_ids)
         return out
 
     def held_doc_ids(self, generation_id: int, source: str) -> list[str]:
