@@ -40,9 +40,9 @@ if TYPE_CHECKING:
     from connectors.indexes.elasticsearch_index import ElasticsearchIndex
     from connectors.indexes.qdrant_index import QdrantIndex
 
-__all__ = ["GenerationPaths", "IndexPair", "drop_generation_files", "is_embedded", "missing_snapshots",
-           "open_keyword_writer", "open_reader", "open_vector_writer", "open_writer", "point_live_aliases", "publish",
-           "vector_engine", "working_index_damage", "writer_lock", "writer_pair"]
+__all__ = ["GenerationPaths", "IndexDamage", "IndexPair", "drop_generation_files", "is_embedded",
+           "missing_snapshots", "open_keyword_writer", "open_reader", "open_vector_writer", "open_writer",
+           "point_live_aliases", "publish", "vector_engine", "working_index_damage", "writer_lock", "writer_pair"]
 
 _EMBEDDED: dict[str, str] = {"qdrant-edge": "edge", "qdrant-local": "qdrant"}  # engine -> working dir name
 
@@ -245,26 +245,40 @@ def missing_snapshots(gen: GenerationRecord) -> int:
     return sum(1 for p in (gen.vector_snapshot, gen.keyword_snapshot) if p and not Path(p).exists())
 
 
-def working_index_damage(cfg: BinderyConfig, gen: GenerationRecord, *, write_nothing: bool = False) -> str | None:
-    """Why `gen`'s embedded working indexes cannot be opened (a damaged file: every sync that
-    writes it fails until `bindery verify --repair`), or None. Cheap: tantivy is opened
-    read-only (nothing written); Qdrant Edge under the writer lock (a run writing it now answers
-    None: its sync will say), unless `write_nothing` (the lock file is written: `bindery plan`);
-    Qdrant local mode is not opened (it loads a whole collection into memory), nor a server
-    engine (nothing of it is on this disk to damage)."""
+@dataclass(frozen=True)
+class IndexDamage:
+    """What `working_index_damage` found: `checked` False when the probe itself failed (nothing
+    is known of the index; said as such, never as damage)."""
+
+    reason: str
+    checked: bool = True
+
+
+def working_index_damage(cfg: BinderyConfig, gen: GenerationRecord, *, write_nothing: bool = False
+                         ) -> IndexDamage | None:
+    """Why `gen`'s embedded working indexes cannot be opened (a damaged file, or a keyword index
+    of another schema: every sync that writes it fails until `bindery verify --repair`), or None.
+    Cheap: tantivy is opened read-only (it writes at most its meta lock file, when missing);
+    Qdrant Edge under the writer lock (a run writing it now answers None: its sync will say),
+    unless `write_nothing` (`bindery plan`: tantivy alone is probed); Qdrant local mode is not
+    opened (it loads a whole collection into memory), nor a server engine (nothing of it is on
+    this disk to damage)."""
+    keyword = GenerationPaths.of(cfg, gen.name).keyword
     try:
-        keyword = GenerationPaths.of(cfg, gen.name).keyword
-        if cfg.backends.keyword == "tantivy" and keyword.is_dir():
-            _open_keyword(cfg, gen, str(keyword), read_only=True).close()
+        if cfg.backends.keyword == "tantivy" and (keyword / "meta.json").exists():  # none yet: nothing to damage
+            try:
+                _open_keyword(cfg, gen, str(keyword), read_only=True).close()
+            except IndexError_ as e:  # the index is there: any refusal to open it is the sync's too
+                return IndexDamage(str(e))
         if vector_engine(cfg, gen) == "qdrant-edge" and not write_nothing:
             with writer_lock(cfg, gen.name, timeout=5.0):
                 open_vector_writer(cfg, gen, None).close()
     except IndexUnreadable as e:
-        return str(e)
-    except IndexError_:  # no index there yet, or a run holds its lock: nothing known to be damaged
+        return IndexDamage(str(e))
+    except IndexError_:  # a run holds the writer lock: it is being written, nothing known to be damaged
         return None
-    except Exception as e:  # whatever else went wrong is said, never a reason for the caller to fail
-        return f"it could not be checked ({type(e).__name__}: {e})"
+    except Exception as e:  # the probe failed, not the index: said, never a reason for the caller to fail
+        return IndexDamage(f"{type(e).__name__}: {e}", checked=False)
     return None
 
 

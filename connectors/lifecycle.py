@@ -457,10 +457,14 @@ class Lifecycle:
             out.append(f"generation {gen.name}'s published snapshot is missing: the query service keeps serving "
                        "the generation it has open, and `bindery query` fails, until `bindery verify --repair` "
                        "publishes it again")
-        if (why := working_index_damage(self.cfg, gen)) is not None:
-            out.append(f"generation {gen.name}'s working index cannot be opened ({why}): searches read its "
-                       "published copy, but every sync fails writing it until `bindery verify --repair` rebuilds it "
-                       "from the store")
+        damage = working_index_damage(self.cfg, gen)
+        if damage is not None and damage.checked:
+            out.append(f"generation {gen.name}'s working index cannot be opened ({damage.reason}): searches read "
+                       "its published copy, but every sync fails writing it until `bindery verify --repair` "
+                       "rebuilds it from the store")
+        elif damage is not None:
+            out.append(f"generation {gen.name}'s working index could not be checked ({damage.reason}); "
+                       "`bindery verify` checks it")
         return out
 
     def discard(self, *, by: str | None = None) -> dict[str, Any]:

@@ -721,9 +721,10 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
     memory = RunMemory()
     work = {"listed": 0, "embed_known": 0, "embed_chars": 0}  # what scales the estimate beside the counts
     # a generation the sync would write whose working index cannot be opened fails the sync's
-    # index step (`assets.index_stage`); probed reading only (tantivy read-only: nothing written)
-    damaged = {g.name: why for g in targets if g.id
-               and (why := working_index_damage(cfg, g.record, write_nothing=True)) is not None}
+    # index step (`assets.index_stage`); its tantivy index probed read-only (Qdrant Edge's would
+    # take the writer lock: the sync alone finds a damaged one)
+    damaged = {g.name: d.reason for g in targets if g.id
+               and (d := working_index_damage(cfg, g.record, write_nothing=True)) is not None and d.checked}
     for name in names:
         scfg = cfg.source(name)
         sp = predict_listing(rt, scfg, allow_mass_delete=allow_mass_delete)

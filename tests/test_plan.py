@@ -729,6 +729,29 @@ def test_a_data_dir_inside_the_source_root_is_never_listed(tmp_path: Path) -> No
     assert sum(again["sources"]["docs"].get(k, 0) for k in ("new", "updated", "deleted", "moved")) == 0
 
 
+def test_a_probe_that_fails_is_no_damage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review: any failure of the probe itself (not of the index) read as damage, and the
+    plan made it the source's error. Only what the index refuses counts; the rest is unchecked."""
+    import connectors.generations as generations
+
+    dep = LocalDeployment(tmp_path)
+    dep.cli("sync")
+    cfg = load_config(dep.config_path)
+    store = DocumentStore(cfg.database_url)
+    live = store.generations(["live"])[0]
+    store.dispose()
+    assert generations.working_index_damage(cfg, live) is None
+
+    def broken(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeError("the probe's own failure")
+
+    monkeypatch.setattr(generations, "_open_keyword", broken)
+    damage = generations.working_index_damage(cfg, live)
+    assert damage is not None and not damage.checked and "the probe's own failure" in damage.reason
+    dep.write("robots/xr6000.md", "# XR-6000\n\nThe XR-6000 climbs ramps of twelve degrees.\n")
+    assert dep.cli("plan")["sources"]["docs"]["error"] is None
+
+
 def test_a_damaged_live_index_is_planned_as_the_sync_fails_on_it(tmp_path: Path) -> None:
     """An operator pass: the live generation's working index could not be opened, every sync
     failed on it, and `bindery plan` said `error: null`. The plan reads it (read-only, writing
