@@ -98,11 +98,12 @@ def judge(cfg: BinderyConfig, store: DocumentStore, cand: GenerationRecord) -> G
         report = compare(live_report, cand_report, g.metric, g.secondary_metric, g.tolerance, g.max_regressions)
         unknown = set(live_report.unknown_gold) & set(cand_report.unknown_gold)
         report.warnings.extend(one_sided_gold(live.name, set(live_report.unknown_gold), set(cand_report.unknown_gold)))
-        if measures_nothing(live_report, cand_report, g.metric):
-            report = replace(report, passed=False, reasons=[*report.reasons, (
+        if measures_nothing(live_report, cand_report, g.metric):  # compare's summary of a pass would mislead
+            report = replace(report, passed=False, reasons=[
                 f"every question of the eval set scores 0 {g.metric} on both generations: the gate cannot tell "
                 "them apart (are the gold paths of gate.queries right? see the warnings); "
-                "`bindery promote --force --reason ...` promotes anyway")])
+                "`bindery promote --force --reason ...` promotes anyway (in the UI: force and reason in the "
+                "generation_eval and index_binding config)"])
     if warning := unknown_gold_warning(sorted(unknown), "in the generations judged"):
         report.warnings.append(warning)
     out = report.to_json()

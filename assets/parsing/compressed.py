@@ -28,9 +28,10 @@ _KINDS: tuple[tuple[bytes, str, tuple[str, ...], _Opener], ...] = (  # magic, la
     (b"BZh", "bzip2", (".bz2", ".tbz2"), bz2.BZ2File),
     (b"\xfd7zXZ\x00", "xz", (".xz", ".txz"), lzma.LZMAFile),
 )
-SUFFIXES = {s.lstrip(".") for _, _, suffixes, _ in _KINDS for s in suffixes if s not in (".tgz", ".tbz2", ".txz")}
 _BZIP2_BLOCK = (b"1AY&SY", b"\x17rE8P\x90")  # the first block's magic (pi), or the empty stream's end
 _TAR_SUFFIX = {".tgz": ".tar", ".tbz2": ".tar", ".txz": ".tar"}
+# a single file's compression suffixes (`.gz`), without the dot: a tarball's are archives
+SUFFIXES = {s.lstrip(".") for _, _, suffixes, _ in _KINDS for s in suffixes if s not in _TAR_SUFFIX}
 
 
 def compression_of(data: bytes) -> tuple[str, tuple[str, ...], _Opener] | None:

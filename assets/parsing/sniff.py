@@ -487,7 +487,8 @@ def _text_kind(stripped: str) -> Sniffed:
 
 def _a(label: str) -> str:
     """`label` with its article: an HTML document, a manual page (roff)."""
-    return f"{'an' if label[:1] in 'AEIOUaeiou' or label.startswith(('HTML', 'XML')) else 'a'} {label}"
+    vowel = label[:1] in tuple("AEIOUaeiou") or label.startswith(("HTML", "XML", "RTF", "SVG"))
+    return f"{'an' if vowel else 'a'} {label}"
 
 
 def _xhtml_root(text: str) -> bool:
