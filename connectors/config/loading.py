@@ -121,7 +121,7 @@ def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> Binde
                               "is fine: it is never listed)")
         # skipped by the listing wherever it lies under the root (a copy made by model_validate
         # of a dump loses it: reload such a configuration with load_config)
-        s._state_dirs = (cfg.data_dir,)
+        s.keep_out(cfg.data_dir)
     check_nested_sources(cfg.sources)
     return cfg
 

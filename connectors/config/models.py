@@ -179,6 +179,10 @@ class SourceConfig(_Strict):
     def state_dirs(self) -> tuple[str, ...]:
         return self._state_dirs
 
+    def keep_out(self, *folders: str) -> None:
+        """Folders of Bindery's own that this source's listing must never walk into."""
+        self._state_dirs = folders
+
     def check_complete(self) -> None:
         if self.kind == "local" and not self.root:
             raise ConfigError(f"source {self.name!r}: kind local needs 'root'")
