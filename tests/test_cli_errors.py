@@ -177,6 +177,14 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     # "effectively unlimited" overflowed the timer and dead-lettered every document (a review)
     ("huge parse time limit", {"stages": {"parse": {"max_parse_seconds": 1e10}}}, ["plan"],
      ("stages.parse.max_parse_seconds", "604800")),
+    # a PostgreSQL operator pass: Dagster's alembic_version went into the store's schema and every
+    # command then failed ("Can't locate revision"); a missing bucket was named unlike the rest
+    ("dagster in the store's schema", {"backends": {"database_url": "postgresql+psycopg://u@db.invalid/b"},
+                                       "orchestration": {"postgres_schema": "public"}}, ["status"],
+     ("orchestration.postgres_schema", "'public'")),
+    ("s3 source without a bucket", {"sources": [{"name": "a", "kind": "s3"}]}, ["plan"], ("sources.0.bucket",)),
+    ("orchestration on mysql", {"orchestration": {"storage": "postgres", "postgres_url": "mysql://a@b/c"}},
+     ["status"], ("orchestration.postgres_url", "not a PostgreSQL URL")),
     # a review: a data_dir under a root is skipped by the listing, but the root itself was walked
     ("root is the data_dir", {"data_dir": "/tmp/bindery-root-is-data", "sources": [
         {"name": "docs", "root": "/tmp/bindery-root-is-data"}]}, ["plan"], ("sources.0.root", "is the data_dir")),

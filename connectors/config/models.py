@@ -585,9 +585,30 @@ class BinderyConfig(_Strict):
         except ArgumentError:
             raise ValueError(f"orchestration.postgres_url: not a database URL ({without_secrets(repr(url))})") from None
         if self.orchestration.storage == "postgres" and backend != "postgresql":
+            if self.orchestration.postgres_url:
+                raise ValueError(f"orchestration.postgres_url: not a PostgreSQL URL "
+                                 f"({without_secrets(repr(self.orchestration.postgres_url))})")
             raise ValueError("orchestration.storage: postgres needs orchestration.postgres_url or a PostgreSQL "
                              "backends.database_url")
+        if backend == "postgresql" and self.orchestration.storage != "sqlite" and self._dagster_in_store_schema():
+            # the two alembic_version tables would be one: each side then finds the other's revision
+            # and every command fails until the database is repaired by hand (an operator pass)
+            raise ValueError("orchestration.postgres_schema: 'public' is the document store's schema in this "
+                             "database; Dagster's tables must live in another (the default: dagster)")
         return self
+
+    def _dagster_in_store_schema(self) -> bool:
+        """Whether Dagster's instance would share the document store's schema: `public` on the
+        store's own database."""
+        from sqlalchemy.engine import make_url
+
+        if self.orchestration.postgres_schema != "public" or not self.backends.database_url:
+            return False
+        if not self.orchestration.postgres_url:
+            return True
+        store, dagster = make_url(self.backends.database_url), make_url(self.orchestration.postgres_url)
+        return (store.host, store.port or 5432, store.database) == (dagster.host, dagster.port or 5432,
+                                                                     dagster.database)
 
     @property
     def data_path(self) -> Path:
