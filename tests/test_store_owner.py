@@ -31,6 +31,9 @@ def test_a_second_deployment_on_the_same_database_is_refused(db_url: str, tmp_pa
         err = b.cli(command, expect=2)
         assert err["reason"] == "config" and "backends.database_url" in err["error"]
         assert f"data_dir is {a.data.resolve()}" in err["error"] and "has never used it" in err["error"]
+    if db_url.startswith("postgresql"):  # the Dagster instance lives in that database too: its runs are a's
+        err = b.cli("runs", expect=2)  # it listed them (an operator pass)
+        assert f"data_dir is {a.data.resolve()}" in err["error"]
     assert not (b.data / STORE_ID_FILE).exists()
     from query_service.app import app_from_env  # the uvicorn factory, beside `bindery serve`
 

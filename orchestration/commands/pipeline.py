@@ -186,6 +186,8 @@ def cmd_runs(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
 
     if postgres_target(cfg) is None and cfg.data_path in instance_home(cfg).parents:  # the runs live there
         require_data_dir(cfg)
+    elif postgres_target(cfg) is not None:  # in the store's database: another deployment's data_dir is refused
+        store_for(cfg).dispose()  # as every other command refuses it (it listed the owner's runs)
     if a.cancel:
         if a.status:
             raise UsageError("--status: lists runs; --cancel cancels the runs it names (use one or the other)")
