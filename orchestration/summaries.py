@@ -89,6 +89,19 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
             "removed_sources": store.removed_sources(list(configured))}
 
 
+def errors_line(errors: dict[str, str]) -> str:
+    """The one line a failed run's errors make: partitions that failed alike share one entry
+    (20 shards refused by one delete guard printed its message 20 times, a 6 KB line)."""
+    by_message: dict[str, list[str]] = {}
+    for key, message in errors.items():
+        by_message.setdefault(message, []).append(key)
+    parts = []
+    for message, keys in by_message.items():
+        named = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+        parts.append(f"{named}: {message}")
+    return "; ".join(parts)
+
+
 def kept_versions(store: DocumentStore, binding: BindingRecord | None) -> int:
     """Documents whose current content failed (unread, unparsed, uncut: a dead letter) while the
     live index still holds an earlier version of them, which stays searchable: bad input loses

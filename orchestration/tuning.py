@@ -144,7 +144,7 @@ def _build(cfg: BinderyConfig, store: DocumentStore, ing: dict[str, Any]) -> tup
     """Reindex one ingestion setting into a candidate; (its row, its configuration, (parse rows,
     embedding rows, seconds) it added)."""
     from orchestration.runs import Runner
-    from orchestration.summaries import sync_summary
+    from orchestration.summaries import errors_line, sync_summary
 
     tcfg = _trial_config(cfg, ing)
     cand: Generation = Lifecycle(tcfg, store).ensure_candidate()
@@ -159,7 +159,7 @@ def _build(cfg: BinderyConfig, store: DocumentStore, ing: dict[str, Any]) -> tup
     if summary["errors"]:
         Lifecycle(cfg, store).drop_candidate(cand.record, reason="tune: its reindex failed")
         raise TrialBuildFailed(f"tune: building {ing} failed: " +
-                               "; ".join(f"{k}: {v}" for k, v in summary["errors"].items()))
+                               errors_line(summary["errors"]))
     after = store_rows(store)
     row = store.get_generation(cand.id)
     assert row is not None

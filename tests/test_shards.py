@@ -211,3 +211,14 @@ def test_a_dead_letter_of_a_sharded_source_is_retried_in_every_shard(tmp_path: P
     dep.write("notes/empty.md", "# Filled\n\nIt has words now.\n")
     out = dep.cli("dlq", "retry", "--all")
     assert out["retried"] == 1 and out["resolved"] == 1 and out["still_failing"] == []
+
+
+def test_shards_failing_alike_make_one_entry_of_the_error_line() -> None:
+    """An operator pass: 20 shards refused by one delete guard printed its message 20 times (a
+    6 KB line). Partitions that failed alike share one entry; others keep their own."""
+    from orchestration.summaries import errors_line
+
+    errors = {f"docs#{k}/20": "delete sweep aborted: shrank" for k in range(20)} | {"wiki": "source down"}
+    assert errors_line(errors) == ("docs#0/20, docs#1/20, docs#2/20 and 17 more: delete sweep aborted: shrank; "
+                                   "wiki: source down")
+    assert errors_line({"docs": "boom"}) == "docs: boom"

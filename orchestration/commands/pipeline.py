@@ -40,7 +40,7 @@ def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     store = store_for(cfg)
     out = summaries.sync_summary(outcomes, seconds, store, cfg.source_names())
     if out["errors"]:
-        raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
+        raise CommandFailed(summaries.errors_line(out["errors"]), out)
     return out
 
 
@@ -99,7 +99,7 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
         lifecycle.store.add_event("candidate-built", f"reindex built candidate {cand.name} (stages changed: "
                                   f"{', '.join(out['changed_stages']) or 'none'})")
     if out["errors"]:
-        raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
+        raise CommandFailed(summaries.errors_line(out["errors"]), out)
     if a.promote and (first or unbuilt):
         out["promotion"] = None
     elif a.promote:
@@ -175,7 +175,7 @@ def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str,
     outcomes, seconds = _submit_and_wait(runner, job, sources, **kw)
     out = summaries.sync_summary(outcomes, seconds, store_for(cfg), cfg.source_names())
     if out["errors"]:
-        raise CommandFailed("; ".join(f"{k}: {v}" for k, v in out["errors"].items()), out)
+        raise CommandFailed(summaries.errors_line(out["errors"]), out)
     return out
 
 
@@ -268,7 +268,7 @@ def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) 
     out = {"retried": len(entries), "resolved": len(entries) - len(left), "still_failing": left,
            "sync": {k: v for k, v in sync.items() if not k.startswith("_")}}
     if sync["errors"]:
-        raise CommandFailed("the retry's sync failed: " + "; ".join(f"{k}: {v}" for k, v in sync["errors"].items()),
+        raise CommandFailed("the retry's sync failed: " + summaries.errors_line(sync["errors"]),
                             out)
     if left:
         # names as `dlq list` shows them: an escape sequence in a file name must not reach the terminal
