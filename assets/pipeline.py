@@ -400,6 +400,25 @@ def _record_generations(context: dg.AssetExecutionContext, stats: IndexStats, ge
             metadata={"live": live.id, "previous": -1, "forced": False, "first_generation": True}))
 
 
+def _record_candidate_built(context: dg.AssetExecutionContext, rt: Runtime, gens: list[Generation],
+                            live: Generation | None) -> None:
+    """A reindex launched from the UI, a schedule or a sensor (`bindery reindex` records its own
+    once every source ran): the index step after which the candidate holds every partition the
+    live generation serves records "candidate-built" once, as the CLI does (`status` lists it;
+    only the CLI's were recorded)."""
+    tags = context.run.tags
+    if tags.get(TARGET_TAG) != "candidate" or CANDIDATE_TAG in tags or live is None:
+        return
+    for g in gens:
+        if g.status != "building" or rt.lifecycle.unbuilt_sources(g.record):
+            continue
+        if any(f"candidate {g.name} " in e.message for e in rt.store.events("candidate-built", limit=50)):
+            continue  # another source's step completed it first
+        changed = [s for s in ("parse", "chunk", "context", "embed") if g.versions.get(s) != live.versions.get(s)]
+        rt.store.add_event("candidate-built", f"run {context.run.run_id[:8]} built candidate {g.name} "
+                                              f"(stages changed: {', '.join(changed) or 'none'})")
+
+
 def _lags(stats: IndexStats) -> dict[str, float]:
     lags = sorted(stats.lag_seconds)
     if not lags:
@@ -439,6 +458,7 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, s
     bound = rt.lifecycle.bind_first(gens)
     live = rt.lifecycle.live()
     _record_generations(context, stats, gens, maintain, live, bound)
+    _record_candidate_built(context, rt, gens, live)
     nothing = unindexed_reason(rt.store, src, live.id if live else None)
     wrote_live = live is not None and live.name in {g.name for g in gens}
     if nothing and (live is None or wrote_live):

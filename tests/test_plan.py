@@ -416,6 +416,9 @@ def test_a_reindex_launched_from_the_ui_with_nothing_changed_builds_nothing(tmp_
     assert reindex(**{FORCE_TAG: "true"}).success
     assert dep.cli("status")["generations"]["candidate"] is not None
     assert len(store.events("forced-rebuild")) == 1  # recorded, as `bindery reindex --force` records it
+    # ... and the candidate it built, as `bindery reindex` records it (only the CLI's were)
+    built = store.events("candidate-built")
+    assert len(built) == 1 and "built candidate" in built[0].message and "stages changed: none" in built[0].message
     store.dispose()
 
 
