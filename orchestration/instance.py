@@ -133,10 +133,6 @@ _SET_HERE: str | None = None
 def instance_home(cfg: BinderyConfig) -> Path:
     """The Dagster instance's folder, made or not: `$DAGSTER_HOME` when the user set it (not
     this process), else `data_dir/dagster_home`."""
-    return _home_of(cfg)
-
-
-def _home_of(cfg: BinderyConfig) -> Path:
     env = os.environ.get("DAGSTER_HOME")
     return Path(env if env and env != _SET_HERE else cfg.data_path / "dagster_home")
 
@@ -144,7 +140,7 @@ def _home_of(cfg: BinderyConfig) -> Path:
 def dagster_home(cfg: BinderyConfig) -> Path:
     """The instance folder (`$DAGSTER_HOME` when the user set it, else `data_dir/dagster_home`)
     with a current `dagster.yaml`. A file Bindery did not write is left exactly as it is."""
-    home = _home_of(cfg)
+    home = instance_home(cfg)
     if cfg.data_path in home.parents:
         make_data_dir(cfg.data_path)  # owner-only, whoever makes it first
     home.mkdir(parents=True, exist_ok=True)
@@ -165,7 +161,7 @@ def checked_home(cfg: BinderyConfig) -> Path:
     command refused for a database that rejects the configured connection (a wrong user) leaves
     no settings behind for the daemon to fail on. (`dagster_home` alone only writes the file.)"""
     pg = postgres_target(cfg)
-    if pg is not None and _owned_by_bindery(_home_of(cfg) / "dagster.yaml"):
+    if pg is not None and _owned_by_bindery(instance_home(cfg) / "dagster.yaml"):
         _ensure_schema(*pg)
     return dagster_home(cfg)
 

@@ -356,7 +356,7 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
         else:
             who = list(principals)
         f = req.filters
-        return make_filters(who, f.sources, f.docs, f.exclude_docs, known_sources=list(_retriever().source_names),
+        return make_filters(who, f.sources, f.docs, f.exclude_docs, known_sources=list(_retriever().cfg.source_names()),
                             allow_no_principal=principals is not None)
 
     def operator(principals: tuple[str, ...] | None = Depends(caller)) -> None:

@@ -539,10 +539,6 @@ class LiveRetriever:
 
     def __init__(self, cfg: BinderyConfig, store: DocumentStore | None = None, *, follow: bool = True):
         self.cfg = cfg
-        # the configured sources' names, followed like the query settings: a source added to the
-        # file and synced while the service runs is one a request may filter by (its hits were
-        # served while a filter naming it was refused as unknown: an operator pass)
-        self.source_names = cfg.source_names()
         self.store = store or DocumentStore(cfg.database_url, migrate=False)
         self._current: _Served | None = None
         self._swap = threading.Lock()
@@ -613,8 +609,9 @@ class LiveRetriever:
 
     def follow_settings(self) -> bool:
         """Take the query-time settings (`query:` but for what the service binds at startup:
-        `auth`, `allowed_hosts` and the request limits) and the configured sources' names (what
-        a request may filter by, `source_names`) from the configuration file when it
+        `auth`, `allowed_hosts` and the request limits) and the configured sources (what a request
+        may filter by: a source added and synced while the service ran had its hits served, yet a
+        filter naming it was refused as unknown, an operator pass) from the configuration file when it
         changed and then stayed unchanged for one poll (an editor writing the file in place
         leaves it half written for a moment, and an empty file loads as every default); True
         when they were taken. A file that no longer loads keeps the settings in use, said once
@@ -632,8 +629,8 @@ class LiveRetriever:
             log.warning("%s no longer loads; the query settings in use stay: %s", self.cfg.watched_path, e)
             return False
         bound = {k: getattr(self.cfg.query, k) for k in _BOUND_AT_STARTUP}
-        self.cfg = self.cfg.model_copy(update={"query": loaded.query.model_copy(update=bound)})
-        self.source_names = loaded.source_names()
+        self.cfg = self.cfg.model_copy(update={"query": loaded.query.model_copy(update=bound),
+                                               "sources": loaded.sources})
         log.info("query settings reloaded from %s", self.cfg.watched_path)
         return True
 
