@@ -143,3 +143,25 @@ def test_a_multipart_without_any_part_keeps_its_text(content_type: bytes) -> Non
     r = parse_document(raw, "m.eml", CFG)
     assert " ".join(b.text for b in r.blocks) == "The plumbobvector escalation matrix is due. Second line of real text."
     assert any("its body read as plain text" in w for w in r.warnings), r.warnings
+
+
+def test_a_message_under_a_mail_clients_annotations_is_read_as_email() -> None:
+    """MH's `repl -annotate` prepends "Replied:" lines above the envelope "From " line (18 of
+    the SpamAssassin corpus's ham messages, with "Forwarded:"): the file is still one e-mail, with its subject and
+    thread links, and its headers are not text to index."""
+    data = (
+        b"Replied: Tue, 17 Sep 2002 17:50:28 +0100\n"
+        b"Replied: fork@example.com\n"
+        b"From fork-admin@xent.com  Tue Sep 17 17:22:15 2002\n"
+        b"Return-Path: <fork-admin@xent.com>\n"
+        b"From: Gary <garym@example.com>\n"
+        b"Subject: Re: Slaughter\n"
+        b"Message-ID: <m2f@maya>\n"
+        b"In-Reply-To: <0046@jmhall>\n\n"
+        b"Rastafari.\n"
+    )
+    result = parse_document(data, "0654.eml", ParseConfig())
+    assert result.format == "email"
+    assert result.title == "Re: Slaughter"
+    assert result.metadata["in_reply_to"] == "<0046@jmhall>"
+    assert "Return-Path" not in " ".join(b.text for b in result.blocks)

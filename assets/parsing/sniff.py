@@ -351,6 +351,10 @@ def _looks_like_email(text: str) -> str | None:
             break
         if line[:1] in (" ", "\t"):
             continue  # folded continuation
+        if line.startswith("From ") and names:
+            # an envelope line under annotations a mail client prepended (MH's "Replied:"
+            # and "Forwarded:" lines); Python's parser skips it too, as a MisplacedEnvelopeHeaderDefect
+            continue
         m = _HEADER_LINE.match(line)
         if not m:
             return None
