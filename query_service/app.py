@@ -254,6 +254,11 @@ async def unique_keys(request: Request) -> None:
     or sets `principal` and this service could read different callers from one request (an
     attacker pass: a second `principal` appended to a trusted gateway's body won)."""
     body = await request.body()  # cached: FastAPI reads the same bytes for the model
+    # FastAPI's json.loads guesses UTF-16 and UTF-32 from the bytes (ASCII in UTF-16 is valid
+    # UTF-8 too, with NULs between): a gateway reading UTF-8 would not see the `principal` read here
+    if body and json.detect_encoding(body) not in ("utf-8", "utf-8-sig"):
+        raise RequestValidationError([{"loc": ("body",), "type": "encoding",
+                                       "msg": "not UTF-8: send the JSON body encoded as UTF-8"}])
     try:  # _repeated_key raises RequestValidationError, which is no ValueError: it goes through
         json.loads(body, object_pairs_hook=_repeated_key)
     except (ValueError, RecursionError):  # not JSON at all: the model's validation says so

@@ -149,7 +149,7 @@ class Authenticator:
         """The caller's principals, from an ``Authorization`` header value or an API key. A
         request carrying both is refused: which one counts would be this service's choice, and a
         gateway that checked only one of them would pass a request acting as the other."""
-        if authorization and api_key:
+        if authorization is not None and api_key is not None:  # an empty one too: a proxy sees two
             raise Unauthorized("send one credential: an X-API-Key header or an Authorization header, not both")
         bearer = None
         if authorization:

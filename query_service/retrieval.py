@@ -629,6 +629,12 @@ class LiveRetriever:
             log.warning("%s no longer loads; the query settings in use stay: %s", self.cfg.watched_path, e)
             return False
         bound = {k: getattr(self.cfg.query, k) for k in _BOUND_AT_STARTUP}
+        if unapplied := [f"query.{k}" for k in _BOUND_AT_STARTUP if getattr(loaded.query, k) != bound[k]]:
+            # a warning, not the info line below: an operator revoking a leaked key must see
+            # that the revocation has not taken
+            log.warning("%s changed in %s, which takes effect only when the service restarts: it still "
+                        "runs with the old value (a removed API key still works until then)",
+                        ", ".join(unapplied), self.cfg.watched_path)
         self.cfg = self.cfg.model_copy(update={"query": loaded.query.model_copy(update=bound),
                                                "sources": loaded.sources})
         log.info("query settings reloaded from %s", self.cfg.watched_path)

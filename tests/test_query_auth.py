@@ -104,6 +104,8 @@ def test_a_request_carries_one_credential_once(client: TestClient) -> None:
     token = _token({"sub": "bob"})
     both = client.post("/search", json=BODY, headers={"X-API-Key": KEY, "Authorization": f"Bearer {token}"})
     assert both.status_code == 401 and "not both" in both.json()["detail"]
+    empty = client.post("/search", json=BODY, headers={"X-API-Key": "", "Authorization": f"Bearer {KEY}"})
+    assert empty.status_code == 401 and "not both" in empty.json()["detail"]  # a proxy sees two headers
     twice = client.post("/search", json=BODY, headers=[("X-API-Key", "bk_wrong"), ("X-API-Key", KEY)])
     assert twice.status_code == 401 and "2 times" in twice.json()["detail"]
     assert client.post("/search", json=BODY, headers={"X-API-Key": KEY}).status_code == 503  # one, once: in

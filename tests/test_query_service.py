@@ -3,6 +3,7 @@ filters on both retrievers, 4xx on bad input, fail-closed identity, embedder mis
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import os
@@ -262,6 +263,17 @@ def test_a_key_given_twice_is_refused_not_last_one_wins(trusted: TestClient, raw
     assert once.status_code == 200, once.text
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32-le"])
+def test_a_body_not_in_utf8_is_refused(trusted: TestClient, encoding: str) -> None:
+    """An attacker pass: json.loads guesses UTF-16 and UTF-32 from the bytes, so a gateway that
+    reads the body as UTF-8 looking for `principal` saw none where this service read one."""
+    raw = '{"query": "battery", "principal": "hr-team"}'
+    r = trusted.post("/search", content=raw.encode(encoding), headers={"content-type": "application/json"})
+    assert r.status_code == 422 and any("UTF-8" in d for d in r.json()["detail"]), r.text
+    bom = trusted.post("/search", content=codecs.BOM_UTF8 + raw.encode(), headers={"content-type": "application/json"})
+    assert bom.status_code == 200, bom.text
+
+
 def test_a_lone_surrogate_in_a_token_claim_is_a_400_not_a_500(served: Served) -> None:
     import time
 
@@ -397,6 +409,9 @@ def test_the_service_follows_query_settings_edited_in_the_file(tmp_path: Path,
         assert not r.follow_settings()  # a file just written may be half written: taken once it holds still
         assert r.follow_settings() and not r.follow_settings()  # once per edit
         assert r.cfg.query.dense_weight == 2.0 and r.cfg.query.auth.mode == "trusted-principal"
+        # said where an operator looks: a revoked key that still works must not pass unnoticed
+        assert any(rec.levelname == "WARNING" and "query.auth" in rec.getMessage() and "restart" in rec.getMessage()
+                   for rec in caplog.records)
         assert len(c.post("/search", json=ask).json()["hits"]) == 3
         assert len(c.post("/search", json={**ask, "k": 5}).json()["hits"]) == 5
         dep.config_path.write_text("")  # an editor writing in place: for a moment, an empty file (all defaults)
