@@ -94,7 +94,10 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # "Replied:"/"Forwarded:" annotations) is read as e-mail, not as plain text with its headers in
 # every chunk: 18 of mail_ham's 2,403 files, which had lost their subject and thread links. No
 # other of 9,947 dev-corpus and /usr/share/doc files is sniffed otherwise.
-STAGE_CODE_VERSIONS = {"parse": "22", "chunk": "6", "context": "2", "embed": "1"}
+# parse 23: a Debian changelog (changelog.Debian.gz: "package (version) dist; urgency=" first) is
+# plain text, not Markdown titled by the "# Older entries have been removed" comment Debian
+# appends (548 of this machine's; no dev-corpus file is read otherwise).
+STAGE_CODE_VERSIONS = {"parse": "23", "chunk": "6", "context": "2", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

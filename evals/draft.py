@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -71,9 +71,13 @@ def _case(kind: str, n: int, query: str, doc: str, text: str | None,
 
 
 def _titles(docs: dict[str, list[ChunkRecord]]) -> Iterable[tuple[str, str, str | None]]:
-    for doc, chunks in docs.items():
-        title = next((c.heading_path[0] for c in chunks if c.heading_path), None)
-        if title and len(title.split()) >= 2:
+    """Each document's title as a question, where no other document has the same one: a title
+    several documents share ("README", a boilerplate line read as a heading) names none of them,
+    and its question would judge the index on a coin toss."""
+    titles = {doc: next((c.heading_path[0] for c in chunks if c.heading_path), None) for doc, chunks in docs.items()}
+    shared = Counter(" ".join(t.lower().split()) for t in titles.values() if t)
+    for doc, title in titles.items():
+        if title and len(title.split()) >= 2 and shared[" ".join(title.lower().split())] == 1:
             yield title, doc, None
 
 

@@ -201,6 +201,17 @@ def test_a_heading_that_repeats_the_title_is_asked_once() -> None:
     assert queries == ["Day 1 (2 July 2024)"]  # asked once (as the title question)
 
 
+def test_a_title_several_documents_share_is_not_asked() -> None:
+    """An operator pass: ten Debian changelogs titled by the same appended comment drafted it
+    as a question whose one gold document was a coin toss among them."""
+    boiler = "Older entries have been removed from this changelog."
+    corpus = {f"doc/p{i}/changelog": [chunk(0, [boiler], f"Release {i} fixes the build of package p{i}.")]
+              for i in range(3)}
+    corpus["doc/zstd/README"] = [chunk(0, ["Zstandard compression library"], "Fast lossless compression.")]
+    titles = [c["query"] for c in draft_cases(corpus, max_cases=20) if c["category"] == "title"]
+    assert titles == ["Zstandard compression library"]
+
+
 def test_a_draft_quotes_only_what_the_named_principals_may_read_and_is_private(tmp_path: Path) -> None:
     """Found by a security re-test: the draft quoted every document whatever its ACL (a private
     reply's opening words, identifiers from an HR file) into a file anyone on the machine could

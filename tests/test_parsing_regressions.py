@@ -20,3 +20,23 @@ def test_sphinx_headings_wrapped_in_toc_backref_links_survive() -> None:
     assert heads == [(1, "Design FAQ"), (2, "Why is the sky blue?")]
     text = " ".join(b.text for b in r.blocks)
     assert "¶" not in text and "Table of contents" not in text and "prev | next" not in text
+
+
+def test_a_debian_changelog_is_text_not_markdown_titled_by_its_trailing_comment() -> None:
+    """An operator pass: every changelog.Debian.gz was read as Markdown for the "# Older
+    entries have been removed" line Debian appends, which became its title (ten files of a
+    corpus shared it, and `evalset draft` asked it as a question)."""
+    import gzip
+
+    text = (
+        "zstd (1.5.4+dfsg2-5) unstable; urgency=medium\n\n"
+        "  * Fix the build with the new compiler.\n\n"
+        " -- Jane Doe <jane@example.org>  Mon, 06 Mar 2023 10:00:00 +0100\n\n"
+        "# Older entries have been removed from this changelog.\n"
+        "# To read the complete changelog use `apt changelog zstd`.\n"
+    )
+    r = parse_document(gzip.compress(text.encode()), "changelog.Debian.gz", ParseConfig())
+    assert r.format == "text" and r.title != "Older entries have been removed from this changelog."
+    # an extensionless file of Markdown is still read as Markdown
+    readme = parse_document(b"# Bindery\n\nBatch ingestion.\n\n## Install\n\nRun make.\n", "README", ParseConfig())
+    assert readme.format == "markdown" and readme.title == "Bindery"

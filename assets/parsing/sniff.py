@@ -168,6 +168,9 @@ _ODF_MIMETYPES = {
     "application/epub+zip": ("epub", "EPUB e-book"),
 }
 _MD_SIGNAL = re.compile(r"^(?:#{1,6} \S|```|~~~)", re.MULTILINE)
+# a Debian changelog's first line, "package (version) distribution; urgency=...": its format is
+# its own, and the "# Older entries have been removed" comment Debian appends read as a heading
+_DEBIAN_CHANGELOG = re.compile(r"\A[a-z0-9][a-z0-9+.-]* \([^()\s]+\) [^;\n]+; *urgency=", re.IGNORECASE)
 
 
 @dataclass
@@ -583,7 +586,8 @@ def _detect(data: bytes, name: str, ext: str) -> Detected:  # noqa: C901  # leng
             "(an error page or export saved under the wrong name?)"
         )
     if by_ext is None:
-        if s.kind == "text" and _MD_SIGNAL.search(_ascii_view(data[:_SAMPLE])):
+        text = _ascii_view(data[:_SAMPLE])
+        if s.kind == "text" and _MD_SIGNAL.search(text) and not _DEBIAN_CHANGELOG.match(text.lstrip("\ufeff")):
             return Detected("markdown")
         return Detected(s.kind)
     if by_ext == s.kind:
