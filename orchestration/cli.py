@@ -13,6 +13,7 @@ traceback unless `--debug`: `main` turns every error into one line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -191,7 +192,11 @@ def _main(argv: list[str] | None) -> int:
         sys.stdout.flush()  # a pipe's reader that left shows here, inside the handlers below
         return code
     except KeyboardInterrupt:
-        print(f"bindery {a.command}: {_interrupted(a.command)}", file=sys.stderr)
+        line = _interrupted(a.command)
+        if a.json and a.command not in ("serve", "ui"):  # `| jq` reads an object, as after any other end
+            with contextlib.suppress(OSError):
+                print(json.dumps({"error": line, "reason": "interrupted", "stored": _stored(a.command)}), flush=True)
+        print(f"bindery {a.command}: {line}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `bindery status | head`: the reader left; say nothing, as cat would
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -229,11 +234,17 @@ def _interrupted(command: str) -> str:
                 "ID` stops one)")
     if command not in _RUN_COMMANDS:
         return "interrupted"
+    kept = ", ".join(f"{stage} {n:,}" for stage, n in _stored(command).items()) or "nothing new"
+    return f"interrupted; stored before stopping: {kept}; the next run resumes from there"
+
+
+def _stored(command: str) -> dict[str, int]:
+    """What the stages of an interrupted run had stored, per stage (none for other commands)."""
+    if command not in _RUN_COMMANDS:
+        return {}
     from assets.progress import stored_counts
 
-    counts = stored_counts()
-    kept = ", ".join(f"{stage} {n:,}" for stage, n in counts.items()) or "nothing new"
-    return f"interrupted; stored before stopping: {kept}; the next run resumes from there"
+    return dict(stored_counts())
 
 
 def _one_line(text: str) -> str:

@@ -813,3 +813,26 @@ def test_values_whose_infinity_means_something_still_load() -> None:
 
     assert math.isinf(config_from_dict({"retention": {"rollback_window_hours": float("inf")}})
                       .retention.rollback_window_hours)
+
+
+def test_an_interrupted_run_under_json_prints_an_object(tmp_path: Path, base: dict[str, Any],
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """An operator pass: `bindery --json sync | jq` read nothing after Ctrl-C (exit 130), where
+    every other end prints an object; it now names what the run had stored."""
+    import orchestration.cli as cli_module
+    from assets import progress
+
+    def interrupted(_a: Any) -> int:
+        progress.reset_stored_counts()
+        with progress.StageProgress("parse", "docs", "documents") as prog:
+            prog.advance(3)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_module, "_dispatch", interrupted)
+    assert main(["--config", write(tmp_path, base), "sync", "--json"]) == 130
+    out, err = capsys.readouterr()
+    got = json.loads(out)
+    assert got["reason"] == "interrupted" and got["stored"] == {"parse": 3}
+    assert "stored before stopping: parse 3" in got["error"]
+    assert [line for line in err.splitlines() if "interrupted" in line] == [f"bindery sync: {got['error']}"]
