@@ -181,6 +181,7 @@ def test_dlq_retry_of_a_file_that_still_fails_says_so(tmp_path: Path) -> None:
     assert "--doc PATH" not in human("dlq", listed)  # nothing cut, nothing to say
     one = dep.cli("dlq", "list", "--doc", "notes/scan.txt")
     assert [d["doc"] for d in one] == ["notes/scan.txt"]
+    assert dep.cli("dlq", "list", "--doc", "docs:notes/scan.txt") == one  # as a query hit names it
     whole = human("dlq", DeadLetterDetail(one))
     assert " ".join(one[0]["error"].split()) in " ".join(whole.split())
     evil = human("dlq", DeadLetterDetail(dep.cli("dlq", "list", "--doc", "notes/evil\x1b[31mRED.txt")))

@@ -222,16 +222,22 @@ def cmd_dlq(cfg: BinderyConfig, a: argparse.Namespace) -> Any:
 
 
 def _dead_letters_chosen(store: DocumentStore, a: argparse.Namespace) -> list[DeadLetterRecord]:
-    """The dead letters of --source, and of the --doc paths or doc ids when given (each must
-    name one: a typo must not read as "nothing there")."""
+    """The dead letters of --source, and of the --doc documents when given (each must name one:
+    a typo must not read as "nothing there"), named by path in the source, doc id, or the
+    `source:path` a query hit shows."""
     entries = store.dead_letters(source=a.source)
     if not a.doc:
         return entries
-    entries = [e for e in entries if e.external_id in a.doc or e.doc_id in a.doc]
-    if unmatched := [d for d in a.doc if not any(d in (e.external_id, e.doc_id) for e in entries)]:
+    entries = [e for e in entries if _dead_letter_names(e) & set(a.doc)]
+    if unmatched := [d for d in a.doc if not any(d in _dead_letter_names(e) for e in entries)]:
         where = f" of source {a.source!r}" if a.source else ""
-        raise UsageError(f"--doc {', '.join(unmatched)}: no dead letter{where} has that path or doc id")
+        raise UsageError(f"--doc {', '.join(unmatched)}: no dead letter{where} has that document; name it by "
+                         "its path in the source, as `bindery dlq` lists it, as source:path, or by doc id")
     return entries
+
+
+def _dead_letter_names(e: DeadLetterRecord) -> set[str]:
+    return {e.external_id, e.doc_id, f"{e.source}:{e.external_id}"}
 
 
 def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) -> dict[str, Any]:
