@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from assets.listing import CLASSES  # the change classes are the listing's; one definition
+from connectors.lifecycle import FIRST_GENERATION
 
 
 def eval_table(rep: Any) -> str:
@@ -183,6 +184,8 @@ def _gate_word(g: dict[str, Any]) -> str:
         return f"forced by {ev['forced_by']}"
     if ev.get("passed") is None and g.get("built"):
         return "not judged yet"
+    if ev.get("reasons") == [FIRST_GENERATION]:  # live by default, never measured (an operator pass)
+        return "not judged (first generation)"
     return {True: "passed", False: "refused", None: "not judged"}[ev.get("passed")]
 
 

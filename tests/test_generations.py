@@ -52,6 +52,9 @@ def test_gate_refuses_a_worse_candidate_and_force_records_who(dep: Deployment) -
     assert rep["eval_set"]["path"] == str(dep.eval_path) and len(rep["eval_set"]["digest"]) == 12  # which set judged
     status = dep.cli("status")
     assert status["live"] == 1
+    from orchestration.report import _gate_word  # live by default, never measured: not "passed"
+
+    assert _gate_word(status["generations"]["live"]) == "not judged (first generation)"
     # the build and the refusal are recent events (the blocking check stopped the flip before the
     # refusal was recorded: an operator pass found none)
     kinds = [e["kind"] for e in status["events"]]
