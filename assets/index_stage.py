@@ -480,6 +480,10 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
         stats.deleted_docs += len(gone) - plan.revoked
         if g.status == "live":
             stats.lag_seconds += [now - docs[did].changed_at for did in changed]
+    # documents deleted by a move were served until now: the generations above no longer hold
+    # them (one that could not be written holds them under a store that now refuses them)
+    if moved := [d for d in rt.store.moved_away(source_name) if only is None or d in only]:
+        rt.store.retire_moved(moved)
     stats.seconds = time.perf_counter() - started
     return stats
 

@@ -468,6 +468,10 @@ class _Sweep:
     touched: list[str] = field(default_factory=list)
     read: list[str] = field(default_factory=list)  # described and read this pass
     narrow: list[tuple[DocumentRecord, list[str]]] = field(default_factory=list)  # kept, with less access
+    # documents gone from their path whose bytes an item new here holds, each with that item's
+    # ACL: served until the move is indexed (`DocumentStore.mark_moved`), with no more access
+    # than the new place gives
+    moved: dict[str, tuple[DocumentRecord, list[str]]] = field(default_factory=dict)
     at: int = 0  # the index of the entry being swept
     streak: ReadStreak = field(default_factory=lambda: ReadStreak())
     unchanged: list[DocumentRecord] = field(default_factory=list)  # kept by the cheap test, not read
@@ -642,6 +646,10 @@ def _keep_read(rt: Runtime, sw: _Sweep, scfg: SourceConfig, read: _Read, content
         if read.data is not None:
             _spool(rt, read.chash, read.data)
     sw.res.counts[cls] += 1
+    if cls == "moved":
+        was = sw.gone_by_hash[content]
+        acl = _narrowed(list(sw.moved[was.doc_id][1] if was.doc_id in sw.moved else was.acl), _acl_of(read.entry))
+        sw.moved[was.doc_id] = (was, acl)
     record = read.record(scfg, content, changed_at, sw.now)
     if cls != "unchanged":
         sw.res.changed_ids.append(record.doc_id)
@@ -669,16 +677,25 @@ def _fold_includes(rt: Runtime, sw: _Sweep, scfg: SourceConfig, gone: Container[
     sw.rows += [marked.replace(last_seen=sw.now).columns() for marked in folded.marked.values()]
 
 
-def _sweep_deletes(rt: Runtime, res: ListingResult, gone: list[DocumentRecord], now: float) -> None:
-    """Remove documents no longer listed (the guard has already approved the count)."""
+def _sweep_deletes(rt: Runtime, res: ListingResult, gone: list[DocumentRecord], now: float,
+                   moved: dict[str, tuple[DocumentRecord, list[str]]]) -> None:
+    """Remove documents no longer listed (the guard has already approved the count). One whose
+    bytes are now at another path (`moved`) stays served until the index step writes that path
+    (`DocumentStore.mark_moved`), with the access both places give: a rename took it out of
+    search for the whole sync, and for good when the sync was interrupted (an operator pass)."""
     res.deleted_ids = [d.doc_id for d in gone]
     res.counts["deleted"] = len(gone)
-    if gone:
+    away = [d.doc_id for d in gone if d.doc_id in moved]
+    if away:  # narrowed while still live (set_acls changes live rows only), in the indexes too (a
+        # sync stopped before its index step leaves no wider copy there), then marked in one write
+        _restrict(rt, res.source, [(d, acl) for d, acl in (moved[i] for i in away) if narrowing(d, acl) is not None])
+        rt.store.mark_moved(away, now)
+    if left := [d.doc_id for d in gone if d.doc_id not in moved]:
         # purge first: a process killed between the two leaves the documents alive, so the next
         # listing finds them gone again and repeats both; the other order would strand their
         # chunks (a deleted document is never swept twice)
-        rt.store.purge_documents(res.deleted_ids)
-        rt.store.mark_deleted(res.deleted_ids, now)
+        rt.store.purge_documents(left)
+        rt.store.mark_deleted(left, now)
 
 
 def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = False,
@@ -745,7 +762,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
         rt.store.record_listing(scfg.name, None, ok=False, error=str(gone_away))
         rt.store.add_event("listing-failed", str(gone_away), source=scfg.name)
         raise gone_away
-    _sweep_deletes(rt, res, gone, sw.now)
+    _sweep_deletes(rt, res, gone, sw.now, sw.moved)
     # a document that became a problem item (a link now dangling) was just swept, and its dead
     # letters purged with it: its problem is recorded again, as the reason it left
     swept = set(res.deleted_ids)

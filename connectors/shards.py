@@ -92,5 +92,8 @@ class ShardStore(DocumentStore):
         rows = super().index_state(generation_id, source)
         return {k: v for k, v in rows.items() if self.shard.holds(k)} if source is not None else rows
 
+    def moved_away(self, source: str) -> list[str]:
+        return [k for k in super().moved_away(source) if self.shard.holds(k)]
+
     def held_doc_ids(self, generation_id: int, source: str) -> list[str]:
         return [k for k in super().held_doc_ids(generation_id, source) if self.shard.holds(k)]

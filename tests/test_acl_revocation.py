@@ -100,6 +100,38 @@ def test_a_file_moved_into_a_protected_folder_in_a_refused_sync_is_narrowed(tmp_
     assert dep.cli("verify")["consistent"] is True
 
 
+def test_a_moved_file_stays_served_until_its_new_path_is_indexed(tmp_path: Path) -> None:
+    """An operator pass: a rename took the document out of search from the listing to the end of
+    the sync (the listing deleted the old path, only the index step wrote the new one), and for
+    good when the sync was interrupted in between. The old path is now served, with no more
+    access than its new place gives, until the index step writes the new path and removes it."""
+    from assets.listing import run_listing
+    from assets.runtime import Runtime
+
+    dep = Deployment(tmp_path)
+    dep.write("hr/.bindery-acl", "group:hr\n")
+    dep.write("pub/layoffs.md", "# Layoffs\n\nThe quokka division closes in March; tell nobody yet.\n")
+    dep.write("pub/plan.md", "# Plan\n\nThe wombat team ships the new dock in April.\n")
+    dep.cli("sync")
+    shutil.move(dep.root / "pub/layoffs.md", dep.root / "hr/layoffs.md")  # into a narrower folder
+    shutil.move(dep.root / "pub/plan.md", dep.root / "pub/plan-2027.md")  # a plain rename
+    rt = Runtime(load_config(dep.config_path))
+    res = run_listing(rt, "docs")  # a sync that stops after its listing
+    assert res.counts["moved"] == 2 and res.counts["deleted"] == 2
+    assert "pub/plan.md" in _docs_seen_by(dep, "group:eng", "wombat team ships the new dock")
+    assert "pub/layoffs.md" in _docs_seen_by(dep, "group:hr", "quokka division closes")
+    assert not _docs_seen_by(dep, "group:eng", "quokka division closes") & {"pub/layoffs.md", "hr/layoffs.md"}
+    assert dep.cli("verify")["consistent"] is True  # its chunks are kept while its index entries are
+    out = dep.cli("sync")  # the interrupted sync's successor
+    assert out["recomputed"]["parse"] == 0 and out["recomputed"]["embed"] == 0
+    assert _docs_seen_by(dep, "group:eng", "wombat team ships the new dock") & {"pub/plan.md", "pub/plan-2027.md"} \
+        == {"pub/plan-2027.md"}
+    assert _docs_seen_by(dep, "group:hr", "quokka division closes") & {"pub/layoffs.md", "hr/layoffs.md"} \
+        == {"hr/layoffs.md"}
+    assert rt.store.moved_away("docs") == [] and dep.cli("verify")["consistent"] is True
+    assert dep.cli("sync")["sources"]["docs"]["deleted"] == 0  # retired once, never swept again
+
+
 def test_an_unreadable_acl_file_withholds_what_it_governs(tmp_path: Path) -> None:
     dep = Deployment(tmp_path)
     dep.write("people/.bindery-acl", "group:hr\n")

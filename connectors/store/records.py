@@ -106,6 +106,7 @@ class DocumentRecord(_Record):
     last_seen: float
     changed_at: float
     deleted_at: float | None = None
+    moved_at: float | None = None  # deleted by a move, served until the move is indexed
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,7 +98,7 @@ def make_engine(url: str) -> Engine:
 
 # The newest migration's revision, written down: asking Alembic loads every migration script
 # (~0.15 s, a tenth of a `bindery plan`). tests/test_store.py holds it equal to Alembic's head.
-HEAD_REVISION = "0006"
+HEAD_REVISION = "0007"
 
 
 def head_revision() -> str:
@@ -280,14 +280,16 @@ class DocumentStore:
         return out
 
     def current_acls(self, doc_ids: Iterable[str]) -> dict[str, list[str]]:
-        """doc_id -> current ACL, for documents that exist and are not deleted (one indexed
-        SELECT on the primary key per batch; the query service calls it once per query)."""
+        """doc_id -> current ACL, for documents that exist and are not deleted, or were deleted
+        by a move the indexes do not hold yet (`mark_moved`): one indexed SELECT on the primary
+        key per batch; the query service calls it once per query."""
         ids = list(doc_ids)
         out: dict[str, list[str]] = {}
         with self.engine.connect() as c:
             for batch in _batches(ids):
                 q = sa.select(t.documents.c.doc_id, t.documents.c.acl).where(
-                    t.documents.c.doc_id.in_(batch), t.documents.c.deleted_at.is_(None))
+                    t.documents.c.doc_id.in_(batch),
+                    t.documents.c.deleted_at.is_(None) | t.documents.c.moved_at.is_not(None))
                 out.update({r[0]: list(r[1] or ()) for r in c.execute(q)})
         return out
 
@@ -333,6 +335,33 @@ class DocumentStore:
         with self.tx() as c:
             for batch in _batches(doc_ids):
                 c.execute(t.documents.update().where(t.documents.c.doc_id.in_(batch)).values(deleted_at=at))
+
+    def mark_moved(self, doc_ids: Sequence[str], at: float) -> None:
+        """Delete documents whose bytes the listing found at a new path, keeping them served:
+        their chunk rows and index entries stay until the index step that writes the new path
+        removes them (`retire_moved`), so a rename never takes a document out of search, even
+        in a sync interrupted before that step. Their dead letters go now (the path is gone)."""
+        with self.tx() as c:
+            for batch in _batches(doc_ids):
+                c.execute(t.documents.update().where(t.documents.c.doc_id.in_(batch))
+                          .values(deleted_at=at, moved_at=at))
+                c.execute(t.dead_letters.delete().where(t.dead_letters.c.doc_id.in_(batch)))
+
+    def moved_away(self, source: str) -> list[str]:
+        """The source's documents deleted by a move and still served (`mark_moved`)."""
+        with self.engine.connect() as c:
+            q = sa.select(t.documents.c.doc_id).where(t.documents.c.source == source,
+                                                       t.documents.c.moved_at.is_not(None))
+            return [r[0] for r in c.execute(q)]
+
+    def retire_moved(self, doc_ids: Sequence[str]) -> None:
+        """Moved documents whose removal reached the indexes: their chunk rows go, and the query
+        service stops serving them (it served them while their new path was not indexed)."""
+        with self.tx() as c:
+            for batch in _batches(doc_ids):
+                c.execute(t.chunks.delete().where(t.chunks.c.doc_id.in_(batch)))
+                c.execute(t.documents.update().where(t.documents.c.doc_id.in_(batch),
+                                                     t.documents.c.moved_at.is_not(None)).values(moved_at=None))
 
     def purge_documents(self, doc_ids: Sequence[str]) -> None:
         """Remove every trace of deleted documents that lives per document (chunks, DLQ)."""

@@ -1,0 +1,31 @@
+"""documents that left their path by a move, served until the move is indexed
+
+Revision ID: 0007
+Revises: 0006
+Create Date: 2026-12-06 15:40:00
+
+- `documents.moved_at`: set with `deleted_at` on a document whose bytes the same listing found
+  at a new path. Its index entries (and chunk rows) stay, and the query service still serves it,
+  until the index step that writes the new path removes it (`DocumentStore.retire_moved`): a
+  rename took the document out of search from the listing to the end of the sync, and for good
+  when that sync was interrupted (an operator pass).
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0007"
+down_revision = "0006"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column("documents", sa.Column("moved_at", sa.Float))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("documents") as batch:
+        batch.drop_column("moved_at")
