@@ -304,6 +304,8 @@ def withhold_removed_sources(rt: Runtime, listing: str | None = None) -> int:
     removed = rt.store.removed_sources(rt.cfg.source_names())
     docs = [d for name in removed for d in rt.store.documents(name) if d.acl]
     n = _set_acls(rt, [(d, []) for d in docs]) if docs else 0
+    for name in removed:
+        _unserve_moved(rt, name)
     # and what a narrower source now takes from a wider one: the wider one's next listing deletes
     # it, but a sync of the narrower source alone left the wider one's copies readable as they
     # were until then (an attacker pass: the README says they leave its search at once). Written
@@ -314,7 +316,21 @@ def withhold_removed_sources(rt: Runtime, listing: str | None = None) -> int:
             cedes = source_filter(wider, rt.cfg.sources).cedes
             ceded = [d for d in rt.store.documents(wider.name) if d.acl and cedes(d.external_id)]
             n += _restrict(rt, wider.name, [(d, []) for d in ceded])
+            _unserve_moved(rt, wider.name, cedes)
     return n
+
+
+def _unserve_moved(rt: Runtime, source: str, which: Callable[[str], bool] | None = None) -> None:
+    """Stop serving the source's documents deleted by a move (`DocumentStore.mark_moved`; of
+    those, the ones whose old path `which` names) where access is being taken away: they are
+    not live documents, which the withholding above rewrites, and kept served they would keep
+    their ACL until an index step that this source may not run soon."""
+    moved = rt.store.moved_away(source)
+    if moved and which is not None:
+        paths = {d.doc_id: d.external_id for d in rt.store.get_documents(moved).values()}
+        moved = [i for i in moved if which(paths.get(i, ""))]
+    if moved:
+        rt.store.retire_moved(moved)
 
 
 def _withhold(rt: Runtime, scfg: SourceConfig, e: UnreadableAcl) -> int:
@@ -322,6 +338,7 @@ def _withhold(rt: Runtime, scfg: SourceConfig, e: UnreadableAcl) -> int:
     folders, and those whose ACL came from one of them (a link to a file they govern)."""
     docs = [d for d in rt.store.documents(scfg.name) if d.acl and (
         d.external_id.startswith(e.folders) or _came_from((d.metadata or {}).get("acl_from"), e.origins))]
+    _unserve_moved(rt, scfg.name)  # the listing stops here: no index step retires them
     return _restrict(rt, scfg.name, [(d, []) for d in docs])
 
 

@@ -132,6 +132,29 @@ def test_a_moved_file_stays_served_until_its_new_path_is_indexed(tmp_path: Path)
     assert dep.cli("sync")["sources"]["docs"]["deleted"] == 0  # retired once, never swept again
 
 
+def test_a_moved_file_of_a_source_taken_out_of_the_configuration_is_not_served(tmp_path: Path) -> None:
+    """A document still served after its move (above) is no live document: the withholding of
+    a removed source's documents must reach it too, or it kept its ACL until an index step of a
+    source that no longer runs."""
+    from assets.listing import run_listing, withhold_removed_sources
+    from assets.runtime import Runtime
+
+    dep = Deployment(tmp_path)
+    dep.write("pub/plan.md", "# Plan\n\nThe wombat team ships the new dock in April.\n")
+    dep.cli("sync")
+    shutil.move(dep.root / "pub/plan.md", dep.root / "pub/plan-2027.md")
+    run_listing(Runtime(load_config(dep.config_path)), "docs")  # a sync that stops after its listing
+    assert "pub/plan.md" in _docs_seen_by(dep, "*", "wombat team ships the new dock")
+    other = tmp_path / "other"
+    other.mkdir()
+    dep.config["sources"] = [{"name": "other", "kind": "local", "root": str(other)}]
+    dep.save()
+    rt = Runtime(load_config(dep.config_path))
+    withhold_removed_sources(rt)
+    assert rt.store.moved_away("docs") == []
+    assert "pub/plan.md" not in _docs_seen_by(dep, "*", "wombat team ships the new dock")
+
+
 def test_an_unreadable_acl_file_withholds_what_it_governs(tmp_path: Path) -> None:
     dep = Deployment(tmp_path)
     dep.write("people/.bindery-acl", "group:hr\n")
