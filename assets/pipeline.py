@@ -451,7 +451,7 @@ def indexes(context: dg.AssetExecutionContext, bindery: BinderyConfigResource, s
     when the live generation was written: a candidate-only run leaves them as they were."""
     rt, src = _scoped(context, runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index))
     with _failures_recorded(rt, src, "index"), \
-            _progress(context, "index", "documents") as progress:
+            _progress(context, "index", "document writes") as progress:  # one per generation written
         gens = _targets(context, rt)
         maintain = rt.lifecycle.maintained(gens)  # access changes + deletes
         stats = run_index(rt, src, gens, maintain, progress=progress)
