@@ -480,10 +480,10 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
         stats.deleted_docs += len(gone) - plan.revoked
         if g.status == "live":
             stats.lag_seconds += [now - docs[did].changed_at for did in changed]
-    # documents deleted by a move were served until now: the generations above no longer hold
-    # them (one that could not be written holds them under a store that now refuses them)
-    if moved := [d for d in rt.store.moved_away(source_name) if only is None or d in only]:
-        rt.store.retire_moved(moved)
+    # documents deleted by a move are kept (and served, `DocumentStore.current_acls`) while an
+    # index holds them: once none does, they are deleted like any other
+    if moved := {d for d in rt.store.moved_away(source_name) if only is None or d in only}:
+        rt.store.retire_moved(sorted(moved - rt.store.in_any_index(source_name, moved)))
     stats.seconds = time.perf_counter() - started
     return stats
 

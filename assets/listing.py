@@ -24,7 +24,7 @@ from typing import Any
 
 from assets.includes import fold, own_hash, read_again, scanned_metadata
 from assets.runtime import Runtime
-from connectors.acl import ACL_BEFORE, PUBLIC, source_default
+from connectors.acl import ACL_BEFORE, both, source_default
 from connectors.config import SourceConfig, narrower_within
 from connectors.errors import SourceError, SourceUnavailable, TooLarge, UnreadableAcl, UnsafeDeleteError
 from connectors.identity import content_hash, doc_id, short_hash
@@ -304,8 +304,6 @@ def withhold_removed_sources(rt: Runtime, listing: str | None = None) -> int:
     removed = rt.store.removed_sources(rt.cfg.source_names())
     docs = [d for name in removed for d in rt.store.documents(name) if d.acl]
     n = _set_acls(rt, [(d, []) for d in docs]) if docs else 0
-    for name in removed:
-        _unserve_moved(rt, name)
     # and what a narrower source now takes from a wider one: the wider one's next listing deletes
     # it, but a sync of the narrower source alone left the wider one's copies readable as they
     # were until then (an attacker pass: the README says they leave its search at once). Written
@@ -316,21 +314,7 @@ def withhold_removed_sources(rt: Runtime, listing: str | None = None) -> int:
             cedes = source_filter(wider, rt.cfg.sources).cedes
             ceded = [d for d in rt.store.documents(wider.name) if d.acl and cedes(d.external_id)]
             n += _restrict(rt, wider.name, [(d, []) for d in ceded])
-            _unserve_moved(rt, wider.name, cedes)
     return n
-
-
-def _unserve_moved(rt: Runtime, source: str, which: Callable[[str], bool] | None = None) -> None:
-    """Stop serving the source's documents deleted by a move (`DocumentStore.mark_moved`; of
-    those, the ones whose old path `which` names) where access is being taken away: they are
-    not live documents, which the withholding above rewrites, and kept served they would keep
-    their ACL until an index step that this source may not run soon."""
-    moved = rt.store.moved_away(source)
-    if moved and which is not None:
-        paths = {d.doc_id: d.external_id for d in rt.store.get_documents(moved).values()}
-        moved = [i for i in moved if which(paths.get(i, ""))]
-    if moved:
-        rt.store.retire_moved(moved)
 
 
 def _withhold(rt: Runtime, scfg: SourceConfig, e: UnreadableAcl) -> int:
@@ -338,7 +322,6 @@ def _withhold(rt: Runtime, scfg: SourceConfig, e: UnreadableAcl) -> int:
     folders, and those whose ACL came from one of them (a link to a file they govern)."""
     docs = [d for d in rt.store.documents(scfg.name) if d.acl and (
         d.external_id.startswith(e.folders) or _came_from((d.metadata or {}).get("acl_from"), e.origins))]
-    _unserve_moved(rt, scfg.name)  # the listing stops here: no index step retires them
     return _restrict(rt, scfg.name, [(d, []) for d in docs])
 
 
@@ -353,11 +336,7 @@ def _came_from(acl_from: str | None, origins: tuple[str, ...]) -> bool:
                for o in origins)
 
 
-def _narrowed(old: list[str], new: list[str]) -> list[str]:
-    """Who both ACLs let in (`connectors.acl.narrow` on stored lists)."""
-    if PUBLIC in old:
-        return new
-    return old if PUBLIC in new else [p for p in old if p in new]
+_narrowed = both  # who both ACLs let in
 
 
 def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[SourceEntry],
@@ -488,7 +467,7 @@ class _Sweep:
     # documents gone from their path whose bytes an item new here holds, each with that item's
     # ACL: served until the move is indexed (`DocumentStore.mark_moved`), with no more access
     # than the new place gives
-    moved: dict[str, tuple[DocumentRecord, list[str]]] = field(default_factory=dict)
+    moved: dict[str, tuple[DocumentRecord, list[str], str]] = field(default_factory=dict)
     at: int = 0  # the index of the entry being swept
     streak: ReadStreak = field(default_factory=lambda: ReadStreak())
     unchanged: list[DocumentRecord] = field(default_factory=list)  # kept by the cheap test, not read
@@ -663,11 +642,11 @@ def _keep_read(rt: Runtime, sw: _Sweep, scfg: SourceConfig, read: _Read, content
         if read.data is not None:
             _spool(rt, read.chash, read.data)
     sw.res.counts[cls] += 1
-    if cls == "moved":
-        was = sw.gone_by_hash[content]
-        acl = _narrowed(list(sw.moved[was.doc_id][1] if was.doc_id in sw.moved else was.acl), _acl_of(read.entry))
-        sw.moved[was.doc_id] = (was, acl)
     record = read.record(scfg, content, changed_at, sw.now)
+    if cls == "moved":  # served as the first copy found until that copy is indexed (`_sweep_deletes`)
+        was = sw.gone_by_hash[content]
+        if was.doc_id not in sw.moved:
+            sw.moved[was.doc_id] = (was, _narrowed(list(was.acl), _acl_of(read.entry)), record.doc_id)
     if cls != "unchanged":
         sw.res.changed_ids.append(record.doc_id)
     sw.rows.append(record.columns())
@@ -695,18 +674,20 @@ def _fold_includes(rt: Runtime, sw: _Sweep, scfg: SourceConfig, gone: Container[
 
 
 def _sweep_deletes(rt: Runtime, res: ListingResult, gone: list[DocumentRecord], now: float,
-                   moved: dict[str, tuple[DocumentRecord, list[str]]]) -> None:
+                   moved: dict[str, tuple[DocumentRecord, list[str], str]]) -> None:
     """Remove documents no longer listed (the guard has already approved the count). One whose
-    bytes are now at another path (`moved`) stays served until the index step writes that path
-    (`DocumentStore.mark_moved`), with the access both places give: a rename took it out of
-    search for the whole sync, and for good when the sync was interrupted (an operator pass)."""
+    bytes are now at another path (`moved`) stays served while the indexes hold it and that
+    path's document is live with the same bytes, under the access both give
+    (`DocumentStore.mark_moved`): a rename took it out of search for the whole sync, and for
+    good when the sync was interrupted (an operator pass)."""
     res.deleted_ids = [d.doc_id for d in gone]
     res.counts["deleted"] = len(gone)
     away = [d.doc_id for d in gone if d.doc_id in moved]
     if away:  # narrowed while still live (set_acls changes live rows only), in the indexes too (a
         # sync stopped before its index step leaves no wider copy there), then marked in one write
-        _restrict(rt, res.source, [(d, acl) for d, acl in (moved[i] for i in away) if narrowing(d, acl) is not None])
-        rt.store.mark_moved(away, now)
+        _restrict(rt, res.source, [(d, acl) for d, acl, _ in (moved[i] for i in away)
+                                   if narrowing(d, acl) is not None])
+        rt.store.mark_moved([(i, moved[i][2]) for i in away], now)
     if left := [d.doc_id for d in gone if d.doc_id not in moved]:
         # purge first: a process killed between the two leaves the documents alive, so the next
         # listing finds them gone again and repeats both; the other order would strand their

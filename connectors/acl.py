@@ -104,6 +104,13 @@ def narrow(a: Acl, b: Acl) -> Acl:
 ACL_BEFORE = "acl_before"
 
 
+def both(old: list[str], new: list[str]) -> list[str]:
+    """Who both stored ACLs let in (`narrow` on stored lists)."""
+    if PUBLIC in old:
+        return list(new)
+    return list(old) if PUBLIC in new else [p for p in old if p in new]
+
+
 def within(new: Iterable[str], old: Iterable[str]) -> bool:
     """Whether the ACL `new` lets in no one `old` does not: the same, or a narrowing."""
     before, after = set(old), set(new)

@@ -106,7 +106,7 @@ class DocumentRecord(_Record):
     last_seen: float
     changed_at: float
     deleted_at: float | None = None
-    moved_at: float | None = None  # deleted by a move, served until the move is indexed
+    moved_to: str | None = None  # deleted by a move to this document, served until no index holds it
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,9 +52,9 @@ documents = sa.Table(
     sa.Column("last_seen", _ts, nullable=False),
     sa.Column("changed_at", _ts, nullable=False),  # when content/ACL last changed (lag = indexed - this)
     sa.Column("deleted_at", _ts, index=True),
-    # set with deleted_at when the listing found the bytes at a new path: still served until the
-    # index step writing that path removes it (`DocumentStore.retire_moved`)
-    sa.Column("moved_at", _ts),
+    # set with deleted_at when the listing found the bytes at a new path: that path's document,
+    # whose access (with this one's) serves it until no index holds it (`DocumentStore.mark_moved`)
+    sa.Column("moved_to", sa.String(32)),
     sa.UniqueConstraint("source", "external_id", name="uq_documents_source_external"),
 )
 

@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from connectors.acl import both
 from connectors.errors import BindingError, StoreError
 from connectors.store import schema as t
 from connectors.store.records import (
@@ -280,17 +281,29 @@ class DocumentStore:
         return out
 
     def current_acls(self, doc_ids: Iterable[str]) -> dict[str, list[str]]:
-        """doc_id -> current ACL, for documents that exist and are not deleted, or were deleted
-        by a move the indexes do not hold yet (`mark_moved`): one indexed SELECT on the primary
-        key per batch; the query service calls it once per query."""
-        ids = list(doc_ids)
+        """doc_id -> current ACL, for documents that exist and are not deleted; and for one
+        deleted by a move (`mark_moved`) while the document it moved to is live with the same
+        bytes, the access both give (that document's access taken away, or it deleted or edited,
+        takes the old path's at once). A few indexed SELECTs on the primary key per batch; the
+        query service calls it once per query."""
+        d = t.documents.c
         out: dict[str, list[str]] = {}
+        moved: dict[str, tuple[str, list[str], str | None]] = {}  # old id -> (new id, its ACL, its bytes)
         with self.engine.connect() as c:
-            for batch in _batches(ids):
-                q = sa.select(t.documents.c.doc_id, t.documents.c.acl).where(
-                    t.documents.c.doc_id.in_(batch),
-                    t.documents.c.deleted_at.is_(None) | t.documents.c.moved_at.is_not(None))
-                out.update({r[0]: list(r[1] or ()) for r in c.execute(q)})
+            for batch in _batches(list(doc_ids)):
+                q = sa.select(d.doc_id, d.acl, d.deleted_at, d.moved_to, d.content_hash).where(
+                    d.doc_id.in_(batch), d.deleted_at.is_(None) | d.moved_to.is_not(None))
+                for doc, acl, deleted_at, moved_to, chash in c.execute(q):
+                    if deleted_at is None:
+                        out[doc] = list(acl or ())
+                    else:
+                        moved[doc] = (moved_to, list(acl or ()), chash)
+            for batch in _batches(sorted({new for new, _, _ in moved.values()})):
+                q = sa.select(d.doc_id, d.acl, d.content_hash).where(d.doc_id.in_(batch), d.deleted_at.is_(None))
+                now: dict[str, tuple[list[str], str | None]] = {r[0]: (list(r[1] or ()), r[2]) for r in c.execute(q)}
+                for old, (new, acl, chash) in moved.items():
+                    if new in now and now[new][1] == chash:
+                        out[old] = both(acl, now[new][0])
         return out
 
     def set_acls(self, changes: Sequence[tuple[str, str, list[str], str]]) -> int:
@@ -336,32 +349,33 @@ class DocumentStore:
             for batch in _batches(doc_ids):
                 c.execute(t.documents.update().where(t.documents.c.doc_id.in_(batch)).values(deleted_at=at))
 
-    def mark_moved(self, doc_ids: Sequence[str], at: float) -> None:
-        """Delete documents whose bytes the listing found at a new path, keeping them served:
-        their chunk rows and index entries stay until the index step that writes the new path
-        removes them (`retire_moved`), so a rename never takes a document out of search, even
-        in a sync interrupted before that step. Their dead letters go now (the path is gone)."""
+    def mark_moved(self, moves: Sequence[tuple[str, str]], at: float) -> None:
+        """Delete documents whose bytes the listing found at a new path ((old doc id, new doc
+        id) pairs), keeping them served (`current_acls`): their chunk rows and index entries
+        stay until no index holds them (`retire_moved`), so a rename never takes a document out
+        of search, even in a sync interrupted before its index step. Their dead letters go now
+        (the path is gone)."""
         with self.tx() as c:
-            for batch in _batches(doc_ids):
-                c.execute(t.documents.update().where(t.documents.c.doc_id.in_(batch))
-                          .values(deleted_at=at, moved_at=at))
+            for old, new in moves:
+                c.execute(t.documents.update().where(t.documents.c.doc_id == old).values(deleted_at=at, moved_to=new))
+            for batch in _batches([old for old, _ in moves]):
                 c.execute(t.dead_letters.delete().where(t.dead_letters.c.doc_id.in_(batch)))
 
     def moved_away(self, source: str) -> list[str]:
-        """The source's documents deleted by a move and still served (`mark_moved`)."""
+        """The source's documents deleted by a move and still kept (`mark_moved`)."""
         with self.engine.connect() as c:
             q = sa.select(t.documents.c.doc_id).where(t.documents.c.source == source,
-                                                       t.documents.c.moved_at.is_not(None))
+                                                       t.documents.c.moved_to.is_not(None))
             return [r[0] for r in c.execute(q)]
 
     def retire_moved(self, doc_ids: Sequence[str]) -> None:
-        """Moved documents whose removal reached the indexes: their chunk rows go, and the query
-        service stops serving them (it served them while their new path was not indexed)."""
+        """Moved documents no index holds any more: their chunk rows go, and they are deleted
+        like any other."""
         with self.tx() as c:
             for batch in _batches(doc_ids):
                 c.execute(t.chunks.delete().where(t.chunks.c.doc_id.in_(batch)))
                 c.execute(t.documents.update().where(t.documents.c.doc_id.in_(batch),
-                                                     t.documents.c.moved_at.is_not(None)).values(moved_at=None))
+                                                     t.documents.c.moved_to.is_not(None)).values(moved_to=None))
 
     def purge_documents(self, doc_ids: Sequence[str]) -> None:
         """Remove every trace of deleted documents that lives per document (chunks, DLQ)."""
