@@ -481,9 +481,13 @@ def run_index(rt: Runtime, source_name: str, gens: list[Generation],
         if g.status == "live":
             stats.lag_seconds += [now - docs[did].changed_at for did in changed]
     # documents deleted by a move are kept (and served, `DocumentStore.current_acls`) while an
-    # index holds them: once none does, they are deleted like any other
+    # index that can be served holds them: once none does, they are deleted like any other (a
+    # retired generation, which deletes no longer reach, is refused them by the store)
     if moved := {d for d in rt.store.moved_away(source_name) if only is None or d in only}:
-        rt.store.retire_moved(sorted(moved - rt.store.in_any_index(source_name, moved)))
+        from connectors.lifecycle import RETAINED
+
+        served = {g.id for g in rt.lifecycle.generations(RETAINED)}
+        rt.store.retire_moved(sorted(moved - rt.store.in_any_index(source_name, moved, served)))
     stats.seconds = time.perf_counter() - started
     return stats
 

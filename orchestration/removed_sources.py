@@ -40,6 +40,7 @@ def remove_unconfigured_sources(rt: Runtime) -> tuple[dict[str, int], list[str]]
         gone = [d.doc_id for d in rt.store.documents(source)]
         rt.store.purge_documents(gone)
         rt.store.mark_deleted(gone, time.time())
+        rt.store.retire_moved(rt.store.moved_away(source))  # old paths kept for a move: out of every index above
         # its listing problems and unread files too: no sync of it will ever clear them
         rt.store.delete_dead_letters([d.id for d in rt.store.dead_letters(source=source)])
         rt.store.add_event("gc", f"removed the {len(gone)} documents of source {source!r}, "

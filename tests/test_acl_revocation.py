@@ -164,6 +164,14 @@ def test_a_moved_files_old_path_has_no_more_access_than_its_new_one_has_now(tmp_
     dep.save()
     withhold_removed_sources(Runtime(load_config(dep.config_path)))  # the source taken out
     assert not seen("alice", "c")
+    dep.cli("gc")  # and its rows removed: the old paths kept for a move go too, chunk rows and all
+    import sqlalchemy as sa
+
+    from connectors.store import schema
+
+    with rt.store.engine.connect() as c:
+        left = c.execute(sa.select(sa.func.count()).select_from(schema.chunks)).scalar()
+    assert rt.store.moved_away("docs") == [] and left == 0
 
 
 def test_an_unreadable_acl_file_withholds_what_it_governs(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -728,17 +728,19 @@ class DocumentStore:
         with self.engine.connect() as c:
             return {r.doc_id: r for r in records_of(IndexStateRecord, c.execute(q))}
 
-    def in_any_index(self, source: str, doc_ids: set[str]) -> set[str]:
+    def in_any_index(self, source: str, doc_ids: set[str], generations: Collection[int] | None = None) -> set[str]:
         """Those of `doc_ids` (of `source`) with a row in the index state of a generation not
         dropped: held, being written (a pending row: a run killed between its write and its
         bookkeeping leaves documents served under one) or withheld (kept for a removed source's
         return). What a delete would take out of an index; the others leave every index as it
         is. Looked up by the table's key, (generation, document): a few ids by batches, many by
-        reading the source's rows of each generation (source and document alone are not indexed)."""
+        reading the source's rows of each generation (source and document alone are not indexed).
+        `generations`: only these."""
         s = t.index_state.c
         out: set[str] = set()
         with self.engine.connect() as c:
             gens = c.execute(sa.select(t.generations.c.id).where(t.generations.c.status != "dropped")).scalars().all()
+            gens = [g for g in gens if generations is None or g in generations]
             for gen in gens:
                 want = sorted(doc_ids - out)
                 if not want:
