@@ -104,7 +104,7 @@ def narrowing(old: DocumentRecord, acl: list[str]) -> list[str] | None:
     """The ACL `old` keeps when what the source now says about it (`acl`) cannot be applied in
     full (its new bytes cannot be read; its folder cannot be listed): who both let in (access is
     only ever taken away on such evidence); None when that changes nothing."""
-    kept = sorted(_narrowed(list(old.acl), acl))
+    kept = sorted(both(list(old.acl), acl))
     return kept if kept != sorted(old.acl) else None
 
 
@@ -336,9 +336,6 @@ def _came_from(acl_from: str | None, origins: tuple[str, ...]) -> bool:
                for o in origins)
 
 
-_narrowed = both  # who both ACLs let in
-
-
 def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[SourceEntry],
                    known: dict[str, DocumentRecord], moved: list[tuple[DocumentRecord, list[SourceEntry]]],
                    problems: Sequence[tuple[SourceEntry, tuple[str, str]]] = (),
@@ -389,7 +386,7 @@ def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[S
             break  # the source, not this object: the refusal is not held up object by object
         acl = list(was.acl)
         for a in found:
-            acl = _narrowed(acl, a)
+            acl = both(acl, a)
         if (narrow := narrowing(was, acl)) is not None:
             narrowed.append((was, narrow))
     acl_now: Callable[[str], Sequence[str] | None] = getattr(src, "acl_now", lambda _path: None)
@@ -464,9 +461,8 @@ class _Sweep:
     touched: list[str] = field(default_factory=list)
     read: list[str] = field(default_factory=list)  # described and read this pass
     narrow: list[tuple[DocumentRecord, list[str]]] = field(default_factory=list)  # kept, with less access
-    # documents gone from their path whose bytes an item new here holds, each with that item's
-    # ACL: served until the move is indexed (`DocumentStore.mark_moved`), with no more access
-    # than the new place gives
+    # documents gone from their path whose bytes an item new here holds: (the document, the
+    # access both give, the new item's doc id), kept served (`DocumentStore.mark_moved`)
     moved: dict[str, tuple[DocumentRecord, list[str], str]] = field(default_factory=dict)
     at: int = 0  # the index of the entry being swept
     streak: ReadStreak = field(default_factory=lambda: ReadStreak())
@@ -646,7 +642,7 @@ def _keep_read(rt: Runtime, sw: _Sweep, scfg: SourceConfig, read: _Read, content
     if cls == "moved":  # served as the first copy found until that copy is indexed (`_sweep_deletes`)
         was = sw.gone_by_hash[content]
         if was.doc_id not in sw.moved:
-            sw.moved[was.doc_id] = (was, _narrowed(list(was.acl), _acl_of(read.entry)), record.doc_id)
+            sw.moved[was.doc_id] = (was, both(list(was.acl), _acl_of(read.entry)), record.doc_id)
     if cls != "unchanged":
         sw.res.changed_ids.append(record.doc_id)
     sw.rows.append(record.columns())

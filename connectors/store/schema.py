@@ -54,7 +54,7 @@ documents = sa.Table(
     sa.Column("deleted_at", _ts, index=True),
     # set with deleted_at when the listing found the bytes at a new path: that path's document,
     # whose access (with this one's) serves it until no index holds it (`DocumentStore.mark_moved`)
-    sa.Column("moved_to", sa.String(32)),
+    sa.Column("moved_to", sa.String(32), index=True),
     sa.UniqueConstraint("source", "external_id", name="uq_documents_source_external"),
 )
 

@@ -25,8 +25,11 @@ depends_on = None
 
 def upgrade() -> None:
     op.add_column("documents", sa.Column("moved_to", sa.String(32)))
+    # every index step asks for its source's kept old paths: by this, not a scan of the source
+    op.create_index("ix_documents_moved_to", "documents", ["moved_to"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_documents_moved_to", table_name="documents")
     with op.batch_alter_table("documents") as batch:
         batch.drop_column("moved_to")
