@@ -349,7 +349,11 @@ def test_in_any_index_finds_held_pending_and_withheld_rows_by_key_or_by_scan(
         asked = {f"d{i}" for i in range(40)}
         expected = {f"d{i}" for i in range(14)}  # not the dropped generation's, not another source's
         assert store.in_any_index("docs", asked) == expected
+        # of the generations that can be served only (a moved file's old path, kept while one
+        # holds it: a retired generation, which deletes no longer reach, kept it a week)
+        assert store.in_any_index("docs", asked, {gens[1]}) == {"d12", "d13"}
         monkeypatch.setattr(store_module, "_LOOKUP_BY_KEY", 0)  # many ids: read by scanning each generation
         assert store.in_any_index("docs", asked) == expected
+        assert store.in_any_index("docs", asked, {gens[1]}) == {"d12", "d13"}
     finally:
         store.dispose()
