@@ -409,14 +409,9 @@ def _record_candidate_built(context: dg.AssetExecutionContext, rt: Runtime, gens
     tags = context.run.tags
     if tags.get(TARGET_TAG) != "candidate" or CANDIDATE_TAG in tags or live is None:
         return
-    for g in gens:
-        if g.status != "building" or rt.lifecycle.unbuilt_sources(g.record):
-            continue
-        if any(f"candidate {g.name} " in e.message for e in rt.store.events("candidate-built", limit=50)):
-            continue  # another source's step completed it first
-        changed = [s for s in ("parse", "chunk", "context", "embed") if g.versions.get(s) != live.versions.get(s)]
-        rt.store.add_event("candidate-built", f"run {context.run.run_id[:8]} built candidate {g.name} "
-                                              f"(stages changed: {', '.join(changed) or 'none'})")
+    for g in gens:  # once: another source's step may have completed it first
+        if g.status == "building" and not rt.lifecycle.unbuilt_sources(g.record):
+            rt.lifecycle.record_candidate_built(g.record, f"run {context.run.run_id[:8]}")
 
 
 def _lags(stats: IndexStats) -> dict[str, float]:

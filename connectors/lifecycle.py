@@ -345,6 +345,18 @@ class Lifecycle:
             # one message for both: the CLI's --reason, the UI's promote job config `reason`
             raise UsageError("a forced promotion needs a reason (--reason; in the UI, the promote job's `reason`)")
 
+    def record_candidate_built(self, cand: GenerationRecord, by: str) -> bool:
+        """Record "candidate-built" for `cand` once (`status` lists it), whichever built it: the
+        CLI's reindex, or the UI's last partition step (`by`: who, as the event says it). False
+        when it was recorded already."""
+        if any(f"candidate {cand.name} " in e.message for e in self.store.events("candidate-built", limit=50)):
+            return False
+        live = self.live()
+        changed = ", ".join(s for s in self.current_versions if live is not None
+                            and cand.stage_versions.get(s) != live.versions.get(s)) or "none"
+        self.store.add_event("candidate-built", f"{by} built candidate {cand.name} (stages changed: {changed})")
+        return True
+
     def unbuilt_sources(self, cand: GenerationRecord) -> list[str]:
         """The partitions (sources, or shards of a sharded source) the live generation holds
         documents of and `cand` holds none of: a reindex run for some partitions only, from the

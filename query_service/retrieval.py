@@ -446,8 +446,8 @@ class Admission:
 
 
 def enforce_current_access(admit: Admission, result: SearchResult) -> SearchResult:
-    """Drop hits whose document the store says is deleted (but for one moved to a path the
-    indexes do not hold yet, `DocumentStore.mark_moved`), unknown, or not readable by the
+    """Drop hits whose document the store says is deleted (but for a moved file's old path
+    while the file sits unchanged at its new one, `DocumentStore.current_acls`), unknown, or not readable by the
     caller now. An index that lags the store (a generation a rollback restored, a write that
     failed) can then never serve what the store no longer allows."""
     if not result.hits:

@@ -114,8 +114,7 @@ def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> Binde
         raise ConfigError(f"invalid configuration: {where}: the source name {twice!r} is used more than once")
     for i, s in enumerate(cfg.sources):
         s.root = _resolve(base, s.root)
-        if (missing := "root" if s.kind == "local" and not s.root else
-                "bucket" if s.kind == "s3" and not s.bucket else None) is not None:
+        if (missing := s.missing_key()) is not None:
             raise ConfigError(f"invalid configuration: sources.{i}.{missing}: a source of kind {s.kind} needs one "
                               f"(source {s.name!r})")
         if s.kind == "local" and os.path.realpath(s.root or ".") == os.path.realpath(cfg.data_dir):

@@ -183,11 +183,14 @@ class SourceConfig(_Strict):
         """Folders of Bindery's own that this source's listing must never walk into."""
         self._state_dirs = folders
 
+    def missing_key(self) -> str | None:
+        """The setting its kind needs that this source lacks: `root` (local), `bucket` (s3)."""
+        return "root" if self.kind == "local" and not self.root else \
+            "bucket" if self.kind == "s3" and not self.bucket else None
+
     def check_complete(self) -> None:
-        if self.kind == "local" and not self.root:
-            raise ConfigError(f"source {self.name!r}: kind local needs 'root'")
-        if self.kind == "s3" and not self.bucket:
-            raise ConfigError(f"source {self.name!r}: kind s3 needs 'bucket'")
+        if (missing := self.missing_key()) is not None:
+            raise ConfigError(f"source {self.name!r}: kind {self.kind} needs {missing!r}")
 
 
 class ParseConfig(_Strict):

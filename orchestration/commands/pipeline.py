@@ -96,8 +96,7 @@ def cmd_reindex(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | N
     if stale:
         out["stale_index_fields"] = stale
     if out["candidate"] is not None and not out["errors"]:
-        lifecycle.store.add_event("candidate-built", f"reindex built candidate {cand.name} (stages changed: "
-                                  f"{', '.join(out['changed_stages']) or 'none'})")
+        lifecycle.record_candidate_built(cand.record, "reindex")
     if out["errors"]:
         raise CommandFailed(summaries.errors_line(out["errors"]), out)
     if a.promote and (first or unbuilt):
