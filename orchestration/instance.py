@@ -28,7 +28,7 @@ import yaml
 
 from connectors.config import BinderyConfig, make_data_dir
 from connectors.errors import ConfigError, StoreError
-from connectors.store.store import open_error_reason
+from connectors.store.engine import open_error_reason
 from orchestration.storage_seed import seed_sqlite_storage
 
 __all__ = ["GENERATED_MARK", "dagster_home", "get_instance", "instance_home", "instance_settings", "postgres_target"]
@@ -177,7 +177,7 @@ def _ensure_schema(url: str, schema: str) -> None:
     except sa.exc.OperationalError as e:
         # a StoreError, as when the document store cannot open the same database: exit 1 from
         # every command (a database that is down is not a mistake in the configuration)
-        from connectors.store.store import open_error_reason
+        from connectors.store.engine import open_error_reason
 
         raise StoreError(f"cannot open the Dagster instance's PostgreSQL: {open_error_reason(e)}") from None
     finally:

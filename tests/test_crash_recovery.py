@@ -280,7 +280,7 @@ def _install_hook(hook: str) -> None:
             real(self, rows)
             die()
 
-        DocumentStore.set_index_state = then_die  # type: ignore[method-assign]
+        DocumentStore.set_index_state = then_die  # type: ignore[method-assign,assignment]
     elif hook == "first-flip":
         DocumentStore.flip_binding = die  # type: ignore[method-assign]
     else:

@@ -47,7 +47,7 @@ def test_preview_reads_without_writing_and_migrates_only_a_store_that_is_behind(
     from alembic import command
     from alembic.config import Config
 
-    from connectors.store.store import _MIGRATIONS, head_revision
+    from connectors.store.engine import _MIGRATIONS, head_revision
 
     empty = DocumentStore.preview(db_url)
     assert empty.url == "sqlite://" and empty.documents("s") == []
@@ -330,7 +330,7 @@ def test_in_any_index_finds_held_pending_and_withheld_rows_by_key_or_by_scan(
         db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """What the delete guard weighs (`assets.listing.indexed_to_delete`): rows of any state in a
     generation not dropped, the same whether looked up by key (a few ids) or by a scan (many)."""
-    import connectors.store.store as store_module
+    import connectors.store.bindings as store_module
 
     store = DocumentStore(db_url)
     try:
