@@ -25,6 +25,7 @@ from typing import Any
 import lxml.html
 from lxml import etree
 
+from assets.parsing.markup import refuse_attribute_flood
 from assets.parsing.sniff import decode_text, html_declared_charset
 from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
 from connectors.documents import Block, BlockKind, ParseResult
@@ -501,6 +502,7 @@ def _parse_tree(html_text: str) -> etree._Element:
     # huge_tree: past 256 levels libxml2 stops building the tree and the rest of the page is lost
     # without a word (a legacy page of unclosed <font> tags nests one level per paragraph); the
     # walker bounds its own recursion (_MAX_DEPTH)
+    refuse_attribute_flood(html_text, "HTML")
     parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, huge_tree=True)
     try:
         doc = lxml.html.document_fromstring(html_text, parser=parser)

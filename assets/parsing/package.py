@@ -7,13 +7,15 @@ up). The sizes a ZIP's directory declares bound what Python's `zipfile` will eve
 part, so they are checked before the format's library opens the package: a refusal is a
 `too-large` dead letter naming the part, and the run goes on. One part, unpacked, may also hold
 no more than the source's `max_file_mb`, as the content of a .gz file may not (`compressed.py`):
-a 187 KB .docx whose document part unpacked to 50 MB of paragraphs was parsed for minutes."""
+a 187 KB .docx whose document part unpacked to 50 MB of paragraphs was parsed for minutes. An
+XML part with an element of thousands of attributes is refused too (`assets.parsing.markup`)."""
 
 from __future__ import annotations
 
 import io
 import zipfile
 
+from assets.parsing.markup import refuse_attribute_flood
 from connectors.errors import TooLarge, size_text
 
 __all__ = ["MAX_MEMBER_BYTES", "MAX_PACKAGE_BYTES", "check_package"]
@@ -44,3 +46,20 @@ def check_package(data: bytes, kind: str, max_part: int | None = None) -> None:
     if total > MAX_PACKAGE_BYTES:
         raise TooLarge(f"{kind} unpacks to {total / 1e6:,.0f} MB in all, over the limit of "
                        f"{MAX_PACKAGE_BYTES >> 20} MB (a zip bomb, or a package too large to read)")
+    _refuse_flooded_parts(data, kind, infos)
+
+
+_MARKUP_PARTS = (".xml", ".rels", ".xhtml", ".html", ".htm", ".opf", ".ncx", ".svg")
+
+
+def _refuse_flooded_parts(data: bytes, kind: str, infos: list[zipfile.ZipInfo]) -> None:
+    """CorruptDocument naming the XML part that holds an element libxml2 would take hours over
+    (`assets.parsing.markup`). Each part is unpacked once more, within the limits just checked."""
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        for info in infos:
+            if info.filename.lower().endswith(_MARKUP_PARTS) and not info.is_dir():
+                try:
+                    part = zf.read(info)
+                except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError):
+                    continue  # the format's parser says why the package is corrupt
+                refuse_attribute_flood(part, f"{kind} part {info.filename}")

@@ -26,6 +26,7 @@ from typing import Any, cast
 
 from lxml import etree
 
+from assets.parsing.markup import refuse_attribute_flood
 from assets.parsing.textutil import (
     TextBudget,
     clean_inline,
@@ -257,6 +258,7 @@ def _too_deep(parser: etree.XMLParser) -> None:
 def parse_xml(data: bytes) -> ParseResult:
     """Parse an XML document into headings, paragraphs, records, lists, code and tables."""
     warnings: list[str] = []
+    refuse_attribute_flood(data, "XML")
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True, recover=False)
     try:
         root = etree.fromstring(data, parser=parser)
