@@ -17,6 +17,7 @@ import fcntl
 import json
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import warnings
@@ -25,11 +26,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-import openvino as ov
 from tokenizers import Encoding, Tokenizer
 
 from connectors.errors import ConfigError
 from connectors.identity import short_hash
+
+# `import openvino` imports its model converter, which sends a usage event to Google Analytics
+# from a forked child (a DNS lookup, up to 3 s waited for where DNS hangs) and writes a client id
+# and a counter under ~/intel (an operator pass, with strace). It falls back to its own no-op
+# stub where the `openvino_telemetry` package cannot be imported: so here it cannot. Bindery
+# never reaches the network at run time.
+sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
+import openvino as ov  # noqa: E402
 
 __all__ = ["OpenVinoRunner"]
 

@@ -285,3 +285,19 @@ def test_a_sync_counts_the_texts_the_models_window_cut(tmp_path: Path, backend: 
     counts = get_tokenizer("all-MiniLM-L6-v2").count_batch(texts)
     expected = sum(1 for n in counts if n + 2 > 256)
     assert expected >= 2 and summary["truncated"] == expected
+
+
+@pytest.mark.skipif(not _openvino_importable(), reason="openvino is not installed")
+def test_loading_the_openvino_runner_sends_no_usage_telemetry(tmp_path: Path) -> None:
+    """`import openvino` sent a usage event to Google Analytics from a forked child and wrote
+    ~/intel/openvino_ga_cid and a counter (an operator pass, with strace): Bindery must never
+    reach the network at run time. With its telemetry package made unimportable, OpenVINO uses
+    its own no-op stub, and nothing is written under the home folder."""
+    probe = ("import connectors._openvino, sys\n"
+             "import openvino.tools.ovc.telemetry_utils as t\n"
+             "print(t.tm.__name__, sys.modules.get('openvino_telemetry'))\n")
+    env = {**os.environ, "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120,
+                          cwd=Path(__file__).resolve().parents[1], check=True)
+    assert done.stdout.split() == ["openvino.tools.ovc.telemetry_stub", "None"]
+    assert list(tmp_path.iterdir()) == []  # no ~/intel
