@@ -23,7 +23,7 @@ import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from assets.parsing import markdown_fast
+from assets.parsing import markdown_ext, markdown_fast
 from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
 from connectors.documents import Block, ParseResult
 from connectors.errors import ParseError
@@ -371,6 +371,9 @@ def parse_markdown(text: str) -> ParseResult:
     (nested too deep, tables padded too far: `_beyond_the_parser`) is read as plain text
     instead, with a warning saying why."""
     front, body, warning = split_front_matter(text)
+    if not front:
+        front, body = markdown_ext.split_meta(body)
+    body = markdown_ext.rewrite(body)
     if (why := _beyond_the_parser(body)) is not None:
         return _as_plain_text(body, why)
     try:

@@ -100,6 +100,8 @@ _OBJECT_DIRECTIVES = {
     "automethod",
     "autodata",
     "autoattribute",
+    "confval",  # Sphinx's configuration values (a directive of its own since Sphinx 7.4)
+    "event",  # Sphinx's application events, as its own documentation declares them
 }
 # Directives whose body is markup for the build (or nothing a reader sees as text).
 _DROP_DIRECTIVES = {
@@ -321,6 +323,11 @@ class _Reader:
         sub_lines = _dedent_lines(body[k:])
         has_text = any(sub_lines)  # dedented: a blank line is ""
         local = name.split(":")[-1]  # "py:method" → "method"
+        # the rst domain's entries describe markup ("rst:role:: ref", "rst:directive:: .. note::"):
+        # objects like any other, though their local names are docutils' own "role" (dropped)
+        described = local in _OBJECT_DIRECTIVES or name.startswith("rst:")
+        if name.startswith("rst:"):
+            arg = re.sub(r"^\.\.\s+|::$", "", arg).strip()
         if local in _CODE_DIRECTIVES or local in _TEST_DIRECTIVES:
             if has_text:
                 lang = arg.split()[0] if arg and local in _CODE_DIRECTIVES else None
@@ -346,7 +353,7 @@ class _Reader:
                 if n == 0 and b.kind == "paragraph":
                     b.text = f"{label}: {b.text}" if label else b.text
                 self.blocks.append(b)
-        elif local in _OBJECT_DIRECTIVES and arg:
+        elif described and arg:
             # Sphinx API entries: the signature heads its description, one level below the
             # enclosing section (methods nest under their class the same way).
             level = min(6, self.current + 1)
@@ -536,7 +543,10 @@ class _Reader:
         if literal:
             text = text[:-2].rstrip() + ("" if text[:-2].endswith(" ") or not text[:-2] else ":")
             text = text.rstrip()
-        if text and base > 0 and not literal:
+        defines = i < len(lines) and lines[i].strip() and _indent(lines[i]) > base  # a definition list's term
+        if text and defines and not literal:
+            self.blocks.append(Block("paragraph", _inline(text), meta={"term": True}))
+        elif text and base > 0 and not literal:
             self.blocks.append(Block("paragraph", _inline(text), meta={"quote": True}))
         elif text:
             self.blocks.append(Block("paragraph", _inline(text)))
@@ -555,6 +565,18 @@ class _Reader:
                     j += 1
                 self.blocks.append(Block("code", "\n".join(quoted)))
                 self.i = j
+
+    def _indented(self) -> None:
+        """A block quote or a definition's body (indented text no construct above took): read as
+        markup one level in, so its directives (`.. versionadded::`, `.. note::`, `..
+        code-block::` under a definition or in a glossary) are directives, not prose; its
+        paragraphs stay marked as quoted."""
+        body, end = self._indented_block(self.i, _indent(self.lines[self.i]))
+        self.i = end
+        for b in self._nested(_dedent_lines(body), self.current):
+            if b.kind == "paragraph" and not b.meta:
+                b.meta = {"quote": True}
+            self.blocks.append(b)
 
     def _doctest(self) -> bool:
         line = self.lines[self.i]
@@ -586,6 +608,9 @@ class _Reader:
                 continue
             if _is_adornment(line) and (self.i + 1 >= len(self.lines) or not self.lines[self.i + 1].strip()):
                 self.i += 1  # a transition (----) between paragraphs
+                continue
+            if _indent(line) > 0:
+                self._indented()
                 continue
             self._paragraph()
         return [b for b in self.blocks if b.text.strip()]
