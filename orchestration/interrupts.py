@@ -17,12 +17,14 @@ __all__ = ["quiet_interrupted", "quiet_interrupted_logging"]
 
 
 def _not_interrupted(record: logging.LogRecord) -> bool:
-    """False for a record of the interrupt: a KeyboardInterrupt, or an error raised while one
-    was handled (the CancelledError of a task the interrupt cancelled)."""
+    """False for a record of the interrupt: a KeyboardInterrupt (or the error Dagster turns one
+    into inside a run: SQLAlchemy logged "Exception closing connection" with its traceback when
+    the signal landed in a close, an operator pass), or an error raised while one was handled
+    (the CancelledError of a task the interrupt cancelled)."""
     exc = record.exc_info[1] if record.exc_info else None
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
+        if _is_interrupt(exc):
             return False
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__

@@ -118,15 +118,47 @@ def headline(message: str) -> str:
     return out
 
 
+class _CapturedInterrupts(dict[str, bool]):
+    """Dagster's record of a SIGINT it captured (`dagster._utils.interrupts`), remembering one
+    after Dagster clears it. During a run Dagster holds SIGINT in a flag and raises it only at
+    its next checkpoint; one that lands after the last step, while the run is being finished, is
+    cleared with the flag and never raised: the CLI went on to the next source and exited 0, or
+    reported the run as failed with all of it stored (an operator pass)."""
+
+    seen = False
+
+    def __setitem__(self, key: str, value: bool) -> None:
+        self.seen = self.seen or bool(value)
+        super().__setitem__(key, value)
+
+
+@contextmanager
+def _interrupts_seen() -> Iterator[_CapturedInterrupts]:
+    """Install `_CapturedInterrupts` as Dagster's flag for the length of a run."""
+    from dagster._utils import interrupts as dagster_interrupts
+
+    prior = dagster_interrupts._received_interrupt
+    flag = _CapturedInterrupts(prior)
+    dagster_interrupts._received_interrupt = flag
+    try:
+        yield flag
+    finally:
+        dagster_interrupts._received_interrupt = prior
+
+
 def _interrupted(events: Iterable[dg.DagsterEvent]) -> bool:
-    """Whether a step failed because the process was interrupted (SIGINT, Ctrl-C)."""
+    """Whether a run failed because the process was interrupted (SIGINT, Ctrl-C): in a step, or
+    while Dagster finished the run after its last step ("Execution was interrupted")."""
     for ev in events:
-        if ev.event_type_value == "STEP_FAILURE" and ev.step_failure_data:
-            err = ev.step_failure_data.error
-            while err is not None:
-                if err.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt"):
-                    return True
-                err = err.cause
+        data: Any = ev.event_specific_data
+        err = getattr(data, "error", None) if ev.event_type_value in ("STEP_FAILURE", "RUN_FAILURE",
+                                                                      "PIPELINE_FAILURE") else None
+        while err is not None:
+            if err.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt"):
+                return True
+            err = err.cause
+        if ev.event_type_value in ("RUN_FAILURE", "PIPELINE_FAILURE") and "interrupted" in (ev.message or ""):
+            return True
     return False
 
 
@@ -217,11 +249,12 @@ class Runner:
         run_config = {**(run_config or {}), "loggers": {"console": {}}}
         tags = {"bindery/launched-by": "cli", "bindery/host": socket.gethostname(), "bindery/pid": str(os.getpid()),
                 **_config_tags(self.cfg), **(tags or {})}
-        with _origin_recorded(self.instance, ui_origin(self.cfg, job_name)):
+        with _origin_recorded(self.instance, ui_origin(self.cfg, job_name)), _interrupts_seen() as interrupt:
             result = job.execute_in_process(instance=self.instance, partition_key=partition, run_config=run_config,
                                             tags=tags, raise_on_error=False)
-        if not result.success and _interrupted(result.all_events):
-            # Dagster turns Ctrl-C into a failed step and returns; the CLI must stop here too
+        if interrupt.seen or (not result.success and _interrupted(result.all_events)):
+            # Dagster turns Ctrl-C into a failed step and returns, or swallows one that came after
+            # the last step; either way the CLI stops here too
             raise KeyboardInterrupt
         remember_throughput(self.instance, Path(os.environ["DAGSTER_HOME"]))  # for the next `bindery plan`
         return outcome_from_events(job_name, partition, result.run_id, result.success, result.all_events)

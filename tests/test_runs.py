@@ -443,3 +443,36 @@ def test_the_ui_re_executes_a_failed_cli_run_from_its_failure(dep: Deployment, d
     assert rows[child]["status"] == "SUCCESS" and rows[child]["launched_by"] == "ui"
     assert dep.cli("query", "ERR-0x1F", "-k", "1")["hits"][0]["doc"] == "ops/errors.html"
     assert {r["run_id"]: r["status"] for r in dep.cli("runs")["runs"]}[child] == "SUCCESS"
+
+
+@pytest.mark.timeout(600)
+def test_ctrl_c_after_a_sources_last_step_stops_the_sync_there(dep: Deployment,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """An operator pass: a Ctrl-C that landed after a source's last step, while Dagster finished
+    the run, was held in Dagster's flag and cleared with it: the sync went on through every
+    other source and exited 0 (or reported a run with everything stored as failed). Now the run
+    ends as interrupted and no further source runs."""
+    import dagster as dg
+
+    from orchestration.runs import Runner
+
+    dep.config["sources"] = [dep.config["sources"][0],
+                             {"name": "more", "kind": "local", "root": str(dep.root), "min_ratio": 0.5}]
+    dep.save()
+    runner = Runner(load_config(dep.config_path))
+    real = dg.DagsterInstance.handle_new_event
+    ran: list[str] = []
+
+    def then_ctrl_c(self: dg.DagsterInstance, event: Any, *args: Any, **kwargs: Any) -> None:
+        real(self, event, *args, **kwargs)
+        kind = event.dagster_event.event_type_value if event.dagster_event else None
+        if kind in ("RUN_START", "PIPELINE_START"):
+            ran.append(event.run_id)
+        if kind in ("RUN_SUCCESS", "PIPELINE_SUCCESS"):  # every step done, the run being finished
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)  # the signal is handled here, by Dagster's handler
+
+    monkeypatch.setattr(dg.DagsterInstance, "handle_new_event", then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_sources("sync", ["docs", "more"])
+    assert len(ran) == 1  # "more" never started
