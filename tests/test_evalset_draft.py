@@ -233,6 +233,19 @@ def test_a_draft_quotes_only_what_the_named_principals_may_read_and_is_private(t
     assert text and "hr/salaries.md" not in text and "SECRETTOKEN" not in text and "Salary" not in text
 
 
+def test_a_draft_with_no_question_fails_and_writes_no_empty_set(tmp_path: Path) -> None:
+    """An operator pass: with nothing the principal may read, `draft` wrote a 0-byte file, said
+    "drafted 0 questions" and advised setting gate.queries to it, which `promote` then refused
+    ("eval set has no cases"). It now fails, writes nothing and says why."""
+    dep = Deployment(tmp_path)
+    (dep.root / ".bindery-acl").write_text("group:hr\n")
+    dep.cli("sync")
+    out = tmp_path / "drafted.jsonl"
+    got = dep.cli("evalset", "draft", "--out", str(out), "--principal", "group:eng", expect=1)
+    assert "no question could be drafted from the 0 document(s) that group:eng may read" in got["error"]
+    assert not out.exists()
+
+
 def test_a_draft_never_writes_through_a_device_a_pipe_or_a_link(tmp_path: Path) -> None:
     """Found by an operator pass: `--out /dev/full --force` (as root) chmodded the device 0600,
     `--out` on a FIFO hung, and on a link truncated the file it named. Each is refused before

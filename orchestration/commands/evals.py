@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from connectors.config import BinderyConfig
-from connectors.errors import UsageError
+from connectors.errors import BinderyError, UsageError
 from orchestration import report
 from orchestration.commands.common import check_queries, searchable_generation, store_for
 
@@ -127,6 +127,11 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     finally:
         if writer is not None:
             writer.close()
+    if not cases:  # an empty set is no gate (`promote` refuses it): say so rather than write one
+        whose = f"that {', '.join(a.principal)} may read" if a.principal else "the live generation serves"
+        raise BinderyError(f"no question could be drafted from the {len(by_doc)} document(s) {whose}: too "
+                           "little text with titles, headings or identifiers to ask about; nothing was "
+                           f"written to {out} (write questions by hand: docs/eval-format.md)")
     try:
         _write_private(out, "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases))
     except OSError as e:
