@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fetch the real document corpora of the dev eval sets in ../evalsets, from Debian 12's packages.
+# Fetch the real document corpora of the dev eval sets in ../evalsets, from Debian 12's packages
+# (and, for the documentation-site sets sphinx_rst and mkdocs_md, from PyPI source distributions).
 # Usage: benchmarks/corpora/fetch.sh [DEST] [SET...]
 #   DEST  default $HOME/.cache/bench-corpora;  SET  default: all of the sets below.
 # Result: DEST/<set>/ is a source root (the "doc" paths of evalsets/<set>.jsonl are relative to it);
@@ -8,11 +9,18 @@
 # Each package is asked for at the version the eval sets were made from; if the archive no longer
 # has it (a point release replaced it), the current version is taken and a warning printed: check
 # the generator's output (it refuses gold labels that no longer occur) before trusting old numbers.
+# PyPI sdists are pinned exactly (a release never changes); they are fetched with "$PYTHON -m pip"
+# (default: the repository's .venv, else python3).
 set -euo pipefail
 dest=${1:-$HOME/.cache/bench-corpora}
 shift || true
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api)
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md)
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -n "${PYTHON:-}" ]; then :
+elif [ -x "$here/../../.venv/bin/python" ]; then PYTHON=$here/../../.venv/bin/python
+else PYTHON=python3
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$dest"
@@ -29,6 +37,27 @@ fetch() {
   dpkg-deb -x "$work/dl/${pkg}_"*.deb "$work/$pkg"
   echo "$pkg $(dpkg-deb -f "$work/dl/${pkg}_"*.deb Version)" >>"$work/versions"
   echo "$work/$pkg"
+}
+
+# pypi NAME VERSION: download one PyPI source distribution, unpack it into $work/NAME (its top
+# folder stripped), print where it went. (Called as x=$(pypi ...): set -e does not reach inside a
+# command substitution, so each step returns its failure itself.)
+pypi() {
+  local pkg=$1 version=$2
+  mkdir -p "$work/pypi/$pkg" "$work/$pkg"
+  "$PYTHON" -m pip download -q --no-deps --no-binary :all: -d "$work/pypi/$pkg" "$pkg==$version" >&2 || return
+  tar xzf "$work/pypi/$pkg/"*.tar.gz -C "$work/$pkg" --strip-components=1 || return
+  echo "$pkg $version (PyPI sdist)" >>"$work/versions"
+  echo "$work/$pkg"
+}
+
+# copy_tree FROM TO FIND-ARGS...: copy the files under FROM that `find . FIND-ARGS` lists to TO,
+# keeping their relative paths.
+copy_tree() {
+  local from=$1 to=$2
+  shift 2
+  mkdir -p "$to"
+  (cd "$from" && find . \( "$@" \) -type f -print0 | tar cf - --null -T -) | tar xf - -C "$to"
 }
 
 fresh() { rm -rf "$dest/$1" "$dest/_extra/$1"; mkdir -p "$dest/$1"; }
@@ -111,6 +140,22 @@ for set in "${sets[@]}"; do
   glib_api)  # GLib 2.74's API reference, gtk-doc HTML (100 pages, its symbol indexes included)
     x=$(fetch libglib2.0-doc 2.74.6-2+deb12u9); fresh $set
     cp "$x/usr/share/gtk-doc/html/glib/"*.html "$dest/$set/" ;;
+  sphinx_rst)  # Sphinx 7.2.6's own documentation, reStructuredText sources (doc/**/*.rst, 92 files);
+    # its CHANGES file and the sphinx.ext modules' sources (docstrings) for the queries
+    x=$(pypi sphinx 7.2.6); fresh $set
+    copy_tree "$x/doc" "$dest/$set" -name '*.rst'
+    mkdir -p "$dest/_extra/$set"
+    cp "$x/CHANGES" "$dest/_extra/$set/"
+    copy_tree "$x" "$dest/_extra/$set" \( -path './sphinx/ext/*.py' ! -path './sphinx/ext/*/*' \) \
+      -o -path './sphinx/ext/*/__init__.py' ;;
+  mkdocs_md)  # two MkDocs sites' Markdown sources (82 files): pymdown-extensions 10.8.1's docs
+    # (docs/src/markdown without the hidden .snippets/ include folder) under pymdownx/ and
+    # Python-Markdown 3.6's docs/ under markdown/; the extensions' sources for the queries
+    x=$(pypi pymdown-extensions 10.8.1); y=$(pypi markdown 3.6); fresh $set
+    copy_tree "$x/docs/src/markdown" "$dest/$set/pymdownx" -name '*.md' ! -path './.snippets/*'
+    copy_tree "$y/docs" "$dest/$set/markdown" -name '*.md'
+    copy_tree "$x" "$dest/_extra/$set" -path './pymdownx/*.py' ! -path './pymdownx/*/*'
+    copy_tree "$y" "$dest/_extra/$set" -path './markdown/extensions/*.py' ;;
   *) echo "unknown set: $set" >&2; exit 2 ;;
   esac
   echo "$set: $(find "$dest/$set" -type f | wc -l) files -> $dest/$set"
