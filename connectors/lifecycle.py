@@ -177,13 +177,19 @@ class Lifecycle:
         return self.building() if self.store.get_binding() is None else None
 
     def resolve(self, which: str | int | None) -> GenerationRecord:
-        """The row of `which`: "live", "candidate" (the newest building generation; also when
-        `which` is None), a generation id or a generation name (a Dagster `generations`
-        partition). Raises BindingError naming what to run."""
+        """The row of `which`: "live", "previous" (the rollback target, as `bindery status` names
+        it), "candidate" (the newest building generation; also when `which` is None), a
+        generation id or a generation name (a Dagster `generations` partition). Raises
+        BindingError naming what to run."""
         if which == "live":
             gen = self.live()
             if gen is None:
                 raise BindingError("no live generation yet: run `bindery sync`")
+            return gen.record
+        if which == "previous":
+            gen = self.previous()
+            if gen is None:
+                raise BindingError("no previous generation: one is kept once a promote replaced a live one")
             return gen.record
         if which is None or which == "candidate":
             gen = self.building()

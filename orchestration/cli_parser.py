@@ -114,9 +114,10 @@ def _generation_arg(value: str) -> str:
     if value.isascii() and value.isdigit():
         if 0 < int(value) <= _MAX_INT:
             return value
-    elif _GENERATION_NAME.fullmatch(value):  # live, candidate, or a name (`Lifecycle.resolve` says if none)
+    elif _GENERATION_NAME.fullmatch(value):  # live, previous, candidate, or a name (`Lifecycle.resolve`)
         return value
-    raise argparse.ArgumentTypeError(f"expected live, candidate, a generation id (a number) or name, got {value!r}")
+    raise argparse.ArgumentTypeError(f"expected live, previous, candidate, a generation id (a number) or name, "
+                                     f"got {value!r}")
 
 
 def _common_options(p: argparse.ArgumentParser, default: Any) -> None:
@@ -178,13 +179,13 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("eval", help="run an eval set against a generation")
     s.add_argument("--queries", help="eval set (JSONL); default: gate.queries")
     s.add_argument("--generation", default="live", type=_generation_arg,
-                   help="live, candidate, or a generation id or name")
+                   help="live, previous, candidate, or a generation id or name")
     s = sub.add_parser("tune", help="search retrieval settings on the eval set (tuning half), report the checking half")
     s.add_argument("--budget", help="trials (24) or minutes (10m); default: tune.budget")
     s.add_argument("--seed", type=int, default=None, help="split and trial-order seed; default: tune.seed")
     s.add_argument("--queries", help="eval set (JSONL); default: gate.queries")
     s.add_argument("--generation", default="live", type=_generation_arg,
-                   help="live, candidate, or a generation id or name (query-time keys only)")
+                   help="live, previous, candidate, or a generation id or name (query-time keys only)")
     s.add_argument("--build", action="store_true",
                    help="build the best ingestion setting as a candidate generation for `bindery promote`")
     s = sub.add_parser("query", help="search the live generation")
@@ -195,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="identity (repeatable); default public")
     s.add_argument("--source", action=_AppendOnce, help="only this source (repeatable)")
     s.add_argument("--generation", default="live", type=_generation_arg,
-                   help="live, candidate, or a generation id or name")
+                   help="live, previous, candidate, or a generation id or name")
     s.add_argument("--neighbours", type=_neighbours, default=None,
                    help=f"with each hit, this many chunks before and after it (0-{MAX_NEIGHBOURS}; "
                         "default: query.neighbours)")

@@ -582,3 +582,15 @@ def test_a_rollback_to_a_generation_whose_index_cannot_be_opened_warns(dep: Depl
     shutil.rmtree(str(gone.keyword_snapshot))
     out = dep.cli("rollback")
     assert len(out["warnings"]) == 1 and "published snapshot is missing" in out["warnings"][0], out
+
+
+def test_the_previous_generation_is_searched_by_the_name_status_gives_it(dep: Deployment) -> None:
+    """`status` lists live, previous and candidate; `query --generation previous` was refused
+    ("no generation previous", an operator pass). It names the rollback target."""
+    first = dep.cli("status")["live"]
+    assert "no previous generation" in dep.cli("query", "--generation", "previous", "battery", expect=1)["error"]
+    dep.cli("reindex", "--force")
+    dep.cli("promote", "--force", "--reason", "a second generation")
+    assert dep.cli("status")["previous"] == first
+    assert dep.cli("query", "--generation", "previous", "battery")["generation"] == first
+    assert dep.cli("eval", "--generation", "previous")["generation"] == first
