@@ -670,6 +670,16 @@ class StageWalk:
         self.index = {k: max((n[k] for n in per_generation), default=0) for k in self.index}
 
 
+def _still_indexed(rt: Runtime, removed: dict[str, int]) -> dict[str, int]:
+    """source -> documents of a source no longer configured that a retained generation's index
+    still holds: what the next index step takes out (none once one has; a plan said it would
+    still "take them out" after the sync had, an operator pass)."""
+    from connectors.lifecycle import RETAINED
+
+    gens = rt.lifecycle.generations(RETAINED) if removed else []
+    return {name: len({did for g in gens for did in rt.store.held_doc_ids(g.id, name)}) for name in removed}
+
+
 EXAMPLES = 20  # failures named per source; the count covers them all
 
 
@@ -763,7 +773,8 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
         "recomputed": {s: totals[s].compute for s in ("parse", "chunk", "context", "embed")},
         "written": {"documents": index["write"], "chunks": index["chunks"], "deleted": index["delete"]},
         # withheld by any listing, taken out of the indexes by any index step (`listing.withhold_removed_sources`)
-        "removed_sources": rt.store.removed_sources(cfg.source_names()),
+        "removed_sources": (removed := rt.store.removed_sources(cfg.source_names())),
+        "removed_sources_indexed": _still_indexed(rt, removed),
         "estimate": estimate_seconds(stages, history, **work),
         "llm": llm_estimate(cfg, targets, llm_docs, history),
         "seconds": round(time.perf_counter() - started, 3),

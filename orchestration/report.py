@@ -369,9 +369,14 @@ def _human_plan(r: dict[str, Any]) -> str:
     lines += ["", *table(["stage", "compute", "cached", "unit", "est. seconds"], stage_rows).splitlines()]
     w = r["written"]
     lines += ["", f"indexes: {w['documents']} documents to write ({w['chunks']} chunks), {w['deleted']} to remove"]
-    lines += [f"source {name!r} is no longer configured: the {r['kind']} withholds its {n:,} "
-              f"document{'s' if n != 1 else ''} from search and takes them out of every generation's indexes "
-              "(`bindery gc` then removes them)" for name, n in (r.get("removed_sources") or {}).items()]
+    for name, n in (r.get("removed_sources") or {}).items():
+        docs, held = f"{n:,} document{'s' if n != 1 else ''}", (r.get("removed_sources_indexed") or {}).get(name, n)
+        lines.append(f"source {name!r} is no longer configured: the {r['kind']} withholds its {docs} from search "
+                     f"and takes the {held:,} still indexed out of every generation's indexes (`bindery gc` then "
+                     "removes them)" if held else
+                     f"source {name!r} is no longer configured: its {docs} {'are' if n != 1 else 'is'} withheld "
+                     "from search and out of every generation's indexes already (`bindery gc` removes "
+                     f"{'them' if n != 1 else 'it'} from the store)")
     total, known = est["seconds"], sum(est["by_stage"].values())
     guess = f"about {total:,.0f} s" if total is not None else f"unknown, more than {known:,.0f} s" if known >= 1 \
         else "unknown"
