@@ -67,9 +67,9 @@ def _human_sync(r: dict[str, Any]) -> str:
     w = r.get("written", {})
     changed = any(rc.values()) or w.get("documents") or w.get("deleted")
     if changed:
-        lines.append("recomputed: " + ", ".join(f"{k} {v}" for k, v in rc.items()))
-        lines.append(f"indexes: {w.get('documents', 0)} documents written ({w.get('chunks', 0)} chunks), "
-                     f"{w.get('deleted', 0)} removed")
+        lines.append("recomputed: " + ", ".join(f"{k} {v:,}" for k, v in rc.items()))
+        lines.append(f"indexes: {w.get('documents', 0):,} documents written ({w.get('chunks', 0):,} chunks), "
+                     f"{w.get('deleted', 0):,} removed")
     elif not errors:
         lines.append(_nothing_written(r.get("sources", {})))
     lines += [f"source {name!r} is no longer configured: its {n:,} "
@@ -368,7 +368,7 @@ def _human_plan(r: dict[str, Any]) -> str:
                             for st, c in r["stages"].items()]
     lines += ["", *table(["stage", "compute", "cached", "unit", "est. seconds"], stage_rows).splitlines()]
     w = r["written"]
-    lines += ["", f"indexes: {w['documents']} documents to write ({w['chunks']} chunks), {w['deleted']} to remove"]
+    lines += ["", f"indexes: {w['documents']:,} documents to write ({w['chunks']:,} chunks), {w['deleted']:,} to remove"]
     for name, n in (r.get("removed_sources") or {}).items():
         docs, held = f"{n:,} document{'s' if n != 1 else ''}", (r.get("removed_sources_indexed") or {}).get(name, n)
         lines.append(f"source {name!r} is no longer configured: the {r['kind']} withholds its {docs} from search "

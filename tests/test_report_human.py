@@ -31,6 +31,14 @@ def test_sync_lists_what_changed_and_the_live_generation() -> None:
     assert out[-1] == "live generation: g1   (1.5 s)"
 
 
+def test_sync_counts_are_grouped_as_the_plan_and_the_interrupted_line_group_them() -> None:
+    """An operator pass: the plan said "context 2,249" and the sync "context 3572 ... (7010 chunks)"."""
+    out = human("sync", _sync(recomputed={"parse": 12, "chunk": 12, "context": 3572, "embed": 3572},
+                              written={"documents": 1200, "chunks": 7010, "deleted": 0})).splitlines()
+    assert out[1] == "recomputed: parse 12, chunk 12, context 3,572, embed 3,572"
+    assert out[2] == "indexes: 1,200 documents written (7,010 chunks), 0 removed"
+
+
 def test_a_quiet_sync_says_nothing_changed_and_shows_failed_checks_and_candidates() -> None:
     r = _sync(sources={"docs": {"new": 0, "updated": 0, "unchanged": 7, "moved": 0, "acl": 0, "deleted": 0}},
               recomputed=dict.fromkeys(("parse", "chunk", "context", "embed"), 0),
