@@ -368,7 +368,8 @@ def _human_plan(r: dict[str, Any]) -> str:
                             for st, c in r["stages"].items()]
     lines += ["", *table(["stage", "compute", "cached", "unit", "est. seconds"], stage_rows).splitlines()]
     w = r["written"]
-    lines += ["", f"indexes: {w['documents']:,} documents to write ({w['chunks']:,} chunks), {w['deleted']:,} to remove"]
+    lines += ["", f"indexes: {w['documents']:,} documents to write ({w['chunks']:,} chunks), "
+                  f"{w['deleted']:,} to remove"]
     for name, n in (r.get("removed_sources") or {}).items():
         docs, held = f"{n:,} document{'s' if n != 1 else ''}", (r.get("removed_sources_indexed") or {}).get(name, n)
         lines.append(f"source {name!r} is no longer configured: the {r['kind']} withholds its {docs} from search "
