@@ -369,7 +369,9 @@ def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: di
     records = _records(rt, g, candidates, rows, changed)
     changed = [did for did in changed if did in records]
     cut = set(rows.by_doc)
-    gone = [did for did in state if did not in docs or did in stale]
+    holds = set(digests) | {did for did in state if did in docs and did not in stale}
+    kept = kept_moves(rt.store, docs, state, holds)
+    gone = [did for did in state if (did not in docs and did not in kept) or did in stale]
     revoked = [did for did, st in state.items()
                if did in docs and did not in digests and did not in stale
                and (not st.digest or st.acl_hash != docs[did].acl_hash)]
@@ -377,6 +379,22 @@ def _plan(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: di
         if writing else []
     waiting = sum(1 for did in cut if did not in digests and did not in unsafe) if writing else 0
     return _Plan(records, digests, changed, gone + revoked + emptied, len(revoked), waiting)
+
+
+def kept_moves(store: DocumentStore, docs: Mapping[str, DocumentRecord], state: Mapping[str, IndexStateRecord],
+               holds: Collection[str]) -> set[str]:
+    """Documents a generation holds (`state`) that a move deleted and that it keeps: the file sits
+    unchanged at its new path (`DocumentStore.current_acls` serves the old one meanwhile) and the
+    new path is not among what the generation holds after this run (`holds`). A generation only
+    maintained never gets the new path, so it keeps the old one: a rollback to the generation a
+    sync had only maintained found the moved file under neither path, and a reindex took it out
+    of live until the next sync (an operator pass). Where the new path is written, the old goes."""
+    away = [did for did in state if did not in docs]
+    served = store.current_acls(away) if away else {}
+    if not served:
+        return set()
+    rows = store.get_documents(list(served))
+    return {old for old in served if rows[old].moved_to is not None and rows[old].moved_to not in holds}
 
 
 def _emptied(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: dict[str, IndexStateRecord],

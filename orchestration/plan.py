@@ -25,7 +25,7 @@ Dagster materialisation metadata); with no history it says so.
 from __future__ import annotations
 
 import time
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,7 @@ from assets.chunk_stage import chunk_rows, needs_chunking
 from assets.context_stage import context_input_hash, document_context, embed_text_of, missing_contexts
 from assets.embed_stage import capped_chars
 from assets.includes import fold, include_reader, own_hash, read_again, scanned_metadata, withdrawn
-from assets.index_stage import doc_digest, live_rows, unsafe_kept_versions
+from assets.index_stage import doc_digest, kept_moves, live_rows, unsafe_kept_versions
 from assets.listing import (
     CLASSES,
     ReadStreak,
@@ -73,7 +73,7 @@ from connectors.generations import working_index_damage
 from connectors.identity import content_hash, doc_id, short_hash, text_hash
 from connectors.sources import make_source
 from connectors.sources.base import Source
-from connectors.store import ChunkRecord, DocumentRecord, ParseRecord
+from connectors.store import ChunkRecord, DocumentRecord, IndexStateRecord, ParseRecord
 from orchestration.plan_pool import fork_map
 
 __all__ = ["STAGES", "compute_plan"]
@@ -101,6 +101,15 @@ class SourcePlan:
     docs: list[DocumentRecord] = field(default_factory=list)
     data: dict[str, bytes] = field(default_factory=dict)  # content hash -> bytes read by the listing
     failures: dict[str, tuple[str, Failure]] = field(default_factory=dict)  # what the listing dead-letters
+    moves: dict[str, str] = field(default_factory=dict)  # old doc id -> new: a move the listing marks (its `moved`)
+
+    def count(self, live_old: DocumentRecord | None, record: DocumentRecord,
+              gone_by_hash: Mapping[str, DocumentRecord]) -> None:
+        """Count `record`'s change class as the listing does, and note a move as it marks one."""
+        cls = change_class(live_old, record.content_hash or "", list(record.acl), record.metadata, gone_by_hash)
+        self.changes[cls] += 1
+        if cls == "moved" and (was := gone_by_hash[record.content_hash or ""].doc_id) not in self.moves:
+            self.moves[was] = record.doc_id
 
     @property
     def proceeds(self) -> bool:
@@ -146,7 +155,7 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
                                  indexed=lambda: indexed_to_delete(rt, scfg.name, gone))
     if unsafe and not allow_mass_delete:
         sp.unsafe = unsafe  # the sync aborts; the items are still classified, to show what tripped it
-    gone_hashes = {d.content_hash for d in gone if d.content_hash}
+    gone_hashes = {d.content_hash: d for d in gone if d.content_hash}  # the listing's `gone_by_hash`
     default_acl = _default_acl(scfg)
     reads = ReadStreak()  # the sync's rule: failing reads that are the source's failure
     includers: list[DocumentRecord] = []  # read, including other files: classified once all are read
@@ -186,7 +195,7 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
         if metadata.get("includes"):
             includers.append(record)
             continue
-        sp.changes[change_class(live_old, chash, list(record.acl), metadata, gone_hashes)] += 1
+        sp.count(live_old, record, gone_hashes)
         sp.docs.append(record)
         read.append(record)
     _fold_includes(sp, _Reads(read, includers, unchanged, {d.doc_id for d in kept}), live_known,
@@ -208,7 +217,7 @@ class _Reads:
 
 
 def _fold_includes(sp: SourcePlan, reads: _Reads, live_known: dict[str, DocumentRecord], gone: Container[str],
-                   gone_hashes: Container[str]) -> None:
+                   gone_hashes: Mapping[str, DocumentRecord]) -> None:
     """The listing's `_fold_includes` (`assets.includes.fold`), over the same documents."""
     failed = {did for did, (_, f) in sp.failures.items() if f.stage == "listing"}
     live = {ext: d for ext, d in live_known.items() if d.doc_id not in gone}
@@ -223,8 +232,7 @@ def _fold_includes(sp: SourcePlan, reads: _Reads, live_known: dict[str, Document
         if (marked := folded.marked.get(d.doc_id)) is not None:
             sp.docs[i] = d.replace(metadata=marked.metadata)
     for made in folded.includers:
-        h = made.content_hash or ""
-        sp.changes[change_class(live_known.get(made.external_id), h, list(made.acl), made.metadata, gone_hashes)] += 1
+        sp.count(live_known.get(made.external_id), made, gone_hashes)
         sp.docs.append(made)
 
 
@@ -597,7 +605,11 @@ class StageWalk:
         emptied = sum(1 for did, st in state.items() if did in docs and did not in by_doc and did in good
                       and did not in self.cut_failed and did not in stale
                       and st.digest and st.acl_hash == docs[did].acl_hash)  # else revoked, not deleted
-        self.index["delete"] += sum(1 for did in state if did not in docs or did in stale) + emptied
+        holds = {did for did in digests if did not in unsafe} | {
+            did for did in state if did in docs and did not in stale}
+        moved = self.kept_moves(state, holds)  # a moved file's old path (index_stage._plan)
+        self.index["delete"] += sum(1 for did in state if (did not in docs and did not in moved) or did in stale) \
+            + emptied
         # a kept version not written stays where it is held under the current ACL, else is revoked
         kept = sum(1 for did, st in state.items() if did in docs and did not in by_doc and st.digest
                    and did not in stale and (did not in unsafe or st.acl_hash == docs[did].acl_hash))
@@ -605,6 +617,13 @@ class StageWalk:
             1 for cs in by_doc.values() if all(c.chunk_id in texts or c.chunk_id in self.unknown_texts for c in cs))
         self.counts["index"].compute += written
         self.counts["index"].cached += len(by_doc) - written
+
+    def kept_moves(self, state: Mapping[str, IndexStateRecord], holds: set[str]) -> set[str]:
+        """`index_stage.kept_moves` after this run's listing: the moves it marks (`SourcePlan.moves`)
+        and those earlier runs marked."""
+        docs = {d.doc_id: d for d in self.sp.docs}
+        now = {old for old, new in self.sp.moves.items() if old in state and new not in holds}
+        return now | kept_moves(self.rt.store, docs, state, holds)
 
     def walk_deletes_only(self, g: Generation) -> None:
         """A generation the run only maintains (the previous one, kept for a rollback): deletes
@@ -614,7 +633,8 @@ class StageWalk:
         docs = {d.doc_id: d for d in self.sp.docs}
         state = self.rt.store.index_state(g.id, self.sp.name)
         stale = withdrawn(docs)
-        self.index["delete"] += sum(1 for did in state if did not in docs or did in stale)
+        kept = self.kept_moves(state, {did for did in state if did in docs and did not in stale})
+        self.index["delete"] += sum(1 for did in state if (did not in docs and did not in kept) or did in stale)
         cver = g.versions["chunk"]
         # a pending row (one a source put back left withheld, `unindex_source`) is written again
         # where complete records exist, as any document whose access changed

@@ -132,6 +132,32 @@ def test_a_moved_file_stays_served_until_its_new_path_is_indexed(tmp_path: Path)
     assert dep.cli("sync")["sources"]["docs"]["deleted"] == 0  # retired once, never swept again
 
 
+def test_a_generation_that_never_gets_a_moved_files_new_path_keeps_its_old_one(tmp_path: Path) -> None:
+    """An operator pass: sync, promote, move a file, sync, roll back: the file was found under
+    neither path. The sync wrote the new path into live and removed the old one from the
+    previous generation too, which it only maintains and so never gets the new path. A
+    generation keeps the old path until it holds the new one (a rollback serves it, as a reindex
+    leaves it in live); the plan counts the sync's removals the same way."""
+    dep = Deployment(tmp_path)
+    dep.write("pub/plan.md", "# Plan\n\nThe wombat team ships the new dock in April.\n")
+    dep.cli("sync")
+    dep.cli("reindex", "--force")
+    dep.cli("promote", "--force", "--reason", "a previous generation to roll back to")
+    shutil.move(dep.root / "pub/plan.md", dep.root / "pub/plan-2027.md")
+    plan = dep.cli("plan")
+    out = dep.cli("sync")
+    assert out["written"] == plan["written"] and out["written"]["deleted"] == 1
+    assert "pub/plan-2027.md" in _docs_seen_by(dep, "group:eng", "wombat team ships the new dock")
+    dep.cli("rollback")
+    assert "pub/plan.md" in _docs_seen_by(dep, "group:eng", "wombat team ships the new dock")
+    assert dep.cli("verify")["consistent"] is True
+    plan = dep.cli("plan")
+    out = dep.cli("sync")  # the rolled-back-to generation gets the new path: the old one goes
+    assert out["written"] == plan["written"] and out["written"]["deleted"] == 1
+    assert _docs_seen_by(dep, "group:eng", "wombat team ships the new dock") & {"pub/plan.md", "pub/plan-2027.md"} \
+        == {"pub/plan-2027.md"}
+
+
 def test_a_moved_files_old_path_has_no_more_access_than_its_new_one_has_now(tmp_path: Path) -> None:
     """A review of the above: the old path kept the access it had when the move was listed, and
     stayed readable after the new file was narrowed or deleted for real, for as long as no index
