@@ -153,3 +153,13 @@ def test_a_page_opening_with_a_plain_sentence_keeps_it_as_text() -> None:
     assert blocks[0].text == "Warning: this project is no longer maintained."
     two = parse_document(b"Title: Tool\nAuthor: Jane\n\n# Tool\n\nWords.\n", "tool.md")
     assert two.title == "Tool" and "Jane" not in _texts(two.blocks)
+
+
+def test_a_reference_link_defined_elsewhere_reads_as_its_label_and_code_stays_code() -> None:
+    """MkDocs pages keep their link definitions in a shared snippet (`--8<-- "links.md"`): the
+    links stayed "[Critic Markup][critic-markup]", and every chunk's summary carried the slug."""
+    page = ("# Critic\n\n--8<-- \"links.md\"\n\nSee [Critic Markup][critic-markup] for [details][].\n\n"
+            "Buffers have the format `[len][name][len][name]`; index `matrix[i][j]` or `a[1][2]`.\n")
+    text = _texts(_blocks(page, "critic.md"))
+    assert "See Critic Markup for details." in text and "8<" not in text and "links.md" not in text
+    assert "[len][name][len][name]" in text and "matrix[i][j]" in text and "a[1][2]" in text

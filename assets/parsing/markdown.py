@@ -80,6 +80,14 @@ def _jsonable(value: Any, left: list[int]) -> Any:
     return value
 
 
+# A reference link whose definition is not in the file (MkDocs sites keep them in a shared
+# snippet the page includes) stays "[Critic Markup][critic-markup]" in CommonMark: every chunk's
+# summary carried the slug (a pass over MkDocs pages). Its label is kept. Not after a word or a
+# bracket, not before one, and only a label with a letter: `matrix[i][j]`, `a[1][2]` and
+# `[len][name][len][name]` are code (the Rust tokenizer gives inline code as text).
+_UNRESOLVED_REF = re.compile(r"(?<![\w\]])\[([^\[\]\n]*[A-Za-z][^\[\]\n]*)\]\[[\w .:/#-]*\](?!\[)")
+
+
 def _inline_text(token: Token | markdown_fast.Tok) -> str:
     parts: list[str] = []
     for child in token.children or []:
@@ -89,7 +97,8 @@ def _inline_text(token: Token | markdown_fast.Tok) -> str:
             parts.append(" ")
         elif child.type == "image":
             parts.append(_inline_text(child))
-    return "".join(parts)
+    text = "".join(parts)
+    return _UNRESOLVED_REF.sub(r"\1", text) if "][" in text else text
 
 
 def _html_fragment(html: str) -> list[Block]:

@@ -48,6 +48,7 @@ _CODE_SPAN = re.compile(r"(`+)(?:.*?[^`])?\1(?!`)")
 _INLINE_HIGHLIGHT = re.compile(r"`#!\w+[ \t]+")
 _ICON = re.compile(r":(?:octicons|material|fontawesome|simple)-[\w-]+:")
 _EMPTY_LINK = re.compile(r"\[[ \t]*\](?:\[[^\]\n]*\]|\([^)\n]*\))")  # what an icon-only link leaves
+_SNIPPET = re.compile(r"^-{1,}8<-{1,}[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)[ \t]*$")  # pymdownx snippets' include line
 _LABELS = {"seealso": "See also", "tldr": "TL;DR"}
 _UNLABELLED_BLOCKS = {"html", "define"}  # pymdownx blocks whose type names no section a reader sees
 
@@ -123,7 +124,7 @@ def _outside_code(line: str) -> str:
 def rewrite(text: str, depth: int = 0) -> str:
     """`text` with the extensions above rewritten to plain Markdown (see the module's doc)."""
     if "!!!" not in text and "???" not in text and "===" not in text and "///" not in text \
-            and "{" not in text and "#!" not in text and ":" not in text:
+            and "{" not in text and "#!" not in text and ":" not in text and "8<" not in text:
         return text
     lines = text.split("\n")
     out: list[str] = []
@@ -155,6 +156,7 @@ def rewrite(text: str, depth: int = 0) -> str:
                 out += ["", *_labelled(_label("///", b.group("type"), b.group("title")), inner), ""]
                 i = close + 1
                 continue
-        out.append(_outside_code(line))
+        if not _SNIPPET.match(line):  # what it includes is another file, indexed as itself
+            out.append(_outside_code(line))
         i += 1
     return "\n".join(out)
