@@ -583,8 +583,8 @@ def test_usage_mistake_with_json_prints_the_error_as_json(tmp_path: Path, capsys
         code = e.code
     out = capsys.readouterr()
     assert code == 2
-    assert json.loads(out.out) == {"error": "argument --generation: expected live, previous, candidate, a generation id "
-                                            "(a number) or name, got 'a/b'", "reason": "usage"}
+    assert json.loads(out.out) == {"error": "argument --generation: expected live, previous, candidate, a "
+                                            "generation id (a number) or name, got 'a/b'", "reason": "usage"}
     assert len(out.err.strip().splitlines()) == 1
 
 
