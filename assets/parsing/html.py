@@ -16,6 +16,7 @@ are removed and API signatures (`dt.sig`) become headings under their section.
 from __future__ import annotations
 
 import itertools
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from typing import Any
 import lxml.html
 from lxml import etree
 
+from assets.parsing import doxygen
 from assets.parsing.markup import refuse_attribute_flood
 from assets.parsing.sniff import decode_text, html_declared_charset
 from assets.parsing.textutil import clean_inline, markdown_table, table_header_lines
@@ -166,12 +168,37 @@ _MAX_MARKER_WORDS = 3
 _WORD_SPLIT = re.compile(r"[\s_-]+")
 
 
+_NON_WORD = re.compile(r"[\W_]+")
+
+
 def _attrs(el: etree._Element) -> str:
-    """The element's class names and its id, the id only when it is short enough to be a marker."""
+    """The element's class names and its id, the id only when it can be a marker: short, and not
+    the slug of a heading (a heading's own id, or a section's named after its first heading:
+    rustdoc's `<h2 id="related-macros">` and a `<section id="related-work">` were dropped as
+    "related" links, with all they held; a pass over rustdoc, Doxygen and Javadoc pages)."""
     ident = el.get("id", "")
-    if len([w for w in _WORD_SPLIT.split(ident) if w]) > _MAX_MARKER_WORDS:
+    words = [w for w in _WORD_SPLIT.split(ident) if w]
+    if len(words) > _MAX_MARKER_WORDS or (words and _is_slug(el, words)):
         ident = ""
     return f"{el.get('class', '')} {ident}"
+
+
+def _is_slug(el: etree._Element, words: list[str]) -> bool:
+    """Whether an id of `words` names the heading that is `el` or opens it."""
+    if not _CHROME.search(" ".join(words)):
+        return False  # no marker either way: not worth a look at the headings
+    head = el if el.tag in _HEADINGS else next(el.iter(*_HEADINGS), None)
+    if head is None:
+        return False
+    said = {w for w in _NON_WORD.split(head.text_content().lower()) if w}
+    return all(w.lower() in said for w in words)
+
+
+# Chrome known by a whole class name only (a word of a longer one is content: rustdoc's
+# `<section class="method has-srclink">` holds the method): rustdoc's "source" links, "Run"
+# buttons, "Expand description" toggles and version notes
+_CHROME_CLASSES = frozenset({"srclink", "test-arrow", "hideme", "rightside", "out-of-band"})
+_MORE = re.compile(r"\s*(?:Read more|More\.\.\.|More…|\[more\])\s*", re.IGNORECASE)
 
 
 def _is_chrome(el: etree._Element, keep_headers: bool) -> bool:
@@ -193,6 +220,10 @@ def _is_chrome(el: etree._Element, keep_headers: bool) -> bool:
     attrs = _attrs(el)
     if attrs.strip() and _CHROME.search(attrs):
         return True
+    if not _CHROME_CLASSES.isdisjoint(el.get("class", "").split()):
+        return True
+    if tag == "a" and _MORE.fullmatch(el.text_content()):
+        return True  # "Read more" / "More...": a link after every summary (rustdoc, Doxygen)
     return tag in _NAV_TAGS and bool(el.text) and _NAV_LABEL.match(el.text) is not None and _is_nav_line(el)
 
 
@@ -264,6 +295,8 @@ def _clean(root: etree._Element, keep_headers: bool, quotes: list[str] | None) -
             # Inside a heading only permalink anchors are chrome: Sphinx wraps the heading text
             # itself in <a class="toc-backref">, which the class heuristics would otherwise drop.
             doomed.extend(a for a in el.iter("a") if "headerlink" in a.get("class", ""))
+            for br in el.iter("br"):  # a heading is one line: its breaks part words ("Uses of Class<br>X")
+                br.tail = " " + (br.tail or "")
             continue
         stack.extend(reversed(el))  # only descend into what is kept
     for el in doomed:
@@ -301,6 +334,8 @@ def _text_without(el: etree._Element, skip: frozenset[str]) -> str:
             todo.append(child.tail or "")
             if isinstance(child.tag, str) and child.tag not in skip:
                 todo.append(child)
+            elif isinstance(child.tag, str):
+                todo.append(" ")  # what was left out parted the words around it ("Areas:<ul>…</ul>Note")
     return "".join(parts)
 
 
@@ -430,6 +465,12 @@ class _Walker:
             if li.tag != "li":
                 self.walk(li, depth + 1)
                 continue
+            if next(li.iter(*_HEADINGS), None) is not None:
+                # a list used for layout (Javadoc's `ul.blockList`: a class, each member under its
+                # <h4>): an item holding headings is a section, not an item of one line, or every
+                # member's name was glued to its description and 3,274 of 3,575 headings were lost
+                self.container(li, depth)
+                continue
             meta = {"depth": nesting, "ordered": ordered}
             self.emit("list_item", _text_without(li, _LIST_NESTED), meta=meta)
             for child in _outermost(li, _LIST_NESTED):
@@ -525,7 +566,8 @@ def html_blocks(
     doc = _parse_tree(html_text)
     title_el = doc.find(".//title")
     page_title = clean_inline(title_el.text_content()) if title_el is not None else None
-    root, specific = _content_root(doc)
+    doxygen_root = doxygen.content_root(doc)
+    root, specific = (doxygen_root, True) if doxygen_root is not None else _content_root(doc)
     walker = _Walker()
     if specific and page_title and (lead := _page_heading(root, page_title)) is not None:
         _clean(lead, keep_headers=True, quotes=quotes)
@@ -598,9 +640,19 @@ def redirect_target(html_text: str, blocks: list[Block], name: str = "") -> str 
     for tag in _META.findall(_without_comments(head)):
         if _REFRESH.search(tag) and (m := _REFRESH_TO.search(tag)) and float(m.group(1)) <= _REDIRECT_MAX_WAIT:
             target = m.group(2)
-            own = PurePosixPath(target.split("#")[0].split("?")[0]).name
-            return None if name and own == PurePosixPath(name).name else target
+            return None if name and _same_page(name, target) else target
     return None
+
+
+def _same_page(name: str, target: str) -> bool:
+    """Whether `target`, read relative to the page `name`, is that page: rustdoc's re-export
+    stubs point to a file of the same name in another folder (`../../../alloc/ffi/
+    struct.CString.html`), and were taken for pages refreshing themselves."""
+    path = target.split("#")[0].split("?")[0]
+    if "://" in path or path.startswith("/"):
+        return False
+    here = PurePosixPath(name)
+    return posixpath.normpath(str(here.parent / path)) == posixpath.normpath(str(here))
 
 
 def _without_comments(text: str) -> str:

@@ -85,7 +85,12 @@ def _jsonable(value: Any, left: list[int]) -> Any:
 # summary carried the slug (a pass over MkDocs pages). Its label is kept. Not after a word or a
 # bracket, not before one, and only a label with a letter: `matrix[i][j]`, `a[1][2]` and
 # `[len][name][len][name]` are code (the Rust tokenizer gives inline code as text).
-_UNRESOLVED_REF = re.compile(r"(?<![\w\]])\[([^\[\]\n]*[A-Za-z][^\[\]\n]*)\]\[[\w .:/#-]*\](?!\[)")
+# (possessive: one pass over a label, whatever follows it; the letter is checked after)
+_UNRESOLVED_REF = re.compile(r"(?<![\w\]])\[([^\[\]\n]++)\]\[[\w .:/#-]*+\](?!\[)")
+
+
+def _label(m: re.Match[str]) -> str:
+    return m.group(1) if re.search("[A-Za-z]", m.group(1)) else m.group(0)
 
 
 def _inline_text(token: Token | markdown_fast.Tok) -> str:
@@ -98,7 +103,7 @@ def _inline_text(token: Token | markdown_fast.Tok) -> str:
         elif child.type == "image":
             parts.append(_inline_text(child))
     text = "".join(parts)
-    return _UNRESOLVED_REF.sub(r"\1", text) if "][" in text else text
+    return _UNRESOLVED_REF.sub(_label, text) if "][" in text else text
 
 
 def _html_fragment(html: str) -> list[Block]:
@@ -372,7 +377,17 @@ def _beyond_the_parser(body: str) -> str | None:
     if (reads := definition_scan(body)) > MAX_DEFINITION_SCAN:
         return (f"link reference definitions in runs the parser would re-read {reads:,} lines for "
                 f"(more than {MAX_DEFINITION_SCAN:,})")
+    if (opened := len(_HTML_OPENERS.findall(body))) > MAX_HTML_OPENERS:
+        return (f"{opened:,} HTML processing instructions or declarations opened (`<?`, `<!X`; more than "
+                f"{MAX_HTML_OPENERS:,})")
     return None
+
+
+# The Rust parser looks for the end of each inline `<?` or `<!X` to the end of its paragraph, in
+# one native call the parse time limit cannot stop: 80 KB of "<?/" took 1.8 s, 800 KB would take
+# minutes (found while checking a review's hostile lines). Real Markdown has a few.
+_HTML_OPENERS = re.compile(r"<\?|<![A-Za-z]")
+MAX_HTML_OPENERS = 500
 
 
 def parse_markdown(text: str) -> ParseResult:

@@ -22,6 +22,7 @@ Fenced code is left alone.
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any
 
@@ -42,9 +43,12 @@ _OPTION = re.compile(r"^(?: {4,}|\t)[\w-]+:")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # {: .class }, {#id}, {: #id .class }, { .class } (not a format spec such as {:.2f})
 # (only #id, .class and key=value tokens: "node_metadata{.h, .cc}" is a file name)
-_ATTR_PART = r"""(?:[#.][A-Za-z_][\w-]*|[A-Za-z_][\w-]*=(?:"[^"\n]*"|'[^'\n]*'|[^\s}]+))"""
-_ATTR_LIST = re.compile(r"[ \t]*\{:?[ \t]*" + _ATTR_PART + r"(?:[ \t]+" + _ATTR_PART + r")*[ \t]*\}")
-_CODE_SPAN = re.compile(r"(`+)(?:.*?[^`])?\1(?!`)")
+# Every quantifier possessive and a match starting only where a run of blanks starts, so each
+# attempt reads its characters once: linear, whatever the line (a review's hostile lines took
+# quadratic time)
+_ATTR_PART = r"""(?:[#.][A-Za-z_][\w-]*+|[A-Za-z_][\w-]*+=(?:"[^"\n]*+"|'[^'\n]*+'|[^\s}]++))"""
+_ATTR_LIST = re.compile(r"(?<![ \t])[ \t]*+\{:?[ \t]*+" + _ATTR_PART + r"(?:[ \t]++" + _ATTR_PART + r")*+[ \t]*+\}")
+_TICKS = re.compile(r"`+")
 _INLINE_HIGHLIGHT = re.compile(r"`#!\w+[ \t]+")
 _ICON = re.compile(r":(?:octicons|material|fontawesome|simple)-[\w-]+:")
 _EMPTY_LINK = re.compile(r"\[[ \t]*\](?:\[[^\]\n]*\]|\([^)\n]*\))")  # what an icon-only link leaves
@@ -114,11 +118,34 @@ def _outside_code(line: str) -> str:
     if "{" not in line and ":" not in line:
         return line
     parts, at = [], 0
-    for m in _CODE_SPAN.finditer(line):
-        parts += [_EMPTY_LINK.sub("", _ICON.sub("", _ATTR_LIST.sub("", line[at:m.start()]))), m.group(0)]
-        at = m.end()
+    for start, end in _code_spans(line):
+        parts += [_EMPTY_LINK.sub("", _ICON.sub("", _ATTR_LIST.sub("", line[at:start]))), line[start:end]]
+        at = end
     parts.append(_EMPTY_LINK.sub("", _ICON.sub("", _ATTR_LIST.sub("", line[at:]))))
     return "".join(parts)
+
+
+def _code_spans(line: str) -> list[tuple[int, int]]:
+    """(start, end) of each code span: a run of backticks up to the next run of the same length,
+    as CommonMark pairs them. Each run's partner is looked up in a per-length index, not searched
+    for: a line of runs of ever longer lengths made a regex's search quadratic (a review)."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]
+    by_length: dict[int, list[int]] = {}
+    for n, (a, b) in enumerate(runs):
+        by_length.setdefault(b - a, []).append(n)
+    spans: list[tuple[int, int]] = []
+    n = 0
+    while n < len(runs):
+        a, b = runs[n]
+        same = by_length[b - a]
+        k = bisect.bisect_right(same, n)
+        if k < len(same):  # the next run of this length closes the span
+            close = same[k]
+            spans.append((a, runs[close][1]))
+            n = close + 1
+        else:
+            n += 1
+    return spans
 
 
 def rewrite(text: str, depth: int = 0) -> str:

@@ -519,8 +519,14 @@ class _Reader:
             k += 1
         depth = base // 2
         ordered = bool(_ENUM.match(stripped)) and not _BULLET.match(stripped)
-        self.blocks.append(Block("list_item", _inline(" ".join(own)), meta={"depth": depth, "ordered": ordered}))
+        text = " ".join(own)
+        literal = text.endswith("::")  # "for example::": the indented block after it is code
+        if literal:
+            text = text[:-2].rstrip() + ("" if text[:-2].endswith(" ") else ":")
+        self.blocks.append(Block("list_item", _inline(text), meta={"depth": depth, "ordered": ordered}))
         rest = _dedent_lines(body[k:])
+        if literal:
+            rest = self._literal_after(rest)
         if any(rest):
             for b in self._nested(rest, 0):
                 if b.kind == "list_item":
@@ -565,6 +571,22 @@ class _Reader:
                     j += 1
                 self.blocks.append(Block("code", "\n".join(quoted)))
                 self.i = j
+
+    def _literal_after(self, lines: list[str]) -> list[str]:
+        """`lines` (a list item's body after its "::" text) without the literal block that opens
+        them, which becomes a code block: read as markup, an example of a directive was taken
+        for one (an `.. autosummary::` example vanished with the directive's text; a review)."""
+        j = next((n for n, ln in enumerate(lines) if ln.strip()), len(lines))
+        if j == len(lines) or _indent(lines[j]) == 0:
+            return lines
+        end = j
+        while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > 0):
+            end += 1
+        while end > j and not lines[end - 1].strip():
+            end -= 1
+        if code := _dedent(lines[j:end]).strip("\n"):
+            self.blocks.append(Block("code", code))
+        return lines[end:]
 
     def _indented(self) -> None:
         """A block quote or a definition's body (indented text no construct above took): read as
