@@ -390,11 +390,12 @@ def kept_moves(store: DocumentStore, docs: Mapping[str, DocumentRecord], state: 
     sync had only maintained found the moved file under neither path, and a reindex took it out
     of live until the next sync (an operator pass). Where the new path is written, the old goes."""
     away = [did for did in state if did not in docs]
-    served = store.current_acls(away) if away else {}
-    if not served:
-        return set()
-    rows = store.get_documents(list(served))
-    return {old for old in served if rows[old].moved_to is not None and rows[old].moved_to not in holds}
+    rows = store.get_documents(away) if away else {}
+    # judged against `docs`, the run's documents (the plan's predicted ones: an edit the plan
+    # foresees ends the old path's stay as the sync's listing will)
+    return {old for old, r in rows.items()
+            if r.deleted_at is not None and (new := r.moved_to) is not None and new in docs
+            and docs[new].content_hash == r.content_hash and new not in holds}
 
 
 def _emptied(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: dict[str, IndexStateRecord],

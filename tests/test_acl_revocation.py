@@ -143,10 +143,14 @@ def test_a_generation_that_never_gets_a_moved_files_new_path_keeps_its_old_one(t
     dep.cli("sync")
     dep.cli("reindex", "--force")
     dep.cli("promote", "--force", "--reason", "a previous generation to roll back to")
-    shutil.move(dep.root / "pub/plan.md", dep.root / "pub/plan-2027.md")
+    shutil.move(dep.root / "pub/plan.md", dep.root / "pub/plan-2026.md")
     plan = dep.cli("plan")
     out = dep.cli("sync")
     assert out["written"] == plan["written"] and out["written"]["deleted"] == 1
+    # moved on again: the old path follows the bytes (a review: lost once plan-2026.md was deleted)
+    shutil.move(dep.root / "pub/plan-2026.md", dep.root / "pub/plan-2027.md")
+    plan = dep.cli("plan")
+    assert dep.cli("sync")["written"] == plan["written"] == {"documents": 1, "chunks": 1, "deleted": 1}
     assert "pub/plan-2027.md" in _docs_seen_by(dep, "group:eng", "wombat team ships the new dock")
     dep.cli("rollback")
     assert "pub/plan.md" in _docs_seen_by(dep, "group:eng", "wombat team ships the new dock")

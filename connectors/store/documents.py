@@ -153,6 +153,10 @@ class DocumentRows(StoreBase):
         with self.tx() as c:
             for old, new in moves:
                 c.execute(t.documents.update().where(t.documents.c.doc_id == old).values(deleted_at=at, moved_to=new))
+                # a path kept for an earlier move of the same bytes follows them on (plan.md ->
+                # plan-b.md -> plan-c.md: plan.md, which a rollback target still held, was lost
+                # once plan-b.md was deleted in its turn; a review)
+                c.execute(t.documents.update().where(t.documents.c.moved_to == old).values(moved_to=new))
             for batch in batches([old for old, _ in moves]):
                 c.execute(t.dead_letters.delete().where(t.dead_letters.c.doc_id.in_(batch)))
 
