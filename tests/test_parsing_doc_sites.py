@@ -311,3 +311,12 @@ def test_a_javadoc_class_page_keeps_its_member_headings() -> None:
         (2, "Class FileUtils"), (3, "Method Detail"), (4, "checksumCRC32")]
     assert "Computes the checksum of a file using the CRC32 routine." in [b.text for b in blocks]
     assert any(b.text.startswith("General file utilities. Areas: Note that") for b in blocks)
+
+
+def test_a_doxygen_page_with_nothing_but_its_title_is_that_title() -> None:
+    """A class or directory Doxygen documents by name only: its (empty) contents and its title,
+    which is what the page says (a dead letter as "empty" otherwise; 11 of libsigc++'s 277)."""
+    body = ('<div class="header"><div class="headertitle"><div class="title">T_bound Class Reference</div></div>'
+            '</div><div class="contents">\n</div>')
+    got = parse_document(_html(body, "Doxygen 1.9.4"), "classT__bound.html").blocks
+    assert [(b.kind, b.level, b.text) for b in got] == [("heading", 1, "T_bound Class Reference")]

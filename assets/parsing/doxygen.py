@@ -79,7 +79,7 @@ def content_root(doc: etree._Element) -> etree._Element | None:
     heading = next(iter(_classed(doc, "div", "title")), None)
     for groups in _classed(heading, "div", "ingroups") if heading is not None else []:
         groups.getparent().remove(groups)  # "Signals": the module the class is in, not its title
-    if heading is not None and len(root):
+    if heading is not None:  # also over empty contents: the class or directory exists, by its name
         h1 = etree.Element("h1")
         h1.text = _words(heading)
         root.insert(0, h1)
