@@ -36,7 +36,7 @@ _NUMERIC = re.compile(r"^[\d.,:/%+\-−$€£¥#]+$")
 _STRUCTURAL = {"table", "code"}
 _SPACE_RUNS = re.compile(r"\s+")
 _NON_ALNUM = re.compile(r"[\W_]+")
-_IDENT_SPLIT = re.compile(r"[._@/:<>&*]")
+_IDENT_SPLIT = re.compile(r"::|[._@/<>&*(),]")  # not a lone ":": "(cid:12)" is a PDF's unmapped glyph
 _TRAILING_DIGITS = re.compile(r"\d+$")
 # scripts written without spaces between words: CJK ideographs, kana, Hangul, Thai, Lao, Myanmar, Khmer
 _UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -70,12 +70,7 @@ def _is_word(tok: str) -> bool:
         # when every part is a name or a number and one is a word ("arg1" reads as "arg"). An API
         # reference is mostly such names: 33 of 277 pages of a Doxygen reference (template
         # classes, member lists) were refused as garbled, "word-like token share < 0.4".
-        parts = [p for p in _IDENT_SPLIT.split(core) if p]
-        return (
-            (len(parts) >= 2 or (len(parts) == 1 and parts[0] != core))
-            and all(p.isdigit() or (p.isascii() and p.isalnum()) for p in parts)
-            and any((w := _TRAILING_DIGITS.sub("", p)).isalpha() and _is_word(w) for p in parts)
-        )
+        return _is_identifier(core)
     if not core.isascii():
         return True  # accented Latin or another script: alphabetic is good enough
     if len(core) == 1:
@@ -85,6 +80,27 @@ def _is_word(tok: str) -> bool:
     if core.lower() in _STOPWORDS:
         return True
     return 2 <= len(core) <= 20 and any(ch in _VOWELS for ch in core)
+
+
+def _is_identifier(core: str) -> bool:
+    """Whether a token of separated parts is a name: every part a number, a word (trailing
+    digits aside: "arg1"), a single letter (`T`), or in code (`::`, `<>`, a leading `&`) a short
+    abbreviation (`std`); and one part a word of two letters or more. Junk joined by separators
+    ("x7q/zk3", "l_1_i") stays junk."""
+    parts = [p for p in _IDENT_SPLIT.split(core) if p]
+    if not parts or parts == [core]:
+        return False
+    code = "::" in core or "<" in core or core.startswith(("&", "*"))
+    words = 0
+    for p in parts:
+        stem = _TRAILING_DIGITS.sub("", p)
+        if p.isdigit() or (len(stem) == 1 and stem.isalpha()):
+            continue
+        if stem.isalpha() and _is_word(stem):
+            words += 1
+        elif not (code and stem.isascii() and stem.isalpha() and stem.islower() and len(stem) <= 3):
+            return False
+    return words > 0
 
 
 def _tokens(text: str) -> tuple[int, int]:

@@ -320,3 +320,67 @@ def test_a_doxygen_page_with_nothing_but_its_title_is_that_title() -> None:
             '</div><div class="contents">\n</div>')
     got = parse_document(_html(body, "Doxygen 1.9.4"), "classT__bound.html").blocks
     assert [(b.kind, b.level, b.text) for b in got] == [("heading", 1, "T_bound Class Reference")]
+
+
+# ---------------------------------------------------------------- a review of the above (real regressions)
+
+def test_a_labelled_doxygen_member_is_read_once_with_its_template_line() -> None:
+    """A labelled member nests its signature's table in a cell beside the labels: read cell by
+    cell, every part came twice (4,938 members of four real references), and the `template<...>`
+    line outside the table was lost (2,354)."""
+    body = ('<div class="contents"><h2 class="memtitle">get()</h2><div class="memitem"><div class="memproto">'
+            '<div class="memtemplate">template&lt;typename T &gt; </div><table class="mlabels"><tr>'
+            '<td class="mlabels-left"><table class="memname"><tr><td class="memname">const T &amp; Box&lt; T &gt;::get'
+            ' </td><td>(</td><td class="paramtype">int&#160;</td><td class="paramname"><em>index</em></td><td>)</td>'
+            '<td> const</td></tr></table></td><td class="mlabels-right"><span class="mlabels"><span class="mlabel">'
+            'inline</span><span class="mlabel">virtual</span></span></td></tr></table></div></div></div>')
+    code = [b.text for b in parse_document(_html(body, "Doxygen 1.9.4"), "classBox.html").blocks if b.kind == "code"]
+    assert code == ["template<typename T > const T & Box< T >::get (int index) const inline virtual"]
+
+
+def test_markdown_full_of_php_examples_in_code_is_still_markdown() -> None:
+    """The guard against inline `<?` openers counted code too: a PHP cookbook of 259 `<?php`
+    examples was read as plain text, its headings lost."""
+    recipe = "## Recipe {n}\n\nOpen a tag `<?php` inline, then:\n\n```php\n<?php echo 'hi'; ?>\n<?xml ?>\n```\n\n"
+    page = "# PHP cookbook\n\n" + "".join(recipe.format(n=n) for n in range(600))
+    result = parse_document(page.encode(), "cookbook.md")
+    assert not result.warnings and sum(b.kind == "heading" for b in result.blocks) == 601
+
+
+@pytest.mark.timeout(60)
+def test_nested_elements_with_chrome_ids_are_judged_in_linear_time() -> None:
+    """A review: 2,000 nested `div#nav` round one long heading took 18.6 s (240 KB), each
+    element searching its whole subtree for the heading its id might be the slug of."""
+    page = "<html><body><main>" + "<div id='nav'>" * 2000 + "<h2>" + "nav " * 50_000 + "</h2><p>x</p>" \
+        + "</div>" * 2000 + "<p>" + "Real words of the page. " * 20 + "</p></main></body></html>"
+    with alarm(20):
+        parse_document(page.encode(), "nested.html")
+
+
+def test_the_quality_gate_still_refuses_glyph_codes_and_separator_junk() -> None:
+    """A review: with names counted as words, a PDF's unmapped glyphs ("(cid:12)") and random
+    pieces joined by separators passed the 0.4 gate; words of other scripts joined by a slash
+    must stay words."""
+    from quality.metrics import word_share
+
+    assert word_share(" ".join(f"(cid:{n})" for n in range(300))) < 0.1
+    assert word_share("x7q/zk3&ab k9@pp.q2 zz:1r/4k ab.x9/7f") < 0.4
+    assert word_share("и/или Zürich/Genève naïve_bayes mañana.com") == 1.0
+
+
+def test_read_more_in_a_sentence_widgets_code_and_self_refresh_read_as_before() -> None:
+    """A review's other cases: "read more" that is a sentence's words, a widget whose heading says
+    its id's word and more, a log line and inline code that look like reference links, and a
+    page refreshing itself by an absolute path."""
+    prose = _html('<main><h1>Upgrade guide</h1><p>Before you upgrade, <a href="n.html">read more</a> about the '
+                  'breaking changes.</p><div id="related"><h3>Related posts</h3><p>Other post</p></div>'
+                  '<div id="newsletter"><h3>Newsletter</h3><p>Sign up</p></div></main>')
+    text = _texts(parse_document(prose, "upgrade.html").blocks)
+    assert "Before you upgrade, read more about the breaking changes." in text
+    assert "Other post" not in text and "Sign up" not in text
+    md = "# Logs\n\nWrite `[Google][google]` for a link.\n\n[WARN][auth] token expired.\n"
+    text = _texts(parse_document(md.encode(), "logs.md").blocks)
+    assert "[Google][google]" in text and "[WARN][auth] token expired." in text
+    page = (b'<html><head><title>Status</title><meta http-equiv="refresh" content="1; url=/site/status.html">'
+            b'</head><body><h1>Build status</h1><p>All 12 pipelines are green.</p></body></html>')
+    assert "redirect" not in parse_document(page, "site/status.html").metadata

@@ -183,15 +183,26 @@ def _attrs(el: etree._Element) -> str:
     return f"{el.get('class', '')} {ident}"
 
 
+_SLUG_LOOKAHEAD = 16  # elements into a section its heading may open it at
+
+
 def _is_slug(el: etree._Element, words: list[str]) -> bool:
-    """Whether an id of `words` names the heading that is `el` or opens it."""
+    """Whether an id of `words` is the slug of the heading that `el` is, or of the heading that
+    opens it and names it in two words or more: a one-word id over a heading of its own word is
+    the widget it names (`div#newsletter` "Newsletter"), and over a heading that says more
+    ("Related posts") it is a marker all the same. The heading is looked for among the section's
+    first elements only: nested elements each searching their whole subtree was quadratic."""
     if not _CHROME.search(" ".join(words)):
         return False  # no marker either way: not worth a look at the headings
-    head = el if el.tag in _HEADINGS else next(el.iter(*_HEADINGS), None)
+    if el.tag in _HEADINGS:
+        return True
+    if len(words) < 2:
+        return False
+    head = next((h for h in itertools.islice(el.iter(), _SLUG_LOOKAHEAD) if h.tag in _HEADINGS), None)
     if head is None:
         return False
-    said = {w for w in _NON_WORD.split(head.text_content().lower()) if w}
-    return all(w.lower() in said for w in words)
+    said = [w for w in _NON_WORD.split(head.text_content()[:200].lower()) if w]
+    return said == [w.lower() for w in words]
 
 
 # Chrome known by a whole class name only (a word of a longer one is content: rustdoc's
@@ -222,8 +233,9 @@ def _is_chrome(el: etree._Element, keep_headers: bool) -> bool:
         return True
     if not _CHROME_CLASSES.isdisjoint(el.get("class", "").split()):
         return True
-    if tag == "a" and _MORE.fullmatch(el.text_content()):
-        return True  # "Read more" / "More...": a link after every summary (rustdoc, Doxygen)
+    if tag == "a" and _MORE.fullmatch(el.text_content()) and el.getnext() is None \
+            and _ONLY_PUNCT.fullmatch(el.tail or ""):
+        return True  # "Read more" / "More...": a link ending every summary (rustdoc, Doxygen), not a sentence's words
     return tag in _NAV_TAGS and bool(el.text) and _NAV_LABEL.match(el.text) is not None and _is_nav_line(el)
 
 
@@ -649,8 +661,8 @@ def _same_page(name: str, target: str) -> bool:
     stubs point to a file of the same name in another folder (`../../../alloc/ffi/
     struct.CString.html`), and were taken for pages refreshing themselves."""
     path = target.split("#")[0].split("?")[0]
-    if "://" in path or path.startswith("/"):
-        return False
+    if "://" in path or path.startswith("/"):  # where this page is served is unknown: by its name
+        return PurePosixPath(path).name == PurePosixPath(name).name
     here = PurePosixPath(name)
     return posixpath.normpath(str(here.parent / path)) == posixpath.normpath(str(here))
 

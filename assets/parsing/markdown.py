@@ -80,19 +80,6 @@ def _jsonable(value: Any, left: list[int]) -> Any:
     return value
 
 
-# A reference link whose definition is not in the file (MkDocs sites keep them in a shared
-# snippet the page includes) stays "[Critic Markup][critic-markup]" in CommonMark: every chunk's
-# summary carried the slug (a pass over MkDocs pages). Its label is kept. Not after a word or a
-# bracket, not before one, and only a label with a letter: `matrix[i][j]`, `a[1][2]` and
-# `[len][name][len][name]` are code (the Rust tokenizer gives inline code as text).
-# (possessive: one pass over a label, whatever follows it; the letter is checked after)
-_UNRESOLVED_REF = re.compile(r"(?<![\w\]])\[([^\[\]\n]++)\]\[[\w .:/#-]*+\](?!\[)")
-
-
-def _label(m: re.Match[str]) -> str:
-    return m.group(1) if re.search("[A-Za-z]", m.group(1)) else m.group(0)
-
-
 def _inline_text(token: Token | markdown_fast.Tok) -> str:
     parts: list[str] = []
     for child in token.children or []:
@@ -102,8 +89,7 @@ def _inline_text(token: Token | markdown_fast.Tok) -> str:
             parts.append(" ")
         elif child.type == "image":
             parts.append(_inline_text(child))
-    text = "".join(parts)
-    return _UNRESOLVED_REF.sub(_label, text) if "][" in text else text
+    return "".join(parts)
 
 
 def _html_fragment(html: str) -> list[Block]:
@@ -377,17 +363,40 @@ def _beyond_the_parser(body: str) -> str | None:
     if (reads := definition_scan(body)) > MAX_DEFINITION_SCAN:
         return (f"link reference definitions in runs the parser would re-read {reads:,} lines for "
                 f"(more than {MAX_DEFINITION_SCAN:,})")
-    if (opened := len(_HTML_OPENERS.findall(body))) > MAX_HTML_OPENERS:
-        return (f"{opened:,} HTML processing instructions or declarations opened (`<?`, `<!X`; more than "
-                f"{MAX_HTML_OPENERS:,})")
+    if (steps := html_opener_scan(body)) > MAX_HTML_OPENER_SCAN:
+        return (f"HTML processing instructions or declarations (`<?`, `<!X`) the parser would scan "
+                f"{steps:,} characters for (more than {MAX_HTML_OPENER_SCAN:,})")
     return None
 
 
 # The Rust parser looks for the end of each inline `<?` or `<!X` to the end of its paragraph, in
 # one native call the parse time limit cannot stop: 80 KB of "<?/" took 1.8 s, 800 KB would take
-# minutes (found while checking a review's hostile lines). Real Markdown has a few.
+# minutes (found while checking a review's hostile lines). What it scans is counted per
+# paragraph, openers times length, outside code (a PHP cookbook's 259 `<?php` examples are
+# code, and cheap).
 _HTML_OPENERS = re.compile(r"<\?|<![A-Za-z]")
-MAX_HTML_OPENERS = 500
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+MAX_HTML_OPENER_SCAN = 20_000_000
+
+
+def html_opener_scan(body: str) -> int:
+    """Characters the parser would scan for the ends of inline `<?` and `<!X` openers: per
+    paragraph outside fenced code and code spans, its openers times its length."""
+    total = opened = size = 0
+    fence: str | None = None
+    for line in body.split("\n"):
+        if (f := _FENCE_LINE.match(line)) is not None and (fence is None or f.group(1).startswith(fence)):
+            fence = None if fence is not None else f.group(1)[0] * 3
+            continue
+        if fence is not None:
+            continue
+        if not line.strip():
+            total, opened, size = total + opened * size, 0, 0
+            continue
+        if "<" in line:
+            opened += len(_HTML_OPENERS.findall(markdown_ext.without_code_spans(line) if "`" in line else line))
+        size += len(line) + 1
+    return total + opened * size
 
 
 def parse_markdown(text: str) -> ParseResult:

@@ -26,7 +26,7 @@ import bisect
 import re
 from typing import Any
 
-__all__ = ["rewrite", "split_meta"]
+__all__ = ["rewrite", "split_meta", "without_code_spans"]
 
 # Python-Markdown's meta-data: `key: value` lines, a value continued on lines indented 4 spaces
 _META_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_-]*):[ \t]*(.*)$")
@@ -54,6 +54,14 @@ _ICON = re.compile(r":(?:octicons|material|fontawesome|simple)-[\w-]+:")
 _EMPTY_LINK = re.compile(r"\[[ \t]*\](?:\[[^\]\n]*\]|\([^)\n]*\))")  # what an icon-only link leaves
 _SNIPPET = re.compile(r"^-{1,}8<-{1,}[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)[ \t]*$")  # pymdownx snippets' include line
 _LABELS = {"seealso": "See also", "tldr": "TL;DR"}
+# A reference link whose definition is not in the file (MkDocs sites keep them in a shared
+# snippet the page includes) stays "[Critic Markup][critic-markup]" in CommonMark: every chunk's
+# summary carried the slug. Outside code spans it reads as its label. Not after a word or a
+# bracket, not before one: `matrix[i][j]` and "[len][name][len][name]" are not links.
+# (possessive: one pass over a label, whatever follows it)
+_REFERENCE = re.compile(r"(?<![\w\]])\[([^\[\]\n]++)\]\[([^\[\]\n]*+)\](?!\[)")
+_DEFINITION = re.compile(r"^ {0,3}\[([^\]\n]+)\]:")
+_WORDS = re.compile(r"[a-z0-9]+")
 _UNLABELLED_BLOCKS = {"html", "define"}  # pymdownx blocks whose type names no section a reader sees
 
 
@@ -111,17 +119,46 @@ def _indented_body(lines: list[str], j: int) -> tuple[list[str], int]:
     return body, j
 
 
-def _outside_code(line: str) -> str:
-    """A line without attribute lists and icons (outside its code spans) and without
-    inline-highlight prefixes (inside them)."""
+def _undefined_link(m: re.Match[str], defined: set[str]) -> bool:
+    """Whether `[label][ref]` is a reference link the file does not define: a label with a
+    letter, and a ref that is empty or names the label's words ("[Critic Markup][critic-markup]",
+    "[the docs][docs]"; "[WARN][auth]" in a log line is not a link)."""
+    label, ref = m.group(1), m.group(2).strip()
+    if not re.search("[A-Za-z]", label) or (ref or label).strip().lower() in defined:
+        return False
+    said = set(_WORDS.findall(label.lower()))
+    return not ref or set(_WORDS.findall(ref.lower())) <= said
+
+
+def _outside_code(line: str, defined: set[str]) -> str:
+    """A line without attribute lists, icons and undefined reference links (outside its code
+    spans) and without inline-highlight prefixes (inside them). `defined`: the reference labels
+    the file defines, lower-cased."""
     line = _INLINE_HIGHLIGHT.sub("`", line) if "#!" in line else line
-    if "{" not in line and ":" not in line:
+    if "{" not in line and ":" not in line and "][" not in line:
         return line
+
+    def prose(text: str) -> str:
+        text = _EMPTY_LINK.sub("", _ICON.sub("", _ATTR_LIST.sub("", text)))
+        if "][" not in text:
+            return text
+        return _REFERENCE.sub(lambda m: m.group(1) if _undefined_link(m, defined) else m.group(0), text)
+
     parts, at = [], 0
     for start, end in _code_spans(line):
-        parts += [_EMPTY_LINK.sub("", _ICON.sub("", _ATTR_LIST.sub("", line[at:start]))), line[start:end]]
+        parts += [prose(line[at:start]), line[start:end]]
         at = end
-    parts.append(_EMPTY_LINK.sub("", _ICON.sub("", _ATTR_LIST.sub("", line[at:]))))
+    parts.append(prose(line[at:]))
+    return "".join(parts)
+
+
+def without_code_spans(line: str) -> str:
+    """`line` with its code spans left out."""
+    parts, at = [], 0
+    for start, end in _code_spans(line):
+        parts.append(line[at:start])
+        at = end
+    parts.append(line[at:])
     return "".join(parts)
 
 
@@ -148,12 +185,14 @@ def _code_spans(line: str) -> list[tuple[int, int]]:
     return spans
 
 
-def rewrite(text: str, depth: int = 0) -> str:
+def rewrite(text: str, depth: int = 0, defined: set[str] | None = None) -> str:
     """`text` with the extensions above rewritten to plain Markdown (see the module's doc)."""
     if "!!!" not in text and "???" not in text and "===" not in text and "///" not in text \
-            and "{" not in text and "#!" not in text and ":" not in text and "8<" not in text:
+            and "{" not in text and "#!" not in text and ":" not in text and "8<" not in text and "][" not in text:
         return text
     lines = text.split("\n")
+    if defined is None:
+        defined = {m.group(1).strip().lower() for ln in lines if (m := _DEFINITION.match(ln))}
     out: list[str] = []
     fence: str | None = None
     i = 0
@@ -171,7 +210,7 @@ def rewrite(text: str, depth: int = 0) -> str:
         if depth < 20 and (m := _MARKER.match(line)) is not None and (m.group("type") or m.group("title") is not None):
             body, i = _indented_body(lines, i + 1)
             out += ["", *_labelled(_label(m.group("kind"), m.group("type"), m.group("title")),
-                                   rewrite("\n".join(body), depth + 1).split("\n")), ""]
+                                   rewrite("\n".join(body), depth + 1, defined).split("\n")), ""]
             continue
         if depth < 20 and (b := _BLOCK_OPEN.match(line)) is not None:
             close = next((k for k in range(i + 1, len(lines)) if lines[k].strip() == b.group("fence")), None)
@@ -179,11 +218,11 @@ def rewrite(text: str, depth: int = 0) -> str:
                 j = i + 1
                 while j < close and _OPTION.match(lines[j]):
                     j += 1  # the block's options (`    type: warning`)
-                inner = rewrite("\n".join(lines[j:close]), depth + 1).split("\n")
+                inner = rewrite("\n".join(lines[j:close]), depth + 1, defined).split("\n")
                 out += ["", *_labelled(_label("///", b.group("type"), b.group("title")), inner), ""]
                 i = close + 1
                 continue
         if not _SNIPPET.match(line):  # what it includes is another file, indexed as itself
-            out.append(_outside_code(line))
+            out.append(_outside_code(line, defined))
         i += 1
     return "\n".join(out)
