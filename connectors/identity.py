@@ -119,8 +119,10 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # is a redirect; a Doxygen page is read as its title, sections, members and code
 # (`assets.parsing.doxygen`); a list item holding headings is a section (Javadoc's member lists
 # lost 3,274 of 3,575 headings); C++ and Rust names count as words for the quality gate (12 % of a
-# Doxygen reference was refused). Markdown with more than 500 `<?`/`<!X` openers is read as plain
-# text; a reST list item's "::" example is code. Of the dev corpora only four pages of
+# Doxygen reference was refused; PDF glyph codes and separator junk still are). Markdown whose
+# inline `<?`/`<!X` openers would make the Rust parser scan more than 20 M characters is read as
+# plain text; a reference link reads as its label only where its ref names the label's words; a
+# reST list item's "::" example is code. Of the dev corpora only four pages of
 # git_commands parse otherwise (their recovered headings), and two of 600 /usr/share/doc pages.
 STAGE_CODE_VERSIONS = {"parse": "26", "chunk": "6", "context": "2", "embed": "1"}
 
