@@ -8,7 +8,7 @@ examples are `div.fragment` of `div.line` (each line a paragraph, their hover to
 text), member titles read "◆ connect() [1/2]" at the level of their section, signatures came
 out as Markdown tables, and the summary tables split a return type from its member.
 
-`rewrite` turns a Doxygen page (known by its generator tag) into headings, code and paragraphs in
+`content_root` turns a Doxygen page (known by its generator tag) into headings, code and paragraphs in
 place, before the walker sees it: the title an `<h1>` first in the content, member titles one
 level below their section, each signature and each code example a `<pre>`, each summary row a
 paragraph. Nothing else is read differently.
@@ -59,7 +59,7 @@ def content_root(doc: etree._Element) -> etree._Element | None:
         return None
     for el in [e for cls in (*_TOOLTIPS, *_DIAGRAMS) for e in _classed(root, "div", cls)]:
         if el.getparent() is not None:
-            el.getparent().remove(el)
+            el.drop_tree()  # its tail, text outside it, stays
     for a in [a for a in root.iter("a") if _words(a) in ("More...", "More…")]:  # on every summary row
         a.drop_tree()
     for label in _classed(root, "span", "mlabel"):  # "inline", "explicit": labels, apart
