@@ -137,8 +137,11 @@ def _interrupts_seen() -> Iterator[_CapturedInterrupts]:
     """Install `_CapturedInterrupts` as Dagster's flag for the length of a run."""
     from dagster._utils import interrupts as dagster_interrupts
 
-    prior = dagster_interrupts._received_interrupt
-    flag = _CapturedInterrupts(prior)
+    prior = getattr(dagster_interrupts, "_received_interrupt", None)
+    flag = _CapturedInterrupts(prior if isinstance(prior, dict) else {})
+    if not isinstance(prior, dict):  # a Dagster that keeps it otherwise: runs as before, unwatched
+        yield flag
+        return
     dagster_interrupts._received_interrupt = flag
     try:
         yield flag
