@@ -607,7 +607,7 @@ class StageWalk:
                       and st.digest and st.acl_hash == docs[did].acl_hash)  # else revoked, not deleted
         holds = {did for did in digests if did not in unsafe} | {
             did for did in state if did in docs and did not in stale}
-        moved = self.kept_moves(state, holds)  # a moved file's old path (index_stage._plan)
+        moved = self.kept_moves(docs, state, holds)  # a moved file's old path (index_stage._plan)
         self.index["delete"] += sum(1 for did in state if (did not in docs and did not in moved) or did in stale) \
             + emptied
         # a kept version not written stays where it is held under the current ACL, else is revoked
@@ -618,10 +618,10 @@ class StageWalk:
         self.counts["index"].compute += written
         self.counts["index"].cached += len(by_doc) - written
 
-    def kept_moves(self, state: Mapping[str, IndexStateRecord], holds: set[str]) -> set[str]:
-        """`index_stage.kept_moves` after this run's listing: the moves it marks (`SourcePlan.moves`)
-        and those earlier runs marked."""
-        docs = {d.doc_id: d for d in self.sp.docs}
+    def kept_moves(self, docs: Mapping[str, DocumentRecord], state: Mapping[str, IndexStateRecord],
+                   holds: set[str]) -> set[str]:
+        """`index_stage.kept_moves` after this run's listing (`docs`: the documents it leaves): the
+        moves it marks (`SourcePlan.moves`) and those earlier runs marked."""
         now = {old for old, new in self.sp.moves.items() if old in state and new not in holds}
         return now | kept_moves(self.rt.store, docs, state, holds)
 
@@ -633,7 +633,7 @@ class StageWalk:
         docs = {d.doc_id: d for d in self.sp.docs}
         state = self.rt.store.index_state(g.id, self.sp.name)
         stale = withdrawn(docs)
-        kept = self.kept_moves(state, {did for did in state if did in docs and did not in stale})
+        kept = self.kept_moves(docs, state, {did for did in state if did in docs and did not in stale})
         self.index["delete"] += sum(1 for did in state if (did not in docs and did not in kept) or did in stale)
         cver = g.versions["chunk"]
         # a pending row (one a source put back left withheld, `unindex_source`) is written again

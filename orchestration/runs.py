@@ -150,8 +150,9 @@ def _interrupts_seen() -> Iterator[_CapturedInterrupts]:
 
 
 def _interrupted(events: Iterable[dg.DagsterEvent]) -> bool:
-    """Whether a run failed because the process was interrupted (SIGINT, Ctrl-C): in a step, or
-    while Dagster finished the run after its last step ("Execution was interrupted")."""
+    """Whether a run failed because the process was interrupted (SIGINT, Ctrl-C), as its
+    step's or its own failure says by the error's class (one that came after the last step is
+    Dagster's flag, `_interrupts_seen`)."""
     for ev in events:
         data: Any = ev.event_specific_data
         err = getattr(data, "error", None) if ev.event_type_value in ("STEP_FAILURE", "RUN_FAILURE",
@@ -160,8 +161,6 @@ def _interrupted(events: Iterable[dg.DagsterEvent]) -> bool:
             if err.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt"):
                 return True
             err = err.cause
-        if ev.event_type_value in ("RUN_FAILURE", "PIPELINE_FAILURE") and "interrupted" in (ev.message or ""):
-            return True
     return False
 
 

@@ -225,7 +225,7 @@ def _parse(data: bytes, filename: str, config: ParseConfig, depth: int, max_byte
     name = PurePosixPath(filename).name or filename
     detected = detect_format(data, filename)
     if max_bytes is not None and detected.format in _PACKAGES:
-        check_package(data, detected.format, max_bytes)
+        check_package(data, detected.format, max_bytes, parts=False)  # the format's parser reads its parts
     try:
         if detected.format in ("email", "mbox"):
             parser = _email if detected.format == "email" else _mbox

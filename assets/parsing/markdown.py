@@ -375,7 +375,6 @@ def _beyond_the_parser(body: str) -> str | None:
 # paragraph, openers times length, outside code (a PHP cookbook's 259 `<?php` examples are
 # code, and cheap).
 _HTML_OPENERS = re.compile(r"<\?|<![A-Za-z]")
-_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 MAX_HTML_OPENER_SCAN = 20_000_000
 
 
@@ -385,10 +384,8 @@ def html_opener_scan(body: str) -> int:
     total = opened = size = 0
     fence: str | None = None
     for line in body.split("\n"):
-        if (f := _FENCE_LINE.match(line)) is not None and (fence is None or f.group(1).startswith(fence)):
-            fence = None if fence is not None else f.group(1)[0] * 3
-            continue
-        if fence is not None:
+        fence, code = markdown_ext.in_fence(fence, line)
+        if code:
             continue
         if not line.strip():
             total, opened, size = total + opened * size, 0, 0

@@ -26,7 +26,7 @@ import bisect
 import re
 from typing import Any
 
-__all__ = ["rewrite", "split_meta", "without_code_spans"]
+__all__ = ["in_fence", "rewrite", "split_meta", "without_code_spans"]
 
 # Python-Markdown's meta-data: `key: value` lines, a value continued on lines indented 4 spaces
 _META_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_-]*):[ \t]*(.*)$")
@@ -185,6 +185,14 @@ def _code_spans(line: str) -> list[tuple[int, int]]:
     return spans
 
 
+def in_fence(fence: str | None, line: str) -> tuple[str | None, bool]:
+    """(the fence open after `line`, given the one open before it; whether `line` is fenced
+    code, its fences included)."""
+    if (f := _FENCE.match(line)) is not None and (fence is None or f.group(1).startswith(fence)):
+        return (None if fence is not None else f.group(1)[0] * 3), True
+    return fence, fence is not None
+
+
 def rewrite(text: str, depth: int = 0, defined: set[str] | None = None) -> str:
     """`text` with the extensions above rewritten to plain Markdown (see the module's doc)."""
     if "!!!" not in text and "???" not in text and "===" not in text and "///" not in text \
@@ -198,12 +206,8 @@ def rewrite(text: str, depth: int = 0, defined: set[str] | None = None) -> str:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if (f := _FENCE.match(line)) is not None and (fence is None or f.group(1).startswith(fence)):
-            fence = None if fence is not None else f.group(1)[0] * 3
-            out.append(line)
-            i += 1
-            continue
-        if fence is not None:
+        fence, code = in_fence(fence, line)
+        if code:
             out.append(line)
             i += 1
             continue

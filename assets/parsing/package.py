@@ -24,7 +24,7 @@ MAX_MEMBER_BYTES = 256 * 1024 * 1024  # one part, unpacked
 MAX_PACKAGE_BYTES = 1024 * 1024 * 1024  # all parts together, unpacked
 
 
-def check_package(data: bytes, kind: str, max_part: int | None = None) -> None:
+def check_package(data: bytes, kind: str, max_part: int | None = None, *, parts: bool = True) -> None:
     """Refuse a package whose parts unpack beyond the limits (TooLarge): one part beyond
     MAX_MEMBER_BYTES or `max_part` (the source's max_file_mb, when given), all parts beyond
     MAX_PACKAGE_BYTES. A file that is no readable ZIP at all is left to the format's parser,
@@ -46,7 +46,8 @@ def check_package(data: bytes, kind: str, max_part: int | None = None) -> None:
     if total > MAX_PACKAGE_BYTES:
         raise TooLarge(f"{kind} unpacks to {total / 1e6:,.0f} MB in all, over the limit of "
                        f"{MAX_PACKAGE_BYTES >> 20} MB (a zip bomb, or a package too large to read)")
-    _refuse_flooded_parts(data, kind, infos)
+    if parts:  # off where the format's parser checks the package again (`assets.parsing._parse`)
+        _refuse_flooded_parts(data, kind, infos)
 
 
 _MARKUP_PARTS = (".xml", ".rels", ".xhtml", ".html", ".htm", ".opf", ".ncx", ".svg")

@@ -45,7 +45,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.corpora.evalset_tools import Case, corpora_dir, unique_questions, write_checked
+from benchmarks.corpora.evalset_tools import Case, corpora_dir, generate, unique_questions
 from benchmarks.corpora.gen_sphinx_rst import plain_snippet
 
 OUT = Path(__file__).resolve().parent.parent / "evalsets" / "mkdocs_md.jsonl"
@@ -270,10 +270,7 @@ def cases(root: Path, extra: Path) -> list[Case]:
 
 
 def main() -> int:
-    corpora = corpora_dir()
-    root = corpora / "mkdocs_md"
-    write_checked(cases(root, corpora / "_extra" / "mkdocs_md"), root, OUT)
-    return 0
+    return generate("mkdocs_md", lambda root: cases(root, corpora_dir() / "_extra" / "mkdocs_md"), OUT)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.corpora.evalset_tools import Case, corpora_dir, unique_questions, write_checked
+from benchmarks.corpora.evalset_tools import Case, corpora_dir, generate, unique_questions
 
 OUT = Path(__file__).resolve().parent.parent / "evalsets" / "sphinx_rst.jsonl"
 SEED = 7
@@ -247,10 +247,7 @@ def cases(root: Path, extra: Path) -> list[Case]:
 
 
 def main() -> int:
-    corpora = corpora_dir()
-    root = corpora / "sphinx_rst"
-    write_checked(cases(root, corpora / "_extra" / "sphinx_rst"), root, OUT)
-    return 0
+    return generate("sphinx_rst", lambda root: cases(root, corpora_dir() / "_extra" / "sphinx_rst"), OUT)
 
 
 if __name__ == "__main__":
