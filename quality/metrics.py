@@ -94,11 +94,12 @@ def _is_identifier(core: str) -> bool:
     words = 0
     for p in parts:
         stem = _TRAILING_DIGITS.sub("", p)
-        if p.isdigit() or (len(stem) == 1 and stem.isalpha()):
+        if p.isdigit():
             continue
-        if stem.isalpha() and _is_word(stem):
+        if stem.isalpha() and _is_word(stem):  # "I" of "I/O" too
             words += 1
-        elif not (code and stem.isascii() and stem.isalpha() and stem.islower() and len(stem) <= 3):
+        elif not (stem.isalpha() and (len(stem) == 1 or (
+                code and stem.isascii() and stem.islower() and len(stem) <= 3))):
             return False
     return words > 0
 
