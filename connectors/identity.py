@@ -124,7 +124,17 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # plain text; a reference link reads as its label only where its ref names the label's words; a
 # reST list item's "::" example is code. Of the dev corpora only four pages of
 # git_commands parse otherwise (their recovered headings), and two of 600 /usr/share/doc pages.
-STAGE_CODE_VERSIONS = {"parse": "26", "chunk": "6", "context": "2", "embed": "1"}
+# parse 27: plain-text documents (a pass over FAQs, READMEs, NEWS files and Vim help of Debian's
+# packages): a numbered question, a "Q:" of a Q/A FAQ and a run of one-line questions head their
+# answers; a contents list makes no headings; the title is the document's opening (a banner, a
+# title paragraph, `#+TITLE:`), never a heading far in; Emacs outline files' star lines are
+# headings; Vim help reads its sections, examples and tags (`assets.parsing.vimhelp`); tabs are 8
+# columns; a "---" under a longer line or a "Key: value" line underlines nothing (git patches'
+# sign-off was a heading); a lone "# ls" line makes no Markdown and a `.txt` in reST is reST.
+# Of the dev corpora 126 e-mails and 6 AsciiDoc fragments change in whitespace only (tabs) and
+# two e-mails read as plain text lose their signature as a title; of 1,113 plain-text files of
+# /usr/share/doc, 163 parse otherwise.
+STAGE_CODE_VERSIONS = {"parse": "27", "chunk": "6", "context": "2", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

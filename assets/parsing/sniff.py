@@ -37,8 +37,8 @@ from connectors.errors import (
 )
 
 __all__ = ["Detected", "Sniffed", "as_utf8", "decode_text", "detect_format", "html_declared_charset",
-           "looks_like_asciidoc", "looks_like_info",
-           "looks_like_roff",
+           "looks_like_asciidoc", "looks_like_info", "looks_like_markdown",
+           "looks_like_roff", "looks_like_rst",
            "sniff"]
 
 EXTENSIONS: dict[str, str] = {
@@ -167,7 +167,9 @@ _ODF_MIMETYPES = {
     "application/vnd.oasis.opendocument.presentation": ("odp", "OpenDocument presentation"),
     "application/epub+zip": ("epub", "EPUB e-book"),
 }
-_MD_SIGNAL = re.compile(r"^(?:#{1,6} \S|```|~~~)", re.MULTILINE)
+_MD_HEADING = re.compile(r"^#{1,6} \S", re.MULTILINE)
+_MD_FENCE = re.compile(r"^ {0,3}(?:```|~~~)", re.MULTILINE)
+_MD_INLINE = re.compile(r"\[[^\]\n]{1,200}\]\([^)\s]{1,500}\)|\*\*\S[^*\n]{0,200}\*\*|`[^`\n]{1,200}`")
 # a Debian changelog's first line, "package (version) distribution; urgency=...": its format is
 # its own, and the "# Older entries have been removed" comment Debian appends read as a heading
 _DEBIAN_CHANGELOG = re.compile(r"\A[a-z0-9][a-z0-9+.-]* \([^()\s]+\) [^;\n]+; *urgency=", re.IGNORECASE)
@@ -423,6 +425,35 @@ def looks_like_asciidoc(text: str) -> bool:
     return signs >= 3 or (titled and signs >= 2)
 
 
+def looks_like_markdown(text: str) -> bool:
+    """Whether a text without a telling name is Markdown: it opens with an ATX heading, or has a
+    fenced block, or two headings and inline markup (a link, bold, code). A lone "# ls -l" line
+    is a root prompt in a FAQ (xterm's), and a "#" comment no heading."""
+    first = text.lstrip("\ufeff \t\r\n")
+    if _MD_HEADING.match(first):
+        return True
+    if len(_MD_FENCE.findall(text)) >= 2:
+        return True
+    return len(_MD_HEADING.findall(text)) >= 2 and _MD_INLINE.search(text) is not None
+
+
+_RST_SIGNS = [(re.compile(sign, re.MULTILINE), weight) for sign, weight in (
+    (r"^\.\. [A-Za-z][\w:-]{0,60}::(?: |$)", 2),  # a directive
+    (r"^\.\. _[^:\n`]{1,200}:(?: |$)", 2),  # a hyperlink target
+    (r"\A\s*([=\-~*#^\"+])\1{2,}\n[^\n]{1,200}\n\1{3,}[ \t]*$", 2),  # an overlined title
+    (r":[a-z][\w:-]{0,40}:`[^`\n]{1,200}`", 1),  # a role
+    (r"`[^`\n]{1,200}`__?(?:\W|$)", 1),  # a reference
+    (r"^\.\. \[[\w#*-]{1,40}\] ", 1),  # a footnote or citation
+)]
+
+
+def looks_like_rst(text: str) -> bool:
+    """Whether a `.txt` file is reStructuredText (docutils' own documentation is): three signs of
+    it, where a directive, a target or an overlined title counts twice. Plain text underlines
+    its titles too, so an underline is no sign."""
+    return sum(weight for sign, weight in _RST_SIGNS if sign.search(text)) >= 3
+
+
 def looks_like_roff(text: str) -> bool:
     """Whether text is roff manual-page source: it opens with a roff request, macro or comment
     line and names the page with `.TH` (man) or `.Dd`/`.Dt` (mdoc) — or is an `.so` alias of
@@ -587,12 +618,14 @@ def _detect(data: bytes, name: str, ext: str) -> Detected:  # noqa: C901  # leng
         )
     if by_ext is None:
         text = _ascii_view(data[:_SAMPLE])
-        if s.kind == "text" and _MD_SIGNAL.search(text) and not _DEBIAN_CHANGELOG.match(text.lstrip("\ufeff")):
+        if s.kind == "text" and looks_like_markdown(text) and not _DEBIAN_CHANGELOG.match(text.lstrip("\ufeff")):
             return Detected("markdown")
         return Detected(s.kind)
     if by_ext == s.kind:
         if ext in ("txt", "text") and looks_like_asciidoc(_ascii_view(data[:_SAMPLE])):
             return Detected("asciidoc")  # Git's and many projects' manual sources are .txt
+        if ext in ("txt", "text") and looks_like_rst(_ascii_view(data[:_SAMPLE])):
+            return Detected("rst")  # so are docutils' and many Python projects'
         return Detected(by_ext)
     if by_ext == "html":
         return Detected("html")  # fragments without <html> markers are still HTML

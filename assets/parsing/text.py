@@ -1,11 +1,17 @@
 """Plain text: encoding detection, paragraphs on blank lines, light heading/list heuristics.
 
 Headings are guessed conservatively from short lines (≤ 8 words, no closing punctuation):
-underlined (`====` → level 1, `----` → level 2), ALL CAPS (level 1), numbered like "1. Intro" /
+underlined (`====` or `=-=-` → level 1, `----` → level 2; an underlined question too), ALL CAPS
+(level 1), numbered like "1. Intro" /
 "2.3 Scope" (level = depth of the number), or a lone capitalised line of ≤ 6 words introducing a
 longer paragraph (level 2). Runs of "- item" / "1) item" lines become list items. Prose
 hard-wrapped at a fixed width is re-flowed; short lines meant as lines (addresses, signatures,
-"Key: value" headers) and indented blocks keep their line breaks.
+"Key: value" headers) and indented blocks keep their line breaks. Tabs are 8 columns, as the
+terminals and editors that wrote such text set them.
+
+A whole plain-text document (`parse_text`) is read further: its title, FAQ entries, contents list
+and outline headings (`text_structure`), or as Vim help (`vimhelp`). E-mail bodies and the other
+formats that hand their running text here get the paragraph rules alone.
 """
 
 from __future__ import annotations
@@ -13,7 +19,9 @@ from __future__ import annotations
 import re
 
 from assets.parsing.sniff import decode_text
+from assets.parsing.text_structure import document_blocks, document_title, outline_text
 from assets.parsing.textutil import clean_inline, join_lines, normalize_chars
+from assets.parsing.vimhelp import looks_like_vimhelp, vimhelp_blocks
 from connectors.documents import Block, ParseResult
 
 __all__ = ["body_blocks", "parse_text", "text_blocks"]
@@ -21,10 +29,11 @@ __all__ = ["body_blocks", "parse_text", "text_blocks"]
 MAX_HEADING_WORDS = 8
 MAX_WEAK_HEADING_WORDS = 6
 _TERMINAL = (".", ",", ";", ":", "!", "?")
-_UNDERLINE = re.compile(r"^(=+|-+|~+|\*+)$")
+_UNDERLINE = re.compile(r"^(=+|-+|~+|\*+|(?:=-)+=?|(?:-=)+-?)$")
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+\S")
 _ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+")
 _PARA_SPLIT = re.compile(r"\n[ \t]*\n+")
+_KEY_VALUE = re.compile(r"^[A-Z][\w-]*: \S")  # "Signed-off-by: A <a@b>", "Subject: x"
 
 
 def _is_underline(line: str) -> bool:
@@ -35,6 +44,16 @@ def _is_underline(line: str) -> bool:
 def _short_title(line: str, max_words: int = MAX_HEADING_WORDS) -> bool:
     words = line.split()
     return 0 < len(words) <= max_words and not line.rstrip().endswith(_TERMINAL)
+
+
+def _underlined_title(line: str, underline: str) -> bool:
+    """A line over an underline: a short title, or a question ("Why does X fail?") up to 20 words;
+    the underline is at least a third as long. A "---" under a longer line is a separator (a git
+    patch's "Signed-off-by: …" over its diffstat), and a "Key: value" line no title."""
+    line = line.strip()
+    if 3 * len(underline.strip()) < len(line) or _KEY_VALUE.match(line):
+        return False
+    return _short_title(line, 12) or (line.endswith("?") and 0 < len(line.split()) <= 20)
 
 
 def _all_caps(line: str) -> bool:
@@ -79,7 +98,7 @@ def _para_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
     heads: list[Block] = []
     i, n = 0, len(para)
     while True:
-        if n - i >= 2 and _is_underline(para[i + 1]) and _short_title(para[i], 12):
+        if n - i >= 2 and _is_underline(para[i + 1]) and _underlined_title(para[i], para[i + 1]):
             level = 1 if para[i + 1].strip()[0] in "=*#" else 2
             heads.append(Block("heading", clean_inline(para[i]), level=level))
             i += 2
@@ -123,23 +142,33 @@ def body_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
     return [Block("paragraph", "\n".join(clean_inline(ln) for ln in para))]
 
 
-def text_blocks(text: str) -> list[Block]:
-    """Blocks of decoded plain text."""
-    text = normalize_chars(text).expandtabs(4)
-    paras = [
-        [ln for ln in chunk.split("\n") if ln.strip()]
-        for chunk in _PARA_SPLIT.split(text.strip("\n"))
-    ]
-    paras = [p for p in paras if p]
-    blocks: list[Block] = []
-    for i, para in enumerate(paras):
-        blocks.extend(_para_blocks(para, paras[i + 1] if i + 1 < len(paras) else None))
+def _paragraphs(text: str) -> list[list[str]]:
+    paras = [[ln for ln in chunk.split("\n") if ln.strip()] for chunk in _PARA_SPLIT.split(text.strip("\n"))]
+    return [p for p in paras if p]
+
+
+def text_blocks(text: str, *, document: bool = False) -> list[Block]:
+    """Blocks of decoded plain text; with `document`, read as a whole document
+    (`text_structure`: title, FAQ entries, contents, outline headings)."""
+    text = normalize_chars(text).expandtabs(8)
+    if document:
+        text, outline = outline_text(text)
+        blocks = document_blocks(_paragraphs(text), _para_blocks, outline=outline)
+    else:
+        paras = _paragraphs(text)
+        blocks = []
+        for i, para in enumerate(paras):
+            blocks.extend(_para_blocks(para, paras[i + 1] if i + 1 < len(paras) else None))
     return [b for b in blocks if b.text.strip()]
 
 
 def parse_text(data: bytes) -> ParseResult:
-    """Decode text bytes (BOM, UTF-8, then detection) and split them into blocks."""
+    """Decode text bytes (BOM, UTF-8, then detection) and split them into blocks: Vim help by its
+    own markup, any other text as a plain-text document."""
     text, encoding = decode_text(data)
-    blocks = text_blocks(text)
-    title = next((b.text for b in blocks if b.kind == "heading"), None)
-    return ParseResult(blocks=blocks, title=title, format="text", metadata={"encoding": encoding})
+    if looks_like_vimhelp(text):
+        blocks, title = vimhelp_blocks(text)
+        return ParseResult(blocks=blocks, title=title, format="text",
+                           metadata={"encoding": encoding, "dialect": "vimhelp"})
+    blocks = text_blocks(text, document=True)
+    return ParseResult(blocks=blocks, title=document_title(blocks), format="text", metadata={"encoding": encoding})

@@ -1,0 +1,144 @@
+"""Vim help files (`doc/*.txt` of Vim, Neovim and their plugins): a command reference in plain
+text with markup of its own.
+
+A help file opens with its tag, `*undo.txt*  For Vim version 9.0.`, and ends with a modeline
+(`vim:tw=78:ts=8:ft=help:norl:`). Sections open under a rule of `=` (or `-`) with their title
+and tag on the next line ("1. Undo and redo commands   *undo-commands*", or "*08.1* Split a
+window" in the user manual); a line ending in `~` is a column heading; a line ending in ` >`
+opens an example, set in, that runs to a line starting with `<` or to the next line at column 0;
+`*tag*` marks a tag and `|tag|` a link to one. Read as plain text, rules and titles ran into one
+paragraph, no section was a heading (tabpage.txt had none), example lines such as "CTRL-W K"
+became ALL-CAPS headings, and the markers were indexed. Here the sections are headings, examples
+are code, and tags and links keep their names without the markers (":tabclose" stays a word).
+"""
+
+from __future__ import annotations
+
+import re
+
+from assets.parsing.textutil import clean_inline, join_lines
+from connectors.documents import Block
+
+__all__ = ["looks_like_vimhelp", "vimhelp_blocks"]
+
+_FILE_TAG = re.compile(r"\A\ufeff?\*([\w.+-]+)\.txt\*[ \t]+(.*)")
+_MODELINE = re.compile(r"^\s*vim?:.*\bft=help\b", re.M)
+_RULE = re.compile(r"^(=|-)\1{9,}\s*$")
+_BANNER = re.compile(r"^\s*N?VIM (?:REFERENCE|USER) MANUAL\b")
+_TAG = re.compile(r"\*([^\s*|]+)\*")
+_LINK = re.compile(r"\|([^\s|]+)\|")
+_LEADING_NUMBER_TAG = re.compile(r"^\s*\*(\d[\d.]*)\*")
+_EXAMPLE = re.compile(r"(?:^|\s)>(?:[a-z]{1,12})?$")
+_MAX_HEADING_WORDS = 12
+
+
+def looks_like_vimhelp(text: str) -> bool:
+    """A help file's first line is its tag, then "For Vim version …" or a modeline that says
+    `ft=help` closes it."""
+    m = _FILE_TAG.match(text)
+    return m is not None and ("Vim version" in m.group(2) or _MODELINE.search(text[-600:]) is not None)
+
+
+def vimhelp_blocks(text: str) -> tuple[list[Block], str | None]:
+    """(blocks, title) of a Vim help file."""
+    lines = text.replace("\r\n", "\n").expandtabs(8).split("\n")
+    m = _FILE_TAG.match(lines[0])
+    assert m is not None, "vimhelp_blocks reads a file looks_like_vimhelp accepted"
+    title, start = _title(lines, m.group(1), m.group(2))
+    reader = _Reader()
+    if title:
+        reader.blocks.append(Block("heading", title, level=1))
+    for line in lines[start:]:
+        reader.line(line)
+    reader.flush()
+    return [b for b in reader.blocks if b.text.strip()], title
+
+
+def _title(lines: list[str], name: str, rest: str) -> tuple[str, int]:
+    """(title, the line the body starts at): the first line under the banner when it is short
+    ("Undo and redo  *undo-redo*", "Splitting windows"), else what the first line says after
+    the file's tag, else the file's name."""
+    for i, line in enumerate(lines[1:12], 1):
+        if not line.strip() or _BANNER.match(line):
+            continue
+        head = _heading_text(line)
+        if 0 < len(head.split()) <= _MAX_HEADING_WORDS and not head.endswith((".", ",", ":")) \
+                and not _RULE.match(line):
+            return head, i + 1
+        break
+    said = _TAG.sub("", rest).strip()
+    if said and not said.startswith("For Vim version"):
+        return clean_inline(said), 1
+    return name, 1
+
+
+def _heading_text(line: str) -> str:
+    """A title line without its tags ("1. Undo and redo commands  *undo-commands*"); a leading
+    number tag stays as the number ("*08.1* Split a window" -> "08.1 Split a window")."""
+    line = _LEADING_NUMBER_TAG.sub(r"\1", line)
+    return clean_inline(_LINK.sub(r"\1", _TAG.sub("", line)).rstrip().rstrip("~"))
+
+
+def _plain(line: str) -> str:
+    return _LINK.sub(r"\1", _TAG.sub(r"\1", line)).rstrip()
+
+
+class _Reader:
+    """Reads a help file's body line by line: a paragraph, an example or a pending rule."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.para: list[str] = []
+        self.code: list[str] | None = None
+        self.rule = 0  # the heading level a rule above announces, 0 if none
+
+    def line(self, line: str) -> None:
+        if self.code is not None:
+            if line.startswith("<"):
+                self._end_example()
+                line = line[1:]
+            elif line.strip() and not line[:1].isspace():
+                self._end_example()
+            else:
+                self.code.append(line)
+                return
+        if _MODELINE.match(line):
+            return
+        if _RULE.match(line):
+            self.flush()
+            self.rule = 1 if line.startswith("=") else 2
+        elif not line.strip():
+            self.flush()
+        elif self.rule and not line.startswith("Next chapter:"):  # the user manual's closing link
+            self.blocks.append(Block("heading", _heading_text(line), level=self.rule))
+            self.rule = 0
+        elif line.rstrip().endswith("~") and not self.para and len(line.split()) <= _MAX_HEADING_WORDS:
+            self.blocks.append(Block("heading", _heading_text(line), level=3))
+        elif m := _EXAMPLE.search(line.rstrip()):
+            if before := line.rstrip()[:m.start()].rstrip():
+                self.para.append(before)
+            self.flush()
+            self.code = []
+        else:
+            self.para.append(line)
+
+    def _end_example(self) -> None:
+        lines = self.code or []
+        while lines and not lines[-1].strip():
+            lines.pop()
+        cut = min((len(ln) - len(ln.lstrip()) for ln in lines if ln.strip()), default=0)
+        if lines:
+            self.blocks.append(Block("code", "\n".join(ln[cut:].rstrip() for ln in lines)))
+        self.code = None
+
+    def flush(self) -> None:
+        if self.code is not None:
+            self._end_example()
+        if not self.para:
+            return
+        lines = [_plain(ln) for ln in self.para]
+        self.para = []
+        if len(lines) > 1 and not any(ln[:1].isspace() or "   " in ln.strip() for ln in lines):
+            self.blocks.append(Block("paragraph", clean_inline(join_lines(lines))))  # wrapped prose
+        else:
+            self.blocks.append(Block("paragraph", "\n".join(lines)))  # a command's columns: as laid out
