@@ -33,7 +33,8 @@ _OWN_DAGSTER_HOME = os.environ.get("DAGSTER_HOME")  # set by the caller: then ev
 EVALSETS = Path(__file__).resolve().parent / "evalsets"
 DEFAULT_CORPORA = Path.home() / ".cache" / "bench-corpora"
 # sets that ask other questions of another set's corpus
-CORPUS_OF = {"mail_ham_pasted": "mail_ham", "mail_ham_quoted": "mail_ham"}
+CORPUS_OF = {"mail_ham_pasted": "mail_ham", "mail_ham_quoted": "mail_ham",
+             "mail_lkml_pasted": "mail_lkml", "mail_lkml_quoted": "mail_lkml"}
 
 
 def _cli(config: Path, *args: str) -> dict[str, Any]:

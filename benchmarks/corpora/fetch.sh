@@ -10,12 +10,15 @@
 # has it (a point release replaced it), the current version is taken and a warning printed: check
 # the generator's output (it refuses gold labels that no longer occur) before trusting old numbers.
 # PyPI sdists are pinned exactly (a release never changes); they are fetched with "$PYTHON -m pip"
-# (default: the repository's .venv, else python3).
+# (default: the repository's .venv, else python3). A set made from a Debian *source* package
+# (mail_lkml) downloads it with apt-get source through a private deb-src list derived from the
+# machine's own Debian entries (the system's apt configuration is left as it is) and checks the
+# upstream tarball's sha256.
 set -euo pipefail
 dest=${1:-$HOME/.cache/bench-corpora}
 shift || true
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md)
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md mail_lkml)
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -n "${PYTHON:-}" ]; then :
 elif [ -x "$here/../../.venv/bin/python" ]; then PYTHON=$here/../../.venv/bin/python
@@ -49,6 +52,32 @@ pypi() {
   tar xzf "$work/pypi/$pkg/"*.tar.gz -C "$work/$pkg" --strip-components=1 || return
   echo "$pkg $version (PyPI sdist)" >>"$work/versions"
   echo "$work/$pkg"
+}
+
+# debsrc PKG VERSION FILE SHA256: download Debian source package PKG=VERSION into $work/src/PKG
+# (apt-get source --download-only, with a deb-src list of its own: the URI and base suite of the
+# machine's configured Debian archive, its components, read with apt-get indextargets; apt's
+# lists and caches for it live under $work, the system's are not touched), check that its FILE
+# has SHA256, print FILE's path. No fallback to another version: the checksum pins the content.
+debsrc() {
+  local pkg=$1 version=$2 file=$3 sum=$4 a=$work/apt
+  mkdir -p "$a/lists/partial" "$a/parts" "$a/cache" "$work/src/$pkg"
+  apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
+      'Identifier: Packages' 'Origin: Debian' 'Label: Debian' \
+    | awk '$2 !~ /-/ && !seen[$0]++ { k = $1 " " $2; c[k] = (k in c) ? c[k] " " $3 : $3 }
+           END { for (k in c) print "deb-src", k, c[k] }' | sort >"$a/sources.list"
+  if [ ! -s "$a/sources.list" ]; then
+    echo "error: no Debian archive among the machine's apt sources; cannot fetch $pkg's source" >&2
+    return 1
+  fi
+  local opts=(-o "Dir::Etc::SourceList=$a/sources.list" -o "Dir::Etc::SourceParts=$a/parts"
+              -o "Dir::State::Lists=$a/lists" -o "Dir::Cache=$a/cache" -o "APT::Sandbox::User=root")
+  apt-get "${opts[@]}" update -qq >&2 || return
+  (cd "$work/src/$pkg" && apt-get "${opts[@]}" source -qq --download-only "$pkg=$version" >&2) || {
+    echo "error: source package $pkg $version is not in the archive (the sha256 pins it)" >&2; return 1; }
+  echo "$sum  $work/src/$pkg/$file" | sha256sum -c --quiet - >&2 || return
+  echo "$pkg $version (Debian source package)" >>"$work/versions"
+  echo "$work/src/$pkg/$file"
 }
 
 # copy_tree FROM TO FIND-ARGS...: copy the files under FROM that `find . FIND-ARGS` lists to TO,
@@ -156,6 +185,34 @@ for set in "${sets[@]}"; do
     copy_tree "$y/docs" "$dest/$set/markdown" -name '*.md'
     copy_tree "$x" "$dest/_extra/$set" -path './pymdownx/*.py' ! -path './pymdownx/*/*'
     copy_tree "$y" "$dest/_extra/$set" -path './markdown/extensions/*.py' ;;
+  mail_lkml)  # notmuch's test corpora: 228 real list messages of 2009-2011 (linux-kernel,
+    # linux-cifs, alsa-devel, linux-fsdevel, notmuch...), in the Debian *source* package only.
+    # One .eml per Message-ID (a message cross-posted to two lists arrived twice: the first copy
+    # in path order is kept), numbered in the sorted order of the original paths:
+    # lkml/NNN.eml from test/corpora/lkml/cur/, default/NNN.eml from test/corpora/default/**.
+    x=$(debsrc notmuch 0.37-1 notmuch_0.37.orig.tar.xz \
+        0e766df28b78bf4eb8235626ab1f52f04f1e366649325a8ce8d3c908602786f6); fresh $set
+    mkdir -p "$work/notmuch"
+    tar xJf "$x" -C "$work/notmuch" --strip-components=1 \
+        notmuch-0.37/test/corpora/lkml notmuch-0.37/test/corpora/default
+    "$PYTHON" - "$work/notmuch/test/corpora" "$dest/$set" <<'EOF'
+import email, re, sys
+from pathlib import Path
+src, out = Path(sys.argv[1]), Path(sys.argv[2])
+seen = set()
+for sub in ("lkml", "default"):
+    (out / sub).mkdir(parents=True, exist_ok=True)
+    n = 0
+    for path in sorted(p for p in (src / sub).rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        mid = re.findall(r"<[^<>\s]+>", str(email.message_from_bytes(data).get("Message-Id") or ""))
+        if mid and mid[0] in seen:
+            continue
+        seen.update(mid[:1])
+        (out / sub / f"{n:03d}.eml").write_bytes(data)
+        n += 1
+EOF
+    ;;
   *) echo "unknown set: $set" >&2; exit 2 ;;
   esac
   echo "$set: $(find "$dest/$set" -type f | wc -l) files -> $dest/$set"
