@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,12 +31,16 @@ from assets.parsing.pdf_layout import (
     MAX_HEADING_LINES,
     HeadingRanks,
     Line,
+    OutlineEntry,
     Region,
     columns_of,
+    is_numbered,
+    mark_outline,
     merge_adjacent,
     reading_order,
     running_line_keys,
     strip_running_lines,
+    title_key,
 )
 from assets.parsing.textutil import (
     clean_inline,
@@ -60,9 +66,11 @@ MIN_FILLED_CELLS = 0.3  # a "table" with fewer filled cells is a drawing (R-intr
 MIN_TABLE_STROKES = 4  # vector lines/rectangles a page needs before tables are looked for
 BAD_GLYPH_SHARE = 0.2  # U+FFFD share above which a text layer is unusable
 JUNK_LAYER_WORD_SHARE = 0.5  # a full-page scan's text layer with fewer word-like tokens is junk
+MIN_OUTLINE_FOUND = 2  # outline entries found in the text before the outline gives the headings
 _BULLET = re.compile(r"^\s*(?:[•◦▪▫●○■□‣⁃∙·*–-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+")
 _BULLET_GLYPH = re.compile(r"^\s*[•◦▪▫●○■□‣⁃∙·*–-]\s+")
 _CAPTION = re.compile(r"^(?:figure|fig\.|table|chart|exhibit|plate)\s+[\dIVX]+[.:]?\s", re.I)
+_LEADER_NUMBER = re.compile(r"\s*(?:(?:[.·…]\s*)+(?:\d{1,4}|[ivxlcdm]{1,6})?|\d{1,4})\s*", re.IGNORECASE)
 _BAD_TITLE = re.compile(
     r"^(?:untitled|document\d*|slide \d+|.*\.(?:docx?|pdf|tex|indd|pptx?))$", re.IGNORECASE
 )
@@ -146,6 +154,21 @@ def _is_mono(span: dict[str, Any]) -> bool:
     return bool(span["flags"] & 8) or any(w in font for w in ("mono", "courier", "consol"))
 
 
+def _rtl(text: str) -> bool:
+    return any(unicodedata.bidirectional(ch) in ("R", "AL") for ch in text)
+
+
+def _same_visual_line(prev: Line, line: Line) -> bool:
+    """Whether `line`, on `prev`'s baseline, continues it to the right, or is the title that
+    `prev`, a dot leader and/or page number, belongs to: ReportLab writes a contents entry's
+    leader and page number before its title ("1.7 Getting Involved" / ". . . 8" became a
+    heading and a paragraph, escaping `_demote_toc_entries`). Anything else to the left (a
+    LaTeX margin note) stays a line of its own."""
+    if line.x0 >= prev.x1 - 1:
+        return True
+    return line.x1 <= prev.x0 + 1 and bool(_LEADER_NUMBER.fullmatch(prev.text)) and not _rtl(line.text)
+
+
 def _regions(page_dict: dict[str, Any], ocr: bool) -> list[Region]:
     """MuPDF text blocks → Regions of visual lines (spans on one baseline merged)."""
     regions: list[Region] = []
@@ -172,10 +195,14 @@ def _regions(page_dict: dict[str, Any], ocr: bool) -> list[Region]:
                 mono=not ocr and all(_is_mono(s) for s in spans),
             )
             prev = lines[-1] if lines else None
-            if prev and abs(prev.y0 - line.y0) < 0.5 * prev.height and line.x0 >= prev.x1 - 1:
+            if prev and abs(prev.y0 - line.y0) < 0.5 * prev.height and _same_visual_line(prev, line):
                 # Same baseline: one visual line that MuPDF split at a wide gap.
-                prev.text = f"{prev.text.rstrip()} {line.text.lstrip()}"
-                prev.x1, prev.y1 = max(prev.x1, line.x1), max(prev.y1, line.y1)
+                if line.x0 >= prev.x1 - 1:
+                    prev.text = f"{prev.text.rstrip()} {line.text.lstrip()}"
+                else:
+                    prev.text = f"{line.text.rstrip()} {prev.text.lstrip()}"
+                prev.x0, prev.x1 = min(prev.x0, line.x0), max(prev.x1, line.x1)
+                prev.y1 = max(prev.y1, line.y1)
                 prev.bold, prev.mono = prev.bold and line.bold, prev.mono and line.mono
                 continue
             lines.append(line)
@@ -382,7 +409,9 @@ def _continues(
     prev = plines[-1]
     close = ln.y0 - prev.y1 < (1.0 if ocr else 0.6) * prev.height
     if kind == pkind == "heading":
-        return level == plevel and close and len(plines) < MAX_HEADING_LINES
+        if ln.entry != prev.entry:  # an outline title is exactly the lines found for it
+            return False
+        return ln.entry >= 0 or (level == plevel and close and len(plines) < MAX_HEADING_LINES)
     if kind == pkind == "code":
         return True
     return kind == "body" and pkind in ("body", "list_start") and close
@@ -399,7 +428,7 @@ def _region_blocks(
         return [Block("table", text, page=page, meta=meta)]
     groups: list[tuple[str, int, list[Line]]] = []
     for ln in r.lines:
-        level = 0 if ocr else ranks.level(ln)
+        level = ln.outline or (0 if ocr else ranks.level(ln))
         if level:
             kind = "heading"
         elif ln.mono and not ocr:
@@ -414,18 +443,13 @@ def _region_blocks(
         groups.append((kind, level, [ln]))
     blocks: list[Block] = []
     for kind, level, lines in groups:
-        if kind == "heading" and _CAPTION.match(lines[0].text.strip()):
+        outline = lines[0].entry >= 0
+        if kind == "heading" and not outline and _CAPTION.match(lines[0].text.strip()):
             kind = "body"  # "Table 1. ..." set in bold is a caption, not a section
         if kind == "heading":
-            blocks.append(
-                Block(
-                    "heading",
-                    clean_inline(" ".join(ln.text for ln in lines)),
-                    level=level,
-                    page=page,
-                    meta=dict(meta),
-                )
-            )
+            hmeta = dict(meta, outline=True) if outline else dict(meta)
+            text = clean_inline(" ".join(ln.text for ln in lines))
+            blocks.append(Block("heading", text, level=level, page=page, meta=hmeta))
         elif kind == "code":
             blocks.append(Block("code", _code_text(lines), page=page, meta=dict(meta)))
         elif kind == "list_start":
@@ -464,28 +488,87 @@ def _join_split_tables(pages: list[_Page], tables: dict[int, _Table]) -> None:
         first.meta["table_header"] = table_header_lines(first.text)
 
 
-def _demote_toc_entries(blocks: list[Block]) -> None:
+def _demote_toc_entries(blocks: list[Block], outline: Sequence[OutlineEntry] = ()) -> None:
     """Table-of-contents lines set like headings ("1 Foo .... 2") become paragraphs.
 
-    A heading that is another heading's text followed by a page number is an entry of a
-    contents page; left as a heading it would open an empty section that steals the real
-    section's name.
+    A heading that is another heading's text (or an outline entry's title, of another page)
+    followed by a page number is an entry of a contents page; left as a heading it would open
+    an empty section that steals the real section's name. So is a numbered heading that is
+    the title of an outline entry of a later page (a contents entry whose number wrapped).
     """
     headings = [b for b in blocks if b.kind == "heading"]
     texts = {clean_inline(b.text).lower() for b in headings}
+    listed: dict[str, set[int]] = {}
+    for e in outline:
+        listed.setdefault(e.key, set()).add(e.page)
+
+    def known(title: str, page: int) -> bool:
+        return clean_inline(title).lower() in texts or bool(listed.get(title_key(title), set()) - {page})
+
     for b in headings:
-        text = b.text.strip()
+        if b.meta.get("outline"):
+            continue  # found where the outline says it is: a section, not a contents line
+        text, page = b.text.strip(), b.page or 0
+        later = listed.get(title_key(text), set())
         entry = toc_entry(text)
         titles = [entry[0]] if entry else []
-        if not entry or clean_inline(entry[0]).lower() not in texts:
+        if later and min(later) > page + 1 and is_numbered(text):
+            titles = [text]
+        elif not entry or not known(entry[0], page):
             # Entries on consecutive lines can be joined into one "heading".
             spans = toc_entries(text)
             if text[:spans[-1][1] if spans else 0].strip() != text:
                 continue
             titles = [title for _, _, title in spans]
-        if titles and all(clean_inline(t).lower() in texts for t in titles):
+        if titles and all(t == text or known(t, page) for t in titles):
             b.kind, b.level = "paragraph", 0
             b.meta["toc"] = True
+
+
+def _outline(doc: pymupdf.Document, warnings: list[str]) -> list[OutlineEntry]:
+    """The PDF's outline (bookmarks), entries without a page included (they keep the levels)."""
+    try:
+        toc = doc.get_toc(simple=True)
+    except Exception as e:  # a damaged outline is no reason to lose the document
+        raise_if_interrupt(e)
+        warnings.append(f"PDF outline (bookmarks) unreadable: {e}")
+        return []
+    return [OutlineEntry(int(lvl), normalize_text(str(title)), int(page)) for lvl, title, page, *_ in toc]
+
+
+def _apply_outline(outline: list[OutlineEntry], pages: list[_Page], ranks: HeadingRanks) -> bool:
+    """Mark the lines that are outline titles (`mark_outline`); whether the outline is used.
+
+    Font sizes alone cannot tell a section heading from a word of a drawing set in 85 pt
+    (ReportLab's user guide: "SPUMONI" headed 483 of 671 chunks); the outline can.
+    """
+    if sum(1 for e in outline if e.page >= 1) < MIN_OUTLINE_FOUND:
+        return False
+    found = mark_outline(
+        [(p.number, p.regions, p.route == "ocr") for p in pages if p.route != "error"],
+        outline,
+        ranks.level,
+    )
+    if found >= MIN_OUTLINE_FOUND:
+        return True
+    for p in pages:  # too few found to trust: font sizes decide alone
+        for r in p.regions:
+            for ln in r.lines:
+                ln.outline, ln.entry = 0, -1
+    return False
+
+
+def _nest_under_outline(blocks: list[Block]) -> None:
+    """A font heading the outline does not list ranks below the outline heading before it, so
+    it heads at most the text up to the next outline heading."""
+    current = 0
+    for b in blocks:
+        if b.kind != "heading":
+            continue
+        if b.meta.get("outline"):
+            current = b.level
+        elif current:
+            b.level = min(6, max(b.level, current + 1))
 
 
 def _vocabulary(pages: list[_Page]) -> set[str]:
@@ -543,6 +626,8 @@ def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
         ranks = HeadingRanks.from_lines(
             ln for p in pages if p.route != "ocr" for r in p.regions for ln in r.lines
         )
+        outline = _outline(doc, warnings)
+        with_outline = _apply_outline(outline, pages, ranks)
         vocabulary = _vocabulary(pages)
         tables: dict[int, _Table] = {}
         for p in pages:
@@ -553,7 +638,9 @@ def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
                 p.blocks.extend(made)
         _join_split_tables(pages, tables)
         blocks = [b for p in pages for b in p.blocks]
-        _demote_toc_entries(blocks)
+        _demote_toc_entries(blocks, outline if with_outline else ())
+        if with_outline:
+            _nest_under_outline(blocks)
         if not blocks:
             ocred = [p.number for p in pages if p.route == "ocr"]
             if ocred:

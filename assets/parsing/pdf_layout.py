@@ -10,20 +10,25 @@ import bisect
 import itertools
 import math
 import re
+import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
     "HeadingRanks",
     "Line",
+    "OutlineEntry",
     "Region",
     "body_font_size",
     "columns_of",
+    "is_numbered",
+    "mark_outline",
     "merge_adjacent",
     "reading_order",
     "running_line_keys",
     "strip_running_lines",
+    "title_key",
 ]
 
 MIN_COLUMN_GAP = 8.0  # points of empty x-range that separate two columns
@@ -62,6 +67,8 @@ class Line:
     size: float = 10.0
     bold: bool = False
     mono: bool = False
+    outline: int = 0  # the level of the outline (bookmark) entry this line is the title of
+    entry: int = -1  # ... and that entry's index (lines of one title share it)
 
     @property
     def height(self) -> float:
@@ -268,6 +275,32 @@ def running_line_keys(pages: Sequence[tuple[Sequence[Region], float]]) -> set[st
     return keys
 
 
+def _lone_page_numbers(regions: Iterable[Region]) -> list[Line]:
+    """The first and last line of the page (by position) when it is a bare page number ("7",
+    "Page 7", "7 of 9", "- 7 -") set apart: alone across the page at its height and at least a
+    line's height from the text next to it. Page numbers outside the margin zone (LaTeX's
+    wide margins put them at 82 % of the height) stayed in the text, mid-paragraph when a
+    paragraph runs on to the next page; a number that is a table cell shares its row with
+    other cells, and one in a list or column of figures sits close to its neighbours."""
+    lines = sorted((ln for r in regions for ln in r.lines), key=lambda ln: (ln.y0, ln.x0))
+    if len(lines) < 2:
+        return []
+    sizes = sorted(ln.size for ln in lines)
+    median = sizes[len(sizes) // 2]
+    found = []
+    for ln, neighbour, below in ((lines[0], lines[1], True), (lines[-1], lines[-2], False)):
+        if ln.size > max(median, neighbour.size) * HEADING_SIZE_RATIO:
+            continue  # a chapter's number set large above its title
+        if not _PAGE_NUMBER.match(_key(ln.text)):
+            continue
+        if any(o is not ln and o.y0 < ln.y1 and o.y1 > ln.y0 for o in lines):
+            continue  # another line at the same height: a table row, a header line
+        gap = neighbour.y0 - ln.y1 if below else ln.y0 - neighbour.y1
+        if gap >= ln.height:
+            found.append(ln)
+    return found
+
+
 def strip_running_lines(
     regions: list[Region], height: float, keys: set[str]
 ) -> tuple[list[Region], int]:
@@ -277,6 +310,7 @@ def strip_running_lines(
         for ln in _margin_lines(regions, height)
         if _key(ln.text) in keys or _PAGE_NUMBER.match(_key(ln.text))
     }
+    doomed |= {id(ln) for ln in _lone_page_numbers(regions)}
     if not doomed:
         return regions, 0
     kept: list[Region] = []
@@ -375,3 +409,239 @@ class HeadingRanks:
         ):
             return self.bold_level
         return 0
+
+
+# --------------------------------------------------------------------------- outline
+
+# A title's number ("2.8", "Chapter 2", "A.1", "IV.") that the text or the outline may leave out.
+_NUMBERING = re.compile(
+    r"^\s*(?:(?:chapter|section|part|appendix|chap\.|sec\.|§)\s*)?"
+    r"(?:\d+(?:[.\-]\d+)*(?:[.):]|\s+[-–—])?|[A-Z](?:[.\-]\d+)+[.):]?|(?:[IVXLC]+|[A-Z])(?:[.):]|\s+[-–—]))\s+",
+    re.IGNORECASE,
+)
+_TOKEN = re.compile(r"[^\W_]+")
+MIN_TITLE_KEY = 4  # a shorter title (normalised) is found only where a heading line matches it
+
+
+@dataclass
+class OutlineEntry:
+    """One entry of the PDF's outline (bookmarks): level (1 = top), title, 1-based page."""
+
+    level: int
+    title: str
+    page: int
+
+    @property
+    def key(self) -> str:
+        return title_key(self.title)
+
+    @property
+    def loose(self) -> str:
+        return title_key(_NUMBERING.sub("", self.title, count=1))
+
+
+def _norm(token: str) -> str:
+    return unicodedata.normalize("NFKC", token).casefold()
+
+
+def title_key(text: str) -> str:
+    """A title reduced to its letters and digits, case-folded, ligatures expanded: whitespace,
+    punctuation and line-end hyphens ("Col- ors") make no difference."""
+    return "".join(_norm(m.group(0)) for m in _TOKEN.finditer(text))
+
+
+def is_numbered(title: str) -> bool:
+    """Whether a title starts with a section number ("2.8 Colors", "Chapter 2 ...", "A.1 ...")."""
+    return _NUMBERING.match(title) is not None
+
+
+def _loose_key(text: str) -> str:
+    return title_key(_NUMBERING.sub("", text, count=1))
+
+
+def _prefix_end(text: str, key: str, start: int = 0) -> int:
+    """The end of the tokens of `text` from `start` whose key is `key`, or -1."""
+    got = ""
+    for m in _TOKEN.finditer(text, start):
+        got += _norm(m.group(0))
+        if got == key:
+            return m.end()
+        if not key.startswith(got):
+            return -1
+    return -1
+
+
+@dataclass
+class _Slot:
+    """A line of a page in reading order, where it sits (region, index) and its heading rank."""
+
+    region: Region
+    line: Line
+    rank: int
+    first: bool  # the first line of its region (a paragraph's start)
+
+
+def _next_line(a: _Slot, b: _Slot) -> bool:
+    """Whether line b follows line a in one heading: in its region, or in the next one just below
+    (a centred title's lines can each be a block of their own)."""
+    return a.region is b.region or 0 < b.line.y0 - a.line.y0 < 1.6 * a.line.height
+
+
+def _span_keys(slots: Sequence[_Slot], i: int) -> Iterable[tuple[int, str, str]]:
+    """(lines, key, loose key) of the runs of up to MAX_HEADING_LINES unclaimed lines of one
+    region from slot `i`."""
+    text = ""
+    for k in range(MAX_HEADING_LINES):
+        if i + k >= len(slots):
+            return
+        s = slots[i + k]
+        if s.line.entry >= 0 or (k and not _next_line(slots[i + k - 1], s)):
+            return
+        text = f"{text} {s.line.text}"
+        yield k + 1, title_key(text), _loose_key(text)
+
+
+def _find_exact(slots: Sequence[_Slot], e: OutlineEntry, headings: bool) -> tuple[int, int] | None:
+    """(first slot, lines) of the first run of lines whose text is the entry's title, among
+    heading lines only (`headings`) or starting a paragraph or set in the title's case."""
+    key, loose = e.key, e.loose
+    for i, s in enumerate(slots):
+        if (s.rank > 0) != headings:
+            continue
+        for n, k, lk in _span_keys(slots, i):
+            if (k == key or (loose and lk == loose)) and (
+                headings or s.first or s.line.text.lstrip().startswith(e.title.split()[0])
+            ):
+                return i, n
+            if len(k) >= len(key) and len(lk) >= len(loose):
+                break
+    return None
+
+
+def _find_within_heading(slots: Sequence[_Slot], e: OutlineEntry) -> int | None:
+    """A heading line that holds the title's words among others ("graphics/helper.rb" for the
+    entry "Helper": prawn's manual heads each example with its file name)."""
+    words = [_norm(m.group(0)) for m in _TOKEN.finditer(_NUMBERING.sub("", e.title, count=1))]
+    if not words or len("".join(words)) < MIN_TITLE_KEY:
+        return None
+    n = len(words)
+    for i, s in enumerate(slots):
+        if s.rank <= 0 or s.line.entry >= 0:
+            continue
+        have = [_norm(m.group(0)) for m in _TOKEN.finditer(s.line.text)]
+        if len(have) <= 2 * n + 3 and any(have[j:j + n] == words for j in range(len(have) - n + 1)):
+            return i
+    return None
+
+
+def _split_title(s: _Slot, e: OutlineEntry) -> Line | None:
+    """When the first line of a paragraph starts with the title (a run-in heading, or one set in
+    the body font), cut the title off as a line of its own (returned) and keep the rest."""
+    ln = s.line
+    if not s.first or ln.entry >= 0 or len(e.key) < MIN_TITLE_KEY:
+        return None
+    end = _prefix_end(ln.text, e.key)
+    if end < 0 and not _NUMBERING.match(e.title):  # "Colors" in the outline, "2.8 Colors ..." here
+        m = _NUMBERING.match(ln.text)
+        end = _prefix_end(ln.text, e.key, m.end()) if m else -1
+    elif end < 0 and e.loose:  # "2.8 Colors" in the outline, "Colors. ..." here (not "Colors are")
+        end = _prefix_end(ln.text, e.loose)
+        if not ln.text[end:].lstrip(" ").startswith((".", ":", "—", "–", " - ")):
+            end = -1
+    rest = ln.text[end:].lstrip(" .:;—–-") if end > 0 else ""
+    if end < 0 or not rest or ln.text[end:end + 1].isalnum():
+        return None
+    width = (ln.x1 - ln.x0) * end / max(1, len(ln.text))
+    head = Line(ln.text[:end], ln.x0, ln.y0, ln.x0 + width, ln.y1, ln.size, ln.bold, ln.mono)
+    ln.text, ln.x0 = rest, ln.x0 + width
+    s.region.lines.insert(s.region.lines.index(ln), head)
+    return head
+
+
+def _claim(slots: Sequence[_Slot], i: int, n: int, e: OutlineEntry, index: int) -> None:
+    """Mark lines i..i+n-1 as the entry's title, with the lines of their font heading next to them."""
+    first, last = i, i + n - 1
+
+    def joins(j: int, k: int) -> bool:  # slot j, next to the title's slot k, is more of the heading
+        a, b = slots[j], slots[k]
+        upper, lower = (b, a) if j > k else (a, b)
+        return (a.rank > 0 and a.rank == b.rank and a.line.entry < 0 and _next_line(upper, lower)
+                and 0 < lower.line.y0 - upper.line.y0 < 1.6 * upper.line.height)
+
+    while last - first + 1 < MAX_HEADING_LINES and slots[first].rank > 0:
+        if last + 1 < len(slots) and joins(last + 1, last):
+            last += 1
+        elif first > 0 and joins(first - 1, first):
+            first -= 1
+        else:
+            break
+    head = slots[first].region
+    for s in slots[first:last + 1]:
+        s.line.outline, s.line.entry = min(6, max(1, e.level)), index
+        if s.region is not head:  # the title's lines go into one region (and one block)
+            s.region.lines.remove(s.line)
+            head.lines.append(s.line)
+            s.region = head
+    head.refit()
+
+
+def mark_outline(
+    pages: Sequence[tuple[int, Sequence[Region], bool]],
+    outline: Sequence[OutlineEntry],
+    rank: Callable[[Line], int],
+) -> int:
+    """Find each outline entry's title on its page (`pages`: number, regions in reading order,
+    whether OCR read it) and mark those lines (`Line.outline`, `Line.entry`); returns how many
+    entries were found. `rank` is a line's heading level from its font (0: body text).
+
+    Per page, in order of preference: a font heading that is the title (letters and digits
+    compared: case, spacing, hyphenation, ligatures and a number the other side leaves out
+    make no difference); a font heading that holds the title's words; a paragraph or a line
+    in the title's case that is the title; a paragraph that starts with the title, split there.
+    """
+    by_page: dict[int, list[int]] = {}
+    for index, e in enumerate(outline):
+        if e.page >= 1 and e.key:
+            by_page.setdefault(e.page, []).append(index)
+    found = 0
+    for number, regions, ocr in pages:
+        todo = by_page.get(number, [])
+        if not todo:
+            continue
+        slots = [
+            _Slot(r, ln, 0 if ocr else rank(ln), j == 0)
+            for r in regions if r.table is None
+            for j, ln in enumerate(r.lines)
+        ]
+        found += _mark_page(slots, outline, todo)
+    return found
+
+
+def _mark_page(slots: list[_Slot], outline: Sequence[OutlineEntry], todo: list[int]) -> int:
+    found = 0
+    for tier in ("heading", "within", "line", "split"):
+        left = []
+        if tier == "within":  # "Fill and stroke" before "Graphics" for "graphics/fill_and_stroke.rb"
+            todo = sorted(todo, key=lambda index: -len(outline[index].loose))
+        for index in todo:
+            e = outline[index]
+            hit: tuple[int, int] | None = None
+            if tier in ("heading", "line"):
+                hit = _find_exact(slots, e, tier == "heading")
+            elif tier == "within":
+                i = _find_within_heading(slots, e)
+                hit = (i, 1) if i is not None else None
+            else:
+                for i, s in enumerate(slots):
+                    if (head := _split_title(s, e)) is not None:
+                        slots.insert(i, _Slot(s.region, head, 0, True))
+                        s.first = False
+                        hit = (i, 1)
+                        break
+            if hit is None:
+                left.append(index)
+                continue
+            _claim(slots, hit[0], hit[1], e, index)
+            found += 1
+        todo = left
+    return found
