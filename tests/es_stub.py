@@ -12,7 +12,8 @@ refused with 400 ``media_type_header_exception``, as a real cluster does. It imp
 * ``POST [/{index}]/_refresh``: near-real-time visibility is emulated; written documents are
   searchable only after a refresh
 * ``POST /{index}/_search``: ``bool`` (must/should/filter/must_not/minimum_should_match),
-  ``match`` (``operator`` or/and), ``term``, ``terms``, ``constant_score``, ``match_all``, ``ids``;
+  ``match`` (``operator`` or/and), ``term``, ``terms``, ``constant_score``, ``dis_max``, ``match_all``,
+  ``ids``;
   ``size``, ``from``, ``sort``, ``search_after``, ``_source``
 * ``POST /{index}/_delete_by_query``, ``GET|POST /{index}/_count``
 * ``PUT /{index}/_mapping`` (adds fields; refuses to change one), ``GET /{index}/_mapping``
@@ -382,6 +383,12 @@ class ESStub:
             return boost if {norm(str(w)) for w in wanted} & have else None
         if kind == "bool":
             return self._bool(doc, spec)
+        if kind == "dis_max":  # the best clause, plus tie_breaker x the others (as Elasticsearch)
+            scores = [x for x in (self._score(doc, q) for q in spec["queries"]) if x is not None]
+            if not scores:
+                return None
+            best = max(scores)
+            return (best + float(spec.get("tie_breaker", 0.0)) * (sum(scores) - best)) * float(spec.get("boost", 1.0))
         raise StubError(400, "parsing_exception", f"unknown query [{kind}]")
 
     def _bool(self, doc: dict[str, Any], spec: dict[str, Any]) -> float | None:

@@ -344,8 +344,11 @@ class ElasticsearchIndex:
         if message_ids:
             who.append({"terms": {"msgid": list(message_ids)}})
         body["bool"]["must"] = [{"bool": {"should": who, "minimum_should_match": 1}}]
-        should: list[dict[str, Any]] = [{"constant_score": {"filter": {"term": {"sent": key}}, "boost": boost}}
-                                        for key, boost in zip(days, _DAY_BOOST, strict=False)]
+        should: list[dict[str, Any]] = []
+        if days:  # a message scores its best day, not their sum (as TantivyIndex.by_author)
+            should.append({"dis_max": {"tie_breaker": 0.0, "queries": [
+                {"constant_score": {"filter": {"term": {"sent": key}}, "boost": boost}}
+                for key, boost in zip(days, _DAY_BOOST, strict=False)]}})
         if text := sanitize_query(query):
             should.append({"match": {"text": {"query": text}}})
         if should:

@@ -304,7 +304,7 @@ class TantivyIndex:
                   days: Sequence[str], query: str, k: int, filters: Filters) -> list[ScoredId]:
         """Chunks of the e-mails an attribution line points at (`KeywordIndex.by_author`): a
         MUST on the writer (any name word, every address word, or the Message-ID), constant
-        scores for the attributed day (3) and the days beside it (1), plus the query's BM25.
+        scores for the attributed day (3) or else the days beside it (1), plus the query's BM25.
         The date outranks the words: a prolific writer's message of that day comes first."""
         self._check_open()
         if filters.principals is None:
@@ -320,9 +320,14 @@ class TantivyIndex:
         if message_ids:
             who.append((should, self._term_filter("msgid", message_ids)))
         clauses = [(must, tantivy.Query.boolean_query(who)), *self._filter_clauses(filters)]
-        for key, boost in zip(days, _DAY_BOOST, strict=False):
-            term = tantivy.Query.term_query(self._schema, "sent", key, index_option="basic")
-            clauses.append((should, tantivy.Query.const_score_query(term, boost * 1000.0)))
+        # a message scores its best day, not their sum: one sent at 19:04 -0800 is on the 14th
+        # where it was written and the 15th in UTC, and summed it outranked the same-day reply
+        # (a 45-patch series the evening before crowded the attributed message out)
+        days_of = [tantivy.Query.const_score_query(
+            tantivy.Query.term_query(self._schema, "sent", key, index_option="basic"), boost * 1000.0)
+            for key, boost in zip(days, _DAY_BOOST, strict=False)]
+        if days_of:
+            clauses.append((should, tantivy.Query.disjunction_max_query(days_of, 0.0)))
         text = sanitize_query(query)
         if _indexable(text):
             try:
