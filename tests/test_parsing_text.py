@@ -223,7 +223,7 @@ def test_an_outline_files_star_lines_are_headings_and_its_bullets_stay_items() -
     r = parse_document(GNU_NEWS.encode(), "NEWS", CFG)
     heads = [(b.level, b.text) for b in r.blocks if b.kind == "heading"]
     assert heads[:6] == [
-        (2, "GNU gzip NEWS"),
+        (1, "GNU gzip NEWS"),
         (1, "Noteworthy changes in release 1.12 (2022-04-07) [stable]"),
         (2, "Changes in behavior"), (2, "Bug fixes"),
         (1, "Noteworthy changes in release 1.11 (2021-09-03) [stable]"),
@@ -306,3 +306,85 @@ def test_a_patch_separator_under_a_trailer_is_no_heading() -> None:
     assert not [b for b in text_blocks(body) if b.kind == "heading"]
     assert [b.text for b in text_blocks("Release notes\n=============\n\nText.\n") if b.kind == "heading"] == [
         "Release notes"]
+
+
+SLRN_LIKE = """\
+  2.3.  How can I set the size of the article pager?
+
+  Unless you zoom the article pager, slrn will split the screen.
+
+  2.4.  What charset settings should I use under Windows?
+
+  Two problems connected with character sets frequently appear:
+
+  1. The terminal may not use the character set used in the Usenet
+     articles you are trying to read.
+
+             charset display "ibm850"
+
+  2. Your editor may use a different character set than your terminal.
+
+             editor_command "notepad '%s'"
+
+  2.5.  Why does slrn not show the articles?
+
+  It does.
+
+  Where do I get the public domain directory library?
+
+   Anonymous ftp to ftp://prep.ai.mit.edu/pub/gnu/dirent.tar.Z
+
+  Why is the meta key broken in tcsh-5.20 and up?
+
+   On some machines the tty is not set up to pass 8 bit characters.
+
+  Why does it hang?
+
+   It waits for input from the terminal.
+"""
+
+
+def test_an_answers_numbered_list_and_a_one_line_answer_are_no_headings() -> None:
+    """In a FAQ numbered "2.4.", an answer's "1." and "2." items are a list, not questions that
+    state their problem; the paragraph under a question is its answer even when it is one short
+    line."""
+    heads = [t for _, t in _heads("slrn-FAQ.txt", SLRN_LIKE)]
+    assert heads == [
+        "2.3. How can I set the size of the article pager?",
+        "2.4. What charset settings should I use under Windows?",
+        "2.5. Why does slrn not show the articles?",
+        "Where do I get the public domain directory library?",
+        "Why is the meta key broken in tcsh-5.20 and up?",
+        "Why does it hang?",
+    ]
+    assert _body_under("slrn-FAQ.txt", SLRN_LIKE, "Where do I get the public domain directory library?") == [
+        "Anonymous ftp to ftp://prep.ai.mit.edu/pub/gnu/dirent.tar.Z"]
+
+
+def test_in_an_outline_file_an_unstarred_release_heading_is_a_top_one() -> None:
+    text = GNU_NEWS.replace("Major changes in 1.2.4\n", "Major changes in Gzip 1.2.4 (1993-08-18)\n").replace(
+        "* Added support for Windows NT\n",
+        "* Added support for Windows NT, and the --no-name option: do not save or restore the original name\n")
+    heads = _heads("NEWS", text)
+    assert (1, "Major changes in Gzip 1.2.4 (1993-08-18)") in heads
+
+
+def test_vim_help_screen_output_is_no_heading_and_the_closing_lines_are_text() -> None:
+    text = VIM_HELP.replace("CTRL-W K\n", "../ ~\n./ ~\nMakefile ~\n").replace(
+        " vim:tw=78:ts=8:noet:ft=help:norl:\n",
+        "==============================================================================\n"
+        "Copyright: see |manual-copyright|  vim:tw=78:ts=8:noet:ft=help:norl:\n").replace(
+        "VIM REFERENCE MANUAL    by Bram Moolenaar\n",
+        "VIM REFERENCE MANUAL    by Gordon Prieur\n\t\t\t\t  and Bram Moolenaar\n")
+    r = parse_document(text.encode(), "undo.txt", CFG)
+    heads = [b.text for b in r.blocks if b.kind == "heading"]
+    assert heads == ["Undo and redo", "1. Undo and redo commands", "Examples Vim way Vi-compatible way"]
+    body = "\n".join(b.text for b in r.blocks)
+    assert "Makefile" in body and "Copyright: see manual-copyright" in body and "vim:tw" not in body
+    assert r.title == "Undo and redo"
+
+
+def test_rest_pep_and_rfc_roles_keep_their_name_in_any_case() -> None:
+    text = "Title\n=====\n\nSee :RFC:`2396` and :pep:`8` for the rules.\n"
+    body = " ".join(b.text for b in parse_document(text.encode(), "x.rst", CFG).blocks)
+    assert "RFC 2396" in body and "PEP 8" in body

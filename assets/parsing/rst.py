@@ -158,7 +158,7 @@ _FOOTNOTE = re.compile(r"(?<!\s)\s*\[(?:#\w*|\*|\d+|[A-Za-z][\w-]*)\]_")
 
 def _role(m: re.Match[str]) -> str:
     name, target = m.group(1), m.group(2)
-    if name in ("pep", "rfc"):
+    if name.lower() in ("pep", "rfc"):  # docutils' roles are case-insensitive: :RFC:`2396`
         return f"{name.upper()} {target}"
     return target.lstrip("~!")  # :meth:`~a.b` shows "b" in Sphinx; the full path is fine
 

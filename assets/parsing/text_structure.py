@@ -68,7 +68,7 @@ class _Layout:
     """What the whole document shows, read once before its paragraphs are."""
 
     qa: bool = False  # "Q:" / "A:" pairs
-    faq: bool = False  # numbered questions (three at least): a numbered line over a deeper answer asks too
+    faq: frozenset[int] = frozenset()  # the depths of a FAQ's numbered questions (three at least)
     asks: set[int] = field(default_factory=set)  # unnumbered one-line questions taken as headings
     outline: frozenset[str] = frozenset()  # an outline file's heading lines
 
@@ -108,25 +108,53 @@ def document_blocks(paras: list[list[str]], plain: Callable[[list[str], list[str
                     *, outline: frozenset[str] = frozenset()) -> list[Block]:
     """The blocks of a plain-text document's paragraphs; `plain` reads a paragraph that shows no
     document structure (`text._para_blocks`)."""
-    faq = sum(_numbered_question(p, faq=False) > 0 for p in paras) >= 3
+    numbered = [p for p in paras if _numbered_question(p, faq=frozenset())]
+    faq = frozenset(_depth(p) for p in numbered) if len(numbered) >= 3 else frozenset()
     layout = _Layout(qa=_is_qa(paras), faq=faq, asks=_lone_questions(paras), outline=outline)
     blocks: list[Block] = []
     contents: set[str] | None = None  # in a contents list: the entries it listed
+    answer = False  # the paragraph after a question is its answer, never a heading
     for i, para in enumerate(paras):
         nxt = paras[i + 1] if i + 1 < len(paras) else None
         if contents is not None and _is_entries(para, listed=True) and not contents & _names(para):
             contents |= _names(para)  # until an entry comes again: the text it lists begins
             blocks.append(_entries(para))
             continue
-        out = _structured(i, para, nxt, layout)
+        if answer and not (layout.qa and _A.match(para[0])):
+            out: list[Block] | None = _answer_lines(para)
+        else:
+            out = _structured(i, para, nxt, layout)
+        asked = out is not None and bool(out) and out[-1].meta.pop("question", False)
         if out is None:
-            out = plain(para, nxt)
-            if i == 0 and (not out or out[0].kind != "heading") and (opening := _opening_title(para)):
-                title, rest = opening
-                out = [title, *(plain(rest, nxt) if rest else [])]
+            out = _plain(i, para, nxt, plain, layout)
+        answer = asked
         blocks.extend(out)
         contents = set() if out and out[-1].kind == "heading" and _CONTENTS.match(out[-1].text) else None
     return blocks
+
+
+def _plain(i: int, para: list[str], nxt: list[str] | None,
+           plain: Callable[[list[str], list[str] | None], list[Block]], layout: _Layout) -> list[Block]:
+    """A paragraph no document structure decides: `plain`'s reading, the opening paragraph maybe
+    a title; in an outline file a heading the paragraph rules find is a top one ("Major changes in
+    Gzip 1.3.12" in the part of a NEWS file written before its stars)."""
+    out = plain(para, nxt)
+    if i == 0 and (not out or out[0].kind != "heading") and (opening := _opening_title(para)):
+        title, rest = opening
+        out = [title, *(plain(rest, nxt) if rest else [])]
+    elif layout.outline:
+        out = [Block("heading", b.text, level=1) if b.kind == "heading" else b for b in out]
+    return out
+
+
+def _answer_lines(para: list[str]) -> list[Block]:
+    """An answer's paragraph: its lines as the paragraph rules read them, but no heading (a
+    one-line answer, "Anonymous ftp to ftp://…", read as a title over the next question)."""
+    from assets.parsing.text import body_blocks
+
+    if len(para) == 1:
+        return [Block("paragraph", clean_inline(para[0]))]
+    return body_blocks(para, None)
 
 
 def document_title(blocks: list[Block]) -> str | None:
@@ -151,9 +179,9 @@ def _structured(i: int, para: list[str], nxt: list[str] | None, layout: _Layout)
     if layout.qa and _A.match(para[0]):
         return _answer(para)
     if nxt is not None and (level := _numbered_question(para, faq=layout.faq, answer=nxt)):
-        return [Block("heading", clean_inline(join_lines([ln.strip() for ln in para])), level=level)]
+        return [_asks(join_lines([ln.strip() for ln in para]), level)]
     if i in layout.asks:
-        return [Block("heading", clean_inline(para[0]), level=_QUESTION_LEVEL)]
+        return [_asks(para[0], _QUESTION_LEVEL)]
     if _is_entries(para):
         return [_entries(para)]
     if banner := _banner(para):
@@ -182,8 +210,17 @@ def _question(para: list[str]) -> list[Block]:
     same paragraph) as its body."""
     k = next((j for j, ln in enumerate(para) if j and _A.match(ln)), len(para))
     asked = [_Q.sub("", para[0], count=1), *para[1:k]]
-    head = Block("heading", clean_inline(join_lines([ln.strip() for ln in asked])), level=_QUESTION_LEVEL)
-    return [head, *(_answer(para[k:]) if k < len(para) else [])]
+    head = _asks(join_lines([ln.strip() for ln in asked]), _QUESTION_LEVEL)
+    if k < len(para):
+        head.meta.pop("question")  # answered in the same paragraph
+        return [head, *_answer(para[k:])]
+    return [head]
+
+
+def _asks(text: str, level: int) -> Block:
+    """A question's heading, marked for `document_blocks` (which drops the mark): what follows
+    is its answer."""
+    return Block("heading", clean_inline(text), level=level, meta={"question": True})
 
 
 def _answer(para: list[str]) -> list[Block]:
@@ -197,20 +234,27 @@ def _answer(para: list[str]) -> list[Block]:
     return body_blocks([ln[cut:] for ln in lines], None)
 
 
-def _numbered_question(para: list[str], *, faq: bool, answer: list[str] | None = None) -> int:
+def _numbered_question(para: list[str], *, faq: frozenset[int], answer: list[str] | None = None) -> int:
     """The heading level of a numbered question ("1.4. How do I add a question?", or one wrapped
-    over up to four lines), 0 if the paragraph is not one. In a `faq` (a document with three
-    numbered questions) an entry that states its problem ("2.6 C-o doesn't work!") is one too
-    when its `answer` is set in deeper."""
+    over up to four lines), 0 if the paragraph is not one. In a FAQ (a document with three
+    numbered questions, numbered to the depths in `faq`) an entry that states its problem ("2.6
+    C-o doesn't work!") is one too when its `answer` is set in deeper; a list item in an answer
+    ("1. The terminal may not…" under "2.4.") is numbered to another depth."""
     m = _NUMBER.match(para[0])
     if not m or len(para) > 4 or any(_NUMBER.match(ln) or _ITEM.match(ln) for ln in para[1:]):
         return 0
     text = " ".join(ln.strip() for ln in para)
     if len(text.split()) > _MAX_QUESTION_WORDS:
         return 0
-    if not _ASKS.search(text) and not (faq and answer is not None and _indent(answer[0]) > _indent(para[0])):
+    depth = m.group(1).count(".") + 1
+    if not _ASKS.search(text) and not (depth in faq and answer is not None and _indent(answer[0]) > _indent(para[0])):
         return 0
-    return min(6, m.group(1).count(".") + 1)
+    return min(6, depth)
+
+
+def _depth(para: list[str]) -> int:
+    m = _NUMBER.match(para[0])
+    return m.group(1).count(".") + 1 if m else 0
 
 
 def _is_qa(paras: list[list[str]]) -> bool:

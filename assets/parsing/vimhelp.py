@@ -23,6 +23,7 @@ __all__ = ["looks_like_vimhelp", "vimhelp_blocks"]
 
 _FILE_TAG = re.compile(r"\A\ufeff?\*([\w.+-]+)\.txt\*[ \t]+(.*)")
 _MODELINE = re.compile(r"^\s*vim?:.*\bft=help\b", re.M)
+_MODELINE_IN = re.compile(r"\s*\bvim?:\S*\bft=help\b\S*")  # at a line's end, after "Copyright: …"
 _RULE = re.compile(r"^(=|-)\1{9,}\s*$")
 _BANNER = re.compile(r"^\s*N?VIM (?:REFERENCE|USER) MANUAL\b")
 _TAG = re.compile(r"\*([^\s*|]+)\*")
@@ -45,11 +46,12 @@ def vimhelp_blocks(text: str) -> tuple[list[Block], str | None]:
     m = _FILE_TAG.match(lines[0])
     assert m is not None, "vimhelp_blocks reads a file looks_like_vimhelp accepted"
     title, start = _title(lines, m.group(1), m.group(2))
-    reader = _Reader()
+    lines = [_MODELINE_IN.sub("", ln).rstrip() if _MODELINE_IN.search(ln) else ln for ln in lines]
+    reader = _Reader(_column_heads(lines))
     if title:
         reader.blocks.append(Block("heading", title, level=1))
-    for line in lines[start:]:
-        reader.line(line)
+    for i in range(start, len(lines)):
+        reader.line(lines[i], i)
     reader.flush()
     return [b for b in reader.blocks if b.text.strip()], title
 
@@ -59,8 +61,8 @@ def _title(lines: list[str], name: str, rest: str) -> tuple[str, int]:
     ("Undo and redo  *undo-redo*", "Splitting windows"), else what the first line says after
     the file's tag, else the file's name."""
     for i, line in enumerate(lines[1:12], 1):
-        if not line.strip() or _BANNER.match(line):
-            continue
+        if not line.strip() or _BANNER.match(line) or line.strip().startswith(("and ", "by ")):
+            continue  # the banner, and its second line of authors
         head = _heading_text(line)
         if 0 < len(head.split()) <= _MAX_HEADING_WORDS and not head.endswith((".", ",", ":")) \
                 and not _RULE.match(line):
@@ -83,16 +85,26 @@ def _plain(line: str) -> str:
     return _LINK.sub(r"\1", _TAG.sub(r"\1", line)).rstrip()
 
 
+def _column_heads(lines: list[str]) -> set[int]:
+    """The lines that are column headings: ending in "~", opening with a letter or digit, and
+    alone (a run of such lines is screen output shown as it looks: a directory listing, `:ls`)."""
+    marked = [bool(ln.rstrip().endswith("~")) for ln in lines]
+    return {i for i, ln in enumerate(lines) if marked[i] and ln.strip()[:1].isalnum()
+            and not (i and marked[i - 1]) and not (i + 1 < len(lines) and marked[i + 1])
+            and len(ln.split()) <= _MAX_HEADING_WORDS}
+
+
 class _Reader:
     """Reads a help file's body line by line: a paragraph, an example or a pending rule."""
 
-    def __init__(self) -> None:
+    def __init__(self, column_heads: set[int]) -> None:
+        self.column_heads = column_heads
         self.blocks: list[Block] = []
         self.para: list[str] = []
         self.code: list[str] | None = None
         self.rule = 0  # the heading level a rule above announces, 0 if none
 
-    def line(self, line: str) -> None:
+    def line(self, line: str, i: int) -> None:
         if self.code is not None:
             if line.startswith("<"):
                 self._end_example()
@@ -102,17 +114,17 @@ class _Reader:
             else:
                 self.code.append(line)
                 return
-        if _MODELINE.match(line):
-            return
         if _RULE.match(line):
             self.flush()
             self.rule = 1 if line.startswith("=") else 2
         elif not line.strip():
             self.flush()
-        elif self.rule and not line.startswith("Next chapter:"):  # the user manual's closing link
+        elif line.rstrip().endswith("~") and i not in self.column_heads:
+            self.para.append(line.rstrip()[:-1])  # screen output, shown as it looks
+        elif self.rule and not line.startswith(("Next chapter:", "Copyright:")):  # a manual's closing lines
             self.blocks.append(Block("heading", _heading_text(line), level=self.rule))
             self.rule = 0
-        elif line.rstrip().endswith("~") and not self.para and len(line.split()) <= _MAX_HEADING_WORDS:
+        elif i in self.column_heads and not self.para:
             self.blocks.append(Block("heading", _heading_text(line), level=3))
         elif m := _EXAMPLE.search(line.rstrip()):
             if before := line.rstrip()[:m.start()].rstrip():
