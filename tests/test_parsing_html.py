@@ -343,3 +343,31 @@ def test_a_table_laying_out_a_heading_is_read_as_content() -> None:
     assert [(b.kind, b.text) for b in r.blocks][:2] == [("heading", "Common Questions"),
                                                          ("paragraph", "Common Questions - answers")]
     assert all(b.kind != "table" for b in r.blocks)
+
+
+def test_documentation_themes_keep_tabs_section_headers_and_drop_their_buttons() -> None:
+    """From a pass over Sphinx (pallets, pydata, furo), MkDocs and RDoc sites: a hidden tab panel
+    is content (the Windows commands of sphinx-tabs were lost), a section's own <header> heads
+    it (RDoc's "Public Instance Methods"), numpydoc's classifier reads "name : type", and
+    viewcode's "[source]", the previous/next footer, furo's "Back to top" and RDoc's "click to
+    toggle source" are chrome."""
+    page = b"""<html><head><title>Install</title></head><body><main>
+<a class="back-to-top muted-link" href="#">Back to top</a>
+<h1>Install</h1>
+<div role="tabpanel" class="sphinx-tabs-panel"><pre>$ python3 -m venv venv</pre></div>
+<div role="tabpanel" class="sphinx-tabs-panel" hidden="true"><pre>&gt; py -3 -m venv venv</pre></div>
+<section><header><h3>Public Instance Methods</h3></header>
+<div class="method-heading"><span class="method-name">xreftext</span>
+<span class="method-click-advice">click to toggle source</span></div><p>Returns the text.</p></section>
+<dl class="py function"><dt class="sig">request(method)<a href="_modules/x.html"><span class="viewcode-link">
+<span class="pre">[source]</span></span></a></dt><dd><dl><dt><strong>chunks</strong><span class="classifier">int,
+tuple</span></dt><dd>How to cut.</dd></dl></dd></dl>
+<div class="prev-next-area"><a class="left-prev" href="a.html">previous Best Practices</a></div>
+</main></body></html>"""
+    r = parse_document(page, "install.html", CFG)
+    text = _all_text(r)
+    assert "py -3 -m venv venv" in text and "python3 -m venv venv" in text
+    assert ("heading", "Public Instance Methods") in [(b.kind, b.text) for b in r.blocks]
+    assert "chunks : int, tuple" in text
+    for chrome in ("[source]", "Back to top", "click to toggle source", "previous Best Practices"):
+        assert chrome not in text

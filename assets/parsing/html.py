@@ -207,8 +207,11 @@ def _is_slug(el: etree._Element, words: list[str]) -> bool:
 
 # Chrome known by a whole class name only (a word of a longer one is content: rustdoc's
 # `<section class="method has-srclink">` holds the method): rustdoc's "source" links, "Run"
-# buttons, "Expand description" toggles and version notes
-_CHROME_CLASSES = frozenset({"srclink", "test-arrow", "hideme", "rightside", "out-of-band"})
+# buttons, "Expand description" toggles and version notes; Sphinx viewcode's "[source]" links,
+# pydata-sphinx-theme's previous/next footer, furo's "Back to top" and "View this page"; RDoc's
+# "click to toggle source"
+_CHROME_CLASSES = frozenset({"srclink", "test-arrow", "hideme", "rightside", "out-of-band", "viewcode-link",
+                             "prev-next-area", "back-to-top", "view-this-page", "method-click-advice"})
 _MORE = re.compile(r"\s*(?:Read more|More\.\.\.|More…|\[more\])\s*", re.IGNORECASE)
 
 
@@ -219,12 +222,16 @@ def _is_chrome(el: etree._Element, keep_headers: bool) -> bool:
     if tag in _DROP_TAGS:
         return True
     if tag == "header":
+        # a section's own <header> (RDoc's "Public Instance Methods") heads it: not the page's banner
+        if any(a.tag in ("section", "article") for a in el.iterancestors()):
+            return not any(el.find(f".//{h}") is not None for h in _HEADINGS)
         return not keep_headers or (el.find(".//h1") is None and el.find(".//h2") is None)
     role = el.get("role")
     if role and role.lower() in _DROP_ROLES:
         return True
-    if el.get("hidden") is not None or (el.get("aria-hidden") == "true" and tag != "span"):
-        return True
+    if (el.get("hidden") is not None or (el.get("aria-hidden") == "true" and tag != "span")) \
+            and (role or "").lower() != "tabpanel":
+        return True  # a tab panel is hidden until chosen (sphinx-tabs' Windows commands): content
     style = el.get("style")
     if style and _HIDDEN_STYLE.search(style):
         return True
@@ -292,6 +299,8 @@ def _clean(root: etree._Element, keep_headers: bool, quotes: list[str] | None) -
             continue
         if el.tag in ("sup", "a"):
             _mark_footnote(el)
+        elif el.tag == "span" and "classifier" in el.get("class", "").split():
+            el.text = " : " + (el.text or "")  # numpydoc's "chunks : int, tuple": the theme's CSS writes the colon
         if quotes is not None and (
             el.tag == "blockquote"
             or _QUOTE_CLASS.search(el.get("class", ""))
