@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fetch the real document corpora of the dev eval sets in ../evalsets, from Debian 12's packages
-# (and, for the documentation-site sets sphinx_rst and mkdocs_md, from PyPI source distributions).
+# (and, for the documentation-site sets sphinx_rst and mkdocs_md and text_docs' docutils FAQ, from
+# PyPI source distributions).
 # Usage: benchmarks/corpora/fetch.sh [DEST] [SET...]
 #   DEST  default $HOME/.cache/bench-corpora;  SET  default: all of the sets below.
 # Result: DEST/<set>/ is a source root (the "doc" paths of evalsets/<set>.jsonl are relative to it);
@@ -18,7 +19,7 @@ set -euo pipefail
 dest=${1:-$HOME/.cache/bench-corpora}
 shift || true
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md mail_lkml)
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md mail_lkml text_docs)
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -n "${PYTHON:-}" ]; then :
 elif [ -x "$here/../../.venv/bin/python" ]; then PYTHON=$here/../../.venv/bin/python
@@ -213,6 +214,39 @@ for sub in ("lkml", "default"):
         n += 1
 EOF
     ;;
+  text_docs)  # plain-text documentation as /usr/share/doc keeps it (gzip-compressed where Debian
+    # ships it so): 8 FAQs under faq/ (docutils' FAQ.txt, reST, from its PyPI sdist), 20 Vim help
+    # files under vimhelp/, 21 READMEs, NEWS files and notes under text/; each named <package>-<file>
+    fresh $set
+    mkdir -p "$dest/$set/faq" "$dest/$set/vimhelp" "$dest/$set/text"
+    # put DOC NAME DIR FILE...: copy each FILE of $x/usr/share/doc/DOC (FILE.gz where Debian ships
+    # it compressed, kept so) to DIR/NAME-FILE[.gz]
+    put() {
+      local d=$x/usr/share/doc/$1 name=$2 dir=$3 f
+      shift 3
+      for f in "$@"; do
+        if [ -f "$d/$f" ]; then cp "$d/$f" "$dest/$set/$dir/$name-$f"; else cp "$d/$f.gz" "$dest/$set/$dir/$name-$f.gz"; fi
+      done
+    }
+    x=$(fetch procmail 3.22-27);          put procmail procmail faq FAQ; put procmail procmail text KNOWN_BUGS QuickStart README
+    x=$(fetch screen 4.9.0-4);            put screen screen faq FAQ; put screen screen text README
+    x=$(fetch mc-data 3:4.8.29-2);        put mc-data mc faq FAQ; put mc-data mc text HACKING
+    x=$(fetch slrn 1.0.3+dfsg-6+b1);      put slrn slrn faq FAQ; put slrn slrn text FIRST_STEPS README.multiuser score.txt
+    x=$(fetch tcsh 6.24.07-1);            put tcsh tcsh faq FAQ; put tcsh tcsh text csh-whynot
+    x=$(fetch xterm 379-1);               cp "$x/usr/share/doc/xterm/xterm.faq.gz" "$dest/$set/faq/"; put xterm xterm text README.i18n
+    x=$(fetch sed 4.9-1+deb12u1);         cp "$x/usr/share/doc/sed/sedfaq.txt.gz" "$dest/$set/faq/"
+    x=$(pypi docutils 0.21.2);            cp "$x/FAQ.txt" "$dest/$set/faq/docutils-FAQ.txt"
+    x=$(fetch bash 5.2.15-2+b13);         put bash bash text COMPAT INTRO POSIX RBASH
+    x=$(fetch fetchmail 6.4.37-1);        put fetchmail fetchmail text README.SSL
+    x=$(fetch gzip 1.12-1);               put gzip gzip text NEWS
+    x=$(fetch less 590-2.1~deb12u2);      put less less text README.Debian
+    x=$(fetch mutt 2.2.12-0.1~deb12u2);   put mutt mutt text NEWS PGP-Notes.txt README.SMIME
+    x=$(fetch sudo 1.9.13p3-1+deb12u4);   put sudo sudo text OPTIONS
+    x=$(fetch vim-runtime 2:9.0.1378-2+deb12u2)
+    for f in debugger diff fold helphelp motion pi_paren pi_tar quotes recover scroll sign tabpage \
+             textprop tips undo usr_08 usr_10 usr_22 usr_27 visual; do
+      cp "$x/usr/share/vim/vim90/doc/$f.txt" "$dest/$set/vimhelp/"
+    done ;;
   *) echo "unknown set: $set" >&2; exit 2 ;;
   esac
   echo "$set: $(find "$dest/$set" -type f | wc -l) files -> $dest/$set"
