@@ -28,7 +28,9 @@ import pymupdf
 
 from assets.parsing.ocr import find_tessdata, ocr_unavailable_reason
 from assets.parsing.pdf_layout import (
+    HEADING_SIZE_RATIO,
     MAX_HEADING_LINES,
+    MAX_HEADING_WORDS,
     HeadingRanks,
     Line,
     OutlineEntry,
@@ -64,6 +66,14 @@ STAMPED_SCAN_COVER = 0.8  # ... or this share with under STAMPED_SCAN_CHARS of t
 STAMPED_SCAN_CHARS = 100
 MIN_FILLED_CELLS = 0.3  # a "table" with fewer filled cells is a drawing (R-intro's mfrow grid)
 MIN_TABLE_STROKES = 4  # vector lines/rectangles a page needs before tables are looked for
+BACKGROUND_COVER = 0.9  # a fill (or "table") covering this share of the page is its background
+MIN_TABLE_COLUMN = 6.0  # points: a narrower "column" is a rounded box corner, not a column
+BOX_TEXT_SHARE = 0.4  # a "table" one cell of which holds this share of the page's words is a box
+BOX_CELL_WORDS = 12  # ... when that cell holds a paragraph (at least this many words)
+SLIDE_ASPECT = 1.25  # a landscape page at least this much wider than high ...
+SLIDE_MAX_HEIGHT = 560.0  # ... and at most this high (beamer: 272 pt, PowerPoint: 540) is a slide
+SLIDE_TITLE_ZONE = 0.25  # top share of a slide its frame title sits in
+SPLIT_TABLE_EDGE = 1 / 3  # a table continues on the next page only from this near its bottom
 BAD_GLYPH_SHARE = 0.2  # U+FFFD share above which a text layer is unusable
 JUNK_LAYER_WORD_SHARE = 0.5  # a full-page scan's text layer with fewer word-like tokens is junk
 MIN_OUTLINE_FOUND = 2  # outline entries found in the text before the outline gives the headings
@@ -85,6 +95,8 @@ _TOOLS_READY = False
 class _Table:
     header: list[str]
     rows: list[list[str]]
+    top: float = 0.0  # where the table starts and ends, as shares of the page height
+    bottom: float = 1.0
 
 
 @dataclass
@@ -235,7 +247,11 @@ def _needs_ocr(regions: list[Region], image_cover: float) -> bool:
 
 
 def _find_tables(
-    page: pymupdf.Page, warnings: list[str], number: int, no_grid: set[int] | None = None
+    page: pymupdf.Page,
+    warnings: list[str],
+    number: int,
+    no_grid: set[int] | None = None,
+    page_words: int = 0,
 ) -> list[Region]:
     """Ruled tables on the page as Regions carrying a `_Table`.
 
@@ -257,7 +273,7 @@ def _find_tables(
         area |= pymupdf.Rect(p["rect"])
     clip = pymupdf.Rect(area.x0 - 5, area.y0 - 40, area.x1 + 5, area.y1 + 5) & page.rect
     try:
-        found = page.find_tables(clip=clip, use_layout=False).tables
+        found = page.find_tables(clip=clip, use_layout=False, paths=_grid_paths(page)).tables
     except Exception as e:  # table finding is best effort
         raise_if_interrupt(e)
         warnings.append(f"page {number}: table detection failed ({e}); kept as text")
@@ -267,19 +283,51 @@ def _find_tables(
     out: list[Region] = []
     for t in found:
         rows = [[clean_inline(c or "") for c in row] for row in t.extract()]
-        if not rows or max(len(r) for r in rows) < 2 or not any(any(r) for r in rows):
-            continue  # a framed box, not a table
+        if not rows or _columns(t) < 2 or not any(any(r) for r in rows):
+            continue  # a framed box (a slide's block with rounded corners), not a table
         cells = [c for r in rows for c in r]
         if sum(1 for c in cells if c) < MIN_FILLED_CELLS * len(cells):
             continue  # a drawn grid with a label or two (a figure), not a table
+        most = max(len(c.split()) for c in cells)
+        if most >= max(BOX_CELL_WORDS, BOX_TEXT_SHARE * page_words):
+            continue  # one cell holds the page's text: a box drawn around it (a slide's block)
         bbox = pymupdf.Rect(t.bbox)
+        if abs(bbox & page.rect) >= BACKGROUND_COVER * abs(page.rect):
+            continue  # the page's frame (a slide's background and sidebar), not a table
         if t.header.external:
             header = [clean_inline(n or "") for n in t.header.names]
             bbox |= pymupdf.Rect(t.header.bbox)
         else:
             header, rows = rows[0], rows[1:]
-        out.append(Region(bbox.x0, bbox.y0, bbox.x1, bbox.y1, table=_Table(header, rows)))
+        height = page.rect.height or 1.0
+        table = _Table(header, rows, bbox.y0 / height, bbox.y1 / height)
+        out.append(Region(bbox.x0, bbox.y0, bbox.x1, bbox.y1, table=table))
     return out
+
+
+def _grid_paths(page: pymupdf.Page) -> list[dict[str, Any]] | None:
+    """The drawings to look for table cells in: all but fills that cover (nearly) the whole
+    page; None (all of them) when there is no such fill. A slide's background is one: its
+    edges and the sidebar's cut the page into "cells", and every slide of a beamer deck came
+    out as a table of the whole page. (`find_tables` turns a rotated page upright before it
+    reads the drawings, so those of a rotated page are left to it.)"""
+    if page.rotation:
+        return None
+    area = abs(page.rect) or 1.0
+    paths = page.get_drawings()
+    kept = [
+        p
+        for p in paths
+        if p.get("type") != "f" or abs(pymupdf.Rect(p["rect"]) & page.rect) < BACKGROUND_COVER * area
+    ]
+    return kept if len(kept) < len(paths) else None
+
+
+def _columns(t: Any) -> int:
+    """A found table's columns at least MIN_TABLE_COLUMN wide: the rounded corners of a
+    slide's block box make 4-point "columns" that split its title ("I | nputs")."""
+    edges = sorted({round(c[0], 1) for c in t.cells if c} | {round(c[2], 1) for c in t.cells if c})
+    return sum(1 for a, b in itertools.pairwise(edges) if b - a >= MIN_TABLE_COLUMN)
 
 
 def _inside(line: Line, rect: Region, pad: float = 2.0) -> bool:
@@ -374,7 +422,8 @@ def _ocr_page(page: pymupdf.Page, p: _Page, config: ParseConfig) -> None:
 def _layout_page(
     page: pymupdf.Page, p: _Page, warnings: list[str], no_grid: set[int] | None = None
 ) -> None:
-    tables = _find_tables(page, warnings, p.number, no_grid)
+    words = sum(len(ln.text.split()) for r in p.regions for ln in r.lines)
+    tables = _find_tables(page, warnings, p.number, no_grid, words)
     p.regions = _cut_tables(p.regions, tables) + tables
     p.tables = len(tables)
     cols = columns_of(p.regions)
@@ -417,6 +466,37 @@ def _continues(
     return kind == "body" and pkind in ("body", "list_start") and close
 
 
+def _mark_frame_title(p: _Page, ranks: HeadingRanks) -> None:
+    """Make the frame title of a slide a heading: the first line in the top SLIDE_TITLE_ZONE of
+    the slide set at least at the body size (a headline's navigation is set small), bold or
+    larger, and short, with the lines of its font right below it. Beamer sets it bold at the
+    body size and often ends it with a period, which the font rules take for a run-in
+    paragraph, so a deck came out without a heading below its section names."""
+    if p.route == "ocr" or p.width < SLIDE_ASPECT * p.height or p.height > SLIDE_MAX_HEIGHT:
+        return
+    lines = sorted(
+        (ln for r in p.regions if r.table is None for ln in r.lines), key=lambda ln: (ln.y0, ln.x0)
+    )
+    body = ranks.body_size
+    for i, ln in enumerate(lines):
+        if ln.y1 > SLIDE_TITLE_ZONE * p.height or ln.outline or ranks.level(ln):
+            return
+        if ln.size < 0.95 * body:
+            continue
+        if not (ln.bold or ln.size >= HEADING_SIZE_RATIO * body) or len(ln.text.split()) > MAX_HEADING_WORDS:
+            return
+        level = min(6, len(ranks.ranks) + 1)
+        title = [ln]
+        for nxt in lines[i + 1 : i + MAX_HEADING_LINES]:
+            prev = title[-1]
+            if (nxt.size, nxt.bold) != (ln.size, ln.bold) or nxt.y0 - prev.y1 > 0.6 * prev.height:
+                break
+            title.append(nxt)
+        for t in title:
+            t.heading = level
+        return
+
+
 def _region_blocks(
     r: Region, ranks: HeadingRanks, vocabulary: set[str], page: int, route: str, ocr: bool
 ) -> list[Block]:
@@ -428,7 +508,7 @@ def _region_blocks(
         return [Block("table", text, page=page, meta=meta)]
     groups: list[tuple[str, int, list[Line]]] = []
     for ln in r.lines:
-        level = ln.outline or (0 if ocr else ranks.level(ln))
+        level = ln.outline or ln.heading or (0 if ocr else ranks.level(ln))
         if level:
             kind = "heading"
         elif ln.mono and not ocr:
@@ -469,7 +549,9 @@ def _region_blocks(
 
 
 def _join_split_tables(pages: list[_Page], tables: dict[int, _Table]) -> None:
-    """Give a table continued at the top of the next page the header of its first part."""
+    """Give a table continued at the top of the next page the header of its first part: a
+    table of as many columns that starts near the top of the page after the one where a table
+    ends near the foot (the slides of a deck are no continuations of each other)."""
     for prev, cur in itertools.pairwise(pages):
         if not prev.blocks or not cur.blocks:
             continue
@@ -479,10 +561,12 @@ def _join_split_tables(pages: list[_Page], tables: dict[int, _Table]) -> None:
         a, b = tables.get(id(last)), tables.get(id(first))
         if a is None or b is None or len(a.header) != len(b.header):
             continue
+        if a.bottom < 1 - SPLIT_TABLE_EDGE or b.top > SPLIT_TABLE_EDGE:
+            continue  # not a table running off the foot of one page onto the top of the next
         first.meta["continued_from_page"] = prev.number
         if [c.lower() for c in b.header] == [c.lower() for c in a.header]:
             continue  # the continuation already repeats the header row
-        merged = _Table(a.header, [b.header, *b.rows])
+        merged = _Table(a.header, [b.header, *b.rows], b.top, b.bottom)
         tables[id(first)] = merged
         first.text = markdown_table(merged.rows, header=merged.header)
         first.meta["table_header"] = table_header_lines(first.text)
@@ -615,9 +699,12 @@ def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
             if p.route == "ocr":
                 _ocr_page(page, p, config)
         if config.strip_headers_footers:
-            keys = running_line_keys([(p.regions, p.height) for p in pages])
-            for p in pages:
-                p.regions, p.stripped_lines = strip_running_lines(p.regions, p.height, keys)
+            # a sidebar is looked for on upright pages only: a rotated page's text is placed in
+            # the unrotated page's coordinates, its sides are not those of `p.width`
+            widths = [0.0 if doc[p.number - 1].rotation else p.width for p in pages]
+            keys = running_line_keys([(p.regions, p.height) for p in pages], widths)
+            for p, width in zip(pages, widths, strict=True):
+                p.regions, p.stripped_lines = strip_running_lines(p.regions, p.height, keys, width)
         no_grid: set[int] = set()
         for p in pages:
             if p.route == "error":
@@ -628,6 +715,8 @@ def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
         )
         outline = _outline(doc, warnings)
         with_outline = _apply_outline(outline, pages, ranks)
+        for p in pages:
+            _mark_frame_title(p, ranks)
         vocabulary = _vocabulary(pages)
         tables: dict[int, _Table] = {}
         for p in pages:

@@ -37,6 +37,7 @@ NARROW_SHARE = 0.6  # regions narrower than this share of the content width can 
 COLUMN_SHARE = 0.2  # of a page's narrow text, what each of two columns bridged by others must hold
 STRADDLE_SHARE = 0.1  # ... and at most what the regions bridging them may
 MARGIN_ZONE = 0.12  # top/bottom share of the page height searched for running headers/footers
+SIDE_ZONE = 0.2  # left/right share of the page width searched for a running sidebar
 HEADING_SIZE_RATIO = 1.15  # font size over body size that makes a short line a heading
 MAX_HEADING_WORDS = 20
 MAX_BOLD_HEADING_WORDS = 12
@@ -69,6 +70,7 @@ class Line:
     mono: bool = False
     outline: int = 0  # the level of the outline (bookmark) entry this line is the title of
     entry: int = -1  # ... and that entry's index (lines of one title share it)
+    heading: int = 0  # a heading level the page's layout gives the line (a slide's frame title)
 
     @property
     def height(self) -> float:
@@ -252,24 +254,45 @@ def _margin_lines(regions: Iterable[Region], height: float) -> list[Line]:
     return top + [ln for ln in bottom if ln not in top]
 
 
-def running_line_keys(pages: Sequence[tuple[Sequence[Region], float]]) -> set[str]:
-    """Digit-normalised texts of margin lines repeated on at least half of the pages (min 2)."""
+def _side_lines(regions: Iterable[Region], width: float) -> list[tuple[Line, str]]:
+    """Lines wholly in the left or right SIDE_ZONE of the page with their keys, which carry
+    the line's height on the page: a slide deck's navigation sidebar (beamer's lists every
+    section on every slide) runs down the side, out of reach of the top and bottom margins,
+    and sits at the same place on every slide, where text of the body (a table's first
+    column) does not."""
+    if width <= 0:
+        return []
+    return [
+        (ln, f"{_key(ln.text)}@{round(ln.y0 / 4)}")
+        for r in regions
+        for ln in r.lines
+        if ln.x1 <= SIDE_ZONE * width or ln.x0 >= (1 - SIDE_ZONE) * width
+    ]
+
+
+def running_line_keys(
+    pages: Sequence[tuple[Sequence[Region], float]], widths: Sequence[float] = ()
+) -> set[str]:
+    """Digit-normalised texts of margin lines repeated on at least half of the pages (min 2);
+    with the page `widths`, also those of lines of a sidebar repeated at the same height."""
     counts: Counter[str] = Counter()
     variants: dict[str, set[str]] = {}
-    for regions, height in pages:
+    for index, (regions, height) in enumerate(pages):
         for ln in _margin_lines(regions, height):
             key = _key(ln.text)
             variants.setdefault(key, set()).add(ln.text.strip())
         counts.update({_key(ln.text) for ln in _margin_lines(regions, height)})
+        if index < len(widths):
+            counts.update({key for _, key in _side_lines(regions, widths[index])})
     need = max(2, math.ceil(0.5 * len(pages)))
-    keys = {k for k, c in counts.items() if c >= need and k}
+    keys = {k for k, c in counts.items() if c >= need and k and not k.startswith("@")}
     # Headers that change with the chapter ("Chapter 2: Installation 7" on the even pages of
     # chapter 2 only) repeat on too few pages for the rule above, but they carry the page
     # number at one end and it changes from page to page.
     keys |= {
         k
         for k, c in counts.items()
-        if c >= 2 and (k.startswith("#") or k.endswith("#")) and len(variants[k]) >= 2
+        if c >= 2 and (k.startswith("#") or k.endswith("#")) and len(variants.get(k, ())) >= 2
         and sum(ch.isalpha() for ch in k) >= 3
     }
     return keys
@@ -302,14 +325,16 @@ def _lone_page_numbers(regions: Iterable[Region]) -> list[Line]:
 
 
 def strip_running_lines(
-    regions: list[Region], height: float, keys: set[str]
+    regions: list[Region], height: float, keys: set[str], width: float = 0.0
 ) -> tuple[list[Region], int]:
-    """Remove running headers/footers (`keys`) and bare page numbers from the page margins."""
+    """Remove running headers/footers and sidebars (`keys`; a sidebar only with the page's
+    `width`) and bare page numbers from the page margins."""
     doomed = {
         id(ln)
         for ln in _margin_lines(regions, height)
         if _key(ln.text) in keys or _PAGE_NUMBER.match(_key(ln.text))
     }
+    doomed |= {id(ln) for ln, key in _side_lines(regions, width) if key in keys}
     doomed |= {id(ln) for ln in _lone_page_numbers(regions)}
     if not doomed:
         return regions, 0
