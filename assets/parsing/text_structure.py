@@ -55,7 +55,7 @@ _ANY_MODE = re.compile(r"-\*-[^\n]{0,200}?-\*-")
 # a Debian changelog entry's first line: "adduser (3.130) unstable; urgency=low"
 _CHANGELOG_ENTRY = re.compile(r"^[a-z0-9][a-z0-9+.-]* \([^()\s]+\) [^;\n]+; *urgency=", re.I)
 _RULE = re.compile(r"^[-=*#~_]{3,}$")
-_BANNER = re.compile(r"^[-=*#~_]{3,}\s+(\S.*?)\s+[-=*#~_]{3,}$")
+_RULE_CHARS = "-=*#~_"
 _ORG_TITLE = re.compile(r"^#\+title:\s*(\S.*)$", re.I)
 _HEADER_LINE = re.compile(r"^[\w-]+:\s")  # "Archive-Name: editor-faq/sed" is no title
 _TERMINAL = (".", ",", ";", ":", "!")
@@ -78,9 +78,9 @@ def outline_text(text: str) -> tuple[str, frozenset[str]]:
     in outline or Org mode its heading lines stand apart as paragraphs of their own (a NEWS file
     may run text right under them). No headings for any other text."""
     first, sep, rest = text.partition("\n")
-    if not _ANY_MODE.search(first):
+    if not (mode := _ANY_MODE.search(first)):
         return text, frozenset()
-    outline = _MODE_LINE.search(first) is not None
+    outline = _MODE_LINE.search(mode.group(0)) is not None  # within the marker: bounded
     first = _ANY_MODE.sub("", first).rstrip()  # "-*- text -*-" is for Emacs, not a title
     if not outline:
         return first + sep + rest, frozenset()
@@ -199,10 +199,23 @@ def _structured(i: int, para: list[str], nxt: list[str] | None, layout: _Layout)
 def _banner(para: list[str]) -> str | None:
     """The words of a banner ("---- Frequently Asked Questions ----", maybe between rules): a
     heading without its dashes."""
-    words = [m.group(1) for ln in para if (m := _BANNER.match(ln.strip()))]
-    if len(words) == 1 and all(_BANNER.match(ln.strip()) or _RULE.match(ln.strip()) for ln in para):
+    words = [w for ln in para if (w := _banner_words(ln))]
+    if len(words) == 1 and all(_banner_words(ln) or _RULE.match(ln.strip()) for ln in para):
         return clean_inline(words[0])
     return None
+
+
+def _banner_words(line: str) -> str | None:
+    """"Frequently Asked Questions" of "---- Frequently Asked Questions ----": three rule
+    characters or more at each end, set off by spaces. By hand, not by a pattern: a lazy group
+    between two runs of spaces backtracked quadratically over a long line of spaces."""
+    line = line.strip()
+    core = line.strip(_RULE_CHARS)
+    if len(line) - len(line.lstrip(_RULE_CHARS)) < 3 or len(line) - len(line.rstrip(_RULE_CHARS)) < 3:
+        return None
+    if not core[:1].isspace() or not core[-1:].isspace() or not core.strip():
+        return None
+    return core.strip()
 
 
 def _question(para: list[str]) -> list[Block]:

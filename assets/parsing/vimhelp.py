@@ -31,6 +31,7 @@ _LINK = re.compile(r"\|([^\s|]+)\|")
 _LEADING_NUMBER_TAG = re.compile(r"^\s*\*(\d[\d.]*)\*")
 _EXAMPLE = re.compile(r"(?:^|\s)>(?:[a-z]{1,12})?$")
 _MAX_HEADING_WORDS = 12
+_MODELINE_MAX = 300  # characters of a line that may hold a modeline
 
 
 def looks_like_vimhelp(text: str) -> bool:
@@ -46,7 +47,10 @@ def vimhelp_blocks(text: str) -> tuple[list[Block], str | None]:
     m = _FILE_TAG.match(lines[0])
     assert m is not None, "vimhelp_blocks reads a file looks_like_vimhelp accepted"
     title, start = _title(lines, m.group(1), m.group(2))
-    lines = [_MODELINE_IN.sub("", ln).rstrip() if _MODELINE_IN.search(ln) else ln for ln in lines]
+    # a modeline is short: a long line is never searched for one (the pattern backtracks over
+    # every "vi:" of a line)
+    lines = [_MODELINE_IN.sub("", ln).rstrip() if len(ln) <= _MODELINE_MAX and _MODELINE_IN.search(ln) else ln
+             for ln in lines]
     reader = _Reader(_column_heads(lines))
     if title:
         reader.blocks.append(Block("heading", title, level=1))
