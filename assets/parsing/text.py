@@ -2,12 +2,11 @@
 
 Headings are guessed conservatively from short lines (≤ 8 words, no closing punctuation):
 underlined (`====` or `=-=-` → level 1, `----` → level 2; an underlined question too), ALL CAPS
-(level 1), numbered like "1. Intro" /
-"2.3 Scope" (level = depth of the number), or a lone capitalised line of ≤ 6 words introducing a
-longer paragraph (level 2). Runs of "- item" / "1) item" lines become list items. Prose
-hard-wrapped at a fixed width is re-flowed; short lines meant as lines (addresses, signatures,
-"Key: value" headers) and indented blocks keep their line breaks. Tabs are 8 columns, as the
-terminals and editors that wrote such text set them.
+(level 1), numbered like "1. Intro" / "2.3 Scope" (level = depth of the number), or a lone
+capitalised line of ≤ 6 words introducing a longer paragraph (level 2). Runs of "- item" /
+"1) item" lines become list items. Prose hard-wrapped at a fixed width is re-flowed; short lines
+meant as lines (addresses, signatures, "Key: value" headers) and indented blocks keep their line
+breaks. Tabs are 8 columns, as the terminals and editors that wrote such text set them.
 
 A whole plain-text document (`parse_text`) is read further: its title, FAQ entries, contents list
 and outline headings (`text_structure`), or as Vim help (`vimhelp`). E-mail bodies and the other
