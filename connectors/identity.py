@@ -156,7 +156,15 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # half the pages (a sidebar) is running text; a slide's bold frame title at the top is a
 # heading. A lecture deck went from 33 tables (5,765 words, its sidebar in every cell) to 37
 # headings and 1,694 words. No dev-corpus PDF parses otherwise.
-STAGE_CODE_VERSIONS = {"parse": "31", "chunk": "6", "context": "2", "embed": "1"}
+# parse 32: a review's mends. Plain text: a setext "===" shorter than its title underlines it
+# again (only a patch's "---" under a trailer does not); outside a FAQ a numbered paragraph is a
+# question only when it ends asking; a numbered subsection under a question heads its part; a
+# contents entry's dot leader and page number do not hide the section it names. Vim help: a
+# heading keeps its tags ("… (undo-commands)"), a rule under its title heads it, a rule over
+# prose makes no heading. PDF: an outline entry anchored a page early is found on the next page;
+# the box, full-page-table and sidebar rules apply to slide-shaped pages only (a book's closing
+# braces and one-big-cell tables were lost).
+STAGE_CODE_VERSIONS = {"parse": "32", "chunk": "6", "context": "2", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

@@ -52,12 +52,17 @@ NUMBERED_FAQ = """\
 4. The leading From_ line on all my arriving mail shows the wrong time.
 
 \tThis is a known bug in sendmail-5.65c+IDA.
+
+5. Is procmail Y2K safe?
+
+\tYes.
 """
 
 
 def test_numbered_questions_are_headings_over_their_answers() -> None:
-    """A numbered question, wrapped or not, heads its answer; in a FAQ a numbered entry that
-    states its problem does too, and a dashed banner is the title without its dashes."""
+    """A numbered question, wrapped or not, heads its answer; in a FAQ (three numbered questions)
+    a numbered entry that states its problem, or asks and runs on, does too, and a dashed banner
+    is the title without its dashes."""
     r = parse_document(NUMBERED_FAQ.encode(), "procmail-FAQ", CFG)
     heads = [(b.level, b.text) for b in r.blocks if b.kind == "heading"]
     assert heads == [
@@ -67,6 +72,7 @@ def test_numbered_questions_are_headings_over_their_answers() -> None:
             "When I type procmail on the command line it simply does nothing."),
         (1, '3. The compiler seems to issue warnings about "loop not entered at top", is that a problem?'),
         (1, "4. The leading From_ line on all my arriving mail shows the wrong time."),
+        (1, "5. Is procmail Y2K safe?"),
     ]
     assert r.title == "Frequently Asked Questions"
     assert _body_under("procmail-FAQ", NUMBERED_FAQ, heads[2][1]) == [
@@ -278,7 +284,7 @@ def test_vim_help_sections_examples_and_tags() -> None:
     assert r.title == "Undo and redo"
     got = [(b.kind, b.level, b.text) for b in r.blocks]
     assert got[0] == ("heading", 1, "Undo and redo")
-    assert ("heading", 1, "1. Undo and redo commands") in got
+    assert ("heading", 1, "1. Undo and redo commands (undo-commands)") in got  # the tag: what people search
     assert ("code", 0, ":set undolevels=1000\n:echo changenr()") in got
     assert ("heading", 3, "Examples Vim way Vi-compatible way") in got
     assert ("paragraph", 0, "CTRL-W K") in got  # an example of a key, not an ALL-CAPS heading
@@ -378,7 +384,7 @@ def test_vim_help_screen_output_is_no_heading_and_the_closing_lines_are_text() -
         "VIM REFERENCE MANUAL    by Gordon Prieur\n\t\t\t\t  and Bram Moolenaar\n")
     r = parse_document(text.encode(), "undo.txt", CFG)
     heads = [b.text for b in r.blocks if b.kind == "heading"]
-    assert heads == ["Undo and redo", "1. Undo and redo commands", "Examples Vim way Vi-compatible way"]
+    assert heads == ["Undo and redo", "1. Undo and redo commands (undo-commands)", "Examples Vim way Vi-compatible way"]
     body = "\n".join(b.text for b in r.blocks)
     assert "Makefile" in body and "Copyright: see manual-copyright" in body and "vim:tw" not in body
     assert r.title == "Undo and redo"
@@ -388,3 +394,35 @@ def test_rest_pep_and_rfc_roles_keep_their_name_in_any_case() -> None:
     text = "Title\n=====\n\nSee :RFC:`2396` and :pep:`8` for the rules.\n"
     body = " ".join(b.text for b in parse_document(text.encode(), "x.rst", CFG).blocks)
     assert "RFC 2396" in body and "PEP 8" in body
+
+
+def test_a_numbered_item_that_asks_in_passing_is_no_heading_and_a_subsection_is_no_answer() -> None:
+    """Outside a FAQ "2. Does it pass make distcheck? Fix it if not." is a checklist item; a
+    numbered subsection right under a question heads its own part (the sed FAQ's 2.2.1); a
+    contents entry with a dot leader names the section it lists; a setext "===" under a longer
+    title underlines it."""
+    checklist = ("Release checklist\n=================\n\n1. Run the tests.\n2. Does it pass make distcheck? "
+                 "Fix it if not.\n3. Tag the release.\n\nInstallation\n===\n\nRun make install.\n")
+    assert [t for _, t in _heads("notes.txt", checklist)] == ["Release checklist", "Installation"]
+    faq = ("2.2. What versions are there?\n\n2.2.1. Free versions\n\n   GNU sed.\n\n"
+           "2.3. Where can I learn sed?\n\n   Books.\n\n2.4. Is it free?\n\n   Yes.\n")
+    assert (3, "2.2.1. Free versions") in _heads("sedfaq.txt", faq)
+    manual = ("Foo manual\n\nContents\n\n1. Introduction ........ 1\n2. Usage ........ 3\n\n"
+              "1. Introduction\n\nFoo does things for you, and it does them well.\n\n"
+              "2. Usage\n\nRun foo with a file name.\n")
+    assert [t for _, t in _heads("foo.txt", manual)] == ["Foo manual", "Contents", "1. Introduction", "2. Usage"]
+
+
+def test_vim_help_a_rule_under_a_title_heads_it_and_a_rule_over_prose_makes_no_heading() -> None:
+    text = ("*ft_sql.txt*   For Vim version 9.0.\n\nSQL files\n\n"
+            "1. Navigation                                   *sql-navigation*\n"
+            "---------------------------------------------------------------\n"
+            "Most relational databases support a set of statements, indices,\n"
+            "and procedures that the plugin can move between.\n\n"
+            "==============================================================================\n"
+            "The plugin defines no mapping of its own, so nothing here is a title.\n\n"
+            " vim:tw=78:ts=8:ft=help:norl:\n")
+    r = parse_document(text.encode(), "ft_sql.txt", CFG)
+    assert [(b.level, b.text) for b in r.blocks if b.kind == "heading"] == [
+        (1, "SQL files"), (2, "1. Navigation (sql-navigation)")]
+    assert any(b.text.startswith("Most relational databases support") for b in r.blocks)

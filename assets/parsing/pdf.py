@@ -288,12 +288,12 @@ def _find_tables(
         cells = [c for r in rows for c in r]
         if sum(1 for c in cells if c) < MIN_FILLED_CELLS * len(cells):
             continue  # a drawn grid with a label or two (a figure), not a table
-        most = max(len(c.split()) for c in cells)
-        if most >= max(BOX_CELL_WORDS, BOX_TEXT_SHARE * page_words):
-            continue  # one cell holds the page's text: a box drawn around it (a slide's block)
         bbox = pymupdf.Rect(t.bbox)
-        if abs(bbox & page.rect) >= BACKGROUND_COVER * abs(page.rect):
-            continue  # the page's frame (a slide's background and sidebar), not a table
+        if _slide_shaped(page.rect.width, page.rect.height):  # a portrait page's big table is a table
+            if max(len(c.split()) for c in cells) >= max(BOX_CELL_WORDS, BOX_TEXT_SHARE * page_words):
+                continue  # one cell holds the slide's text: a box drawn around it (a beamer block)
+            if abs(bbox & page.rect) >= BACKGROUND_COVER * abs(page.rect):
+                continue  # the slide's frame (its background and sidebar), not a table
         if t.header.external:
             header = [clean_inline(n or "") for n in t.header.names]
             bbox |= pymupdf.Rect(t.header.bbox)
@@ -466,13 +466,18 @@ def _continues(
     return kind == "body" and pkind in ("body", "list_start") and close
 
 
+def _slide_shaped(width: float, height: float) -> bool:
+    """A landscape page at least SLIDE_ASPECT wider than high and at most SLIDE_MAX_HEIGHT high."""
+    return width >= SLIDE_ASPECT * height and height <= SLIDE_MAX_HEIGHT
+
+
 def _mark_frame_title(p: _Page, ranks: HeadingRanks) -> None:
     """Make the frame title of a slide a heading: the first line in the top SLIDE_TITLE_ZONE of
     the slide set at least at the body size (a headline's navigation is set small), bold or
     larger, and short, with the lines of its font right below it. Beamer sets it bold at the
     body size and often ends it with a period, which the font rules take for a run-in
     paragraph, so a deck came out without a heading below its section names."""
-    if p.route == "ocr" or p.width < SLIDE_ASPECT * p.height or p.height > SLIDE_MAX_HEIGHT:
+    if p.route == "ocr" or not _slide_shaped(p.width, p.height):
         return
     lines = sorted(
         (ln for r in p.regions if r.table is None for ln in r.lines), key=lambda ln: (ln.y0, ln.x0)
@@ -701,7 +706,10 @@ def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
         if config.strip_headers_footers:
             # a sidebar is looked for on upright pages only: a rotated page's text is placed in
             # the unrotated page's coordinates, its sides are not those of `p.width`
-            widths = [0.0 if doc[p.number - 1].rotation else p.width for p in pages]
+            # ... and on slides only: on a page of a book a line repeated at its side is a listing's
+            # closing brace or a table's first column, not a sidebar
+            widths = [p.width if not doc[p.number - 1].rotation and _slide_shaped(p.width, p.height) else 0.0
+                      for p in pages]
             keys = running_line_keys([(p.regions, p.height) for p in pages], widths)
             for p, width in zip(pages, widths, strict=True):
                 p.regions, p.stripped_lines = strip_running_lines(p.regions, p.height, keys, width)

@@ -512,28 +512,34 @@ def _next_line(a: _Slot, b: _Slot) -> bool:
     return a.region is b.region or 0 < b.line.y0 - a.line.y0 < 1.6 * a.line.height
 
 
-def _span_keys(slots: Sequence[_Slot], i: int) -> Iterable[tuple[int, str, str]]:
-    """(lines, key, loose key) of the runs of up to MAX_HEADING_LINES unclaimed lines of one
-    region from slot `i`."""
+def _span_keys(slots: Sequence[_Slot], i: int) -> list[tuple[int, str, str]]:
+    """(lines, key, loose key) of the runs of up to MAX_HEADING_LINES lines of one region from
+    slot `i`, claimed or not (`_find_exact` stops at a claimed line: the keys are made once per
+    page and tier, not once per entry, which cost seconds on an outline of thousands)."""
+    out: list[tuple[int, str, str]] = []
     text = ""
     for k in range(MAX_HEADING_LINES):
-        if i + k >= len(slots):
-            return
-        s = slots[i + k]
-        if s.line.entry >= 0 or (k and not _next_line(slots[i + k - 1], s)):
-            return
-        text = f"{text} {s.line.text}"
-        yield k + 1, title_key(text), _loose_key(text)
+        if i + k >= len(slots) or (k and not _next_line(slots[i + k - 1], slots[i + k])):
+            break
+        text = f"{text} {slots[i + k].line.text}"
+        out.append((k + 1, title_key(text), _loose_key(text)))
+    return out
 
 
-def _find_exact(slots: Sequence[_Slot], e: OutlineEntry, headings: bool) -> tuple[int, int] | None:
-    """(first slot, lines) of the first run of lines whose text is the entry's title, among
-    heading lines only (`headings`) or starting a paragraph or set in the title's case."""
+def _find_exact(slots: Sequence[_Slot], e: OutlineEntry, headings: bool,
+                spans: dict[int, list[tuple[int, str, str]]]) -> tuple[int, int] | None:
+    """(first slot, lines) of the first run of unclaimed lines whose text is the entry's title,
+    among heading lines only (`headings`) or starting a paragraph or set in the title's case.
+    `spans` caches `_span_keys` by slot for one page and tier."""
     key, loose = e.key, e.loose
     for i, s in enumerate(slots):
         if (s.rank > 0) != headings:
             continue
-        for n, k, lk in _span_keys(slots, i):
+        if i not in spans:
+            spans[i] = _span_keys(slots, i)
+        for n, k, lk in spans[i]:
+            if slots[i + n - 1].line.entry >= 0:
+                break  # a run ends at a line another entry claimed
             if (k == key or (loose and lk == loose)) and (
                 headings or s.first or s.line.text.lstrip().startswith(e.title.split()[0])
             ):
@@ -628,23 +634,36 @@ def mark_outline(
     for index, e in enumerate(outline):
         if e.page >= 1 and e.key:
             by_page.setdefault(e.page, []).append(index)
-    found = 0
-    for number, regions, ocr in pages:
-        todo = by_page.get(number, [])
-        if not todo:
-            continue
-        slots = [
+    slots_of = {
+        number: [
             _Slot(r, ln, 0 if ocr else rank(ln), j == 0)
             for r in regions if r.table is None
             for j, ln in enumerate(r.lines)
         ]
-        found += _mark_page(slots, outline, todo)
+        for number, regions, ocr in pages
+        if number in by_page or number - 1 in by_page
+    }
+    found = 0
+    missed: dict[int, list[int]] = {}
+    for number in sorted(by_page):
+        if number in slots_of:
+            n, left = _mark_page(slots_of[number], outline, by_page[number])
+            found += n
+            if left and number + 1 in slots_of:
+                missed[number + 1] = left
+    # LaTeX's hyperref often anchors an entry at the foot of the page before its heading: an entry
+    # not found on its page is looked for, as a heading or a whole line, at the top of the next
+    for number, left in missed.items():
+        found += _mark_page(slots_of[number], outline, left, tiers=("heading", "line"))[0]
     return found
 
 
-def _mark_page(slots: list[_Slot], outline: Sequence[OutlineEntry], todo: list[int]) -> int:
+def _mark_page(slots: list[_Slot], outline: Sequence[OutlineEntry], todo: list[int],
+               tiers: Sequence[str] = ("heading", "within", "line", "split")) -> tuple[int, list[int]]:
+    """Find the `todo` entries among a page's `slots`, tier by tier: (how many, those not found)."""
     found = 0
-    for tier in ("heading", "within", "line", "split"):
+    for tier in tiers:
+        spans: dict[int, list[tuple[int, str, str]]] = {}  # slot -> its runs' keys, this tier
         left = []
         if tier == "within":  # "Fill and stroke" before "Graphics" for "graphics/fill_and_stroke.rb"
             todo = sorted(todo, key=lambda index: -len(outline[index].loose))
@@ -652,7 +671,7 @@ def _mark_page(slots: list[_Slot], outline: Sequence[OutlineEntry], todo: list[i
             e = outline[index]
             hit: tuple[int, int] | None = None
             if tier in ("heading", "line"):
-                hit = _find_exact(slots, e, tier == "heading")
+                hit = _find_exact(slots, e, tier == "heading", spans)
             elif tier == "within":
                 i = _find_within_heading(slots, e)
                 hit = (i, 1) if i is not None else None
@@ -669,4 +688,4 @@ def _mark_page(slots: list[_Slot], outline: Sequence[OutlineEntry], todo: list[i
             _claim(slots, hit[0], hit[1], e, index)
             found += 1
         todo = left
-    return found
+    return found, todo

@@ -46,11 +46,11 @@ def _short_title(line: str, max_words: int = MAX_HEADING_WORDS) -> bool:
 
 
 def _underlined_title(line: str, underline: str) -> bool:
-    """A line over an underline: a short title, or a question ("Why does X fail?") up to 20 words;
-    the underline is at least a third as long. A "---" under a longer line is a separator (a git
-    patch's "Signed-off-by: …" over its diffstat), and a "Key: value" line no title."""
+    """A line over an underline: a short title, or a question ("Why does X fail?") up to 20 words.
+    A git patch's "---" under its last trailer ("Signed-off-by: …", over the diffstat) is a
+    separator: it headed every patch of a series."""
     line = line.strip()
-    if 3 * len(underline.strip()) < len(line) or _KEY_VALUE.match(line):
+    if underline.strip() == "---" and _KEY_VALUE.match(line):
         return False
     return _short_title(line, 12) or (line.endswith("?") and 0 < len(line.split()) <= 20)
 

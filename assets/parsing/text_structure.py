@@ -55,6 +55,7 @@ _ANY_MODE = re.compile(r"-\*-[^\n]{0,200}?-\*-")
 # a Debian changelog entry's first line: "adduser (3.130) unstable; urgency=low"
 _CHANGELOG_ENTRY = re.compile(r"^[a-z0-9][a-z0-9+.-]* \([^()\s]+\) [^;\n]+; *urgency=", re.I)
 _RULE = re.compile(r"^[-=*#~_]{3,}$")
+_LEADER_PAGE = re.compile(r"(?:\s?\.){2,}\s*\d{1,4}\s*$|\s{2,}\d{1,4}\s*$")  # "…… 1", "   12"
 _RULE_CHARS = "-=*#~_"
 _ORG_TITLE = re.compile(r"^#\+title:\s*(\S.*)$", re.I)
 _HEADER_LINE = re.compile(r"^[\w-]+:\s")  # "Archive-Name: editor-faq/sed" is no title
@@ -120,7 +121,7 @@ def document_blocks(paras: list[list[str]], plain: Callable[[list[str], list[str
             contents |= _names(para)  # until an entry comes again: the text it lists begins
             blocks.append(_entries(para))
             continue
-        if answer and not (layout.qa and _A.match(para[0])):
+        if answer and not (layout.qa and _A.match(para[0])) and not (len(para) == 1 and _NUMBER.match(para[0])):
             out: list[Block] | None = _answer_lines(para)
         else:
             out = _structured(i, para, nxt, layout)
@@ -260,9 +261,14 @@ def _numbered_question(para: list[str], *, faq: frozenset[int], answer: list[str
     if len(text.split()) > _MAX_QUESTION_WORDS:
         return 0
     depth = m.group(1).count(".") + 1
-    if not _ASKS.search(text) and not (depth in faq and answer is not None and _indent(answer[0]) > _indent(para[0])):
-        return 0
-    return min(6, depth)
+    if text.rstrip("\"') ").endswith("?"):
+        return min(6, depth)
+    # in a FAQ (numbered to this depth) a question may run on ("… use it? When I type …") or
+    # state its problem, over an answer set in deeper; elsewhere "2. Does it pass? Fix it." is
+    # a list item
+    if depth in faq and answer is not None and (_ASKS.search(text) or _indent(answer[0]) > _indent(para[0])):
+        return min(6, depth)
+    return 0
 
 
 def _depth(para: list[str]) -> int:
@@ -305,8 +311,14 @@ def _is_entries(para: list[str], *, listed: bool = False) -> bool:
 
 
 def _names(para: list[str]) -> set[str]:
-    """A contents paragraph's entries, as their text would open a section ("1.1. Intro")."""
-    return {" ".join(ln.split()).lower() for ln in para if _ENTRY.match(ln)}
+    """A contents paragraph's entries, as their text would open a section ("1.1. Intro"): no dot
+    leader, no page number ("1. Introduction ...... 1" names "1. introduction")."""
+    names = set()
+    for ln in para:
+        if _ENTRY.match(ln):
+            name = _LEADER_PAGE.sub("", ln)
+            names.add(" ".join(name.split()).lower())
+    return names
 
 
 def _entries(para: list[str]) -> Block:

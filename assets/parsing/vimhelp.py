@@ -67,7 +67,7 @@ def _title(lines: list[str], name: str, rest: str) -> tuple[str, int]:
     for i, line in enumerate(lines[1:12], 1):
         if not line.strip() or _BANNER.match(line) or line.strip().startswith(("and ", "by ")):
             continue  # the banner, and its second line of authors
-        head = _heading_text(line)
+        head = _heading_text(line, tags=False)
         if 0 < len(head.split()) <= _MAX_HEADING_WORDS and not head.endswith((".", ",", ":")) \
                 and not _RULE.match(line):
             return head, i + 1
@@ -78,11 +78,20 @@ def _title(lines: list[str], name: str, rest: str) -> tuple[str, int]:
     return name, 1
 
 
-def _heading_text(line: str) -> str:
-    """A title line without its tags ("1. Undo and redo commands  *undo-commands*"); a leading
-    number tag stays as the number ("*08.1* Split a window" -> "08.1 Split a window")."""
+def _heading_text(line: str, *, tags: bool = True) -> str:
+    """A title line with its tags after it, unmarked ("1. Undo and redo commands  *undo-commands*"
+    -> "1. Undo and redo commands (undo-commands)": the tag is the name people search for); a
+    leading number tag stays as the number ("*08.1* Split a window" -> "08.1 Split a window")."""
     line = _LEADING_NUMBER_TAG.sub(r"\1", line)
-    return clean_inline(_LINK.sub(r"\1", _TAG.sub("", line)).rstrip().rstrip("~"))
+    title = clean_inline(_LINK.sub(r"\1", _TAG.sub("", line)).rstrip().rstrip("~"))
+    named = _TAG.findall(line) if tags else []
+    return f"{title} ({' '.join(named)})" if named and title else title or " ".join(named)
+
+
+def _is_title(line: str) -> bool:
+    """A line that can be a section's title: short, and no sentence's end or middle."""
+    text = _TAG.sub("", line).strip()
+    return 0 < len(text.split()) <= _MAX_HEADING_WORDS and not text.endswith((".", ",", ";", ":"))
 
 
 def _plain(line: str) -> str:
@@ -118,14 +127,22 @@ class _Reader:
             else:
                 self.code.append(line)
                 return
+        if self.rule and line.strip() and not _RULE.match(line) and (
+                not _is_title(line) or line.startswith(("Next chapter:", "Copyright:"))):
+            self.rule = 0  # a rule over prose, or over a manual's closing lines: they are text
         if _RULE.match(line):
-            self.flush()
-            self.rule = 1 if line.startswith("=") else 2
+            level = 1 if line.startswith("=") else 2
+            if len(self.para) == 1 and _is_title(self.para[0]):  # a rule under its title (ft_sql's)
+                self.blocks.append(Block("heading", _heading_text(self.para.pop()), level=level))
+                self.rule = 0
+            else:
+                self.flush()
+                self.rule = level
         elif not line.strip():
             self.flush()
         elif line.rstrip().endswith("~") and i not in self.column_heads:
             self.para.append(line.rstrip()[:-1])  # screen output, shown as it looks
-        elif self.rule and not line.startswith(("Next chapter:", "Copyright:")):  # a manual's closing lines
+        elif self.rule:
             self.blocks.append(Block("heading", _heading_text(line), level=self.rule))
             self.rule = 0
         elif i in self.column_heads and not self.para:
