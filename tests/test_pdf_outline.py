@@ -222,3 +222,38 @@ def test_numbers_in_the_body_are_kept() -> None:
             [Region(50, 100, 545, 400, lines=[*body, _line(text, 400)])], A4.height, set()
         )
         assert n == 1 and all(ln.text != text for r in kept for ln in r.lines), text
+
+
+def test_an_outline_entry_anchored_a_page_early_is_found_on_the_next_page() -> None:
+    """hyperref often anchors a section at the foot of the page before its heading (7 of
+    nicematrix's first 30 entries): the entry is looked for at the top of the next page, not
+    lost, and the section keeps the outline's level (it came out nested under its sibling)."""
+    doc = pymupdf.open()
+    for title in ("1 Introduction", "2 Methods", "3 Results"):
+        page = doc.new_page(width=A4.width, height=A4.height)
+        _heading(page, 80, title, size=16)
+        _body(page, 100)
+        _heading(page, 220, f"{title[0]}.1 Details", size=12)
+        _body(page, 240)
+    doc.set_toc([[1, "1 Introduction", 1], [2, "1.1 Details", 1], [1, "2 Methods", 2], [2, "2.1 Details", 2],
+                 [1, "3 Results", 2], [2, "3.1 Details", 3]])  # "3 Results" anchored on page 2
+    r = parse_document(_save(doc), "early.pdf", CFG)
+    assert ("3 Results", 1, 3) in _headings(r)
+
+
+def test_a_books_listing_braces_survive_the_sidebar_rule() -> None:
+    """The rule for a slide's sidebar (a line repeated at a page's side on half the pages is
+    running text) applies to slide-shaped pages only: on a book's portrait pages a listing's
+    closing braces, repeated at the left edge at the same heights, stay (all were lost)."""
+    doc = pymupdf.open()
+    for n in range(2):
+        page = doc.new_page(width=A4.width, height=A4.height)
+        y = 80.0
+        for i in range(12):
+            page.insert_text((50, y), f"int f{n}{i}(void) {{", fontname="cour", fontsize=9)
+            page.insert_text((50, y + 11), "}", fontname="cour", fontsize=9)
+            y += 30
+        page.insert_text((50, y), f"/* end of part {n} */", fontname="cour", fontsize=9)
+    r = parse_document(_save(doc), "book.pdf", CFG)
+    text = "\n".join(b.text for b in r.blocks)
+    assert text.count("}") >= 22  # (a page's first "}" can read as a running line, as before)
