@@ -426,3 +426,12 @@ def test_vim_help_a_rule_under_a_title_heads_it_and_a_rule_over_prose_makes_no_h
     assert [(b.level, b.text) for b in r.blocks if b.kind == "heading"] == [
         (1, "SQL files"), (2, "1. Navigation (sql-navigation)")]
     assert any(b.text.startswith("Most relational databases support") for b in r.blocks)
+
+
+def test_a_run_of_entries_of_one_markup_opens_with_no_title() -> None:
+    text = ("`araxis`;;\tUse Araxis Merge (requires a graphical session)\n"
+            "`bc`;;\tUse Beyond Compare (requires a graphical session)\n"
+            "`kdiff3`;;\tUse KDiff3 (requires a graphical session)\n"
+            "`vimdiff`;;\tUse Vim with a custom layout, opened in a terminal of its own\n")
+    r = parse_document(text.encode(), "mergetools-merge.txt", CFG)
+    assert r.title is None and not [b for b in r.blocks if b.kind == "heading"]

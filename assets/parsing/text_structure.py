@@ -337,9 +337,18 @@ def _opening_title(para: list[str]) -> tuple[Block, list[str]] | None:
     if len(lines) <= 3 and all(_title_line(ln) and not ln[:1].islower() for ln in lines) \
             and sum(len(ln.split()) for ln in lines) <= 14:
         return Block("heading", clean_inline(" ".join(lines)), level=1), []
+    shape = _token_shape(lines[0])
+    if shape != "w" and 2 * sum(_token_shape(ln) == shape for ln in lines[1:]) >= len(lines) - 1:
+        return None  # a run of entries of one markup ("`araxis`;; Use Araxis Merge"), no title
     if len(lines[0]) < 0.6 * max(len(ln) for ln in lines):  # "The slrn FAQ" over its authors' lines
         return Block("heading", clean_inline(lines[0]), level=1), para[1:]
     return None
+
+
+def _token_shape(line: str) -> str:
+    """A line's first token with its word characters folded ("`araxis`;;" -> "`w`;;", "The" -> "w")."""
+    first = line.split(maxsplit=1)[0] if line.split() else ""
+    return re.sub(r"\w+", "w", first)
 
 
 def _title_line(line: str) -> bool:
