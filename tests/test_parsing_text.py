@@ -435,3 +435,10 @@ def test_a_run_of_entries_of_one_markup_opens_with_no_title() -> None:
             "`vimdiff`;;\tUse Vim with a custom layout, opened in a terminal of its own\n")
     r = parse_document(text.encode(), "mergetools-merge.txt", CFG)
     assert r.title is None and not [b for b in r.blocks if b.kind == "heading"]
+
+
+def test_a_byline_is_no_title() -> None:
+    text = ("25/10/95 Peter Orbaek <poe@daimi.aau.dk>\n\n"
+            "Using a comms program to initialize the modem\n"
+            "=============================================\n\nRun the program first.\n")
+    assert parse_document(text.encode(), "modems.txt", CFG).title == "Using a comms program to initialize the modem"

@@ -57,6 +57,7 @@ _CHANGELOG_ENTRY = re.compile(r"^[a-z0-9][a-z0-9+.-]* \([^()\s]+\) [^;\n]+; *urg
 _RULE = re.compile(r"^[-=*#~_]{3,}$")
 _LEADER_PAGE = re.compile(r"(?:\s?\.){2,}\s*\d{1,4}\s*$|\s{2,}\d{1,4}\s*$")  # "…… 1", "   12"
 _RULE_CHARS = "-=*#~_"
+_DATED = re.compile(r"^\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}\b")
 _ORG_TITLE = re.compile(r"^#\+title:\s*(\S.*)$", re.I)
 _HEADER_LINE = re.compile(r"^[\w-]+:\s")  # "Archive-Name: editor-faq/sed" is no title
 _TERMINAL = (".", ",", ";", ":", "!")
@@ -358,6 +359,7 @@ def _title_line(line: str) -> bool:
             and not line.endswith(_TERMINAL) and not _HEADER_LINE.match(line) and not _ITEM.match(line)
             and not _CHANGELOG_ENTRY.match(line) and ". " not in line  # a sentence is no title
             and not line.lower().startswith(("copyright", "(c)", "©"))
+            and "@" not in line and not _DATED.match(line)  # "25/10/95 Peter Orbaek <poe@…>": a byline
             and not line.startswith(("<", "http://", "https://", "(", "[")))
 
 
