@@ -171,17 +171,21 @@ def main() -> int:
     reply's own words), `mail_ham_pasted.jsonl` (the reply as pasted without its quoted history,
     noise included: what the query service's `strip_message_noise` must cope with) and
     `mail_ham_quoted.jsonl` (the whole reply, quoted history included)."""
-    corpora = corpora_dir()
-    root = corpora / "mail_ham"
-    picked = cases(root)
+    root = corpora_dir() / "mail_ham"
+    write_variants(cases(root), root, OUT, OUT_PASTED, OUT_QUOTED)
+    return 0
+
+
+def write_variants(picked: list[Case], root: Path, out: Path, out_pasted: Path, out_quoted: Path) -> None:
+    """The three sets of one archive's replies: own words (`out`), pasted and quoted (their
+    `pasted` / `quoted` texts as the query, ids prefixed "pasted-" / "quoted-")."""
     def variant(name: str, prefix: str) -> list[Case]:
         return [{**{k: v for k, v in c.items() if k not in ("pasted", "quoted")},
                  "id": c["id"].replace("mail-", prefix), "query": c[name]} for c in picked]
 
-    write_checked([{k: v for k, v in c.items() if k not in ("pasted", "quoted")} for c in picked], root, OUT)
-    write_checked(variant("pasted", "pasted-"), root, OUT_PASTED)
-    write_checked(variant("quoted", "quoted-"), root, OUT_QUOTED)
-    return 0
+    write_checked([{k: v for k, v in c.items() if k not in ("pasted", "quoted")} for c in picked], root, out)
+    write_checked(variant("pasted", "pasted-"), root, out_pasted)
+    write_checked(variant("quoted", "quoted-"), root, out_quoted)
 
 
 if __name__ == "__main__":

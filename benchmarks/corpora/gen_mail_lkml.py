@@ -35,7 +35,7 @@ from collections import Counter
 from email.message import Message
 from pathlib import Path
 
-from benchmarks.corpora.evalset_tools import Case, corpora_dir, write_checked
+from benchmarks.corpora.evalset_tools import Case, corpora_dir
 from benchmarks.corpora.gen_mail_ham import (
     MIN_PER_LIST,
     MIN_WORDS,
@@ -45,6 +45,7 @@ from benchmarks.corpora.gen_mail_ham import (
     _plain_body,
     own_words,
     pasted,
+    write_variants,
 )
 
 OUT = Path(__file__).resolve().parent.parent / "evalsets" / "mail_lkml.jsonl"
@@ -128,15 +129,7 @@ def main() -> int:
     (the opening of each reply's own words), `mail_lkml_pasted.jsonl` (the reply without its
     quoted history, noise included) and `mail_lkml_quoted.jsonl` (the whole reply)."""
     root = corpora_dir() / "mail_lkml"
-    picked = cases(root)
-
-    def variant(name: str, prefix: str) -> list[Case]:
-        return [{**{k: v for k, v in c.items() if k not in ("pasted", "quoted")},
-                 "id": c["id"].replace("mail-", prefix), "query": c[name]} for c in picked]
-
-    write_checked([{k: v for k, v in c.items() if k not in ("pasted", "quoted")} for c in picked], root, OUT)
-    write_checked(variant("pasted", "pasted-"), root, OUT_PASTED)
-    write_checked(variant("quoted", "quoted-"), root, OUT_QUOTED)
+    write_variants(cases(root), root, OUT, OUT_PASTED, OUT_QUOTED)
     return 0
 
 
