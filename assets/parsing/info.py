@@ -25,7 +25,7 @@ import re
 import textwrap
 
 from assets.parsing.sniff import decode_text
-from assets.parsing.text import _ITEM, body_blocks
+from assets.parsing.text import ITEM, body_blocks
 from assets.parsing.textutil import clean_inline, join_lines, normalize_chars
 from connectors.documents import Block, ParseResult
 
@@ -100,8 +100,8 @@ def _node_blocks(body: str) -> list[Block]:
             out.append(Block("paragraph", clean_inline(join_lines([ln.strip() for ln in lines[terms:]]))))
             continue
         lines = textwrap.dedent("\n".join(lines)).split("\n")  # a description's later paragraphs
-        if _ITEM.match(lines[0]) and all(ln.startswith(" ") for ln in lines[1:]):  # "• item" over its lines
-            out.append(Block("list_item", clean_inline(join_lines([_ITEM.sub("", lines[0], count=1),
+        if ITEM.match(lines[0]) and all(ln.startswith(" ") for ln in lines[1:]):  # "• item" over its lines
+            out.append(Block("list_item", clean_inline(join_lines([ITEM.sub("", lines[0], count=1),
                                                                    *(ln.strip() for ln in lines[1:])]))))
             continue
         out.extend(b if b.kind != "heading" else Block("paragraph", b.text) for b in body_blocks(lines, None))

@@ -273,7 +273,7 @@ def _find_tables(
         area |= pymupdf.Rect(p["rect"])
     clip = pymupdf.Rect(area.x0 - 5, area.y0 - 40, area.x1 + 5, area.y1 + 5) & page.rect
     try:
-        found = page.find_tables(clip=clip, use_layout=False, paths=_grid_paths(page)).tables
+        found = page.find_tables(clip=clip, use_layout=False, paths=_grid_paths(page, paths)).tables
     except Exception as e:  # table finding is best effort
         raise_if_interrupt(e)
         warnings.append(f"page {number}: table detection failed ({e}); kept as text")
@@ -305,22 +305,22 @@ def _find_tables(
     return out
 
 
-def _grid_paths(page: pymupdf.Page) -> list[dict[str, Any]] | None:
+def _grid_paths(page: pymupdf.Page, cheap: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     """The drawings to look for table cells in: all but fills that cover (nearly) the whole
     page; None (all of them) when there is no such fill. A slide's background is one: its
     edges and the sidebar's cut the page into "cells", and every slide of a beamer deck came
-    out as a table of the whole page. (`find_tables` turns a rotated page upright before it
-    reads the drawings, so those of a rotated page are left to it.)"""
-    if page.rotation:
-        return None
+    out as a table of the whole page. The page's `cheap` drawings (`get_cdrawings`, already
+    read) tell whether there is one; only then are the full drawings read a second time
+    (`find_tables` reads them itself otherwise). (`find_tables` turns a rotated page upright
+    before it reads the drawings, so those of a rotated page are left to it.)"""
     area = abs(page.rect) or 1.0
-    paths = page.get_drawings()
-    kept = [
-        p
-        for p in paths
-        if p.get("type") != "f" or abs(pymupdf.Rect(p["rect"]) & page.rect) < BACKGROUND_COVER * area
-    ]
-    return kept if len(kept) < len(paths) else None
+
+    def background(p: dict[str, Any]) -> bool:
+        return p.get("type") == "f" and abs(pymupdf.Rect(p["rect"]) & page.rect) >= BACKGROUND_COVER * area
+
+    if page.rotation or not any(background(p) for p in cheap):
+        return None
+    return [p for p in page.get_drawings() if not background(p)]
 
 
 def _columns(t: Any) -> int:

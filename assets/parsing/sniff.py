@@ -36,7 +36,8 @@ from connectors.errors import (
     UnsupportedFormat,
 )
 
-__all__ = ["Detected", "Sniffed", "as_utf8", "decode_text", "detect_format", "html_declared_charset",
+__all__ = ["DEBIAN_CHANGELOG", "Detected", "Sniffed", "as_utf8", "decode_text", "detect_format",
+           "html_declared_charset",
            "looks_like_asciidoc", "looks_like_info", "looks_like_markdown",
            "looks_like_roff", "looks_like_rst",
            "sniff"]
@@ -172,7 +173,7 @@ _MD_FENCE = re.compile(r"^ {0,3}(?:```|~~~)", re.MULTILINE)
 _MD_INLINE = re.compile(r"\[[^\]\n]{1,200}\]\([^)\s]{1,500}\)|\*\*\S[^*\n]{0,200}\*\*|`[^`\n]{1,200}`")
 # a Debian changelog's first line, "package (version) distribution; urgency=...": its format is
 # its own, and the "# Older entries have been removed" comment Debian appends read as a heading
-_DEBIAN_CHANGELOG = re.compile(r"\A[a-z0-9][a-z0-9+.-]* \([^()\s]+\) [^;\n]+; *urgency=", re.IGNORECASE)
+DEBIAN_CHANGELOG = re.compile(r"\A[a-z0-9][a-z0-9+.-]* \([^()\s]+\) [^;\n]+; *urgency=", re.IGNORECASE)
 
 
 @dataclass
@@ -618,7 +619,7 @@ def _detect(data: bytes, name: str, ext: str) -> Detected:  # noqa: C901  # leng
         )
     if by_ext is None:
         text = _ascii_view(data[:_SAMPLE])
-        if s.kind == "text" and looks_like_markdown(text) and not _DEBIAN_CHANGELOG.match(text.lstrip("\ufeff")):
+        if s.kind == "text" and looks_like_markdown(text) and not DEBIAN_CHANGELOG.match(text.lstrip("\ufeff")):
             return Detected("markdown")
         return Detected(s.kind)
     if by_ext == s.kind:

@@ -18,19 +18,18 @@ from __future__ import annotations
 import re
 
 from assets.parsing.sniff import decode_text
-from assets.parsing.text_structure import document_blocks, document_title, outline_text
 from assets.parsing.textutil import clean_inline, join_lines, normalize_chars
 from assets.parsing.vimhelp import looks_like_vimhelp, vimhelp_blocks
 from connectors.documents import Block, ParseResult
 
-__all__ = ["body_blocks", "parse_text", "text_blocks"]
+__all__ = ["ITEM", "all_caps", "body_blocks", "para_blocks", "paragraphs", "parse_text", "text_blocks"]
 
 MAX_HEADING_WORDS = 8
 MAX_WEAK_HEADING_WORDS = 6
 _TERMINAL = (".", ",", ";", ":", "!", "?")
 _UNDERLINE = re.compile(r"^(=+|-+|~+|\*+|(?:=-)+=?|(?:-=)+-?)$")
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+\S")
-_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+")
+ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+")
 _PARA_SPLIT = re.compile(r"\n[ \t]*\n+")
 _KEY_VALUE = re.compile(r"^[A-Z][\w-]*: \S")  # "Signed-off-by: A <a@b>", "Subject: x"
 
@@ -55,7 +54,7 @@ def _underlined_title(line: str, underline: str) -> bool:
     return _short_title(line, 12) or (line.endswith("?") and 0 < len(line.split()) <= 20)
 
 
-def _all_caps(line: str) -> bool:
+def all_caps(line: str) -> bool:
     letters = [ch for ch in line if ch.isalpha()]
     return len(letters) >= 3 and all(ch.isupper() for ch in letters)
 
@@ -68,7 +67,7 @@ def _single_line_heading(line: str, next_para: list[str] | None) -> int:
     m = _NUMBERED.match(line)
     if m:
         return min(6, m.group(1).count(".") + 1)
-    if _all_caps(line):
+    if all_caps(line):
         return 1
     # A short capitalised line introducing a longer paragraph ("Rollout plan").
     if (
@@ -76,7 +75,7 @@ def _single_line_heading(line: str, next_para: list[str] | None) -> int:
         and line[:1].isupper()
         and len(line.split()) <= MAX_WEAK_HEADING_WORDS
         and sum(len(ln) for ln in next_para) > 2 * len(line)
-        and not _ITEM.match(line)
+        and not ITEM.match(line)
     ):
         return 2
     return 0
@@ -90,7 +89,7 @@ def _is_wrapped_prose(lines: list[str]) -> bool:
     return all(len(ln) >= 0.6 * width for ln in lines[:-1])
 
 
-def _para_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
+def para_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
     """A paragraph's blocks: the headings that open it (taken one by one in a loop: a list of
     a thousand ALL-CAPS constants recursed once per line and failed the file), then its body.
     `i` walks the lines; the list is sliced once at the end, not once per heading."""
@@ -103,14 +102,14 @@ def _para_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
             i += 2
             if i == n:
                 return heads
-        elif n - i >= 2 and _all_caps(para[i]) and _short_title(para[i]):
+        elif n - i >= 2 and all_caps(para[i]) and _short_title(para[i]):
             heads.append(Block("heading", clean_inline(para[i]), level=1))
             i += 1
         elif (
             n - i >= 3
             and _short_title(para[i], MAX_WEAK_HEADING_WORDS)
             and para[i][:1].isupper()
-            and not _ITEM.match(para[i])
+            and not ITEM.match(para[i])
             and len(para[i]) < 0.5 * max(len(ln) for ln in para[i + 1:])
             and _is_wrapped_prose(para[i + 1:])
         ):
@@ -126,11 +125,11 @@ def body_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
         level = _single_line_heading(para[0], next_para)
         if level:
             return [Block("heading", clean_inline(para[0]), level=level)]
-    if _ITEM.match(para[0]) and sum(bool(_ITEM.match(ln)) for ln in para) >= (len(para) + 1) // 2:
+    if ITEM.match(para[0]) and sum(bool(ITEM.match(ln)) for ln in para) >= (len(para) + 1) // 2:
         items: list[list[str]] = []
         for ln in para:
-            if _ITEM.match(ln) or not items:
-                items.append([_ITEM.sub("", ln, count=1)])
+            if ITEM.match(ln) or not items:
+                items.append([ITEM.sub("", ln, count=1)])
             else:
                 items[-1].append(ln)
         return [Block("list_item", clean_inline(join_lines(it))) for it in items]
@@ -141,23 +140,19 @@ def body_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
     return [Block("paragraph", "\n".join(clean_inline(ln) for ln in para))]
 
 
-def _paragraphs(text: str) -> list[list[str]]:
+def paragraphs(text: str) -> list[list[str]]:
+    """The non-blank lines of each blank-line-separated paragraph of normalised text."""
     paras = [[ln for ln in chunk.split("\n") if ln.strip()] for chunk in _PARA_SPLIT.split(text.strip("\n"))]
     return [p for p in paras if p]
 
 
-def text_blocks(text: str, *, document: bool = False) -> list[Block]:
-    """Blocks of decoded plain text; with `document`, read as a whole document
-    (`text_structure`: title, FAQ entries, contents, outline headings)."""
-    text = normalize_chars(text).expandtabs(8)
-    if document:
-        text, outline = outline_text(text)
-        blocks = document_blocks(_paragraphs(text), _para_blocks, outline=outline)
-    else:
-        paras = _paragraphs(text)
-        blocks = []
-        for i, para in enumerate(paras):
-            blocks.extend(_para_blocks(para, paras[i + 1] if i + 1 < len(paras) else None))
+def text_blocks(text: str) -> list[Block]:
+    """Blocks of decoded running text (an e-mail body, an RTF's prose), paragraph by paragraph;
+    a whole plain-text document is read by `text_structure.document_text_blocks`."""
+    paras = paragraphs(normalize_chars(text).expandtabs(8))
+    blocks = []
+    for i, para in enumerate(paras):
+        blocks.extend(para_blocks(para, paras[i + 1] if i + 1 < len(paras) else None))
     return [b for b in blocks if b.text.strip()]
 
 
@@ -169,5 +164,7 @@ def parse_text(data: bytes) -> ParseResult:
         blocks, title = vimhelp_blocks(text)
         return ParseResult(blocks=blocks, title=title, format="text",
                            metadata={"encoding": encoding, "dialect": "vimhelp"})
-    blocks = text_blocks(text, document=True)
+    from assets.parsing.text_structure import document_text_blocks, document_title  # it builds on this module
+
+    blocks = document_text_blocks(text)
     return ParseResult(blocks=blocks, title=document_title(blocks), format="text", metadata={"encoding": encoding})

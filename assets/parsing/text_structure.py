@@ -28,20 +28,20 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from assets.parsing.textutil import clean_inline, join_lines
+from assets.parsing.sniff import DEBIAN_CHANGELOG
+from assets.parsing.text import ITEM, all_caps, body_blocks, para_blocks, paragraphs
+from assets.parsing.textutil import clean_inline, join_lines, normalize_chars
 from connectors.documents import Block
 
-__all__ = ["document_blocks", "document_title", "outline_text"]
+__all__ = ["document_blocks", "document_text_blocks", "document_title", "outline_text"]
 
 _QUESTION_LEVEL = 3  # under a FAQ's numbered or titled sections, if it has them
 _Q = re.compile(r"^\s{0,4}(?:Q|Question|QUESTION)\s*\d{0,3}(?:\.\d{1,3})*\s*[:.)]\s*(?=\S)")
 _A = re.compile(r"^\s{0,4}(?:A|Answer|ANSWER)\s*\d{0,3}(?:\.\d{1,3})*\s*[:.)]\s*(?=\S)")
 # "2.1 What", "2.1. What", "12) How": a section number opening a line, then words
 _NUMBER = re.compile(r"^\s{0,4}(\d{1,3}(?:\.\d{1,3})*)(?:[.)]|(?=\s))\s+(?=[A-Za-z\"'`(])")
-_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+")
 _ASKS = re.compile(r"\?(?:\s|[\"')]|$)")
 # a contents line: a bulleted or bare section number and words, or words and a dot leader
 _ENTRY = re.compile(r"^\s*(?:[*+•-]\s+)?\d{1,3}(?:\.\d{1,3})*\.?\s+\S|(?:\.\s?){3,}\s*\d+\s*$")
@@ -52,8 +52,6 @@ _STARS = re.compile(r"^(\*{1,6})\s+(?=\S)")
 _OUTLINE_HEADING = re.compile(r"^(\*{1,6}[ \t]+(?:\S+[ \t]+){0,11}\S*[^.,;:\s])[ \t]*$", re.M)
 _MODE_LINE = re.compile(r"-\*-.*?\b(?:outline|org)\b.*?-\*-", re.I)
 _ANY_MODE = re.compile(r"-\*-[^\n]{0,200}?-\*-")
-# a Debian changelog entry's first line: "adduser (3.130) unstable; urgency=low"
-_CHANGELOG_ENTRY = re.compile(r"^[a-z0-9][a-z0-9+.-]* \([^()\s]+\) [^;\n]+; *urgency=", re.I)
 _RULE = re.compile(r"^[-=*#~_]{3,}$")
 _LEADER_PAGE = re.compile(r"(?:\s?\.){2,}\s*\d{1,4}\s*$|\s{2,}\d{1,4}\s*$")  # "…… 1", "   12"
 _RULE_CHARS = "-=*#~_"
@@ -106,10 +104,15 @@ def _outline_headings(lines: list[str]) -> set[int]:
     return set(stars) - items
 
 
-def document_blocks(paras: list[list[str]], plain: Callable[[list[str], list[str] | None], list[Block]],
-                    *, outline: frozenset[str] = frozenset()) -> list[Block]:
-    """The blocks of a plain-text document's paragraphs; `plain` reads a paragraph that shows no
-    document structure (`text._para_blocks`)."""
+def document_text_blocks(text: str) -> list[Block]:
+    """Blocks of a decoded plain-text document (`text.parse_text`)."""
+    text, outline = outline_text(normalize_chars(text).expandtabs(8))
+    return [b for b in document_blocks(paragraphs(text), outline=outline) if b.text.strip()]
+
+
+def document_blocks(paras: list[list[str]], *, outline: frozenset[str] = frozenset()) -> list[Block]:
+    """The blocks of a plain-text document's paragraphs; one that shows no document structure
+    is read by the paragraph rules (`text.para_blocks`)."""
     numbered = [p for p in paras if _numbered_question(p, faq=frozenset())]
     faq = frozenset(_depth(p) for p in numbered) if len(numbered) >= 3 else frozenset()
     layout = _Layout(qa=_is_qa(paras), faq=faq, asks=_lone_questions(paras), outline=outline)
@@ -118,8 +121,8 @@ def document_blocks(paras: list[list[str]], plain: Callable[[list[str], list[str
     answer = False  # the paragraph after a question is its answer, never a heading
     for i, para in enumerate(paras):
         nxt = paras[i + 1] if i + 1 < len(paras) else None
-        if contents is not None and _is_entries(para, listed=True) and not contents & _names(para):
-            contents |= _names(para)  # until an entry comes again: the text it lists begins
+        if contents is not None and _is_entries(para, listed=True) and not contents & (names := _names(para)):
+            contents |= names  # until an entry comes again: the text it lists begins
             blocks.append(_entries(para))
             continue
         if answer and not (layout.qa and _A.match(para[0])) and not (len(para) == 1 and _NUMBER.match(para[0])):
@@ -128,22 +131,21 @@ def document_blocks(paras: list[list[str]], plain: Callable[[list[str], list[str
             out = _structured(i, para, nxt, layout)
         asked = out is not None and bool(out) and out[-1].meta.pop("question", False)
         if out is None:
-            out = _plain(i, para, nxt, plain, layout)
+            out = _plain(i, para, nxt, layout)
         answer = asked
         blocks.extend(out)
         contents = set() if out and out[-1].kind == "heading" and _CONTENTS.match(out[-1].text) else None
     return blocks
 
 
-def _plain(i: int, para: list[str], nxt: list[str] | None,
-           plain: Callable[[list[str], list[str] | None], list[Block]], layout: _Layout) -> list[Block]:
-    """A paragraph no document structure decides: `plain`'s reading, the opening paragraph maybe
+def _plain(i: int, para: list[str], nxt: list[str] | None, layout: _Layout) -> list[Block]:
+    """A paragraph no document structure decides: the paragraph rules' reading, the opening one maybe
     a title; in an outline file a heading the paragraph rules find is a top one ("Major changes in
     Gzip 1.3.12" in the part of a NEWS file written before its stars)."""
-    out = plain(para, nxt)
+    out = para_blocks(para, nxt)
     if i == 0 and (not out or out[0].kind != "heading") and (opening := _opening_title(para)):
         title, rest = opening
-        out = [title, *(plain(rest, nxt) if rest else [])]
+        out = [title, *(para_blocks(rest, nxt) if rest else [])]
     elif layout.outline:
         out = [Block("heading", b.text, level=1) if b.kind == "heading" else b for b in out]
     return out
@@ -152,8 +154,6 @@ def _plain(i: int, para: list[str], nxt: list[str] | None,
 def _answer_lines(para: list[str]) -> list[Block]:
     """An answer's paragraph: its lines as the paragraph rules read them, but no heading (a
     one-line answer, "Anonymous ftp to ftp://…", read as a title over the next question)."""
-    from assets.parsing.text import body_blocks
-
     if len(para) == 1:
         return [Block("paragraph", clean_inline(para[0]))]
     return body_blocks(para, None)
@@ -188,7 +188,7 @@ def _structured(i: int, para: list[str], nxt: list[str] | None, layout: _Layout)
         return [_entries(para)]
     if banner := _banner(para):
         return [Block("heading", banner, level=1)]
-    if i and nxt is not None and len(para) == 1 and not _NUMBER.match(para[0]) and not _caps(para[0]) and (
+    if i and nxt is not None and len(para) == 1 and not _NUMBER.match(para[0]) and not all_caps(para[0]) and (
             _indent(nxt[0]) + 2 < _indent(para[0]) <= _indent(nxt[0]) + 16
             or 0 < _indent(para[0]) < _indent(nxt[0])):
         # an example line set in, or a line set in with the text that leads into an example
@@ -240,8 +240,6 @@ def _asks(text: str, level: int) -> Block:
 
 def _answer(para: list[str]) -> list[Block]:
     """An "A:" paragraph without its label, dedented so wrapped prose reflows."""
-    from assets.parsing.text import body_blocks
-
     m = _A.match(para[0])
     assert m is not None
     lines = [" " * m.end() + para[0][m.end():], *para[1:]]
@@ -256,7 +254,7 @@ def _numbered_question(para: list[str], *, faq: frozenset[int], answer: list[str
     C-o doesn't work!") is one too when its `answer` is set in deeper; a list item in an answer
     ("1. The terminal may not…" under "2.4.") is numbered to another depth."""
     m = _NUMBER.match(para[0])
-    if not m or len(para) > 4 or any(_NUMBER.match(ln) or _ITEM.match(ln) for ln in para[1:]):
+    if not m or len(para) > 4 or any(_NUMBER.match(ln) or ITEM.match(ln) for ln in para[1:]):
         return 0
     text = " ".join(ln.strip() for ln in para)
     if len(text.split()) > _MAX_QUESTION_WORDS:
@@ -289,7 +287,7 @@ def _lone_questions(paras: list[list[str]]) -> set[int]:
     when the document has at least three: one alone may be a rhetorical line."""
     asks = {i for i, p in enumerate(paras[:-1])
             if len(p) == 1 and p[0].rstrip().endswith("?") and len(p[0].split()) <= 25
-            and not _NUMBER.match(p[0]) and not _Q.match(p[0]) and not _ITEM.match(p[0])
+            and not _NUMBER.match(p[0]) and not _Q.match(p[0]) and not ITEM.match(p[0])
             and not paras[i + 1][-1].rstrip().endswith("?")}
     return asks if len(asks) >= 3 else set()
 
@@ -356,16 +354,11 @@ def _title_line(line: str) -> bool:
     words = line.split()
     return (0 < len(words) <= 10 and sum(ch.isalpha() for ch in line) >= 3
             and sum(any(ch.isalpha() for ch in w) for w in words) * 2 >= len(words)
-            and not line.endswith(_TERMINAL) and not _HEADER_LINE.match(line) and not _ITEM.match(line)
-            and not _CHANGELOG_ENTRY.match(line) and ". " not in line  # a sentence is no title
+            and not line.endswith(_TERMINAL) and not _HEADER_LINE.match(line) and not ITEM.match(line)
+            and not DEBIAN_CHANGELOG.match(line) and ". " not in line  # a sentence is no title
             and not line.lower().startswith(("copyright", "(c)", "©"))
             and "@" not in line and not _DATED.match(line)  # "25/10/95 Peter Orbaek <poe@…>": a byline
             and not line.startswith(("<", "http://", "https://", "(", "[")))
-
-
-def _caps(line: str) -> bool:
-    letters = [ch for ch in line if ch.isalpha()]
-    return len(letters) >= 3 and all(ch.isupper() for ch in letters)
 
 
 def _indent(line: str) -> int:
