@@ -626,6 +626,8 @@ def test_a_run_of_emphasis_marks_counts_every_level_it_opens() -> None:
     from assets.parsing.markdown import inline_nesting
 
     assert inline_nesting("**bold** and ***both*** " * 600)[0] == 2  # real emphasis: levels as written
+    # a run inside a word (snake_case, a**b) neither opens nor closes; "(**" opens
+    assert inline_nesting("snake__case a**b " * 600 + "(**x") == (1, 0)
 
 
 @pytest.mark.parametrize(("front", "warning"), [

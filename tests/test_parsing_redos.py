@@ -97,6 +97,9 @@ CASES: dict[str, Callable[[], tuple[bytes, str]]] = {
     "text mode markers": lambda: (("-*- " * 50000 + "\n\nBody text.\n").encode(), "NEWS"),
     "vim help modeline openers": lambda: (("*x.txt*  For Vim version 9.0.\n\nTitle\n\n" + "vi:" * 70000
                                            + "\n\n vim:tw=78:ft=help:\n").encode(), "x.txt"),
+    # the Markdown nesting guard tried every mark of a run as an opener: 21 s for 40,000 stars
+    "markdown star run": lambda: (("Title\n\n" + "**" * 20000 + "\n").encode(), "stars.md"),
+    "markdown underscore run": lambda: (("Title\n\n" + "_" * 40000 + "x\n").encode(), "under.md"),
     # joined by concatenation: 21 s for 4 MB (a quadratic copy, not a pattern)
     "text one long paragraph": lambda: (("Title\n\n" + "the pump runs quietly while the tank fills.\n" * 90000)
                                         .encode(), "long.txt"),

@@ -134,8 +134,25 @@ _USUAL_DEPTH = 8
 # the blocks around it (an HTML block, a list), and a scanner that skipped a "fence" the parser
 # read as text let a crashing paragraph through. Code that opens many `_names` may then read as
 # plain text: a warning, never a crash.
-_INLINE_MARKS = re.compile(r"(?P<brk>\n[ \t]*\n)|(?P<bra>[\[\]])|(?P<open>(?<!\w)[*_]+(?=[^\s*_]))"
-                           r"|(?P<close>(?<=[^\s*_])[*_]+(?!\w))")
+# A run is taken whole and judged by its neighbours in Python: a pattern that tried each of its
+# positions as an opener scanned the rest of the run from each (40,000 stars: 21 s).
+_INLINE_MARKS = re.compile(r"(?P<brk>\n[ \t]*\n)|(?P<bra>[\[\]])|(?P<run>[*_]+)")
+_WORD = re.compile(r"\w")
+
+
+def _emphasis(depth: int, body: str, run: re.Match[str]) -> int:
+    """The emphasis levels open after `run`, a run of marks, with `depth` open before it: it
+    opens where it follows no word character and precedes no space (opening wins where it could
+    also close, as in "(**)"), closes where it follows no space and precedes no word character,
+    and inside a word does neither."""
+    before = body[run.start() - 1] if run.start() else " "
+    after = body[run.end()] if run.end() < len(body) else " "
+    levels = (len(run.group()) + 1) // 2
+    if not _WORD.match(before) and not after.isspace():
+        return depth + levels
+    if not before.isspace() and not _WORD.match(after):
+        return max(0, depth - levels)
+    return depth
 
 
 def inline_nesting(body: str) -> tuple[int, int]:
@@ -153,10 +170,8 @@ def inline_nesting(body: str) -> tuple[int, int]:
             continue
         if kind == "bra":
             brackets = brackets + 1 if m.group() == "[" else max(0, brackets - 1)
-        elif kind == "open":
-            emphasis += (len(m.group()) + 1) // 2
         else:
-            emphasis = max(0, emphasis - (len(m.group()) + 1) // 2)
+            emphasis = _emphasis(emphasis, body, m)
         paragraph = max(paragraph, brackets + emphasis)
         deepest = max(deepest, paragraph)
     return deepest, excess + max(0, paragraph - _USUAL_DEPTH)
