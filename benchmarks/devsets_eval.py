@@ -35,6 +35,8 @@ DEFAULT_CORPORA = Path.home() / ".cache" / "bench-corpora"
 # sets that ask other questions of another set's corpus
 CORPUS_OF = {"mail_ham_pasted": "mail_ham", "mail_ham_quoted": "mail_ham",
              "mail_lkml_pasted": "mail_lkml", "mail_lkml_quoted": "mail_lkml"}
+# sets that ask another set's questions of their own corpus (the same documents, scanned)
+QUERIES_OF = {"pdf_scanned": "pdf_docs"}
 
 
 def _cli(config: Path, *args: str) -> dict[str, Any]:
@@ -61,14 +63,15 @@ def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, A
 
 
 def run_set(name: str, corpora: Path, work: Path, overrides: list[str] | None = None) -> dict[str, Any]:
-    """Sync ``corpora/name`` into ``work/name`` and evaluate it on ``evalsets/name.jsonl``."""
+    """Sync ``corpora/name`` into ``work/name`` and evaluate it on ``evalsets/name.jsonl`` (or
+    the set's whose questions it asks, ``QUERIES_OF``)."""
     here = work / name
     here.mkdir(parents=True, exist_ok=True)
     config = here / "bindery.yaml"
     config.write_text(yaml.safe_dump(apply_overrides({
         "data_dir": str((here / "data").resolve()),
         "sources": [{"name": name, "kind": "local", "root": str((corpora / CORPUS_OF.get(name, name)).resolve())}],
-        "gate": {"queries": str(EVALSETS / f"{name}.jsonl")},
+        "gate": {"queries": str(EVALSETS / f"{QUERIES_OF.get(name, name)}.jsonl")},
     }, overrides or [])))
     # Bindery keeps its Dagster instance under the data dir and exports DAGSTER_HOME on first use;
     # drop what the previous set exported so each set runs on its own instance.
@@ -95,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (dotted, YAML value); repeatable")
     a = p.parse_args(argv)
-    names = a.sets or sorted(x.stem for x in EVALSETS.glob("*.jsonl"))
+    names = a.sets or sorted([x.stem for x in EVALSETS.glob("*.jsonl")] + list(QUERIES_OF))
     print("set              cases recall@10·MRR@10  per category")
     for name in names:
         print(_row(run_set(name, a.corpora, a.work, a.overrides)), flush=True)

@@ -7,7 +7,8 @@ What "naive" means here, on purpose (a user with a weekend and the usual librari
 - **Whole-page text.** Each file under DIR becomes one plain text: HTML -> BeautifulSoup's
   ``get_text(" ")`` of the whole page (navigation and footers included; bs4 leaves out script and
   style), Markdown / reStructuredText / text -> the file as it is, PDF -> PyMuPDF's
-  ``page.get_text()`` of every page, e-mail (.eml) -> the message's text/plain body (quoted
+  ``page.get_text()`` of every page (a page without text, a scan, through PyMuPDF's own OCR at 300
+  dpi: ``get_textpage_ocr(full=True)``), e-mail (.eml) -> the message's text/plain body (quoted
   history, signature and list footer included; the HTML part as text when there is no plain one),
   a gzip/bzip2/xz file (manual pages ship as ``ls.1.gz``) -> the text inside, by its inner name
   (a manual page's roff source as it is: ``\fB\-\-all\fR``).
@@ -92,8 +93,17 @@ def _html_text(raw: bytes) -> str:
 def _pdf_text(path: Path) -> str:
     import pymupdf
 
+    from assets.parsing.ocr import find_tessdata
+
+    tessdata = find_tessdata("eng")
     with pymupdf.open(path) as pdf:
-        return "\n".join(page.get_text() for page in pdf)
+        texts = []
+        for page in pdf:
+            text = page.get_text()
+            if not text.strip() and tessdata:  # a scan: PyMuPDF's own OCR, as its docs show it
+                text = page.get_text(textpage=page.get_textpage_ocr(dpi=300, full=True, tessdata=tessdata))
+            texts.append(text)
+        return "\n".join(texts)
 
 
 def _email_text(raw: bytes) -> str:

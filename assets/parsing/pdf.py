@@ -44,6 +44,14 @@ from assets.parsing.pdf_layout import (
     strip_running_lines,
     title_key,
 )
+from assets.parsing.pdf_ocr import (
+    across_gutter,
+    mark_ocr_headings,
+    ocr_columns,
+    ocr_gutters,
+    ocr_line_kept,
+    split_at_gutters,
+)
 from assets.parsing.textutil import (
     clean_inline,
     join_lines,
@@ -181,33 +189,42 @@ def _same_visual_line(prev: Line, line: Line) -> bool:
     return line.x1 <= prev.x0 + 1 and bool(_LEADER_NUMBER.fullmatch(prev.text)) and not _rtl(line.text)
 
 
-def _regions(page_dict: dict[str, Any], ocr: bool) -> list[Region]:
-    """MuPDF text blocks → Regions of visual lines (spans on one baseline merged)."""
-    regions: list[Region] = []
-    for b in page_dict["blocks"]:
-        if b.get("type") != 0:
-            continue
-        lines: list[Line] = []
-        for raw in b["lines"]:
-            spans = [s for s in raw["spans"] if s["text"].strip()]
-            if not spans:
+def _line(spans: list[dict[str, Any]], bbox: Sequence[float], ocr: bool) -> Line | None:
+    """One visual line from MuPDF spans, or None where it holds no text (or, read by OCR, no
+    letter or digit)."""
+    inked = [s for s in spans if s["text"].strip()]
+    if not inked or (ocr and not ocr_line_kept("".join(s["text"] for s in inked))):
+        return None
+    sizes: dict[float, int] = {}
+    for s in inked:
+        sizes[round(s["size"], 1)] = sizes.get(round(s["size"], 1), 0) + len(s["text"])
+    x0, y0, x1, y1 = bbox
+    return Line(
+        text="".join(s["text"] for s in spans),
+        x0=x0,
+        y0=y0,
+        x1=x1,
+        y1=y1,
+        size=max(sizes, key=sizes.__getitem__),
+        bold=not ocr and all(_is_bold(s) for s in inked),
+        mono=not ocr and all(_is_mono(s) for s in inked),
+    )
+
+
+def _block_lines(block: dict[str, Any], gutters: list[tuple[float, float]] | None) -> list[Line]:
+    """A MuPDF text block's visual lines, spans on one baseline merged; with OCR (`gutters` not
+    None) neither a line nor a merge crosses one of the page's gutters."""
+    lines: list[Line] = []
+    for raw in block["lines"]:
+        ocr = gutters is not None
+        pieces = split_at_gutters(raw["spans"], gutters) if gutters is not None else [(raw["spans"], raw["bbox"])]
+        for spans, bbox in pieces:
+            line = _line(spans, bbox, ocr)
+            if line is None:
                 continue
-            x0, y0, x1, y1 = raw["bbox"]
-            sizes: dict[float, int] = {}
-            for s in spans:
-                sizes[round(s["size"], 1)] = sizes.get(round(s["size"], 1), 0) + len(s["text"])
-            line = Line(
-                text="".join(s["text"] for s in raw["spans"]),
-                x0=x0,
-                y0=y0,
-                x1=x1,
-                y1=y1,
-                size=max(sizes, key=sizes.__getitem__),
-                bold=not ocr and all(_is_bold(s) for s in spans),
-                mono=not ocr and all(_is_mono(s) for s in spans),
-            )
             prev = lines[-1] if lines else None
-            if prev and abs(prev.y0 - line.y0) < 0.5 * prev.height and _same_visual_line(prev, line):
+            if (prev and abs(prev.y0 - line.y0) < 0.5 * prev.height and _same_visual_line(prev, line)
+                    and not (gutters and across_gutter(prev.text, prev.x1, line.x0, gutters))):
                 # Same baseline: one visual line that MuPDF split at a wide gap.
                 if line.x0 >= prev.x1 - 1:
                     prev.text = f"{prev.text.rstrip()} {line.text.lstrip()}"
@@ -218,9 +235,21 @@ def _regions(page_dict: dict[str, Any], ocr: bool) -> list[Region]:
                 prev.bold, prev.mono = prev.bold and line.bold, prev.mono and line.mono
                 continue
             lines.append(line)
-        if lines:
+    return lines
+
+
+def _regions(page_dict: dict[str, Any], ocr: bool) -> list[Region]:
+    """MuPDF text blocks → Regions of visual lines (spans on one baseline merged); an OCR'd
+    block is cut into runs of lines that stay in one column (`ocr_columns`)."""
+    regions: list[Region] = []
+    gutters = ocr_gutters(page_dict) if ocr else None
+    for b in page_dict["blocks"]:
+        if b.get("type") != 0:
+            continue
+        lines = _block_lines(b, gutters)
+        for group in ocr_columns(lines) if ocr else [lines] if lines else []:
             x0, y0, x1, y1 = b["bbox"]
-            region = Region(x0, y0, x1, y1, lines=lines)
+            region = Region(x0, y0, x1, y1, lines=group)
             region.refit()
             regions.append(region)
     return regions
@@ -703,6 +732,7 @@ def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
             page = doc[p.number - 1]
             if p.route == "ocr":
                 _ocr_page(page, p, config)
+        mark_ocr_headings([p.regions for p in pages if p.route == "ocr"])
         if config.strip_headers_footers:
             # a sidebar is looked for on upright pages only: a rotated page's text is placed in
             # the unrotated page's coordinates, its sides are not those of `p.width`

@@ -19,7 +19,7 @@ set -euo pipefail
 dest=${1:-$HOME/.cache/bench-corpora}
 shift || true
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md mail_lkml text_docs)
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md mail_lkml text_docs pdf_scanned)
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -n "${PYTHON:-}" ]; then :
 elif [ -x "$here/../../.venv/bin/python" ]; then PYTHON=$here/../../.venv/bin/python
@@ -128,6 +128,10 @@ for set in "${sets[@]}"; do
     cp "$y/revtex/auguide/auguide4-2.pdf" "$y/mnras/mnras_guide.pdf" "$y/acmart/samples/sample-sigconf.pdf" \
        "$y/asmeconf/asmeconf-template.pdf" "$y/asmejour/asmejour-template.pdf" \
        "$y/quantumarticle/quantum-template.pdf" "$dest/$set/articles/" ;;
+  pdf_scanned)  # pdf_docs rasterised (every page an image): OCR, reading order and headings of scans
+    [ -d "$dest/pdf_docs/r-manuals" ] || "$0" "$dest" pdf_docs >/dev/null
+    fresh $set
+    "$PYTHON" "$here/gen_pdf_scanned.py" "$dest/pdf_docs" "$dest/$set" ;;
   mail_ham)  # SpamAssassin easy_ham: 2,403 real list messages of 2002 (jwz's threading test data)
     x=$(fetch golang-github-gatherstars-com-jwz-dev 1.3.0-3); fresh $set
     cp -r "$x/usr/share/gocode/src/github.com/gatherstars-com/jwz/test/testdata/ham" "$dest/$set/ham" ;;
@@ -251,4 +255,4 @@ EOF
   esac
   echo "$set: $(find "$dest/$set" -type f | wc -l) files -> $dest/$set"
 done
-echo "packages:"; sed 's/^/  /' "$work/versions"
+if [ -f "$work/versions" ]; then echo "packages:"; sed "s/^/  /" "$work/versions"; fi

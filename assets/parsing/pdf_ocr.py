@@ -1,0 +1,236 @@
+"""What a scanned page's OCR text needs before the PDF layout rules can read it.
+
+Tesseract (through PyMuPDF's OCR text page) gives words and lines, but no fonts: no bold, no
+monospace, and sizes that are only the height of each line's ink (10.3 for one body line, 8.2
+for the next, 10.3 for "1.4 Notation"). So the font rules that find a text layer's headings
+find nothing on a scan, and MuPDF groups a two-column page's lines into blocks that cross the
+gutter. Here: lines cut into runs that stay in one column, specks of punctuation dropped, and
+headings read from what a scan still shows: a line set far larger than the body (a title), or a
+short line opening with a section number ("2 Sectioning and equations", "1.1 Legalese").
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import statistics
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from assets.parsing.pdf_layout import Line, Region
+
+__all__ = ["across_gutter", "mark_ocr_headings", "ocr_columns", "ocr_gutters", "ocr_line_kept", "split_at_gutters"]
+
+# Lines on one baseline further apart than this many line heights are in two columns (a word
+# gap is about a third of one, a gutter two or more) ...
+OCR_WORD_GAP = 1.2
+# ... and a line further below the last of a run than this starts a new one
+OCR_LINE_GAP = 1.5
+GUTTER_LINES = 4  # ... and a gutter is a gap that this many lines leave open in one place
+# a line at least this many times the body's ink height is a title (OCR heights of one body
+# font spread from 0.8 to 1.15 of their median; LaTeX's \section is 1.44, a title 1.7-2.5)
+OCR_TITLE_RATIO = 1.5
+OCR_TITLE_ADVANCE = 1.3  # ... and its letters this many times as wide
+OCR_HEADING_ADVANCE = 1.15  # letters this much wider than the body's: a heading's font
+MAX_HEADING_WORDS = 12
+# "1 Introduction", "2.3.1 Using make", "A.1 Subsection": a section number without a trailing
+# period or parenthesis (those open enumerations), then a capitalised word
+_NUMBERED = re.compile(r"(?:\d{1,2}|[A-Z])(?:\.\d{1,2}){0,4}\s+[A-Z][\w'’-]*")
+# a section number set a quad before its title: the gap after it is no gutter
+_SECTION_NUMBER = re.compile(r"(?:\d{1,2}|[A-Z])(?:\.\d{1,2}){0,4}\.?")
+_APPENDIX_ALONE = re.compile(r"[A-Z]\s")  # "A Note on ..." is a sentence, not appendix A
+_ENDS_SENTENCE = re.compile(r"[.,;:]$")
+_LEADER = re.compile(r"(?:\.\s?){3}")  # a contents entry's dots, "....." or ". . ."
+_WORD = re.compile(r"[^\W\d_]{3}")
+
+
+Spans = list[dict[str, Any]]
+Gutters = list[tuple[float, float]]
+
+
+def ocr_line_kept(text: str) -> bool:
+    """Whether an OCR line holds a letter or digit: dust and stains read as ":", "." or "—"
+    lines of their own (20 on one scanned page of a LaTeX article)."""
+    return any(c.isalnum() for c in text)
+
+
+def across_gutter(left: str, x0: float, x1: float, gutters: Gutters) -> bool:
+    """Whether words with the gap `x0`-`x1` between them, `left` the text before it, lie in two
+    columns: the gap holds more than half of one of the page's `gutters`, unless what comes
+    before is a section number set a quad before its title ("1   Figures")."""
+    return any(min(x1, g[1]) - max(x0, g[0]) > 0.5 * (g[1] - g[0]) for g in gutters) and not (
+        _SECTION_NUMBER.fullmatch(left.strip()))
+
+
+def _gaps(spans: Spans, wide: float) -> Gutters:
+    """The x-ranges between consecutive words of a line wider than `wide`."""
+    out: Gutters = []
+    last_x1: float | None = None
+    for s in spans:
+        if not s["text"].strip():
+            continue
+        if last_x1 is not None and s["bbox"][0] - last_x1 > wide:
+            out.append((last_x1, s["bbox"][0]))
+        last_x1 = s["bbox"][2]
+    return out
+
+
+def ocr_gutters(page_dict: dict[str, Any]) -> Gutters:
+    """The gutters of an OCR'd page: gaps between words wider than OCR_WORD_GAP median line
+    heights, in a place that GUTTER_LINES lines or more leave open (a column's edge runs down
+    the page; a justified heading's wide space, or a gap Tesseract left between two words of a
+    title, is no gutter). Empty on a page of one column."""
+    raw = [ln for b in page_dict["blocks"] if b.get("type") == 0 for ln in b["lines"]]
+    if not raw:
+        return []
+    wide = OCR_WORD_GAP * statistics.median(ln["bbox"][3] - ln["bbox"][1] for ln in raw)
+    gaps = [g for ln in raw for g in _gaps(ln["spans"], wide)]
+    # lines MuPDF already split at the gutter leave the gap between two of its lines
+    by_row = sorted((ln["bbox"][1], ln["bbox"][0], ln["bbox"][2]) for ln in raw)
+    gaps += [(a[2], b[1]) for a, b in itertools.pairwise(by_row)
+             if abs(a[0] - b[0]) < 0.5 * wide and b[1] - a[2] > wide]
+    return [g for g in gaps if sum(1 for h in gaps if _alike(g, h)) >= GUTTER_LINES]
+
+
+def _alike(g: tuple[float, float], h: tuple[float, float]) -> bool:
+    """Two gaps in one place: each lies mostly (half or more) within the other."""
+    both = min(g[1], h[1]) - max(g[0], h[0])
+    return both >= 0.5 * (g[1] - g[0]) and both >= 0.5 * (h[1] - h[0])
+
+
+def split_at_gutters(spans: Spans, gutters: Gutters) -> list[tuple[Spans, tuple[float, ...]]]:
+    """A MuPDF line's spans (Tesseract's words and the spaces between) cut where one of the
+    page's gutters runs between two words, each piece with its box: MuPDF joins words of both
+    columns that share a baseline into one line."""
+    pieces: list[Spans] = []
+    last_x1: float | None = None
+    for s in spans:
+        inked = bool(s["text"].strip())
+        if inked and last_x1 is not None and across_gutter("".join(x["text"] for x in pieces[-1]),
+                                                          last_x1, s["bbox"][0], gutters):
+            pieces.append([])
+        if not pieces:
+            pieces.append([])
+        pieces[-1].append(s)
+        if inked:
+            last_x1 = s["bbox"][2]
+    out: list[tuple[Spans, tuple[float, ...]]] = []
+    for piece in pieces:
+        boxes = [s["bbox"] for s in piece if s["text"].strip()] or [s["bbox"] for s in piece]
+        out.append((piece, (min(b[0] for b in boxes), min(b[1] for b in boxes),
+                            max(b[2] for b in boxes), max(b[3] for b in boxes))))
+    return out
+
+
+def ocr_columns(lines: list[Line]) -> list[list[Line]]:
+    """An OCR text block's lines cut into runs that stay in one column. MuPDF groups the lines
+    of a scanned two-column page into one block, left and right lines alternating ("... layout
+    the" / "use quantumarticle for ..."): read as written, every sentence ran into the next
+    column's. A line joins the latest run whose last line it overlaps across and follows
+    closely; `reading_order` then reads the runs column by column."""
+    runs: list[list[Line]] = []
+    for ln in lines:
+        for run in reversed(runs):
+            last = run[-1]
+            overlap = min(last.x1, ln.x1) - max(last.x0, ln.x0)
+            if overlap > 0 and -0.5 * last.height < ln.y0 - last.y1 < OCR_LINE_GAP * last.height:
+                run.append(ln)
+                break
+        else:
+            runs.append([ln])
+    return runs
+
+
+def _advance(ln: Line) -> float:
+    """Points per character: grows with the font size, not with a box Tesseract stretched."""
+    return (ln.x1 - ln.x0) / max(1, len(ln.text.strip()))
+
+
+def _body(lines: Iterable[Line]) -> tuple[float, float]:
+    """The median ink height and advance of the scans' lines of prose (six words or more)."""
+    prose = [ln for ln in lines if len(ln.text.split()) >= 6]
+    if not prose:
+        return 0.0, 0.0
+    return statistics.median(ln.height for ln in prose), statistics.median(_advance(ln) for ln in prose)
+
+
+def _is_title(ln: Line, height: float, advance: float) -> bool:
+    """A few words set far larger than the body: taller *and* wider per character (a line's box
+    grows with a formula or a stain beside it, its letters do not), mostly letters (not a page
+    number, not a leader Tesseract read as "eee ee eee 28")."""
+    text = ln.text.strip()
+    letters = sum(c.isalpha() for c in text)
+    return (ln.height >= OCR_TITLE_RATIO * height and _advance(ln) >= OCR_TITLE_ADVANCE * advance
+            and len(text.split()) <= MAX_HEADING_WORDS and not _ENDS_SENTENCE.search(text)
+            and letters >= 0.6 * len(text.replace(" ", "")) and _WORD.search(text) is not None
+            and not _LEADER.search(text))
+
+
+def _section_level(ln: Line, column_width: float, large: bool) -> int:
+    """The level a numbered section heading's number gives ("2" 1, "2.1" 2), or 0 where the
+    line reads as something else: a long line, one ending a sentence or holding a contents
+    entry's dot leader, one of body size running across most of its column (a wrapped line of
+    prose that happens to open with a number; a `large` one is a heading however long)."""
+    text = ln.text.strip()
+    m = _NUMBERED.match(text)
+    if m is None or (_APPENDIX_ALONE.match(text) and "." not in m.group()):
+        return 0
+    if sum(c.isalpha() for c in text[len(m.group().split()[0]):]) < 4:  # "7 J", "1 TE": specks
+        return 0
+    if len(text.split()) > MAX_HEADING_WORDS or _ENDS_SENTENCE.search(text) or "," in text or _LEADER.search(text):
+        return 0
+    if ln.x1 - ln.x0 > 0.7 * column_width and not large:
+        return 0
+    return m.group().split()[0].count(".") + 1
+
+
+def _column_width(ln: Line, prose: Sequence[Line]) -> float:
+    """The median width of the lines of prose that share `ln`'s column (overlap it across):
+    what a line running across its column measures. Without any, the line's own width."""
+    widths = [p.x1 - p.x0 for p in prose if min(p.x1, ln.x1) > max(p.x0, ln.x0)]
+    return statistics.median(widths) if widths else ln.x1 - ln.x0
+
+
+def _contents_page(lines: Sequence[Line]) -> bool:
+    """A table of contents: a quarter of its lines (five at least) hold a dot leader. Its
+    entries open with section numbers too, and would each make a heading."""
+    leaders = sum(1 for ln in lines if _LEADER.search(ln.text))
+    return leaders >= 5 and leaders >= 0.25 * len(lines)
+
+
+def _page_headings(lines: Sequence[Line], height: float, advance: float, first: bool) -> None:
+    """Mark one OCR'd page's headings: on the `first` page its title (the largest-set line that
+    reads as one), and numbered section headings; a heading's next line, close below it, set as
+    large and ending no sentence, is the rest of its title ("2.5 How can R" / "be installed?")."""
+    titles = [ln for ln in lines if first and not ln.outline and _is_title(ln, height, advance)]
+    if titles:
+        max(titles, key=_advance).heading = 1
+    prose = [ln for ln in lines if len(ln.text.split()) >= 6]
+    numbered = not _contents_page(lines)
+    prev: Line | None = None
+    for ln in lines:
+        if ln.outline or ln.heading:
+            pass
+        elif numbered and (level := _section_level(ln, _column_width(ln, prose),
+                                                   _advance(ln) >= OCR_HEADING_ADVANCE * advance)):
+            ln.heading = min(6, level + 1)
+        elif (prev is not None and prev.heading and _advance(ln) >= OCR_HEADING_ADVANCE * advance
+              and 0 <= ln.y0 - prev.y1 < prev.height and len(ln.text.split()) <= MAX_HEADING_WORDS
+              and not _ENDS_SENTENCE.search(ln.text.strip())):
+            ln.heading = prev.heading
+        prev = ln
+
+
+def mark_ocr_headings(pages: Sequence[Sequence[Region]]) -> None:
+    """Give headings to the lines of OCR'd pages (`Line.heading`): on the first page with text,
+    a line of a few words set at least OCR_TITLE_RATIO times the body's height is level 1 (the
+    title; elsewhere such lines were page numbers and leaders read as letters); a numbered
+    section heading its number's depth plus one. Other pages' lines are left to the font rules."""
+    height, advance = _body(ln for regions in pages for r in regions for ln in r.lines)
+    if not height:
+        return
+    first = True
+    for regions in pages:
+        lines = [ln for r in regions for ln in r.lines]
+        _page_headings(lines, height, advance, first)
+        first = first and not lines
