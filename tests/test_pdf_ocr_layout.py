@@ -96,3 +96,29 @@ def test_numbered_headings_but_not_sentences_leaders_or_contents() -> None:
     contents = _page(*[f"{i} Chapter {i} . . . . . . {i * 7}" for i in range(1, 9)], "2.1 Pumps")
     mark_ocr_headings([contents])
     assert not any(ln.heading for ln in contents[0].lines)  # a contents page makes no headings
+
+
+def _scanned_table() -> bytes:
+    """A page of prose over a table of one-word cells (no ruling: a scan has no vector lines)."""
+    src = pymupdf.open()
+    page = src.new_page(width=612, height=792)
+    page.insert_text((72, 80), "The pumps of the harbour are listed below with their yearly hours.",
+                     fontsize=11, fontname="helv")
+    rows = [("Station", "Pump", "Hours"), ("Northquay", "Diesel", "1200"), ("Southpier", "Electric", "860"),
+            ("Lighthouse", "Manual", "45"), ("Ferrydock", "Diesel", "2310"), ("Boatyard", "Electric", "975")]
+    for i, row in enumerate(rows):
+        for x, cell in zip((72, 260, 430), row, strict=True):
+            page.insert_text((x, 120 + 18 * i), cell, fontsize=11, fontname="helv")
+    pix = page.get_pixmap(dpi=200, colorspace=pymupdf.csGRAY)
+    scan = pymupdf.open()
+    scan.new_page(width=612, height=792).insert_image(pymupdf.Rect(0, 0, 612, 792), stream=pix.tobytes("png"))
+    return bytes(scan.tobytes())
+
+
+@needs_tesseract
+def test_a_scanned_tables_rows_stay_rows() -> None:
+    """Its cells line up in columns as a two-column page's lines do, but hold a word or two:
+    no gutter, so a row reads across ("Southpier Electric 860"), not a column down."""
+    r = parse_document(_scanned_table(), "pumps.pdf", ParseConfig(ocr_dpi=200))
+    text = " ".join(b.text for b in r.blocks)
+    assert "Southpier Electric 860" in text and "Ferrydock Diesel 2310" in text, text

@@ -27,6 +27,7 @@ OCR_WORD_GAP = 1.2
 # ... and a line further below the last of a run than this starts a new one
 OCR_LINE_GAP = 1.5
 GUTTER_LINES = 4  # ... and a gutter is a gap that this many lines leave open in one place
+GUTTER_SIDE_WORDS = 3  # ... with this many words on either side (a table's cells hold fewer)
 # a line at least this many times the body's ink height is a title (OCR heights of one body
 # font spread from 0.8 to 1.15 of their median; LaTeX's \section is 1.44, a title 1.7-2.5)
 OCR_TITLE_RATIO = 1.5
@@ -62,34 +63,42 @@ def across_gutter(left: str, x0: float, x1: float, gutters: Gutters) -> bool:
         _SECTION_NUMBER.fullmatch(left.strip()))
 
 
-def _gaps(spans: Spans, wide: float) -> Gutters:
-    """The x-ranges between consecutive words of a line wider than `wide`."""
-    out: Gutters = []
-    last_x1: float | None = None
+def _gaps(spans: Spans, wide: float) -> list[tuple[float, float, int]]:
+    """The gaps wider than `wide` between consecutive words of a line: (x0, x1, the fewer words
+    of the two pieces of the line it lies between)."""
+    pieces: list[tuple[float, float, int]] = []  # x0, x1, words of each piece
     for s in spans:
         if not s["text"].strip():
             continue
-        if last_x1 is not None and s["bbox"][0] - last_x1 > wide:
-            out.append((last_x1, s["bbox"][0]))
-        last_x1 = s["bbox"][2]
-    return out
+        x0, x1, words = s["bbox"][0], s["bbox"][2], len(s["text"].split())
+        if pieces and x0 - pieces[-1][1] <= wide:
+            pieces[-1] = (pieces[-1][0], x1, pieces[-1][2] + words)
+        else:
+            pieces.append((x0, x1, words))
+    return [(a[1], b[0], min(a[2], b[2])) for a, b in itertools.pairwise(pieces)]
 
 
 def ocr_gutters(page_dict: dict[str, Any]) -> Gutters:
     """The gutters of an OCR'd page: gaps between words wider than OCR_WORD_GAP median line
-    heights, in a place that GUTTER_LINES lines or more leave open (a column's edge runs down
-    the page; a justified heading's wide space, or a gap Tesseract left between two words of a
-    title, is no gutter). Empty on a page of one column."""
+    heights with GUTTER_SIDE_WORDS words or more on either side, in a place that GUTTER_LINES
+    such lines or more leave open (a column's edge runs down the page; a justified heading's
+    wide space, or a gap Tesseract left between two words of a title, is no gutter, and the
+    cells of a table, a word or two each, keep their rows). Empty on a page of one column."""
     raw = [ln for b in page_dict["blocks"] if b.get("type") == 0 for ln in b["lines"]]
     if not raw:
         return []
     wide = OCR_WORD_GAP * statistics.median(ln["bbox"][3] - ln["bbox"][1] for ln in raw)
     gaps = [g for ln in raw for g in _gaps(ln["spans"], wide)]
     # lines MuPDF already split at the gutter leave the gap between two of its lines
-    by_row = sorted((ln["bbox"][1], ln["bbox"][0], ln["bbox"][2]) for ln in raw)
-    gaps += [(a[2], b[1]) for a, b in itertools.pairwise(by_row)
+    by_row = sorted((ln["bbox"][1], ln["bbox"][0], ln["bbox"][2], _words(ln["spans"])) for ln in raw)
+    gaps += [(a[2], b[1], min(a[3], b[3])) for a, b in itertools.pairwise(by_row)
              if abs(a[0] - b[0]) < 0.5 * wide and b[1] - a[2] > wide]
-    return [g for g in gaps if sum(1 for h in gaps if _alike(g, h)) >= GUTTER_LINES]
+    wordy = [(g[0], g[1]) for g in gaps if g[2] >= GUTTER_SIDE_WORDS]
+    return [g for g in wordy if sum(1 for h in wordy if _alike(g, h)) >= GUTTER_LINES]
+
+
+def _words(spans: Spans) -> int:
+    return sum(len(s["text"].split()) for s in spans)
 
 
 def _alike(g: tuple[float, float], h: tuple[float, float]) -> bool:
