@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass
 
 from assets.chunking import chunk_blocks
-from assets.parse_stage import good_parses, is_redirect
+from assets.parse_stage import good_parses, is_navigation
 from assets.parsing import document_title
 from assets.parsing.textutil import without_surrogates
 from assets.parsing.types import Block
@@ -42,7 +42,7 @@ def chunk_rows(doc: DocumentRecord, parse: ParseRecord, chunk_cfg: ChunkConfig, 
                parse_version: str) -> list[ChunkRecord]:
     """The chunk rows of one document from its stored parse (pure: the stage stores them,
     `bindery plan` only looks at their texts). A redirect page has none."""
-    if is_redirect(parse):
+    if is_navigation(parse):
         return []
     # a parse stored before parsers replaced lone surrogates may hold some: the tokenizer refuses them
     blocks = [Block.from_dict(without_surrogates(b)) for b in parse.blocks or []]
@@ -86,7 +86,7 @@ def run_chunk(rt: Runtime, source_name: str, gens: list[Generation], *,
         # instead of being cut to nothing on every sync, unless it holds chunks of what it was
         # before it became one (they are cleared, and the index stage then drops the page)
         todo = [d for d in docs if d.doc_id in parses and needs_chunking(current, d, pver)
-                and (d.doc_id in current or not is_redirect(parses[d.doc_id]))]
+                and (d.doc_id in current or not is_navigation(parses[d.doc_id]))]
         stats.cached += sum(1 for d in docs if d.doc_id in parses) - len(todo)
         progress.total(len(todo))
         for d in todo:

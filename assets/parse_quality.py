@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assets.parse_stage import is_redirect, parse_key
+from assets.parse_stage import is_navigation, parse_key
 from assets.runtime import Generation, Runtime
 from connectors.config import ParseQualityThresholds
 from connectors.store import DocumentRecord, ParseRecord
@@ -80,7 +80,7 @@ def quality_rows(rt: Runtime, source: str, gens: list[Generation], *, docs: Iter
                 rows.append(ParseRow(ext, True, None, reason="not parsed", parse_version=pver))
                 continue
             ok = p.status == "ok"
-            share = (p.metrics or {}).get("word_share") if ok and not is_redirect(p) else None
+            share = (p.metrics or {}).get("word_share") if ok and not is_navigation(p) else None
             rows.append(ParseRow(ext, not ok, p.created_at, share,
                                  None if ok else f"{p.reason}: {p.error}"[:300], parse_version=pver))
     return rows

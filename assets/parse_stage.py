@@ -40,6 +40,7 @@ class ParseStats:
     rejected: int = 0
     cached: int = 0
     redirects: int = 0  # redirect pages parsed (kept, never chunked or indexed)
+    index_pages: int = 0  # generated indexes parsed (kept, never chunked or indexed)
     seconds: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)
     metrics_rows: list[dict[str, Any]] = field(default_factory=list)  # per parsed doc, for the gate
@@ -54,13 +55,23 @@ def file_format(external_id: str) -> str:
     return PurePosixPath(external_id).suffix.lower().lstrip(".") or "none"
 
 
-def is_redirect(parse: ParseRecord | ParseResult | None) -> bool:
-    """A redirect page (`assets.parsing.html.redirect_target`): parsed and kept, never judged
-    for quality, never chunked, so never indexed; it only points at another page."""
+def _meta(parse: ParseRecord | ParseResult | None) -> dict[str, Any]:
     if parse is None:
-        return False
-    meta = parse.metadata if isinstance(parse, ParseResult) else parse.doc_metadata
-    return bool((meta or {}).get("redirect"))
+        return {}
+    return (parse.metadata if isinstance(parse, ParseResult) else parse.doc_metadata) or {}
+
+
+def is_redirect(parse: ParseRecord | ParseResult | None) -> bool:
+    """A redirect page (`assets.parsing.html.redirect_target`): it only points at another page."""
+    return bool(_meta(parse).get("redirect"))
+
+
+def is_navigation(parse: ParseRecord | ParseResult | None) -> bool:
+    """A page that only leads to others: a redirect, or a generated index
+    (`assets.parsing.html.is_index_page`). Parsed and kept, never judged for quality, never
+    chunked, so never indexed."""
+    meta = _meta(parse)
+    return bool(meta.get("redirect") or meta.get("index_page"))
 
 
 def stored_metadata(result: ParseResult) -> dict[str, Any]:
@@ -75,8 +86,9 @@ def max_bytes(scfg: SourceConfig) -> int:
 
 
 def parse_problems(result: ParseResult, th: ParseQualityThresholds) -> list[str]:
-    """`validate_parse` for a document, none for a redirect page (it often holds no text)."""
-    return [] if is_redirect(result) else validate_parse(result.metrics, th)
+    """`validate_parse` for a document, none for a navigation page (a redirect often holds no
+    text, an index little but names)."""
+    return [] if is_navigation(result) else validate_parse(result.metrics, th)
 
 
 def validate_parse(metrics: dict[str, Any], th: ParseQualityThresholds) -> list[str]:
@@ -276,7 +288,7 @@ class _ParseRun:
         metrics_row = {"doc": d.external_id, **{k: v for k, v in result.metrics.items()
                                                     if isinstance(v, (int, float))
                                                     and (k != "repeated_line_share" or judged)}}
-        if not is_redirect(result):  # its few words say nothing of the parser's quality
+        if not is_navigation(result):  # its few words say nothing of the parser's quality
             self.stats.metrics_rows.append(metrics_row)
         if problems:
             row.update(status="rejected", reason="low-quality", error="; ".join(problems))
@@ -287,6 +299,7 @@ class _ParseRun:
             row.update(status="ok")
             self.stats.ok += 1
             self.stats.redirects += is_redirect(result)
+            self.stats.index_pages += bool(result.metadata.get("index_page"))
             if d.doc_id in self.dead:
                 self.resolved.append(d.doc_id)
 

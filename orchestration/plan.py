@@ -56,7 +56,7 @@ from assets.parse_stage import (
     cached_failure,
     good_parse_ids,
     good_parses,
-    is_redirect,
+    is_navigation,
     max_bytes,
     parse_key,
     parse_problems,
@@ -489,8 +489,8 @@ class StageWalk:
         parses = self.parses(g, {d.doc_id for d in todo})
         # redirect pages are not chunked unless they hold chunks of their former content (run_chunk)
         fresh = [d for d in fresh if d.doc_id in current
-                 or not is_redirect(parses.get(d.doc_id) or self.parsed.get((d.doc_id, pver)))]
-        todo = [d for d in todo if d.doc_id in current or not is_redirect(parses.get(d.doc_id))]
+                 or not is_navigation(parses.get(d.doc_id) or self.parsed.get((d.doc_id, pver)))]
+        todo = [d for d in todo if d.doc_id in current or not is_navigation(parses.get(d.doc_id))]
         cut = fork_map(lambda d: _cut(d, parses[d.doc_id], g.stages.chunk, cver, pver), todo)
         for d, rows in zip(todo, cut, strict=True):
             self.keep_cut(d, cver, rows)

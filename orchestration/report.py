@@ -88,6 +88,8 @@ def _human_sync(r: dict[str, Any]) -> str:
     lines += [f"warning: {w}" for w in r.get("warnings", [])]
     if r.get("redirect_pages"):
         lines.append(f"redirect pages: {r['redirect_pages']} (they only point at another page: kept, not indexed)")
+    if r.get("index_pages"):
+        lines.append(f"index pages: {r['index_pages']} (generated indexes of terms: kept, not indexed)")
     if r.get("truncated"):
         lines.append(f"warning: {r['truncated']} embedded texts were longer than the embedding model reads; "
                      "their ends are in BM25 only (lower stages.chunk.max_tokens or stages.context.max_prefix_tokens)")

@@ -27,7 +27,7 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
     recomputed = {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
     written = {"documents": 0, "chunks": 0, "deleted": 0}
     truncated = 0  # final texts longer than the embedder reads: their ends were not embedded
-    redirects = 0  # redirect pages parsed this run: kept out of the indexes
+    redirects = index_pages = 0  # redirect and index pages parsed this run: kept out of the indexes
     timings: dict[str, float] = {}
     errors: dict[str, str] = {}
     warnings: list[str] = []
@@ -49,6 +49,7 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
         recomputed["embed"] += int(m.get("embeddings", {}).get("embedded", 0))
         truncated += int(m.get("embeddings", {}).get("truncated", 0))
         redirects += int(m.get("parsed_documents", {}).get("redirects", 0))
+        index_pages += int(m.get("parsed_documents", {}).get("index_pages", 0))
         gens = list(o.generations.values())  # every generation the run wrote or changed, live or not
         # documents, not document x generation: a document removed from the live and from the
         # previous generation (kept for a rollback) is one removal, as `bindery plan` counts it
@@ -83,6 +84,7 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
     dead = store.counts()["dead_letters"]
     return {"generation": b.generation_id if b else None, "sources": sources, "recomputed": recomputed,
             "written": written, "truncated": truncated, "redirect_pages": redirects,
+            "index_pages": index_pages,
             "seconds": round(seconds, 3), "timings": timings, "errors": errors, "warnings": warnings,
             "dead_letters": dead, "kept_versions": kept_versions(store, b) if dead else 0,
             "runs": {o.partition: o.run_id for o in outcomes}, "_checks": checks,

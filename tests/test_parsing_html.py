@@ -7,6 +7,7 @@ import time
 import pytest
 
 from assets.parsing import parse_document
+from assets.parsing.html import parse_html
 from connectors.config import ParseConfig
 from connectors.documents import ParseResult
 from connectors.errors import CorruptDocument
@@ -371,3 +372,24 @@ tuple</span></dt><dd>How to cut.</dd></dl></dd></dl>
     assert "chunks : int, tuple" in text
     for chrome in ("[source]", "Back to top", "click to toggle source", "previous Best Practices"):
         assert chrome not in text
+
+
+@pytest.mark.parametrize("index", [
+    '<table class="indextable genindextable"><tr><td><ul><li><a href="os.html#os.path.join">join() (in module os.path)'
+    "</a></li></ul></td></tr></table>",  # Sphinx's genindex
+    '<table class="indextable modindextable"><tr><td><a href="os.html"><code>os</code></a></td></tr></table>',
+    '<table class="index-cp"><tr><td><a href="Options.html">outfile</a></td><td>Options</td></tr></table>',  # Texinfo
+    '<table class="cp-entries-printindex"><tr><td><a href="Options.html">outfile</a></td></tr></table>',
+])
+def test_a_generated_index_is_known_as_one(index: str) -> None:
+    r = parse_html(f"<html><body><h1>Index</h1>{index}</body></html>")
+    assert r.metadata.get("index_page") is True
+
+
+def test_a_content_page_holding_an_index_table_is_content() -> None:
+    sections = "".join(f"<h2>Part {i}</h2><p>The pump of part {i} runs quietly all night.</p>" for i in range(8))
+    r = parse_html(f'<html><body><h1>Guide</h1>{sections}<table class="index-fn"><tr><td>pump</td></tr></table>'
+                   "</body></html>")
+    assert "index_page" not in r.metadata
+    assert "index_page" not in parse_html('<html><body><h1>Index</h1><table class="data"><tr><td>x</td></tr>'
+                                          "</table></body></html>").metadata

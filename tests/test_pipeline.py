@@ -252,6 +252,24 @@ def test_a_redirect_page_is_parsed_but_never_indexed(dep: Deployment) -> None:
     assert dep.cli("plan")["recomputed"] == again["recomputed"]
 
 
+def test_a_generated_index_is_parsed_but_never_indexed(dep: Deployment) -> None:
+    """A manual's index names every term in a few chunks and took the first place from the page
+    that explains a term (flex's concept index: index-term MRR 0.75 -> 0.61). Kept, counted,
+    never chunked; the plan agrees."""
+    dep.write("manual/Options.html", "<html><head><title>Options</title></head><body><h1>Options</h1>"
+              "<p>The outfile option directs the generated scanner to a named output file.</p></body></html>")
+    rows = "".join(f'<tr><td><a href="Options.html#o{i}">option {w}</a></td><td>Options</td></tr>'
+                   for i, w in enumerate(["outfile", "prefix", "yylineno", "noyywrap", "reentrant"]))
+    dep.write("manual/Concept-Index.html", "<html><head><title>Concept Index</title></head><body>"
+              f'<h2>Concept Index</h2><table class="index-cp">{rows}</table></body></html>')
+    plan = dep.cli("plan")
+    out = dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"]
+    assert out["index_pages"] == 1 and out["redirect_pages"] == 0 and out["dead_letters"] == 0
+    hits = [h["doc"] for h in dep.cli("query", "option outfile", "-k", "10")["hits"]]
+    assert hits[0] == "manual/Options.html" and "manual/Concept-Index.html" not in hits
+
+
 def test_compressed_manual_pages_are_indexed_as_their_text(dep: Deployment) -> None:
     """Manual pages ship as gzip-compressed roff: indexed as the page a reader sees (no `\\fB`
     or `.TP` in what is searched); an alias page (`.so`) is a redirect; the plan agrees."""

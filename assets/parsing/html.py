@@ -691,6 +691,25 @@ def _without_comments(text: str) -> str:
     return "".join(out)
 
 
+# The markup of a generated index: Sphinx's general and module indexes, Texinfo's @printindex
+# (`index-cp` tables, newer `cp-entries-printindex`), Javadoc's index-all (`<dl class="index">`).
+_INDEX_MARKUP = re.compile(
+    r"""<(?:table|dl)\b[^>]*\bclass\s*=\s*["'][^"']*\b(?:genindextable|modindextable|index-[a-z]{2}|"""
+    r"""[a-z]{2}-entries-printindex|index)\b""", re.I)
+
+
+def is_index_page(html_text: str, blocks: list[Block]) -> bool:
+    """Whether the page is a generated index (a list of terms linking to the pages that explain
+    them) rather than content. Kept, never chunked: indexed, it held every term of a manual in a
+    few chunks and took the first place from the page a term is explained on (flex's concept
+    index: index-term questions' MRR 0.75 -> 0.61). Told by its markup, on a page whose headings
+    are few (a content page that embeds a small index table keeps its text)."""
+    if not _INDEX_MARKUP.search(html_text):
+        return False
+    headings = sum(b.kind == "heading" for b in blocks)
+    return headings <= 3 or headings <= 0.05 * len(blocks)
+
+
 def parse_html(data: bytes | str, name: str = "") -> ParseResult:
     """Parse an HTML page (bytes are decoded via BOM, <meta charset>, UTF-8, detection); `name`,
     the file name, tells a page that refreshes itself from a redirect."""
@@ -701,6 +720,8 @@ def parse_html(data: bytes | str, name: str = "") -> ParseResult:
     metadata: dict[str, Any] = {"html_title": page_title} if page_title else {}
     if target := redirect_target(text, blocks, name):
         metadata["redirect"] = target  # parsed and kept, never chunked (assets/chunk_stage.py)
+    elif is_index_page(text, blocks):
+        metadata["index_page"] = True  # ... and so is a generated index
     return ParseResult(
         blocks=blocks, title=h1 or page_title or first, format="html", metadata=metadata
     )
