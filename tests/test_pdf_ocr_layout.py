@@ -13,7 +13,7 @@ import pytest
 from assets.parsing import parse_document
 from assets.parsing.ocr import find_tessdata
 from assets.parsing.pdf_layout import Line, Region
-from assets.parsing.pdf_ocr import across_gutter, mark_ocr_headings, ocr_columns, ocr_line_kept
+from assets.parsing.pdf_ocr import Gutters, across_gutter, mark_ocr_headings, ocr_columns, ocr_line_kept
 from connectors.config import ParseConfig
 
 needs_tesseract = pytest.mark.skipif(
@@ -62,19 +62,21 @@ def test_alternating_lines_of_two_columns_are_cut_into_one_run_per_column() -> N
     lines = []
     for i in range(4):
         lines += [_line(f"left {i}", 50, 100 + 12 * i, 280), _line(f"right {i}", 310, 100 + 12 * i, 540)]
-    runs = ocr_columns(lines)
+    runs = ocr_columns(lines, Gutters([(287.0, 303.0)]))
     assert [[ln.text for ln in run] for run in runs] == [[f"left {i}" for i in range(4)],
                                                          [f"right {i}" for i in range(4)]]
-    # a wide gap further down starts a new run
-    assert len(ocr_columns([_line("a", 50, 100, 280), _line("b", 50, 140, 280)])) == 2
+    # a wide gap further down starts a new run; a page without gutters keeps its block whole
+    assert len(ocr_columns([_line("a", 50, 100, 280), _line("b", 50, 140, 280)], Gutters([(287.0, 303.0)]))) == 2
+    assert ocr_columns(lines, Gutters()) == [lines]
 
 
 def test_a_gutter_splits_words_but_not_a_section_number_from_its_title() -> None:
-    gutters = [(285.0, 305.0)]
+    gutters = Gutters([(287.0, 303.0)])
     assert across_gutter("the tide gauge", 284, 308, gutters)
     assert not across_gutter("1.2", 284, 308, gutters)  # "1.2   Figures": a quad, not a gutter
     assert not across_gutter("the tide gauge", 200, 215, gutters)  # a wide space elsewhere
-    assert not across_gutter("anything", 284, 308, [])  # a page of one column
+    assert not across_gutter("Coastal Operations", 270, 294, gutters)  # a title's word gap in the gutter
+    assert not across_gutter("anything", 284, 308, Gutters())  # a page of one column
 
 
 def test_specks_read_as_punctuation_are_no_lines() -> None:
@@ -90,12 +92,18 @@ def _page(*texts: str) -> list[Region]:
 def test_numbered_headings_but_not_sentences_leaders_or_contents() -> None:
     prose = "the harbour pumps start at dawn and the tide gauge is read twice by the keeper on duty"
     page = _page("3.2 Tide Gauges", prose, "10 boats left the harbour before noon.",
-                 "4 Results, tables and figures", prose)
+                 "4 Results, tables, and figures", prose, "4.1. Pump Hours", prose, "5 HARBOUR RECORDS 12", prose)
     mark_ocr_headings([page])
-    assert [(ln.text, ln.heading) for ln in page[0].lines if ln.heading] == [("3.2 Tide Gauges", 3)]
+    assert [(ln.text, ln.heading) for ln in page[0].lines if ln.heading] == [("3.2 Tide Gauges", 3),
+                                                                            ("4.1. Pump Hours", 3)]
     contents = _page(*[f"{i} Chapter {i} . . . . . . {i * 7}" for i in range(1, 9)], "2.1 Pumps")
     mark_ocr_headings([contents])
     assert not any(ln.heading for ln in contents[0].lines)  # a contents page makes no headings
+    # ... nor does one without leaders, nor a listing whose rows repeat a number
+    bare = _page(prose, "1 General Definitions", "2 Harbour Duties", "3 Lighthouse Records", prose)
+    listing = _page(prose, "4 CARD32 Offset", prose, "4 CARD32 Parents", prose)
+    mark_ocr_headings([bare, listing])
+    assert not any(ln.heading for ln in bare[0].lines + listing[0].lines)
 
 
 def _scanned_table() -> bytes:

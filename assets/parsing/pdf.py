@@ -45,6 +45,7 @@ from assets.parsing.pdf_layout import (
     title_key,
 )
 from assets.parsing.pdf_ocr import (
+    Gutters,
     across_gutter,
     mark_ocr_headings,
     ocr_columns,
@@ -190,10 +191,9 @@ def _same_visual_line(prev: Line, line: Line) -> bool:
 
 
 def _line(spans: list[dict[str, Any]], bbox: Sequence[float], ocr: bool) -> Line | None:
-    """One visual line from MuPDF spans, or None where it holds no text (or, read by OCR, no
-    letter or digit)."""
+    """One visual line from MuPDF spans, or None where it holds no text."""
     inked = [s for s in spans if s["text"].strip()]
-    if not inked or (ocr and not ocr_line_kept("".join(s["text"] for s in inked))):
+    if not inked:
         return None
     sizes: dict[float, int] = {}
     for s in inked:
@@ -211,12 +211,13 @@ def _line(spans: list[dict[str, Any]], bbox: Sequence[float], ocr: bool) -> Line
     )
 
 
-def _block_lines(block: dict[str, Any], gutters: list[tuple[float, float]] | None) -> list[Line]:
+def _block_lines(block: dict[str, Any], gutters: Gutters | None) -> list[Line]:
     """A MuPDF text block's visual lines, spans on one baseline merged; with OCR (`gutters` not
-    None) neither a line nor a merge crosses one of the page's gutters."""
+    None) neither a line nor a merge crosses one of the page's gutters, and a line of
+    punctuation alone (dust) is dropped once merged (a code line's ".." is kept)."""
     lines: list[Line] = []
+    ocr = gutters is not None
     for raw in block["lines"]:
-        ocr = gutters is not None
         pieces = split_at_gutters(raw["spans"], gutters) if gutters is not None else [(raw["spans"], raw["bbox"])]
         for spans, bbox in pieces:
             line = _line(spans, bbox, ocr)
@@ -235,7 +236,7 @@ def _block_lines(block: dict[str, Any], gutters: list[tuple[float, float]] | Non
                 prev.bold, prev.mono = prev.bold and line.bold, prev.mono and line.mono
                 continue
             lines.append(line)
-    return lines
+    return [ln for ln in lines if ocr_line_kept(ln.text)] if gutters is not None else lines
 
 
 def _regions(page_dict: dict[str, Any], ocr: bool) -> list[Region]:
@@ -247,7 +248,7 @@ def _regions(page_dict: dict[str, Any], ocr: bool) -> list[Region]:
         if b.get("type") != 0:
             continue
         lines = _block_lines(b, gutters)
-        for group in ocr_columns(lines) if ocr else [lines] if lines else []:
+        for group in ocr_columns(lines, gutters) if gutters is not None else [lines] if lines else []:
             x0, y0, x1, y1 = b["bbox"]
             region = Region(x0, y0, x1, y1, lines=group)
             region.refit()

@@ -14,39 +14,62 @@ from __future__ import annotations
 import itertools
 import re
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from assets.parsing.pdf_layout import Line, Region
 
-__all__ = ["across_gutter", "mark_ocr_headings", "ocr_columns", "ocr_gutters", "ocr_line_kept", "split_at_gutters"]
+__all__ = [
+    "Gutters", "across_gutter", "mark_ocr_headings", "ocr_columns", "ocr_gutters", "ocr_line_kept", "split_at_gutters",
+]
 
 # Lines on one baseline further apart than this many line heights are in two columns (a word
 # gap is about a third of one, a gutter two or more) ...
 OCR_WORD_GAP = 1.2
 # ... and a line further below the last of a run than this starts a new one
 OCR_LINE_GAP = 1.5
-GUTTER_LINES = 4  # ... and a gutter is a gap that this many lines leave open in one place
-GUTTER_SIDE_WORDS = 3  # ... with this many words on either side (a table's cells hold fewer)
-# a line at least this many times the body's ink height is a title (OCR heights of one body
-# font spread from 0.8 to 1.15 of their median; LaTeX's \section is 1.44, a title 1.7-2.5)
-OCR_TITLE_RATIO = 1.5
-OCR_TITLE_ADVANCE = 1.3  # ... and its letters this many times as wide
-OCR_HEADING_ADVANCE = 1.15  # letters this much wider than the body's: a heading's font
+GUTTER_LINES = 5  # ... and a gutter is a gap that this many lines leave open in one place
+GUTTER_SIDE_WORDS = 4  # ... with this many words on either side (a table's cells hold fewer)
+GUTTER_SLACK = 2.0  # points a gap may fall short of a gutter's core at either side
+# the first page's largest line at least this many times the body's ink height is its title
+# (OCR heights of one body font spread from 0.8 to 1.15 of their median; titles measured
+# 1.3-2.5)
+OCR_TITLE_RATIO = 1.3
+OCR_TITLE_ADVANCE = 1.2  # ... and its letters this many times as wide
+OCR_HEADING_ADVANCE = 1.15  # letters this much wider than the body's ...
+OCR_HEADING_HEIGHT = 1.1  # ... on a line this much taller: a heading's font
 MAX_HEADING_WORDS = 12
-# "1 Introduction", "2.3.1 Using make", "A.1 Subsection": a section number without a trailing
-# period or parenthesis (those open enumerations), then a capitalised word
-_NUMBERED = re.compile(r"(?:\d{1,2}|[A-Z])(?:\.\d{1,2}){0,4}\s+[A-Z][\w'’-]*")
+# "1 Introduction", "2.3.1 Using make", "2.3.1. Using make", "A.1 Subsection": a section number,
+# with a trailing period only after two parts or more ("1." and "1)" open enumerations), then a
+# capitalised word
+_NUMBERED = re.compile(r"(?:\d{1,2}|[A-Z])(?:(?:\.\d{1,2}){1,4}\.?)?\s+[A-Z][\w'’-]*")
 # a section number set a quad before its title: the gap after it is no gutter
 _SECTION_NUMBER = re.compile(r"(?:\d{1,2}|[A-Z])(?:\.\d{1,2}){0,4}\.?")
 _APPENDIX_ALONE = re.compile(r"[A-Z]\s")  # "A Note on ..." is a sentence, not appendix A
 _ENDS_SENTENCE = re.compile(r"[.,;:]$")
+_PAGE_NUMBER_END = re.compile(r"\s\d{1,4}$")  # "5 INTERPRETING THE RESULTS 8": a running head
 _LEADER = re.compile(r"(?:\.\s?){3}")  # a contents entry's dots, "....." or ". . ."
 _WORD = re.compile(r"[^\W\d_]{3}")
 
 
 Spans = list[dict[str, Any]]
-Gutters = list[tuple[float, float]]
+
+
+@dataclass
+class Gutters:
+    """The gutters of an OCR'd page, left to right: the x-range every line beside it leaves
+    open (from the rightmost end of a line on its left to the leftmost start on its right)."""
+
+    cores: list[tuple[float, float]] = field(default_factory=list)
+
+    @property
+    def xs(self) -> list[float]:
+        return [(a + b) / 2 for a, b in self.cores]
+
+    def __bool__(self) -> bool:
+        return bool(self.xs)
 
 
 def ocr_line_kept(text: str) -> bool:
@@ -56,11 +79,12 @@ def ocr_line_kept(text: str) -> bool:
 
 
 def across_gutter(left: str, x0: float, x1: float, gutters: Gutters) -> bool:
-    """Whether words with the gap `x0`-`x1` between them, `left` the text before it, lie in two
-    columns: the gap holds more than half of one of the page's `gutters`, unless what comes
-    before is a section number set a quad before its title ("1   Figures")."""
-    return any(min(x1, g[1]) - max(x0, g[0]) > 0.5 * (g[1] - g[0]) for g in gutters) and not (
-        _SECTION_NUMBER.fullmatch(left.strip()))
+    """Whether words with the gap `x0`-`x1` between them, `left` the text before the gap, lie in
+    two columns: the gap spans a gutter's whole core (a title set across both columns has its
+    word gaps somewhere in it, Tesseract's sometimes wide), and what comes before is no section
+    number set a quad before its title ("1  Figures")."""
+    return (any(x0 <= a + GUTTER_SLACK and b - GUTTER_SLACK <= x1 for a, b in gutters.cores)
+            and not _SECTION_NUMBER.fullmatch(left.strip()))
 
 
 def _gaps(spans: Spans, wide: float) -> list[tuple[float, float, int]]:
@@ -83,18 +107,36 @@ def ocr_gutters(page_dict: dict[str, Any]) -> Gutters:
     heights with GUTTER_SIDE_WORDS words or more on either side, in a place that GUTTER_LINES
     such lines or more leave open (a column's edge runs down the page; a justified heading's
     wide space, or a gap Tesseract left between two words of a title, is no gutter, and the
-    cells of a table, a word or two each, keep their rows). Empty on a page of one column."""
+    cells of a table, a word or two each, keep their rows), each at the median middle of its
+    gaps. Empty on a page of one column."""
     raw = [ln for b in page_dict["blocks"] if b.get("type") == 0 for ln in b["lines"]]
     if not raw:
-        return []
+        return Gutters()
     wide = OCR_WORD_GAP * statistics.median(ln["bbox"][3] - ln["bbox"][1] for ln in raw)
     gaps = [g for ln in raw for g in _gaps(ln["spans"], wide)]
     # lines MuPDF already split at the gutter leave the gap between two of its lines
     by_row = sorted((ln["bbox"][1], ln["bbox"][0], ln["bbox"][2], _words(ln["spans"])) for ln in raw)
     gaps += [(a[2], b[1], min(a[3], b[3])) for a, b in itertools.pairwise(by_row)
              if abs(a[0] - b[0]) < 0.5 * wide and b[1] - a[2] > wide]
-    wordy = [(g[0], g[1]) for g in gaps if g[2] >= GUTTER_SIDE_WORDS]
-    return [g for g in wordy if sum(1 for h in wordy if _alike(g, h)) >= GUTTER_LINES]
+    wordy = sorted((g[0], g[1]) for g in gaps if g[2] >= GUTTER_SIDE_WORDS)
+    confirmed = [g for g in wordy if sum(1 for h in wordy if _alike(g, h)) >= GUTTER_LINES]
+    clusters: list[list[tuple[float, float]]] = []
+    for g in confirmed:
+        if clusters and _alike(clusters[-1][-1], g):
+            clusters[-1].append(g)
+        else:
+            clusters.append([g])
+    return Gutters([_core(c) for c in clusters])
+
+
+def _core(gaps: list[tuple[float, float]]) -> tuple[float, float]:
+    """The x-range all of a gutter's gaps leave open; their middles' median where Tesseract's
+    boxes leave none."""
+    a, b = max(g[0] for g in gaps), min(g[1] for g in gaps)
+    if a < b:
+        return a, b
+    mid = statistics.median((g[0] + g[1]) / 2 for g in gaps)
+    return mid, mid
 
 
 def _words(spans: Spans) -> int:
@@ -131,19 +173,31 @@ def split_at_gutters(spans: Spans, gutters: Gutters) -> list[tuple[Spans, tuple[
     return out
 
 
-def ocr_columns(lines: list[Line]) -> list[list[Line]]:
+def _slot(ln: Line, gutters: Gutters) -> tuple[int, ...]:
+    """Where a line lies against each gutter: -1 left of it, 1 right of it, 0 across it."""
+    return tuple(-1 if ln.x1 <= g else 1 if ln.x0 >= g else 0 for g in gutters.xs)
+
+
+def ocr_columns(lines: list[Line], gutters: Gutters) -> list[list[Line]]:
     """An OCR text block's lines cut into runs that stay in one column. MuPDF groups the lines
     of a scanned two-column page into one block, left and right lines alternating ("... layout
     the" / "use quantumarticle for ..."): read as written, every sentence ran into the next
-    column's. A line joins the latest run whose last line it overlaps across and follows
-    closely; `reading_order` then reads the runs column by column."""
+    column's. A line joins the latest run on its side of every gutter when it follows that
+    run's last line closely (or shares its baseline); `reading_order` then reads the runs column
+    by column. A page without gutters keeps its blocks whole: a table's cells, Tesseract's
+    lines of one word each, stay in their rows."""
+    if not gutters:
+        return [lines] if lines else []
     runs: list[list[Line]] = []
     for ln in lines:
+        slot = _slot(ln, gutters)
         for run in reversed(runs):
             last = run[-1]
-            overlap = min(last.x1, ln.x1) - max(last.x0, ln.x0)
-            if overlap > 0 and -0.5 * last.height < ln.y0 - last.y1 < OCR_LINE_GAP * last.height:
-                run.append(ln)
+            if _slot(last, gutters) == slot:
+                if ln.y0 - last.y1 < OCR_LINE_GAP * last.height:
+                    run.append(ln)
+                    break
+                runs.append([ln])
                 break
         else:
             runs.append([ln])
@@ -176,21 +230,39 @@ def _is_title(ln: Line, height: float, advance: float) -> bool:
 
 
 def _section_level(ln: Line, column_width: float, large: bool) -> int:
-    """The level a numbered section heading's number gives ("2" 1, "2.1" 2), or 0 where the
-    line reads as something else: a long line, one ending a sentence or holding a contents
-    entry's dot leader, one of body size running across most of its column (a wrapped line of
-    prose that happens to open with a number; a `large` one is a heading however long)."""
+    """The level a numbered section heading's number gives ("2" 1, "2.1" and "2.1." 2), or 0
+    where the line reads as something else: a long line, one ending a sentence or in a page
+    number (a running head), one holding a contents entry's dot leader or several commas (an
+    affiliation), one of body size running across most of its column (a wrapped line of prose
+    that happens to open with a number; a `large` one is a heading however long)."""
     text = ln.text.strip()
     m = _NUMBERED.match(text)
     if m is None or (_APPENDIX_ALONE.match(text) and "." not in m.group()):
         return 0
     if sum(c.isalpha() for c in text[len(m.group().split()[0]):]) < 4:  # "7 J", "1 TE": specks
         return 0
-    if len(text.split()) > MAX_HEADING_WORDS or _ENDS_SENTENCE.search(text) or "," in text or _LEADER.search(text):
+    if (len(text.split()) > MAX_HEADING_WORDS or _ENDS_SENTENCE.search(text) or text.count(",") > 1
+            or _LEADER.search(text) or _PAGE_NUMBER_END.search(text)):
         return 0
     if ln.x1 - ln.x0 > 0.7 * column_width and not large:
         return 0
-    return m.group().split()[0].count(".") + 1
+    return m.group().split()[0].rstrip(".").count(".") + 1
+
+
+def _section_number(ln: Line) -> str:
+    return ln.text.split()[0].rstrip(".")
+
+
+def _listed(candidates: list[int]) -> set[int]:
+    """Of the indexes of a page's numbered lines, those that are entries of a list rather than
+    headings: three or more in a row with no other line between (a contents page without
+    leaders, a page with line numbers)."""
+    out: set[int] = set()
+    for _, group in itertools.groupby(enumerate(candidates), key=lambda t: t[1] - t[0]):
+        run = [i for _, i in group]
+        if len(run) >= 3:
+            out.update(run)
+    return out
 
 
 def _column_width(ln: Line, prose: Sequence[Line]) -> float:
@@ -211,19 +283,25 @@ def _page_headings(lines: Sequence[Line], height: float, advance: float, first: 
     """Mark one OCR'd page's headings: on the `first` page its title (the largest-set line that
     reads as one), and numbered section headings; a heading's next line, close below it, set as
     large and ending no sentence, is the rest of its title ("2.5 How can R" / "be installed?")."""
+    def large(ln: Line) -> bool:  # a heading's font: wider letters and a taller line (a running
+        # head's gap before its page number widens the letters' average, not the line's height)
+        return _advance(ln) >= OCR_HEADING_ADVANCE * advance and ln.height >= OCR_HEADING_HEIGHT * height
+
     titles = [ln for ln in lines if first and not ln.outline and _is_title(ln, height, advance)]
     if titles:
         max(titles, key=_advance).heading = 1
     prose = [ln for ln in lines if len(ln.text.split()) >= 6]
-    numbered = not _contents_page(lines)
+    levels = {} if _contents_page(lines) else {
+        i: level for i, ln in enumerate(lines)
+        if not ln.outline and not ln.heading and (level := _section_level(ln, _column_width(ln, prose), large(ln)))}
+    # a section number is printed once: one that repeats numbers the rows of a listing
+    numbers = Counter(_section_number(lines[i]) for i in levels)
+    listed = _listed(sorted(levels))
     prev: Line | None = None
-    for ln in lines:
-        if ln.outline or ln.heading:
-            pass
-        elif numbered and (level := _section_level(ln, _column_width(ln, prose),
-                                                   _advance(ln) >= OCR_HEADING_ADVANCE * advance)):
-            ln.heading = min(6, level + 1)
-        elif (prev is not None and prev.heading and _advance(ln) >= OCR_HEADING_ADVANCE * advance
+    for i, ln in enumerate(lines):
+        if i in levels and i not in listed and numbers[_section_number(ln)] == 1:
+            ln.heading = min(6, levels[i] + 1)
+        elif (prev is not None and prev.heading and not ln.heading and not ln.outline and large(ln)
               and 0 <= ln.y0 - prev.y1 < prev.height and len(ln.text.split()) <= MAX_HEADING_WORDS
               and not _ENDS_SENTENCE.search(ln.text.strip())):
             ln.heading = prev.heading
