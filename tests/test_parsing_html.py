@@ -384,6 +384,9 @@ tuple</span></dt><dd>How to cut.</dd></dl></dd></dl>
 def test_a_generated_index_is_known_as_one(index: str) -> None:
     r = parse_html(f"<html><body><h1>Index</h1>{index}</body></html>")
     assert r.metadata.get("index_page") is True
+    # Sphinx heads each letter's part: a small index has more letters than entries per letter
+    letters = "".join(f"<h2>{c}</h2>{index}" for c in "ABCDEFGHIJ")
+    assert parse_html(f"<html><body><h1>Index</h1>{letters}</body></html>").metadata.get("index_page") is True
 
 
 def test_a_content_page_holding_an_index_table_is_content() -> None:

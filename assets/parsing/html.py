@@ -702,11 +702,12 @@ def is_index_page(html_text: str, blocks: list[Block]) -> bool:
     """Whether the page is a generated index (a list of terms linking to the pages that explain
     them) rather than content. Kept, never chunked: indexed, it held every term of a manual in a
     few chunks and took the first place from the page a term is explained on (flex's concept
-    index: index-term questions' MRR 0.75 -> 0.61). Told by its markup, on a page whose headings
-    are few (a content page that embeds a small index table keeps its text)."""
+    index: index-term questions' MRR 0.75 -> 0.61). Told by its markup, on a page with few
+    headings beside its letters (a content page that embeds a small index table keeps its
+    text)."""
     if not _INDEX_MARKUP.search(html_text):
         return False
-    headings = sum(b.kind == "heading" for b in blocks)
+    headings = sum(b.kind == "heading" and len(b.text.strip()) > 2 for b in blocks)  # not "A", "B", ...
     return headings <= 3 or headings <= 0.05 * len(blocks)
 
 
