@@ -13,7 +13,7 @@ import pytest
 from assets.parsing import parse_document
 from assets.parsing.ocr import find_tessdata
 from assets.parsing.pdf_layout import Line, Region
-from assets.parsing.pdf_ocr import Gutters, across_gutter, mark_ocr_headings, ocr_columns, ocr_line_kept
+from assets.parsing.pdf_ocr import Gutters, across_gutter, despeck, mark_ocr_headings, ocr_columns, ocr_line_kept
 from connectors.config import ParseConfig
 
 needs_tesseract = pytest.mark.skipif(
@@ -104,6 +104,19 @@ def test_numbered_headings_but_not_sentences_leaders_or_contents() -> None:
     listing = _page(prose, "4 CARD32 Offset", prose, "4 CARD32 Parents", prose)
     mark_ocr_headings([bare, listing])
     assert not any(ln.heading for ln in bare[0].lines + listing[0].lines)
+    # a chapter's headings stacked with no text between are headings
+    stacked = _page(prose, "6 Application Version", "6.1 Acrobat Reader", "6.1.1 Version Information", prose)
+    mark_ocr_headings([stacked])
+    assert [ln.heading for ln in stacked[0].lines] == [0, 2, 3, 4, 0]
+
+
+def test_dust_far_from_any_word_is_dropped_but_code_punctuation_stays() -> None:
+    def span(text: str, x0: float, x1: float) -> dict[str, object]:
+        return {"text": text, "bbox": (x0, 100.0, x1, 110.0)}
+
+    line = [span("pumps", 50, 80), span(" ", 80, 84), span("..", 84, 92), span(" ", 92, 96), span("quay", 96, 120),
+            span("_", 200, 204), span("Every", 310, 340)]
+    assert [s["text"] for s in despeck(line, 12.0)] == ["pumps", " ", "..", " ", "quay", "Every"]
 
 
 def _scanned_table() -> bytes:

@@ -22,7 +22,8 @@ from typing import Any
 from assets.parsing.pdf_layout import Line, Region
 
 __all__ = [
-    "Gutters", "across_gutter", "mark_ocr_headings", "ocr_columns", "ocr_gutters", "ocr_line_kept", "split_at_gutters",
+    "Gutters", "across_gutter", "despeck", "mark_ocr_headings", "ocr_columns", "ocr_gutters", "ocr_line_kept",
+    "split_at_gutters",
 ]
 
 # Lines on one baseline further apart than this many line heights are in two columns (a word
@@ -30,7 +31,7 @@ __all__ = [
 OCR_WORD_GAP = 1.2
 # ... and a line further below the last of a run than this starts a new one
 OCR_LINE_GAP = 1.5
-GUTTER_LINES = 5  # ... and a gutter is a gap that this many lines leave open in one place
+GUTTER_LINES = 4  # ... and a gutter is a gap that this many lines leave open in one place
 GUTTER_SIDE_WORDS = 4  # ... with this many words on either side (a table's cells hold fewer)
 GUTTER_SLACK = 2.0  # points a gap may fall short of a gutter's core at either side
 # the first page's largest line at least this many times the body's ink height is its title
@@ -38,6 +39,7 @@ GUTTER_SLACK = 2.0  # points a gap may fall short of a gutter's core at either s
 # 1.3-2.5)
 OCR_TITLE_RATIO = 1.3
 OCR_TITLE_ADVANCE = 1.2  # ... and its letters this many times as wide
+OCR_TITLE_MAX_ADVANCE = 3.0  # ... but not more: "Name   Name", two table cells, is no title
 OCR_HEADING_ADVANCE = 1.15  # letters this much wider than the body's ...
 OCR_HEADING_HEIGHT = 1.1  # ... on a line this much taller: a heading's font
 MAX_HEADING_WORDS = 12
@@ -63,13 +65,14 @@ class Gutters:
     open (from the rightmost end of a line on its left to the leftmost start on its right)."""
 
     cores: list[tuple[float, float]] = field(default_factory=list)
+    wide: float = 0.0  # the narrowest gap between two words that is no word space
 
     @property
     def xs(self) -> list[float]:
         return [(a + b) / 2 for a, b in self.cores]
 
     def __bool__(self) -> bool:
-        return bool(self.xs)
+        return bool(self.cores)
 
 
 def ocr_line_kept(text: str) -> bool:
@@ -87,12 +90,28 @@ def across_gutter(left: str, x0: float, x1: float, gutters: Gutters) -> bool:
             and not _SECTION_NUMBER.fullmatch(left.strip()))
 
 
+def _worded(span: dict[str, Any]) -> bool:
+    """A span holding a letter or digit: not a space, not a speck of dust read as ":" or "_"."""
+    return ocr_line_kept(span["text"])
+
+
+def despeck(spans: Spans, wide: float) -> Spans:
+    """A line's spans without the specks of dust (punctuation alone) that lie further than
+    `wide` from any word of it: in a gutter they hid the gap, in a sentence they read as "_"."""
+    words = [s["bbox"] for s in spans if _worded(s)]
+
+    def near(s: dict[str, Any]) -> bool:
+        return any(b[0] - s["bbox"][2] <= wide and s["bbox"][0] - b[2] <= wide for b in words)
+
+    return [s for s in spans if not s["text"].strip() or _worded(s) or near(s)]
+
+
 def _gaps(spans: Spans, wide: float) -> list[tuple[float, float, int]]:
     """The gaps wider than `wide` between consecutive words of a line: (x0, x1, the fewer words
     of the two pieces of the line it lies between)."""
     pieces: list[tuple[float, float, int]] = []  # x0, x1, words of each piece
     for s in spans:
-        if not s["text"].strip():
+        if not _worded(s):
             continue
         x0, x1, words = s["bbox"][0], s["bbox"][2], len(s["text"].split())
         if pieces and x0 - pieces[-1][1] <= wide:
@@ -113,6 +132,7 @@ def ocr_gutters(page_dict: dict[str, Any]) -> Gutters:
     if not raw:
         return Gutters()
     wide = OCR_WORD_GAP * statistics.median(ln["bbox"][3] - ln["bbox"][1] for ln in raw)
+    raw = [ln for ln in raw if any(_worded(s) for s in ln["spans"])]  # dust sorts between two columns' lines
     gaps = [g for ln in raw for g in _gaps(ln["spans"], wide)]
     # lines MuPDF already split at the gutter leave the gap between two of its lines
     by_row = sorted((ln["bbox"][1], ln["bbox"][0], ln["bbox"][2], _words(ln["spans"])) for ln in raw)
@@ -121,12 +141,12 @@ def ocr_gutters(page_dict: dict[str, Any]) -> Gutters:
     wordy = sorted((g[0], g[1]) for g in gaps if g[2] >= GUTTER_SIDE_WORDS)
     confirmed = [g for g in wordy if sum(1 for h in wordy if _alike(g, h)) >= GUTTER_LINES]
     clusters: list[list[tuple[float, float]]] = []
-    for g in confirmed:
-        if clusters and _alike(clusters[-1][-1], g):
+    for g in confirmed:  # by start: a gap that opens before every gap of a cluster closes is in it
+        if clusters and g[0] < min(h[1] for h in clusters[-1]):
             clusters[-1].append(g)
         else:
             clusters.append([g])
-    return Gutters([_core(c) for c in clusters])
+    return Gutters([_core(c) for c in clusters], wide)
 
 
 def _core(gaps: list[tuple[float, float]]) -> tuple[float, float]:
@@ -155,8 +175,8 @@ def split_at_gutters(spans: Spans, gutters: Gutters) -> list[tuple[Spans, tuple[
     columns that share a baseline into one line."""
     pieces: list[Spans] = []
     last_x1: float | None = None
-    for s in spans:
-        inked = bool(s["text"].strip())
+    for s in despeck(spans, gutters.wide):
+        inked = _worded(s)
         if inked and last_x1 is not None and across_gutter("".join(x["text"] for x in pieces[-1]),
                                                           last_x1, s["bbox"][0], gutters):
             pieces.append([])
@@ -223,7 +243,8 @@ def _is_title(ln: Line, height: float, advance: float) -> bool:
     number, not a leader Tesseract read as "eee ee eee 28")."""
     text = ln.text.strip()
     letters = sum(c.isalpha() for c in text)
-    return (ln.height >= OCR_TITLE_RATIO * height and _advance(ln) >= OCR_TITLE_ADVANCE * advance
+    return (ln.height >= OCR_TITLE_RATIO * height
+            and OCR_TITLE_ADVANCE * advance <= _advance(ln) <= OCR_TITLE_MAX_ADVANCE * advance
             and len(text.split()) <= MAX_HEADING_WORDS and not _ENDS_SENTENCE.search(text)
             and letters >= 0.6 * len(text.replace(" ", "")) and _WORD.search(text) is not None
             and not _LEADER.search(text))
@@ -253,14 +274,16 @@ def _section_number(ln: Line) -> str:
     return ln.text.split()[0].rstrip(".")
 
 
-def _listed(candidates: list[int]) -> set[int]:
+def _listed(lines: Sequence[Line], candidates: list[int]) -> set[int]:
     """Of the indexes of a page's numbered lines, those that are entries of a list rather than
     headings: three or more in a row with no other line between (a contents page without
-    leaders, a page with line numbers)."""
+    leaders, a page with line numbers), unless each opens a part of the one before ("6", "6.1",
+    "6.1.1": a chapter's headings stacked)."""
     out: set[int] = set()
     for _, group in itertools.groupby(enumerate(candidates), key=lambda t: t[1] - t[0]):
         run = [i for _, i in group]
-        if len(run) >= 3:
+        numbers = [_section_number(lines[i]) for i in run]
+        if len(run) >= 3 and not all(b.startswith(a + ".") for a, b in itertools.pairwise(numbers)):
             out.update(run)
     return out
 
@@ -287,7 +310,8 @@ def _page_headings(lines: Sequence[Line], height: float, advance: float, first: 
         # head's gap before its page number widens the letters' average, not the line's height)
         return _advance(ln) >= OCR_HEADING_ADVANCE * advance and ln.height >= OCR_HEADING_HEIGHT * height
 
-    titles = [ln for ln in lines if first and not ln.outline and _is_title(ln, height, advance)]
+    titles = [ln for ln in lines if first and not ln.outline and _is_title(ln, height, advance)
+              and not _NUMBERED.match(ln.text.strip())]  # a numbered line is a section's heading
     if titles:
         max(titles, key=_advance).heading = 1
     prose = [ln for ln in lines if len(ln.text.split()) >= 6]
@@ -296,7 +320,7 @@ def _page_headings(lines: Sequence[Line], height: float, advance: float, first: 
         if not ln.outline and not ln.heading and (level := _section_level(ln, _column_width(ln, prose), large(ln)))}
     # a section number is printed once: one that repeats numbers the rows of a listing
     numbers = Counter(_section_number(lines[i]) for i in levels)
-    listed = _listed(sorted(levels))
+    listed = _listed(lines, sorted(levels))
     prev: Line | None = None
     for i, ln in enumerate(lines):
         if i in levels and i not in listed and numbers[_section_number(ln)] == 1:
