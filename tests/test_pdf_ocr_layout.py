@@ -62,16 +62,16 @@ def test_alternating_lines_of_two_columns_are_cut_into_one_run_per_column() -> N
     lines = []
     for i in range(4):
         lines += [_line(f"left {i}", 50, 100 + 12 * i, 280), _line(f"right {i}", 310, 100 + 12 * i, 540)]
-    runs = ocr_columns(lines, Gutters([(287.0, 303.0)]))
+    runs = ocr_columns(lines, Gutters([(287.0, 303.0)], 12.0))
     assert [[ln.text for ln in run] for run in runs] == [[f"left {i}" for i in range(4)],
                                                          [f"right {i}" for i in range(4)]]
     # a wide gap further down starts a new run; a page without gutters keeps its block whole
-    assert len(ocr_columns([_line("a", 50, 100, 280), _line("b", 50, 140, 280)], Gutters([(287.0, 303.0)]))) == 2
+    assert len(ocr_columns([_line("a", 50, 100, 280), _line("b", 50, 140, 280)], Gutters([(287.0, 303.0)], 12.0))) == 2
     assert ocr_columns(lines, Gutters()) == [lines]
 
 
 def test_a_gutter_splits_words_but_not_a_section_number_from_its_title() -> None:
-    gutters = Gutters([(287.0, 303.0)])
+    gutters = Gutters([(287.0, 303.0)], 12.0)
     assert across_gutter("the tide gauge", 284, 308, gutters)
     assert not across_gutter("1.2", 284, 308, gutters)  # "1.2   Figures": a quad, not a gutter
     assert not across_gutter("the tide gauge", 200, 215, gutters)  # a wide space elsewhere
@@ -117,6 +117,7 @@ def test_dust_far_from_any_word_is_dropped_but_code_punctuation_stays() -> None:
     line = [span("pumps", 50, 80), span(" ", 80, 84), span("..", 84, 92), span(" ", 92, 96), span("quay", 96, 120),
             span("_", 200, 204), span("Every", 310, 340)]
     assert [s["text"] for s in despeck(line, 12.0)] == ["pumps", " ", "..", " ", "quay", "Every"]
+    assert despeck([span("..", 84, 92)], 12.0) == [span("..", 84, 92)]  # a piece of a line, joined later
 
 
 def _scanned_table() -> bytes:

@@ -33,13 +33,12 @@ OCR_WORD_GAP = 1.2
 OCR_LINE_GAP = 1.5
 GUTTER_LINES = 4  # ... and a gutter is a gap that this many lines leave open in one place
 GUTTER_SIDE_WORDS = 4  # ... with this many words on either side (a table's cells hold fewer)
-GUTTER_SLACK = 2.0  # points a gap may fall short of a gutter's core at either side
 # the first page's largest line at least this many times the body's ink height is its title
 # (OCR heights of one body font spread from 0.8 to 1.15 of their median; titles measured
 # 1.3-2.5)
 OCR_TITLE_RATIO = 1.3
 OCR_TITLE_ADVANCE = 1.2  # ... and its letters this many times as wide
-OCR_TITLE_MAX_ADVANCE = 3.0  # ... but not more: "Name   Name", two table cells, is no title
+OCR_TITLE_MAX_ADVANCE = 4.0  # ... but not more: "Name   Name", two table cells, is no title
 OCR_HEADING_ADVANCE = 1.15  # letters this much wider than the body's ...
 OCR_HEADING_HEIGHT = 1.1  # ... on a line this much taller: a heading's font
 MAX_HEADING_WORDS = 12
@@ -83,10 +82,12 @@ def ocr_line_kept(text: str) -> bool:
 
 def across_gutter(left: str, x0: float, x1: float, gutters: Gutters) -> bool:
     """Whether words with the gap `x0`-`x1` between them, `left` the text before the gap, lie in
-    two columns: the gap spans a gutter's whole core (a title set across both columns has its
-    word gaps somewhere in it, Tesseract's sometimes wide), and what comes before is no section
-    number set a quad before its title ("1  Figures")."""
-    return (any(x0 <= a + GUTTER_SLACK and b - GUTTER_SLACK <= x1 for a, b in gutters.cores)
+    two columns: the gap is no word space and holds the middle and half of a gutter's core (all
+    of it would be too much: Tesseract's boxes of a column's first words reach into it; a title
+    set across both columns has a word gap somewhere in it, a small part), and what comes before
+    is no section number set a quad before its title ("1  Figures")."""
+    return (x1 - x0 > gutters.wide
+            and any(x0 < (a + b) / 2 < x1 and min(x1, b) - max(x0, a) >= 0.5 * (b - a) for a, b in gutters.cores)
             and not _SECTION_NUMBER.fullmatch(left.strip()))
 
 
@@ -99,6 +100,8 @@ def despeck(spans: Spans, wide: float) -> Spans:
     """A line's spans without the specks of dust (punctuation alone) that lie further than
     `wide` from any word of it: in a gutter they hid the gap, in a sentence they read as "_"."""
     words = [s["bbox"] for s in spans if _worded(s)]
+    if not words:  # a line of its own (a code line's ".."): kept until its baseline's line is joined
+        return spans
 
     def near(s: dict[str, Any]) -> bool:
         return any(b[0] - s["bbox"][2] <= wide and s["bbox"][0] - b[2] <= wide for b in words)
@@ -247,7 +250,7 @@ def _is_title(ln: Line, height: float, advance: float) -> bool:
             and OCR_TITLE_ADVANCE * advance <= _advance(ln) <= OCR_TITLE_MAX_ADVANCE * advance
             and len(text.split()) <= MAX_HEADING_WORDS and not _ENDS_SENTENCE.search(text)
             and letters >= 0.6 * len(text.replace(" ", "")) and _WORD.search(text) is not None
-            and not _LEADER.search(text))
+            and not _LEADER.search(text) and text.count(",") < 2)  # "myfigap, 13 whole, 10": an index row
 
 
 def _section_level(ln: Line, column_width: float, large: bool) -> int:
