@@ -116,8 +116,10 @@ def test_dust_far_from_any_word_is_dropped_but_code_punctuation_stays() -> None:
 
     line = [span("pumps", 50, 80), span(" ", 80, 84), span("..", 84, 92), span(" ", 92, 96), span("quay", 96, 120),
             span("_", 200, 204), span("Every", 310, 340)]
-    assert [s["text"] for s in despeck(line, 12.0)] == ["pumps", " ", "..", " ", "quay", "Every"]
-    assert despeck([span("..", 84, 92)], 12.0) == [span("..", 84, 92)]  # a piece of a line, joined later
+    page = Gutters([(287.0, 303.0)], 12.0)
+    assert [s["text"] for s in despeck(line, page)] == ["pumps", " ", "..", " ", "quay", "Every"]
+    assert despeck([span("..", 84, 92)], page) == [span("..", 84, 92)]  # a piece of a line, joined later
+    assert despeck([span("'", 293, 296)], page) == []  # ... but not a speck in the gutter
 
 
 def _scanned_table() -> bytes:

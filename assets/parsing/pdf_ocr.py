@@ -33,6 +33,7 @@ OCR_WORD_GAP = 1.2
 OCR_LINE_GAP = 1.5
 GUTTER_LINES = 4  # ... and a gutter is a gap that this many lines leave open in one place
 GUTTER_SIDE_WORDS = 4  # ... with this many words on either side (a table's cells hold fewer)
+GUTTER_SLACK = 2.0  # points a gap may fall short of a gutter's core at either side
 # the first page's largest line at least this many times the body's ink height is its title
 # (OCR heights of one body font spread from 0.8 to 1.15 of their median; titles measured
 # 1.3-2.5)
@@ -82,13 +83,16 @@ def ocr_line_kept(text: str) -> bool:
 
 def across_gutter(left: str, x0: float, x1: float, gutters: Gutters) -> bool:
     """Whether words with the gap `x0`-`x1` between them, `left` the text before the gap, lie in
-    two columns: the gap is no word space and holds the middle and half of a gutter's core (all
-    of it would be too much: Tesseract's boxes of a column's first words reach into it; a title
-    set across both columns has a word gap somewhere in it, a small part), and what comes before
-    is no section number set a quad before its title ("1  Figures")."""
-    return (x1 - x0 > gutters.wide
-            and any(x0 < (a + b) / 2 < x1 and min(x1, b) - max(x0, a) >= 0.5 * (b - a) for a, b in gutters.cores)
-            and not _SECTION_NUMBER.fullmatch(left.strip()))
+    two columns: the gap spans a gutter's core (the x-range all its lines leave open), or is no
+    word space and holds the middle and half of it (Tesseract's boxes of a column's first words
+    reach into the core; a title set across both columns has a word gap somewhere in it, a small
+    part), and what comes before is no section number set a quad before its title ("1  Figures")."""
+    def spans(a: float, b: float) -> bool:
+        if x0 <= a + GUTTER_SLACK and b - GUTTER_SLACK <= x1:  # the whole core, however narrow
+            return True
+        return x1 - x0 > gutters.wide and x0 < (a + b) / 2 < x1 and min(x1, b) - max(x0, a) >= 0.5 * (b - a)
+
+    return any(spans(a, b) for a, b in gutters.cores) and not _SECTION_NUMBER.fullmatch(left.strip())
 
 
 def _worded(span: dict[str, Any]) -> bool:
@@ -96,17 +100,21 @@ def _worded(span: dict[str, Any]) -> bool:
     return ocr_line_kept(span["text"])
 
 
-def despeck(spans: Spans, wide: float) -> Spans:
-    """A line's spans without the specks of dust (punctuation alone) that lie further than
-    `wide` from any word of it: in a gutter they hid the gap, in a sentence they read as "_"."""
+def despeck(spans: Spans, gutters: Gutters) -> Spans:
+    """A line's spans without the specks of dust (punctuation alone) that lie in a gutter or,
+    where the line has words, further than a word space from any of them: in a gutter they hid
+    the gap, in a sentence they read as "_". A line of punctuation alone elsewhere (a code
+    line's "..", which Tesseract sets apart) is kept until its baseline's line is joined."""
     words = [s["bbox"] for s in spans if _worded(s)]
-    if not words:  # a line of its own (a code line's ".."): kept until its baseline's line is joined
-        return spans
+    wide = gutters.wide
 
-    def near(s: dict[str, Any]) -> bool:
-        return any(b[0] - s["bbox"][2] <= wide and s["bbox"][0] - b[2] <= wide for b in words)
+    def dust(s: dict[str, Any]) -> bool:
+        x0, x1 = s["bbox"][0], s["bbox"][2]
+        if any(a <= (x0 + x1) / 2 <= b for a, b in gutters.cores):
+            return True
+        return bool(words) and not any(b[0] - x1 <= wide and x0 - b[2] <= wide for b in words)
 
-    return [s for s in spans if not s["text"].strip() or _worded(s) or near(s)]
+    return [s for s in spans if not s["text"].strip() or _worded(s) or not dust(s)]
 
 
 def _gaps(spans: Spans, wide: float) -> list[tuple[float, float, int]]:
@@ -178,7 +186,7 @@ def split_at_gutters(spans: Spans, gutters: Gutters) -> list[tuple[Spans, tuple[
     columns that share a baseline into one line."""
     pieces: list[Spans] = []
     last_x1: float | None = None
-    for s in despeck(spans, gutters.wide):
+    for s in despeck(spans, gutters):
         inked = _worded(s)
         if inked and last_x1 is not None and across_gutter("".join(x["text"] for x in pieces[-1]),
                                                           last_x1, s["bbox"][0], gutters):
