@@ -25,6 +25,14 @@ LEFT = ["The harbour pumps start at dawn", "and the tide gauge is read twice", "
 RIGHT = ["Every lighthouse keeper writes", "the weather into a green ledger", "that the council archives yearly."]
 
 
+def _scanned(page: pymupdf.Page) -> bytes:
+    """`page` rasterised at 200 dpi in grey into an image-only PDF: a scan."""
+    pix = page.get_pixmap(dpi=200, colorspace=pymupdf.csGRAY)
+    scan = pymupdf.open()
+    scan.new_page(width=612, height=792).insert_image(pymupdf.Rect(0, 0, 612, 792), stream=pix.tobytes("png"))
+    return bytes(scan.tobytes())
+
+
 def _scanned_two_columns() -> bytes:
     """A page typeset in two columns with a title and numbered section headings, rasterised
     into an image-only PDF (a scan)."""
@@ -35,10 +43,7 @@ def _scanned_two_columns() -> bytes:
         page.insert_text((x, 140), f"{number}   {title}", fontsize=14, fontname="helv")
         for i, text in enumerate(lines * 4):
             page.insert_text((x, 170 + 14 * i), text, fontsize=10, fontname="helv")
-    pix = page.get_pixmap(dpi=200, colorspace=pymupdf.csGRAY)
-    scan = pymupdf.open()
-    scan.new_page(width=612, height=792).insert_image(pymupdf.Rect(0, 0, 612, 792), stream=pix.tobytes("png"))
-    return bytes(scan.tobytes())
+    return _scanned(page)
 
 
 @needs_tesseract
@@ -133,10 +138,7 @@ def _scanned_table() -> bytes:
     for i, row in enumerate(rows):
         for x, cell in zip((72, 260, 430), row, strict=True):
             page.insert_text((x, 120 + 18 * i), cell, fontsize=11, fontname="helv")
-    pix = page.get_pixmap(dpi=200, colorspace=pymupdf.csGRAY)
-    scan = pymupdf.open()
-    scan.new_page(width=612, height=792).insert_image(pymupdf.Rect(0, 0, 612, 792), stream=pix.tobytes("png"))
-    return bytes(scan.tobytes())
+    return _scanned(page)
 
 
 @needs_tesseract
