@@ -450,8 +450,11 @@ def test_one_s3_object_failing_is_its_dead_letter_a_run_of_them_the_sources(
         out = dep.cli("sync")  # one object's 500: its dead letter, the others sync
         assert out["errors"] == {} and out["sources"]["docs"]["updated"] == 3
         assert [d["doc"] for d in dep.cli("dlq")] == [edited[1]]
-        bad.update(edited[1:4])  # ... and now three in a row (just edited, so all re-read: racy)
-        dep.edit(edited[0], f"{DOCS[edited[0]]}\n\nA second edit.\n")
+        bad.update(edited[1:4])  # ... and now three in a row, each edited again so that each is read
+        # (not left to being read again within RACY_SECONDS of its change: on a loaded machine
+        # the plan came after that, read only the one edit, and saw no streak)
+        for rel in edited[:4]:
+            dep.edit(rel, f"{DOCS[rel]}\n\nA second edit.\n")
         assert "3 items in a row" in (dep.cli("plan")["sources"]["docs"]["error"] or "")
         out = dep.cli("sync", expect=1)
         assert "3 items in a row" in out["errors"]["docs"]
