@@ -100,6 +100,8 @@ CASES: dict[str, Callable[[], tuple[bytes, str]]] = {
     # the Markdown nesting guard tried every mark of a run as an opener: 21 s for 40,000 stars
     "markdown star run": lambda: (("Title\n\n" + "**" * 20000 + "\n").encode(), "stars.md"),
     "markdown underscore run": lambda: (("Title\n\n" + "_" * 40000 + "x\n").encode(), "under.md"),
+    # the generated-index test read each unclosed tag to the end of the page: 28 s for 5,000
+    "html unclosed table tags": lambda: (("<html><body><p>index</p>" + "<table class='a " * 20000).encode(), "t.html"),
     # joined by concatenation: 21 s for 4 MB (a quadratic copy, not a pattern)
     "text one long paragraph": lambda: (("Title\n\n" + "the pump runs quietly while the tank fills.\n" * 90000)
                                         .encode(), "long.txt"),
