@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assets.parsing.pdf_layout import Line, Region
+from assets.parsing.pdf_layout import MAX_BOLD_HEADING_WORDS, Line, Region
 
 __all__ = [
     "Gutters", "across_gutter", "despeck", "mark_ocr_headings", "ocr_columns", "ocr_gutters", "ocr_line_kept",
@@ -46,7 +46,6 @@ OCR_TITLE_ADVANCE = 1.2  # ... and its letters this many times as wide
 OCR_TITLE_MAX_ADVANCE = 4.0  # ... but not more: "Name   Name", two table cells, is no title
 OCR_HEADING_ADVANCE = 1.15  # letters this much wider than the body's ...
 OCR_HEADING_HEIGHT = 1.1  # ... on a line this much taller: a heading's font
-MAX_HEADING_WORDS = 12
 # "1 Introduction", "2.3.1 Using make", "2.3.1. Using make", "A.1 Subsection": a section number,
 # with a trailing period only after two parts or more ("1." and "1)" open enumerations), then a
 # capitalised word
@@ -226,14 +225,9 @@ def ocr_columns(lines: list[Line], gutters: Gutters) -> list[list[Line]]:
     runs: list[list[Line]] = []
     for ln in lines:
         slot = _slot(ln, gutters)
-        for run in reversed(runs):
-            last = run[-1]
-            if _slot(last, gutters) == slot:
-                if ln.y0 - last.y1 < OCR_LINE_GAP * last.height:
-                    run.append(ln)
-                    break
-                runs.append([ln])
-                break
+        run = next((r for r in reversed(runs) if _slot(r[-1], gutters) == slot), None)
+        if run is not None and ln.y0 - run[-1].y1 < OCR_LINE_GAP * run[-1].height:
+            run.append(ln)
         else:
             runs.append([ln])
     return runs
@@ -260,7 +254,7 @@ def _is_title(ln: Line, height: float, advance: float) -> bool:
     letters = sum(c.isalpha() for c in text)
     return (ln.height >= OCR_TITLE_RATIO * height
             and OCR_TITLE_ADVANCE * advance <= _advance(ln) <= OCR_TITLE_MAX_ADVANCE * advance
-            and len(text.split()) <= MAX_HEADING_WORDS and not _ENDS_SENTENCE.search(text)
+            and len(text.split()) <= MAX_BOLD_HEADING_WORDS and not _ENDS_SENTENCE.search(text)
             and letters >= 0.6 * len(text.replace(" ", "")) and _WORD.search(text) is not None
             and not _LEADER.search(text) and text.count(",") < 2)  # "myfigap, 13 whole, 10": an index row
 
@@ -277,7 +271,7 @@ def _section_level(ln: Line, column_width: float, large: bool) -> int:
         return 0
     if sum(c.isalpha() for c in text[len(m.group().split()[0]):]) < 4:  # "7 J", "1 TE": specks
         return 0
-    if (len(text.split()) > MAX_HEADING_WORDS or _ENDS_SENTENCE.search(text) or text.count(",") > 1
+    if (len(text.split()) > MAX_BOLD_HEADING_WORDS or _ENDS_SENTENCE.search(text) or text.count(",") > 1
             or _LEADER.search(text) or _PAGE_NUMBER_END.search(text)):
         return 0
     if ln.x1 - ln.x0 > 0.7 * column_width and not large:
@@ -341,7 +335,7 @@ def _page_headings(lines: Sequence[Line], height: float, advance: float, first: 
         if i in levels and i not in listed and numbers[_section_number(ln)] == 1:
             ln.heading = min(6, levels[i] + 1)
         elif (prev is not None and prev.heading and not ln.heading and not ln.outline and large(ln)
-              and 0 <= ln.y0 - prev.y1 < prev.height and len(ln.text.split()) <= MAX_HEADING_WORDS
+              and 0 <= ln.y0 - prev.y1 < prev.height and len(ln.text.split()) <= MAX_BOLD_HEADING_WORDS
               and not _ENDS_SENTENCE.search(ln.text.strip())):
             ln.heading = prev.heading
         prev = ln
