@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from connectors.config import load_config
+from connectors.config import config_from_dict, load_config
 from orchestration.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -188,6 +188,15 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     # a review: a data_dir under a root is skipped by the listing, but the root itself was walked
     ("root is the data_dir", {"data_dir": "/tmp/bindery-root-is-data", "sources": [
         {"name": "docs", "root": "/tmp/bindery-root-is-data"}]}, ["plan"], ("sources.0.root", "is the data_dir")),
+    # an operator pass (2026-12-07): a name longer than the file system allows was an internal
+    # error (exit 1, the whole path printed), and `$HOME` made a folder of that name
+    ("data_dir name too long", {"data_dir": "/tmp/" + "b" * 300 + "/d"}, ["plan"], ("data_dir", "too long", "…")),
+    ("root name too long", {"sources": [{"name": "docs", "root": "/tmp/" + "b" * 300}]}, ["sync"],
+     ("sources.0.root", "too long")),
+    ("unset variable in a root", {"sources": [{"name": "docs", "root": "${BINDERY_NO_SUCH_VAR}/docs"}]}, ["plan"],
+     ("sources.0.root", "${BINDERY_NO_SUCH_VAR} is not set")),
+    ("unset variable in data_dir", {"data_dir": "$BINDERY_NO_SUCH_VAR/data"}, ["status"],
+     ("data_dir", "$BINDERY_NO_SUCH_VAR is not set")),
 ]
 
 
@@ -240,6 +249,18 @@ def test_data_dir_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[s
     (tmp_path / "afile").write_text("x")
     code, text = run_cli(capsys, "--config", write(tmp_path, {**base, "data_dir": str(tmp_path / "afile")}), "status")
     assert_one_line(code, text, "data_dir", "is a file")
+
+
+def test_config_path_too_long(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, text = run_cli(capsys, "--config", str(tmp_path / ("c" * 300 + ".yaml")), "plan")
+    assert_one_line(code, text, "configuration file", "too long")
+
+
+def test_variables_in_paths_are_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BINDERY_TEST_HOME", str(tmp_path))
+    cfg = config_from_dict({"data_dir": "${BINDERY_TEST_HOME}/data",
+                            "sources": [{"name": "docs", "root": "$BINDERY_TEST_HOME/corpus"}]}, tmp_path)
+    assert cfg.sources[0].root == str(tmp_path / "corpus") and cfg.data_dir == str(tmp_path / "data")
 
 
 def test_config_path_is_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

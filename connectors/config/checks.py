@@ -46,6 +46,21 @@ def make_data_dir(data: Path) -> None:
         data.chmod(0o700)
 
 
+def shown_path(p: Path, limit: int = 120) -> str:
+    """A path for a one-line message: a long one keeps its start and end."""
+    text = str(p)
+    return text if len(text) <= limit else f"{text[:limit // 2]}…{text[-(limit // 2):]}"
+
+
+def path_exists(p: Path, key: str) -> bool:
+    """`p.exists()`, or a ConfigError naming `key` where the path cannot even be looked up (a
+    name longer than the file system allows, a loop of links): `Path.exists` raises then."""
+    try:
+        return p.exists()
+    except OSError as e:
+        raise ConfigError(f"{key}: {shown_path(p)}: {e.strerror or e}") from None
+
+
 def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: bool = True,
                 create: bool = True) -> None:
     """What the file system must hold before a run: `data_dir` a folder (created if missing) and
@@ -57,7 +72,7 @@ def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: 
     made and removed at once in its nearest existing parent. A `data_dir` it creates is
     owner-only (0700)."""
     data = cfg.data_path
-    existing = next((p for p in (data, *data.parents) if p.exists()), None)
+    existing = next((p for p in (data, *data.parents) if path_exists(p, "data_dir")), None)
     if existing is not None and not existing.is_dir():
         raise ConfigError(f"data_dir: {existing} is a file, not a folder")
     if existing is not None and not os.access(existing, os.W_OK):
@@ -68,7 +83,7 @@ def check_paths(cfg: BinderyConfig, sources: list[str] | None = None, *, roots: 
             continue
         root = Path(s.root or "")
         key = f"sources.{i}.root (source {s.name!r})"
-        if not root.exists():
+        if not path_exists(root, key):
             raise ConfigError(f"{key}: folder {root} does not exist")
         if not root.is_dir():
             raise ConfigError(f"{key}: {root} is a file, not a folder")

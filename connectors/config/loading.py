@@ -16,6 +16,7 @@ from pydantic import (
     ValidationError,
 )
 
+from connectors.config.checks import path_exists
 from connectors.config.models import BinderyConfig
 from connectors.config.nesting import check_nested_sources
 from connectors.errors import ConfigError, without_secrets
@@ -34,10 +35,20 @@ def _is_secret(loc: tuple[Any, ...]) -> bool:
             or "api_keys" in path)
 
 
-def _resolve(base: Path, value: str | None) -> str | None:
+_ENV_VAR = re.compile(r"\$(\w+|\{[^}]*\})")
+
+
+def _resolve(base: Path, value: str | None, key: str) -> str | None:
+    """A path of the file made absolute against `base`, with `~` and `$VAR` / `${VAR}` expanded
+    (what an operator writes in a shell); a variable the environment lacks is a ConfigError
+    naming `key`, never a folder literally named `$HOME`."""
     if not value or "://" in value:
         return value
-    p = Path(os.path.expanduser(value))
+    expanded = os.path.expandvars(value)
+    if unset := _ENV_VAR.search(expanded):
+        raise ConfigError(f"invalid configuration: {key}: {unset.group(0)} is not set in the environment "
+                          f"(got {value!r})")
+    p = Path(os.path.expanduser(expanded))
     return str(p if p.is_absolute() else (base / p).resolve())
 
 
@@ -103,17 +114,17 @@ def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> Binde
     except ValidationError as e:
         raise ConfigError(f"invalid configuration: {'; '.join(_problem(err) for err in e.errors())}") from None
     base = base_dir or Path.cwd()
-    cfg.data_dir = _resolve(base, cfg.data_dir) or cfg.data_dir
-    cfg.gate.queries = _resolve(base, cfg.gate.queries)
-    cfg.orchestration.workspace = _resolve(base, cfg.orchestration.workspace)
-    cfg.query.auth.jwt.jwks_file = _resolve(base, cfg.query.auth.jwt.jwks_file)
+    cfg.data_dir = _resolve(base, cfg.data_dir, "data_dir") or cfg.data_dir
+    cfg.gate.queries = _resolve(base, cfg.gate.queries, "gate.queries")
+    cfg.orchestration.workspace = _resolve(base, cfg.orchestration.workspace, "orchestration.workspace")
+    cfg.query.auth.jwt.jwks_file = _resolve(base, cfg.query.auth.jwt.jwks_file, "query.auth.jwt.jwks_file")
     names = [s.name for s in cfg.sources]
     if len(set(names)) != len(names):
         twice = next(n for n in names if names.count(n) > 1)
         where = " and ".join(f"sources.{i}.name" for i, n in enumerate(names) if n == twice)
         raise ConfigError(f"invalid configuration: {where}: the source name {twice!r} is used more than once")
     for i, s in enumerate(cfg.sources):
-        s.root = _resolve(base, s.root)
+        s.root = _resolve(base, s.root, f"sources.{i}.root")
         if (missing := s.missing_key()) is not None:
             raise ConfigError(f"invalid configuration: sources.{i}.{missing}: a source of kind {s.kind} needs one "
                               f"(source {s.name!r})")
@@ -130,7 +141,7 @@ def config_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> Binde
 
 def _read_text(p: Path) -> str:
     """The configuration file's text, or a one-line ConfigError saying why it cannot be read."""
-    if not p.exists():
+    if not path_exists(p, "configuration file"):
         raise ConfigError(f"configuration file not found: {p} (set --config or BINDERY_CONFIG)")
     if p.is_dir():
         raise ConfigError(f"configuration file {p} is a folder, not a YAML file")
