@@ -21,6 +21,7 @@ from assets.includes import include_reader, own_hash
 from assets.listing import read_content, spool_path
 from assets.parse_watch import Killed, forget, killed_parse, killed_row, time_limit, watched
 from assets.parsing import parse_document
+from assets.parsing.site_files import site_file_role
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.config import ParseConfig, ParseQualityThresholds, SourceConfig
@@ -41,6 +42,7 @@ class ParseStats:
     cached: int = 0
     redirects: int = 0  # redirect pages parsed (kept, never chunked or indexed)
     index_pages: int = 0  # generated indexes parsed (kept, never chunked or indexed)
+    site_files: int = 0  # a documentation build's own files (kept, never read, chunked or indexed)
     seconds: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)
     metrics_rows: list[dict[str, Any]] = field(default_factory=list)  # per parsed doc, for the gate
@@ -52,7 +54,12 @@ class ParseStats:
 
 
 def file_format(external_id: str) -> str:
-    return PurePosixPath(external_id).suffix.lower().lstrip(".") or "none"
+    """The format a path names, for the parse key: its suffix, and a documentation build's own
+    file its role besides (`assets.parsing.site_files`), which is never read, so that a page
+    holding the same bytes elsewhere is not given its empty parse."""
+    suffix = PurePosixPath(external_id).suffix.lower().lstrip(".") or "none"
+    role = site_file_role(external_id)
+    return f"{suffix}:{role}" if role else suffix
 
 
 def _meta(parse: ParseRecord | ParseResult | None) -> dict[str, Any]:
@@ -67,11 +74,12 @@ def is_redirect(parse: ParseRecord | ParseResult | None) -> bool:
 
 
 def is_navigation(parse: ParseRecord | ParseResult | None) -> bool:
-    """A page that only leads to others: a redirect, or a generated index
-    (`assets.parsing.html.is_index_page`). Parsed and kept, never judged for quality, never
-    chunked, so never indexed."""
+    """A page that only leads to others: a redirect, a generated index
+    (`assets.parsing.html.is_index_page`), or a documentation build's own file
+    (`assets.parsing.site_files`). Parsed and kept, never judged for quality, never chunked,
+    so never indexed."""
     meta = _meta(parse)
-    return bool(meta.get("redirect") or meta.get("index_page"))
+    return bool(meta.get("redirect") or meta.get("index_page") or meta.get("site_file"))
 
 
 def stored_metadata(result: ParseResult) -> dict[str, Any]:
@@ -300,6 +308,7 @@ class _ParseRun:
             self.stats.ok += 1
             self.stats.redirects += is_redirect(result)
             self.stats.index_pages += bool(result.metadata.get("index_page"))
+            self.stats.site_files += bool(result.metadata.get("site_file"))
             if d.doc_id in self.dead:
                 self.resolved.append(d.doc_id)
 

@@ -90,6 +90,9 @@ def _human_sync(r: dict[str, Any]) -> str:
         lines.append(f"redirect pages: {r['redirect_pages']} (they only point at another page: kept, not indexed)")
     if r.get("index_pages"):
         lines.append(f"index pages: {r['index_pages']} (generated indexes of terms: kept, not indexed)")
+    if r.get("site_files"):
+        lines.append(f"site files: {r['site_files']} (a documentation build's own files: source copies, search "
+                     "index, theme assets: kept, not indexed)")
     if r.get("truncated"):
         lines.append(f"warning: {r['truncated']} embedded texts were longer than the embedding model reads; "
                      "their ends are in BM25 only (lower stages.chunk.max_tokens or stages.context.max_prefix_tokens)")

@@ -270,6 +270,38 @@ def test_a_generated_index_is_parsed_but_never_indexed(dep: Deployment) -> None:
     assert hits[0] == "manual/Options.html" and "manual/Concept-Index.html" not in hits
 
 
+def test_a_documentation_builds_own_files_are_kept_but_never_indexed(dep: Deployment) -> None:
+    """A Sphinx HTML build holds each page's source again under `_sources/`, its whole text again
+    in `searchindex.js`, and theme assets: indexed, the Python FAQ's copies took the first place
+    from its pages (MRR 0.99 -> 0.77). Told by their path, kept, counted, never indexed; a page
+    elsewhere with a copy's very bytes is still indexed (the role is in the parse key); the plan
+    agrees, and a second sync does nothing."""
+    rst = "Options\n=======\n\nThe outfile option directs the generated scanner to a named output file.\n"
+    dep.write("html/options.html", "<html><head><title>Options</title></head><body><h1>Options</h1>"
+              "<p>The outfile option directs the generated scanner to a named output file.</p></body></html>")
+    dep.write("html/_sources/options.rst.txt", rst)
+    dep.write("html/searchindex.js", 'Search.setIndex({"docnames": ["options"], "terms": {"outfile": 0, '
+              '"option": 0, "scanner": 0, "generated": 0, "named": 0, "output": 0, "file": 0}})')
+    dep.write("html/_static/basic.css", "div.outfile-option { output: file; scanner: generated; }\n")
+    dep.write("notes/options.rst.txt", rst)  # the copy's bytes, but a page of its own
+    plan = dep.cli("plan")
+    out = dep.cli("sync")
+    assert plan["recomputed"] == out["recomputed"] and plan["written"] == out["written"]
+    assert out["site_files"] == 3 and out["dead_letters"] == 0
+    store = _store(dep)
+    sets = chunk_sets(dep)
+    assert sets["store"] == sets["vector"] == sets["keyword"]
+    indexed = {c.doc_id for c in store.get_chunks(sorted(sets["vector"])).values()}
+    docs = {d.external_id: d.doc_id for d in store.documents()}
+    site = {"html/_sources/options.rst.txt", "html/searchindex.js", "html/_static/basic.css"}
+    assert {docs[p] for p in site} <= set(docs.values()) and not {docs[p] for p in site} & indexed
+    hits = [h["doc"] for h in dep.cli("query", "outfile option output file", "-k", "10")["hits"]]
+    assert set(hits[:2]) == {"html/options.html", "notes/options.rst.txt"} and not site & set(hits)
+    again = dep.cli("sync")
+    assert again["site_files"] == 0 and again["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
+    assert dep.cli("plan")["recomputed"] == again["recomputed"]
+
+
 def test_compressed_manual_pages_are_indexed_as_their_text(dep: Deployment) -> None:
     """Manual pages ship as gzip-compressed roff: indexed as the page a reader sees (no `\\fB`
     or `.TP` in what is searched); an alias page (`.so`) is a redirect; the plan agrees."""

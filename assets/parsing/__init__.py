@@ -16,7 +16,8 @@ single gzip/bzip2/xz-compressed file is parsed as the document inside it (`compr
 Legacy binary Office files with no native parser (.msg, .doc, .xls, .ppt) go to
 unstructured's `partition` as a last resort (`fallback.py`); an unexpected exception inside
 any parser becomes a `ParseError` naming the parser, so one odd file never surfaces as an
-anonymous crash.
+anonymous crash. A documentation build's own files (Sphinx's `_sources` copies and search index,
+theme assets: `site_files.py`) are told by their path and not read at all.
 
 Block kinds emitted: heading (level 1–6), paragraph, list_item (meta depth/ordered), table
 (GitHub Markdown with header row; meta["table_header"] holds the header lines), code (verbatim,
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from assets.parsing.compressed import decompress
 from assets.parsing.package import check_package
+from assets.parsing.site_files import site_file_role
 from assets.parsing.sniff import as_utf8, decode_text, detect_format
 from assets.parsing.textutil import TextBudget, without_surrogates
 from connectors.config import ParseConfig
@@ -303,6 +305,10 @@ def parse_document(
     only those the document may show; `filename` is then its path in the source).
     """
     config = config or ParseConfig()
+    if role := site_file_role(filename):  # a build's own file, not a page: never read (site_files.py)
+        result = ParseResult(blocks=[], format="site-file", metadata={"site_file": role})
+        result.metrics = document_metrics(result, len(data))
+        return result
     if max_bytes is not None and len(data) > max_bytes:
         raise TooLarge(
             f"{PurePosixPath(filename).name}: {size_text(len(data), max_bytes)} is over the "
