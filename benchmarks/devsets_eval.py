@@ -36,7 +36,7 @@ DEFAULT_CORPORA = Path.home() / ".cache" / "bench-corpora"
 CORPUS_OF = {"mail_ham_pasted": "mail_ham", "mail_ham_quoted": "mail_ham",
              "mail_lkml_pasted": "mail_lkml", "mail_lkml_quoted": "mail_lkml"}
 # sets that ask another set's questions of their own corpus (the same documents, scanned)
-QUERIES_OF = {"pdf_scanned": "pdf_docs"}
+QUERIES_OF = {"pdf_scanned": "pdf_docs", "python_faq_site": "python_faq"}
 
 
 def _cli(config: Path, *args: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ set -euo pipefail
 dest=${1:-$HOME/.cache/bench-corpora}
 shift || true
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md mail_lkml text_docs pdf_scanned)
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md mail_lkml text_docs pdf_scanned pdf_tables python_faq_site)
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -n "${PYTHON:-}" ]; then :
 elif [ -x "$here/../../.venv/bin/python" ]; then PYTHON=$here/../../.venv/bin/python
@@ -97,6 +97,13 @@ for set in "${sets[@]}"; do
   python_faq)  # Python 3.11 FAQ, Sphinx HTML (9 pages)
     x=$(fetch python3.11-doc 3.11.2-6+deb12u9); fresh $set
     cp -r "$x/usr/share/doc/python3.11/html/faq" "$dest/$set/faq" ;;
+  python_faq_site)  # python_faq as its HTML build holds it: the pages with Sphinx's own files beside
+    # them (_sources copies of the pages' reST, searchindex.js, objects.inv, the theme's _static)
+    x=$(fetch python3.11-doc 3.11.2-6+deb12u9)/usr/share/doc/python3.11/html; fresh $set
+    mkdir -p "$dest/$set/_sources"
+    cp -r "$x/faq" "$x/searchindex.js" "$x/objects.inv" "$x/_static" "$dest/$set/"
+    cp -r "$x/_sources/faq" "$dest/$set/_sources/"
+    find "$dest/$set" -xtype l -delete ;;  # links to other packages' scripts (jquery.js)
   redis_commands)  # Redis command docs shipped with iredis, Markdown (372 files)
     x=$(fetch iredis 1.13.0-1); fresh $set
     cp -r "$x/usr/lib/python3/dist-packages/iredis/data/commands" "$dest/$set/commands"
@@ -128,6 +135,15 @@ for set in "${sets[@]}"; do
     cp "$y/revtex/auguide/auguide4-2.pdf" "$y/mnras/mnras_guide.pdf" "$y/acmart/samples/sample-sigconf.pdf" \
        "$y/asmeconf/asmeconf-template.pdf" "$y/asmejour/asmejour-template.pdf" \
        "$y/quantumarticle/quantum-template.pdf" "$dest/$set/articles/" ;;
+  pdf_tables)  # eight table-heavy LaTeX package manuals (symbol, unit, option and colour tables, 303
+    # pages); a 720 MB download, nearly all of it texlive-latex-extra-doc for two of them
+    r=$(fetch texlive-latex-recommended-doc 2022.20230122-3)/usr/share/doc/texlive-doc/latex
+    s=$(fetch texlive-science-doc 2022.20230122-4)/usr/share/doc/texlive-doc/latex
+    e=$(fetch texlive-latex-extra-doc 2022.20230122-4)/usr/share/doc/texlive-doc/latex
+    fresh $set
+    cp "$r/unicode-math/unimath-symbols.pdf" "$r/xcolor/xcolor.pdf" "$r/booktabs/booktabs.pdf" \
+       "$s/siunits/SIunits.pdf" "$s/physics/physics.pdf" "$s/hepunits/hepunits.pdf" \
+       "$e/cooking-units/cooking-units.pdf" "$e/mathfont/mathfont_symbol_list.pdf" "$dest/$set/" ;;
   pdf_scanned)  # pdf_docs rasterised (every page an image): OCR, reading order and headings of scans
     [ -d "$dest/pdf_docs/r-manuals" ] || "$0" "$dest" pdf_docs >/dev/null
     fresh $set
