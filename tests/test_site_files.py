@@ -21,6 +21,9 @@ from assets.parsing.site_files import site_file_role
     ("html/_static/css/theme.css", "theme-asset"),
     ("html/_static/fonts/Lato.woff2", "theme-asset"),
     ("html/_static/glossary.json", "theme-asset"),
+    ("api/html/jquery.js", "web-asset"),  # Doxygen's, beside its pages
+    ("api/html/doxygen.css", "web-asset"),
+    ("api/html/search/all_0.js", "web-asset"),
 ])
 def test_a_builds_own_files_have_a_role(path: str, role: str) -> None:
     assert site_file_role(path) == role
@@ -34,7 +37,8 @@ def test_a_builds_own_files_have_a_role(path: str, role: str) -> None:
     "search/index.json",
     "html/search_index.json",  # MkDocs' is in search/
     "html/faq/general.html",
-    "src/app.js",
+    "src/app.json",
+    "notes/site.css.txt",
 ])
 def test_pages_and_other_files_have_none(path: str) -> None:
     assert site_file_role(path) is None

@@ -4,7 +4,8 @@ Point a source at a built documentation site and it holds, beside the pages, wha
 generator wrote for its own use: Sphinx's `_sources/` (a copy of every page's source, for the
 "Show Source" link), its `searchindex.js` (every word of the site, one JavaScript line) and theme
 assets under `_static/`; MkDocs' `search/search_index.json` (every page's text again) and
-sitemaps; Javadoc's `*-search-index.js`. Indexed, they answer every question twice: the Python
+sitemaps; Javadoc's `*-search-index.js`; every generator's stylesheets and scripts (`.css`, `.js`:
+Doxygen writes them beside its pages). Indexed, they answer every question twice: the Python
 FAQ's HTML build with its `_sources` copies measured recall@10 1.000 but MRR@10 0.769 against
 0.990 for the pages alone (`benchmarks.devsets_eval`, docs/retrieval.md), the reST copy first.
 
@@ -27,14 +28,18 @@ _ASSET_SUFFIXES = frozenset({
     ".css", ".js", ".mjs", ".map", ".json", ".xml", ".woff", ".woff2", ".ttf", ".eot", ".otf",
     ".svg", ".png", ".gif", ".jpg", ".jpeg", ".ico", ".webp",
 })
+# a page's styles and scripts, wherever a generator puts them (Doxygen beside its pages): no reader
+# searches them, and indexed as text they answered for their class names (jQuery, 175 KB on one
+# line, was a low-quality dead letter in every Doxygen tree)
+_WEB_ASSET_SUFFIXES = frozenset({".css", ".js", ".mjs", ".cjs", ".map"})
 _SEARCH_INDEXES = frozenset({"searchindex.js"})  # Sphinx's; MkDocs' and Javadoc's are matched below
 _SITEMAPS = frozenset({"sitemap.xml", "sitemap.xml.gz"})
 
 
 def site_file_role(path: str) -> str | None:
     """The role of a documentation build's own file at `path` (a source's external id):
-    "source-copy", "search-index", "theme-asset", "inventory" or "sitemap"; None for
-    anything else, which is read as a document."""
+    "source-copy", "search-index", "theme-asset", "inventory", "sitemap" or "web-asset" (a
+    stylesheet or script anywhere); None for anything else, which is read as a document."""
     p = PurePosixPath(path)
     folders, name = p.parts[:-1], p.name
     lower = name.lower()
@@ -49,4 +54,6 @@ def site_file_role(path: str) -> str | None:
         return "sitemap"
     if "_static" in folders and p.suffix.lower() in _ASSET_SUFFIXES:
         return "theme-asset"
+    if p.suffix.lower() in _WEB_ASSET_SUFFIXES:
+        return "web-asset"
     return None
