@@ -185,7 +185,9 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # search indexes, theme assets: `assets.parsing.site_files`) are told by their path and never read
 # or chunked, and their role is part of their parse key; the version moves so that copies chunked
 # before leave the indexes (the Python FAQ's HTML build with its copies: MRR 0.769 -> 0.990).
-STAGE_CODE_VERSIONS = {"parse": "36", "chunk": "6", "context": "2", "embed": "1"}
+# 37: Jupyter notebooks (.ipynb) are read cell by cell (`assets.parsing.notebook`: Markdown cells
+# as Markdown, code cells as code, outputs as side text) instead of as the text of their JSON.
+STAGE_CODE_VERSIONS = {"parse": "37", "chunk": "6", "context": "2", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

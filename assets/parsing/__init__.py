@@ -10,7 +10,7 @@ subclass with a human message (encrypted, corrupt, empty, needs-OCR, unsupported
 large). Pure: no I/O, no global state beyond lazily initialised libraries.
 
 Formats: PDF (text, layout, OCR routes), HTML, Markdown, plain text, email/mbox, docx, and
-(parsers added after the first real-corpus run) CSV/TSV, JSON/JSONL, XML, reStructuredText,
+(parsers added after the first real-corpus run) CSV/TSV, JSON/JSONL, Jupyter notebooks, XML, reStructuredText,
 pptx, xlsx, OpenDocument (odt/ods/odp), EPUB, RTF and manual pages (roff: man and mdoc). A
 single gzip/bzip2/xz-compressed file is parsed as the document inside it (`compressed.py`).
 Legacy binary Office files with no native parser (.msg, .doc, .xls, .ppt) go to
@@ -96,6 +96,12 @@ def _json(data: bytes, config: ParseConfig, name: str) -> ParseResult:
     from assets.parsing.jsondoc import parse_json
 
     return parse_json(data)
+
+
+def _notebook(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.notebook import parse_notebook
+
+    return parse_notebook(data)
 
 
 def _jsonl(data: bytes, config: ParseConfig, name: str) -> ParseResult:
@@ -203,6 +209,7 @@ _PARSERS: dict[str, _Parser] = {
     "csv": _csv,
     "json": _json,
     "jsonl": _jsonl,
+    "notebook": _notebook,
     "xml": _xml,
     "rst": _rst,
     "asciidoc": _asciidoc,

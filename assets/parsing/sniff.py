@@ -69,6 +69,7 @@ EXTENSIONS: dict[str, str] = {
     "json": "json",
     "jsonl": "jsonl",
     "ndjson": "jsonl",
+    "ipynb": "notebook",
     "yaml": "text",
     "yml": "text",
     "toml": "text",
@@ -94,7 +95,7 @@ EXTENSIONS: dict[str, str] = {
     "info": "info",
 }
 TEXT_FORMATS = {"html", "markdown", "email", "mbox", "text", "csv", "json", "jsonl", "xml", "rst", "asciidoc",
-                "man", "info"}
+                "man", "info", "notebook"}
 # Formats the bytes prove on their own (magic numbers, zip members): they win over the name.
 BINARY_FORMATS = {"pdf", "docx", "pptx", "xlsx", "odt", "ods", "odp", "epub", "rtf"}
 # Legacy and other formats no native parser reads; unstructured's partition is tried for them.
