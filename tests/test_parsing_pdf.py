@@ -55,6 +55,20 @@ def test_table_becomes_markdown_with_header_row() -> None:
     assert r.page_metrics[0]["tables"] == 1 and r.page_metrics[0]["route"] == "layout"
 
 
+def test_striped_table_is_one_table() -> None:
+    """Every other row shaded and no vertical rules (colortbl's `\\rowcolors`, xcolor's own
+    tables): each shaded band was a one-row table of its own, a header-only table, and the
+    unshaded rows paragraphs read before them."""
+    r = parse_document(docgen.pdf_striped_table(), "striped.pdf", CFG)
+    tables = [b for b in r.blocks if b.kind == "table"]
+    assert len(tables) == 1
+    lines = tables[0].text.split("\n")
+    assert lines[0] == "| Option | Model | Effect |"
+    assert tables[0].meta["table_header"] == "\n".join(lines[:2])
+    assert lines[2:] == [f"| {' | '.join(row)} |" for row in docgen.STRIPED_ROWS[1:]]  # all, in order
+    assert [b.kind for b in r.blocks] == ["heading", "paragraph", "table", "paragraph"]
+
+
 def test_split_table_continuation_gets_the_header() -> None:
     r = parse_document(docgen.pdf_split_table(), "split.pdf", CFG)
     tables = [b for b in r.blocks if b.kind == "table"]

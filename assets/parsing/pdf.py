@@ -82,6 +82,10 @@ BOX_CELL_WORDS = 12  # ... when that cell holds a paragraph (at least this many 
 SLIDE_ASPECT = 1.25  # a landscape page at least this much wider than high ...
 SLIDE_MAX_HEIGHT = 560.0  # ... and at most this high (beamer: 272 pt, PowerPoint: 540) is a slide
 SLIDE_TITLE_ZONE = 0.25  # top share of a slide its frame title sits in
+BAND_TOLERANCE = 1.0  # points: the edges of one table's shading bands agree to this
+MIN_BAND_HEIGHT = 4.0  # points: a thinner fill is a rule, not a shaded row
+MAX_BAND_HEIGHT = 72.0  # points: a taller fill is a panel or a picture, not a shaded row
+MAX_BAND_GAP = 4.0  # an unshaded row between two bands is at most this many times as high as the lowest band
 SPLIT_TABLE_EDGE = 1 / 3  # a table continues on the next page only from this near its bottom
 BAD_GLYPH_SHARE = 0.2  # U+FFFD share above which a text layer is unusable
 JUNK_LAYER_WORD_SHARE = 0.5  # a full-page scan's text layer with fewer word-like tokens is junk
@@ -303,7 +307,9 @@ def _find_tables(
         area |= pymupdf.Rect(p["rect"])
     clip = pymupdf.Rect(area.x0 - 5, area.y0 - 40, area.x1 + 5, area.y1 + 5) & page.rect
     try:
-        found = page.find_tables(clip=clip, use_layout=False, paths=_grid_paths(page, paths)).tables
+        found = page.find_tables(
+            clip=clip, use_layout=False, paths=_grid_paths(page, paths), add_lines=_band_lines(page, paths)
+        ).tables
     except Exception as e:  # table finding is best effort
         raise_if_interrupt(e)
         warnings.append(f"page {number}: table detection failed ({e}); kept as text")
@@ -324,6 +330,9 @@ def _find_tables(
                 continue  # one cell holds the slide's text: a box drawn around it (a beamer block)
             if abs(bbox & page.rect) >= BACKGROUND_COVER * abs(page.rect):
                 continue  # the slide's frame (its background and sidebar), not a table
+        # a row without text says nothing (in any table; `_band_lines` makes one of the gap
+        # between two groups of shaded rows, calctab's items and their total)
+        rows = [r for r in rows if any(r)]
         if t.header.external:
             header = [clean_inline(n or "") for n in t.header.names]
             bbox |= pymupdf.Rect(t.header.bbox)
@@ -351,6 +360,103 @@ def _grid_paths(page: pymupdf.Page, cheap: list[dict[str, Any]]) -> list[dict[st
     if page.rotation or not any(background(p) for p in cheap):
         return None
     return [p for p in page.get_drawings() if not background(p)]
+
+
+def _band_lines(
+    page: pymupdf.Page, paths: list[dict[str, Any]]
+) -> list[tuple[tuple[float, float], tuple[float, float]]] | None:
+    """Vertical lines that join the shading bands of a table striped in alternate rows into
+    one grid; None where the page has no such table.
+
+    colortbl's `\\rowcolors` (xcolor's own tables) and the like shade every other row with one
+    filled rectangle per cell and draw no vertical rules. `find_tables` sees cells only where
+    strokes enclose them, so each shaded row came out as a table of its own (64 of xcolor's 68
+    tables had one row, its text taken for a header) and the unshaded rows between them as
+    paragraphs, read before the shaded ones. A "band" is a row of at least two fills that
+    touch side by side, of about a text row's height; a stack is bands of the same width one
+    below the other, with at most an unshaded row (MAX_BAND_GAP) between them. Each cell edge
+    shared by two of a stack's bands becomes a line from the first of them to the last (so a
+    header cell spanning columns stays one cell), and the outer edges run on up or down to a
+    rule across the stack's width an unshaded row away (the first or last row unshaded): the
+    unshaded rows become cells between the bands' top and bottom edges, read by `find_tables`
+    like any other. A single shaded box or a column of boxes has one fill a row, no band.
+    (The lines are in the coordinates of `paths`, those of the unrotated page: a rotated page,
+    which `find_tables` turns upright first, gets none.)"""
+    if page.rotation:
+        return None
+    fills: list[tuple[float, float, float, float]] = []
+    rules: list[tuple[float, float, float]] = []  # (y, x0, x1) of horizontal strokes
+    for p in paths:
+        x0, y0, x1, y1 = p["rect"]
+        rectangle = [i[0] for i in p.get("items", ())] == ["re"]
+        if p.get("type") == "f" and rectangle and MIN_BAND_HEIGHT <= y1 - y0 <= MAX_BAND_HEIGHT:
+            fills.append((x0, y0, x1, y1))
+        elif y1 - y0 <= 1.5 and x1 - x0 > 0:  # a rule, stroked or a thin fill
+            rules.append(((y0 + y1) / 2, x0, x1))
+    lines = [line for stack in _band_stacks(fills) if len(stack) >= 2 for line in _stack_lines(stack, rules)]
+    return lines or None
+
+
+_Band = tuple[float, float, list[float]]  # (top, bottom, cell edges left to right)
+
+
+def _band_stacks(fills: list[tuple[float, float, float, float]]) -> list[list[_Band]]:
+    """The bands the fills make (a row of fills that tile it side by side), stacked: bands of
+    the same width one below the other, at most an unshaded row apart (`_band_lines`)."""
+    tol = BAND_TOLERANCE
+    rows: list[list[tuple[float, float, float, float]]] = []  # fills with the same top
+    for f in sorted(fills, key=lambda f: f[1]):
+        if rows and f[1] - rows[-1][0][1] <= tol:
+            rows[-1].append(f)
+        else:
+            rows.append([f])
+    bands: list[_Band] = []
+    for row in rows:
+        cells = sorted(row, key=lambda f: f[0])
+        if len(cells) < 2 or any(abs(b[0] - a[2]) > tol or abs(b[3] - a[3]) > tol
+                                 for a, b in itertools.pairwise(cells)):
+            continue  # one fill (a box), or fills that do not tile a row
+        bands.append((cells[0][1], cells[0][3], [cells[0][0]] + [c[2] for c in cells]))
+    stacks: list[list[_Band]] = []
+    for band in bands:
+        last = stacks[-1][-1] if stacks else None
+        if (last and abs(band[2][0] - last[2][0]) <= tol and abs(band[2][-1] - last[2][-1]) <= tol
+                and 0 <= band[0] - last[1] <= MAX_BAND_GAP * min(b[1] - b[0] for b in stacks[-1])):
+            stacks[-1].append(band)
+        else:
+            stacks.append([band])
+    return stacks
+
+
+def _stack_lines(stack: list[_Band], rules: list[tuple[float, float, float]],
+                 ) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """The vertical lines that make one stack of bands one grid (`_band_lines`)."""
+    tol = BAND_TOLERANCE
+    left, right = stack[0][2][0], stack[0][2][-1]
+    reach = MAX_BAND_GAP * min(b[1] - b[0] for b in stack)
+    # The table's own rules run across its width exactly (a wider one is another table's).
+    # The outer bands reach on to the nearest with room for a row in between, unless one
+    # lies right on their edge: then the table body ends with that band, and what follows
+    # the rule (a footnote row spanning all columns) is no row to cut into cells.
+    across = [y for y, x0, x1 in rules if abs(x0 - left) <= tol and abs(x1 - right) <= tol]
+    top, bottom = stack[0][0], stack[-1][1]
+    if not any(0 <= top - y < MIN_BAND_HEIGHT for y in across):
+        top = max((y for y in across if MIN_BAND_HEIGHT <= top - y <= reach), default=top)
+    if not any(0 <= y - bottom < MIN_BAND_HEIGHT for y in across):
+        bottom = min((y for y in across if MIN_BAND_HEIGHT <= y - bottom <= reach), default=bottom)
+    xs: list[float] = []
+    for x in sorted(x for b in stack for x in b[2]):
+        if not xs or x - xs[-1] > tol:
+            xs.append(x)
+    lines: list[tuple[tuple[float, float], tuple[float, float]]] = []
+    for x in xs:
+        having = [i for i, b in enumerate(stack) if any(abs(e - x) <= tol for e in b[2])]
+        if len(having) < 2:
+            continue
+        y0 = top if having[0] == 0 else stack[having[0]][0]
+        y1 = bottom if having[-1] == len(stack) - 1 else stack[having[-1]][1]
+        lines.append(((x, y0), (x, y1)))
+    return lines
 
 
 def _columns(t: Any) -> int:
