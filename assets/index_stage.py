@@ -44,6 +44,7 @@ from assets.embed_stage import final_texts, stored_final_texts
 from assets.includes import withdrawn
 from assets.parse_stage import good_parse_ids, parse_key
 from assets.parsing import document_title
+from assets.parsing.site_files import site_file_role
 from assets.progress import NO_PROGRESS, Progress
 from assets.runtime import Generation, Runtime
 from connectors.acl import ACL_BEFORE, within
@@ -395,7 +396,14 @@ def kept_moves(store: DocumentStore, docs: Mapping[str, DocumentRecord], state: 
     # foresees ends the old path's stay as the sync's listing will)
     return {old for old, r in rows.items()
             if r.deleted_at is not None and (new := r.moved_to) is not None and new in docs
-            and docs[new].content_hash == r.content_hash and new not in holds}
+            and docs[new].content_hash == r.content_hash and new not in holds and not never_held(docs[new])}
+
+
+def never_held(doc: DocumentRecord) -> bool:
+    """A document no generation ever holds, whatever its bytes: a documentation build's own file,
+    told by its path (`assets.parsing.site_files`). A file moved to such a path is gone from the
+    indexes, not waiting at its new path: its old path was kept forever (a helper's pass)."""
+    return site_file_role(doc.external_id) is not None
 
 
 def _emptied(rt: Runtime, g: Generation, docs: dict[str, DocumentRecord], state: dict[str, IndexStateRecord],

@@ -33,7 +33,7 @@ from assets.chunk_stage import chunk_rows, needs_chunking
 from assets.context_stage import context_input_hash, document_context, embed_text_of, missing_contexts
 from assets.embed_stage import capped_chars
 from assets.includes import fold, include_reader, own_hash, read_again, scanned_metadata, withdrawn
-from assets.index_stage import doc_digest, kept_moves, live_rows, unsafe_kept_versions
+from assets.index_stage import doc_digest, kept_moves, live_rows, never_held, unsafe_kept_versions
 from assets.listing import (
     CLASSES,
     ReadStreak,
@@ -622,7 +622,8 @@ class StageWalk:
                    holds: set[str]) -> set[str]:
         """`index_stage.kept_moves` after this run's listing (`docs`: the documents it leaves): the
         moves it marks (`SourcePlan.moves`) and those earlier runs marked."""
-        now = {old for old, new in self.sp.moves.items() if old in state and new not in holds}
+        now = {old for old, new in self.sp.moves.items()
+               if old in state and new not in holds and not (new in docs and never_held(docs[new]))}
         return now | kept_moves(self.rt.store, docs, state, holds)
 
     def walk_deletes_only(self, g: Generation) -> None:

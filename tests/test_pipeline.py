@@ -300,6 +300,15 @@ def test_a_documentation_builds_own_files_are_kept_but_never_indexed(dep: Deploy
     again = dep.cli("sync")
     assert again["site_files"] == 0 and again["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
     assert dep.cli("plan")["recomputed"] == again["recomputed"]
+    # a page moved to a site file's path leaves the indexes: it is never held at its new path, and
+    # its old path was kept, searchable, while the move waited for it (a helper's pass)
+    (dep.root / "notes/options.rst.txt").rename(dep.root / "html/_sources/notes.rst.txt")
+    plan = dep.cli("plan")
+    moved = dep.cli("sync")
+    assert moved["sources"]["docs"]["moved"] == 1  # its parse as a copy is cached: the same bytes
+    assert plan["written"] == moved["written"] and moved["written"]["deleted"] == 1
+    hits = [h["doc"] for h in dep.cli("query", "outfile option output file", "-k", "10")["hits"]]
+    assert "notes/options.rst.txt" not in hits and "html/options.html" in hits
 
 
 def test_compressed_manual_pages_are_indexed_as_their_text(dep: Deployment) -> None:

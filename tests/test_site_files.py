@@ -24,6 +24,8 @@ from assets.parsing.site_files import site_file_role
     ("api/html/jquery.js", "web-asset"),  # Doxygen's, beside its pages
     ("api/html/doxygen.css", "web-asset"),
     ("api/html/search/all_0.js", "web-asset"),
+    ("html/_static/jquery.js.gz", "theme-asset"),  # compressed, as Debian ships some
+    ("html/_sources/faq.rst.txt.gz", "source-copy"),
 ])
 def test_a_builds_own_files_have_a_role(path: str, role: str) -> None:
     assert site_file_role(path) == role
@@ -38,6 +40,7 @@ def test_a_builds_own_files_have_a_role(path: str, role: str) -> None:
     "html/search_index.json",  # MkDocs' is in search/
     "html/faq/general.html",
     "src/app.json",
+    "docs/notes.txt.gz",
     "notes/site.css.txt",
 ])
 def test_pages_and_other_files_have_none(path: str) -> None:
