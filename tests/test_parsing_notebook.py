@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from assets.chunking import chunk_blocks, is_side_text
 from assets.parsing import parse_document
 from connectors.config import ChunkConfig
+from connectors.errors import EmptyDocument
 
 
 def _nb(cells: list[dict[str, Any]], **meta: Any) -> bytes:
@@ -83,3 +86,18 @@ def test_a_notebooks_chunks_hold_its_prose_and_code_not_its_outputs() -> None:
     text = "\n".join(c.embed_text for c in chunks)
     assert "add a constant" in text and "Durbin-Watson" in text
     assert "loaded 16 rows" not in text and "Summary'>" not in text
+
+
+def test_odd_notebooks_read_or_fail_clearly() -> None:
+    """A helper's pass: a cell opening with "---" lost its text as front matter, deep nesting
+    was a RecursionError, outputs that are no list a TypeError, and an nbformat 3 notebook with
+    no cells was indexed as JSON data."""
+    rule = parse_document(_nb([_md("---", "title: Shown", "---", "", "Kept paragraph")]), "r.ipynb")
+    assert "title: Shown" in " ".join(b.text for b in rule.blocks)
+    deep = parse_document(b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "deep.ipynb")
+    assert any("not valid JSON" in w for w in deep.warnings)
+    odd = parse_document(_nb([{"cell_type": "code", "source": "x = 1", "outputs": 5}]), "odd.ipynb")
+    assert [b.text for b in odd.blocks] == ["x = 1"]
+    for empty in (_nb([]), json.dumps({"nbformat": 3, "worksheets": []}).encode()):
+        with pytest.raises(EmptyDocument):
+            parse_document(empty, "empty.ipynb")

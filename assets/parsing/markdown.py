@@ -411,13 +411,17 @@ def html_opener_scan(body: str) -> int:
     return total + opened * size
 
 
-def parse_markdown(text: str) -> ParseResult:
+def parse_markdown(text: str, *, front_matter: bool = True) -> ParseResult:
     """Parse Markdown text (already decoded) into typed blocks; one the parser must not read
     (nested too deep, tables padded too far: `_beyond_the_parser`) is read as plain text
-    instead, with a warning saying why."""
-    front, body, warning = split_front_matter(text)
-    if not front:
-        front, body = markdown_ext.split_meta(body)
+    instead, with a warning saying why. `front_matter=False` (a notebook's Markdown cell) reads
+    a YAML block or meta-data lines at the top as the text they render as."""
+    front: dict[str, Any] = {}
+    body, warning = text, None
+    if front_matter:
+        front, body, warning = split_front_matter(text)
+        if not front:
+            front, body = markdown_ext.split_meta(body)
     body = markdown_ext.rewrite(body)
     if (why := _beyond_the_parser(body)) is not None:
         return _as_plain_text(body, why)

@@ -52,7 +52,8 @@ def _language(meta: Any) -> str:
 def _outputs(cell: dict[str, Any]) -> list[Block]:
     """The plain text a code cell printed, as side text (see the module docstring)."""
     texts = []
-    for out in cell.get("outputs") or []:
+    outputs = cell.get("outputs")
+    for out in outputs if isinstance(outputs, list) else []:
         if not isinstance(out, dict):
             continue
         if out.get("output_type") == "stream":
@@ -71,8 +72,8 @@ def _outputs(cell: dict[str, Any]) -> list[Block]:
 
 def _cell_blocks(cell: dict[str, Any], language: str) -> list[Block]:
     kind = cell.get("cell_type")
-    if kind == "markdown":
-        return parse_markdown(_text(cell.get("source"))).blocks
+    if kind == "markdown":  # a cell opening with "---" shows a rule, not front matter to hide
+        return parse_markdown(_text(cell.get("source")), front_matter=False).blocks
     if kind == "code":
         code = _text(cell.get("source", cell.get("input"))).strip("\n")  # nbformat 3 names it input
         return ([Block("code", code, meta={"language": language})] if code.strip() else []) + _outputs(cell)
@@ -88,26 +89,30 @@ def _cell_blocks(cell: dict[str, Any], language: str) -> list[Block]:
 
 
 def _cells(nb: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The notebook's cells, in order (nbformat 4: `cells`; 3: the first worksheet's)."""
+    """The notebook's cells, in order (nbformat 4: `cells`; 3: its worksheets'), or None for
+    JSON that is no notebook. A notebook without cells has none: an empty document."""
     cells = nb.get("cells")
-    if cells is None and isinstance(nb.get("worksheets"), list) and nb["worksheets"]:
-        first = nb["worksheets"][0]
-        cells = first.get("cells") if isinstance(first, dict) else None
+    if cells is None and isinstance(nb.get("worksheets"), list):
+        cells = [c for w in nb["worksheets"] if isinstance(w, dict) and isinstance(w.get("cells"), list)
+                 for c in w["cells"]]
+    if cells is None and "nbformat" in nb:
+        cells = []
     return [c for c in cells if isinstance(c, dict)] if isinstance(cells, list) else None
 
 
 def parse_notebook(data: bytes) -> ParseResult:
     text, encoding = decode_text(data)
     try:
-        nb = json.loads(text)
-    except ValueError:
-        nb = None
+        nb, is_json = json.loads(text), True
+    except (ValueError, RecursionError):  # not JSON, or nested past the decoder's depth
+        nb, is_json = None, False
     cells = _cells(nb) if isinstance(nb, dict) else None
     if cells is None or not isinstance(nb, dict):
         from assets.parsing.jsondoc import parse_json
 
-        result = parse_json(data)
-        result.warnings.append("named .ipynb but holds no notebook cells; read as JSON data")
+        result = parse_json(data)  # which says so itself when the text is no JSON at all
+        if is_json:
+            result.warnings.append("named .ipynb but holds no notebook cells; read as JSON data")
         return result
     meta: dict[str, Any] = nb["metadata"] if isinstance(nb.get("metadata"), dict) else {}
     language = _language(meta)
