@@ -69,6 +69,16 @@ def test_striped_table_is_one_table() -> None:
     assert [b.kind for b in r.blocks] == ["heading", "paragraph", "table", "paragraph"]
 
 
+@pytest.mark.parametrize("offset", [0.0, 8.0])
+def test_striped_tables_side_by_side_are_two_tables(offset: float) -> None:
+    """A helper's pass: two striped tables side by side put their fills in one row (which did
+    not tile it, so both were dropped) or interleaved their bands (each stack broke)."""
+    r = parse_document(docgen.pdf_striped_tables_side_by_side(offset), "two.pdf", CFG)
+    tables = sorted((b.text.split("\n") for b in r.blocks if b.kind == "table"), key=lambda t: t[0])
+    assert [t[2:] for t in tables] == [[f"| {' | '.join(row)} |" for row in rows[1:]]
+                                       for rows in sorted(docgen.SIDE_BY_SIDE_ROWS, key=lambda rs: rs[0][0])]
+
+
 def test_split_table_continuation_gets_the_header() -> None:
     r = parse_document(docgen.pdf_split_table(), "split.pdf", CFG)
     tables = [b for b in r.blocks if b.kind == "table"]

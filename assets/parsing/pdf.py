@@ -75,6 +75,10 @@ STAMPED_SCAN_COVER = 0.8  # ... or this share with under STAMPED_SCAN_CHARS of t
 STAMPED_SCAN_CHARS = 100
 MIN_FILLED_CELLS = 0.3  # a "table" with fewer filled cells is a drawing (R-intro's mfrow grid)
 MIN_TABLE_STROKES = 4  # vector lines/rectangles a page needs before tables are looked for
+# ... and the most drawings it may have: `find_tables` cleans the graphics pairwise, so a page of
+# 10,000 filled cells took 9 s and one of 20,000 74 s (a plot's markers, a pattern); none of the
+# dev corpora's table pages comes near
+MAX_TABLE_PATHS = 5000
 BACKGROUND_COVER = 0.9  # a fill (or "table") covering this share of the page is its background
 MIN_TABLE_COLUMN = 6.0  # points: a narrower "column" is a rounded box corner, not a column
 BOX_TEXT_SHARE = 0.4  # a "table" one cell of which holds this share of the page's words is a box
@@ -297,6 +301,10 @@ def _find_tables(
     paths = page.get_cdrawings()
     if sum(len(p.get("items", ())) for p in paths) < MIN_TABLE_STROKES:
         return []
+    if len(paths) > MAX_TABLE_PATHS:
+        warnings.append(f"page {number}: {len(paths):,} vector drawings, too many to look for tables among "
+                        "(a plot or a pattern); its text is read as text")
+        return []
     # Cells come from the strokes alone, so a page whose drawings repeat those of a page
     # that held no table (a logo, a rule under the running header) holds none either.
     signature = hash(tuple(tuple(round(v) for v in p["rect"]) for p in paths))
@@ -411,18 +419,23 @@ def _band_stacks(fills: list[tuple[float, float, float, float]]) -> list[list[_B
         else:
             rows.append([f])
     bands: list[_Band] = []
-    for row in rows:
-        cells = sorted(row, key=lambda f: f[0])
-        if len(cells) < 2 or any(abs(b[0] - a[2]) > tol or abs(b[3] - a[3]) > tol
-                                 for a, b in itertools.pairwise(cells)):
-            continue  # one fill (a box), or fills that do not tile a row
-        bands.append((cells[0][1], cells[0][3], [cells[0][0]] + [c[2] for c in cells]))
+    for row in rows:  # a row's runs of fills that touch side by side: two tables side by side make two
+        runs: list[list[tuple[float, float, float, float]]] = []
+        for f in sorted(row, key=lambda f: f[0]):
+            if runs and abs(f[0] - runs[-1][-1][2]) <= tol and abs(f[3] - runs[-1][-1][3]) <= tol:
+                runs[-1].append(f)
+            else:
+                runs.append([f])
+        bands += [(run[0][1], run[0][3], [run[0][0]] + [c[2] for c in run]) for run in runs if len(run) >= 2]
     stacks: list[list[_Band]] = []
-    for band in bands:
-        last = stacks[-1][-1] if stacks else None
-        if (last and abs(band[2][0] - last[2][0]) <= tol and abs(band[2][-1] - last[2][-1]) <= tol
-                and 0 <= band[0] - last[1] <= MAX_BAND_GAP * min(b[1] - b[0] for b in stacks[-1])):
-            stacks[-1].append(band)
+    for band in sorted(bands, key=lambda b: b[0]):
+        # the stack of the same width that this band continues: not always the last one begun,
+        # where tables side by side have their rows at other heights
+        same = next((st for st in reversed(stacks)
+                     if abs(band[2][0] - st[-1][2][0]) <= tol and abs(band[2][-1] - st[-1][2][-1]) <= tol
+                     and 0 <= band[0] - st[-1][1] <= MAX_BAND_GAP * min(b[1] - b[0] for b in st)), None)
+        if same is not None:
+            same.append(band)
         else:
             stacks.append([band])
     return stacks
