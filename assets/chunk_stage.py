@@ -85,9 +85,10 @@ def run_chunk(rt: Runtime, source_name: str, gens: list[Generation], *,
         # a redirect page has no chunks, so nothing records that it was chunked: it is skipped
         # instead of being cut to nothing on every sync, unless it holds chunks of what it was
         # before it became one (they are cleared, and the index stage then drops the page)
-        todo = [d for d in docs if d.doc_id in parses and needs_chunking(current, d, pver)
-                and (d.doc_id in current or not is_navigation(parses[d.doc_id]))]
-        stats.cached += sum(1 for d in docs if d.doc_id in parses) - len(todo)
+        stale = [d for d in docs if d.doc_id in parses and needs_chunking(current, d, pver)]
+        todo = [d for d in stale if d.doc_id in current or not is_navigation(parses[d.doc_id])]
+        # a skipped page has no chunks: neither chunked nor cached
+        stats.cached += sum(1 for d in docs if d.doc_id in parses) - len(stale)
         progress.total(len(todo))
         for d in todo:
             p = parses[d.doc_id]

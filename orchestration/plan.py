@@ -487,9 +487,12 @@ class StageWalk:
         fresh = [d for d in self.sp.docs if d.doc_id in good and needs_chunking(current, d, pver)]
         todo = [d for d in fresh if (d.doc_id, cver) not in self.chunked]  # stored parses, new chunk version
         parses = self.parses(g, {d.doc_id for d in todo})
-        # redirect pages are not chunked unless they hold chunks of their former content (run_chunk)
+        # redirect pages are not chunked unless they hold chunks of their former content (run_chunk);
+        # they are neither computed nor cached: they have no chunks
+        skipped = len(fresh)
         fresh = [d for d in fresh if d.doc_id in current
                  or not is_navigation(parses.get(d.doc_id) or self.parsed.get((d.doc_id, pver)))]
+        skipped -= len(fresh)
         todo = [d for d in todo if d.doc_id in current or not is_navigation(parses.get(d.doc_id))]
         cut = fork_map(lambda d: _cut(d, parses[d.doc_id], g.stages.chunk, cver, pver), todo)
         for d, rows in zip(todo, cut, strict=True):
@@ -498,7 +501,7 @@ class StageWalk:
             self.walked.add(("chunk", cver))
             # one the chunker fails on is dead-lettered, neither chunked nor cached (run_chunk)
             self.counts["chunk"].compute += sum(1 for d in fresh if d.doc_id not in self.cut_failed)
-            self.counts["chunk"].cached += len(good) - len(fresh)
+            self.counts["chunk"].cached += len(good) - len(fresh) - skipped
         fresh_ids = {d.doc_id for d in fresh}
         stored = self.rt.store.chunks_for([d.doc_id for d in self.sp.docs
                                            if d.doc_id in good and d.doc_id not in fresh_ids], cver)
