@@ -33,7 +33,7 @@ _ASSET_SUFFIXES = frozenset({
 # line, was a low-quality dead letter in every Doxygen tree)
 _WEB_ASSET_SUFFIXES = frozenset({".css", ".js", ".mjs", ".cjs", ".map"})
 _SEARCH_INDEXES = frozenset({"searchindex.js"})  # Sphinx's; MkDocs' and Javadoc's are matched below
-_SITEMAPS = frozenset({"sitemap.xml", "sitemap.xml.gz"})
+_SITEMAPS = frozenset({"sitemap.xml"})  # sitemap.xml.gz too, as every compressed file
 _COMPRESSED = frozenset({".gz", ".bz2", ".xz"})  # a single compressed file is read as the one inside
 
 
@@ -42,7 +42,7 @@ def site_file_role(path: str) -> str | None:
     "source-copy", "search-index", "theme-asset", "inventory", "sitemap" or "web-asset" (a
     stylesheet or script anywhere); None for anything else, which is read as a document."""
     p = PurePosixPath(path)
-    if p.suffix.lower() in _COMPRESSED and p.stem.lower() not in _SITEMAPS:  # jquery.js.gz is jquery.js
+    if p.suffix.lower() in _COMPRESSED:  # jquery.js.gz is jquery.js
         p = p.with_name(p.stem)
     folders, name = p.parts[:-1], p.name
     lower = name.lower()
