@@ -198,7 +198,9 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # interleaved, and both fell apart again); a page of more than 5,000 drawings (a plot's markers)
 # is not searched for tables (find_tables took 9 s on 10,000 fills, 74 s on 20,000). Of 20 dev
 # corpus PDFs only xcolor's \rowcolors demo changed (rows 3-13 one table, rows 9-10 in one row).
-STAGE_CODE_VERSIONS = {"parse": "40", "chunk": "6", "context": "2", "embed": "1"}
+# 41: image files (PNG, JPEG, TIFF, GIF) are read as scanned pages through OCR
+# (`assets.parsing.image`); they were `unsupported-format` dead letters. No dev corpus holds one.
+STAGE_CODE_VERSIONS = {"parse": "41", "chunk": "6", "context": "2", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

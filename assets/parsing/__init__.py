@@ -5,7 +5,8 @@
 
 `parse_document` sniffs the real format from the bytes (see `sniff.py` for how a mismatch with
 the extension is resolved), dispatches to one parser per format, cleans the blocks and fills
-`ParseResult.metrics` / `page_metrics`. Every failure is a specific `connectors.errors.ParseError`
+`ParseResult.metrics` / `page_metrics`. Images (PNG, JPEG, TIFF, GIF) are read as scanned pages,
+through OCR (`image.py`). Every failure is a specific `connectors.errors.ParseError`
 subclass with a human message (encrypted, corrupt, empty, needs-OCR, unsupported, mismatch, too
 large). Pure: no I/O, no global state beyond lazily initialised libraries.
 
@@ -245,6 +246,13 @@ def _parse(data: bytes, filename: str, config: ParseConfig, depth: int, max_byte
             from assets.parsing.fallback import parse_fallback
 
             result = parse_fallback(data, name, detected.label)
+        elif detected.format == "image":
+            if depth > 0:  # an attachment's logo or badge would be noise in every message
+                raise UnsupportedFormat(f"{name}: an attached {detected.label} is not read (images are OCR'd "
+                                        "only as files of their own)")
+            from assets.parsing.image import parse_image
+
+            result = parse_image(data, config, name, detected.label)
         else:
             result = _PARSERS[detected.format](data, config, name)
     except (ParseError, MemoryError, KeyboardInterrupt):

@@ -128,6 +128,7 @@ _MAGIC: list[tuple[bytes, str]] = [
     (b"ID3", "MP3 audio"),
     (b"OggS", "Ogg media file"),
 ]
+IMAGE_LABELS = frozenset({"PNG image", "JPEG image", "GIF image", "TIFF image"})
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _BOMS = [
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -606,6 +607,8 @@ def _detect(data: bytes, name: str, ext: str) -> Detected:  # noqa: C901  # leng
             raise CorruptDocument(f"{name} is not a readable RTF (no {{\\rtf header): {detail}")
         if by_ext in TEXT_FORMATS:
             raise FormatMismatch(f"{name} is named {shown} but looks binary: {detail}")
+        if s.label in IMAGE_LABELS:  # a scan, read by OCR (assets.parsing.image)
+            return Detected("image", label=s.label)
         if "OLE" in s.label or ext in FALLBACK_EXTENSIONS:
             # No native parser: unstructured's partition is the last resort (.msg, .doc, ...).
             return Detected("fallback", [f"{name}: no native parser; read by unstructured"], detail)
