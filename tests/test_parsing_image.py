@@ -11,7 +11,7 @@ from PIL import Image
 from assets.parsing import parse_document
 from assets.parsing.ocr import find_tessdata
 from connectors.config import ParseConfig
-from connectors.errors import NeedsOCR
+from connectors.errors import CorruptDocument, NeedsOCR, TooLarge
 
 CFG = ParseConfig(ocr_dpi=200)
 needs_tesseract = pytest.mark.skipif(
@@ -51,3 +51,13 @@ def test_every_frame_of_a_tiff_is_a_page() -> None:
 def test_an_image_without_ocr_says_so() -> None:
     with pytest.raises(NeedsOCR, match="OCR, which is off"):
         parse_document(_scan("Title", "Body text."), "scan.png", ParseConfig(ocr=False))
+
+
+def test_an_image_too_large_to_decode_is_refused_before_it_is() -> None:
+    """A 438 KB PNG of 20,000 x 20,000 blank pixels took 830 MB to read; refused from its header."""
+    buf = io.BytesIO()
+    Image.new("1", (20_000, 9_000)).save(buf, format="PNG")  # 180 million pixels, a few KB
+    with pytest.raises(TooLarge, match="180,000,000 pixels is too large to OCR"):
+        parse_document(buf.getvalue(), "bomb.png", CFG)
+    with pytest.raises(CorruptDocument, match="does not decode"):
+        parse_document(b"\xff\xd8\xff" + bytes(50), "broken.jpg", CFG)
