@@ -27,8 +27,9 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
     recomputed = {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
     written = {"documents": 0, "chunks": 0, "deleted": 0}
     truncated = 0  # final texts longer than the embedder reads: their ends were not embedded
-    # redirect and index pages parsed this run, and a documentation build's own files: kept out of the indexes
-    redirects = index_pages = site_files = 0
+    # pages parsed this run that are kept out of the indexes: redirects, generated indexes and a
+    # documentation build's own files (the parse stage's counts of each)
+    kept_out = dict.fromkeys(("redirects", "index_pages", "site_files"), 0)
     timings: dict[str, float] = {}
     errors: dict[str, str] = {}
     warnings: list[str] = []
@@ -49,9 +50,8 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
         recomputed["context"] += int(m.get("contextual_prefixes", {}).get("computed", 0))
         recomputed["embed"] += int(m.get("embeddings", {}).get("embedded", 0))
         truncated += int(m.get("embeddings", {}).get("truncated", 0))
-        redirects += int(m.get("parsed_documents", {}).get("redirects", 0))
-        index_pages += int(m.get("parsed_documents", {}).get("index_pages", 0))
-        site_files += int(m.get("parsed_documents", {}).get("site_files", 0))
+        for kind in kept_out:
+            kept_out[kind] += int(m.get("parsed_documents", {}).get(kind, 0))
         gens = list(o.generations.values())  # every generation the run wrote or changed, live or not
         # documents, not document x generation: a document removed from the live and from the
         # previous generation (kept for a rollback) is one removal, as `bindery plan` counts it
@@ -85,8 +85,8 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
                         "include and exclude (`bindery plan` shows what they select)")
     dead = store.counts()["dead_letters"]
     return {"generation": b.generation_id if b else None, "sources": sources, "recomputed": recomputed,
-            "written": written, "truncated": truncated, "redirect_pages": redirects,
-            "index_pages": index_pages, "site_files": site_files,
+            "written": written, "truncated": truncated, "redirect_pages": kept_out["redirects"],
+            "index_pages": kept_out["index_pages"], "site_files": kept_out["site_files"],
             "seconds": round(seconds, 3), "timings": timings, "errors": errors, "warnings": warnings,
             "dead_letters": dead, "kept_versions": kept_versions(store, b) if dead else 0,
             "runs": {o.partition: o.run_id for o in outcomes}, "_checks": checks,

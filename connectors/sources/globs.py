@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from pathspec import GitIgnoreSpec, PathSpec
+from pathspec import PathSpec
 from pathspec.pattern import RegexPattern
 from pathspec.patterns.gitignore import GitIgnorePatternError
 
@@ -38,7 +38,7 @@ def check_patterns(patterns: Iterable[str]) -> list[str]:
         if not p.strip():
             raise ValueError("empty glob pattern (a blank line matches nothing; remove it)")
         try:
-            spec = GitIgnoreSpec.from_lines([p])
+            spec = PathSpec.from_lines("gitwildmatch", [p])  # as `_GitIgnore` compiles it
         except (GitIgnorePatternError, re.error) as e:  # re.error: a range such as "[z-a]"
             raise ValueError(f"invalid glob pattern {p!r}: {e}") from None
         if all(q.include is None for q in spec.patterns):
