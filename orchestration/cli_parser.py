@@ -138,19 +138,35 @@ def share_common_options(p: argparse.ArgumentParser) -> None:
                 _common_options(sub, argparse.SUPPRESS)
 
 
-def _version() -> str:
+def _version() -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return f"bindery {version('bindery')}"
+        return version("bindery")
     except PackageNotFoundError:
-        return "bindery (not installed)"
+        return None
+
+
+class _Version(argparse.Action):
+    """`--version`: `bindery 0.1.0`, or `{"version": "0.1.0"}` with `--json` anywhere on the line."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        v = _version()
+        if "--json" in ARGV:
+            print(json.dumps({"version": v}))
+        else:
+            print(f"bindery {v}" if v else "bindery (not installed)")
+        parser.exit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="bindery", description="Batch ingestion and reindexing for RAG.")
     _common_options(p, argparse.SUPPRESS)
-    p.add_argument("--version", action="version", version=_version(), help="print the version and exit")
+    p.add_argument("--version", action=_Version, help="print the version and exit (as JSON with --json)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = sub.add_parser("sync", help="bring sources up to date in the live generation")
     s.add_argument("--source", action=_AppendOnce, help="only this source (repeatable)")

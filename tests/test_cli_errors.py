@@ -197,6 +197,9 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
      ("sources.0.root", "${BINDERY_NO_SUCH_VAR} is not set")),
     ("unset variable in data_dir", {"data_dir": "$BINDERY_NO_SUCH_VAR/data"}, ["status"],
      ("data_dir", "$BINDERY_NO_SUCH_VAR is not set")),
+    # a field Bindery fills from where it read the file was accepted and silently replaced
+    ("config_path in the file", {"config_path": "/elsewhere/bindery.yaml"}, ["status"],
+     ("config_path", "not a setting")),
 ]
 
 

@@ -77,8 +77,13 @@ def test_json_flag_before_or_after_the_command(dep: Deployment, capsys: pytest.C
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
     code, out, _ = run(capsys, "--version")
     assert code == 0 and out.startswith("bindery ") and out.split()[1][0].isdigit()
+    for argv in (["--version", "--json"], ["--json", "--version"]):
+        code, out, _ = run(capsys, *argv)
+        assert code == 0 and json.loads(out) == {"version": version("bindery")}
 
 
 def test_every_option_has_help_text() -> None:

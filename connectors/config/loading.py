@@ -199,6 +199,9 @@ def load_config(path: str | os.PathLike[str] | None = None) -> BinderyConfig:
         raise _yaml_error(p, e) from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: expected a mapping at the top level, got {type(raw).__name__}")
+    if "config_path" in raw:  # a field Bindery fills from where the file is read; a value here would be lost
+        raise ConfigError(f"invalid configuration: config_path: is not a setting (Bindery records where the file "
+                          f"was read from, here {p}); remove the key")
     cfg = config_from_dict(raw, p.resolve().parent)
     cfg.config_path = str(p.resolve())
     cfg._given_path = str(p.absolute())
