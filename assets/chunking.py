@@ -29,7 +29,8 @@ Algorithm
        (or, failing that, into the previous section's last) when the result fits; into the
        previous one first when that is the nearer relative in the heading tree (a function's
        "Returns" subsection stays with its function). A merged chunk's heading path is the
-       common prefix of its sections' paths.
+       common prefix of its sections' paths, so each of its sections starts with the headings
+       of its path below that prefix that no earlier section of the chunk shows (`_Above`).
     6. Every chunk is re-counted with the tokenizer and the count stored in `n_tokens`. The
        packing estimates are exact for WordPiece (whitespace costs no tokens); a tokenizer that
        spends tokens on joins could overrun them, so an over-long chunk is cut again there.
@@ -156,12 +157,59 @@ class _Part:
     units: list[_Unit]
     first: bool  # holds the section's first unit
     last: bool  # holds the section's last unit
+    above: str = ""  # headings over its own that its merged chunk would otherwise lose (`_Above`)
+    above_tokens: int = 0
+
+    @property
+    def lead(self) -> str:
+        """The heading lines the part starts with."""
+        return "\n".join(x for x in (self.above, self.section.line) if x)
 
     def render(self) -> str:
         body = ""
         for k, u in enumerate(self.units):
             body += ("" if k == 0 else "\n" if u.tight else BLOCK_SEPARATOR) + u.text
-        return f"{self.section.line}\n{body}" if self.section.line else body
+        return f"{self.lead}\n{body}" if self.lead else body
+
+
+class _Above:
+    """The headings a merged chunk would lose. A chunk's heading path is the common prefix of
+    its sections' paths, and each section's text starts with its own heading only, so a heading
+    with no text of its own between the two ("* Release 1.11" over "** Performance", merged
+    with the next release's section) was in neither: its words were nowhere in the index. Each
+    part of a chunk of several sections therefore starts with the headings of its path below
+    the chunk's path that no earlier part of the chunk shows."""
+
+    def __init__(self, tok: TokenCounter, sep: int) -> None:
+        self._tok, self._sep = tok, sep
+        self._counts: dict[str, int] = {}
+
+    @staticmethod
+    def lines(group: list[_Part]) -> list[str]:
+        if len(group) < 2:
+            return [""] * len(group)
+        shared = len(_common_prefix([p.section.path for p in group]))
+        out: list[str] = []
+        for k, p in enumerate(group):
+            path = p.section.path
+            shown = shared if k == 0 else max(shared, len(_common_prefix([path, group[k - 1].section.path])))
+            own = path[shown:-1] if p.section.line else path[shown:]  # the last is its own line
+            out.append("\n".join(own))
+        return out
+
+    def count(self, line: str) -> int:
+        if line not in self._counts:
+            self._counts[line] = self._tok.count(line)
+        return self._counts[line]
+
+    def cost(self, group: list[_Part]) -> int:
+        """The word pieces the group's lost headings add when it becomes one chunk."""
+        return sum(self.count(x) + self._sep for x in self.lines(group) if x)
+
+    def assign(self, groups: list[list[_Part]]) -> None:
+        for g in groups:
+            for p, line in zip(g, self.lines(g), strict=True):
+                p.above, p.above_tokens = line, self.count(line) if line else 0
 
 
 # -- the stage function -----------------------------------------------------------------------
@@ -193,9 +241,11 @@ def chunk_blocks(
         budget = config.max_tokens - section.line_tokens - sep
         units = _units(section, budget, config.overlap_tokens, tok)
         groups.extend([p] for p in _pack(section, units, budget, sep))
-    groups = _merge_small(groups, config, sep)
+    above = _Above(tok, sep)
+    groups = _merge_small(groups, config, sep, above)
     if config.keep_short_docs_whole:
-        groups = _whole_if_fits(groups, config.max_tokens, sep)
+        groups = _whole_if_fits(groups, config.max_tokens, sep, above)
+    above.assign(groups)
     drafts = _finish(groups, config.max_tokens, tok)
     group_units(drafts, document_text(blocks), config.parent_max_tokens)
     return drafts
@@ -259,7 +309,7 @@ def is_side_text(block: Block) -> bool:
     return bool(block.meta.get("quoted") or block.meta.get("side"))
 
 
-def _whole_if_fits(groups: list[list[_Part]], max_tokens: int, sep: int) -> list[list[_Part]]:
+def _whole_if_fits(groups: list[list[_Part]], max_tokens: int, sep: int, above: _Above) -> list[list[_Part]]:
     """One group when the whole document fits `max_tokens`: a short message, FAQ entry or
     command page is one unit to a reader, and splitting it by headings only scatters its
     evidence over chunks that each match the query less well."""
@@ -268,7 +318,7 @@ def _whole_if_fits(groups: list[list[_Part]], max_tokens: int, sep: int) -> list
     parts = [p for g in groups for p in g]
     if not all(p.first and p.last for p in parts):
         return groups  # a section already cut in pieces: the document is long
-    total = sum(_part_tokens(p, sep) for p in parts) + sep * (len(parts) - 1)
+    total = sum(_part_tokens(p, sep) for p in parts) + sep * (len(parts) - 1) + above.cost(parts)
     return [parts] if total <= max_tokens else groups
 
 
@@ -441,7 +491,7 @@ def _even_runs(sizes: list[int], limit: int, sep: int, breaks: list[bool]) -> li
     return greedy(lo)
 
 
-def _merge_small(groups: list[list[_Part]], config: ChunkConfig, sep: int) -> list[list[_Part]]:
+def _merge_small(groups: list[list[_Part]], config: ChunkConfig, sep: int, above: _Above) -> list[list[_Part]]:
     """Merge each single-chunk section below `min_tokens` into a neighbouring chunk when they
     fit: the previous one when it is the nearer relative in the heading tree (the longer common
     heading path), else the next one (a merged group still small goes on to the one after),
@@ -456,7 +506,7 @@ def _merge_small(groups: list[list[_Part]], config: ChunkConfig, sep: int) -> li
         return g[0].first and g[-1].last and tokens(g) < config.min_tokens
 
     def fits(a: list[_Part], b: list[_Part]) -> bool:
-        return tokens(a) + sep + tokens(b) <= config.max_tokens
+        return tokens(a) + sep + tokens(b) + above.cost(a + b) <= config.max_tokens
 
     def kinship(a: list[_Part], b: list[_Part]) -> int:
         return len(_common_prefix([a[-1].section.path, b[0].section.path]))
@@ -482,7 +532,7 @@ def _merge_small(groups: list[list[_Part]], config: ChunkConfig, sep: int) -> li
 
 def _part_tokens(p: _Part, sep: int) -> int:
     body = sum(u.tokens for u in p.units) + sep * (len(p.units) - 1)
-    return body + (p.section.line_tokens + sep if p.section.line else 0)
+    return body + (p.section.line_tokens + sep if p.section.line else 0) + (p.above_tokens + sep if p.above else 0)
 
 
 def _finish(groups: list[list[_Part]], max_tokens: int, tok: TokenCounter) -> list[ChunkDraft]:
@@ -506,7 +556,7 @@ def _finish(groups: list[list[_Part]], max_tokens: int, tok: TokenCounter) -> li
                     ordinal=len(drafts), display_text=piece, embed_text=piece,
                     heading_path=path, page=min(pages, default=None),
                     page_end=max(pages, default=None), char_start=start, char_end=end,
-                    kind=kind, n_tokens=m, lead=g[0].section.line,
+                    kind=kind, n_tokens=m, lead=g[0].lead,
                 )
             )  # fmt: skip
     return drafts

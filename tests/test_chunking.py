@@ -393,6 +393,33 @@ def test_small_section_merges_forward_with_common_prefix(tok: TokenCounter) -> N
     assert doc[d.char_start : d.char_end].startswith("Use apt.\n\nWindows\n\nDownload")
 
 
+def test_a_heading_over_merged_sections_stays_in_the_chunk(tok: TokenCounter) -> None:
+    """gzip's NEWS: "* Noteworthy changes in release 1.11" holds only "** Performance
+    improvements" and one line, so that section merges with release 1.10's; the chunk's path is
+    their common prefix and each section's text started with its own heading only, so the
+    release headings were in neither the text nor the path: the chunk could not be found by
+    its release. Each is now shown once, above the first section under it."""
+    blocks = [
+        H("GNU gzip NEWS", 1),
+        H("Release 1.11", 1), H("Performance improvements", 2), P("IBM Z now supports hardware deflation."),
+        H("Release 1.10", 1), H("Changes in behavior", 2), P("Output has a null timestamp."),
+        H("Bug fixes", 2), P("A use of uninitialized memory has been fixed."),
+    ]
+    cfg = ChunkConfig(min_tokens=12)
+    drafts = chunk_blocks(blocks, cfg, counter=tok)
+    assert len(drafts) == 1 and drafts[0].heading_path == []
+    assert drafts[0].display_text.startswith("Release 1.11\nPerformance improvements\nIBM Z")
+    assert "\n\nRelease 1.10\nChanges in behavior\nOutput" in drafts[0].display_text
+    assert drafts[0].display_text.count("Release 1.10") == 1  # "Bug fixes" is under it: not repeated
+    assert drafts[0].lead == "Release 1.11\nPerformance improvements"
+    check_invariants(blocks, drafts, cfg, tok)
+    # a chunk of one section keeps its path, and its text its own heading only, as before
+    alone = chunk_blocks(blocks, ChunkConfig(min_tokens=0, keep_short_docs_whole=False), counter=tok)
+    assert [d.display_text.split("\n", 1)[0] for d in alone] == ["Performance improvements",
+                                                                   "Changes in behavior", "Bug fixes"]
+    assert alone[0].heading_path == ["Release 1.11", "Performance improvements"]
+
+
 def test_trailing_small_section_merges_backward(tok: TokenCounter) -> None:
     blocks = [H("Intro", 2), P(paragraph(random.Random(3), 3)), H("Notes", 2), P("None yet.")]
     drafts = chunk_blocks(blocks, ChunkConfig(min_tokens=10), counter=tok)
