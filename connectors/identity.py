@@ -203,7 +203,13 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # corpus PDFs only xcolor's \rowcolors demo changed (rows 3-13 one table, rows 9-10 in one row).
 # 41: image files (PNG, JPEG, TIFF, GIF) are read as scanned pages through OCR
 # (`assets.parsing.image`); they were `unsupported-format` dead letters. No dev corpus holds one.
-STAGE_CODE_VERSIONS = {"parse": "41", "chunk": "7", "context": "2", "embed": "1"}
+# 42: from hostile input: an animated GIF/PNG is its first frame (a 1,100-frame spinner was a
+# too-large dead letter), an image over 32,767 pixels a side is OCR'd scaled to fit, a sideways
+# phone photo upright, a PNG with a large XMP chunk read, a JPEG cut short says so, a JPEG named
+# .pdf read as the image it is, NUL in text replaced (PostgreSQL refused it), a JSON integer of
+# over 4,300 digits kept as digits, a page of one drawing holding over 20,000 cell edges not
+# searched for tables. The 455 files of the PDF, notebook, site and text dev corpora parse as before.
+STAGE_CODE_VERSIONS = {"parse": "42", "chunk": "7", "context": "2", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

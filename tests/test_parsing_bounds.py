@@ -91,6 +91,34 @@ def test_a_huge_page_is_rendered_for_ocr_below_a_pixel_bound() -> None:
     assert ocr_dpi(10**7, 10**7, 300) == 1
 
 
+def test_no_side_of_a_render_for_ocr_is_over_tesseracts_limit() -> None:
+    """A page as tall as a 40,000-pixel screenshot at 300 dpi: Tesseract refuses a side over
+    32,767 pixels (and the page was a needs-ocr dead letter)."""
+    from assets.parsing.pdf import MAX_OCR_SIDE, ocr_dpi
+
+    dpi = ocr_dpi(800 * 72 / 300, 40_000 * 72 / 300, 300)
+    assert 200 < dpi < 300 and 40_000 / 300 * dpi < MAX_OCR_SIDE
+
+
+def test_one_drawing_of_thousands_of_rectangles_is_not_searched_for_tables() -> None:
+    """20,000 rectangles in one path (a hatch, a plot's markers) took 15-40 s in `find_tables`,
+    a page; the page's drawings were counted, not what they hold."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((72, 40), "The figure below shows the hatched region of the site plan.")
+    shape = page.new_shape()
+    for i in range(20_000):  # a grid of 142 x 141 cells
+        x, y = 50 + (i % 142) * 3.5, 60 + (i // 142) * 4.9
+        shape.draw_rect(pymupdf.Rect(x, y, x + 3.5, y + 4.9))
+    shape.finish(color=(0, 0, 0), width=0.2)
+    shape.commit()
+    result = parse_document(doc.tobytes(), "plan.pdf", ParseConfig())
+    assert "hatched region" in result.blocks[0].text
+    assert any("80,000 drawn edges, too many to look for tables" in w for w in result.warnings)
+
+
 def _ods(rows_xml: str) -> bytes:
     from tests.fixtures.docgen import _ODF_NS, _zip
 

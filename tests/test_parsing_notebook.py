@@ -101,3 +101,26 @@ def test_odd_notebooks_read_or_fail_clearly() -> None:
     for empty in (_nb([]), json.dumps({"nbformat": 3, "worksheets": []}).encode()):
         with pytest.raises(EmptyDocument):
             parse_document(empty, "empty.ipynb")
+
+
+def test_an_integer_too_long_for_python_does_not_fail_the_notebook() -> None:
+    """An output of 5,000 digits as JSON (a large factorial): Python's int limit raised a
+    ValueError, the notebook and its JSON fallback a "parser failed" dead letter."""
+    big = "7" * 5000
+    nb = _nb([_md("# Factorials", "", "We show a large factorial."),
+              _code("math.factorial(2000)", {"output_type": "execute_result", "metadata": {},
+                                             "data": {"application/json": 0, "text/plain": big}})])
+    r = parse_document(nb.replace(b'"application/json": 0', b'"application/json": ' + big.encode()), "f.ipynb")
+    assert r.format == "notebook" and r.title == "Factorials"
+    assert r.blocks[-1].text.startswith("7777") and is_side_text(r.blocks[-1])
+    data = parse_document(b'{"id": "n1", "value": ' + big.encode() + b"}", "big.json")
+    assert data.blocks[0].text.startswith("id: n1\nvalue: 7777")
+    lines = parse_document(b'{"v": ' + big.encode() + b'}\n{"v": 1}\n', "big.jsonl")
+    assert not lines.warnings and "7777" in lines.blocks[0].text
+
+
+def test_a_nul_in_a_code_cell_is_not_stored() -> None:
+    """`"\\u0000"` in a cell's JSON reached the chunks as NUL, which no PostgreSQL text column
+    takes: every sync of the source failed writing them, with no dead letter."""
+    r = parse_document(_nb([_md("# Control bytes"), _code('sep = "\u0000"\nprint(sep)')]), "nul.ipynb")
+    assert [b.text for b in r.blocks] == ["Control bytes", 'sep = "\ufffd"\nprint(sep)']

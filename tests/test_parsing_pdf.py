@@ -113,6 +113,22 @@ def test_headers_kept_when_stripping_disabled() -> None:
     assert "ACME Corp Annual Report 2024" in _text(r)
 
 
+def test_a_pdf_whose_only_text_is_a_running_header_says_so() -> None:
+    """A drawing register whose pages hold only "sheet N of 4" at their top was "no extractable
+    text and no scanned images": its text was read, then stripped as a running header."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    for n in range(1, 5):
+        page = doc.new_page()
+        page.insert_text((72, 40), f"ACME Corp drawing register, sheet {n} of 4")
+        page.draw_rect(pymupdf.Rect(72, 100, 500, 700))
+    with pytest.raises(EmptyDocument, match=r"4 line\(s\) at the same place on every page, stripped as running"):
+        parse_document(doc.tobytes(), "sheets.pdf", CFG)
+    kept = parse_document(doc.tobytes(), "sheets.pdf", ParseConfig(strip_headers_footers=False))
+    assert "sheet 4 of 4" in _text(kept)
+
+
 def test_hyphenation_repaired_and_compounds_kept() -> None:
     r = parse_document(docgen.pdf_hyphenated(), "h.pdf", CFG)
     text = _text(r)

@@ -56,3 +56,11 @@ def test_a_site_file_is_not_read_and_keyed_apart() -> None:
     assert page.blocks and not is_navigation(page)
     # the same bytes under both paths must not share a cached parse
     assert file_format("html/_sources/options.rst.txt") != file_format("notes/options.rst.txt") == "txt"
+
+
+@pytest.mark.parametrize("path", ["notes/..gz", "..xz", "html/_static/..bz2"])
+def test_a_name_that_is_only_a_compression_suffix_has_no_role(path: str) -> None:
+    # an S3 key "notes/..gz" (no listing hides it) raised ValueError here, out of the parse
+    # key (`file_format`), and failed the whole source's sync with no dead letter
+    assert site_file_role(path) is None
+    assert file_format(path) in ("gz", "xz", "bz2")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import re
+import struct
 import warnings
 
 from assets.parsing.pdf import parse_pdf
@@ -33,7 +34,7 @@ MAX_IMAGE_PIXELS = 178_956_970
 def parse_image(data: bytes, config: ParseConfig, name: str, label: str) -> ParseResult:
     if not config.ocr:
         raise NeedsOCR(f"{name} is a {label}: its text can only be read by OCR, which is off (stages.parse.ocr)")
-    sizes = _frame_sizes(data, name, label, config.max_ocr_pages)
+    sizes, animated = _frame_sizes(data, name, label, config.max_ocr_pages)
     import pymupdf
 
     try:
@@ -45,25 +46,40 @@ def parse_image(data: bytes, config: ParseConfig, name: str, label: str) -> Pars
     try:
         result = parse_pdf(pdf, config)
     except EmptyDocument:  # said of the image, not of the PDF made of it
+        if cut := _cut_short():
+            raise CorruptDocument(f"{name} is not a readable {label}: its data ends early ({cut}); OCR read "
+                                  "no text from the part there is") from None
         w, h = sizes[0]
         raise EmptyDocument(f"{name}: OCR read no text from this {label} ({w:,} x {h:,} pixels"
                             f"{f', {len(sizes)} frames' if len(sizes) > 1 else ''}): a picture, or a scan "
                             "too small or faint") from None
+    if cut := _cut_short():
+        result.warnings.append(f"{name}: the {label}'s data ends early ({cut}); only the part before "
+                               "the cut was read")
     result.metadata["image"] = {"kind": label, "frames": len(sizes)}
+    if animated:
+        result.warnings.append(f"{name} is an animated {label}: only its first frame is read")
     return result
 
 
-def _frame_sizes(data: bytes, name: str, label: str, max_frames: int) -> list[tuple[int, int]]:
-    """Each frame's size in pixels, read from the headers without decoding a pixel; TooLarge for
-    a frame over MAX_IMAGE_PIXELS or more frames than `max_ocr_pages`."""
+def _frame_sizes(data: bytes, name: str, label: str, max_frames: int) -> tuple[list[tuple[int, int]], bool]:
+    """The size in pixels of each frame that becomes a page, read from the headers without
+    decoding a pixel, and whether other frames are left unread; TooLarge for a frame over
+    MAX_IMAGE_PIXELS or more frames than `max_ocr_pages`. Only a TIFF's frames are pages
+    (`convert_to_pdf` reads an animated GIF, PNG or a JPEG's MPO pictures as their first
+    frame): a spinner GIF of 1,100 frames was a too-large dead letter "of more than 1,000
+    frames to OCR", its one readable frame never read."""
     from PIL import Image, UnidentifiedImageError
 
     sizes: list[tuple[int, int]] = []
+    animated = False
     try:
         with warnings.catch_warnings():  # Pillow's bomb warning, below its error: the limit decides
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data)) as im:
-                for i in range(getattr(im, "n_frames", 1)):
+                if label != "TIFF image":
+                    animated = bool(getattr(im, "is_animated", False))
+                for i in range(getattr(im, "n_frames", 1) if label == "TIFF image" else 1):
                     if i >= max_frames:
                         raise TooLarge(f"{name}: a {label} of more than {max_frames:,} frames to OCR "
                                        "(stages.parse.max_ocr_pages)")
@@ -78,8 +94,42 @@ def _frame_sizes(data: bytes, name: str, label: str, max_frames: int) -> list[tu
     except UnidentifiedImageError:
         raise CorruptDocument(f"{name} is not a readable {label}: its data does not decode as one") from None
     except (OSError, ValueError, EOFError, SyntaxError) as e:  # Pillow's other ways of saying "damaged"
+        if isinstance(e, ValueError) and label == "PNG image" and (size := _png_size_past_text(data)):
+            w, h = size
+            if w * h > MAX_IMAGE_PIXELS:
+                raise _too_large(name, label, w * h) from None
+            return [(w, h)], False
         raise CorruptDocument(f"{name} is not a readable {label}: {e}") from None
-    return sizes
+    return sizes, animated
+
+
+def _png_size_past_text(data: bytes) -> tuple[int, int] | None:
+    """A PNG's size from its header, where Pillow refused it over a text chunk too large for it
+    to unpack (over 1 MB: an editor's XMP history): metadata, not damage, and MuPDF reads the
+    pixels past it. None where an ICC profile comes before the pixels, the chunk Pillow may have
+    refused: MuPDF unpacks that whole (a 2 MB PNG's took 2 GB), so the refusal stands."""
+    if data[12:16] != b"IHDR" or len(data) < 24:
+        return None
+    pos = 8
+    while pos + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        if kind == b"IDAT":
+            break
+        if kind == b"iCCP":
+            return None
+        pos += 12 + length
+    w, h = struct.unpack(">II", data[16:24])
+    return w, h
+
+
+def _cut_short() -> str | None:
+    """MuPDF's warning, given as OCR rendered the pages, that an image's data ended early: a
+    JPEG cut off in a download is decoded as far as it goes, the rest left grey, and its text
+    was lost with no word said (or the image was "a picture, or a scan too small or faint")."""
+    import pymupdf
+
+    said = pymupdf.TOOLS.mupdf_warnings()  # since `parse_pdf` opened the PDF made of the image
+    return next((line.strip() for line in said.splitlines() if "premature end" in line), None)
 
 
 def _too_large(name: str, label: str, pixels: int | None) -> TooLarge:
@@ -98,8 +148,15 @@ def _at_own_resolution(pdf: bytes, dpi: int) -> bytes:
     out = pymupdf.open()
     for i in range(src.page_count):
         page = src[i]
-        images = page.get_images()
-        w, h = (images[0][2], images[0][3]) if images else (page.rect.width * dpi / 72, page.rect.height * dpi / 72)
+        images = page.get_image_info()
+        w, h = ((images[0]["width"], images[0]["height"]) if images
+                else (page.rect.width * dpi / 72, page.rect.height * dpi / 72))
+        if images and abs(images[0]["transform"][0]) < abs(images[0]["transform"][1]):
+            # drawn a quarter turn round: MuPDF applies an EXIF orientation (a phone's photo of a
+            # page is stored sideways, tagged to be turned upright), so the page's width is the
+            # image's height; unswapped, the upright page was shrunk into a sideways one, and
+            # its text was too small to read
+            w, h = h, w
         rect = pymupdf.Rect(0, 0, max(1.0, w * 72 / dpi), max(1.0, h * 72 / dpi))
         out.new_page(width=rect.width, height=rect.height).show_pdf_page(rect, src, i)
     return bytes(out.tobytes())

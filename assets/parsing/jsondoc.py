@@ -28,7 +28,7 @@ from assets.parsing.sniff import decode_text
 from assets.parsing.textutil import clean_inline, cut_label, table_row_groups
 from connectors.documents import Block, ParseResult
 
-__all__ = ["parse_json", "parse_jsonl"]
+__all__ = ["load_json", "parse_json", "parse_jsonl"]
 
 MAX_LINES = 25
 MAX_COLUMNS = 20
@@ -39,6 +39,25 @@ MAX_KEY_CHARS = 200  # a key is repeated in the dotted path of every value under
 # 175 million characters of text from a 225 KB file)
 MAX_PATH_CHARS = 400  # (text far larger than its file is refused for every format: `assets.parsing`)
 _TITLE_KEYS = ("title", "name", "subject", "headline")
+
+
+def load_json(text: str) -> Any:
+    """`json.loads`, keeping an integer of more digits than Python converts (4,300,
+    `sys.get_int_max_str_digits`) as its digits: its ValueError, no JSONDecodeError, failed the
+    whole document as a parser crash (a notebook showing a large factorial as JSON)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # only the digits limit: parsed again, each integer through `_int`
+        return json.loads(text, parse_int=_int)
+
+
+def _int(digits: str) -> int | str:
+    try:
+        return int(digits)
+    except ValueError:
+        return digits
 
 
 def _scalar(value: Any) -> str:
@@ -238,7 +257,7 @@ def parse_json(data: bytes) -> ParseResult:
     """Parse a JSON document into key-path paragraphs, headings and tables."""
     text, encoding = decode_text(data)
     try:
-        value = json.loads(text.lstrip("\ufeff"))
+        value = load_json(text.lstrip("\ufeff"))
     except (json.JSONDecodeError, RecursionError) as e:
         return _as_text(data, "JSON", str(e))
     w = _Writer()
@@ -256,7 +275,7 @@ def parse_jsonl(data: bytes) -> ParseResult:
         if not line.strip():
             continue
         try:
-            records.append((n, json.loads(line)))
+            records.append((n, load_json(line)))
         except (json.JSONDecodeError, RecursionError):
             bad.append(n)
     if not records:

@@ -20,9 +20,9 @@ is no notebook (no `cells` list) is read as JSON data, with a warning.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from assets.parsing.jsondoc import load_json
 from assets.parsing.markdown import parse_markdown
 from assets.parsing.sniff import decode_text
 from assets.parsing.textutil import clean_inline
@@ -103,7 +103,7 @@ def _cells(nb: dict[str, Any]) -> list[dict[str, Any]] | None:
 def parse_notebook(data: bytes) -> ParseResult:
     text, encoding = decode_text(data)
     try:
-        nb, is_json = json.loads(text), True
+        nb, is_json = load_json(text), True
     except (ValueError, RecursionError):  # not JSON, or nested past the decoder's depth
         nb, is_json = None, False
     cells = _cells(nb) if isinstance(nb, dict) else None

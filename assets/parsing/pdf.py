@@ -79,6 +79,10 @@ MIN_TABLE_STROKES = 4  # vector lines/rectangles a page needs before tables are 
 # 10,000 filled cells took 9 s and one of 20,000 74 s (a plot's markers, a pattern); none of the
 # dev corpora's table pages comes near
 MAX_TABLE_PATHS = 5000
+# ... and the most cell edges they draw (`_grid_edges`): one path may hold any number of
+# rectangles, and a 67 KB page of 20,000 in one path took 15-40 s in `find_tables` (its cells
+# are matched pairwise) though its 1 drawing was far under MAX_TABLE_PATHS
+MAX_TABLE_EDGES = 4 * MAX_TABLE_PATHS
 BACKGROUND_COVER = 0.9  # a fill (or "table") covering this share of the page is its background
 MIN_TABLE_COLUMN = 6.0  # points: a narrower "column" is a rounded box corner, not a column
 BOX_TEXT_SHARE = 0.4  # a "table" one cell of which holds this share of the page's words is a box
@@ -301,8 +305,9 @@ def _find_tables(
     paths = page.get_cdrawings()
     if sum(len(p.get("items", ())) for p in paths) < MIN_TABLE_STROKES:
         return []
-    if len(paths) > MAX_TABLE_PATHS:
-        warnings.append(f"page {number}: {len(paths):,} vector drawings, too many to look for tables among "
+    if len(paths) > MAX_TABLE_PATHS or (edges := _grid_edges(paths)) > MAX_TABLE_EDGES:
+        drawn = f"{len(paths):,} vector drawings" if len(paths) > MAX_TABLE_PATHS else f"{edges:,} drawn edges"
+        warnings.append(f"page {number}: {drawn}, too many to look for tables among "
                         "(a plot or a pattern); its text is read as text")
         return []
     # Cells come from the strokes alone, so a page whose drawings repeat those of a page
@@ -350,6 +355,19 @@ def _find_tables(
         table = _Table(header, rows, bbox.y0 / height, bbox.y1 / height)
         out.append(Region(bbox.x0, bbox.y0, bbox.x1, bbox.y1, table=table))
     return out
+
+
+def _grid_edges(paths: list[dict[str, Any]]) -> int:
+    """The horizontal and vertical edges the drawings hold, four to a rectangle: what
+    `find_tables` makes cells of. A curve or a slanted line makes none."""
+    edges = 0
+    for p in paths:
+        for item in p.get("items", ()):
+            if item[0] in ("re", "qu"):
+                edges += 4
+            elif item[0] == "l" and (abs(item[1][0] - item[2][0]) < 1 or abs(item[1][1] - item[2][1]) < 1):
+                edges += 1
+    return edges
 
 
 def _grid_paths(page: pymupdf.Page, cheap: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
@@ -541,14 +559,19 @@ def _read_pages(doc: pymupdf.Document, config: ParseConfig, warnings: list[str])
 
 
 MAX_OCR_PIXELS = 40_000_000  # a US-letter page at 300 dpi is 8.4 million
+# Tesseract's image sides are 16-bit: a taller render fails ("Image too large"), and a full-page
+# screenshot of 800 x 40,000 pixels was a needs-ocr dead letter, "OCR recognise failed"
+MAX_OCR_SIDE = 32_767
 
 
 def ocr_dpi(width_pt: float, height_pt: float, wanted: int) -> int:
     """The resolution to render a page at for OCR: `wanted`, lowered so the image stays under
-    `MAX_OCR_PIXELS`. A 4 KB PDF can declare a page of 4,200 pt square: at 300 dpi that is a
-    300-million-pixel render (4.4 GB), from a resource audit."""
+    `MAX_OCR_PIXELS` and no side is over `MAX_OCR_SIDE`. A 4 KB PDF can declare a page of
+    4,200 pt square: at 300 dpi that is a 300-million-pixel render (4.4 GB), from a resource
+    audit."""
     inches = max(width_pt, 1.0) * max(height_pt, 1.0) / 72 / 72
-    return max(1, min(wanted, int((MAX_OCR_PIXELS / inches) ** 0.5)))
+    side = (MAX_OCR_SIDE - 1) * 72 / max(width_pt, height_pt, 1.0)  # a pixel spare: the render rounds up
+    return max(1, min(wanted, int((MAX_OCR_PIXELS / inches) ** 0.5), int(side)))
 
 
 def _ocr_page(page: pymupdf.Page, p: _Page, config: ParseConfig) -> None:
@@ -894,6 +917,11 @@ def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
                 raise EmptyDocument(
                     f"PDF has {len(pages)} page(s); {len(ocred)} are images that OCR read no "
                     f"text from (pictures, or scans too small or faint: {_image_sizes(doc, ocred)})"
+                )
+            if stripped := sum(p.stripped_lines for p in pages):  # text there was, all of it taken away
+                raise EmptyDocument(
+                    f"PDF has {len(pages)} page(s) whose only text is {stripped:,} line(s) at the same place "
+                    "on every page, stripped as running headers and footers (stages.parse.strip_headers_footers)"
                 )
             raise EmptyDocument(
                 f"PDF has {len(pages)} page(s) but no extractable text and no scanned images"

@@ -42,10 +42,13 @@ def site_file_role(path: str) -> str | None:
     "source-copy", "search-index", "theme-asset", "inventory", "sitemap" or "web-asset" (a
     stylesheet or script anywhere); None for anything else, which is read as a document."""
     p = PurePosixPath(path)
-    if p.suffix.lower() in _COMPRESSED:  # jquery.js.gz is jquery.js
-        p = p.with_name(p.stem)
     folders, name = p.parts[:-1], p.name
+    if PurePosixPath(name).suffix.lower() in _COMPRESSED:  # jquery.js.gz is jquery.js
+        # cut as text: `with_name` refuses the "." left of an object named "..gz" (an S3 key,
+        # which no listing hides), and the ValueError failed the whole source's sync
+        name = name[: -len(PurePosixPath(name).suffix)]
     lower = name.lower()
+    suffix = PurePosixPath(name).suffix.lower()
     if "_sources" in folders and lower.endswith(".txt"):
         return "source-copy"  # page.rst.txt (Sphinx 1.5+), page.txt before
     if lower in _SEARCH_INDEXES or lower.endswith("-search-index.js") \
@@ -55,8 +58,8 @@ def site_file_role(path: str) -> str | None:
         return "inventory"
     if lower in _SITEMAPS:
         return "sitemap"
-    if "_static" in folders and p.suffix.lower() in _ASSET_SUFFIXES:
+    if "_static" in folders and suffix in _ASSET_SUFFIXES:
         return "theme-asset"
-    if p.suffix.lower() in _WEB_ASSET_SUFFIXES:
+    if suffix in _WEB_ASSET_SUFFIXES:
         return "web-asset"
     return None

@@ -588,6 +588,9 @@ def _detect(data: bytes, name: str, ext: str) -> Detected:  # noqa: C901  # leng
         raise EncryptedDocument(f"{name} is a {s.label}; remove the password to index it")
     if s.kind == "binary":
         detail = f"{s.label}" + (f" ({s.evidence})" if s.evidence else "")
+        if by_ext == "pdf" and s.label in IMAGE_LABELS:  # a scan saved under a PDF's name, as a PDF
+            # named .png is read as the PDF it is: the magic number proves either
+            return Detected("image", [f"{name} is named .pdf but is a {s.label}; read as one"], s.label)
         if by_ext == "pdf":
             if s.label == "binary data":
                 raise CorruptDocument(f"{name} is not a readable PDF: no %PDF- header, {detail}")

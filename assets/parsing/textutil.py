@@ -97,14 +97,16 @@ class TextBudget:
                            f"bytes (over {MAX_TEXT_RATIO} times the file, plus {TEXT_SLACK_CHARS:,})")
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff\x00]")
 
 
 def without_surrogates(value: Any) -> Any:
     """`value` (a string, or a list or dict holding some) with every lone surrogate (U+D800 to
     U+DFFF) replaced by U+FFFD. JSON and YAML escapes (`"\\ud800"`) and RTF's `\\u55296` decode to
     such a code point, which no UTF-8 encoder takes: in a title it failed every write of the
-    source's parses (no dead letter, every sync), in a block the chunker's tokenizer."""
+    source's parses (no dead letter, every sync), in a block the chunker's tokenizer. NUL too
+    (as CommonMark replaces it), which no PostgreSQL text column takes: a notebook's code cell
+    holding one (`"\\u0000"` in its JSON) failed the source's chunk writes, every sync."""
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
     if isinstance(value, list):
