@@ -100,7 +100,8 @@ def _drift(batch: list[ParseRow], rest: list[ParseRow]) -> float | None:
 
 def judge(rows: list[ParseRow], accepted_at: float | None, th: ParseQualityThresholds) -> QualityVerdict:
     """The verdict over `rows` (module docstring). Pure: the same rows give the same verdict."""
-    batch = [r for r in rows if r.created_at is None or accepted_at is None or r.created_at > accepted_at]
+    fresh = [r.created_at is None or accepted_at is None or r.created_at > accepted_at for r in rows]
+    batch = [r for r, new in zip(rows, fresh, strict=True) if new]
     judged_batch = len(batch) >= th.min_batch
     judged = batch if judged_batch else rows
     share = _share(judged)
@@ -123,7 +124,10 @@ def judge(rows: list[ParseRow], accepted_at: float | None, th: ParseQualityThres
             + ("" if can_fail else f"; below the floor of {th.min_batch} documents this only warns"))
     elif share > th.warn_failure_share:
         warns.append(what)
-    drift = _drift(batch, [r for r in rows if r not in batch]) if judged_batch else None
+    # the rest by the same test: `r not in batch` compared each row with the whole batch
+    # (quadratic: 313 ms at 3,000 documents, ~30 s at 30,000, in both plan and sync)
+    rest = [r for r, new in zip(rows, fresh, strict=True) if not new]
+    drift = _drift(batch, rest) if judged_batch else None
     if drift is not None:
         meta["word_share_drift"] = round(drift, 4)
         if drift > DRIFT_LIMIT:

@@ -53,6 +53,7 @@ class ParseStats:
         return (self.failed + self.rejected) / self.attempted if self.attempted else 0.0
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a pure function of the path, asked ~9 times per document per run
 def file_format(external_id: str) -> str:
     """The format a path names, for the parse key: its suffix, and a documentation build's own
     file its role besides (`assets.parsing.site_files`), which is never read, so that a page

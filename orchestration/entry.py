@@ -9,6 +9,7 @@ one line and 130, and hands over to the CLI's own handling once it is loaded.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -25,7 +26,14 @@ def _starting(signum: int, frame: FrameType | None) -> None:
 def main() -> NoReturn:
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when the caller ignores it
         signal.signal(signal.SIGINT, _starting)
-    from orchestration.cli import entry
+    # the imports make objects that live until exit and almost no garbage (~700 objects in
+    # cycles): the cyclic collector ran ~140 times over them while they loaded, ~40 ms of the
+    # ~0.3 s of CPU a `bindery plan` spends importing; `entry` freezes them out of its sight
+    gc.disable()
+    try:
+        from orchestration.cli import entry
+    finally:
+        gc.enable()
 
     if signal.getsignal(signal.SIGINT) is _starting:
         signal.signal(signal.SIGINT, signal.default_int_handler)
