@@ -73,11 +73,8 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
             cfg.source(name)  # an unknown source is a usage error before any run
         except ConfigError as e:
             raise UsageError(f"--source: {e}") from None
-    # plan and status write nothing: a fresh data_dir is checked, not made; nor by the commands
-    # that read what a sync made (`store_for` says a mistyped data_dir holds nothing)
-    reads_only = a.command in _READING_COMMANDS
-    check_paths(cfg, only if a.command != "query" else None, roots=listing,
-                create=a.command not in ("plan", "status") and not reads_only)
+    if a.command in _LISTING_COMMANDS and not cfg.sources:
+        raise ConfigError("no sources configured: add one under `sources:` in the configuration")
     if a.command in _LISTING_COMMANDS:
         check_stage_resources(cfg)  # a model that is not here, an unset API key: before any work
         check_ocr_language(cfg)
@@ -103,6 +100,12 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
         if cfg.gate.k < cutoff:  # the eval retrieves gate.k hits: fewer make value@N a value@k in disguise
             raise ConfigError(f"gate.k ({cfg.gate.k}) must be at least the cutoff of gate.{key} {value!r} ({cutoff}): "
                               f"the eval retrieves only gate.k hits per question")
+    # last: a command refused by any check above leaves no data_dir behind. plan and status write
+    # nothing: a fresh data_dir is checked, not made; nor by the commands that read what a sync
+    # made (`store_for` says a mistyped data_dir holds nothing)
+    reads_only = a.command in _READING_COMMANDS
+    check_paths(cfg, only if a.command != "query" else None, roots=listing,
+                create=a.command not in ("plan", "status") and not reads_only)
 
 
 def check_ocr_language(cfg: BinderyConfig) -> None:

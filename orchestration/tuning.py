@@ -143,6 +143,7 @@ def _build(cfg: BinderyConfig, store: DocumentStore, ing: dict[str, Any]) -> tup
         GenerationRecord, BinderyConfig, tuple[int, int, float]]:
     """Reindex one ingestion setting into a candidate; (its row, its configuration, (parse rows,
     embedding rows, seconds) it added)."""
+    from connectors.shards import all_partition_keys
     from orchestration.runs import Runner
     from orchestration.summaries import errors_line, sync_summary
 
@@ -150,10 +151,13 @@ def _build(cfg: BinderyConfig, store: DocumentStore, ing: dict[str, Any]) -> tup
     cand: Generation = Lifecycle(tcfg, store).ensure_candidate()
     before, t0 = store_rows(store), time.perf_counter()
     try:
-        outcomes, seconds = Runner(tcfg).run_sources("reindex", [s.name for s in tcfg.sources],
+        # a sharded source runs as its shards' partitions, as `bindery reindex` runs it (its bare
+        # name is no partition: Dagster refused it, an internal error)
+        outcomes, seconds = Runner(tcfg).run_sources("reindex", all_partition_keys(tcfg),
                                                      tags={"bindery/candidate": cand.name, "bindery/tune": "1"})
-    except BaseException:  # Ctrl-C mid-build: a half-built trial must not be left as someone's candidate
-        Lifecycle(cfg, store).drop_candidate(cand.record, reason="tune: interrupted while building it")
+    except BaseException as e:  # Ctrl-C mid-build: a half-built trial must not be left as someone's candidate
+        why = "interrupted while building it" if isinstance(e, KeyboardInterrupt) else "its reindex failed"
+        Lifecycle(cfg, store).drop_candidate(cand.record, reason=f"tune: {why}")
         raise
     summary = sync_summary(outcomes, seconds, store, tcfg.source_names())
     if summary["errors"]:

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from connectors.config import config_from_dict, load_config
+from connectors.errors import ConfigError
 from orchestration.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -825,6 +826,37 @@ def test_a_run_refused_for_its_root_leaves_no_data_dir_and_json_says_what_stderr
     code, text = run_cli(capsys, "--config", cfg, "--json", "sync")
     assert code == 2 and not Path(base["data_dir"]).exists()
     assert '"error": "configuration error: sources.0.root' in text
+
+
+@pytest.mark.parametrize(("change", "argv", "named"), [
+    ({"gate": {"metric": "recall@11"}}, ["sync"], "gate.metric"),
+    ({"automation": {"reconcile_cron": "bad cron"}}, ["sync"], "automation.reconcile_cron"),
+    ({"stages": {"embed": {"model": "all-MiniLM-L6-v3"}}}, ["sync"], "stages.embed.model"),
+    ({"sources": []}, ["sync"], "no sources configured"),
+])
+def test_a_run_refused_for_any_configuration_mistake_leaves_no_data_dir(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], base: dict[str, Any],
+        change: dict[str, Any], argv: list[str], named: str) -> None:
+    """An operator pass: only a missing root was checked before data_dir was made; a sync refused
+    for a misspelt model, gate metric or cron (or with no sources: a whole Dagster home) left a
+    data_dir behind at the mistyped path."""
+    cfg = write(tmp_path, {**base, **change})
+    assert_one_line(*run_cli(capsys, "--config", cfg, *argv), named)
+    assert not Path(base["data_dir"]).exists()
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ({"stages": None}, "stages: Input should be a mapping of settings (got nothing: the key has nothing under it)"),
+    ({"stages": {"chunk": "big"}}, "stages.chunk: Input should be a mapping of settings (got 'big')"),
+    ({"sources": {"docs": {"root": "/srv"}}}, "sources: Input should be a valid list (got a mapping"),
+])
+def test_a_section_of_the_wrong_shape_is_named_in_the_files_words(raw: dict[str, Any], expected: str) -> None:
+    """An operator pass: `stages:` with its settings commented out said "Input should be a valid
+    dictionary or instance of StageConfigs", a class of the code, and a mapping written where a
+    list goes did not say what it got."""
+    with pytest.raises(ConfigError) as e:
+        config_from_dict(raw)
+    assert expected in str(e.value) and "instance of" not in str(e.value)
 
 
 def test_values_whose_infinity_means_something_still_load() -> None:

@@ -191,6 +191,38 @@ def test_a_trial_interrupted_while_it_builds_is_dropped(cut_apart: Deployment,
     assert "building" not in statuses and statuses.count("dropped") == dropped + 1
 
 
+def test_a_trial_of_a_sharded_source_is_built_shard_by_shard(cut_apart: Deployment,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """An operator pass: with `shards: 3` on a source, `bindery tune` over an ingestion key ended in
+    `internal error: DagsterUnknownPartitionError` (the trial reindex ran the source's bare name,
+    which is no partition of a sharded source); it runs the shards, as `bindery reindex` does."""
+    from connectors.config import load_config
+    from connectors.lifecycle import Lifecycle
+    from connectors.shards import all_partition_keys
+    from orchestration.runs import Runner
+    from orchestration.tuning import tune_generations
+
+    asked: list[list[str]] = []
+
+    def record(_runner: object, _job: str, partitions: list[str], **__: object) -> None:
+        asked.append(list(partitions))
+        raise KeyboardInterrupt  # stop there: the trial is dropped, as after Ctrl-C
+
+    monkeypatch.setattr(Runner, "run_sources", record)
+    cfg = load_config(cut_apart.config_path)
+    cfg.sources[0].shards = 3
+    store = DocumentStore(f"sqlite:///{cut_apart.data / 'bindery.db'}", migrate=False)
+    try:
+        live = Lifecycle(cfg, store).live()
+        assert live is not None
+        with pytest.raises(KeyboardInterrupt):
+            tune_generations(cfg, store, live.record)
+    finally:
+        store.dispose()
+    assert asked == [all_partition_keys(cfg)] and len(asked[0]) == 3
+    assert "building" not in _statuses(cut_apart)
+
+
 def test_ingestion_settings_are_tuned_through_one_generation_each(cut_apart: Deployment) -> None:
     out = cut_apart.cli("tune")
     settings = [t["settings"] for t in out["trials"]]

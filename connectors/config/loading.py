@@ -59,6 +59,12 @@ def _problem(err: Any) -> str:
     value = err.get("input")
     shown = "***" if _is_secret(err["loc"]) else without_secrets(repr(value))
     got = f" (got {shown})" if isinstance(value, (int, float, str, bool)) and err["type"] != "missing" else ""
+    if err["type"] == "model_type":  # pydantic names its class ("or instance of StageConfigs"): not the file's words
+        msg = "Input should be a mapping of settings"
+    if err["type"] in ("model_type", "list_type", "dict_type") and value is None:
+        got = " (got nothing: the key has nothing under it)"  # `stages:` with every setting commented out
+    elif err["type"] == "list_type" and isinstance(value, dict):
+        got = " (got a mapping: write each item on a line of its own starting with `- `)"
     if err["type"] == "extra_forbidden" and (near := _near_key(err["loc"])):
         got += f"; did you mean {near!r}?"  # `exlude` named no alternative (a new-user pass)
     # a rule across sections (checked on the whole file) names its keys itself
