@@ -1,7 +1,7 @@
 """`bindery plan` against the run it predicts, measured in ONE run so the ratio survives a noisy
 machine.
 
-    python -m benchmarks.plan --corpus DIR [--work DIR] [--edits N] [--cli] [--repeats N]
+    python -m benchmarks.plan --corpus DIR [--work DIR] [--edits N] [--cli] [--repeats N] [--ocr]
 
 On a copy of the corpus: plan then first sync; then N edits, one add, one delete and one move,
 plan then sync again. Reports for each round whether the plan's counts equal the sync's
@@ -10,6 +10,8 @@ plan then sync again. Reports for each round whether the plan's counts equal the
 In one process by default (the plan's own cost). `--cli` runs each command as its own `bindery`
 process, as an operator types them, so interpreter start-up, imports and exit count on both
 sides. `--repeats N` starts over from an empty data dir N times and reports the medians.
+Scanned pages are estimated by the plan (`scans_estimated` in each round; their counts differ
+from the sync's) unless `--ocr` has it read them.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import yaml
 from orchestration.cli import main as cli
 
 _CLI = False  # --cli: each command in a fresh `bindery` process
+_PLAN_ARGS: list[str] = []  # --ocr: the plan reads scanned pages (exact counts) rather than estimate them
 
 
 def _command() -> list[str]:
@@ -62,7 +65,7 @@ def _timed(config: Path, *args: str) -> tuple[dict[str, Any], float]:
 
 
 def _round(config: Path) -> dict[str, Any]:
-    plan, plan_s = _timed(config, "plan")
+    plan, plan_s = _timed(config, "plan", *_PLAN_ARGS)
     sync, sync_s = _timed(config, "sync")
     changes = {name: {k: v for k, v in s["changes"].items() if k in sync["sources"][name]}
                for name, s in plan["sources"].items()}
@@ -70,7 +73,8 @@ def _round(config: Path) -> dict[str, Any]:
             "plan_share": round(plan_s / sync_s, 4),
             "counts_equal": plan["recomputed"] == sync["recomputed"] and plan["written"] == sync["written"]
             and changes == sync["sources"],
-            "recomputed": sync["recomputed"], "plan_recomputed": plan["recomputed"]}
+            "recomputed": sync["recomputed"], "plan_recomputed": plan["recomputed"],
+            "scans_estimated": plan["scans_estimated"]}
 
 
 def _edit(root: Path, n: int) -> None:
@@ -115,8 +119,10 @@ def main() -> None:
     ap.add_argument("--edits", type=int, default=5)
     ap.add_argument("--cli", action="store_true", help="each command as its own bindery process")
     ap.add_argument("--repeats", type=int, default=1, help="runs from an empty data dir; medians reported")
+    ap.add_argument("--ocr", action="store_true", help="plan with --ocr: scanned pages read, counts exact")
     a = ap.parse_args()
     _CLI = a.cli
+    _PLAN_ARGS[:] = ["--ocr"] if a.ocr else []
     runs = [_once(a.corpus, a.work, a.edits) for _ in range(max(1, a.repeats))]
     result = runs[0] if len(runs) == 1 else {"medians": _medians(runs), "runs": runs}
     print(json.dumps({"mode": "cli" if a.cli else "in-process", **result}, indent=2))

@@ -178,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--source", action=_AppendOnce, help="only this source (repeatable; sync only)")
     s.add_argument("--allow-mass-delete", action="store_true",
                    help="plan as if the sync were allowed past the delete guard")
+    s.add_argument("--ocr", action="store_true",
+                   help="OCR scanned pages in memory too, for exact counts (as slow as the sync's OCR; "
+                        "without it their chunks are estimated)")
     s = sub.add_parser("reindex", help="build a candidate generation from the current configuration")
     s.add_argument("--promote", action="store_true", help="run the gate and promote when it passes")
     s.add_argument("--force", action="store_true", help="rebuild even if the configuration is unchanged")

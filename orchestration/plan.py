@@ -12,7 +12,11 @@ documents the sync would leave, asking the store what is cached with the stages'
 output decides what the expensive ones must do: pending documents are parsed and chunked (never
 stored) so the number of chunks to contextualise and texts to embed is exact, and offline
 prefixes are computed so embedding cache hits are exact. Anthropic prefixes are not (that would
-be the spending the plan exists to predict): their chunks count as texts to embed.
+be the spending the plan exists to predict): their chunks count as texts to embed. Nor is OCR
+(seconds a page: a plan of six scanned papers took 298 s against the sync's 301 s): a page to
+OCR stands for the chunks a scanned page gives (`assets.parsing.ocr.placeholder_blocks`), and the
+plan says how many documents and pages its later counts estimate (`scans_estimated`);
+`bindery plan --ocr` reads them, for exact counts.
 
 Those in-memory passes run on every core (`orchestration.plan_pool`): they are the plan's whole
 cost on a first sync, where the sync's own time goes mostly to the model.
@@ -65,6 +69,7 @@ from assets.parse_stage import (
 )
 from assets.parse_watch import killed_parses, killed_row, time_limit
 from assets.parsing import parse_document
+from assets.parsing.ocr import ESTIMATED_PAGES_KEY, ocr_deferred
 from assets.runtime import Generation, Runtime
 from connectors.config import BinderyConfig, ChunkConfig, SourceConfig
 from connectors.contextualizers import ChunkContext, Contextualizer, DocumentContext, make_contextualizer
@@ -300,8 +305,10 @@ class StageWalk:
     """Walks parse -> chunk -> context -> embed -> index for one source over the documents the
     sync would leave, counting what each stage would compute and what it finds cached."""
 
-    def __init__(self, rt: Runtime, sp: SourcePlan, source: Source | None = None, memory: RunMemory | None = None):
+    def __init__(self, rt: Runtime, sp: SourcePlan, source: Source | None = None, memory: RunMemory | None = None,
+                 *, read_scans: bool = False):
         self.rt, self.sp, self.source = rt, sp, source
+        self.read_scans = read_scans  # OCR scanned pages in memory too (`bindery plan --ocr`), not estimate them
         self.memory = memory or RunMemory()
         self.counts = {s: StageCount() for s in STAGES}
         self.index = {"write": 0, "delete": 0, "chunks": 0}
@@ -464,7 +471,8 @@ class StageWalk:
         try:
             data = self.read(d, scfg)
             include = include_reader(d, self.by_path, lambda dep: self.read(dep, scfg))
-            with time_limit(g.stages.parse.max_parse_seconds, d.external_id):  # as the sync would stop it
+            # as the sync would stop it; a page to OCR is estimated unless asked (`assets.parsing.ocr`)
+            with time_limit(g.stages.parse.max_parse_seconds, d.external_id), ocr_deferred(not self.read_scans):
                 result = parse_document(data, d.external_id, g.stages.parse, max_bytes=max_bytes(scfg),
                                         include=include)
         except Exception as e:
@@ -739,10 +747,21 @@ def _nothing_searchable(kind: str, targets: list[Generation], walk: StageWalk) -
             "searchable (see `bindery dlq` after the sync)")
 
 
+def _scans_estimated(walk: StageWalk) -> dict[str, int]:
+    """The documents of a source, and their pages, whose OCR the plan estimated rather than ran."""
+    pages: dict[str, int] = {}  # by document: a reindex plan parses it under two parse versions
+    for (doc, _), p in walk.parsed.items():
+        if p is not None and (n := (p.doc_metadata or {}).get(ESTIMATED_PAGES_KEY)):
+            pages[doc] = max(pages.get(doc, 0), n)
+    return {"documents": len(pages), "pages": sum(pages.values())}
+
+
 def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: list[str] | None = None, *,
-                 allow_mass_delete: bool = False, history: dict[str, float] | None = None) -> dict[str, Any]:
+                 allow_mass_delete: bool = False, history: dict[str, float] | None = None,
+                 read_scans: bool = False) -> dict[str, Any]:
     """The plan as the `--json` contract (docs/json-contract.md); `history` is seconds per item
-    per stage measured in past runs (`orchestration.history.throughput`)."""
+    per stage measured in past runs (`orchestration.history.throughput`). Pages to OCR are
+    estimated (`assets.parsing.ocr`) unless `read_scans`."""
     started = time.perf_counter()
     targets, delete_only = rt.lifecycle.preview_targets(kind)  # describes, never creates
     names = sources or [s.name for s in cfg.sources]
@@ -767,8 +786,9 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
                                                   "reason": sp.unsafe},
                                  "error": sp.error}
         if sp.proceeds:
-            walk = StageWalk(rt, sp, memory=memory)
+            walk = StageWalk(rt, sp, memory=memory, read_scans=read_scans)
             walk.run(targets, delete_only)
+            entry["scans_estimated"] = _scans_estimated(walk)
             for s in STAGES:
                 totals[s].compute += walk.counts[s].compute
                 totals[s].cached += walk.counts[s].cached
@@ -785,6 +805,7 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
         else:  # the sync would stop at the listing: no stage runs
             entry["stages"] = {s: {"compute": 0, "cached": 0} for s in STAGES}
             entry["dead_letters"] = {"count": 0, "by_reason": {}, "examples": []}
+            entry["scans_estimated"] = {"documents": 0, "pages": 0}
         out_sources[name] = entry
         work["listed"] += sp.listed
     from orchestration.estimate import estimate_seconds, llm_estimate
@@ -799,6 +820,9 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
         # withheld by any listing, taken out of the indexes by any index step (`listing.withhold_removed_sources`)
         "removed_sources": (removed := rt.store.removed_sources(cfg.source_names())),
         "removed_sources_indexed": _still_indexed(rt, removed),
+        # documents whose scanned pages the plan did not OCR: the counts after parse hold estimates
+        "scans_estimated": {k: sum(e["scans_estimated"][k] for e in out_sources.values())
+                            for k in ("documents", "pages")},
         "estimate": estimate_seconds(stages, history, **work),
         "llm": llm_estimate(cfg, targets, llm_docs, history),
         "seconds": round(time.perf_counter() - started, 3),

@@ -33,6 +33,7 @@ class PlanConfig(dg.Config):
     kind: PlanKind = PlanKind.sync
     sources: list[str] = Field(default_factory=list)  # default: every configured source (sync only)
     allow_mass_delete: bool = False  # as if the sync were let past the delete guard
+    ocr: bool = False  # OCR scanned pages for exact counts (`bindery plan --ocr`), else estimate them
 
 
 @dg.op(description="What the next sync or reindex would do: changes, work per stage, time, LLM cost.")
@@ -49,7 +50,8 @@ def plan_next_run(context: dg.OpExecutionContext, config: PlanConfig, bindery: B
             context.log.info(nothing)  # as `bindery plan reindex` says it: no candidate would be built
             return dg.Output(None, metadata={"summary": dg.MetadataValue.md(nothing), "candidate": None})
         plan = compute_plan(rt.cfg, rt, kind, config.sources or None,
-                            allow_mass_delete=config.allow_mass_delete, history=throughput(context.instance))
+                            allow_mass_delete=config.allow_mass_delete, history=throughput(context.instance),
+                            read_scans=config.ocr)
     meta: dict[str, dg.RawMetadataValue] = {
         "summary": dg.MetadataValue.md(f"```\n{human('plan', plan)}\n```"),
         "plan": dg.MetadataValue.json(plan),

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from assets.listing import CLASSES  # the change classes are the listing's; one definition
+from assets.parsing.ocr import PLACEHOLDER_SECTIONS
 from connectors.lifecycle import FIRST_GENERATION
 
 
@@ -365,6 +366,12 @@ def _human_plan(r: dict[str, Any]) -> str:
         rows.append([name, s["listed"], *(s["changes"].get(k, 0) for k in CLASSES), verdict])
     lines += ["", *table(["source", "listed", *CLASSES, "outcome"], rows).splitlines(), *failing]
     lines += _planned_dead_letters(r)
+    if (scans := r.get("scans_estimated") or {}).get("documents"):
+        docs, pages = scans["documents"], scans["pages"]
+        lines += ["", f"{docs:,} document{'s' if docs != 1 else ''} hold{'s' if docs == 1 else ''} {pages:,} scanned "
+                      f"page{'s' if pages != 1 else ''} to OCR, which the plan does not read (seconds a page): "
+                      f"the chunk, context, embed and index counts take each such page for {PLACEHOLDER_SECTIONS} "
+                      "chunks; `bindery plan --ocr` reads them for exact counts"]
     est = r["estimate"]
     # every run lists whatever changed: its time is in the total, so it has its row
     listing = [["listing", sum(s["listed"] for s in r["sources"].values()), "", "entries", est["by_stage"]["listing"]]

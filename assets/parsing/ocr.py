@@ -10,8 +10,65 @@ from __future__ import annotations
 import functools
 import glob
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
-__all__ = ["find_tessdata", "installed_languages", "ocr_unavailable_reason"]
+from connectors.documents import Block
+
+__all__ = ["ESTIMATED_PAGES_KEY", "PLACEHOLDER_SECTIONS", "find_tessdata", "installed_languages",
+           "ocr_deferred", "ocr_is_deferred", "ocr_unavailable_reason", "placeholder_blocks"]
+
+# `bindery plan` does not OCR: reading a scan takes seconds a page, so a plan of a scanned archive
+# took as long as the sync it planned (298 s against 301 s for six scanned papers, 53 pages). Under
+# `ocr_deferred` a page the parse would OCR is read as placeholder sections instead, as many as a
+# real scanned page gives chunks (398 chunks of 53 pages of six LaTeX papers scanned at 300 dpi,
+# benchmarks/corpora/gen_pdf_scanned.py: 7.5 a page), and the parse's metadata counts those pages
+# (ESTIMATED_PAGES_KEY), so the plan can say which of its counts are estimates.
+_DEFERRED: ContextVar[bool] = ContextVar("bindery_ocr_deferred", default=False)
+PLACEHOLDER_SECTIONS = 7
+ESTIMATED_PAGES_KEY = "ocr_estimated_pages"
+_PLACEHOLDER_WORDS = 60  # each section one chunk of its own: over the merge floor, under the window
+
+
+@contextmanager
+def ocr_deferred(deferred: bool = True) -> Iterator[None]:
+    """Within it (this thread), pages to OCR are placeholders (`placeholder_blocks`), not read."""
+    token = _DEFERRED.set(deferred)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
+
+def ocr_is_deferred() -> bool:
+    return _DEFERRED.get()
+
+
+_FILLER = ("the", "plan", "has", "not", "read", "this", "scanned", "page", "so", "these", "words", "stand", "for",
+           "its", "text")
+
+
+def placeholder_blocks(page: int, salt: str) -> list[Block]:
+    """What a scanned page stands for in a plan: PLACEHOLDER_SECTIONS headed sections of
+    ordinary words, named by `salt` (the document's) and page so that no two are alike: none is
+    found in a cache, or counted once for two documents."""
+    words = " ".join(_FILLER[i % len(_FILLER)] for i in range(_PLACEHOLDER_WORDS)).capitalize()
+    return [b for k in range(1, PLACEHOLDER_SECTIONS + 1)
+            for b in (Block("heading", f"Scanned page {page} section {k} ({_letters(page)} {_letters(k)})", level=2,
+                            page=page),
+                      Block("paragraph", f"{words} ({salt} {_letters(page)} {_letters(k)}).", page=page))]
+
+
+def _letters(n: int) -> str:
+    """`n` in letters (1 -> "b", 27 -> "bb"): digits are all one to the repeated-line metric,
+    which would take the placeholders for a running header and the scan for a bad parse."""
+    out = ""
+    while True:
+        n, r = divmod(n, 26)
+        out = "abcdefghijklmnopqrstuvwxyz"[r] + out
+        if not n:
+            return out
 
 _CANDIDATES = (
     "/usr/share/tesseract-ocr/*/tessdata",

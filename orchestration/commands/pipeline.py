@@ -136,7 +136,8 @@ def cmd_plan(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
             history = throughput(get_instance(cfg))
     partitions_of(cfg, a.source)  # an unknown source is a usage error
-    return compute_plan(cfg, rt, a.kind, a.source, allow_mass_delete=a.allow_mass_delete, history=history)
+    return compute_plan(cfg, rt, a.kind, a.source, allow_mass_delete=a.allow_mass_delete, history=history,
+                        read_scans=a.ocr)
 
 
 LEFT_RUNNING: list[str] = []  # submitted runs a Ctrl-C stopped `--wait` from following
