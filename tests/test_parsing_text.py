@@ -84,6 +84,26 @@ def test_a_numbered_list_stays_a_list() -> None:
     blocks = parse_document(text.encode(), "notes.txt", CFG).blocks
     assert [b.kind for b in blocks].count("list_item") == 3
     assert [b.text for b in blocks if b.kind == "heading"] == ["Steps"]
+    assert [b.text for b in blocks if b.kind == "list_item"] == ["1. Install the package.", "2. Run make.",
+                                                                  "3. Start the daemon."]
+
+
+def test_an_item_wrapped_under_its_text_is_one_item_and_keeps_its_number() -> None:
+    """slrn's FAQ: "There are two ways:" then "1. When slrn prompts ..." on two lines and "2. Edit
+    the header ..." on three. The first became an item without its "1.", the second (its lines
+    outnumbering its items) a paragraph with its "2.": the way it was answered named neither."""
+    text = ("There are two ways:\n\n  1. When slrn prompts for a newsgroup, simply specify a\n"
+            "     comma-separated list of newsgroups.\n\n  2. Edit the Newsgroups header line when\n"
+            "     editing the message. Again, the list must be comma\n     separated with no whitespace.\n\n"
+            "  - a bullet keeps no marker\n")
+    blocks = parse_document(text.encode(), "faq.txt", CFG).blocks
+    assert [(b.kind, b.text) for b in blocks] == [
+        ("paragraph", "There are two ways:"),
+        ("list_item", "1. When slrn prompts for a newsgroup, simply specify a comma-separated list of newsgroups."),
+        ("list_item", "2. Edit the Newsgroups header line when editing the message. Again, the list must be comma "
+                      "separated with no whitespace."),
+        ("list_item", "a bullet keeps no marker"),
+    ]
 
 
 QA_FAQ = """\

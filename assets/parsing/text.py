@@ -120,16 +120,42 @@ def para_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
             return heads + body_blocks(para[i:], next_para)
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _hanging(para: list[str]) -> bool:
+    """A numbered item whose later lines are indented under its text ("  2. Edit the header
+    line\n     Again, ..."): one item however many lines it wraps to (it was read as a paragraph
+    when its lines outnumbered the items, the "1." above it, on two lines, as an item). Numbered
+    only: "- Adam Beberg" over his address lines is an e-mail signature, not a list."""
+    marker = ITEM.match(para[0])
+    return (len(para) > 1 and marker is not None and marker.group().strip()[0].isdigit()
+            and all(_indent(ln) > _indent(para[0]) for ln in para[1:] if not ITEM.match(ln)))
+
+
+def _item_start(line: str) -> str:
+    """An item's first line without its bullet, but with its number: "1. When slrn prompts" is
+    what the reader sees and what "the second way" or "step 3" points at."""
+    marker = ITEM.match(line)
+    if marker is None:
+        return line
+    rest = line[marker.end():]
+    number = marker.group().strip()
+    return f"{number} {rest}" if number[0].isdigit() else rest
+
+
 def body_blocks(para: list[str], next_para: list[str] | None) -> list[Block]:
     if len(para) == 1:
         level = _single_line_heading(para[0], next_para)
         if level:
             return [Block("heading", clean_inline(para[0]), level=level)]
-    if ITEM.match(para[0]) and sum(bool(ITEM.match(ln)) for ln in para) >= (len(para) + 1) // 2:
+    if ITEM.match(para[0]) and (sum(bool(ITEM.match(ln)) for ln in para) >= (len(para) + 1) // 2
+                                or _hanging(para)):
         items: list[list[str]] = []
         for ln in para:
             if ITEM.match(ln) or not items:
-                items.append([ITEM.sub("", ln, count=1)])
+                items.append([_item_start(ln)])
             else:
                 items[-1].append(ln)
         return [Block("list_item", clean_inline(join_lines(it))) for it in items]
