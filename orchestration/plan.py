@@ -22,8 +22,10 @@ Those in-memory passes run on every core (`orchestration.plan_pool`): they are t
 cost on a first sync, where the sync's own time goes mostly to the model.
 
 Nothing is written: no store rows, no spool, no index files, no Dagster run. The estimate of
-time divides the work by the throughput each stage reached in past runs on this instance (from
-Dagster materialisation metadata); with no history it says so.
+time fits each stage's step time in past runs on this instance (a fixed cost and a rate, from
+Dagster's step timings and materialisation metadata, `orchestration.estimate`), prices parsing
+by document kind from the store's past parses, and adds the CLI's start; with no history it
+says so.
 """
 
 from __future__ import annotations
@@ -329,6 +331,7 @@ class StageWalk:
         # the texts to embed whose words are known here, and their characters (`capped_chars`): a
         # text's model time grows with its length, so the estimate scales by them
         self.embed_known = self.embed_chars = 0
+        self.parse_formats: dict[str, int] = {}  # format -> documents to parse
         self.by_path = {d.external_id: d for d in sp.docs if d.content_hash}  # what an AsciiDoc page may include
 
     def keep_cut(self, d: DocumentRecord, cver: str, rows: list[ChunkRecord] | Failure) -> None:
@@ -409,6 +412,9 @@ class StageWalk:
                     self.failures[d.doc_id] = (d.external_id, self.memory.failures[key])
         todo = [d for d in todo if parse_key(d, pver) not in made]
         self.counts["parse"].compute += len(todo) + len(unparsed)
+        for d in todo + unparsed:  # what each costs depends on its kind (`estimate.parse_seconds`)
+            fmt = parse_key(d, pver)[2]
+            self.parse_formats[fmt] = self.parse_formats.get(fmt, 0) + 1
         self.counts["parse"].cached += len(self.sp.docs) - len(todo) - len(unparsed)
         over = [t for t in targets if t.versions["parse"] == pver]
         cuts = {t.versions["chunk"]: t.stages.chunk for t in over}
@@ -756,6 +762,12 @@ def _scans_estimated(walk: StageWalk) -> dict[str, int]:
     return {"documents": len(pages), "pages": sum(pages.values())}
 
 
+def _ocr_read(walk: StageWalk) -> int:
+    """The pages the plan OCR'd in memory (`--ocr`), which the sync will OCR too."""
+    return sum(1 for p in walk.parsed.values() if p is not None for m in p.page_metrics or []
+               if isinstance(m, dict) and m.get("route") == "ocr")
+
+
 def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: list[str] | None = None, *,
                  allow_mass_delete: bool = False, history: dict[str, float] | None = None,
                  read_scans: bool = False) -> dict[str, Any]:
@@ -772,7 +784,9 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
     index = {"write": 0, "delete": 0, "chunks": 0}
     llm_docs: list[tuple[DocumentContext, list[ChunkRecord]]] = []
     memory = RunMemory()
-    work = {"listed": 0, "embed_known": 0, "embed_chars": 0}  # what scales the estimate beside the counts
+    formats: dict[str, int] = {}  # documents to parse, by format
+    # what scales the estimate beside the counts
+    work = {"listed": 0, "embed_known": 0, "embed_chars": 0, "runs": 0, "ocr_read": 0}
     # a generation the sync would write whose working index cannot be opened fails the sync's
     # index step (`assets.index_stage`); its tantivy index probed read-only (Qdrant Edge's would
     # take the writer lock: the sync alone finds a damaged one)
@@ -797,6 +811,10 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
             llm_docs += walk.llm_docs
             work["embed_known"] += walk.embed_known
             work["embed_chars"] += walk.embed_chars
+            for fmt, n in walk.parse_formats.items():
+                formats[fmt] = formats.get(fmt, 0) + n
+            if read_scans:  # else its scanned pages are placeholders, counted in `scans_estimated`
+                work["ocr_read"] += _ocr_read(walk)
             entry["stages"] = {s: {"compute": c.compute, "cached": c.cached} for s, c in walk.counts.items()}
             entry["dead_letters"] = _dead_letters(walk)
             entry["error"] = entry["error"] or walk.blocked or _nothing_searchable(kind, targets, walk) or next(
@@ -808,9 +826,13 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
             entry["scans_estimated"] = {"documents": 0, "pages": 0}
         out_sources[name] = entry
         work["listed"] += sp.listed
-    from orchestration.estimate import estimate_seconds, llm_estimate
+        work["runs"] += 1
+    from orchestration.estimate import estimate_seconds, llm_estimate, parse_seconds
 
     stages = {s: {"compute": c.compute, "cached": c.cached, "unit": UNITS[s]} for s, c in totals.items()}
+    scans = {k: sum(e["scans_estimated"][k] for e in out_sources.values()) for k in ("documents", "pages")}
+    ocr_pages = scans["pages"] + work.pop("ocr_read")
+    timed = parse_seconds(formats, ocr_pages, rt.store.parse_times() if formats else {})
     return {
         "kind": kind, "generations": [g.name for g in targets],
         "new_generation": next((g.name for g in targets if g.id == 0), None),
@@ -821,9 +843,8 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
         "removed_sources": (removed := rt.store.removed_sources(cfg.source_names())),
         "removed_sources_indexed": _still_indexed(rt, removed),
         # documents whose scanned pages the plan did not OCR: the counts after parse hold estimates
-        "scans_estimated": {k: sum(e["scans_estimated"][k] for e in out_sources.values())
-                            for k in ("documents", "pages")},
-        "estimate": estimate_seconds(stages, history, **work),
+        "scans_estimated": scans,
+        "estimate": estimate_seconds(stages, history, parse_seconds=timed, **work),
         "llm": llm_estimate(cfg, targets, llm_docs, history),
         "seconds": round(time.perf_counter() - started, 3),
     }

@@ -45,7 +45,7 @@ from connectors.errors import BinderyError, ConfigError
 from connectors.shards import all_partition_keys
 from orchestration.automation import follow_configured_sources
 from orchestration.definitions import build_definitions
-from orchestration.estimate import remember_throughput
+from orchestration.estimate import STARTUP_TAG, process_seconds, remember_throughput
 from orchestration.instance import get_instance
 from orchestration.terminal_log import terminal_logger
 
@@ -228,6 +228,17 @@ def source_lock(cfg: BinderyConfig, name: str) -> Iterator[float]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+_STARTED_RUNS: list[str] = []  # the CLI process's runs: only its first paid for the process's start
+
+
+def _startup_tag() -> dict[str, str]:
+    """The seconds this process took before its first run began (interpreter, imports, the
+    instance), which `bindery plan` adds to its estimate (`orchestration.estimate`)."""
+    seconds = None if _STARTED_RUNS else process_seconds()
+    _STARTED_RUNS.append("started")
+    return {} if seconds is None else {STARTUP_TAG: f"{seconds:.3f}"}
+
+
 class Runner:
     def __init__(self, cfg: BinderyConfig, *, debug: bool = False):
         self.cfg = cfg
@@ -250,7 +261,7 @@ class Runner:
         # run (there "console" is Dagster's own, every key of it optional)
         run_config = {**(run_config or {}), "loggers": {"console": {}}}
         tags = {"bindery/launched-by": "cli", "bindery/host": socket.gethostname(), "bindery/pid": str(os.getpid()),
-                **_config_tags(self.cfg), **(tags or {})}
+                **_config_tags(self.cfg), **_startup_tag(), **(tags or {})}
         with _origin_recorded(self.instance, ui_origin(self.cfg, job_name)), _interrupts_seen() as interrupt:
             result = job.execute_in_process(instance=self.instance, partition_key=partition, run_config=run_config,
                                             tags=tags, raise_on_error=False)

@@ -91,6 +91,22 @@ class CacheRows(StoreBase):
         wanted = set(keys)
         return {k: v for k, v in out.items() if k in wanted}
 
+    def parse_times(self, limit: int = 5000) -> dict[str, dict[str, float]]:
+        """format -> {"docs", "seconds"} of the most recent `limit` timed parses, and for the
+        documents that had pages OCR'd (`route` "ocr" in their page metrics) {"ocr_pages",
+        "ocr_seconds"} apart: what `bindery plan` prices a document to parse by."""
+        cols = (t.parses.c.format, t.parses.c.seconds, t.parses.c.page_metrics)
+        out: dict[str, dict[str, float]] = {}
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(*cols).where(t.parses.c.seconds.is_not(None))
+                             .order_by(t.parses.c.created_at.desc()).limit(limit))
+            for r in rows:
+                ocr = sum(1 for m in r.page_metrics or [] if isinstance(m, dict) and m.get("route") == "ocr")
+                d = out.setdefault(r.format, dict.fromkeys(("docs", "seconds", "ocr_pages", "ocr_seconds"), 0.0))
+                d["ocr_pages" if ocr else "docs"] += ocr or 1
+                d["ocr_seconds" if ocr else "seconds"] += float(r.seconds)
+        return out
+
     def parse_statuses(self, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], str]:
         """(content hash, parse version, format) -> the stored parse's status, for those stored,
         without reading their blocks (what is parsed already, and did it pass)."""
