@@ -144,6 +144,8 @@ def split_gone(scfg: SourceConfig, live: dict[str, DocumentRecord], listed_ids: 
 @dataclass
 class ListingResult:
     source: str
+    # every item the source listed, those refused unread (a broken link, a bad name) included: each
+    # counts in one class but `deleted`, which then add up to it (`bindery plan` reports the same)
     listed: int
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLASSES, 0))
     deleted_ids: list[str] = field(default_factory=list)
@@ -717,7 +719,8 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
                                           [d for d in gone if shard is None or shard.holds(d.doc_id)])
                    + _restrict(rt, scfg.name, narrowed_kept))
 
-    res = ListingResult(scfg.name, len(entries))
+    res = ListingResult(scfg.name, len(listed))
+    baseline = len(entries) + len(kept)  # what the guard judged: the baseline the next listing is judged against
     gone_by_hash = {d.content_hash: d for d in gone if d.content_hash}
     gone_ids = {d.doc_id for d in gone}  # the whole source's: a shard's includer reads any file
     all_problems = problems  # dead letters are cleared against the whole listing
@@ -768,6 +771,6 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
         rt.store.resolve_dead_letters(sorted(recovered), stages=("listing",))
     # the whole listing, even for a shard; what is kept under a folder that could not be read
     # counts in the baseline the next listing is judged against: one such sync must not lower it
-    rt.store.record_listing(scfg.name, res.listed + len(kept), ok=True, probe=None)
+    rt.store.record_listing(scfg.name, baseline, ok=True, probe=None)
     res.seconds = time.perf_counter() - started
     return res

@@ -64,6 +64,10 @@ Target = Literal["sync", "candidate"]
 ACTIVE = ("live", "building")  # statuses a sync writes to
 RETAINED = ("live", "building", "previous")  # statuses whose indexes deletes must reach
 FIRST_GENERATION = "first generation: nothing to compare with"
+# of a source's documents live serves, the share an older generation may lack before a flip back
+# to it warns: a sync writes new documents into live alone, so one that lags far behind is silent
+# about them otherwise (an operator pass re-promoted one lacking 705 documents, and no word)
+LEFT_OUT_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -415,8 +419,32 @@ class Lifecycle:
         generation serves that `gen` holds nothing of (added since it was built). The next sync
         writes them into it; a UI pass found the flip silent about it."""
         missing = self.unbuilt_sources(gen)
-        return [f"generation {gen.id} holds nothing of {', '.join(map(repr, missing))}: their documents are out of "
-                "search until the next `bindery sync` writes them into it"] if missing else []
+        return ([f"generation {gen.id} holds nothing of {', '.join(map(repr, missing))}: their documents are out of "
+                 "search until the next `bindery sync` writes them into it"] if missing else []) + self._lacking(gen)
+
+    def _lacking(self, gen: GenerationRecord) -> list[str]:
+        """Per source `gen` holds some of, the documents the live generation serves and `gen` does
+        not (added since it was last written: a sync writes new documents into live alone), where
+        they are at least `LEFT_OUT_SHARE` of them. A source `gen` holds nothing of is
+        `unbuilt_sources`' warning; only a whole source missing was warned of before."""
+        live = self.live()
+        if live is None or live.id == gen.id:
+            return []
+        held = {did for did, r in self.store.index_state(gen.id).items() if r.digest}
+        configured = set(self.cfg.source_names())
+        serving: dict[str, list[str]] = {}
+        for did, r in self.store.index_state(live.id).items():
+            if r.digest and r.source in configured:
+                serving.setdefault(r.source, []).append(did)
+        out = []
+        for source, dids in sorted(serving.items()):
+            lacking = sum(1 for did in dids if did not in held)
+            if lacking == len(dids) or not lacking or lacking < LEFT_OUT_SHARE * len(dids):
+                continue
+            out.append(f"generation {gen.id} lacks {lacking:,} of the {len(dids):,} documents of {source!r} the live "
+                       f"generation serves ({lacking / len(dids):.0%}): they are out of search until the next "
+                       "`bindery sync` writes them into it")
+        return out
 
     def _not_carried(self, cand: GenerationRecord) -> list[str]:
         """The documents the live generation serves that candidate `cand` holds nothing of: a

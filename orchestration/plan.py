@@ -156,7 +156,9 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     narrowed = {d.doc_id: acl for d, acl in kept_narrowing(kept, problems)}
     sp.docs.extend(_with_acl(d, narrowed[d.doc_id]) if d.doc_id in narrowed else d for d in kept)
     prior = rt.store.get_source(scfg.name)
-    sp.listed, sp.would_delete = len(entries), len(gone)
+    # every item listed, those refused above too: each falls in one class (`failed` for those), so
+    # the classes but `deleted` add up to it, as the sync's `listed` does (`ListingResult.listed`)
+    sp.listed, sp.would_delete = len(listed), len(gone)
     last_good = prior.last_good_listing_count if prior else None
     unsafe = check_delete_safety(scfg, len(entries) + len(kept), len(gone), last_good,
                                  indexed=lambda: indexed_to_delete(rt, scfg.name, gone))

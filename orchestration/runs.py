@@ -508,10 +508,12 @@ def _create_run(instance: dg.DagsterInstance, location: Any, repo: Any, remote_j
 _TABLE_COLUMNS = ("run_id", "status", "job", "partition", "launched_by", "created", "seconds")
 
 
-def list_runs(instance: dg.DagsterInstance, *, limit: int = 20,
-              statuses: list[str] | None = None) -> list[dict[str, Any]]:
-    """Recent runs of the instance, newest first: queued, running and finished."""
-    filters = dg.RunsFilter(statuses=[dg.DagsterRunStatus(s.upper()) for s in statuses]) if statuses else None
+def list_runs(instance: dg.DagsterInstance, *, limit: int = 20, statuses: list[str] | None = None,
+              run_ids: list[str] | None = None) -> list[dict[str, Any]]:
+    """Recent runs of the instance, newest first: queued, running and finished (only `run_ids`,
+    where given: what `--submit` enqueued, as `bindery runs` will show it)."""
+    filters = dg.RunsFilter(statuses=[dg.DagsterRunStatus(s.upper()) for s in statuses or []],
+                            run_ids=run_ids or []) if statuses or run_ids else None
     rows = []
     for rec in instance.get_run_records(filters=filters, limit=limit):
         run = rec.dagster_run

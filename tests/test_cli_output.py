@@ -16,6 +16,7 @@ import pytest
 from assets.listing import CLASSES
 from connectors.config import load_config
 from connectors.errors import IndexError_
+from connectors.lifecycle import Lifecycle
 from connectors.store import DocumentStore
 from connectors.versions import stage_configs_dump, stage_versions
 from evals.gate import compare, minimum_detectable_difference
@@ -24,7 +25,7 @@ from evals.runner import EvalReport
 from orchestration import report
 from orchestration.cli import main
 from orchestration.cli_parser import build_parser, parse_command_line, share_common_options
-from tests.bindery_fixture import Deployment
+from tests.bindery_fixture import DOCS, Deployment
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -133,6 +134,41 @@ def test_a_flip_back_to_a_generation_without_a_source_says_it_leaves_search(
     assert code == 0 and f"warning: generation {g1} holds nothing of 'docs'" in out
     code, out, _ = run(capsys, "--config", str(dep.config_path), "--json", "rollback")  # back: g2 holds it
     assert code == 0 and json.loads(out)["warnings"] == []
+
+
+def _hold(dep: Deployment, gen_id: int, docs: range) -> None:
+    store = DocumentStore(load_config(dep.config_path).database_url)
+    store.set_index_state([{"generation_id": gen_id, "doc_id": f"d{i}", "source": "docs", "digest": "x",
+                            "chunks": 1, "indexed_at": time.time(), "acl_hash": ""} for i in docs])
+    store.dispose()
+
+
+def test_a_flip_back_to_a_generation_lacking_documents_of_a_source_names_how_many(
+        dep: Deployment, capsys: pytest.CaptureFixture[str]) -> None:
+    """An operator pass: `promote --candidate` of the previous generation, which lacked 705 of a
+    source's documents added since (a sync writes new ones into live alone), passed in silence:
+    only a source it held nothing of was warned of. A material share lacking is named, with counts."""
+    g1, g2 = add_generation(dep, 1), add_generation(dep, 2)
+    flip(dep, g1)
+    flip(dep, g2)
+    _hold(dep, g1, range(10))
+    _hold(dep, g2, range(40))  # 30 documents added since g1 was live
+    lifecycle = Lifecycle(load_config(dep.config_path), DocumentStore(load_config(dep.config_path).database_url))
+    previous = lifecycle.store.get_generation(g1)
+    assert previous is not None and previous.status == "previous"
+    out = lifecycle.promote(previous, {"passed": True, "reasons": []})
+    assert out["warnings"] == [f"generation {g1} lacks 30 of the 40 documents of 'docs' the live generation serves "
+                               "(75%): they are out of search until the next `bindery sync` writes them into it"]
+    lifecycle.store.dispose()
+    code, out_json, _ = run(capsys, "--config", str(dep.config_path), "--json", "rollback")  # back to g2: holds them
+    assert code == 0 and json.loads(out_json)["warnings"] == []
+    code, out_txt, _ = run(capsys, "--config", str(dep.config_path), "rollback")  # and to g1 again: said in words
+    assert code == 0 and f"warning: generation {g1} lacks 30 of the 40 documents of 'docs'" in out_txt
+    run(capsys, "--config", str(dep.config_path), "rollback")
+    _hold(dep, g1, range(10, 399))
+    _hold(dep, g2, range(400))  # one of 400 lacking: under LEFT_OUT_SHARE, not a warning
+    code, out_json, _ = run(capsys, "--config", str(dep.config_path), "--json", "rollback")
+    assert code == 0 and json.loads(out_json)["warnings"] == []
 
 
 def test_rollback_says_rolled_back_not_promoted(dep: Deployment, capsys: pytest.CaptureFixture[str]) -> None:
@@ -461,9 +497,12 @@ def test_promoting_the_previous_generation_says_what_it_leaves_out_of_search(tmp
     (extra / "mqtt.md").write_text("# Broker\n\nThe mosquitto broker relays MQTT messages.\n")
     d.config["sources"].append({"name": "extra", "kind": "local", "root": str(extra)})
     d.save()
+    d.write("notes/dock.md", "# Dock\n\nQuarterly dock maintenance is on Tuesdays.\n")  # written into live alone
     d.cli("sync")
     out = d.cli("promote", "--candidate", str(first), "--force", "--reason", "back")
     assert any(f"generation {first} holds nothing of 'extra'" in w for w in out["warnings"]), out
+    assert any(w.startswith(f"generation {first} lacks 1 of the {len(DOCS) + 1} documents of 'docs'")
+               for w in out["warnings"]), out
 
 
 @pytest.mark.parametrize("command", ["sync", "plan", "query"])

@@ -614,13 +614,18 @@ def _plan_in_fresh_process(dep: Deployment) -> tuple[dict[str, Any], bool]:
     return json.loads("\n".join(lines[:-1])), status["dagster"]
 
 
-def test_a_plan_after_a_cli_run_reads_its_history_without_dagster(tmp_path: Path) -> None:
+def test_a_plan_after_a_cli_run_reads_its_history_without_dagster(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Each CLI run leaves the throughput it measured beside the instance; the next plan uses it
     (no Dagster import, ~1 s saved) while the instance is unchanged, and asks Dagster again
     once anything else wrote to it."""
+    from orchestration import runs
     from orchestration.estimate import CACHE_FILE, cached_throughput, throughput
     from orchestration.instance import get_instance
 
+    # the process's first run records its start: this test's sync stands for a fresh `bindery`
+    # (in the test runner an earlier test's run was the first)
+    monkeypatch.setattr(runs, "_STARTED_RUNS", [])
     dep = LocalDeployment(tmp_path)
     dep.cli("sync")
     home = dep.data / "dagster_home"
@@ -664,6 +669,36 @@ def test_a_file_whose_name_is_not_utf8_is_planned_as_the_sync_counts_it(tmp_path
     assert plan["sources"]["docs"]["changes"]["failed"] == out["sources"]["docs"]["failed"] == 1
     assert [d["reason"] for d in dep.cli("dlq")] == ["bad-name"]
     assert_plan_matches(*plan_then_sync(dep))  # and again, after the sync
+
+
+def _listing_metadata(dep: Deployment) -> dict[str, Any]:
+    """The metadata of the last `source_listing` step: what the sync itself says it listed."""
+    import dagster as dg
+
+    rec = get_instance(load_config(dep.config_path)).fetch_materializations(
+        dg.AssetKey("source_listing"), limit=1).records[0]
+    assert rec.asset_materialization is not None
+    return {k: v.value for k, v in rec.asset_materialization.metadata.items()}
+
+
+def test_listed_counts_the_items_the_listing_refuses_as_the_sync_does(tmp_path: Path) -> None:
+    """An operator pass: a broken symlink (refused unread) counted in `failed` but not in
+    `listed`, so the plan's classes added up to more than it listed. `listed` is every item the
+    listing returned: the classes but `deleted` add up to it, in the plan and in the sync."""
+    dep = LocalDeployment(tmp_path)
+    (dep.root / "notes").mkdir(exist_ok=True)
+    (dep.root / "notes" / "gone.md").symlink_to(dep.root / "nowhere.md")
+    dep.write("big/huge.txt", "The pump runs. " * 8000)  # 120 KB, over the 64 KB limit
+    dep.config["sources"][0]["max_file_mb"] = 0.0625
+    dep.save()
+    plan, synced = plan_then_sync(dep)
+    assert_plan_matches(plan, synced)
+    s = plan["sources"]["docs"]
+    assert s["changes"]["failed"] == synced["sources"]["docs"]["failed"] == 2
+    assert s["listed"] == sum(v for k, v in s["changes"].items() if k != "deleted") == len(DOCS) + 2
+    assert _listing_metadata(dep)["listed"] == s["listed"]
+    plan, synced = plan_then_sync(dep)  # and again: the refused items are still listed, and failed
+    assert plan["sources"]["docs"]["listed"] == _listing_metadata(dep)["listed"] == len(DOCS) + 2
 
 
 def test_plan_names_the_documents_the_sync_would_dead_letter(tmp_path: Path) -> None:

@@ -113,6 +113,35 @@ def test_submit_prints_no_code_server_log_lines(dep: Deployment, capfd: pytest.C
         assert "queued for the Dagster daemon" in captured.out and "no Dagster daemon" in captured.err
 
 
+def test_submit_reports_when_the_instance_created_each_run(dep: Deployment, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """An operator pass: `sync --submit` showed each run created at the time it printed, seconds
+    after the instance created it (the code server stops in between), so it differed from
+    `bindery runs`. Both, and the JSON, now give the instance's creation time."""
+    from orchestration.cli import main
+    from orchestration.runs import Runner
+
+    submit = Runner.submit_sources
+
+    def slow(self: Runner, *args: Any, **kw: Any) -> Any:
+        out = submit(self, *args, **kw)
+        time.sleep(1.5)  # a code server slow to stop
+        return out
+
+    monkeypatch.setattr(Runner, "submit_sources", slow)
+    submitted = dep.cli("sync", "--submit")["submitted"]
+    runs = {r["run_id"]: r for r in dep.cli("runs")["runs"]}
+    assert [r["partition"] for r in submitted] == ["docs", "broken"]
+    assert all(r["created_at"] == runs[r["run_id"]]["created_at"] for r in submitted), (submitted, runs)
+
+    capsys.readouterr()
+    assert main(["--config", str(dep.config_path), "sync", "--source", "docs", "--submit"]) == 0
+    printed = next(line.split() for line in capsys.readouterr().out.splitlines() if "cli-submit" in line)
+    assert main(["--config", str(dep.config_path), "runs"]) == 0
+    listed = next(line.split() for line in capsys.readouterr().out.splitlines() if line.startswith(printed[0]))
+    assert printed == listed  # the created column too
+
+
 def test_daemon_alive_reads_the_instances_heartbeats(dep: Deployment) -> None:
     """`--submit` warns when no daemon has reported lately (the run would sit QUEUED, unsaid)."""
     from dagster._daemon.types import DaemonHeartbeat

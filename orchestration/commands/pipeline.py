@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from typing import TYPE_CHECKING, Any
 
 from connectors.config import BinderyConfig
@@ -162,14 +161,17 @@ def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str,
         print("warning: no Dagster daemon has reported to this instance in the last 2 minutes; the runs wait "
               "in the queue until one runs (`bindery ui` starts one, or `dagster-daemon run`)", file=sys.stderr)
     if not a.wait:
-        from orchestration.runs import runs_table
+        from orchestration.runs import list_runs, runs_table
 
         runs = runner.submit_sources(job, sources, **kw)
-        rows = [{"run_id": r.run_id, "status": "QUEUED", "job": r.job, "partition": r.partition} for r in runs]
+        # each run as the instance recorded it, as `bindery runs` shows it: the time this command
+        # printed was seconds past the runs' creation (the code server stops in between)
+        known = {r["run_id"]: r for r in list_runs(runner.instance, limit=len(runs), run_ids=[r.run_id for r in runs])}
+        shown = [known[r.run_id] for r in runs]  # in the order submitted
+        rows = [{k: r[k] for k in ("run_id", "status", "job", "partition", "created_at")} for r in shown]
         if a.json:
             return {"submitted": rows, **(extra or {})}
-        table = runs_table([{**r, "launched_by": "cli-submit", "created_at": time.time(), "seconds": None}
-                            for r in rows])
+        table = runs_table(shown)
         print(f"{table}\nqueued for the Dagster daemon: follow with `bindery runs` or the UI")
         return None
     outcomes, seconds = _submit_and_wait(runner, job, sources, **kw)
