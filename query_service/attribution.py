@@ -19,7 +19,7 @@ the line gives no date).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
 from connectors.indexes.base import ScoredId
@@ -43,15 +43,19 @@ def evidence(attr: Attribution, payload: Mapping[str, Any]) -> float:
 
 
 def attributed_units(attr: Attribution, hits: Sequence[ScoredId], payloads: Mapping[str, Mapping[str, Any]],
-                     unit_of: Callable[[str], str]) -> dict[str, tuple[str, float]]:
+                     unit_of: Callable[[str], str], *, sure_only: Container[str] = ()) -> dict[str, tuple[str, float]]:
     """unit -> (its chunk with the most evidence, that evidence) over `by_author`'s hits; units
-    without evidence are left out. `unit_of(chunk_id)` names a chunk's unit."""
+    without evidence are left out. `unit_of(chunk_id)` names a chunk's unit. A chunk in
+    `sure_only` (fetched past the usual cut, for the attributed minute) counts only with full
+    evidence."""
     out: dict[str, tuple[str, float]] = {}
     for h in hits:
         p = payloads.get(h.chunk_id)
         if not p:
             continue
         e = evidence(attr, p)
+        if e < 1.0 and h.chunk_id in sure_only:
+            continue
         u = unit_of(h.chunk_id)
         if e > 0 and e > out.get(u, ("", 0.0))[1]:
             out[u] = (h.chunk_id, e)

@@ -58,6 +58,15 @@ _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="retrieve")
 # vector snapshot; a transient failure of a server backend still recovers on its own)
 OPEN_RETRY_SECONDS = 60.0
 _THREAD_LOOKUP_LIMIT = 2000  # chunks of thread neighbours fetched per query at most
+# chunks of an attribution line's writer fetched at most when the line gives the minute: the
+# lookup ranks by day, then by the query's words, and the minute is weighed only after it
+# (`attribution.evidence`), so a cut at `candidates` (50) let a prolific writer's day crowd out
+# the message of that very minute (45 patches of one evening, several chunks each: which fell
+# under the cut followed from BM25 statistics that any unrelated edit moved, and the answered
+# patch went from 1st to unranked). Past the first `candidates` only a message of that minute (or
+# the quoted Message-ID) counts: the cut by the query's words is what keeps a prolific writer's
+# other messages of the day, or of an undated line, from all gaining
+_AUTHOR_LOOKUP_LIMIT = 500
 # A thread longer than this lends nothing to its other messages: in a long discussion another
 # message of the thread says little about the one asked for.
 THREAD_MATES_MAX = 12
@@ -230,9 +239,11 @@ class _Served:
             s = time.perf_counter()
             chunks, units = self._keyword_lists(query, filters, qcfg)
             by_author = self._by_author(attribution, query, qcfg.candidates, filters) if attribution else []
+            sure_only.update(h.chunk_id for h in by_author[qcfg.candidates:])
             timings["sparse_ms"] = (time.perf_counter() - s) * 1000
             return chunks, units, by_author
 
+        sure_only: set[str] = set()  # author chunks past the usual cut: they count for their minute only
         fd, fs = _POOL.submit(dense), _POOL.submit(sparse)
         dense_hits, (sparse_hits, unit_hits, author_hits) = fd.result(), fs.result()
         # a keyword list shorter than asked holds every match: the rest score BM25's 0 (fusion)
@@ -247,8 +258,8 @@ class _Served:
                 [h for h in hits if h.chunk_id in ok] for hits in (dense_hits, sparse_hits, unit_hits, author_hits))
         timings["payloads_ms"] = (time.perf_counter() - s) * 1000
         s = time.perf_counter()
-        attributed = (attributed_units(attribution, author_hits, payloads, lambda c: unit_of(c, payloads))
-                      if attribution else {})
+        attributed = (attributed_units(attribution, author_hits, payloads, lambda c: unit_of(c, payloads),
+                                       sure_only=sure_only) if attribution else {})
         ranked = rank_units(dense_hits, sparse_hits, unit_hits, payloads, qcfg,
                             neighbours=lambda pairs: self._thread_neighbours(pairs, payloads, filters,
                                                                              qcfg.thread_mates_weight > 0, admit),
@@ -309,8 +320,9 @@ class _Served:
 
     def _by_author(self, attr: Attribution, query: str, k: int, filters: Filters) -> list[ScoredId]:
         """The keyword index's chunks of the messages `attr` points at (`KeywordIndex.by_author`)."""
+        limit = max(k, _AUTHOR_LOOKUP_LIMIT) if attr.time is not None else k
         return self.pair.keyword.by_author(attr.names, attr.address, [attr.message_id] if attr.message_id else [],
-                                           attr.day_keys(), query, k, filters)
+                                           attr.day_keys(), query, limit, filters)
 
     def _thread_neighbours(self, pairs: Sequence[tuple[str, str]], payloads: dict[str, dict[str, Any]],
                            filters: Filters, mates: bool,

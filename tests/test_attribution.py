@@ -163,6 +163,21 @@ def _hit(chunk_id: str) -> ScoredId:
     return ScoredId(chunk_id, 1.0)
 
 
+def test_past_the_usual_cut_only_the_attributed_minute_counts() -> None:
+    """The writer's chunks fetched past `candidates` (for a line that gives the minute) gain only
+    for that minute: the cut by the query's words still keeps the rest of a prolific writer's day
+    from all gaining."""
+    attr = parse_attribution("On Fri, 04 Oct 2002 03:25:30 +0200 Vincent <cult@free.fr> wrote:")
+    assert attr is not None
+    payloads = {c: {"author": "Vincent <cult@free.fr>", "sent": sent, "unit": c}
+                for c, sent in (("parent", "2002-10-04T03:25:30+02:00"), ("same-day", "2002-10-04T18:00:00+02:00"))}
+    hits = [_hit("same-day"), _hit("parent")]
+    assert attributed_units(attr, hits, payloads, lambda c: c, sure_only={"same-day", "parent"}) == {
+        "parent": ("parent", 1.0)}
+    assert attributed_units(attr, hits, payloads, lambda c: c) == {"parent": ("parent", 1.0),
+                                                                   "same-day": ("same-day", 0.8)}
+
+
 # -- end to end: a sync of a few e-mails, then `bindery query` with a pasted reply ------------------
 
 MAILS = {
@@ -239,6 +254,37 @@ def test_a_pasted_reply_finds_the_message_its_attribution_names(tmp_path: Path) 
     d.save()
     off = d.cli("query", PASTED, "-k", "3")
     assert off["hits"][0]["doc"] == "mail/other.eml" and "attribution" not in off["trace"]
+
+
+@pytest.mark.slow
+def test_the_message_of_the_attributed_minute_is_found_on_a_prolific_writers_day(tmp_path: Path) -> None:
+    """notmuch's linux-kernel mail: "On Sun, Nov 14, 2010 at 07:05:03PM -0800, Joe Perches wrote:"
+    answers one of 45 patches he sent that evening. The writer's lookup stopped at `candidates`
+    chunks ranked by day, then by the reply's words, so whether the patch of that minute made the
+    cut was up to BM25 statistics (an unrelated re-parse took it from 1st to unranked)."""
+    d = Deployment(tmp_path)
+    d.config["query"].update(candidates=5, k=3)
+    d.save()
+    for i in range(12):  # the same evening, each saying more of what the reply says than the answered one
+        d.write(f"mail/patch-{i:02}.eml", f"""From: Joe Perches <joe@perches.com>
+Date: Sun, 14 Nov 2010 18:{10 + i}:00 -0800
+Subject: [PATCH {i + 2}/13] drivers/part{i}: remove unnecessary semicolons
+Message-ID: <patch-{i}@perches.com>
+
+Remove unnecessary semicolons in part {i}; this applies against current next and regenerates cleanly.
+""")
+    d.write("mail/answered.eml", """From: Joe Perches <joe@perches.com>
+Date: Sun, 14 Nov 2010 19:05:03 -0800
+Subject: [PATCH 1/13] sound/soc/codecs: remove unnecessary semicolons
+Message-ID: <answered@perches.com>
+
+Semicolons after closing braces of switch statements in the codec drivers.
+""")
+    d.cli("sync")
+    reply = ("On Sun, Nov 14, 2010 at 07:05:03PM -0800, Joe Perches wrote:\n\n"
+             "This doesn't apply against current -next, could you please regenerate against that?\n")
+    hits = d.cli("query", reply, "-k", "3")["hits"]
+    assert hits[0]["doc"] == "mail/answered.eml", [h["doc"] for h in hits]
 
 
 @pytest.mark.slow
