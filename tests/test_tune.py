@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from connectors.config import BinderyConfig
 from connectors.errors import ConfigError
 from connectors.store import DocumentStore
 from evals.evalset import EvalCase, Gold, load_eval_set
@@ -169,17 +170,24 @@ def test_a_trial_interrupted_while_it_builds_is_dropped(cut_apart: Deployment,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C during a trial's reindex: no half-built candidate is left for the next sync to finish."""
     from connectors.config import load_config
-    from connectors.lifecycle import Lifecycle
     from orchestration.runs import Runner
-    from orchestration.tuning import tune_generations
 
     def interrupted(*_: object, **__: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Runner, "run_sources", interrupted)
-    cfg = load_config(cut_apart.config_path)
     dropped = _statuses(cut_apart).count("dropped")
-    store = DocumentStore(f"sqlite:///{cut_apart.data / 'bindery.db'}", migrate=False)
+    _tune_until_interrupted(cut_apart, load_config(cut_apart.config_path))
+    statuses = _statuses(cut_apart)
+    assert "building" not in statuses and statuses.count("dropped") == dropped + 1
+
+
+def _tune_until_interrupted(dep: Deployment, cfg: BinderyConfig) -> None:
+    """`tune_generations` against the live generation, whose trial build a test interrupts."""
+    from connectors.lifecycle import Lifecycle
+    from orchestration.tuning import tune_generations
+
+    store = DocumentStore(f"sqlite:///{dep.data / 'bindery.db'}", migrate=False)
     try:
         live = Lifecycle(cfg, store).live()
         assert live is not None
@@ -187,8 +195,6 @@ def test_a_trial_interrupted_while_it_builds_is_dropped(cut_apart: Deployment,
             tune_generations(cfg, store, live.record)
     finally:
         store.dispose()
-    statuses = _statuses(cut_apart)
-    assert "building" not in statuses and statuses.count("dropped") == dropped + 1
 
 
 def test_a_trial_of_a_sharded_source_is_built_shard_by_shard(cut_apart: Deployment,
@@ -197,10 +203,8 @@ def test_a_trial_of_a_sharded_source_is_built_shard_by_shard(cut_apart: Deployme
     `internal error: DagsterUnknownPartitionError` (the trial reindex ran the source's bare name,
     which is no partition of a sharded source); it runs the shards, as `bindery reindex` does."""
     from connectors.config import load_config
-    from connectors.lifecycle import Lifecycle
     from connectors.shards import all_partition_keys
     from orchestration.runs import Runner
-    from orchestration.tuning import tune_generations
 
     asked: list[list[str]] = []
 
@@ -211,14 +215,7 @@ def test_a_trial_of_a_sharded_source_is_built_shard_by_shard(cut_apart: Deployme
     monkeypatch.setattr(Runner, "run_sources", record)
     cfg = load_config(cut_apart.config_path)
     cfg.sources[0].shards = 3
-    store = DocumentStore(f"sqlite:///{cut_apart.data / 'bindery.db'}", migrate=False)
-    try:
-        live = Lifecycle(cfg, store).live()
-        assert live is not None
-        with pytest.raises(KeyboardInterrupt):
-            tune_generations(cfg, store, live.record)
-    finally:
-        store.dispose()
+    _tune_until_interrupted(cut_apart, cfg)
     assert asked == [all_partition_keys(cfg)] and len(asked[0]) == 3
     assert "building" not in _statuses(cut_apart)
 
