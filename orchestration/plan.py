@@ -130,6 +130,17 @@ def _with_acl(d: DocumentRecord, acl: list[str]) -> DocumentRecord:
     return d.replace(acl=acl, acl_hash=short_hash(acl, 16))
 
 
+def _refused(sp: SourcePlan, source: str, listed: list[Any]) -> tuple[list[Any], list[tuple[Any, Any]]]:
+    """(the entries to read, the (entry, problem) pairs refused unread). An item the listing
+    dead-letters (a name that is not UTF-8, a link out of the root) is counted as the sync counts
+    it, failed, and never read: its name cannot even be hashed."""
+    problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]
+    sp.changes["failed"] += len(problems)
+    for item, problem in problems:
+        sp.failures[doc_id(source, item.external_id)] = (printable_id(item.external_id), Failure("listing", *problem))
+    return [e for e in listed if entry_problem(e) is None], problems
+
+
 def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool = False,
                     source: Source | None = None) -> SourcePlan:
     """The listing's classification of every item, with its rules, and nothing written."""
@@ -140,14 +151,7 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     except SourceError as e:
         sp.error = str(e)
         return sp
-    # an item the listing dead-letters (a name that is not UTF-8, a link out of the root) is
-    # counted as the sync counts it, failed, and never read: its name cannot even be hashed
-    problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]
-    entries = [e for e in listed if entry_problem(e) is None]
-    sp.changes["failed"] += len(problems)
-    for item, problem in problems:
-        why = Failure("listing", *problem)
-        sp.failures[doc_id(scfg.name, item.external_id)] = (printable_id(item.external_id), why)
+    entries, problems = _refused(sp, scfg.name, listed)
     known = {d.external_id: d for d in rt.store.documents(scfg.name, include_deleted=True)}
     live_known = {k: d for k, d in known.items() if d.deleted_at is None}
     listed_ids = {e.external_id for e in entries}

@@ -264,12 +264,7 @@ class _Served:
                             neighbours=lambda pairs: self._thread_neighbours(pairs, payloads, filters,
                                                                              qcfg.thread_mates_weight > 0, admit),
                             attributed=attributed, complete=complete)
-        reason = None
-        if qcfg.score_floor > 0:
-            kept = [r for r in ranked if r.score >= qcfg.score_floor]
-            if ranked and not kept:
-                reason = f"no result above the score floor {qcfg.score_floor}"
-            ranked = kept
+        ranked, reason = _above_floor(ranked, qcfg.score_floor)
         ranked = ranked[:k]
         timings["fusion_ms"] = (time.perf_counter() - s) * 1000
         heads = [r.unit_id for r in ranked if r.unit_id not in payloads]
@@ -381,6 +376,14 @@ def _admitted(chunk_ids: Iterable[str], payloads: dict[str, dict[str, Any]],
             for c in chunk_ids if c in payloads}
     allowed = admit({d for ds in docs.values() for d in ds})
     return {c for c, ds in docs.items() if all(d in allowed for d in ds)}
+
+
+def _above_floor(ranked: list[Any], floor: float) -> tuple[list[Any], str | None]:
+    """The fused units scoring at least `floor` (0: all), and why none is left where none is."""
+    if floor <= 0:
+        return ranked, None
+    kept = [r for r in ranked if r.score >= floor]
+    return kept, (f"no result above the score floor {floor}" if ranked and not kept else None)
 
 
 def _attribution_trace(attr: Attribution, attributed: dict[str, tuple[str, float]],

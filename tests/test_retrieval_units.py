@@ -365,3 +365,13 @@ def test_a_document_never_gives_zero_chunks(tok: TokenCounter) -> None:
                      Block("heading", "Usage", level=1)]
     drafts = chunk_blocks(only_headings, ChunkConfig(), counter=tok)
     assert len(drafts) == 1 and "Installing" in drafts[0].embed_text and "Usage" in drafts[0].embed_text
+
+
+def test_the_score_floor_keeps_what_reaches_it_and_says_when_nothing_does() -> None:
+    from query_service.retrieval import _above_floor
+
+    ranked = [Fused("a", 2.0, {}), Fused("b", 0.5, {})]
+    assert _above_floor(ranked, 0.0) == (ranked, None)
+    assert _above_floor(ranked, 1.0) == ([ranked[0]], None)
+    assert _above_floor(ranked, 3.0) == ([], "no result above the score floor 3.0")
+    assert _above_floor([], 3.0) == ([], None)  # nothing matched at all: not the floor's doing
