@@ -544,7 +544,7 @@ def test_throughput_fit_is_not_skewed_by_a_slow_first_run_or_tiny_runs() -> None
     0.5)."""
     from orchestration.estimate import _fit
 
-    runs = [(1345, 0.5 + 1345 * 0.02 + 6.0), (5, 0.6), (7, 0.64), (1, 0.9), (2, 0.3),
+    runs: list[tuple[float, float]] = [(1345, 0.5 + 1345 * 0.02 + 6.0), (5, 0.6), (7, 0.64), (1, 0.9), (2, 0.3),
             (280, 0.5 + 280 * 0.02), (564, 0.5 + 564 * 0.02), (233, 0.5 + 233 * 0.02)]
     fixed, rate = _fit(runs)
     assert rate == pytest.approx(0.02, rel=0.05) and fixed == pytest.approx(0.5, abs=0.15)
