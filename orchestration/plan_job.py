@@ -1,7 +1,7 @@
 """The `plan` job: `bindery plan` in the Dagster UI, its result as run metadata.
 
 Launch it from the UI (Jobs -> plan) with `kind: sync|reindex` and optional `sources` and
-`allow_mass_delete` (a sync's, as `bindery plan`'s options); the step's
+`allow_mass_delete` (a sync's, as `bindery plan`'s options) and `ocr` (`--ocr`); the step's
 output carries the whole plan as JSON, a readable summary, and the headline numbers. It
 writes nothing to the store or the indexes.
 """

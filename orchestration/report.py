@@ -370,8 +370,9 @@ def _human_plan(r: dict[str, Any]) -> str:
         docs, pages = scans["documents"], scans["pages"]
         lines += ["", f"{docs:,} document{'s' if docs != 1 else ''} hold{'s' if docs == 1 else ''} {pages:,} scanned "
                       f"page{'s' if pages != 1 else ''} to OCR, which the plan does not read (seconds a page): "
-                      f"the chunk, context, embed and index counts take each such page for {PLACEHOLDER_SECTIONS} "
-                      "chunks; `bindery plan --ocr` reads them for exact counts"]
+                      f"the context and embed counts and the chunks to write take each such page for "
+                      f"{PLACEHOLDER_SECTIONS} chunks (at the default chunk size); `bindery plan --ocr` reads them "
+                      "for exact counts"]
     est = r["estimate"]
     # every run lists whatever changed: its time is in the total, so it has its row
     listing = [["listing", sum(s["listed"] for s in r["sources"].values()), "", "entries", est["by_stage"]["listing"]]
@@ -380,8 +381,10 @@ def _human_plan(r: dict[str, Any]) -> str:
                             for st, c in r["stages"].items()]
     lines += ["", *table(["stage", "compute", "cached", "unit", "est. seconds"], stage_rows).splitlines()]
     w = r["written"]
-    lines += ["", f"indexes: {w['documents']:,} documents to write ({w['chunks']:,} chunks), "
-                  f"{w['deleted']:,} to remove"]
+    # with scanned pages unread the chunks are an estimate (7 a page): said so where they are counted
+    about = "about " if (r.get("scans_estimated") or {}).get("documents") else ""
+    lines += ["", f"indexes: {w['documents']:,} document{'s' if w['documents'] != 1 else ''} to write "
+                  f"({about}{w['chunks']:,} chunk{'s' if w['chunks'] != 1 else ''}), {w['deleted']:,} to remove"]
     for name, n in (r.get("removed_sources") or {}).items():
         docs, held = f"{n:,} document{'s' if n != 1 else ''}", (r.get("removed_sources_indexed") or {}).get(name, n)
         lines.append(f"source {name!r} is no longer configured: the {r['kind']} withholds its {docs} from search "
