@@ -191,7 +191,7 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # 37: Jupyter notebooks (.ipynb) are read cell by cell (`assets.parsing.notebook`: Markdown cells
 # as Markdown, code cells as code, outputs as side text) instead of as the text of their JSON.
 # 38: a PDF table striped in alternate rows (colortbl's \rowcolors: xcolor's own tables) is one
-# table: its shading bands are joined by vertical lines for `find_tables` (`pdf._band_lines`);
+# table: its shading bands are joined by vertical lines for `find_tables` (`pdf_tables._band_lines`);
 # each shaded row was a one-row table and the unshaded rows paragraphs (pdf_tables' table-row
 # questions 0.857 · 0.312 -> 1.000 · 0.538). A table row with no text is dropped. Of 20 dev
 # corpus PDFs only xcolor's parse changed. 39: a notebook's Markdown cell opening with "---" is
