@@ -890,6 +890,15 @@ def test_scanned_pages_are_estimated_unless_the_plan_is_asked_to_read_them(tmp_p
     assert quick["stages"]["parse"]["compute"] == 1 and quick["stages"]["chunk"]["compute"] == 1
     assert quick["stages"]["context"]["compute"] == 2 * PLACEHOLDER_SECTIONS  # estimated, not read
     assert "1 document holds 2 scanned pages to OCR" in _human_plan(quick)
+    # the plan job in the UI: the same estimate by default, the pages read with `ocr`
+    from orchestration.runs import Runner
+
+    runner = Runner(load_config(dep.config_path))
+    for ocr, estimated in ((False, {"documents": 1, "pages": 2}), (True, {"documents": 0, "pages": 0})):
+        res = runner.defs.resolve_job_def("plan").execute_in_process(
+            instance=runner.instance, run_config={"ops": {"plan_next_run": {"config": {"ocr": ocr}}}})
+        out = next(e for e in res.all_events if e.event_type_value == "STEP_OUTPUT").step_output_data.metadata
+        assert cast(dict[str, Any], out["plan"].value)["scans_estimated"] == estimated
     before = footprint(dep)
     exact = dep.cli("plan", "--ocr")
     assert footprint(dep) == before, "bindery plan --ocr wrote something"
