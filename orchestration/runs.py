@@ -512,8 +512,11 @@ def list_runs(instance: dg.DagsterInstance, *, limit: int = 20, statuses: list[s
               run_ids: list[str] | None = None) -> list[dict[str, Any]]:
     """Recent runs of the instance, newest first: queued, running and finished (only `run_ids`,
     where given: what `--submit` enqueued, as `bindery runs` will show it)."""
-    filters = dg.RunsFilter(statuses=[dg.DagsterRunStatus(s.upper()) for s in statuses or []],
-                            run_ids=run_ids or []) if statuses or run_ids else None
+    # only the filters given: Dagster refuses an empty `run_ids` (`bindery runs --status queued` failed so)
+    given: dict[str, Any] = {"statuses": [dg.DagsterRunStatus(s.upper()) for s in statuses]} if statuses else {}
+    if run_ids:
+        given["run_ids"] = run_ids
+    filters = dg.RunsFilter(**given) if given else None
     rows = []
     for rec in instance.get_run_records(filters=filters, limit=limit):
         run = rec.dagster_run

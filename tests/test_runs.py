@@ -129,14 +129,23 @@ def test_submit_reports_when_the_instance_created_each_run(dep: Deployment, caps
         return out
 
     monkeypatch.setattr(Runner, "submit_sources", slow)
+    capsys.readouterr()
     submitted = dep.cli("sync", "--submit")["submitted"]
+    assert "already" not in capsys.readouterr().err
     runs = {r["run_id"]: r for r in dep.cli("runs")["runs"]}
     assert [r["partition"] for r in submitted] == ["docs", "broken"]
+    queued = {r["run_id"] for r in dep.cli("runs", "--status", "queued")["runs"]}
+    assert queued == {r["run_id"] for r in submitted}  # a status alone filters (it once failed: no run ids)
     assert all(r["created_at"] == runs[r["run_id"]]["created_at"] for r in submitted), (submitted, runs)
 
     capsys.readouterr()
     assert main(["--config", str(dep.config_path), "sync", "--source", "docs", "--submit"]) == 0
-    printed = next(line.split() for line in capsys.readouterr().out.splitlines() if "cli-submit" in line)
+    again = capsys.readouterr()
+    # the first run of docs is still queued (no daemon here): a second submit says so
+    docs_run = next(r["run_id"] for r in submitted if r["partition"] == "docs")
+    assert f"warning: a sync run of docs is already queued ({docs_run[:8]})" in again.err, again.err
+    assert "broken" not in again.err
+    printed = next(line.split() for line in again.out.splitlines() if "cli-submit" in line)
     assert main(["--config", str(dep.config_path), "runs"]) == 0
     listed = next(line.split() for line in capsys.readouterr().out.splitlines() if line.startswith(printed[0]))
     assert printed == listed  # the created column too

@@ -153,6 +153,18 @@ def _submit_and_wait(runner: Runner, job: str, sources: list[str], **kw: Any) ->
         raise
 
 
+def _warn_already_pending(runner: Runner, job: str, partitions: list[str]) -> None:
+    """Say so when a run of `job` for one of `partitions` is already queued or running: a second
+    `--submit` queued a second run of the same work in silence (an operator pass)."""
+    from orchestration.runs import list_runs
+
+    pending = list_runs(runner.instance, limit=200, statuses=["queued", "not_started", "starting", "started"])
+    for r in pending:
+        if r["job"] == job and r["partition"] in partitions:
+            print(f"warning: a {job} run of {r['partition']} is already {r['status'].lower()} ({r['run_id'][:8]}); "
+                  "this one is queued too (`bindery runs --cancel RUN_ID` drops one)", file=sys.stderr)
+
+
 def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str, sources: list[str],
             extra: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any] | None:
     """`--submit`: enqueue one run per source for the daemon. With `--wait`, follow them and
@@ -160,6 +172,7 @@ def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str,
     if not runner.daemon_alive():  # said, not discovered as a run that never leaves QUEUED
         print("warning: no Dagster daemon has reported to this instance in the last 2 minutes; the runs wait "
               "in the queue until one runs (`bindery ui` starts one, or `dagster-daemon run`)", file=sys.stderr)
+    _warn_already_pending(runner, job, sources)
     if not a.wait:
         from orchestration.runs import list_runs, runs_table
 
