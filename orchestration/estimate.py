@@ -1,8 +1,8 @@
 """How long a plan's work will take and what its LLM calls will cost, from this machine's past.
 
-`throughput(instance)` reads the materialisation metadata every stage asset records (items done
-and seconds taken) from the Dagster instance, over the most recent runs that did work, and
-turns it into seconds per item per stage. `estimate_seconds` multiplies a plan's work by it;
+`throughput(instance)` reads the most recent successful runs from the Dagster instance (each
+stage's step time, and the items its asset's materialisation metadata says it did) and fits per
+stage a fixed cost and seconds per item. `estimate_seconds` multiplies a plan's work by it;
 a stage with no history is named, never guessed. `llm_estimate` counts the Anthropic calls and
 tokens of the prefixes a plan would compute, priced with `prices:` from bindery.yaml.
 
@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 from pathlib import Path
+from statistics import median_low  # the lower middle: a value some run really took
 from typing import TYPE_CHECKING, Any
 
 from assets.runtime import Generation
@@ -101,21 +102,6 @@ def _run_samples(instance: dg.DagsterInstance) -> list[dict[str, Any]]:
     return out
 
 
-def _wmedian(pairs: list[tuple[float, float]]) -> float:
-    """The weighted median of (value, weight) pairs."""
-    pairs = sorted(pairs)
-    half, acc = sum(w for _, w in pairs) / 2, 0.0
-    for v, w in pairs:
-        acc += w
-        if acc >= half:
-            return float(v)
-    return float(pairs[-1][0])
-
-
-def _median(xs: list[float]) -> float:
-    return _wmedian([(x, 1.0) for x in xs])
-
-
 def _fit(points: list[tuple[float, float]]) -> tuple[float, float]:
     """(fixed seconds per run, seconds per item) over (items, seconds) of past runs, robustly:
     the slope is the median of the slopes between every two runs (Theil-Sen), leaving out two
@@ -130,11 +116,11 @@ def _fit(points: list[tuple[float, float]]) -> tuple[float, float]:
               if abs(xj - xi) >= 0.1 * max(xi, xj) and xj != xi]
     worked = [(x, y) for x, y in points if x > 0]
     if not worked:
-        return _median([y for _, y in points]), 0.0
-    slope = _median(slopes) if slopes else 0.0
+        return median_low([y for _, y in points]), 0.0
+    slope = median_low(slopes) if slopes else 0.0
     if slope <= 0:
         return 0.0, sum(y for _, y in worked) / sum(x for x, _ in worked)
-    return max(0.0, _median([y - slope * x for x, y in points])), slope
+    return max(0.0, median_low([y - slope * x for x, y in points])), slope
 
 
 def _embed_units(stage: dict[str, Any], chars_per_text: float | None) -> float:
@@ -143,7 +129,7 @@ def _embed_units(stage: dict[str, Any], chars_per_text: float | None) -> float:
     chars = sum(float(m.get("embedded_chars") or 0) for m in stage["meta"])
     if not chars_per_text or not n or not chars:
         return n
-    return n * (TEXT_OVERHEAD_CHARS + chars / n) / (TEXT_OVERHEAD_CHARS + chars_per_text)
+    return n * _length_ratio(chars / n, chars_per_text)
 
 
 def throughput(instance: dg.DagsterInstance) -> dict[str, Any]:
@@ -168,11 +154,11 @@ def throughput(instance: dg.DagsterInstance) -> dict[str, Any]:
         out["seconds_per_item"][stage] = per_item
         out["fixed_seconds"][stage] = fixed
         if idle := [d["seconds"] for d in done if not d["items"]]:
-            out.setdefault("idle_seconds", {})[stage] = _median(idle)
+            out.setdefault("idle_seconds", {})[stage] = median_low(idle)
     if samples:
-        out["run_seconds"] = _median([s["other"] for s in samples])
+        out["run_seconds"] = median_low([s["other"] for s in samples])
         if started := [s["startup"] for s in samples if s.get("startup") is not None]:
-            out["startup_seconds"] = _median(started)
+            out["startup_seconds"] = median_low(started)
     prefixes = [m for s in samples for m in s["stages"].get("context", {}).get("meta", []) if m.get("computed")]
     if items := sum(float(m["computed"]) for m in prefixes):
         tokens = {t: sum(float(m.get(t) or 0) for m in prefixes) / items
@@ -298,7 +284,12 @@ def _length_factor(stage: str, history: dict[str, Any], known: int, chars: int) 
     measured = history.get("chars_per_text")
     if stage != "embed" or not measured or not known or not chars:
         return 1.0
-    return (TEXT_OVERHEAD_CHARS + chars / known) / (TEXT_OVERHEAD_CHARS + float(measured))
+    return _length_ratio(chars / known, float(measured))
+
+
+def _length_ratio(chars_per_text: float, measured: float) -> float:
+    """A text of `chars_per_text` characters' embedding time, in texts of `measured` characters."""
+    return (TEXT_OVERHEAD_CHARS + chars_per_text) / (TEXT_OVERHEAD_CHARS + measured)
 
 
 # OCR with no OCR'd page in this store's history: six scanned papers, 53 pages, took 301 s to

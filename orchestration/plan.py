@@ -31,6 +31,7 @@ says so.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,11 +135,12 @@ def _refused(sp: SourcePlan, source: str, listed: list[Any]) -> tuple[list[Any],
     """(the entries to read, the (entry, problem) pairs refused unread). An item the listing
     dead-letters (a name that is not UTF-8, a link out of the root) is counted as the sync counts
     it, failed, and never read: its name cannot even be hashed."""
-    problems = [(e, p) for e in listed if (p := entry_problem(e)) is not None]
+    judged = [(e, entry_problem(e)) for e in listed]
+    problems = [(e, p) for e, p in judged if p is not None]
     sp.changes["failed"] += len(problems)
     for item, problem in problems:
         sp.failures[doc_id(source, item.external_id)] = (printable_id(item.external_id), Failure("listing", *problem))
-    return [e for e in listed if entry_problem(e) is None], problems
+    return [e for e, p in judged if p is None], problems
 
 
 def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool = False,
@@ -337,7 +339,7 @@ class StageWalk:
         # the texts to embed whose words are known here, and their characters (`capped_chars`): a
         # text's model time grows with its length, so the estimate scales by them
         self.embed_known = self.embed_chars = 0
-        self.parse_formats: dict[str, int] = {}  # format -> documents to parse
+        self.parse_formats: Counter[str] = Counter()  # format -> documents to parse
         self.by_path = {d.external_id: d for d in sp.docs if d.content_hash}  # what an AsciiDoc page may include
 
     def keep_cut(self, d: DocumentRecord, cver: str, rows: list[ChunkRecord] | Failure) -> None:
@@ -418,9 +420,8 @@ class StageWalk:
                     self.failures[d.doc_id] = (d.external_id, self.memory.failures[key])
         todo = [d for d in todo if parse_key(d, pver) not in made]
         self.counts["parse"].compute += len(todo) + len(unparsed)
-        for d in todo + unparsed:  # what each costs depends on its kind (`estimate.parse_seconds`)
-            fmt = parse_key(d, pver)[2]
-            self.parse_formats[fmt] = self.parse_formats.get(fmt, 0) + 1
+        # what each costs depends on its kind (`estimate.parse_seconds`)
+        self.parse_formats.update(parse_key(d, pver)[2] for d in todo + unparsed)
         self.counts["parse"].cached += len(self.sp.docs) - len(todo) - len(unparsed)
         over = [t for t in targets if t.versions["parse"] == pver]
         cuts = {t.versions["chunk"]: t.stages.chunk for t in over}
@@ -790,7 +791,7 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
     index = {"write": 0, "delete": 0, "chunks": 0}
     llm_docs: list[tuple[DocumentContext, list[ChunkRecord]]] = []
     memory = RunMemory()
-    formats: dict[str, int] = {}  # documents to parse, by format
+    formats: Counter[str] = Counter()  # documents to parse, by format
     # what scales the estimate beside the counts
     work = {"listed": 0, "embed_known": 0, "embed_chars": 0, "runs": 0, "ocr_read": 0}
     # a generation the sync would write whose working index cannot be opened fails the sync's
@@ -817,8 +818,7 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
             llm_docs += walk.llm_docs
             work["embed_known"] += walk.embed_known
             work["embed_chars"] += walk.embed_chars
-            for fmt, n in walk.parse_formats.items():
-                formats[fmt] = formats.get(fmt, 0) + n
+            formats += walk.parse_formats
             if read_scans:  # else its scanned pages are placeholders, counted in `scans_estimated`
                 work["ocr_read"] += _ocr_read(walk)
             entry["stages"] = {s: {"compute": c.compute, "cached": c.cached} for s, c in walk.counts.items()}

@@ -239,13 +239,13 @@ class _Served:
             s = time.perf_counter()
             chunks, units = self._keyword_lists(query, filters, qcfg)
             by_author = self._by_author(attribution, query, qcfg.candidates, filters) if attribution else []
-            sure_only.update(h.chunk_id for h in by_author[qcfg.candidates:])
             timings["sparse_ms"] = (time.perf_counter() - s) * 1000
             return chunks, units, by_author
 
-        sure_only: set[str] = set()  # author chunks past the usual cut: they count for their minute only
         fd, fs = _POOL.submit(dense), _POOL.submit(sparse)
         dense_hits, (sparse_hits, unit_hits, author_hits) = fd.result(), fs.result()
+        # the writer's chunks past the usual cut: they count for the attributed minute only
+        sure_only = {h.chunk_id for h in author_hits[qcfg.candidates:]}
         # a keyword list shorter than asked holds every match: the rest score BM25's 0 (fusion)
         complete = [name for name, hits in (("sparse", sparse_hits), ("unit", unit_hits))
                     if len(hits) < qcfg.candidates]

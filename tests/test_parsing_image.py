@@ -9,15 +9,11 @@ import pytest
 from PIL import Image
 
 from assets.parsing import parse_document
-from assets.parsing.ocr import find_tessdata
 from connectors.config import ParseConfig
 from connectors.errors import CorruptDocument, NeedsOCR, TooLarge
+from tests.fixtures.ocr import needs_tesseract
 
 CFG = ParseConfig(ocr_dpi=200)
-needs_tesseract = pytest.mark.skipif(
-    find_tessdata("eng") is None,
-    reason="Tesseract eng data not installed (apt-get install tesseract-ocr tesseract-ocr-eng)",
-)
 
 
 def _scan(title: str, body: str, fmt: str = "png") -> bytes:

@@ -5,20 +5,16 @@ from __future__ import annotations
 import pytest
 
 from assets.parsing import parse_document
-from assets.parsing.ocr import find_tessdata
 from assets.parsing.pdf_layout import Line, Region, columns_of, reading_order
 from assets.parsing.textutil import fix_ligatures, join_lines, normalize_text
 from connectors.config import ParseConfig
 from connectors.documents import ParseResult
 from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, NeedsOCR
 from tests.fixtures import docgen
+from tests.fixtures.ocr import needs_tesseract
 
 CFG = ParseConfig(ocr_dpi=150)
 NO_OCR = ParseConfig(ocr=False)
-needs_tesseract = pytest.mark.skipif(
-    find_tessdata("eng") is None,
-    reason="Tesseract eng data not installed (apt-get install tesseract-ocr tesseract-ocr-eng)",
-)
 
 
 def _text(result: ParseResult) -> str:

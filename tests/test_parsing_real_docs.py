@@ -9,15 +9,14 @@ from __future__ import annotations
 import pytest
 
 from assets.parsing import parse_document
-from assets.parsing.ocr import find_tessdata
 from assets.parsing.sniff import detect_format
 from connectors.config import ParseConfig
 from connectors.errors import CorruptDocument, EmptyDocument
 from quality.metrics import word_share
 from tests.fixtures import docgen
+from tests.fixtures.ocr import needs_tesseract
 
 CFG = ParseConfig(ocr_dpi=150)
-needs_tesseract = pytest.mark.skipif(find_tessdata("eng") is None, reason="Tesseract eng data not installed")
 
 
 # ---------------------------------------------------------------- PDF

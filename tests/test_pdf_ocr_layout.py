@@ -8,18 +8,12 @@ scanned article ran into the other column's and no scanned page had a heading.
 from __future__ import annotations
 
 import pymupdf
-import pytest
 
 from assets.parsing import parse_document
-from assets.parsing.ocr import find_tessdata
 from assets.parsing.pdf_layout import Line, Region
 from assets.parsing.pdf_ocr import Gutters, across_gutter, despeck, mark_ocr_headings, ocr_columns, ocr_line_kept
 from connectors.config import ParseConfig
-
-needs_tesseract = pytest.mark.skipif(
-    find_tessdata("eng") is None,
-    reason="Tesseract eng data not installed (apt-get install tesseract-ocr tesseract-ocr-eng)",
-)
+from tests.fixtures.ocr import needs_tesseract
 
 LEFT = ["The harbour pumps start at dawn", "and the tide gauge is read twice", "before the ferry leaves the quay."]
 RIGHT = ["Every lighthouse keeper writes", "the weather into a green ledger", "that the council archives yearly."]

@@ -15,7 +15,6 @@ from typing import Any, cast
 import pytest
 import sqlalchemy as sa
 
-from assets.parsing.ocr import find_tessdata
 from connectors.config import load_config
 from connectors.store import DocumentStore
 from orchestration.estimate import estimate_seconds, throughput
@@ -24,6 +23,7 @@ from orchestration.report import _human_plan
 from tests.anthropic_stub import AnthropicStub
 from tests.bindery_fixture import DOCS, Deployment
 from tests.fixtures import docgen
+from tests.fixtures.ocr import needs_tesseract
 from tests.sync_helpers import LocalDeployment
 
 pytestmark = pytest.mark.slow
@@ -874,7 +874,7 @@ def test_a_damaged_live_index_is_planned_as_the_sync_fails_on_it(tmp_path: Path)
     assert "cannot open tantivy index" in sync["error"] and live in sync["error"]
 
 
-@pytest.mark.skipif(find_tessdata("eng") is None, reason="Tesseract eng data not installed")
+@needs_tesseract
 def test_scanned_pages_are_estimated_unless_the_plan_is_asked_to_read_them(tmp_path: Path) -> None:
     """A plan of six scanned papers (53 pages) took 298 s against the sync's 301 s: it OCR'd every
     page in memory. It now stands each page to OCR for the chunks a scanned page gives and says
