@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from assets.listing import CLASSES  # the change classes are the listing's; one definition
-from assets.parsing.ocr import PLACEHOLDER_SECTIONS
+from assets.parsing.ocr import PLACEHOLDER_WORDS
 from connectors.lifecycle import FIRST_GENERATION
 
 
@@ -371,8 +371,8 @@ def _human_plan(r: dict[str, Any]) -> str:
         lines += ["", f"{docs:,} document{'s' if docs != 1 else ''} hold{'s' if docs == 1 else ''} {pages:,} scanned "
                       f"page{'s' if pages != 1 else ''} to OCR, which the plan does not read (seconds a page): "
                       f"the context and embed counts and the chunks to write take each such page for "
-                      f"{PLACEHOLDER_SECTIONS} chunks (at the default chunk size); `bindery plan --ocr` reads them "
-                      "for exact counts"]
+                      f"{PLACEHOLDER_WORDS} words of text, cut at the configured chunk size (a real scanned page "
+                      "gives within about 20 % as many chunks); `bindery plan --ocr` reads them for exact counts"]
     est = r["estimate"]
     # every run lists whatever changed: its time is in the total, so it has its row
     listing = [["listing", sum(s["listed"] for s in r["sources"].values()), "", "entries", est["by_stage"]["listing"]]

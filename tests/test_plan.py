@@ -879,8 +879,6 @@ def test_scanned_pages_are_estimated_unless_the_plan_is_asked_to_read_them(tmp_p
     """A plan of six scanned papers (53 pages) took 298 s against the sync's 301 s: it OCR'd every
     page in memory. It now stands each page to OCR for the chunks a scanned page gives and says
     which counts are estimates; `--ocr` reads them, and its counts are the sync's."""
-    from assets.parsing.ocr import PLACEHOLDER_SECTIONS
-
     dep = LocalDeployment(tmp_path)
     dep.cli("sync")
     dep.write("scans/notice.pdf", docgen.pdf_image_only(pages=2))
@@ -888,7 +886,13 @@ def test_scanned_pages_are_estimated_unless_the_plan_is_asked_to_read_them(tmp_p
     assert quick["scans_estimated"] == {"documents": 1, "pages": 2}
     assert quick["sources"]["docs"]["scans_estimated"] == {"documents": 1, "pages": 2}
     assert quick["stages"]["parse"]["compute"] == 1 and quick["stages"]["chunk"]["compute"] == 1
-    assert quick["stages"]["context"]["compute"] == 2 * PLACEHOLDER_SECTIONS  # estimated, not read
+    # estimated, not read: a page's worth of text cut at the configured size (a 1x1 px scan reads as nothing)
+    assert quick["stages"]["context"]["compute"] == quick["written"]["chunks"] > 2 * 5
+    smaller = LocalDeployment(tmp_path / "smaller", stages={"chunk": {"max_tokens": 100, "overlap_tokens": 10}})
+    without = smaller.cli("plan")["written"]["chunks"]
+    smaller.write("scans/notice.pdf", docgen.pdf_image_only(pages=2))
+    # smaller chunks, more of them, as a real page cut smaller (a fixed count a page said the same)
+    assert smaller.cli("plan")["written"]["chunks"] - without > 1.5 * quick["written"]["chunks"]
     assert "1 document holds 2 scanned pages to OCR" in _human_plan(quick)
     # the plan job in the UI: the same estimate by default, the pages read with `ocr`
     from orchestration.runs import Runner

@@ -16,19 +16,25 @@ from contextvars import ContextVar
 
 from connectors.documents import Block
 
-__all__ = ["ESTIMATED_PAGES_KEY", "PLACEHOLDER_SECTIONS", "find_tessdata", "installed_languages",
+__all__ = ["ESTIMATED_PAGES_KEY", "PLACEHOLDER_WORDS", "find_tessdata", "installed_languages",
            "ocr_deferred", "ocr_is_deferred", "ocr_unavailable_reason", "placeholder_blocks"]
 
 # `bindery plan` does not OCR: reading a scan takes seconds a page, so a plan of a scanned archive
 # took as long as the sync it planned (298 s against 301 s for six scanned papers, 53 pages). Under
-# `ocr_deferred` a page the parse would OCR is read as placeholder sections instead, as many as a
-# real scanned page gives chunks (398 chunks of 53 pages of six LaTeX papers scanned at 300 dpi,
-# benchmarks/corpora/gen_pdf_scanned.py: 7.5 a page), and the parse's metadata counts those pages
-# (ESTIMATED_PAGES_KEY), so the plan can say which of its counts are estimates.
+# `ocr_deferred` a page the parse would OCR is read as placeholder text instead, and the parse's
+# metadata counts those pages (ESTIMATED_PAGES_KEY), so the plan can say which of its counts are
+# estimates. The placeholder is as much text as a scanned page holds, in sections and paragraphs
+# of mixed lengths, so that the chunker cuts it as it would cut the page at any chunk size:
+# against the 53 pages of six LaTeX papers scanned at 300 dpi (benchmarks/corpora/gen_pdf_scanned.py),
+# read by OCR and chunked at max_tokens 80 / 120 / 200 / 400 / 800, placeholders give 0.98 / 0.92 /
+# 0.96 / 0.99 / 0.78 times the real chunk count (20.7 / 13.1 / 7.5 / 4.0 / 2.6 a page). A fixed
+# 7 one-chunk sections a page were right only at the default size (0.38 at 80, 2.7 at 800).
 _DEFERRED: ContextVar[bool] = ContextVar("bindery_ocr_deferred", default=False)
-PLACEHOLDER_SECTIONS = 7
+PLACEHOLDER_SECTIONS = 2
+PLACEHOLDER_SECTION_WORDS = 400
+PLACEHOLDER_WORDS = PLACEHOLDER_SECTIONS * PLACEHOLDER_SECTION_WORDS  # a scanned page's text
 ESTIMATED_PAGES_KEY = "ocr_estimated_pages"
-_PLACEHOLDER_WORDS = 60  # each section one chunk of its own: over the merge floor, under the window
+_PARAGRAPH_WORDS = (23, 47, 31, 68, 15, 52, 39, 27, 61)  # mixed, as real paragraphs: packing them is not quantised
 
 
 @contextmanager
@@ -51,13 +57,19 @@ _FILLER = ("the", "plan", "has", "not", "read", "this", "scanned", "page", "so",
 
 def placeholder_blocks(page: int, salt: str) -> list[Block]:
     """What a scanned page stands for in a plan: PLACEHOLDER_SECTIONS headed sections of
-    ordinary words, named by `salt` (the document's) and page so that no two are alike: none is
-    found in a cache, or counted once for two documents."""
-    words = " ".join(_FILLER[i % len(_FILLER)] for i in range(_PLACEHOLDER_WORDS)).capitalize()
-    return [b for k in range(1, PLACEHOLDER_SECTIONS + 1)
-            for b in (Block("heading", f"Scanned page {page} section {k} ({_letters(page)} {_letters(k)})", level=2,
-                            page=page),
-                      Block("paragraph", f"{words} ({salt} {_letters(page)} {_letters(k)}).", page=page))]
+    PLACEHOLDER_SECTION_WORDS ordinary words in paragraphs, named by `salt` (the document's) and
+    page so that no two are alike: none is found in a cache, or counted once for two documents."""
+    blocks: list[Block] = []
+    for k in range(1, PLACEHOLDER_SECTIONS + 1):
+        name = f"{_letters(page)} {_letters(k)}"
+        blocks.append(Block("heading", f"Scanned page {page} section {k} ({name})", level=2, page=page))
+        left, j = PLACEHOLDER_SECTION_WORDS, 0
+        while left > 0:
+            n = min(_PARAGRAPH_WORDS[(j + k + page) % len(_PARAGRAPH_WORDS)], left)
+            words = " ".join(_FILLER[i % len(_FILLER)] for i in range(n)).capitalize()
+            blocks.append(Block("paragraph", f"{words} ({salt} {name} {_letters(j)}).", page=page))
+            left, j = left - n, j + 1
+    return blocks
 
 
 def _letters(n: int) -> str:
