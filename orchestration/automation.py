@@ -4,12 +4,15 @@ The sensor keeps the dynamic `sources` partitions equal to the configured source
 removing them as the configuration changes), probes each source cheaply (folder: paths, mtimes
 and sizes; S3: keys and ETags) and requests a sync only for sources whose fingerprint moved
 since the cursor. A probe that fails is skipped and reported; it never requests a sync that
-could delete on bad evidence.
+could delete on bad evidence. A sync it requested that failed is requested again, with backoff,
+once the source's probe answers (`_retries`).
 """
 
 
+import itertools
 import json
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
@@ -24,6 +27,11 @@ from connectors.sources import make_source
 from orchestration.jobs import sync_job
 
 PartitionRequest = dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest
+
+# A failed sensor run is retried this long after it ended, the wait doubled for each failed run of
+# its partition in a row, up to RETRY_MAX_S.
+RETRY_AFTER_S = 60.0
+RETRY_MAX_S = 3600.0
 
 
 def partition_requests(instance: dg.DagsterInstance, configured: list[str]) -> list[PartitionRequest]:
@@ -73,6 +81,8 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
                 runs += [dg.RunRequest(partition_key=key, run_key=f"{key}:{fp}", tags={"bindery/trigger": "sensor"})
                          for key in partition_keys(s)]
                 cursor[s.name] = fp
+            else:
+                runs += _retries(context.instance, s, fp, time.time())
         runs += _withholding_run(cursor, cfg, runs, answered)
         return dg.SensorResult(
             run_requests=runs, cursor=json.dumps(cursor, sort_keys=True),
@@ -81,6 +91,34 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
         )
 
     return source_change_sensor
+
+
+def _retries(instance: dg.DagsterInstance, source: SourceConfig, fp: str, now: float) -> list[dg.RunRequest]:
+    """Request again each partition of `source` whose latest sync run, one this sensor requested,
+    failed. The cursor already holds the state that run was for, so without this a change it
+    could not apply (the bucket answering the probe's listing but not the reads, the store down
+    for a moment) waited for the next change of the source, or a reconcile, however long the
+    source had been back. The run key names the failed run, so each failure is retried once; the
+    wait after it doubles with each failed run of the partition in a row (`RETRY_AFTER_S`). A
+    failed run an operator launched is theirs to judge, and is not retried."""
+    out = []
+    for key in partition_keys(source):
+        records = instance.get_run_records(
+            dg.RunsFilter(job_name=sync_job.name, tags={"dagster/partition": key}), limit=8)
+        failed = list(itertools.takewhile(lambda r: r.dagster_run.status == dg.DagsterRunStatus.FAILURE, records))
+        if not failed or failed[0].dagster_run.tags.get("bindery/trigger") != "sensor":
+            continue
+        last = failed[0]
+        ended = last.end_time if last.end_time is not None else _utc(last.update_timestamp).timestamp()
+        if now - ended >= min(RETRY_MAX_S, RETRY_AFTER_S * 2 ** (len(failed) - 1)):
+            out.append(dg.RunRequest(partition_key=key, run_key=f"{key}:{fp}:retry-of:{last.dagster_run.run_id}",
+                                     tags={"bindery/trigger": "sensor"}))
+    return out
+
+
+def _utc(stamp: datetime) -> datetime:
+    """Dagster's run storage keeps UTC timestamps, read back without a zone on SQLite."""
+    return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
 
 
 def _withholding_run(cursor: dict[str, Any], cfg: BinderyConfig, runs: list[dg.RunRequest],

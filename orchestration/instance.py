@@ -174,7 +174,7 @@ def _ensure_schema(url: str, schema: str) -> None:
             c.execute(sa.text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
     except sa.exc.IntegrityError:
         pass  # another process created it between our check and our create
-    except sa.exc.OperationalError as e:
+    except sa.exc.DatabaseError as e:  # down, refused, or a user without CREATE on the database
         # a StoreError, as when the document store cannot open the same database: exit 1 from
         # every command (a database that is down is not a mistake in the configuration)
         from connectors.store.engine import open_error_reason

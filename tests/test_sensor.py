@@ -10,6 +10,7 @@ import json
 import time
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -250,6 +251,46 @@ def test_failed_probe_is_skipped_and_never_requests_a_sync(conf: Config) -> None
     assert sensor.tick().runs == {}  # back as it was: nothing to do
     (docs / "a.md").write_text("# docs\n\nchanged while it was away\n")
     assert set(sensor.tick().runs) == {"docs"}
+
+
+def _failed_sync(instance: dg.DagsterInstance, partition: str, trigger: str) -> str:
+    """A finished, failed sync run of `partition` on the instance, as the daemon leaves one."""
+    run_id = str(uuid.uuid4())
+    instance.add_run(dg.DagsterRun(job_name="sync", run_id=run_id, status=dg.DagsterRunStatus.FAILURE,
+                                   tags={"dagster/partition": partition, "bindery/trigger": trigger}))
+    return run_id
+
+
+def test_a_failed_sensor_run_is_requested_again_with_backoff(conf: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An operator pass: a change the sensor's run could not apply (S3 answering the probe's
+    listing but not the reads) stayed unsynced after S3 came back, for ever: the cursor already
+    held the new state, so every later tick skipped the source."""
+    import orchestration.automation as automation
+
+    clock = {"ahead": 0.0}  # the sensor's clock, this far ahead of the runs' timestamps
+    monkeypatch.setattr(automation, "time", SimpleNamespace(time=lambda: time.time() + clock["ahead"]))
+    docs = conf.folder("docs")
+    conf.folder("wiki")
+    sensor = Sensor(conf.path)
+    sensor.tick()
+    (docs / "a.md").write_text("# docs\n\nedited\n")
+    tick = sensor.tick()
+    assert set(tick.runs) == {"docs"}
+    failed = _failed_sync(sensor.instance, "docs", "sensor")
+    clock["ahead"] = automation.RETRY_AFTER_S - 5
+    assert sensor.tick().runs == {}  # not at once: RETRY_AFTER_S after the failure
+    clock["ahead"] = automation.RETRY_AFTER_S + 1
+    again = sensor.tick()
+    assert set(again.runs) == {"docs"} and again.runs["docs"].run_key == f"docs:{tick.cursor['docs']}:retry-of:{failed}"
+    assert again.runs["docs"].tags == {"bindery/trigger": "sensor"} and again.cursor == tick.cursor
+    # the retry failed too: the wait doubles with two failures in a row
+    _failed_sync(sensor.instance, "docs", "sensor")
+    assert sensor.tick().runs == {}
+    clock["ahead"] = 2 * automation.RETRY_AFTER_S + 1
+    assert set(sensor.tick().runs) == {"docs"}
+    # a failed run an operator launched is theirs to judge: not retried
+    _failed_sync(sensor.instance, "wiki", "cli")
+    assert "wiki" not in sensor.tick().runs
 
 
 def test_a_configuration_that_no_longer_loads_skips_the_tick_saying_why(conf: Config) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -249,6 +250,32 @@ def test_a_database_that_does_not_exist_says_to_create_it(pg_url: str) -> None:
         DocumentStore(url)
     with pytest.raises(StoreError, match=r"cannot open the Dagster instance's .*\(create it first"):
         _ensure_schema(url, "dagster")
+
+
+@pytest.mark.postgres
+def test_a_user_that_may_not_create_tables_is_told_what_to_grant(pg_url: str) -> None:
+    """An operator pass: a database made by `createdb` as the superuser and used as an app role
+    (PostgreSQL 15 lets only the owner create in `public`) was `internal error: ProgrammingError`
+    from every command reaching the Dagster instance, and a bare "permission denied" from the store."""
+    from connectors.errors import StoreError
+    from orchestration.instance import _ensure_schema
+
+    role, schema = f"bindery_noperm_{uuid.uuid4().hex[:8]}", pg_url.rsplit("%3D", 1)[1]
+    admin = sa.create_engine(pg_url)
+    with admin.begin() as c:
+        c.execute(sa.text(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'"))
+        c.execute(sa.text(f'GRANT USAGE ON SCHEMA "{schema}" TO {role}'))
+    user_url = sa.engine.make_url(pg_url).set(username=role, password="pw").render_as_string(hide_password=False)
+    try:
+        with pytest.raises(StoreError, match=r"cannot open the Dagster instance's .*permission denied.*createdb -O"):
+            _ensure_schema(user_url, "dagster")
+        with pytest.raises(StoreError, match=r"cannot open document store .*permission denied.*createdb -O"):
+            DocumentStore(user_url)
+    finally:
+        with admin.begin() as c:
+            c.execute(sa.text(f"DROP OWNED BY {role}"))
+            c.execute(sa.text(f"DROP ROLE {role}"))
+        admin.dispose()
 
 
 def test_gc_keeps_an_embedding_a_current_text_still_uses(db_url: str) -> None:

@@ -102,6 +102,11 @@ def open_error_reason(e: sa.exc.DatabaseError) -> str:
     why = " ".join(str(e.orig).split())
     if re.search(r'database "[^"]*" does not exist', why):
         why += " (create it first: `createdb NAME`, or CREATE DATABASE; Bindery creates its tables in it)"
+    elif re.search(r"permission denied for (database|schema)", why):
+        # PostgreSQL 15 and later let only the database's owner create tables in `public`
+        why += (" (Bindery creates its tables and the Dagster schema itself: make the user it connects as"
+                " the database's owner, `createdb -O USER NAME` or ALTER DATABASE NAME OWNER TO USER, or"
+                " GRANT it CREATE on the database and on schema public)")
     return why
 
 
