@@ -214,8 +214,10 @@ def _default_acl(scfg: SourceConfig) -> list[str]:
 def _unchanged(src: Source, old: DocumentRecord, entry: SourceEntry, default_acl: list[str]) -> bool:
     """Cheap test from the listing alone. Sources whose listing omits ACLs (S3) are compared
     by fingerprint and modification time (a metadata rewrite keeps the ETag, moves the time);
-    an ACL they took from the source's configuration must still match that configuration."""
-    if old.fingerprint != entry.fingerprint or old.source_modified_at != entry.modified_at:
+    an ACL they took from the source's configuration must still match that configuration. An
+    item found at another location (a `root` moved with its files, which keeps their times) is
+    read again: its hits must not point where the file no longer is."""
+    if old.fingerprint != entry.fingerprint or old.source_modified_at != entry.modified_at or old.uri != entry.uri:
         return False
     if src.needs_describe:
         return (old.metadata or {}).get("acl_from") == "metadata" or old.acl == default_acl
@@ -223,12 +225,13 @@ def _unchanged(src: Source, old: DocumentRecord, entry: SourceEntry, default_acl
 
 
 def change_class(live_old: DocumentRecord | None, chash: str, acl: list[str], metadata: dict[str, Any],
-                 gone_hashes: Container[str]) -> str:
-    """The class of a listed item whose bytes were read: `bindery plan` predicts with the same rule."""
+                 gone_hashes: Container[str], uri: str | None = None) -> str:
+    """The class of a listed item whose bytes were read: `bindery plan` predicts with the same rule.
+    `uri`: where the item is now; a new one (its source's `root` moved) is a metadata change."""
     if live_old is not None and live_old.content_hash == chash:
         # what the listing itself wrote (the ACL before the last change) is not the source's news
         stored = {k: v for k, v in (live_old.metadata or {}).items() if k != ACL_BEFORE}
-        meta_changed = acl != list(live_old.acl) or metadata != stored
+        meta_changed = acl != list(live_old.acl) or metadata != stored or (uri is not None and uri != live_old.uri)
         return "acl" if meta_changed else "unchanged"
     if live_old is not None:
         return "updated"
@@ -632,7 +635,7 @@ def _keep_read(rt: Runtime, sw: _Sweep, scfg: SourceConfig, read: _Read, content
     includes, `assets.includes`), spool new bytes (under their own hash) and queue its row."""
     old = read.old
     live_old = old if old is not None and old.deleted_at is None else None
-    cls = change_class(live_old, content, _acl_of(read.entry), read.metadata, sw.gone_by_hash)
+    cls = change_class(live_old, content, _acl_of(read.entry), read.metadata, sw.gone_by_hash, read.entry.uri)
     if live_old is not None and cls in ("acl", "unchanged"):
         changed_at = sw.now if cls == "acl" else live_old.changed_at
     else:

@@ -401,6 +401,11 @@ def _private_vector_copy(engine: str, snap: str) -> Path:
     return private
 
 
+# what mends a snapshot deleted from disk (a cleanup script, a restore that missed it): an
+# operator saw every query fail with no hint, while the working indexes could publish it again
+_REPUBLISH = "`bindery verify --repair` publishes a missing snapshot again"
+
+
 def open_reader(cfg: BinderyConfig, gen: GenerationRecord) -> IndexPair:
     """Open a generation for reading, from its published snapshot in embedded mode, with the
     vector engine that built it. The reader's private copy is removed on close."""
@@ -413,7 +418,8 @@ def open_reader(cfg: BinderyConfig, gen: GenerationRecord) -> IndexPair:
             # the row read before may be stale: a `discard` or `gc` meanwhile removed the files
             # (a concurrency pass met this line after a discard and read it as damage)
             raise BindingError(f"generation {gen.name} has no published vector snapshot: it was never built, or "
-                               "was discarded or collected meanwhile (`bindery status` lists the generations)")
+                               "was discarded or collected meanwhile (`bindery status` lists the generations), "
+                               f"or its files were removed ({_REPUBLISH})")
         private = _private_vector_copy(engine, snap)
         cleanup.append(private)
         vec_path = str(private / _EMBEDDED[engine])
@@ -421,7 +427,7 @@ def open_reader(cfg: BinderyConfig, gen: GenerationRecord) -> IndexPair:
         if cfg.backends.keyword == "tantivy":
             kw_path = gen.keyword_snapshot
             if not kw_path or not Path(kw_path).exists():
-                raise BindingError(f"generation {gen.name} has no published keyword snapshot")
+                raise BindingError(f"generation {gen.name} has no published keyword snapshot ({_REPUBLISH})")
         vec, kw = _open(cfg, gen, vec_path, kw_path, read_only=True, dim=None)
     except BaseException:  # a reader that never opened leaves no private copy behind
         for path in cleanup:

@@ -311,7 +311,8 @@ def _shared_questions(split: EvalSplit) -> str | None:
     half then judges on questions the choice was fitted to."""
     tuned = {" ".join(c.query.lower().split()) for c in split.tune}
     shared = sum(1 for c in split.check if " ".join(c.query.lower().split()) in tuned)
-    return (f"{shared} questions of the checking half are also in the tuning half under another id: the "
+    return (f"{shared} {'questions' if shared != 1 else 'question'} of the checking half "
+            f"{'are' if shared != 1 else 'is'} also in the tuning half under another id: the "
             "checking half is not independent of the choice (remove the duplicates)") if shared else None
 
 

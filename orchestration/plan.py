@@ -110,12 +110,16 @@ class SourcePlan:
     data: dict[str, bytes] = field(default_factory=dict)  # content hash -> bytes read by the listing
     failures: dict[str, tuple[str, Failure]] = field(default_factory=dict)  # what the listing dead-letters
     moves: dict[str, str] = field(default_factory=dict)  # old doc id -> new: a move the listing marks (its `moved`)
+    relocated: set[str] = field(default_factory=set)  # doc ids found at a new uri (a `root` moved with its files)
 
     def count(self, live_old: DocumentRecord | None, record: DocumentRecord,
               gone_by_hash: Mapping[str, DocumentRecord]) -> None:
         """Count `record`'s change class as the listing does, and note a move as it marks one."""
-        cls = change_class(live_old, record.content_hash or "", list(record.acl), record.metadata, gone_by_hash)
+        cls = change_class(live_old, record.content_hash or "", list(record.acl), record.metadata, gone_by_hash,
+                           record.uri)
         self.changes[cls] += 1
+        if live_old is not None and live_old.uri != record.uri:  # every generation holding it is rewritten
+            self.relocated.add(record.doc_id)
         if cls == "moved" and (was := gone_by_hash[record.content_hash or ""].doc_id) not in self.moves:
             self.moves[was] = record.doc_id
 
@@ -664,7 +668,8 @@ class StageWalk:
         # a pending row (one a source put back left withheld, `unindex_source`) is written again
         # where complete records exist, as any document whose access changed
         held = [did for did, st in state.items() if did in docs and did not in stale
-                and (not st.digest or (did, cver) in self.chunked or st.acl_hash != docs[did].acl_hash)]
+                and (not st.digest or (did, cver) in self.chunked or st.acl_hash != docs[did].acl_hash
+                     or did in self.sp.relocated)]
         stored = self.rt.store.chunks_for([did for did in held if (did, cver) not in self.chunked], cver)
         rows: dict[str, list[ChunkRecord]] = {did: list(self.chunked.get((did, cver), [])) for did in held}
         for c in stored:

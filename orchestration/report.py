@@ -69,8 +69,9 @@ def _human_sync(r: dict[str, Any]) -> str:
     changed = any(rc.values()) or w.get("documents") or w.get("deleted")
     if changed:
         lines.append("recomputed: " + ", ".join(f"{k} {v:,}" for k, v in rc.items()))
-        lines.append(f"indexes: {w.get('documents', 0):,} documents written ({w.get('chunks', 0):,} chunks), "
-                     f"{w.get('deleted', 0):,} removed")
+        docs, chunks = w.get("documents", 0), w.get("chunks", 0)
+        lines.append(f"indexes: {docs:,} document{'s' if docs != 1 else ''} written "
+                     f"({chunks:,} chunk{'s' if chunks != 1 else ''}), {w.get('deleted', 0):,} removed")
     elif not errors:
         lines.append(_nothing_written(r.get("sources", {})))
     lines += [f"source {name!r} is no longer configured: its {n:,} "
@@ -95,7 +96,8 @@ def _human_sync(r: dict[str, Any]) -> str:
         lines.append(f"site files: {r['site_files']} (a documentation build's own files: source copies, search "
                      "index, theme assets: kept, not indexed)")
     if r.get("truncated"):
-        lines.append(f"warning: {r['truncated']} embedded texts were longer than the embedding model reads; "
+        lines.append(f"warning: {r['truncated']} embedded {'texts were' if r['truncated'] != 1 else 'text was'} "
+                     "longer than the embedding model reads; "
                      "their ends are in BM25 only (lower stages.chunk.max_tokens or stages.context.max_prefix_tokens)")
     if r.get("candidate") is not None:
         lines.append(f"candidate generation: {r.get('candidate_name')} (id {r['candidate']}); "

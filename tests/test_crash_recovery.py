@@ -399,6 +399,8 @@ def test_verify_finds_a_published_snapshot_gone_and_repair_publishes_it_again(tm
     gen = generation_row(store_of(dep))
     assert gen.vector_snapshot and gen.keyword_snapshot
     shutil.rmtree(Path(gen.vector_snapshot).parent)  # the snapshot folder holds both copies
+    # a query says what mends it (it said only "never built, or discarded or collected")
+    assert "bindery verify --repair" in dep.cli("query", "Lyon office", expect=1)["error"]
     out = dep.cli("verify", expect=1)
     g = out["generations"][gen.name]
     assert out["consistent"] is False and g["missing_snapshots"] == 2 and g["missing_in_vector"] == 0

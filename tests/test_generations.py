@@ -367,6 +367,24 @@ def test_gc_keeps_what_a_kept_version_is_rebuilt_from(tmp_path: Path) -> None:
         r.close()
 
 
+def test_a_kept_version_restored_to_its_indexed_bytes_is_not_waiting(tmp_path: Path) -> None:
+    """A file whose new bytes failed to parse keeps its indexed version; put back as it was, the
+    next sync has nothing to write (the digest is the one indexed). `bindery status` still counted
+    it as waiting for a sync, and `bindery verify` as pending, after every later sync (an
+    operator pass)."""
+    dep = Deployment(tmp_path)
+    text = "# Valve checks\n\nBleed the pressure line slowly until the hiss stops.\n"
+    dep.write("ops/valves.md", text)
+    dep.cli("sync")
+    dep.write("ops/valves.md", "")  # empty: a dead letter, its indexed version kept
+    assert dep.cli("sync")["kept_versions"] == 1
+    dep.write("ops/valves.md", text)
+    out = dep.cli("sync")
+    assert out["sources"]["docs"]["updated"] == 1 and out["written"]["documents"] == 0
+    assert dep.cli("status")["sources"]["docs"]["waiting"] == 0
+    assert [g["pending"] for g in dep.cli("verify")["generations"].values()] == [0]
+
+
 def test_a_promotion_that_drops_a_kept_version_says_so(tmp_path: Path) -> None:
     """A candidate cut under other chunk settings cannot take a kept version (its chunks would be
     cut anew from a parse of bytes that are gone): the promotion names the document it takes out

@@ -93,6 +93,46 @@ def test_moved_file_is_not_reparsed_or_reembedded(dep: Deployment) -> None:
     assert hits[0]["doc"] == "ops/oncall-policy.txt"
 
 
+def test_a_source_root_moved_with_its_files_points_hits_at_the_new_place(dep: Deployment) -> None:
+    """The tree moved to another folder (a new disk, a renamed share) and `root` updated: a rename
+    keeps the files' times, so the listing's cheap test called every file unchanged and hits kept
+    `file://` URIs of the old folder, which no longer exists (an operator pass). Each is an
+    `acl` (metadata) change: re-indexed, nothing recomputed, and `bindery plan` says so."""
+    dep.cli("sync")
+    moved = dep.root.with_name("corpus-moved")
+    dep.root.rename(moved)
+    dep.config["sources"][0]["root"] = str(moved)
+    dep.save()
+    n = sum(1 for p in moved.rglob("*") if p.is_file())
+    plan = dep.cli("plan")
+    out = dep.cli("sync")
+    assert out["sources"]["docs"]["acl"] == n == plan["sources"]["docs"]["changes"]["acl"]
+    assert out["recomputed"] == {"parse": 0, "chunk": 0, "context": 0, "embed": 0}
+    assert out["written"] == plan["written"]
+    hit = dep.cli("query", "acknowledge a page within fifteen minutes", "-k", "1")["hits"][0]
+    assert hit["uri"] == (moved / "ops/oncall.txt").as_uri()
+
+
+def test_a_moved_root_reaches_the_previous_generation_as_the_plan_says(dep: Deployment) -> None:
+    """The generation kept for a rollback is rewritten with the new URIs too (its digest holds
+    them); `bindery plan` counted only live's writes for it (here the larger: smaller chunks)."""
+    dep.set_stage("chunk", max_tokens=24, overlap_tokens=4, min_tokens=0, parent_max_tokens=0)
+    dep.cli("sync")
+    dep.config["stages"].pop("chunk")
+    dep.save()
+    dep.cli("reindex")
+    dep.cli("promote", "--force", "--reason", "test")
+    moved = dep.root.with_name("corpus-moved")
+    dep.root.rename(moved)
+    dep.config["sources"][0]["root"] = str(moved)
+    dep.save()
+    plan = dep.cli("plan")
+    out = dep.cli("sync")
+    assert out["written"] == plan["written"]
+    hit = dep.cli("query", "acknowledge a page", "-k", "1", "--generation", "previous")["hits"][0]
+    assert hit["uri"] == (moved / "ops/oncall.txt").as_uri()
+
+
 def test_acl_change_updates_indexes_without_reembedding(dep: Deployment) -> None:
     dep.cli("sync")
     (dep.root / "people" / ".bindery-acl").write_text("hr-team\n")

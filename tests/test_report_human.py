@@ -39,6 +39,14 @@ def test_sync_counts_are_grouped_as_the_plan_and_the_interrupted_line_group_them
     assert out[2] == "indexes: 1,200 documents written (7,010 chunks), 0 removed"
 
 
+def test_a_one_document_sync_reads_as_english_as_the_plan_does() -> None:
+    """An operator pass: every one-file edit printed "1 documents written (1 chunks)" and "1
+    embedded texts were longer", where `bindery plan` says "1 document to write (1 chunk)"."""
+    out = human("sync", _sync(written={"documents": 1, "chunks": 1, "deleted": 0}, truncated=1)).splitlines()
+    assert out[2] == "indexes: 1 document written (1 chunk), 0 removed"
+    assert "warning: 1 embedded text was longer than the embedding model reads; " in "\n".join(out)
+
+
 def test_a_quiet_sync_says_nothing_changed_and_shows_failed_checks_and_candidates() -> None:
     r = _sync(sources={"docs": {"new": 0, "updated": 0, "unchanged": 7, "moved": 0, "acl": 0, "deleted": 0}},
               recomputed=dict.fromkeys(("parse", "chunk", "context", "embed"), 0),

@@ -261,7 +261,7 @@ def test_a_user_that_may_not_create_tables_is_told_what_to_grant(pg_url: str) ->
     from orchestration.instance import _ensure_schema
 
     role = f"bindery_noperm_{uuid.uuid4().hex[:8]}"
-    schema = sa.engine.make_url(pg_url).query["options"].rpartition("search_path=")[2]  # the fixture's own schema
+    schema = str(sa.engine.make_url(pg_url).query["options"]).rpartition("search_path=")[2]  # the fixture's own schema
     admin = sa.create_engine(pg_url)
     with admin.begin() as c:
         c.execute(sa.text(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'"))

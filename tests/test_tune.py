@@ -29,6 +29,16 @@ def _cases(counts: dict[str, int]) -> list[EvalCase]:
             for cat, n in counts.items() for i in range(n)]
 
 
+def test_one_shared_question_is_named_in_the_singular() -> None:
+    """"1 questions of the checking half are also in the tuning half" (an operator pass)."""
+    from evals.split import EvalSplit
+    from evals.tune import _shared_questions
+
+    a, b = _cases({"a": 2})
+    msg = _shared_questions(EvalSplit(tune=(a,), check=(EvalCase(id="dup", query=a.query, gold=a.gold), b)))
+    assert msg is not None and msg.startswith("1 question of the checking half is also in the tuning half")
+
+
 def test_halves_are_disjoint_and_complete() -> None:
     cases = _cases({"a": 11, "b": 4, "c": 1})
     split = split_cases(cases)
