@@ -123,6 +123,8 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("plan reindex --source", {}, ["plan", "reindex", "--source", "docs"], ("--source", "plan sync")),
     # options that meant nothing beside the others and were silently ignored (a later audit)
     ("dlq list --doc unknown", {}, ["dlq", "--doc", "a.md"], ("--doc a.md", "no dead letter")),
+    # a name with a newline (which a file name may hold) split the one line in two (an operator pass)
+    ("dlq --doc with a newline", {}, ["dlq", "--doc", "bad\nname.md"], ("--doc bad\\nname.md", "no dead letter")),
     ("dlq list --all", {}, ["dlq", "list", "--all"], ("--all", "dlq retry")),
     ("plan reindex --allow-mass-delete", {}, ["plan", "reindex", "--allow-mass-delete"],
      ("--allow-mass-delete", "plan sync")),

@@ -242,7 +242,7 @@ def test_a_draft_with_no_question_fails_and_writes_no_empty_set(tmp_path: Path) 
     dep.cli("sync")
     out = tmp_path / "drafted.jsonl"
     got = dep.cli("evalset", "draft", "--out", str(out), "--principal", "group:eng", expect=1)
-    assert "no question could be drafted from the 0 document(s) that group:eng may read" in got["error"]
+    assert "no question could be drafted from the 0 document(s) that 'group:eng' may read" in got["error"]
     assert not out.exists()
 
 

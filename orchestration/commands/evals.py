@@ -128,7 +128,7 @@ def cmd_evalset(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
         if writer is not None:
             writer.close()
     if not cases:  # an empty set is no gate (`promote` refuses it): say so rather than write one
-        whose = f"that {', '.join(a.principal)} may read" if a.principal else "the live generation serves"
+        whose = f"that {', '.join(map(repr, a.principal))} may read" if a.principal else "the live generation serves"
         raise BinderyError(f"no question could be drafted from the {len(by_doc)} document(s) {whose}: too "
                            "little text with titles, headings or identifiers to ask about; nothing was "
                            f"written to {out} (write questions by hand: docs/eval-format.md)")

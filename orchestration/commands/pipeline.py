@@ -246,8 +246,8 @@ def _dead_letters_chosen(store: DocumentStore, a: argparse.Namespace) -> list[De
     entries = [e for e in entries if _dead_letter_names(e) & set(a.doc)]
     if unmatched := [d for d in a.doc if not any(d in _dead_letter_names(e) for e in entries)]:
         where = f" of source {a.source!r}" if a.source else ""
-        raise UsageError(f"--doc {', '.join(unmatched)}: no dead letter{where} has that document; name it by "
-                         "its path in the source, as `bindery dlq` lists it, as source:path, or by doc id")
+        raise UsageError(f"--doc {', '.join(map(report.shown, unmatched))}: no dead letter{where} has that document; "
+                         "name it by its path in the source, as `bindery dlq` lists it, as source:path, or by doc id")
     return entries
 
 
