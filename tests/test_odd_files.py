@@ -106,7 +106,7 @@ def test_a_followed_link_into_another_sources_root_keeps_that_sources_acl(tmp_pa
     files under this source's ACL when only that source's `acl:` protected them (no sidecar):
     anyone who may write a link here published them (an attacker's find, listed as a limit
     until now). The target's source narrows the link, in the store and in the plan alike."""
-    from orchestration.plan import predict_listing
+    from orchestration.plan_listing import predict_listing
 
     (tmp_path / "src").mkdir()
     (tmp_path / "src/readme.txt").write_text("public notes about otters")
