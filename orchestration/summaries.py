@@ -16,7 +16,25 @@ from connectors.lifecycle import Generation, Lifecycle
 from connectors.shards import ShardStore, parse_key
 from connectors.store import BindingRecord, DocumentStore, GenerationRecord
 
-__all__ = ["kept_versions", "status", "sync_summary"]
+__all__ = ["kept_versions", "live_moved_warning", "status", "sync_summary"]
+
+
+def live_moved_warning(outcomes: list[Any], store: DocumentStore) -> str | None:
+    """A sync writes the generations live (and building) when it starts; a rollback or promote
+    while it runs binds one it only maintained, which then lacks the run's edits until the next
+    sync. Its summary read the binding at the end and said "live generation: N" as if N held them
+    (an operator pass)."""
+    b = store.get_binding()
+    live = store.get_generation(b.generation_id) if b and b.generation_id is not None else None
+    if live is None:
+        return None
+    missed = [o.partition for o in outcomes if o.success
+              and any(g.get("role") == "written" for g in o.generations.values())
+              and o.generations.get(live.name, {}).get("role") != "written"]
+    if not missed:
+        return None
+    return (f"the live generation changed while this sync ran (a rollback or promote): {live.name}, live now, "
+            f"did not get this run's edits of {', '.join(missed)}; the next `bindery sync` brings it up to date")
 
 
 def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,

@@ -612,3 +612,26 @@ def test_the_previous_generation_is_searched_by_the_name_status_gives_it(dep: De
     assert dep.cli("status")["previous"] == first
     assert dep.cli("query", "--generation", "previous", "battery")["generation"] == first
     assert dep.cli("eval", "--generation", "previous")["generation"] == first
+
+
+def test_a_rollback_while_a_sync_ran_is_named_in_its_summary(tmp_path: Path) -> None:
+    """A sync writes the generations live when it starts; a rollback meanwhile binds one it only
+    maintained. The summary said "live generation: 1" as if that one held the run's edits (an
+    operator pass); it now warns that the next sync brings it up to date."""
+    from orchestration.runs import RunOutcome
+    from orchestration.summaries import live_moved_warning
+
+    dep = Deployment(tmp_path)
+    dep.cli("sync")
+    dep.set_stage("chunk", max_tokens=64, overlap_tokens=8)
+    dep.cli("reindex")
+    dep.cli("promote", "--force", "--reason", "test")
+    store = store_of(dep)
+    first, second = sorted(store.generations(), key=lambda g: g.id)
+    # what the index step records of a sync that began with the second generation live
+    ran = [RunOutcome("sync", "docs", True, "r1", generations={second.name: {"role": "written"},
+                                                               first.name: {"role": "maintained"}})]
+    assert live_moved_warning(ran, store) is None
+    dep.cli("rollback")
+    warning = live_moved_warning(ran, store)
+    assert warning is not None and first.name in warning and "docs" in warning and "next `bindery sync`" in warning

@@ -38,6 +38,8 @@ def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     outcomes, seconds = runner.run_sources("sync", partitions_of(cfg, a.source), allow_mass_delete=a.allow_mass_delete)
     store = store_for(cfg)
     out = summaries.sync_summary(outcomes, seconds, store, cfg.source_names())
+    if moved := summaries.live_moved_warning(outcomes, store):
+        out["warnings"].append(moved)
     if out["errors"]:
         raise CommandFailed(summaries.errors_line(out["errors"]), out)
     return out
@@ -188,7 +190,10 @@ def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str,
         print(f"{table}\nqueued for the Dagster daemon: follow with `bindery runs` or the UI")
         return None
     outcomes, seconds = _submit_and_wait(runner, job, sources, **kw)
-    out = summaries.sync_summary(outcomes, seconds, store_for(cfg), cfg.source_names())
+    store = store_for(cfg)
+    out = summaries.sync_summary(outcomes, seconds, store, cfg.source_names())
+    if job == "sync" and (moved := summaries.live_moved_warning(outcomes, store)):
+        out["warnings"].append(moved)
     if out["errors"]:
         raise CommandFailed(summaries.errors_line(out["errors"]), out)
     return out
