@@ -23,9 +23,20 @@ from pathlib import Path
 from typing import Any
 
 from assets.includes import fold, own_hash, read_again, scanned_metadata
+from assets.listing_access import (
+    acl_of,
+    kept_narrowing,
+    narrow_access,
+    narrowing,
+    restrict,
+    set_acls,
+    source_default_acl,
+    withhold_removed_sources,
+    withhold_unreadable,
+)
 from assets.runtime import Runtime
-from connectors.acl import ACL_BEFORE, both, source_default
-from connectors.config import SourceConfig, narrower_within
+from connectors.acl import ACL_BEFORE, both
+from connectors.config import SourceConfig
 from connectors.errors import SourceError, SourceUnavailable, TooLarge, UnreadableAcl, UnsafeDeleteError
 from connectors.identity import content_hash, doc_id, short_hash
 from connectors.shards import Shard
@@ -98,28 +109,6 @@ def unlisted_folders(problems: list[tuple[SourceEntry, tuple[str, str]]]) -> tup
     """The folders (`rel/`) a listing could not read: what it knew under them is kept as it
     was, neither swept as deleted nor cleared of its dead letters (`split_gone`)."""
     return tuple(e.external_id for e, (reason, _) in problems if reason == "unreadable-folder")
-
-
-def narrowing(old: DocumentRecord, acl: list[str]) -> list[str] | None:
-    """The ACL `old` keeps when what the source now says about it (`acl`) cannot be applied in
-    full (its new bytes cannot be read; its folder cannot be listed): who both let in (access is
-    only ever taken away on such evidence); None when that changes nothing."""
-    kept = sorted(both(list(old.acl), acl))
-    return kept if kept != sorted(old.acl) else None
-
-
-def kept_narrowing(kept: list[DocumentRecord], problems: list[tuple[SourceEntry, tuple[str, str]]],
-                   ) -> list[tuple[DocumentRecord, list[str]]]:
-    """(document, narrowed ACL) of the documents kept under folders that could not be listed,
-    where the ACL those folders now inherit (a sidecar above them changed) takes access away."""
-    folders = sorted(((e.external_id, _acl_of(e)) for e, (reason, _) in problems if reason == "unreadable-folder"),
-                     key=lambda f: -len(f[0]))  # the innermost folder first
-    out = []
-    for d in kept:
-        acl = next((a for folder, a in folders if d.external_id.startswith(folder)), None)
-        if acl is not None and (narrow := narrowing(d, acl)) is not None:
-            out.append((d, narrow))
-    return out
 
 
 def split_gone(scfg: SourceConfig, live: dict[str, DocumentRecord], listed_ids: Container[str],
@@ -201,16 +190,6 @@ def check_delete_safety(scfg: SourceConfig, listed: int, would_delete: int, last
     return f"listing of {scfg.name!r} {why}; {would_delete} documents would be deleted{of_them}"
 
 
-def _acl_of(entry: SourceEntry) -> list[str]:
-    """Sources resolve defaults themselves; an empty ACL means nobody, never everybody."""
-    return sorted(entry.acl)
-
-
-def _default_acl(scfg: SourceConfig) -> list[str]:
-    """The ACL a source gives items that carry none (connectors.acl.source_default)."""
-    return sorted(source_default(scfg).principals)
-
-
 def _unchanged(src: Source, old: DocumentRecord, entry: SourceEntry, default_acl: list[str]) -> bool:
     """Cheap test from the listing alone. Sources whose listing omits ACLs (S3) are compared
     by fingerprint and modification time (a metadata rewrite keeps the ETag, moves the time);
@@ -221,7 +200,7 @@ def _unchanged(src: Source, old: DocumentRecord, entry: SourceEntry, default_acl
         return False
     if src.needs_describe:
         return (old.metadata or {}).get("acl_from") == "metadata" or old.acl == default_acl
-    return bool(_acl_of(entry) == old.acl)
+    return bool(acl_of(entry) == old.acl)
 
 
 def change_class(live_old: DocumentRecord | None, chash: str, acl: list[str], metadata: dict[str, Any],
@@ -249,7 +228,7 @@ def _list_source(rt: Runtime, scfg: SourceConfig, src: Source) -> list[SourceEnt
         return listed
     except SourceError as e:
         if isinstance(e, UnreadableAcl):
-            n = _withhold(rt, scfg, e)
+            n = withhold_unreadable(rt, scfg, e)
             narrowed = _narrow_read(rt, scfg, src, listed)
             said = [f"{n} document{'s' if n != 1 else ''} it governs {'are' if n != 1 else 'is'} withheld from "
                     "everyone until it can be read"] if n else []
@@ -264,7 +243,7 @@ def _list_source(rt: Runtime, scfg: SourceConfig, src: Source) -> list[SourceEnt
 
 def _narrow_read(rt: Runtime, scfg: SourceConfig, src: Source, listed: list[SourceEntry]) -> int:
     """Of a listing an unreadable ACL file failed, apply what takes access away (as a refused
-    delete sweep does, `_narrow_access`): every other file it read is still a statement about
+    delete sweep does, `narrow_access`): every other file it read is still a statement about
     who may read it. One broken `.bindery-acl` anywhere, which whoever may write a folder can
     make, blocked every revocation in the source for as long as it stayed broken (an attacker
     pass). Never a widening; what fails here is an event, the ACL file stays the reason."""
@@ -272,135 +251,11 @@ def _narrow_read(rt: Runtime, scfg: SourceConfig, src: Source, listed: list[Sour
     problems = [(x, p) for x in listed if (p := entry_problem(x)) is not None]
     entries = [x for x in listed if entry_problem(x) is None]
     try:
-        return _narrow_access(rt, scfg, src, entries, known, [], problems)
+        return narrow_access(rt, scfg, src, entries, known, [], problems)
     except Exception as e:
         rt.store.add_event("access-not-narrowed", f"after an unreadable ACL file failed the listing: {e}",
                            source=scfg.name)
         return 0
-
-
-def _set_acls(rt: Runtime, docs: list[tuple[DocumentRecord, list[str]]]) -> int:
-    """Store these documents' new ACLs (the query service checks every hit against the store, so
-    it takes effect at once; the next index run rewrites the indexes' copies). Returns how many."""
-    return rt.store.set_acls([(d.doc_id, d.acl_hash, acl, short_hash(acl, 16)) for d, acl in docs])
-
-
-def _restrict(rt: Runtime, source: str, docs: list[tuple[DocumentRecord, list[str]]]) -> int:
-    """`_set_acls` in a run that stops at its listing (a refused delete sweep, an unreadable ACL
-    file), so no index step follows to carry the change: it is written into every retained
-    generation's indexes here (`index_stage.apply_access`, which notes a failure as an event: the
-    store still refuses the documents to every reader, and the next successful run rewrites them)."""
-    from assets.index_stage import apply_access  # the index stage reads spooled bytes from here
-
-    n = _set_acls(rt, docs) if docs else 0
-    if n:
-        apply_access(rt, source, [d.doc_id for d, _ in docs])
-    return n
-
-
-def withhold_removed_sources(rt: Runtime, listing: str | None = None) -> int:
-    """Withhold from everyone the documents of sources the configuration no longer names (and
-    those a narrower source now takes from a wider one, below): a
-    source taken out of it leaves search at the next listing of any source (the query service
-    follows the store, not its own configuration, which may be older or newer). The same run's
-    index step then takes them out of every retained generation's indexes (`run_index`); their
-    store rows, chunks and embeddings stay until `bindery gc` (orchestration.removed_sources).
-    Put back, its next listing and index run restore them from the caches."""
-    removed = rt.store.removed_sources(rt.cfg.source_names())
-    docs = [d for name in removed for d in rt.store.documents(name) if d.acl]
-    n = _set_acls(rt, [(d, []) for d in docs]) if docs else 0
-    # and what a narrower source now takes from a wider one: the wider one's next listing deletes
-    # it, but a sync of the narrower source alone left the wider one's copies readable as they
-    # were until then (an attacker pass: the README says they leave its search at once). Written
-    # into the wider source's indexes here, as no index step of its own follows. The source being
-    # listed (`listing`) sees to its own, in its sweep or its refusal.
-    for wider in rt.cfg.sources:
-        if wider.name != listing and narrower_within(wider, rt.cfg.sources):
-            cedes = source_filter(wider, rt.cfg.sources).cedes
-            ceded = [d for d in rt.store.documents(wider.name) if d.acl and cedes(d.external_id)]
-            n += _restrict(rt, wider.name, [(d, []) for d in ceded])
-    return n
-
-
-def _withhold(rt: Runtime, scfg: SourceConfig, e: UnreadableAcl) -> int:
-    """Give the live documents unreadable ACL files govern an empty ACL: those under their
-    folders, and those whose ACL came from one of them (a link to a file they govern)."""
-    docs = [d for d in rt.store.documents(scfg.name) if d.acl and (
-        d.external_id.startswith(e.folders) or _came_from((d.metadata or {}).get("acl_from"), e.origins))]
-    return _restrict(rt, scfg.name, [(d, []) for d in docs])
-
-
-def _came_from(acl_from: str | None, origins: tuple[str, ...]) -> bool:
-    """Whether an ACL came from, or was narrowed by, one of `origins`. A narrowed ACL joins its
-    origins with '+' (`acl.narrow`): a link in a non-public folder to a file an unreadable ACL
-    file governs carried "sidecar:team/...+sidecar:priv/...", matched no origin, and stayed
-    readable (an attacker pass's find)."""
-    if not acl_from:
-        return False
-    return any(acl_from == o or acl_from.startswith(o + "+") or acl_from.endswith("+" + o) or f"+{o}+" in acl_from
-               for o in origins)
-
-
-def _narrow_access(rt: Runtime, scfg: SourceConfig, src: Source, entries: list[SourceEntry],
-                   known: dict[str, DocumentRecord], moved: list[tuple[DocumentRecord, list[SourceEntry]]],
-                   problems: Sequence[tuple[SourceEntry, tuple[str, str]]] = (),
-                   unlisted: Sequence[DocumentRecord] = ()) -> int:
-    """Of a listing the delete guard refused, apply only what takes access away: each listed
-    document keeps the principals both its stored and its listed ACL name. A listing too small to
-    delete from is still a statement about the files it does hold, and an ACL that was narrowed
-    must not stay wide for as long as the listing stays broken. A source whose listing carries no
-    ACLs (S3) describes the objects the cheap test says changed, as a sync would; one it cannot
-    describe now keeps its ACL until the next sync. `moved`: documents no longer at their path,
-    each with the new items of the same fingerprint (a rename keeps size and time): the old path
-    stays served until the sweep runs, so it keeps no more access than its new place gives (a
-    file moved into a protected folder in a refused sync stayed public). `unlisted`: the other
-    documents the listing did not find, each narrowed by the ACL its folder now gives where the
-    source can say (`LocalFolderSource.acl_now`): deleted files under a folder whose ACL
-    narrowed kept their old access for as long as the guard refused (an attacker pass)."""
-    default = _default_acl(scfg)
-    narrowed: list[tuple[DocumentRecord, list[str]]] = []
-    # what a symlink reaches that the rules exclude (indexed by an earlier release, or before the
-    # rules changed) leaves search now, not when a sweep the guard refuses is allowed; so does what
-    # a narrower source now takes (one added over a folder this source had indexed tripped the
-    # guard with its own files, and they stayed readable here for as long as it refused)
-    out_of_bounds = {e.external_id for e, (reason, _) in problems if reason == "excluded-target"}
-    under = tuple(f"{p}/" for p in out_of_bounds)
-    ceded = source_filter(scfg, rt.cfg.sources).cedes
-    narrowed.extend((d, []) for k, d in known.items() if d.deleted_at is None and d.acl
-                    and ((out_of_bounds and (k in out_of_bounds or k.startswith(under))) or ceded(k)))
-    described: dict[str, list[str] | None] = {}  # each new item described once, however many match it
-
-    def acl_of(entry: SourceEntry) -> list[str] | None:
-        if entry.external_id not in described:
-            try:
-                described[entry.external_id] = _acl_of(src.describe(entry) if src.needs_describe else entry)
-            except SourceError as e:
-                if e.transient or isinstance(e, SourceUnavailable):
-                    raise  # the source, not this object
-                described[entry.external_id] = None  # as an item that cannot be described: kept till the next sync
-        return described[entry.external_id]
-
-    # a moved document against each new item of its fingerprint; a listed one against its own item
-    pairs = [(was, news) for was, news in moved] + [
-        (old, [entry]) for entry in entries if (old := known.get(entry.external_id)) is not None
-        and old.deleted_at is None and not _unchanged(src, old, entry, default)]
-    for was, news in pairs:
-        try:
-            found = [a for e in news if (a := acl_of(e)) is not None]
-        except SourceError:
-            break  # the source, not this object: the refusal is not held up object by object
-        acl = list(was.acl)
-        for a in found:
-            acl = both(acl, a)
-        if (narrow := narrowing(was, acl)) is not None:
-            narrowed.append((was, narrow))
-    acl_now: Callable[[str], Sequence[str] | None] = getattr(src, "acl_now", lambda _path: None)
-    moved_ids = {was.doc_id for was, _ in moved}
-    for d in unlisted:
-        if d.doc_id not in moved_ids and d.acl and (now := acl_now(d.external_id)) is not None \
-                and (narrow := narrowing(d, list(now))) is not None:
-            narrowed.append((d, narrow))
-    return _restrict(rt, scfg.name, narrowed)
 
 
 def _moves(entries: list[SourceEntry], known: dict[str, DocumentRecord], gone: list[DocumentRecord],
@@ -489,7 +344,7 @@ class _Read:
     old: DocumentRecord | None
 
     def record(self, scfg: SourceConfig, content: str, changed_at: float, now: float) -> DocumentRecord:
-        acl = _acl_of(self.entry)
+        acl = acl_of(self.entry)
         acl_hash = short_hash(acl, 16)
         metadata = self.metadata
         if self.old is not None and self.old.acl_hash != acl_hash:
@@ -542,7 +397,7 @@ def _failed(rt: Runtime, sw: _Sweep, scfg: SourceConfig, entry: SourceEntry, did
     now gives (`described`: the entry carries it) — a file narrowed as it became unreadable
     must not stay readable as it was. A run of transient failures (timeouts, 5xx after the
     retries) is the source's: SourceUnavailable, before this one is dead-lettered."""
-    if old is not None and described and (narrow := narrowing(old, _acl_of(entry))) is not None:
+    if old is not None and described and (narrow := narrowing(old, acl_of(entry))) is not None:
         sw.narrow.append((old, narrow))  # also when this failure is the one that ends the listing
     if (down := sw.streak.failed(e)) is not None:
         raise SourceUnavailable(down) from e
@@ -635,7 +490,7 @@ def _keep_read(rt: Runtime, sw: _Sweep, scfg: SourceConfig, read: _Read, content
     includes, `assets.includes`), spool new bytes (under their own hash) and queue its row."""
     old = read.old
     live_old = old if old is not None and old.deleted_at is None else None
-    cls = change_class(live_old, content, _acl_of(read.entry), read.metadata, sw.gone_by_hash, read.entry.uri)
+    cls = change_class(live_old, content, acl_of(read.entry), read.metadata, sw.gone_by_hash, read.entry.uri)
     if live_old is not None and cls in ("acl", "unchanged"):
         changed_at = sw.now if cls == "acl" else live_old.changed_at
     else:
@@ -647,7 +502,7 @@ def _keep_read(rt: Runtime, sw: _Sweep, scfg: SourceConfig, read: _Read, content
     if cls == "moved":  # served as the first copy found until that copy is indexed (`_sweep_deletes`)
         was = sw.gone_by_hash[content]
         if was.doc_id not in sw.moved:
-            sw.moved[was.doc_id] = (was, both(list(was.acl), _acl_of(read.entry)), record.doc_id)
+            sw.moved[was.doc_id] = (was, both(list(was.acl), acl_of(read.entry)), record.doc_id)
     if cls != "unchanged":
         sw.res.changed_ids.append(record.doc_id)
     sw.rows.append(record.columns())
@@ -686,7 +541,7 @@ def _sweep_deletes(rt: Runtime, res: ListingResult, gone: list[DocumentRecord], 
     away = [d.doc_id for d in gone if d.doc_id in moved]
     if away:  # narrowed while still live (set_acls changes live rows only), in the indexes too (a
         # sync stopped before its index step leaves no wider copy there), then marked in one write
-        _restrict(rt, res.source, [(d, acl) for d, acl, _ in (moved[i] for i in away)
+        restrict(rt, res.source, [(d, acl) for d, acl, _ in (moved[i] for i in away)
                                    if narrowing(d, acl) is not None])
         rt.store.mark_moved([(i, moved[i][2]) for i in away], now)
     if left := [d.doc_id for d in gone if d.doc_id not in moved]:
@@ -718,9 +573,9 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     narrowed_kept = kept_narrowing(kept, problems)
     mine = entries if shard is None else [e for e in entries if shard.holds(doc_id(scfg.name, e.external_id))]
     _guard_deletes(rt, scfg, len(entries) + len(kept), gone, allow_mass_delete,
-                   lambda: _narrow_access(rt, scfg, src, mine, known, _moves(entries, known, gone, shard), problems,
+                   lambda: narrow_access(rt, scfg, src, mine, known, _moves(entries, known, gone, shard), problems,
                                           [d for d in gone if shard is None or shard.holds(d.doc_id)])
-                   + _restrict(rt, scfg.name, narrowed_kept))
+                   + restrict(rt, scfg.name, narrowed_kept))
 
     res = ListingResult(scfg.name, len(listed))
     baseline = len(entries) + len(kept)  # what the guard judged: the baseline the next listing is judged against
@@ -734,7 +589,7 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     res.counts["failed"] += len(problems)
     res.failures += [(printable_id(e.external_id), reason, message) for e, (reason, message) in problems]
     _dead_letter_problems(rt, scfg.name, problems)
-    sw = _Sweep(res, known, gone_by_hash, _default_acl(scfg), time.time())
+    sw = _Sweep(res, known, gone_by_hash, source_default_acl(scfg), time.time())
     gone_away: SourceUnavailable | None = None
     try:
         for sw.at, entry in enumerate(entries):
@@ -749,12 +604,12 @@ def run_listing(rt: Runtime, source_name: str, *, allow_mass_delete: bool = Fals
     rt.store.upsert_documents(sw.rows)
     rt.store.touch_documents(sw.touched, sw.now)
     if gone_away is None:
-        _set_acls(rt, sw.narrow + narrowed_kept)  # this run's index step writes them
+        set_acls(rt, sw.narrow + narrowed_kept)  # this run's index step writes them
     else:  # the run stops here, with no index step to carry the narrowing: written there too,
         # and what the listing says of the items not reached takes access away as in a refused sweep
-        _restrict(rt, scfg.name, sw.narrow + narrowed_kept)
+        restrict(rt, scfg.name, sw.narrow + narrowed_kept)
         try:  # the items not reached; whatever happens here, the listing's failure is what is recorded
-            _narrow_access(rt, scfg, src, entries[sw.at + 1:], known, [])
+            narrow_access(rt, scfg, src, entries[sw.at + 1:], known, [])
         except Exception as e:
             rt.store.add_event("access-not-narrowed", f"after the source stopped answering: {e}", source=scfg.name)
         # a failed listing (the run fails with the reason, no delete sweep, nothing indexed is

@@ -228,7 +228,7 @@ def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bin
     check_run(context, bindery.config)
     key = source_partition(context)
     # the indexes: a listing that narrows access and then stops (a refused delete sweep, an
-    # unreadable ACL file) writes the narrowed ACLs into them itself (`listing._restrict`)
+    # unreadable ACL file) writes the narrowed ACLs into them itself (`listing_access.restrict`)
     rt = runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index)
     _refuse_idle_reindex(context, rt, first_step=True)
     source, shard = parse_key(key)

@@ -666,7 +666,8 @@ def compute_plan(cfg: BinderyConfig, rt: Runtime, kind: str = "sync", sources: l
         "sources": out_sources, "stages": stages,
         "recomputed": {s: totals[s].compute for s in ("parse", "chunk", "context", "embed")},
         "written": {"documents": index["write"], "chunks": index["chunks"], "deleted": index["delete"]},
-        # withheld by any listing, taken out of the indexes by any index step (`listing.withhold_removed_sources`)
+        # withheld by any listing, taken out of the indexes by any index step
+        # (`listing_access.withhold_removed_sources`)
         "removed_sources": (removed := rt.store.removed_sources(cfg.source_names())),
         "removed_sources_indexed": _still_indexed(rt, removed),
         # documents whose scanned pages the plan did not OCR: the counts after parse hold estimates

@@ -13,19 +13,16 @@ from assets.includes import fold, read_again, scanned_metadata
 from assets.listing import (
     CLASSES,
     ReadStreak,
-    _acl_of,
-    _default_acl,
     _Read,
     _unchanged,
     change_class,
     check_delete_safety,
     entry_problem,
     indexed_to_delete,
-    kept_narrowing,
-    narrowing,
     printable_id,
     split_gone,
 )
+from assets.listing_access import acl_of, kept_narrowing, narrowing, source_default_acl
 from assets.runtime import Runtime
 from connectors.config import SourceConfig
 from connectors.errors import SourceError, SourceUnavailable, TooLarge
@@ -123,7 +120,7 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
     if unsafe and not allow_mass_delete:
         sp.unsafe = unsafe  # the sync aborts; the items are still classified, to show what tripped it
     gone_hashes = {d.content_hash: d for d in gone if d.content_hash}  # the listing's `gone_by_hash`
-    default_acl = _default_acl(scfg)
+    default_acl = source_default_acl(scfg)
     reads = ReadStreak()  # the sync's rule: failing reads that are the source's failure
     includers: list[DocumentRecord] = []  # read, including other files: classified once all are read
     unchanged: set[int] = set()  # where in sp.docs the documents the cheap test keeps are
@@ -150,7 +147,7 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
             why = Failure("listing", e.reason, str(e))
             sp.failures[doc_id(scfg.name, entry.external_id)] = (entry.external_id, why)
             if live_old is not None:  # the sync keeps what is indexed, with no more access than it now has
-                narrow = narrowing(live_old, _acl_of(entry)) if described else None
+                narrow = narrowing(live_old, acl_of(entry)) if described else None
                 sp.docs.append(live_old if narrow is None else with_acl(live_old, narrow))
             continue
         chash = content_hash(data)

@@ -1,7 +1,7 @@
 """Documents of sources the configuration no longer names.
 
 Taking a source out of `bindery.yaml` withholds its documents at the next listing of any source
-(`assets.listing.withhold_removed_sources`: an empty ACL, which the query service reads from the
+(`assets.listing_access.withhold_removed_sources`: an empty ACL, which the query service reads from the
 store with every answer, then out of every retained generation's indexes). Its store rows, chunks
 and embeddings stay until `bindery gc` removes them here, the way a delete sweep removes deleted
 files. A sync does not delete them: a source renamed by mistake (or

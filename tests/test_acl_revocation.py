@@ -168,7 +168,8 @@ def test_a_moved_files_old_path_has_no_more_access_than_its_new_one_has_now(tmp_
     stayed readable after the new file was narrowed or deleted for real, for as long as no index
     step ran (a refused sweep, a crash). It is served through the document it moved to: while
     that one is live with the same bytes, under the access both give."""
-    from assets.listing import run_listing, withhold_removed_sources
+    from assets.listing import run_listing
+    from assets.listing_access import withhold_removed_sources
     from assets.runtime import Runtime
 
     dep = Deployment(tmp_path)

@@ -331,7 +331,7 @@ class LocalFolderSource:
     def acl_now(self, external_id: str) -> tuple[str, ...] | None:
         """The ACL a file at `external_id` would get from the last listing: that of the nearest
         folder above it the walk went through, None before any listing. A refused delete sweep
-        narrows the documents it did not list by it (`assets.listing._narrow_access`): deleted
+        narrows the documents it did not list by it (`assets.listing_access.narrow_access`): deleted
         files under a folder whose `.bindery-acl` narrowed kept their old access for as long as
         the guard refused (an attacker pass). Narrowing by an ancestor's ACL never widens."""
         if not getattr(self, "_folder_acls", None):
