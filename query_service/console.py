@@ -82,9 +82,12 @@ def evals(store: DocumentStore) -> dict[str, Any]:
     trials = []
     for e in reversed(store.events(TUNE_EVENT, limit=20)):
         details = e.details or {}
-        # numbered as `bindery tune` prints them: trial 0 is the current configuration
+        # numbered as `bindery tune` prints them: trial 0 is the current configuration; each names
+        # the metric its run chose the best by (gate.metric, then the tie-breaker), so the page
+        # charts that one, not a fixed recall@10 that can be flat while the run chose on mrr@10
+        run = {"metric": details.get("metric"), "secondary_metric": details.get("secondary_metric")}
         for i, t in enumerate(details.get("trials") or []):
-            trials.append({"at": e.at, "index": i, "best": i == details.get("best_index"), **t})
+            trials.append({"at": e.at, "index": i, "best": i == details.get("best_index"), **run, **t})
     return {"generations": points, "tune_trials": trials}
 
 

@@ -277,3 +277,68 @@ def test_the_served_app_bounds_headers_checks_the_host_and_sets_security_headers
             big = 0  # the server may close the connection instead of answering
         assert big in (0, 400, 431), (size, big)
     assert get("/healthz", {})[0] == 200  # and it still serves
+
+
+def test_tune_trials_name_the_metric_their_run_chose_the_best_by(tmp_path: Path) -> None:
+    """Found by an operator's pass: with gate.metric mrr@10 the page charted recall@10 (1.000 for
+    every trial) and marked a "best" nothing on it explained. Each trial now carries its run's
+    metric and tie-breaker, which the page charts and lists."""
+    from query_service.console import evals
+
+    store = DocumentStore(f"sqlite:///{tmp_path / 'store.db'}")
+    store.add_event("tune", "tune finished", details={
+        "metric": "mrr@10", "secondary_metric": "recall@10", "best_index": 1, "trials": [
+            {"settings": {"query.sparse_weight": 1.0}, "tune": {"recall@10": 1.0, "mrr@10": 0.80}},
+            {"settings": {"query.sparse_weight": 1.5}, "tune": {"recall@10": 1.0, "mrr@10": 0.83}}]})
+    trials = evals(store)["tune_trials"]
+    assert [(t["index"], t["best"], t["metric"], t["secondary_metric"]) for t in trials] == [
+        (0, False, "mrr@10", "recall@10"), (1, True, "mrr@10", "recall@10")]
+    store.dispose()
+
+
+@pytest.mark.slow
+def test_console_keeps_its_width_shows_the_tune_metric_and_takes_a_key_with_enter(
+        service: tuple[str, Deployment]) -> None:
+    """Found by an operator's pass in headless Chromium: a 400-letter word in a document and a
+    180-letter file name in the dead letters made the page 4,700 px wide; the tune chart showed
+    recall@10 for a run that chose on mrr@10; the trace's timings read `sparse_ms 1.0 ms`; and
+    Enter in the API-key box submitted its form, which the CSP blocked with a console error while
+    the search that had failed for want of a key stayed failed."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make system-deps installs it as root)")
+    from playwright.sync_api import sync_playwright
+
+    base, dep = service
+    dep.write("long/" + "Q" * 180 + ".pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >>\n")  # a dead letter
+    dep.write("long/word.md", f"# {'H' * 250}\n\nLONGWORDMARKER text {'W' * 400}\n")
+    dep.cli("sync")
+    store = DocumentStore(load_config(dep.config_path).database_url)
+    store.add_event("tune", "tune finished", details={
+        "metric": "mrr@10", "secondary_metric": "recall@10", "best_index": 1, "trials": [
+            {"settings": {"query.sparse_weight": 1.0}, "tune": {"recall@10": 1.0, "mrr@10": 0.801},
+             "check": {"recall@10": 1.0, "mrr@10": 0.963}},
+            {"settings": {"query.sparse_weight": 1.5}, "tune": {"recall@10": 1.0, "mrr@10": 0.834},
+             "check": {"recall@10": 1.0, "mrr@10": 0.907}}]})
+    store.dispose()
+    errors: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        # no key yet: the panels and the search answer 401, which the browser logs as such
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" and "401" not in m.text else None)
+        page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+        page.goto(f"{base}/console/?q=LONGWORDMARKER")
+        page.wait_for_selector("#search-status.error")
+        page.fill("#api-key", OPERATOR_KEY)
+        page.press("#api-key", "Enter")
+        page.wait_for_selector("#hits li", timeout=60_000)  # the failed search is redone with the key
+        page.wait_for_selector("#dlq-table tbody tr td:has-text('QQQQ')")
+        page.wait_for_selector("#tune-chart svg")
+        width = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert width[0] <= width[1], width
+        assert "tune half mrr@10" in page.inner_text("#tune-chart")
+        assert "mrr@10 tune 0.834, check 0.907; recall@10 tune 1.000" in page.inner_text("#tune-trials")
+        timings = page.inner_text("#timings")
+        assert "total " in timings and "_ms" not in timings
+        browser.close()
+    assert errors == []

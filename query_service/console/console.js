@@ -62,7 +62,8 @@ async function search(event) {
 
 function renderTimings(trace) {
   const t = trace.timings || trace.timings_ms || {};
-  const parts = Object.entries(t).map(([k, v]) => `${k} ${typeof v === "number" ? v.toFixed(1) : v} ms`);
+  // the trace names them `sparse_ms`, …: the unit is said once, after the number
+  const parts = Object.entries(t).map(([k, v]) => `${k.replace(/_ms$/, "")} ${typeof v === "number" ? v.toFixed(1) : v} ms`);
   const counts = ["dense", "sparse"].filter((r) => Array.isArray(trace[r]))
     .map((r) => `${r}: ${trace[r].length} candidates`);
   $("#timings").append(el("p", { class: "status" }, [...counts, ...parts].join(" · ")));
@@ -113,7 +114,7 @@ async function loadGenerations() {
       el("td", {}, when(x.created_at)),
       el("td", { class: x.gate.passed === false ? "refused" : x.gate.passed ? "passed" : "" },
         x.forced_by ? `forced by ${x.forced_by}` : x.gate.passed == null ? "not judged" : x.gate.passed ? "passed" : "refused"),
-      el("td", {}, el("code", {}, Object.entries(x.stage_versions).map(([k, v]) => `${k}=${v}`).join(" "))))));
+      el("td", { class: "wrap" }, el("code", {}, Object.entries(x.stage_versions).map(([k, v]) => `${k}=${v}`).join(" "))))));
     $("#gate-reports").replaceChildren(...g.generations.filter((x) => x.gate.reasons.length).slice(0, 5).map(gateReport));
   } catch (e) {
     tbody.replaceChildren(el("tr", {}, el("td", { class: "error", colspan: "9" }, e.message)));
@@ -123,7 +124,9 @@ async function loadGenerations() {
 function gateReport(x) {
   const metrics = Object.keys(x.gate.candidate || {});
   const rows = metrics.map((m) => el("tr", {}, el("td", {}, m), el("td", { class: "num" }, fmt(x.gate.live[m])),
-    el("td", { class: "num" }, fmt(x.gate.candidate[m])), el("td", { class: "num" }, fmt(x.gate.delta[m]))));
+    el("td", { class: "num" }, fmt(x.gate.candidate[m])),
+    // signed, as `bindery promote` prints it: a rise reads +0.0364, not like a value
+    el("td", { class: "num" }, typeof x.gate.delta[m] === "number" && x.gate.delta[m] >= 0 ? `+${fmt(x.gate.delta[m])}` : fmt(x.gate.delta[m]))));
   return el("div", { class: "gate" },
     el("strong", {}, `gate report for ${x.name}`),
     el("ul", {}, ...x.gate.reasons.map((r) => el("li", {}, r)), ...x.gate.warnings.map((w) => el("li", {}, `warning: ${w}`))),
@@ -186,16 +189,23 @@ async function loadEvals() {
     // (its trials share the time the run recorded them)
     const latest = Math.max(...e.tune_trials.map((t) => t.at));
     const trials = e.tune_trials.filter((t) => t.at === latest);
+    // the metric the run chose its best by (gate.metric), then its tie-breaker: charting a fixed
+    // recall@10 showed flat lines and a "best" nothing on the page explained when tune chose on
+    // mrr@10 (runs recorded before trials named their metric fall back to recall@10)
+    const metric = (trials.find((t) => t.metric) || {}).metric || SERIES[0];
+    const secondary = (trials.find((t) => t.secondary_metric) || {}).secondary_metric;
     // `bindery tune` stores each half as {metric: value}; a bare number is accepted too
-    const half = (t, k) => (typeof t[k] === "number" ? t[k] : (t[k] || {})[SERIES[0]]);
+    const half = (t, k, m = metric) => (typeof t[k] === "number" ? (m === metric ? t[k] : undefined) : (t[k] || {})[m]);
     // numbered as `bindery tune` prints them (0 is the configuration it started from)
     const label = (t, i) => t.name || `${t.index ?? i}${t.best ? " (best)" : ""}`;
     lineChart($("#tune-chart"), trials.map(label),
       ["tune", "check"].filter((k) => trials.some((t) => typeof half(t, k) === "number"))
-        .map((k) => ({ name: `${k} half ${SERIES[0]}`, values: trials.map((t) => half(t, k)) })));
+        .map((k) => ({ name: `${k} half ${metric}`, values: trials.map((t) => half(t, k)) })));
     const fmt = (v) => (typeof v === "number" ? v.toFixed(3) : "–");
+    const scores = (t, m) => `${m} tune ${fmt(half(t, "tune", m))}, check ${fmt(half(t, "check", m))}`;
     $("#tune-trials").replaceChildren(...trials.map((t, i) => el("li", t.best ? { class: "best" } : {},
-      `${label(t, i)}: ${JSON.stringify(t.settings || {})} — tune ${fmt(half(t, "tune"))}, check ${fmt(half(t, "check"))}`)));
+      `${label(t, i)}: ${JSON.stringify(t.settings || {})} — ${scores(t, metric)}`
+      + (secondary && secondary !== metric ? `; ${scores(t, secondary)}` : ""))));
   } catch (err) {
     $("#eval-chart").replaceChildren(el("p", { class: "error" }, err.message));
   }
@@ -206,12 +216,24 @@ async function loadDeadLetters() {
   const tbody = $("#dlq-table tbody");
   try {
     const rows = await getJSON("/console/api/dead-letters");
-    tbody.replaceChildren(...(rows.length ? rows.map((d) => el("tr", {}, el("td", {}, when(d.at)), el("td", {}, d.source),
-      el("td", {}, d.doc), el("td", {}, d.stage), el("td", {}, d.reason), el("td", {}, (d.error || "").slice(0, 200))))
+    tbody.replaceChildren(...(rows.length ? rows.map((d) => el("tr", {}, el("td", {}, when(d.at)), el("td", { class: "wrap" }, d.source),
+      el("td", { class: "wrap" }, d.doc), el("td", {}, d.stage), el("td", {}, d.reason),
+      // cut to 200 characters, visibly; the whole error on hover (and in `bindery dlq list --doc`)
+      el("td", { class: "wrap", title: d.error || "" }, (d.error || "").length > 200 ? `${d.error.slice(0, 200)}…` : d.error || "")))
       : [el("tr", {}, el("td", { colspan: "6", class: "status" }, "the dead-letter table is empty"))]));
   } catch (e) {
     tbody.replaceChildren(el("tr", {}, el("td", { class: "error", colspan: "6" }, e.message)));
   }
+}
+
+// a key typed (or changed): the panels and a search already on the page are redone with it;
+// once per key (Enter fires both the box's change and its form's submit)
+function useKey() {
+  const key = $("#api-key").value.trim();
+  if (key === (sessionStorage.getItem("bindery-api-key") || "")) return;
+  sessionStorage.setItem("bindery-api-key", key);
+  refresh();
+  if ($("#query").value.trim()) $("#search-form").requestSubmit();
 }
 
 function refresh() {
@@ -223,9 +245,12 @@ function refresh() {
 document.addEventListener("DOMContentLoaded", () => {
   const key = $("#api-key");
   key.value = sessionStorage.getItem("bindery-api-key") || "";
-  key.addEventListener("change", () => {
-    sessionStorage.setItem("bindery-api-key", key.value.trim());
-    refresh();
+  key.addEventListener("change", useKey);
+  // Enter in the key box submits its form: the CSP (form-action 'none') blocked that with a
+  // console error and the search that had failed for want of a key stayed failed
+  $("#credentials").addEventListener("submit", (e) => {
+    e.preventDefault();
+    useKey();
   });
   $("#search-form").addEventListener("submit", search);
   $("#query").addEventListener("keydown", (e) => {  // Enter searches as in a one-line box; Shift+Enter: a new line
