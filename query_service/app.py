@@ -372,7 +372,12 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
             raise HTTPException(403, "the console's operator views need a credential whose principals include "
                                      "one of query.auth.operators")
 
-    app.include_router(console_router(lambda: _retriever().store, auth=operator))
+    def serving() -> dict[str, Any] | None:
+        r = _retriever()
+        cur = r.current
+        return {"id": cur.gen.id, "name": cur.gen.name, "warning": r.last_error} if cur is not None else None
+
+    app.include_router(console_router(lambda: _retriever().store, auth=operator, serving_of=serving))
 
     @app.get("/healthz", response_model=Health)
     def healthz() -> dict[str, str]:

@@ -44,7 +44,10 @@ def _generation(g: GenerationRecord) -> dict[str, Any]:
                      "improved": (rep.get("improved") or [])[:20], "judged_at": rep.get("judged_at")}}
 
 
-def generations(store: DocumentStore) -> dict[str, Any]:
+def generations(store: DocumentStore, serving: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The generations and the binding, and `serving`: the generation this service answers from
+    ({"id", "name", "warning"}), which is not the bound one while that one cannot be opened (the
+    page said "live 3" while searches came from 4, and only /readyz told: an operator pass)."""
     b = store.get_binding()
     gens = [g for g in store.generations() if g.status != "dropped"]
     building = [g.id for g in gens if g.status == "building"]
@@ -52,7 +55,8 @@ def generations(store: DocumentStore) -> dict[str, Any]:
             "candidate": building[-1] if building else None,
             "binding": {"version": b.version, "flipped_at": b.flipped_at, "flipped_by": b.flipped_by}
             if b else None,
-            "generations": [_generation(g) for g in sorted(gens, key=lambda g: g.id, reverse=True)]}
+            "generations": [_generation(g) for g in sorted(gens, key=lambda g: g.id, reverse=True)],
+            "serving": serving}
 
 
 def evals(store: DocumentStore) -> dict[str, Any]:
@@ -96,8 +100,10 @@ def dead_letters(store: DocumentStore) -> list[dict[str, Any]]:
              "error": d.error, "at": d.at} for d in store.dead_letters()]
 
 
-def console_router(store_of: Callable[[], DocumentStore], auth: Callable[..., Any] | None = None) -> APIRouter:
-    """The console's routes. `auth` is the dependency `/search` uses; every data endpoint needs it."""
+def console_router(store_of: Callable[[], DocumentStore], auth: Callable[..., Any] | None = None,
+                   serving_of: Callable[[], dict[str, Any] | None] = lambda: None) -> APIRouter:
+    """The console's routes. `auth` is the dependency `/search` uses; every data endpoint needs it.
+    `serving_of`: the generation the service answers from (`generations`)."""
     router = APIRouter(include_in_schema=False)
 
     @router.get("/console")
@@ -124,7 +130,7 @@ def console_router(store_of: Callable[[], DocumentStore], auth: Callable[..., An
 
     @api.get("/generations")
     def api_generations() -> dict[str, Any]:
-        return generations(store_or_503())
+        return generations(store_or_503(), serving_of())
 
     @api.get("/evals")
     def api_evals() -> dict[str, Any]:

@@ -325,8 +325,10 @@ def test_a_generation_that_cannot_open_keeps_the_old_one_ready(tmp_path: Path, m
     """Any failure opening a new generation once made /readyz say the *store* was down (503)
     while the old generation served fine; now the old one serves and readyz warns."""
     from query_service import retrieval
+    from query_service.auth import hash_key
 
-    dep = Deployment(tmp_path)
+    keys = [{"name": "ops", "hash": hash_key("ops-key"), "principals": ["operator"]}]
+    dep = Deployment(tmp_path, query={"poll_seconds": 0.1, "auth": {"api_keys": keys, "operators": ["operator"]}})
     dep.cli("sync")
     cfg = load_config(dep.config_path)
     r = LiveRetriever(cfg, follow=False)
@@ -352,6 +354,11 @@ def test_a_generation_that_cannot_open_keeps_the_old_one_ready(tmp_path: Path, m
     with TestClient(create_app(cfg, r, allowed_hosts=["testserver"])) as c:
         ready = c.get("/readyz")
         assert ready.status_code == 200 and "could not be opened" in ready.json()["warning"]
+        # the console says which generation answers, not only which one is bound (an operator pass)
+        gens = c.get("/console/api/generations", headers={"X-API-Key": "ops-key"})
+        assert gens.status_code == 200, gens.text
+        serving = gens.json()["serving"]
+        assert serving["id"] == ready.json()["generation"] and "could not be opened" in serving["warning"]
     r.close()
 
 

@@ -105,9 +105,16 @@ async function loadGenerations() {
   try {
     const g = await getJSON("/console/api/generations");
     const roles = { [g.live]: "live", [g.previous]: "previous", [g.candidate]: "candidate" };
-    $("#binding").textContent = g.binding
+    const other = g.serving && g.live != null && g.serving.id !== g.live;
+    const elsewhere = other || Boolean(g.serving && g.serving.warning);
+    if (other) roles[g.serving.id] = "serving";
+    $("#binding").textContent = (g.binding
       ? `binding version ${g.binding.version}, flipped ${when(g.binding.flipped_at)} by ${g.binding.flipped_by || "-"}`
-      : "no live binding yet";
+      : "no live binding yet")
+      // the bound generation could not be opened: searches still come from the one served before
+      + (elsewhere ? ` — searches are answered from generation ${g.serving.id} (${g.serving.name})`
+        + (g.serving.warning ? `: ${g.serving.warning}` : ": the live one could not be opened") : "");
+    $("#binding").classList.toggle("error", Boolean(elsewhere));
     tbody.replaceChildren(...g.generations.map((x) => el("tr", {},
       el("td", {}, roles[x.id] || ""), el("td", { class: "num" }, x.id), el("td", {}, x.name), el("td", {}, x.status),
       el("td", { class: "num" }, x.counts.documents ?? "-"), el("td", { class: "num" }, x.counts.chunks ?? "-"),
