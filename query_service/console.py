@@ -36,7 +36,7 @@ def _generation(g: GenerationRecord) -> dict[str, Any]:
     rep = g.eval_report or {}
     return {"id": g.id, "name": g.name, "status": g.status, "created_at": g.created_at,
             "stage_versions": g.stage_versions, "embedder_id": g.embedder_id, "counts": g.counts or {},
-            "published_at": g.published_at, "forced_by": g.forced_by,
+            "published_at": g.published_at, "forced_by": g.forced_by, "force_reason": g.force_reason,
             "gate": {"passed": rep.get("passed"), "reasons": rep.get("reasons") or [],
                      "warnings": rep.get("warnings") or [], "metric": rep.get("metric"),
                      "live": rep.get("live") or {}, "candidate": rep.get("candidate") or {},

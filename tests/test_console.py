@@ -43,7 +43,7 @@ def _store_with_history(tmp_path: Path) -> DocumentStore:
             name=f"g{n}_x", status="building", stage_versions={"chunk": f"c{n}"}, stage_configs={},
             embedder_id="e", vector_index="v", keyword_index="k", counts={"chunks": 10 * n},
             created_at=time.time(), eval_report=report)
-        store.flip_binding(gid, by="test")
+        store.flip_binding(gid, by="test", forced={"by": "ops", "reason": "hotfix 4711"} if n == 2 else None)
     store.add_event("tune", "tune finished", details={"trials": [{"name": "t1", "tune": 0.8, "check": 0.78}]})
     store.add_dead_letter(doc_id="d1", source="docs", external_id="broken.pdf", stage="parse", reason="corrupt",
                           error="truncated file")
@@ -69,6 +69,9 @@ def test_data_endpoints_report_the_store_and_sit_behind_the_auth_dependency(tmp_
         g = c.get("/console/api/generations", headers=key).json()
         assert g["live"] == 2 and g["previous"] == 1 and g["candidate"] is None
         assert [x["id"] for x in g["generations"]] == [2, 1] and g["generations"][0]["gate"]["passed"] is True
+        # a forced promotion says who and why, as `bindery status --json` does (the page showed only who)
+        assert (g["generations"][0]["forced_by"], g["generations"][0]["force_reason"]) == ("ops", "hotfix 4711")
+        assert g["serving"] is None  # a router without a query service behind it serves nothing
         e = c.get("/console/api/evals", headers=key).json()
         assert [p["generation"] for p in e["generations"]] == [1, 2] and e["generations"][0]["metrics"]["mrr@10"] == 0.7
         assert e["tune_trials"][0]["name"] == "t1"

@@ -120,7 +120,9 @@ async function loadGenerations() {
       el("td", { class: "num" }, x.counts.documents ?? "-"), el("td", { class: "num" }, x.counts.chunks ?? "-"),
       el("td", {}, when(x.created_at)),
       el("td", { class: x.gate.passed === false ? "refused" : x.gate.passed ? "passed" : "" },
-        x.forced_by ? `forced by ${x.forced_by}` : x.gate.passed == null ? "not judged" : x.gate.passed ? "passed" : "refused"),
+        // a forced promotion says who and why (`promote --force --reason`), as `bindery status --json` does
+        x.forced_by ? `forced by ${x.forced_by}${x.force_reason ? `: ${x.force_reason}` : ""}`
+          : x.gate.passed == null ? "not judged" : x.gate.passed ? "passed" : "refused"),
       el("td", { class: "wrap" }, el("code", {}, Object.entries(x.stage_versions).map(([k, v]) => `${k}=${v}`).join(" "))))));
     $("#gate-reports").replaceChildren(...g.generations.filter((x) => x.gate.reasons.length).slice(0, 5).map(gateReport));
   } catch (e) {
