@@ -41,9 +41,10 @@ def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery
                             "deletes, edits and access changes since it retired")
     for w in result.warnings:
         context.log.warning(w)
-    out = result.to_json()
-    store.store.add_event("tune", f"{len(result.trials)} trials (Dagster job)",
-                          details={**out, "generation": gen.id})
+    # the `bindery tune --json` shape (docs/json-contract.md#tune): the generation tuned, and
+    # `built` null (the job builds no candidate), so the metadata and the stored event read as the CLI's
+    out = {"generation": gen.id, **result.to_json(), "built": None}
+    store.store.add_event("tune", f"{len(result.trials)} trials (Dagster job)", details=out)
     best = out["best"]
     meta: dict[str, dg.RawMetadataValue] = {
         "trials": dg.MetadataValue.md(f"```\n{format_trials(result)}\n```"),

@@ -369,3 +369,30 @@ def test_tune_job_runs_in_dagster_with_the_trials_table(synced: Deployment) -> N
         store.dispose()
     assert "Dagster job" in event.message
     assert [t["settings"] for t in event.details["trials"]] == [{"query.rrf_k": 60}, {"query.rrf_k": 10}]
+
+
+def test_tune_job_metadata_and_event_have_the_cli_json_shape(synced: Deployment) -> None:
+    """The job's `result` metadata and its stored event hold what `bindery tune --json` prints:
+    they lacked `generation` and `built`, so the UI's JSON differed from the CLI's."""
+    from connectors.config import load_config
+    from orchestration.runs import Runner
+
+    synced.config["tune"] = {"space": {"query.rrf_k": [10, 60]}, "budget": 2}
+    synced.save()
+    cli = synced.cli("tune")
+    runner = Runner(load_config(synced.config_path))
+    res = runner.run("tune", run_config={"ops": {"tune_settings": {"config": {}}}})
+    assert res.success, res.error
+    outputs = [ev.dagster_event.step_output_data for ev in runner.instance.all_logs(res.run_id)
+               if ev.dagster_event is not None and ev.dagster_event.event_type_value == "STEP_OUTPUT"]
+    result = outputs[0].metadata["result"].value  # a JsonMetadataValue: the tune JSON
+    assert isinstance(result, dict)
+    assert set(result) == set(cli)
+    assert result["generation"] == cli["generation"] and result["built"] is None
+    store = DocumentStore(f"sqlite:///{synced.data / 'bindery.db'}", migrate=False)
+    try:
+        job_event, cli_event = store.events("tune", limit=2)
+    finally:
+        store.dispose()
+    assert "Dagster job" in job_event.message
+    assert set(job_event.details) == set(cli_event.details)
