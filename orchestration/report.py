@@ -373,8 +373,8 @@ def _human_plan(r: dict[str, Any]) -> str:
         lines += ["", f"{docs:,} document{'s' if docs != 1 else ''} hold{'s' if docs == 1 else ''} {pages:,} scanned "
                       f"page{'s' if pages != 1 else ''} to OCR, which the plan does not read (seconds a page): "
                       f"the context and embed counts and the chunks to write take each such page for "
-                      f"{PLACEHOLDER_WORDS} words of text, cut at the configured chunk size (a real scanned page "
-                      "gives within about 20 % as many chunks); `bindery plan --ocr` reads them for exact counts"]
+                      f"{PLACEHOLDER_WORDS} words of text, cut at the configured chunk size (within about 20 % of "
+                      "the chunks a real scanned page gives); `bindery plan --ocr` reads them for exact counts"]
     est = r["estimate"]
     # every run lists whatever changed: its time is in the total, so it has its row
     listing = [["listing", sum(s["listed"] for s in r["sources"].values()), "", "entries", est["by_stage"]["listing"]]
