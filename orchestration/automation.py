@@ -12,6 +12,7 @@ once the source's probe answers (`_retries`).
 import itertools
 import json
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,9 +30,12 @@ from orchestration.jobs import sync_job
 PartitionRequest = dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest
 
 # A failed sensor run is retried this long after it ended, the wait doubled for each failed run of
-# its partition in a row, up to RETRY_MAX_S.
+# its partition in a row, up to RETRY_MAX_S; after RETRY_LIMIT failed runs in a row (some 2 hours)
+# the error is taken as one no retry mends (a refused delete sweep, a damaged index): the next
+# change of the source, or the operator, requests the next sync.
 RETRY_AFTER_S = 60.0
 RETRY_MAX_S = 3600.0
+RETRY_LIMIT = 8
 
 
 def partition_requests(instance: dg.DagsterInstance, configured: list[str]) -> list[PartitionRequest]:
@@ -99,14 +103,16 @@ def _retries(instance: dg.DagsterInstance, source: SourceConfig, fp: str, now: f
     could not apply (the bucket answering the probe's listing but not the reads, the store down
     for a moment) waited for the next change of the source, or a reconcile, however long the
     source had been back. The run key names the failed run, so each failure is retried once; the
-    wait after it doubles with each failed run of the partition in a row (`RETRY_AFTER_S`). A
-    failed run an operator launched is theirs to judge, and is not retried."""
+    wait after it doubles with each failed run of the partition in a row (`RETRY_AFTER_S`), and
+    retries stop after `RETRY_LIMIT` of them. A failed run an operator launched is theirs to judge,
+    and is not retried: a re-execution from the UI too, though it inherits the sensor's tag from
+    its parent (`runs.launched_by`)."""
     out = []
     for key in partition_keys(source):
         records = instance.get_run_records(
-            dg.RunsFilter(job_name=sync_job.name, tags={"dagster/partition": key}), limit=8)
+            dg.RunsFilter(job_name=sync_job.name, tags={"dagster/partition": key}), limit=RETRY_LIMIT)
         failed = list(itertools.takewhile(lambda r: r.dagster_run.status == dg.DagsterRunStatus.FAILURE, records))
-        if not failed or failed[0].dagster_run.tags.get("bindery/trigger") != "sensor":
+        if not failed or len(failed) >= RETRY_LIMIT or not _sensor_started(failed[0].dagster_run.tags):
             continue
         last = failed[0]
         ended = last.end_time if last.end_time is not None else _utc(last.update_timestamp).timestamp()
@@ -114,6 +120,12 @@ def _retries(instance: dg.DagsterInstance, source: SourceConfig, fp: str, now: f
             out.append(dg.RunRequest(partition_key=key, run_key=f"{key}:{fp}:retry-of:{last.dagster_run.run_id}",
                                      tags={"bindery/trigger": "sensor"}))
     return out
+
+
+def _sensor_started(tags: Mapping[str, str]) -> bool:
+    """Whether this sensor requested the run: a re-execution (`dagster/parent_run_id`) is an
+    operator's, whatever tags it inherited from the run it re-executes."""
+    return tags.get("bindery/trigger") == "sensor" and "dagster/parent_run_id" not in tags
 
 
 def _utc(stamp: datetime) -> datetime:

@@ -293,6 +293,32 @@ def test_a_failed_sensor_run_is_requested_again_with_backoff(conf: Config, monke
     assert "wiki" not in sensor.tick().runs
 
 
+def test_sensor_retries_spare_re_executions_and_stop_after_the_limit(
+        conf: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review pass: a failed run an operator re-executed from the UI inherits its parent's
+    `bindery/trigger: sensor` tag and was retried as the sensor's; and a permanent error (a
+    refused delete sweep, a damaged index) was retried every hour for ever."""
+    import orchestration.automation as automation
+
+    monkeypatch.setattr(automation, "time", SimpleNamespace(time=lambda: time.time() + 10 * automation.RETRY_MAX_S))
+    docs = conf.folder("docs")
+    sensor = Sensor(conf.path)
+    sensor.tick()
+    (docs / "a.md").write_text("# docs\n\nedited\n")
+    sensor.tick()
+    parent = _failed_sync(sensor.instance, "docs", "sensor")
+    rerun = str(uuid.uuid4())
+    sensor.instance.add_run(dg.DagsterRun(
+        job_name="sync", run_id=rerun, status=dg.DagsterRunStatus.FAILURE,
+        tags={"dagster/partition": "docs", "bindery/trigger": "sensor", "dagster/parent_run_id": parent}))
+    assert sensor.tick().runs == {}  # the operator's re-execution: theirs to judge
+    for _ in range(automation.RETRY_LIMIT):
+        _failed_sync(sensor.instance, "docs", "sensor")
+    assert sensor.tick().runs == {}  # RETRY_LIMIT failures in a row: no more retries
+    (docs / "a.md").write_text("# docs\n\nedited again\n")
+    assert set(sensor.tick().runs) == {"docs"}  # a new change is requested as ever
+
+
 def test_a_configuration_that_no_longer_loads_skips_the_tick_saying_why(conf: Config) -> None:
     """An operator pass: an edit that broke bindery.yaml while the UI ran failed every sensor
     tick with a traceback (and every schedule tick, and every step with Dagster's wrapper)."""
