@@ -531,8 +531,9 @@ def _confirm(rt: Runtime, g: Generation, state: dict[str, IndexStateRecord], con
     the bytes its kept version was cut from) is newer than the row. Left as it was, `bindery
     status` counted them as waiting and `bindery verify` as pending after every sync."""
     if confirmed:
-        now = time.time()
-        rt.store.set_index_state([{**state[did].to_dict(), "indexed_at": now} for did in confirmed])
+        # only where the row still holds that digest: a writer that changed it meanwhile (another
+        # source's access change) or a `gc` that dropped the generation is not undone (a review pass)
+        rt.store.confirm_indexed(g.id, {did: state[did].digest for did in confirmed}, time.time())
 
 
 def _write(rt: Runtime, g: Generation, source_name: str, docs: dict[str, DocumentRecord],

@@ -385,3 +385,18 @@ def test_in_any_index_finds_held_pending_and_withheld_rows_by_key_or_by_scan(
         assert store.in_any_index("docs", asked, {gens[1]}) == {"d12", "d13"}
     finally:
         store.dispose()
+
+
+def test_confirm_indexed_moves_only_rows_that_still_hold_the_digest(db_url: str) -> None:
+    """`index_stage._confirm` brings a row's time up when the generation already holds a
+    document's current digest; a row another writer changed meanwhile keeps its state, and a row
+    cleared meanwhile (its generation dropped) is not made again (a review pass)."""
+    store = DocumentStore(db_url)
+    row = {"generation_id": 1, "doc_id": "d1", "source": "s", "digest": "a", "chunks": 1, "indexed_at": 1.0,
+           "acl_hash": "h"}
+    store.set_index_state([row, {**row, "doc_id": "d2", "digest": "b"}])
+    assert store.confirm_indexed(1, {"d1": "a", "d2": "stale", "d3": "c"}, 5.0) == 1
+    state = store.index_state(1)
+    assert state["d1"].indexed_at == 5.0 and state["d1"].acl_hash == "h"
+    assert state["d2"].indexed_at == 1.0 and "d3" not in state
+    store.dispose()

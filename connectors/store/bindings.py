@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -202,6 +202,18 @@ class GenerationRows(StoreBase):
         """Upsert index-state rows (mappings with the `IndexStateRecord` fields: a batch write)."""
         with self.tx() as c:
             self._upsert(c, t.index_state, rows)
+
+    def confirm_indexed(self, generation_id: int, digests: Mapping[str, str], at: float) -> int:
+        """Move `indexed_at` of these documents' rows in a generation to `at`, each only while
+        its row still holds the digest given (doc id -> digest): a row another writer changed
+        meanwhile, or one cleared with a dropped generation, is left as it is. Returns how many."""
+        n = 0
+        with self.tx() as c:
+            for doc, digest in digests.items():
+                n += c.execute(t.index_state.update().where(
+                    t.index_state.c.generation_id == generation_id, t.index_state.c.doc_id == doc,
+                    t.index_state.c.digest == digest).values(indexed_at=at)).rowcount or 0
+        return n
 
     def set_index_pending(self, rows: list[dict[str, Any]]) -> None:
         """Rows (empty digest) for documents about to be written into a generation that does
