@@ -35,6 +35,7 @@ def test_a_second_deployment_on_the_same_database_is_refused(db_url: str, tmp_pa
         err = b.cli("runs", expect=2)  # it listed them (an operator pass)
         assert f"data_dir is {a.data.resolve()}" in err["error"]
     assert not (b.data / STORE_ID_FILE).exists()
+    assert not b.data.exists()  # refused before anything was made (it left dagster_home/ and locks/)
     from query_service.app import app_from_env  # the uvicorn factory, beside `bindery serve`
 
     with monkeypatch.context() as env:
