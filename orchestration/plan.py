@@ -5,8 +5,8 @@
 
 The plan lists each source (as the sync would) and classifies every item with the listing's
 own rules (`orchestration.plan_listing`: `assets.listing.change_class`, `check_delete_safety`);
-reads the bytes of items whose listing entry changed, to hash them, as the listing does; then walks the stages over the
-documents the sync would leave, asking the store what is cached with the stages' own helpers
+reads the bytes of items whose listing entry changed, to hash them, as the listing does; then
+walks the stages over the documents the sync would leave, asking the store what is cached with the stages' own helpers
 (`pending_parses`, `needs_chunking`, `chunk_rows`, `missing_contexts`, `embed_text_of`,
 `doc_digest`) so plan and run cannot drift. The cheap stages are *run in memory* where their
 output decides what the expensive ones must do: pending documents are parsed and chunked (never
