@@ -53,32 +53,6 @@ _READING_COMMANDS = ("dlq", "verify", "gc", "query", "eval", "tune", "promote", 
 _DEFAULT_CRON = AutomationConfig().reconcile_cron
 
 
-def _foreign_store(cfg: BinderyConfig) -> None:
-    """A database another deployment owns (`connectors.store.ownership`), refused before a first
-    run makes this data_dir: the refusal came after the Dagster instance's folder and the locks
-    were made, and left them behind, empty (an operator pass); a command that only reads said
-    "data_dir does not exist" instead of whose the database is."""
-    if cfg.backends.database_url is None or cfg.data_path.exists():
-        return
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from connectors.errors import StoreError
-    from connectors.store.ownership import check_owner
-    from connectors.store.store import DocumentStore
-
-    try:
-        store = DocumentStore(cfg.database_url, migrate=False)
-    except (SQLAlchemyError, StoreError):
-        return  # a database that is down or refuses: the command's own open says so, in one line
-    try:
-        if store.initialised():
-            check_owner(cfg, store, claim=False)
-    except (SQLAlchemyError, StoreError):
-        return
-    finally:
-        store.dispose()
-
-
 def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
     """Configuration facts no schema can check, verified before anything runs, each a one-line
     ConfigError naming its key: the file system (`data_dir`, source roots) and the values only
@@ -105,7 +79,9 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
         check_stage_resources(cfg)  # a model that is not here, an unset API key: before any work
         check_ocr_language(cfg)
     if a.command != "hash-key":  # every other command reads the store
-        _foreign_store(cfg)
+        from connectors.store.ownership import refuse_foreign_store
+
+        refuse_foreign_store(cfg)
     if a.command in ("serve", "ui"):
         check_port(a.host, a.port)
     if a.command == "tune" or cfg.tune != TuneConfig():  # the defaults need no check (nor numpy's import)

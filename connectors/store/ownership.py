@@ -29,12 +29,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from connectors.config import BinderyConfig, make_data_dir
-from connectors.errors import ConfigError
+from connectors.errors import ConfigError, StoreError
 from connectors.generations import GenerationPaths, is_embedded, vector_engine
 from connectors.store.store import DocumentStore
 
-__all__ = ["STORE_ID_FILE", "check_owner", "indexes_in_data_dir", "open_store"]
+__all__ = ["STORE_ID_FILE", "check_owner", "indexes_in_data_dir", "open_store", "refuse_foreign_store"]
 
 STORE_ID_FILE = "store-id"
 
@@ -49,6 +51,25 @@ def open_store(cfg: BinderyConfig) -> DocumentStore:
         store.dispose()
         raise
     return store
+
+
+def refuse_foreign_store(cfg: BinderyConfig) -> None:
+    """`check_owner` without claiming, before a first command makes this data_dir: the refusal
+    came after the Dagster instance's folder and the locks were made, and left them behind, empty
+    (an operator pass); a command that only reads said "data_dir does not exist" instead of whose
+    the database is. A database that is down or refuses is left to the command's own open, which
+    says so in one line."""
+    if cfg.backends.database_url is None or cfg.data_path.exists():
+        return
+    try:
+        store = DocumentStore(cfg.database_url, migrate=False)
+        try:
+            if store.initialised():
+                check_owner(cfg, store, claim=False)
+        finally:
+            store.dispose()
+    except (SQLAlchemyError, StoreError):
+        return
 
 
 def indexes_in_data_dir(cfg: BinderyConfig) -> bool:

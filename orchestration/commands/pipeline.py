@@ -36,9 +36,15 @@ def cmd_sync(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     if a.submit:
         return _submit(cfg, runner, a, "sync", partitions_of(cfg, a.source), allow_mass_delete=a.allow_mass_delete)
     outcomes, seconds = runner.run_sources("sync", partitions_of(cfg, a.source), allow_mass_delete=a.allow_mass_delete)
+    return _ran(cfg, "sync", outcomes, seconds)
+
+
+def _ran(cfg: BinderyConfig, job: str, outcomes: list[Any], seconds: float) -> dict[str, Any]:
+    """The answer of a sync's (or a waited-for reindex's) runs: the `sync` contract, a warning
+    when a sync's live generation changed under it, and exit 1 when a run failed."""
     store = store_for(cfg)
     out = summaries.sync_summary(outcomes, seconds, store, cfg.source_names())
-    if moved := summaries.live_moved_warning(outcomes, store):
+    if job == "sync" and (moved := summaries.live_moved_warning(outcomes, store)):
         out["warnings"].append(moved)
     if out["errors"]:
         raise CommandFailed(summaries.errors_line(out["errors"]), out)
@@ -190,13 +196,7 @@ def _submit(cfg: BinderyConfig, runner: Runner, a: argparse.Namespace, job: str,
         print(f"{table}\nqueued for the Dagster daemon: follow with `bindery runs` or the UI")
         return None
     outcomes, seconds = _submit_and_wait(runner, job, sources, **kw)
-    store = store_for(cfg)
-    out = summaries.sync_summary(outcomes, seconds, store, cfg.source_names())
-    if job == "sync" and (moved := summaries.live_moved_warning(outcomes, store)):
-        out["warnings"].append(moved)
-    if out["errors"]:
-        raise CommandFailed(summaries.errors_line(out["errors"]), out)
-    return out
+    return _ran(cfg, job, outcomes, seconds)
 
 
 def cmd_runs(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
