@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from assets.parsing import parse_document
-from assets.parsing.pdf_layout import Line, Region, columns_of, reading_order
+from assets.parsing.pdf_layout import Line, Region, columns_of, mark_table_rows, reading_order
 from assets.parsing.textutil import fix_ligatures, join_lines, normalize_text
 from connectors.config import ParseConfig
 from connectors.documents import ParseResult
@@ -84,6 +84,43 @@ def test_split_table_continuation_gets_the_header() -> None:
     assert "| Screws | 15 | C |" in second and "| Washers | 90 | D |" in second
     assert tables[1].meta["table_header"] == tables[0].meta["table_header"]
     assert tables[1].meta["continued_from_page"] == 1
+
+
+@pytest.mark.parametrize("numbered", [False, True])
+def test_unruled_table_header_row_is_no_heading(numbered: bool) -> None:
+    """A booktabs table (no vertical rules, too few strokes for a grid): its bold header row,
+    cells apart by wide gaps over rows in the same columns, was a heading that opened a
+    section for the rows below it. The section heading stays one, its number set apart too."""
+    r = parse_document(docgen.pdf_unruled_table(numbered=numbered), "units.pdf", CFG)
+    assert [(b.kind, b.level) for b in r.blocks] == [
+        ("heading", 1), ("paragraph", 0), ("caption", 0), ("paragraph", 0), ("paragraph", 0), ("paragraph", 0)
+    ]
+    assert r.blocks[0].text == ("2 Base units" if numbered else "Base units")
+    assert r.blocks[3].text == "Quantity Unit Symbol"  # the header row opens the table's text
+    assert r.blocks[4].text.startswith("length metre m mass kilogram kg")
+
+
+def test_table_header_rows_need_cells_in_the_same_columns() -> None:
+    """`mark_table_rows` by coordinates: a heading of cells apart by wide gaps is a table row
+    only over (or under) cells that each sit under one of its cells; a paragraph's line runs
+    across its gaps, and a section number apart from its title is no header cell."""
+    def line(y: float, *cells: tuple[float, float, str]) -> Line:
+        return Line(" ".join(c[2] for c in cells), cells[0][0], y, cells[-1][1], y + 10, cells=list(cells))
+
+    def marked(head: Line, *others: Line) -> bool:
+        mark_table_rows([head, *others], lambda ln: 0 if ln.tabular else 2)
+        return head.tabular
+
+    header = [(50.0, 95.0, "Quantity"), (170.0, 190.0, "Unit"), (260.0, 295.0, "Symbol")]
+    row = [(50.0, 80.0, "length"), (170.0, 198.0, "metre"), (260.0, 266.0, "m")]
+    assert marked(line(100, *header), line(114, *row))  # the header row over its rows
+    assert marked(line(160, *header), line(114, *row), line(128, *row))  # a bold last row under them
+    assert not marked(line(100, *header), line(114, (50.0, 300.0, "a line of a paragraph below it")))
+    assert not marked(line(100, *header), line(180, *row))  # rows far below: another table's
+    assert not marked(line(100, *header[:1]), line(114, *row))  # one cell: a heading
+    pair = [(50.0, 58.0, "a"), (80.0, 120.0, "b")]
+    assert not marked(line(100, (50.0, 59.0, "2"), (75.0, 160.0, "Base units")), line(114, *pair))
+    assert marked(line(100, (50.0, 62.0, "Key"), (75.0, 160.0, "Value")), line(114, *pair))
 
 
 def test_running_headers_footers_stripped_and_headings_found() -> None:

@@ -11,8 +11,9 @@ and in the page's metrics:
   a scan must never be indexed as an empty document.
 
 Across pages: running headers/footers and page numbers are removed, headings come from font
-metrics (size rank over the body size, or bold-and-short), words hyphenated at line ends are
-rejoined, and a table continued on the next page gets the header of its first part.
+metrics (size rank over the body size, or bold-and-short; not a table's header row set without
+rules, `mark_table_rows`), words hyphenated at line ends are rejoined, and a table continued on
+the next page gets the header of its first part.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from assets.parsing.pdf_layout import (
     columns_of,
     is_numbered,
     mark_outline,
+    mark_table_rows,
     merge_adjacent,
     reading_order,
     running_line_keys,
@@ -218,7 +220,9 @@ def _block_lines(block: dict[str, Any], gutters: Gutters | None) -> list[Line]:
             prev = lines[-1] if lines else None
             if (prev and abs(prev.y0 - line.y0) < 0.5 * prev.height and _same_visual_line(prev, line)
                     and not (gutters and across_gutter(prev.text, prev.x1, line.x0, gutters))):
-                # Same baseline: one visual line that MuPDF split at a wide gap.
+                # Same baseline: one visual line that MuPDF split at a wide gap (its pieces kept:
+                # a table row's cells, `mark_table_rows`).
+                prev.cells = (prev.cells or [(prev.x0, prev.x1, prev.text)]) + [(line.x0, line.x1, line.text)]
                 if line.x0 >= prev.x1 - 1:
                     prev.text = f"{prev.text.rstrip()} {line.text.lstrip()}"
                 else:
@@ -411,7 +415,7 @@ def _mark_frame_title(p: _Page, ranks: HeadingRanks) -> None:
     )
     body = ranks.body_size
     for i, ln in enumerate(lines):
-        if ln.y1 > SLIDE_TITLE_ZONE * p.height or ln.outline or ranks.level(ln):
+        if ln.y1 > SLIDE_TITLE_ZONE * p.height or ln.outline or ln.tabular or ranks.level(ln):
             return
         if ln.size < 0.95 * body:
             continue
@@ -449,7 +453,8 @@ def _region_blocks(
             kind = "list_start"
         else:
             kind = "body"
-        if groups and _continues(groups[-1], kind, level, ln, ocr):
+        opens = ln.tabular and not (groups and groups[-1][2][-1].tabular)  # a table's first row
+        if groups and not opens and _continues(groups[-1], kind, level, ln, ocr):
             groups[-1][2].append(ln)
             continue
         groups.append((kind, level, [ln]))
@@ -551,6 +556,23 @@ def _apply_outline(outline: list[OutlineEntry], pages: list[_Page], ranks: Headi
     return False
 
 
+def _headings(
+    doc: pymupdf.Document, pages: list[_Page], warnings: list[str]
+) -> tuple[HeadingRanks, list[OutlineEntry], bool]:
+    """Rank the fonts (`HeadingRanks`), take the header rows of tables without rules out of the
+    heading candidates (`mark_table_rows`), and mark the lines that are outline titles and the
+    frame titles of slides: the ranks, the outline and whether it gives the headings."""
+    ranks = HeadingRanks.from_lines(ln for p in pages if p.route != "ocr" for r in p.regions for ln in r.lines)
+    for p in pages:
+        if p.route not in ("ocr", "error"):
+            mark_table_rows([ln for r in p.regions if r.table is None for ln in r.lines], ranks.level)
+    outline = _outline(doc, warnings)
+    with_outline = _apply_outline(outline, pages, ranks)
+    for p in pages:
+        _mark_frame_title(p, ranks)
+    return ranks, outline, with_outline
+
+
 def _nest_under_outline(blocks: list[Block]) -> None:
     """A font heading the outline does not list ranks below the outline heading before it, so
     it heads at most the text up to the next outline heading."""
@@ -623,13 +645,7 @@ def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
             if p.route == "error":
                 continue
             _layout_page(doc[p.number - 1], p, warnings, no_grid)
-        ranks = HeadingRanks.from_lines(
-            ln for p in pages if p.route != "ocr" for r in p.regions for ln in r.lines
-        )
-        outline = _outline(doc, warnings)
-        with_outline = _apply_outline(outline, pages, ranks)
-        for p in pages:
-            _mark_frame_title(p, ranks)
+        ranks, outline, with_outline = _headings(doc, pages, warnings)
         vocabulary = _vocabulary(pages)
         tables: dict[int, Table] = {}
         for p in pages:

@@ -24,6 +24,7 @@ __all__ = [
     "columns_of",
     "is_numbered",
     "mark_outline",
+    "mark_table_rows",
     "merge_adjacent",
     "reading_order",
     "running_line_keys",
@@ -71,6 +72,10 @@ class Line:
     outline: int = 0  # the level of the outline (bookmark) entry this line is the title of
     entry: int = -1  # ... and that entry's index (lines of one title share it)
     heading: int = 0  # a heading level the page's layout gives the line (a slide's frame title)
+    # (x0, x1, text) of the pieces MuPDF read as lines of their own on this one's baseline, split
+    # at wide gaps (merged by the parser); empty: one piece. A table row's cells are such pieces.
+    cells: list[tuple[float, float, str]] = field(default_factory=list)
+    tabular: bool = False  # a row of a table set without rules (`mark_table_rows`): no heading
 
     @property
     def height(self) -> float:
@@ -421,7 +426,7 @@ class HeadingRanks:
     def level(self, ln: Line) -> int:
         """Heading level of a line, 0 for body text."""
         key = _size_key(ln.size)
-        if ln.mono and not ln.bold:
+        if (ln.mono and not ln.bold) or ln.tabular:
             return 0  # listings are set in a typewriter font; headings hardly ever are
         if key in self.ranks and _headingish(ln, MAX_HEADING_WORDS):
             return self.ranks[key]
@@ -436,6 +441,89 @@ class HeadingRanks:
         return 0
 
 
+# --------------------------------------------------------------------------- table rows
+
+CELL_GAP = 0.8  # ems of empty x-range between two pieces of a line that make them two cells
+ROW_GAP = 3.0  # line heights under (over) a table's row that the rows next to it are looked for in
+_PAGE_NUMBER_CELL = re.compile(r"\d{1,4}|[ivxlc]{1,6}")
+
+
+_Cell = tuple[float, float, str]  # x0, x1, text
+
+
+def _cells(ln: Line) -> list[_Cell]:
+    """A line's cells: its pieces (`Line.cells`) joined where less than CELL_GAP ems apart."""
+    out: list[_Cell] = []
+    for x0, x1, text in sorted(ln.cells or [(ln.x0, ln.x1, ln.text)]):
+        if out and x0 - out[-1][1] < CELL_GAP * ln.size:
+            a, b, t = out[-1]
+            out[-1] = (a, max(b, x1), f"{t.rstrip()} {text.lstrip()}")
+        else:
+            out.append((x0, x1, text))
+    return out
+
+
+def _cells_near(ln: Line, near: Sequence[tuple[Line, list[_Cell]]], below: bool) -> list[_Cell]:
+    """The cells of the lines (of `near`: lines with their cells) under `ln` (`below`) or over
+    it that lie within ROW_GAP of its height of it: a table's next or last rows, whether MuPDF
+    made a row one line, a line a cell, or a line of each baseline of a row of tall symbols.
+    Lines beside `ln` (another column) are not under or over it."""
+    def gap(o: Line) -> float:
+        return o.y0 - ln.y1 if below else ln.y0 - o.y1
+
+    return [c for o, cells in near if o is not ln and o.x0 < ln.x1 and o.x1 > ln.x0
+            and -0.3 * ln.height <= gap(o) <= ROW_GAP * ln.height for c in cells]
+
+
+def _aligned(head: Sequence[_Cell], below: Sequence[_Cell]) -> bool:
+    """Whether the cells `below` are set in the columns of `head`: each of at least two of the
+    header's cells, and of half of them, has a cell under it that lies under no other (a line
+    of a paragraph runs across the header's gaps; a table's rows fill its columns)."""
+    matched = set()
+    for x0, x1, _ in below:
+        hits = [i for i, (a, b, _) in enumerate(head) if x0 < b and x1 > a]
+        if len(hits) == 1:
+            matched.add(hits[0])
+    return len(matched) >= max(2, math.ceil(len(head) / 2))
+
+
+def _heads_no_table(cells: Sequence[_Cell]) -> bool:
+    """Whether a line of these cells is no table's row: one cell; a section number alone first
+    ("8  Bottom accents"); a title, maybe a dot leader, and a page number (a contents entry,
+    which `pdf._demote_toc_entries` judges)."""
+    if len(cells) < 2 or _is_section_number(cells[0][2]):
+        return True
+    return (_PAGE_NUMBER_CELL.fullmatch(cells[-1][2].strip()) is not None
+            and all(not c[2].replace(".", "").strip() for c in cells[1:-1]))
+
+
+def mark_table_rows(lines: Sequence[Line], rank: Callable[[Line], int]) -> int:
+    """Mark the lines of a page that `rank` takes for headings but are a row of a table set
+    without rules (LaTeX's booktabs, a tabular without vertical lines): a line of at least two
+    cells with wide gaps between them (`Line.cells`) over or under rows in the same columns
+    (`_aligned`). A header row is set in bold, or larger than the table's small type, and a row
+    of tall symbols is large too, so the font rules made them headings that opened a section
+    for the rows below (unicode-math's symbol tables: a section per table and page). A section
+    heading whose number stands a quad apart from its title ("8  Bottom accents") is two
+    cells too (`_heads_no_table`). Returns how many lines were marked (`Line.tabular`)."""
+    order = sorted(((o, _cells(o)) for o in lines), key=lambda oc: oc[0].y0)
+    tops = [o.y0 for o, _ in order]
+    tallest = max((o.height for o, _ in order), default=0.0)
+    marked = 0
+    for ln in lines:
+        if ln.heading or not rank(ln):
+            continue
+        head = _cells(ln)
+        if _heads_no_table(head):
+            continue
+        reach = ROW_GAP * ln.height  # the lines that start in reach below it or end in reach above it
+        near = order[bisect.bisect_left(tops, ln.y0 - reach - tallest):bisect.bisect_right(tops, ln.y1 + reach)]
+        if _aligned(head, _cells_near(ln, near, True)) or _aligned(head, _cells_near(ln, near, False)):
+            ln.tabular = True
+            marked += 1
+    return marked
+
+
 # --------------------------------------------------------------------------- outline
 
 # A title's number ("2.8", "Chapter 2", "A.1", "IV.") that the text or the outline may leave out.
@@ -444,6 +532,7 @@ _NUMBERING = re.compile(
     r"(?:\d+(?:[.\-]\d+)*(?:[.):]|\s+[-–—])?|[A-Z](?:[.\-]\d+)+[.):]?|(?:[IVXLC]+|[A-Z])(?:[.):]|\s+[-–—]))\s+",
     re.IGNORECASE,
 )
+_APPENDIX = re.compile(r"^(?:appendix|annex|anhang)\s+", re.IGNORECASE)
 _TOKEN = re.compile(r"[^\W_]+")
 MIN_TITLE_KEY = 4  # a shorter title (normalised) is found only where a heading line matches it
 
@@ -478,6 +567,15 @@ def title_key(text: str) -> str:
 def is_numbered(title: str) -> bool:
     """Whether a title starts with a section number ("2.8 Colors", "Chapter 2 ...", "A.1 ...")."""
     return _NUMBERING.match(title) is not None
+
+
+def _is_section_number(text: str) -> bool:
+    """Whether `text` is a section number alone ("8", "2.1.", "A.1", "IV.", "Chapter 2", an
+    appendix's "A" or "Appendix D")."""
+    text = text.strip()
+    m = _NUMBERING.match(f"{text} ")
+    letter = _APPENDIX.sub("", text, count=1)
+    return (m is not None and m.end() == len(text) + 1) or (len(letter) == 1 and letter.isupper())
 
 
 def _loose_key(text: str) -> str:
