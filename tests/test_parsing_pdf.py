@@ -120,6 +120,7 @@ def test_table_header_rows_need_cells_in_the_same_columns() -> None:
     assert not marked(line(100, *header[:1]), line(114, *row))  # one cell: a heading
     pair = [(50.0, 58.0, "a"), (80.0, 120.0, "b")]
     assert not marked(line(100, (50.0, 59.0, "2"), (75.0, 160.0, "Base units")), line(114, *pair))
+    assert not marked(line(100, (50.0, 70.0, "XXII"), (75.0, 160.0, "Setting series")), line(114, *pair))
     assert marked(line(100, (50.0, 62.0, "Key"), (75.0, 160.0, "Value")), line(114, *pair))
 
 

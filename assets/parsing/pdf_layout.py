@@ -533,6 +533,7 @@ _NUMBERING = re.compile(
     re.IGNORECASE,
 )
 _APPENDIX = re.compile(r"^(?:appendix|annex|anhang)\s+", re.IGNORECASE)
+_ROMAN = re.compile(r"[IVXLC]{1,7}\.?")  # a chapter's bare "XXII" set apart from its title
 _TOKEN = re.compile(r"[^\W_]+")
 MIN_TITLE_KEY = 4  # a shorter title (normalised) is found only where a heading line matches it
 
@@ -570,12 +571,13 @@ def is_numbered(title: str) -> bool:
 
 
 def _is_section_number(text: str) -> bool:
-    """Whether `text` is a section number alone ("8", "2.1.", "A.1", "IV.", "Chapter 2", an
-    appendix's "A" or "Appendix D")."""
+    """Whether `text` is a section number alone ("8", "2.1.", "A.1", "IV.", "XXII", "Chapter 2",
+    an appendix's "A" or "Appendix D")."""
     text = text.strip()
     m = _NUMBERING.match(f"{text} ")
     letter = _APPENDIX.sub("", text, count=1)
-    return (m is not None and m.end() == len(text) + 1) or (len(letter) == 1 and letter.isupper())
+    return ((m is not None and m.end() == len(text) + 1) or (len(letter) == 1 and letter.isupper())
+            or _ROMAN.fullmatch(letter) is not None)
 
 
 def _loose_key(text: str) -> str:
