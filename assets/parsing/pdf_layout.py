@@ -497,7 +497,7 @@ def _heads_no_table(cells: Sequence[_Cell]) -> bool:
             and all(not c[2].replace(".", "").strip() for c in cells[1:-1]))
 
 
-def mark_table_rows(lines: Sequence[Line], rank: Callable[[Line], int]) -> int:
+def mark_table_rows(lines: Sequence[Line], rank: Callable[[Line], int]) -> None:
     """Mark the lines of a page that `rank` takes for headings but are a row of a table set
     without rules (LaTeX's booktabs, a tabular without vertical lines): a line of at least two
     cells with wide gaps between them (`Line.cells`) over or under rows in the same columns
@@ -505,23 +505,21 @@ def mark_table_rows(lines: Sequence[Line], rank: Callable[[Line], int]) -> int:
     of tall symbols is large too, so the font rules made them headings that opened a section
     for the rows below (unicode-math's symbol tables: a section per table and page). A section
     heading whose number stands a quad apart from its title ("8  Bottom accents") is two
-    cells too (`_heads_no_table`). Returns how many lines were marked (`Line.tabular`)."""
+    cells too (`_heads_no_table`). Each row found is marked `Line.tabular`."""
     order = sorted(((o, _cells(o)) for o in lines), key=lambda oc: oc[0].y0)
+    cells_of = {id(o): cells for o, cells in order}
     tops = [o.y0 for o, _ in order]
     tallest = max((o.height for o, _ in order), default=0.0)
-    marked = 0
     for ln in lines:
         if ln.heading or not rank(ln):
             continue
-        head = _cells(ln)
+        head = cells_of[id(ln)]
         if _heads_no_table(head):
             continue
         reach = ROW_GAP * ln.height  # the lines that start in reach below it or end in reach above it
         near = order[bisect.bisect_left(tops, ln.y0 - reach - tallest):bisect.bisect_right(tops, ln.y1 + reach)]
         if _aligned(head, _cells_near(ln, near, True)) or _aligned(head, _cells_near(ln, near, False)):
             ln.tabular = True
-            marked += 1
-    return marked
 
 
 # --------------------------------------------------------------------------- outline
