@@ -124,6 +124,49 @@ def test_table_header_rows_need_cells_in_the_same_columns() -> None:
     assert marked(line(100, (50.0, 62.0, "Key"), (75.0, 160.0, "Value")), line(114, *pair))
 
 
+def test_numbered_and_letter_spaced_headings_are_no_table_rows() -> None:
+    """Headings the table-row rule must leave alone, each met in real manuals (TeX Live's
+    documentation): section numbers it must know in other forms, a title set letter-spaced, and
+    a running header in the page's top band, which is no row of a table under it."""
+    def line(y: float, *cells: tuple[float, float, str]) -> Line:
+        return Line(" ".join(c[2] for c in cells), cells[0][0], y, cells[-1][1], y + 10, cells=list(cells))
+
+    def marked(head: Line, *others: Line, height: float | None = None) -> bool:
+        mark_table_rows([head, *others], lambda ln: 0 if ln.tabular else 2, height)
+        return head.tabular
+
+    pair = [(50.0, 58.0, "a"), (80.0, 120.0, "b")]
+    for number in ("\uf732.\uf731",  # old-style digits a font left in the private-use area
+                   "3\ufffd1",  # a separator the font did not map
+                   "第一章", "附录A", "Part I", "3.ii",
+                   "5 1.1"):  # a critical edition's line number before the section number
+        assert not marked(line(100, (50.0, 70.0, number), (85.0, 160.0, "Einleitung")), line(114, *pair)), number
+    # right to left: the number comes last
+    rtl = [(50.0, 110.0, "أعمال تأريخية"), (130.0, 145.0, "١.٢")]
+    rtl_row = [(60.0, 100.0, "x"), (131.0, 140.0, "y")]
+    assert not marked(line(100, *rtl), line(114, *rtl_row))
+    assert marked(line(100, (50.0, 110.0, "Release"), (130.0, 145.0, "1.2")), line(114, *rtl_row))  # left to right
+    # glyphs of no font's digits are no section number: a row of a character table
+    assert marked(line(100, (50.0, 70.0, "\ufffd\ufffd"), (85.0, 160.0, "d dal")), line(114, *pair))
+    assert marked(line(100, (50.0, 70.0, "Key"), (85.0, 160.0, "Einleitung")), line(114, *pair))  # the control
+    # a number, a title and a page number: the contents' rows, whose numbers are set apart
+    toc = [(50.0, 58.0, "2"), (70.0, 150.0, "Giới thiệu"), (300.0, 306.0, "3")]
+    assert marked(line(100, (50.0, 58.0, "1"), (70.0, 150.0, "Thuật ngữ"), (300.0, 306.0, "3")), line(114, *toc))
+
+    spaced = [(100.0 + 20 * i, 110.0 + 20 * i, g) for i, g in enumerate("暨南大学考试试卷")]
+    under = [(100.0 + 20 * i, 110.0 + 20 * i, "x") for i in range(8)]
+    assert not marked(line(100, *spaced), line(114, *under))  # a glyph a cell, a glyph apart
+    accents = [(100.0, 105.0, "e"), (130.0, 135.0, "e"), (170.0, 175.0, "e")]
+    assert marked(line(100, *accents), line(114, *accents))  # one-letter columns, wide and uneven
+
+    header = [(50.0, 95.0, "User guide"), (170.0, 220.0, "Introduction")]
+    heading = [(50.0, 80.0, "Scope"), (170.0, 230.0, "and terms")]
+    # a page 400 high: its top band ends at 48
+    assert marked(line(52, *heading), line(30, *header))  # no page: the line above is a row
+    assert not marked(line(52, *heading), line(30, *header), height=400)  # ... but a running header
+    assert marked(line(20, *header), line(34, *heading), height=400)  # rows both in the band are rows
+
+
 def test_running_headers_footers_stripped_and_headings_found() -> None:
     r = parse_document(docgen.pdf_headers_footers(), "report.pdf", CFG)
     text = _text(r)

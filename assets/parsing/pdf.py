@@ -565,7 +565,8 @@ def _headings(
     ranks = HeadingRanks.from_lines(ln for p in pages if p.route != "ocr" for r in p.regions for ln in r.lines)
     for p in pages:
         if p.route not in ("ocr", "error"):
-            mark_table_rows([ln for r in p.regions if r.table is None for ln in r.lines], ranks.level)
+            mark_table_rows([ln for r in p.regions if r.table is None for ln in r.lines], ranks.level,
+                            p.height)
     outline = _outline(doc, warnings)
     with_outline = _apply_outline(outline, pages, ranks)
     for p in pages:

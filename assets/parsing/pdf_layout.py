@@ -7,6 +7,7 @@ with hand-made coordinates. PDF units are points, y grows downwards.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 import re
@@ -444,6 +445,7 @@ class HeadingRanks:
 # --------------------------------------------------------------------------- table rows
 
 CELL_GAP = 0.8  # ems of empty x-range between two pieces of a line that make them two cells
+LETTER_SPACE = 1.6  # glyph widths between the glyphs of a letter-spaced title, at most
 ROW_GAP = 3.0  # line heights under (over) a table's row that the rows next to it are looked for in
 _PAGE_NUMBER_CELL = re.compile(r"\d{1,4}|[ivxlc]{1,6}")
 
@@ -463,16 +465,17 @@ def _cells(ln: Line) -> list[_Cell]:
     return out
 
 
-def _cells_near(ln: Line, near: Sequence[tuple[Line, list[_Cell]]], below: bool) -> list[_Cell]:
+def _cells_near(ln: Line, near: Sequence[tuple[Line, list[_Cell]]], below: bool,
+                evidence: Callable[[Line], bool]) -> list[_Cell]:
     """The cells of the lines (of `near`: lines with their cells) under `ln` (`below`) or over
     it that lie within ROW_GAP of its height of it: a table's next or last rows, whether MuPDF
     made a row one line, a line a cell, or a line of each baseline of a row of tall symbols.
-    Lines beside `ln` (another column) are not under or over it."""
+    Lines beside `ln` (another column) are not under or over it, nor those `evidence` refuses."""
     def gap(o: Line) -> float:
         return o.y0 - ln.y1 if below else ln.y0 - o.y1
 
     return [c for o, cells in near if o is not ln and o.x0 < ln.x1 and o.x1 > ln.x0
-            and -0.3 * ln.height <= gap(o) <= ROW_GAP * ln.height for c in cells]
+            and -0.3 * ln.height <= gap(o) <= ROW_GAP * ln.height and evidence(o) for c in cells]
 
 
 def _aligned(head: Sequence[_Cell], below: Sequence[_Cell]) -> bool:
@@ -487,17 +490,44 @@ def _aligned(head: Sequence[_Cell], below: Sequence[_Cell]) -> bool:
     return len(matched) >= max(2, math.ceil(len(head) / 2))
 
 
-def _heads_no_table(cells: Sequence[_Cell]) -> bool:
-    """Whether a line of these cells is no table's row: one cell; a section number alone first
-    ("8  Bottom accents"); a title, maybe a dot leader, and a page number (a contents entry,
-    which `pdf._demote_toc_entries` judges)."""
-    if len(cells) < 2 or _is_section_number(cells[0][2]):
+def _numbered(cells: Sequence[_Cell]) -> bool:
+    """Whether a line of these cells is a numbered heading: a section number alone in its first
+    cell ("8  Bottom accents"; a line number before it, "5 1.1  Left section", as critical
+    editions set them) or, in right-to-left script, in its last."""
+    first = cells[0][2].split()
+    if _is_section_number(cells[0][2]) or (len(first) == 2 and all(map(_is_section_number, first))):
         return True
-    return (_PAGE_NUMBER_CELL.fullmatch(cells[-1][2].strip()) is not None
-            and all(not c[2].replace(".", "").strip() for c in cells[1:-1]))
+    return len(cells) > 1 and _is_section_number(cells[-1][2]) and any(map(_RTL.match, cells[0][2]))
 
 
-def mark_table_rows(lines: Sequence[Line], rank: Callable[[Line], int]) -> None:
+def _heads_no_table(cells: Sequence[_Cell]) -> bool:
+    """Whether a line of these cells is no table's row: one cell; a title set letter-spaced
+    ("摘 要": a glyph a cell); a title, maybe a dot leader, and a page number (a contents entry,
+    which `pdf._demote_toc_entries` judges); a numbered heading (`_numbered`), unless a page
+    number ends it too."""
+    if len(cells) < 2 or _letter_spaced(cells):
+        return True
+    last = cells[-1][2].strip()
+    paged = _PAGE_NUMBER_CELL.fullmatch(last) is not None
+    if paged and all(not c[2].replace(".", "").strip() for c in cells[1:-1]):
+        return True
+    # a number, a title and a page number (in old-style digits too, which
+    # `pdf._demote_toc_entries` cannot read) is a row of the contents' table
+    return _numbered(cells) and not ((paged or _unmapped_number(last)) and len(cells) > 2)
+
+
+def _letter_spaced(cells: Sequence[_Cell]) -> bool:
+    """Whether these cells are the glyphs of a title set letter-spaced: one glyph each, evenly
+    spaced less than LETTER_SPACE ems apart (a table's one-letter columns stand farther and
+    unevenly apart)."""
+    if any(len(c[2].strip()) != 1 for c in cells):
+        return False
+    size = max(c[1] - c[0] for c in cells)  # a glyph's width: about an em for CJK, less for Latin
+    gaps = [b[0] - a[1] for a, b in itertools.pairwise(cells)]
+    return max(gaps) <= LETTER_SPACE * max(size, 1.0) and max(gaps) <= 1.25 * min(gaps) + 1.0
+
+
+def mark_table_rows(lines: Sequence[Line], rank: Callable[[Line], int], height: float | None = None) -> None:
     """Mark the lines of a page that `rank` takes for headings but are a row of a table set
     without rules (LaTeX's booktabs, a tabular without vertical lines): a line of at least two
     cells with wide gaps between them (`Line.cells`) over or under rows in the same columns
@@ -505,11 +535,20 @@ def mark_table_rows(lines: Sequence[Line], rank: Callable[[Line], int]) -> None:
     of tall symbols is large too, so the font rules made them headings that opened a section
     for the rows below (unicode-math's symbol tables: a section per table and page). A section
     heading whose number stands a quad apart from its title ("8  Bottom accents") is two
-    cells too (`_heads_no_table`). Each row found is marked `Line.tabular`."""
+    cells too (`_heads_no_table`). A running header in the page's top or bottom band (`height`,
+    the page's) is no row of a table whose line lies outside the band. Each row found is marked
+    `Line.tabular`."""
     order = sorted(((o, _cells(o)) for o in lines), key=lambda oc: oc[0].y0)
     cells_of = {id(o): cells for o, cells in order}
     tops = [o.y0 for o, _ in order]
     tallest = max((o.height for o, _ in order), default=0.0)
+
+    def in_band(o: Line) -> bool:
+        return height is not None and (o.y1 <= MARGIN_ZONE * height or o.y0 >= (1 - MARGIN_ZONE) * height)
+
+    def evidence(o: Line, band: bool) -> bool:
+        return band or not in_band(o)
+
     for ln in lines:
         if ln.heading or not rank(ln):
             continue
@@ -518,7 +557,8 @@ def mark_table_rows(lines: Sequence[Line], rank: Callable[[Line], int]) -> None:
             continue
         reach = ROW_GAP * ln.height  # the lines that start in reach below it or end in reach above it
         near = order[bisect.bisect_left(tops, ln.y0 - reach - tallest):bisect.bisect_right(tops, ln.y1 + reach)]
-        if _aligned(head, _cells_near(ln, near, True)) or _aligned(head, _cells_near(ln, near, False)):
+        counts = functools.partial(evidence, band=in_band(ln))
+        if any(_aligned(head, _cells_near(ln, near, below, counts)) for below in (True, False)):
             ln.tabular = True
 
 
@@ -530,8 +570,11 @@ _NUMBERING = re.compile(
     r"(?:\d+(?:[.\-]\d+)*(?:[.):]|\s+[-–—])?|[A-Z](?:[.\-]\d+)+[.):]?|(?:[IVXLC]+|[A-Z])(?:[.):]|\s+[-–—]))\s+",
     re.IGNORECASE,
 )
-_APPENDIX = re.compile(r"^(?:appendix|annex|anhang)\s+", re.IGNORECASE)
+_LABEL = re.compile(r"^(?:appendix|annex|anhang|part|chapter|book)\s+", re.IGNORECASE)
 _ROMAN = re.compile(r"[IVXLC]{1,7}\.?")  # a chapter's bare "XXII" set apart from its title
+_SUBNUMBER = re.compile(r"\d+(?:\.(?:\d+|[ivxlc]{1,5}))+\.?")  # "3.ii": a Roman sub-number
+_CJK_NUMBER = re.compile(r"第\s*[0-9一二三四五六七八九十百零〇两]+\s*[章节部篇卷]|附\s*录\s*[A-Z0-9]?")
+_RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")  # Hebrew, Arabic, Syriac, Thaana, N'Ko
 _TOKEN = re.compile(r"[^\W_]+")
 MIN_TITLE_KEY = 4  # a shorter title (normalised) is found only where a heading line matches it
 
@@ -569,13 +612,28 @@ def is_numbered(title: str) -> bool:
 
 
 def _is_section_number(text: str) -> bool:
-    """Whether `text` is a section number alone ("8", "2.1.", "A.1", "IV.", "XXII", "Chapter 2",
-    an appendix's "A" or "Appendix D")."""
+    """Whether `text` is a section number alone ("8", "2.1.", "A.1", "IV.", "XXII", "3.ii",
+    "Chapter 2", "Part I", an appendix's "A" or "Appendix D", "第一章", "附录A"), or glyphs a
+    font left unmapped (private-use or U+FFFD: old-style digits) with dots between."""
     text = text.strip()
     m = _NUMBERING.match(f"{text} ")
-    letter = _APPENDIX.sub("", text, count=1)
-    return ((m is not None and m.end() == len(text) + 1) or (len(letter) == 1 and letter.isupper())
-            or _ROMAN.fullmatch(letter) is not None)
+    label = _LABEL.sub("", text, count=1)
+    return ((m is not None and m.end() == len(text) + 1) or (len(label) == 1 and label.isupper())
+            or _ROMAN.fullmatch(label) is not None or _SUBNUMBER.fullmatch(text) is not None
+            or _CJK_NUMBER.fullmatch(text) is not None or _unmapped_number(text))
+
+
+def _unmapped_number(text: str) -> bool:
+    """Whether `text` is a short number some of whose glyphs the font left unmapped: private-use
+    code points (old-style digits) or U+FFFD (a separator, Thai digits), maybe with digits,
+    dots and an appendix's capital first (U+F732 "." U+F731; "3" U+FFFD "1"; "Ա" U+FFFD "1")."""
+    private = [c for c in text if "\ue000" <= c <= "\uf8ff"]
+    lost = text.count("\ufffd")
+    known = [c for c in text if c == "." or c.isdigit()] + ([text[0]] if text[:1].isupper() else [])
+    if not (private or lost) or len(text) > 8 or len(private) + lost + len(known) < len(text):
+        return False
+    # a glyph of its own unmapped is as often an icon or a symbol: alone, only two old-style digits
+    return bool(known) or (not lost and len(private) <= 2)
 
 
 def _loose_key(text: str) -> str:
