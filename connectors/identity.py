@@ -215,7 +215,7 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # (mail_ham 21, text_docs 8, info 4, mail_lkml 1).
 # 44: a PDF line the font rules take for a heading that is the header row (or a row of tall
 # symbols) of a table without rules, cells apart by wide gaps over or under rows in the same
-# columns, is text (`pdf_layout.mark_table_rows`): it opened a section for the rows below it
+# columns, is text (`pdf_table_rows.mark_table_rows`): it opened a section for the rows below it
 # (unicode-math's 154 "USV L X S P D F Macro Description" headings; headings 235 -> 68, SIunits
 # 83 -> 73, 5 in the R manuals; 6 of the 20 PDFs of pdf_docs and pdf_tables parse otherwise).
 # pdf_tables 0.990 · 0.852 -> 0.990 · 0.856, pdf_docs 0.985 · 0.892 unchanged.

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from assets.parsing import parse_document
-from assets.parsing.pdf_layout import Line, Region, columns_of, mark_table_rows, reading_order
+from assets.parsing.pdf_layout import Line, Region, columns_of, reading_order
+from assets.parsing.pdf_table_rows import mark_table_rows
 from assets.parsing.textutil import fix_ligatures, join_lines, normalize_text
 from connectors.config import ParseConfig
 from connectors.documents import ParseResult

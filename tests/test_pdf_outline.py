@@ -10,7 +10,8 @@ from __future__ import annotations
 import pymupdf
 
 from assets.parsing import parse_document
-from assets.parsing.pdf_layout import Line, Region, strip_running_lines, title_key
+from assets.parsing.pdf_layout import Line, Region, strip_running_lines
+from assets.parsing.pdf_outline import title_key
 from connectors.config import ParseConfig
 from connectors.documents import Block, ParseResult
 

@@ -40,17 +40,12 @@ from assets.parsing.pdf_layout import (
     MAX_HEADING_WORDS,
     HeadingRanks,
     Line,
-    OutlineEntry,
     Region,
     columns_of,
-    is_numbered,
-    mark_outline,
-    mark_table_rows,
     merge_adjacent,
     reading_order,
     running_line_keys,
     strip_running_lines,
-    title_key,
 )
 from assets.parsing.pdf_ocr import (
     Gutters,
@@ -61,6 +56,8 @@ from assets.parsing.pdf_ocr import (
     ocr_line_kept,
     split_at_gutters,
 )
+from assets.parsing.pdf_outline import OutlineEntry, is_numbered, mark_outline, title_key
+from assets.parsing.pdf_table_rows import mark_table_rows
 from assets.parsing.pdf_tables import Table, cut_tables, join_split_tables, page_tables
 from assets.parsing.textutil import (
     clean_inline,

@@ -1,0 +1,140 @@
+"""Rows of tables set without rules that the font rules took for headings (`mark_table_rows`).
+
+A table's header row is set in bold, or larger than the table's small type, and a row of tall
+symbols is large too, so the heading ranks (`pdf_layout.HeadingRanks`) made them headings that
+opened a section for the rows below. A line of cells set apart by wide gaps over or under rows in
+the same columns is such a row; a numbered or letter-spaced heading is not. Pure functions over
+`pdf_layout.Line`, unit-tested with hand-made coordinates.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import itertools
+import math
+import re
+from collections.abc import Callable, Sequence
+
+from assets.parsing.pdf_layout import MARGIN_ZONE, Line
+from assets.parsing.pdf_outline import is_section_number, is_unmapped_number
+
+__all__ = ["mark_table_rows"]
+
+CELL_GAP = 0.8  # ems of empty x-range between two pieces of a line that make them two cells
+LETTER_SPACE = 1.6  # glyph widths between the glyphs of a letter-spaced title, at most
+ROW_GAP = 3.0  # line heights under (over) a table's row that the rows next to it are looked for in
+_PAGE_NUMBER_CELL = re.compile(r"\d{1,4}|[ivxlc]{1,6}")
+_RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")  # Hebrew, Arabic, Syriac, Thaana, N'Ko
+
+
+_Cell = tuple[float, float, str]  # x0, x1, text
+
+
+def _cells(ln: Line) -> list[_Cell]:
+    """A line's cells: its pieces (`Line.cells`) joined where less than CELL_GAP ems apart."""
+    out: list[_Cell] = []
+    for x0, x1, text in sorted(ln.cells or [(ln.x0, ln.x1, ln.text)]):
+        if out and x0 - out[-1][1] < CELL_GAP * ln.size:
+            a, b, t = out[-1]
+            out[-1] = (a, max(b, x1), f"{t.rstrip()} {text.lstrip()}")
+        else:
+            out.append((x0, x1, text))
+    return out
+
+
+def _cells_near(ln: Line, near: Sequence[tuple[Line, list[_Cell]]], below: bool,
+                evidence: Callable[[Line], bool]) -> list[_Cell]:
+    """The cells of the lines (of `near`: lines with their cells) under `ln` (`below`) or over
+    it that lie within ROW_GAP of its height of it: a table's next or last rows, whether MuPDF
+    made a row one line, a line a cell, or a line of each baseline of a row of tall symbols.
+    Lines beside `ln` (another column) are not under or over it, nor those `evidence` refuses."""
+    def gap(o: Line) -> float:
+        return o.y0 - ln.y1 if below else ln.y0 - o.y1
+
+    return [c for o, cells in near if o is not ln and o.x0 < ln.x1 and o.x1 > ln.x0
+            and -0.3 * ln.height <= gap(o) <= ROW_GAP * ln.height and evidence(o) for c in cells]
+
+
+def _aligned(head: Sequence[_Cell], below: Sequence[_Cell]) -> bool:
+    """Whether the cells `below` are set in the columns of `head`: each of at least two of the
+    header's cells, and of half of them, has a cell under it that lies under no other (a line
+    of a paragraph runs across the header's gaps; a table's rows fill its columns)."""
+    matched = set()
+    for x0, x1, _ in below:
+        hits = [i for i, (a, b, _) in enumerate(head) if x0 < b and x1 > a]
+        if len(hits) == 1:
+            matched.add(hits[0])
+    return len(matched) >= max(2, math.ceil(len(head) / 2))
+
+
+def _numbered(cells: Sequence[_Cell]) -> bool:
+    """Whether a line of these cells is a numbered heading: a section number alone in its first
+    cell ("8  Bottom accents"; a line number before it, "5 1.1  Left section", as critical
+    editions set them) or, in right-to-left script, in its last."""
+    first = cells[0][2].split()
+    if is_section_number(cells[0][2]) or (len(first) == 2 and all(map(is_section_number, first))):
+        return True
+    return len(cells) > 1 and is_section_number(cells[-1][2]) and any(map(_RTL.match, cells[0][2]))
+
+
+def _heads_no_table(cells: Sequence[_Cell]) -> bool:
+    """Whether a line of these cells is no table's row: one cell; a title set letter-spaced
+    ("摘 要": a glyph a cell); a title, maybe a dot leader, and a page number (a contents entry,
+    which `pdf._demote_toc_entries` judges); a numbered heading (`_numbered`), unless a page
+    number ends it too."""
+    if len(cells) < 2 or _letter_spaced(cells):
+        return True
+    last = cells[-1][2].strip()
+    paged = _PAGE_NUMBER_CELL.fullmatch(last) is not None
+    if paged and all(not c[2].replace(".", "").strip() for c in cells[1:-1]):
+        return True
+    # a number, a title and a page number (in old-style digits too, which
+    # `pdf._demote_toc_entries` cannot read) is a row of the contents' table
+    return _numbered(cells) and not ((paged or is_unmapped_number(last)) and len(cells) > 2)
+
+
+def _letter_spaced(cells: Sequence[_Cell]) -> bool:
+    """Whether these cells are the glyphs of a title set letter-spaced: one glyph each, evenly
+    spaced less than LETTER_SPACE ems apart (a table's one-letter columns stand farther and
+    unevenly apart)."""
+    if any(len(c[2].strip()) != 1 for c in cells):
+        return False
+    size = max(c[1] - c[0] for c in cells)  # a glyph's width: about an em for CJK, less for Latin
+    gaps = [b[0] - a[1] for a, b in itertools.pairwise(cells)]
+    return max(gaps) <= LETTER_SPACE * max(size, 1.0) and max(gaps) <= 1.25 * min(gaps) + 1.0
+
+
+def mark_table_rows(lines: Sequence[Line], rank: Callable[[Line], int], height: float | None = None) -> None:
+    """Mark the lines of a page that `rank` takes for headings but are a row of a table set
+    without rules (LaTeX's booktabs, a tabular without vertical lines): a line of at least two
+    cells with wide gaps between them (`Line.cells`) over or under rows in the same columns
+    (`_aligned`). A header row is set in bold, or larger than the table's small type, and a row
+    of tall symbols is large too, so the font rules made them headings that opened a section
+    for the rows below (unicode-math's symbol tables: a section per table and page). A section
+    heading whose number stands a quad apart from its title ("8  Bottom accents") is two
+    cells too (`_heads_no_table`). A running header in the page's top or bottom band (`height`,
+    the page's) is no row of a table whose line lies outside the band. Each row found is marked
+    `Line.tabular`."""
+    order = sorted(((o, _cells(o)) for o in lines), key=lambda oc: oc[0].y0)
+    cells_of = {id(o): cells for o, cells in order}
+    tops = [o.y0 for o, _ in order]
+    tallest = max((o.height for o, _ in order), default=0.0)
+
+    def in_band(o: Line) -> bool:
+        return height is not None and (o.y1 <= MARGIN_ZONE * height or o.y0 >= (1 - MARGIN_ZONE) * height)
+
+    def evidence(o: Line, band: bool) -> bool:
+        return band or not in_band(o)
+
+    for ln in lines:
+        if ln.heading or not rank(ln):
+            continue
+        head = cells_of[id(ln)]
+        if _heads_no_table(head):
+            continue
+        reach = ROW_GAP * ln.height  # the lines that start in reach below it or end in reach above it
+        near = order[bisect.bisect_left(tops, ln.y0 - reach - tallest):bisect.bisect_right(tops, ln.y1 + reach)]
+        counts = functools.partial(evidence, band=in_band(ln))
+        if any(_aligned(head, _cells_near(ln, near, below, counts)) for below in (True, False)):
+            ln.tabular = True
