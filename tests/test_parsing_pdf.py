@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from assets.chunking import chunk_blocks
 from assets.parsing import parse_document
 from assets.parsing.pdf_layout import Line, Region, columns_of, reading_order
-from assets.parsing.pdf_table_rows import mark_table_rows
+from assets.parsing.pdf_table_rows import join_table_regions, mark_table_rows, table_runs
 from assets.parsing.textutil import fix_ligatures, join_lines, normalize_text
-from connectors.config import ParseConfig
+from connectors.config import ChunkConfig, ParseConfig
 from connectors.documents import ParseResult
 from connectors.errors import CorruptDocument, EmptyDocument, EncryptedDocument, NeedsOCR
 from tests.fixtures import docgen
@@ -88,17 +89,77 @@ def test_split_table_continuation_gets_the_header() -> None:
 
 
 @pytest.mark.parametrize("numbered", [False, True])
-def test_unruled_table_header_row_is_no_heading(numbered: bool) -> None:
+@pytest.mark.parametrize("tables", [False, True])
+def test_unruled_table_header_row_is_no_heading(numbered: bool, tables: bool) -> None:
     """A booktabs table (no vertical rules, too few strokes for a grid): its bold header row,
     cells apart by wide gaps over rows in the same columns, was a heading that opened a
-    section for the rows below it. The section heading stays one, its number set apart too."""
-    r = parse_document(docgen.pdf_unruled_table(numbered=numbered), "units.pdf", CFG)
-    assert [(b.kind, b.level) for b in r.blocks] == [
-        ("heading", 1), ("paragraph", 0), ("caption", 0), ("paragraph", 0), ("paragraph", 0), ("paragraph", 0)
-    ]
+    section for the rows below it. The section heading stays one, its number set apart too.
+    By default its rows are lines of text; with `pdf_unruled_tables` a table, a row a line and
+    its cells apart by tabs, whose header row the chunker repeats."""
+    cfg = CFG.model_copy(update={"pdf_unruled_tables": tables})
+    r = parse_document(docgen.pdf_unruled_table(numbered=numbered), "units.pdf", cfg)
     assert r.blocks[0].text == ("2 Base units" if numbered else "Base units")
-    assert r.blocks[3].text == "Quantity Unit Symbol"  # the header row opens the table's text
-    assert r.blocks[4].text.startswith("length metre m mass kilogram kg")
+    if not tables:
+        assert [(b.kind, b.level) for b in r.blocks] == [
+            ("heading", 1), ("paragraph", 0), ("caption", 0), ("paragraph", 0), ("paragraph", 0), ("paragraph", 0)
+        ]
+        assert r.blocks[3].text == "Quantity Unit Symbol"  # the header row opens the table's text
+        assert r.blocks[4].text.startswith("length metre m mass kilogram kg")
+        return
+    assert [(b.kind, b.level) for b in r.blocks] == [
+        ("heading", 1), ("paragraph", 0), ("caption", 0), ("table", 0), ("paragraph", 0)
+    ]
+    table = r.blocks[3]
+    assert table.text.split("\n") == ["\t".join(row) for row in docgen.UNRULED_ROWS]  # a row a line, by column
+    assert table.meta["table_header"] == 1
+    small = ChunkConfig(max_tokens=16, overlap_tokens=0, min_tokens=0)
+    pieces = [c for c in chunk_blocks([table], small) if c.kind == "table"]
+    assert len(pieces) > 1 and all(c.embed_text.startswith("Quantity\tUnit\tSymbol\n") for c in pieces)
+
+
+def test_table_runs_by_coordinates() -> None:
+    """`table_runs`: three or more lines of cells in the same columns, close under each other,
+    are a table; a wrapped description joins its cell; a paragraph's line, code, a heading or a
+    contents entry is no row; only a header the fonts set apart is repeated as one."""
+    def line(y: float, *cells: tuple[float, float, str], bold: bool = False, mono: bool = False) -> Line:
+        return Line(" ".join(c[2] for c in cells), cells[0][0], y, cells[-1][1], y + 10, bold=bold, mono=mono,
+                    cells=list(cells))
+
+    def row(y: float, a: str, b: str, **kw: bool) -> Line:
+        return line(y, (50.0, 50.0 + 6 * len(a), a), (170.0, 170.0 + 6 * len(b), b), **kw)
+
+    def runs(*lines: Line, heading: Line | None = None) -> list[tuple[int, int, list[list[str]], bool]]:
+        return [(t.first, t.end, t.rows, t.header) for t in table_runs(list(lines), lambda ln: ln is heading)]
+
+    data = [row(100, "rgb", "red green blue"), row(112, "cmyk", "cyan magenta"), row(124, "hsb", "hue")]
+    assert runs(*data) == [(0, 3, [["rgb", "red green blue"], ["cmyk", "cyan magenta"], ["hsb", "hue"]], True)]
+    assert runs(row(88, "Model", "Meaning", bold=True), *data)[0][3]  # a bold header over plain rows
+    counts = [row(100, "40", "bolts"), row(112, "70", "nuts"), row(124, "15", "screws")]
+    assert not runs(*counts)[0][3]  # a first row holding a number is data: nothing to repeat
+    assert runs(row(88, "Count", "Item", bold=True), *counts)[0][3]  # ... unless set apart as a header
+    code = [row(100 + 12 * k, str(118 + k), f"\\advance\\count{k}") for k in range(4)]
+    assert not runs(*code)  # a listing's line numbers are no column
+    powers = [row(100 + 12 * k, p, "power") for k, p in enumerate(("²", "³", "⑤176"))]  # digits, but no numbers
+    assert runs(*powers)
+    assert not runs(*data[:2])  # two rows: no table
+    wrapped = line(112, (170.0, 260.0, "and yellow"))
+    assert runs(data[0], wrapped, row(124, "cmyk", "cyan"), row(136, "hsb", "hue"))[0][2][0] == [
+        "rgb", "red green blue and yellow"]
+    paragraph = line(112, (50.0, 300.0, "A paragraph's line runs across the columns of the table."))
+    assert not runs(data[0], paragraph, row(124, "cmyk", "cyan"), row(136, "hsb", "hue"))
+    assert not runs(*(row(100 + 12 * k, f"x{k}", "# a comment", mono=True) for k in range(4)))  # code
+    title = row(88, "Colour", "models")  # a heading of two cells over the table: not its header
+    assert runs(title, *data, heading=title) == [(1, 4, [["rgb", "red green blue"], ["cmyk", "cyan magenta"],
+                                                         ["hsb", "hue"]], True)]
+    toc = [line(100 + 12 * k, (50.0, 150.0, f"Chapter {k} . . . . . ."), (300.0, 310.0, str(k))) for k in range(4)]
+    assert not runs(*toc)
+    far = [row(100, "rgb", "red"), row(112, "cmyk", "cyan"), row(140, "hsb", "hue")]
+    assert not runs(*far)  # a gap of more than a line: no next row
+
+    header, rows = Region(50, 88, 250, 98, [row(88, "Model", "Meaning", bold=True)]), Region(50, 100, 300, 134, data)
+    after = Region(50, 150, 300, 160, [line(150, (50.0, 300.0, "The table closes the list."))])
+    joined = join_table_regions([header, rows, after], lambda ln: False)
+    assert [len(r.lines) for r in joined] == [4, 1]
 
 
 def test_table_header_rows_need_cells_in_the_same_columns() -> None:

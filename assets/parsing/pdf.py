@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +57,7 @@ from assets.parsing.pdf_ocr import (
     split_at_gutters,
 )
 from assets.parsing.pdf_outline import OutlineEntry, is_numbered, mark_outline, title_key
-from assets.parsing.pdf_table_rows import mark_table_rows
+from assets.parsing.pdf_table_rows import TableRun, join_table_regions, mark_table_rows, table_runs
 from assets.parsing.pdf_tables import Table, cut_tables, join_split_tables, page_tables
 from assets.parsing.textutil import (
     clean_inline,
@@ -430,17 +430,43 @@ def _mark_frame_title(p: _Page, ranks: HeadingRanks) -> None:
         return
 
 
+def _heading_test(ranks: HeadingRanks) -> Callable[[Line], bool]:
+    """Whether a line is a heading: an outline entry's title, a slide's frame title, or ranked
+    by its font (no table's row, `table_runs`)."""
+    return lambda ln: bool(ln.outline or ln.heading or ranks.level(ln))
+
+
 def _region_blocks(
-    r: Region, ranks: HeadingRanks, vocabulary: set[str], page: int, route: str, ocr: bool
+    r: Region, ranks: HeadingRanks, vocabulary: set[str], page: int, route: str, ocr: bool, unruled: bool
 ) -> list[Block]:
-    """Split a region's lines into headings, list items, code and paragraphs."""
+    """Split a region's lines into headings, list items, code, paragraphs and tables (a ruled
+    one is a region of its own, in Markdown; with `unruled` (`stages.parse.pdf_unruled_tables`)
+    one set without rules is a run of its lines, `table_runs`, a row a line and its cells apart
+    by tabs: measured on pdf_tables, its rows in Markdown's pipes ranked worse, 0.990 · 0.847
+    against 0.981 · 0.844)."""
     meta = {"route": route}
     if isinstance(r.table, Table):
         text = markdown_table(r.table.rows, header=r.table.header)
         meta["table_header"] = table_header_lines(text)
         return [Block("table", text, page=page, meta=meta)]
+    runs = table_runs(r.lines, _heading_test(ranks)) if unruled and not ocr else []
+    blocks: list[Block] = []
+    at = 0
+    for run in [*runs, TableRun(len(r.lines), len(r.lines), [])]:
+        blocks += _line_blocks(r.lines[at:run.first], ranks, vocabulary, page, meta, ocr)
+        if run.rows:
+            text = "\n".join("\t".join(c.replace("\t", " ") for c in row) for row in run.rows)
+            blocks.append(Block("table", text, page=page, meta=dict(meta, table_header=1 if run.header else 0)))
+        at = run.end
+    return [b for b in blocks if b.text.strip()]
+
+
+def _line_blocks(
+    lines: list[Line], ranks: HeadingRanks, vocabulary: set[str], page: int, meta: dict[str, Any], ocr: bool
+) -> list[Block]:
+    """Group lines into headings, list items, code and paragraphs."""
     groups: list[tuple[str, int, list[Line]]] = []
-    for ln in r.lines:
+    for ln in lines:
         level = ln.outline or ln.heading or (0 if ocr else ranks.level(ln))
         if level:
             kind = "heading"
@@ -479,7 +505,7 @@ def _region_blocks(
             text = clean_inline(join_lines([ln.text for ln in lines], vocabulary))
             bkind: BlockKind = "caption" if _CAPTION.match(text) else "paragraph"
             blocks.append(Block(bkind, text, page=page, meta=dict(meta)))
-    return [b for b in blocks if b.text.strip()]
+    return blocks
 
 
 
@@ -646,9 +672,12 @@ def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
         ranks, outline, with_outline = _headings(doc, pages, warnings)
         vocabulary = _vocabulary(pages)
         tables: dict[int, Table] = {}
+        unruled = config.pdf_unruled_tables
         for p in pages:
+            if unruled and p.route != "ocr":
+                p.regions = join_table_regions(p.regions, _heading_test(ranks))
             for r in p.regions:
-                made = _region_blocks(r, ranks, vocabulary, p.number, p.route, p.route == "ocr")
+                made = _region_blocks(r, ranks, vocabulary, p.number, p.route, p.route == "ocr", unruled)
                 if isinstance(r.table, Table) and made:
                     tables[id(made[0])] = r.table
                 p.blocks.extend(made)

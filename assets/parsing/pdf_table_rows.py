@@ -15,11 +15,12 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from assets.parsing.pdf_layout import MARGIN_ZONE, Line
+from assets.parsing.pdf_layout import MARGIN_ZONE, Line, Region
 from assets.parsing.pdf_outline import is_section_number, is_unmapped_number
 
-__all__ = ["mark_table_rows"]
+__all__ = ["TableRun", "join_table_regions", "mark_table_rows", "table_runs"]
 
 CELL_GAP = 0.8  # ems of empty x-range between two pieces of a line that make them two cells
 LETTER_SPACE = 1.6  # glyph widths between the glyphs of a letter-spaced title, at most
@@ -138,3 +139,141 @@ def mark_table_rows(lines: Sequence[Line], rank: Callable[[Line], int], height: 
         counts = functools.partial(evidence, band=in_band(ln))
         if any(_aligned(head, _cells_near(ln, near, below, counts)) for below in (True, False)):
             ln.tabular = True
+
+
+# --------------------------------------------------------------------------- tables without rules
+
+MIN_TABLE_ROWS = 3  # lines of cells in the same columns that make a table without rules
+ROW_LEAD = 1.0  # line heights between a row's line and the next line of the table, at most
+_LEADER = re.compile(r"(?:\.\s?){4,}")  # a contents entry's dot leader
+
+
+@dataclass
+class TableRun:
+    """Lines `first` to `end` (exclusive) of a region are one table set without rules, read as
+    `rows` of cells by column; the first row is its header where `header`."""
+
+    first: int
+    end: int
+    rows: list[list[str]]
+    header: bool = False
+
+
+def table_runs(lines: Sequence[Line], is_heading: Callable[[Line], bool]) -> list[TableRun]:
+    """The runs of `lines` (a region's, in reading order) that are a table set without rules:
+    MIN_TABLE_ROWS or more lines of two or more cells (`_cells`), each close under the one before
+    and set in its columns (`_aligned`), none a heading (`is_heading`; a header row the font
+    rules ranked is `Line.tabular`, no heading), code (monospace) or a contents entry (a dot
+    leader). A line of one cell close under a row and under one of its cells is that cell's
+    text wrapped (a description column). Its rows are cut into the columns all its cells leave
+    apart (`_columns`); a run whose cells leave fewer than two, or whose first column numbers
+    its lines (`_numbered_lines`), is no table. Its first row is its
+    header where the font rules ranked it (`Line.tabular`) or it alone is bold: a header row
+    is repeated in every piece of a table the chunker cuts, a first row of data must not be."""
+    runs: list[TableRun] = []
+    i = 0
+    while i < len(lines):
+        end, rows = _run_from(lines, i, is_heading)
+        table = _columns(rows) if end - i >= MIN_TABLE_ROWS and len(rows) >= MIN_TABLE_ROWS else None
+        if table is None or _numbered_lines(table):
+            i = max(i + 1, end)  # a run from a later line of this one ends where it ends: shorter
+            continue
+        head = lines[i]  # a header row the font rules ranked, set in bold over rows that are not,
+        # or of words alone (a first row holding a number is data: a line of numbered code)
+        header = (head.tabular or (head.bold and not any(ln.bold for ln in lines[i + 1:end]))
+                  or not any(c.isdigit() for c in head.text))
+        runs.append(TableRun(i, end, table, header))
+        i = end
+    return runs
+
+
+def _numbered_lines(table: list[list[str]]) -> bool:
+    """Whether a table's first column is the line numbers of a listing (a LaTeX package's
+    documented source, a numbered code block): numbers, rising, in nearly every row."""
+    numbers = [int(c.split()[0]) for c, *_ in table if c and c.split()[0].isdecimal()]  # "²" is a digit, no int
+    return len(numbers) >= 0.8 * len(table) and all(a < b for a, b in itertools.pairwise(numbers))
+
+
+def _row_line(ln: Line, is_heading: Callable[[Line], bool]) -> list[_Cell] | None:
+    """The cells of `ln` where it can be a row of a table without rules, else None."""
+    cells = _cells(ln)
+    if len(cells) < 2 or ln.mono or is_heading(ln) or _LEADER.search(ln.text) or _letter_spaced(cells):
+        return None
+    return cells
+
+
+def _run_from(lines: Sequence[Line], i: int, is_heading: Callable[[Line], bool]) -> tuple[int, list[list[_Cell]]]:
+    """The longest run of table rows from line `i`: its end and its rows' cells (wrapped lines
+    joined to the cell above them)."""
+    first = _row_line(lines[i], is_heading)
+    if first is None:
+        return i, []
+    rows, end = [first], i + 1
+    while end < len(lines):
+        ln, prev = lines[end], lines[end - 1]
+        if ln.y0 - prev.y1 > ROW_LEAD * prev.height:
+            break
+        cells = _row_line(ln, is_heading)
+        if cells is not None and _aligned(rows[-1], cells):
+            rows.append(cells)
+        elif cells is None and not is_heading(ln) and not ln.mono and _wraps_into(rows[-1], ln):
+            pass
+        else:
+            break
+        end += 1
+    return end, rows
+
+
+def _wraps_into(row: list[_Cell], ln: Line) -> bool:
+    """Join `ln`, a line of one cell, to the one cell of `row` it lies under, if there is one."""
+    cells = _cells(ln)
+    if len(cells) != 1:
+        return False
+    x0, x1, text = cells[0]
+    hits = [k for k, (a, b, _) in enumerate(row) if x0 < b and x1 > a]
+    if len(hits) != 1 or x0 < row[hits[0]][0] - ln.size:
+        return False
+    a, b, t = row[hits[0]]
+    row[hits[0]] = (a, max(b, x1), f"{t.rstrip()} {text.lstrip()}")
+    return True
+
+
+def _columns(rows: list[list[_Cell]]) -> list[list[str]] | None:
+    """The rows' cells laid out by column: the x-ranges no cell bridges are the column gaps.
+    None where fewer than two columns are left apart (a cell runs across the others)."""
+    spans: list[list[float]] = []
+    for x0, x1, _ in sorted(c for row in rows for c in row):
+        if spans and x0 < spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], x1)
+        else:
+            spans.append([x0, x1])
+    if len(spans) < 2:
+        return None
+    table: list[list[str]] = []
+    for row in rows:
+        out = [""] * len(spans)
+        for x0, x1, text in row:
+            k = next(k for k, (a, b) in enumerate(spans) if a <= x0 < b or (x0 < b and x1 > a))
+            out[k] = f"{out[k]} {text.strip()}".strip()
+        table.append(out)
+    return table
+
+
+def join_table_regions(regions: list[Region], is_heading: Callable[[Line], bool]) -> list[Region]:
+    """`regions` (a page's, in reading order) with a table's rows that MuPDF put in blocks of
+    their own (a bold header row, a row set apart) joined into one region, so `table_runs`
+    reads them as one table: a region whose first line is a row in the columns of the last
+    line of the region before, close under it."""
+    out: list[Region] = []
+    for r in regions:
+        prev = out[-1] if out else None
+        if prev is not None and prev.table is None and r.table is None and prev.lines and r.lines:
+            last, first = prev.lines[-1], r.lines[0]
+            above, below = _row_line(last, is_heading), _row_line(first, is_heading)
+            if (above is not None and below is not None and _aligned(above, below)
+                    and 0 <= first.y0 - last.y1 <= ROW_LEAD * last.height):
+                prev.lines.extend(r.lines)
+                prev.refit()
+                continue
+        out.append(r)
+    return out
