@@ -316,6 +316,36 @@ def test_config_odd_yaml_is_still_one_line(tmp_path: Path, capsys: pytest.Captur
     assert_one_line(*run_cli(capsys, "--config", str(p), "status"), "not valid YAML", "unhashable")
 
 
+def _alias_bomb(depth: int) -> str:
+    """Anchors of ten aliases of the anchor before: 10**depth values in a few hundred bytes."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, depth)]
+    return "\n".join(lines) + "\nsources: []\n"
+
+
+@pytest.mark.parametrize("text, named", [
+    (_alias_bomb(6), ("expand to more than",)),  # 10**6 values (nine levels: minutes and gigabytes)
+    ("sources:\n- {name: a, root: ., include: &i [*i]}\n", ("alias is used inside its own anchor",)),
+    ("x: &x {y: *x}\nsources: []\n", ("alias is used inside its own anchor",)),  # was a RecursionError
+    ("x: " + "[" * 3000 + "]" * 3000 + "\nsources: []\n", ("nests too deep",)),  # PyYAML's own recursion
+])
+def test_config_alias_bombs_and_cycles_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    text: str, named: tuple[str, ...]) -> None:
+    """Aliases that expand past any configuration, or refer to themselves, are refused at once."""
+    p = tmp_path / "bindery.yaml"
+    p.write_text(text)
+    assert_one_line(*run_cli(capsys, "--config", str(p), "status"), "bindery.yaml", *named)
+
+
+def test_config_shared_aliases_still_load(tmp_path: Path) -> None:
+    """An anchor used in many places is counted once per use, not refused for being shared."""
+    p = tmp_path / "bindery.yaml"
+    p.write_text("sources:\n" + "".join(f"- {{name: s{i}, root: ., include: *inc}}\n" if i else
+                                         "- {name: s0, root: ., include: &inc ['*.md', '*.txt']}\n"
+                                         for i in range(50)))
+    assert [s.include for s in load_config(p).sources] == [["*.md", "*.txt"]] * 50
+
+
 def test_config_merge_chains_are_not_duplicates(tmp_path: Path) -> None:
     """A merge of a mapping that itself merged and overrode a key: no key is written twice (a
     check after construction saw the flattened anchor's keys twice)."""
@@ -894,3 +924,25 @@ def test_an_interrupted_run_under_json_prints_an_object(tmp_path: Path, base: di
     assert got["reason"] == "interrupted" and got["stored"] == {"parse": 3}
     assert "stored before stopping: parse 3" in got["error"]
     assert [line for line in err.splitlines() if "interrupted" in line] == [f"bindery sync: {got['error']}"]
+
+
+@pytest.mark.parametrize("name", ["bad\nname.pdf", "tab\there.pdf", "esc\x1b]0;title\x07.pdf"])
+def test_dlq_doc_takes_the_name_as_dlq_prints_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  base: dict[str, Any], name: str) -> None:
+    """`bindery dlq` shows a file name's control characters escaped (`bad\\nname.pdf`), and its
+    refusal of an unknown --doc says to name it "as `bindery dlq` lists it": that form works
+    (it was refused, leaving only the doc id or shell quoting of the raw bytes)."""
+    from connectors.store.ownership import open_store
+
+    cfg = write(tmp_path, base)
+    store = open_store(load_config(cfg))
+    store.add_dead_letter(doc_id="d1", source="docs", external_id=name, stage="parse", reason="empty",
+                          error="the file is empty")
+    store.dispose()
+    listed = run_cli(capsys, "--config", cfg, "dlq")[1]
+    shown = name.encode("unicode_escape").decode("ascii")
+    assert shown in listed
+    for doc in (shown, f"docs:{shown}", name):
+        code, text = run_cli(capsys, "--config", cfg, "dlq", "--doc", doc)
+        assert code == 0, text
+        assert f"docs:{shown}" in text and "the file is empty" in text

@@ -194,6 +194,39 @@ class _StrictLoader(yaml.SafeLoader):
         return node
 
 
+# No setting nests deeper than a handful of levels or holds more than a few thousand values.
+_MAX_DEPTH = 64
+_MAX_VALUES = 100_000
+
+
+def _check_expansion(raw: dict[str, Any], p: Path) -> None:
+    """Refuse YAML whose aliases expand past any real configuration, or refer to themselves.
+
+    An alias is the same object at every place it is used, so nine lines of anchors stand for
+    10**9 values: every walk of the mapping (the NUL check, validation, error messages) took
+    minutes and gigabytes, and an alias inside its own anchor (`&a [*a]`) was an internal
+    RecursionError. Sizes are counted once per distinct object."""
+    sizes: dict[int, int] = {}
+
+    def size(value: Any, depth: int) -> int:
+        if not isinstance(value, dict | list):
+            return 1
+        if depth > _MAX_DEPTH:
+            raise ConfigError(f"{p}: nests more than {_MAX_DEPTH} levels deep, or a YAML alias is used inside "
+                              "its own anchor; no setting does")
+        if (known := sizes.get(id(value))) is not None:
+            return known
+        items = list(value.values()) if isinstance(value, dict) else value
+        n = 1 + len(items) + sum(size(v, depth + 1) for v in items)
+        if n > _MAX_VALUES:
+            raise ConfigError(f"{p}: its YAML aliases expand to more than {_MAX_VALUES:,} values; no "
+                              "configuration holds that many (write the values out, or use fewer aliases)")
+        sizes[id(value)] = n
+        return n
+
+    size(raw, 0)
+
+
 def load_config(path: str | os.PathLike[str] | None = None) -> BinderyConfig:
     """Load `path`, else `$BINDERY_CONFIG`, else `./bindery.yaml`."""
     p = Path(path or os.environ.get("BINDERY_CONFIG") or "bindery.yaml")
@@ -203,8 +236,11 @@ def load_config(path: str | os.PathLike[str] | None = None) -> BinderyConfig:
         raw = yaml.load(text, Loader=_StrictLoader) or {}  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
         raise _yaml_error(p, e) from None
+    except RecursionError:  # PyYAML composes recursively: `[[[[...` a few hundred deep
+        raise ConfigError(f"{p}: not valid YAML for a configuration: it nests too deep") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: expected a mapping at the top level, got {type(raw).__name__}")
+    _check_expansion(raw, p)
     if "config_path" in raw:  # a field Bindery fills from where the file is read; a value here would be lost
         raise ConfigError(f"invalid configuration: config_path: is not a setting (Bindery records where the file "
                           f"was read from, here {p}); remove the key")

@@ -257,7 +257,11 @@ def _dead_letters_chosen(store: DocumentStore, a: argparse.Namespace) -> list[De
 
 
 def _dead_letter_names(e: DeadLetterRecord) -> set[str]:
-    return {e.external_id, e.doc_id, f"{e.source}:{e.external_id}"}
+    """Every name --doc accepts for a dead letter: also the path as `bindery dlq` prints it (a
+    newline, tab or escape in a file name shown as `\\n`, `\\t`, `\\x1b`), which an operator
+    copies from the table and could not otherwise type."""
+    names = {e.external_id, e.doc_id, f"{e.source}:{e.external_id}"}
+    return names | {report.shown(n) for n in names}
 
 
 def _dlq_retry(cfg: BinderyConfig, store: DocumentStore, a: argparse.Namespace) -> dict[str, Any]:
