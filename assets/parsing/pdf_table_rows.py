@@ -167,9 +167,9 @@ def table_runs(lines: Sequence[Line], is_heading: Callable[[Line], bool]) -> lis
     leader). A line of one cell close under a row and under one of its cells is that cell's
     text wrapped (a description column). Its rows are cut into the columns all its cells leave
     apart (`_columns`); a run whose cells leave fewer than two, or whose first column numbers
-    its lines (`_numbered_lines`), is no table. Its first row is its
-    header where the font rules ranked it (`Line.tabular`) or it alone is bold: a header row
-    is repeated in every piece of a table the chunker cuts, a first row of data must not be."""
+    its lines (`_numbered_lines`), is no table. Its first row is its header where the font
+    rules ranked it (`Line.tabular`), it alone is bold, or it holds no digit: a header row is
+    repeated in every piece of a table the chunker cuts, a first row of data must not be."""
     runs: list[TableRun] = []
     i = 0
     while i < len(lines):
@@ -249,11 +249,12 @@ def _columns(rows: list[list[_Cell]]) -> list[list[str]] | None:
             spans.append([x0, x1])
     if len(spans) < 2:
         return None
+    starts = [a for a, _ in spans]
     table: list[list[str]] = []
     for row in rows:
         out = [""] * len(spans)
-        for x0, x1, text in row:
-            k = next(k for k, (a, b) in enumerate(spans) if a <= x0 < b or (x0 < b and x1 > a))
+        for x0, _, text in row:
+            k = bisect.bisect_right(starts, x0) - 1  # the column it starts in (every cell made one)
             out[k] = f"{out[k]} {text.strip()}".strip()
         table.append(out)
     return table
