@@ -745,3 +745,11 @@ def test_an_svg_without_an_xml_declaration_is_read_as_xml(opening: bytes) -> Non
 def test_a_deep_svg_without_an_xml_declaration_is_a_corrupt_document() -> None:
     with pytest.raises(CorruptDocument, match="levels deep"):
         parse_document(b"<svg>" * 3000 + b"</svg>" * 3000, "deep.svg")
+
+
+def test_a_doctype_with_an_internal_subset_leaves_no_residue() -> None:
+    """A hostile-input pass: `<!DOCTYPE html [ <!ENTITY ...> ]>` left "]>" as a page's first words."""
+    page = (b'<!DOCTYPE html [ <!ENTITY co "Acme"> ]>\n<html><head><title>Notes</title></head><body>'
+            b"<h1>Intro</h1><p>Hello world, this is the body text.</p></body></html>")
+    result = parse_document(page, "page.html")
+    assert [b.text for b in result.blocks] == ["Intro", "Hello world, this is the body text."]

@@ -559,8 +559,14 @@ class _Walker:
             self.emit("paragraph", text, meta={"term": True})
 
 
+# A doctype's internal subset (`<!DOCTYPE html [ <!ENTITY ...> ]>`, XHTML an XML tool wrote): the
+# HTML parser ends the doctype at the first ">" and left "]>" as the page's first words
+_INTERNAL_SUBSET = re.compile(r"^(\s*<!DOCTYPE[^\[>]*)\[[^\]]*\]\s*>", re.IGNORECASE)
+
+
 def _parse_tree(html_text: str) -> etree._Element:
     html_text = re.sub(r"^\s*<\?xml[^>]*\?>", "", html_text)  # lxml rejects str + encoding decl
+    html_text = _INTERNAL_SUBSET.sub(r"\1>", html_text, count=1)
     # huge_tree: past 256 levels libxml2 stops building the tree and the rest of the page is lost
     # without a word (a legacy page of unclosed <font> tags nests one level per paragraph); the
     # walker bounds its own recursion (_MAX_DEPTH)

@@ -1,10 +1,12 @@
-"""Rows of tables set without rules that the font rules took for headings (`mark_table_rows`).
+"""Tables set without rules (LaTeX's booktabs): their rows as the lines of cells they are.
 
 A table's header row is set in bold, or larger than the table's small type, and a row of tall
 symbols is large too, so the heading ranks (`pdf_layout.HeadingRanks`) made them headings that
 opened a section for the rows below. A line of cells set apart by wide gaps over or under rows in
-the same columns is such a row; a numbered or letter-spaced heading is not. Pure functions over
-`pdf_layout.Line`, unit-tested with hand-made coordinates.
+the same columns is such a row (`mark_table_rows`); a numbered or letter-spaced heading is not.
+With `stages.parse.pdf_unruled_tables` the runs of such rows are read as tables (`table_runs`,
+`join_table_regions`). Pure functions over `pdf_layout.Line`, unit-tested with hand-made
+coordinates.
 """
 
 from __future__ import annotations
