@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +41,7 @@ from assets.parsing.pdf_layout import (
     Line,
     Region,
     columns_of,
+    is_rtl,
     merge_adjacent,
     reading_order,
     running_line_keys,
@@ -166,10 +166,6 @@ def _is_mono(span: dict[str, Any]) -> bool:
     return bool(span["flags"] & 8) or any(w in font for w in ("mono", "courier", "consol"))
 
 
-def _rtl(text: str) -> bool:
-    return any(unicodedata.bidirectional(ch) in ("R", "AL") for ch in text)
-
-
 def _same_visual_line(prev: Line, line: Line) -> bool:
     """Whether `line`, on `prev`'s baseline, continues it to the right, or is the title that
     `prev`, a dot leader and/or page number, belongs to: ReportLab writes a contents entry's
@@ -178,7 +174,7 @@ def _same_visual_line(prev: Line, line: Line) -> bool:
     LaTeX margin note) stays a line of its own."""
     if line.x0 >= prev.x1 - 1:
         return True
-    return line.x1 <= prev.x0 + 1 and bool(_LEADER_NUMBER.fullmatch(prev.text)) and not _rtl(line.text)
+    return line.x1 <= prev.x0 + 1 and bool(_LEADER_NUMBER.fullmatch(prev.text)) and not is_rtl(line.text)
 
 
 def _line(spans: list[dict[str, Any]], bbox: Sequence[float], ocr: bool) -> Line | None:

@@ -12,6 +12,7 @@ import bisect
 import itertools
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ __all__ = [
     "Region",
     "body_font_size",
     "columns_of",
+    "is_rtl",
     "merge_adjacent",
     "reading_order",
     "running_line_keys",
@@ -242,6 +244,11 @@ def merge_adjacent(
 
 
 # --------------------------------------------------------------------------- running lines
+
+
+def is_rtl(text: str) -> bool:
+    """Whether `text` holds a letter of a right-to-left script (Hebrew, Arabic, Syriac, ...)."""
+    return any(unicodedata.bidirectional(ch) in ("R", "AL") for ch in text)
 
 
 def _key(text: str) -> str:

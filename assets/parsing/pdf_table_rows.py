@@ -12,14 +12,13 @@ coordinates.
 from __future__ import annotations
 
 import bisect
-import functools
 import itertools
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from assets.parsing.pdf_layout import MARGIN_ZONE, Line, Region
+from assets.parsing.pdf_layout import MARGIN_ZONE, Line, Region, is_rtl
 from assets.parsing.pdf_outline import is_section_number, is_unmapped_number
 
 __all__ = ["TableRun", "join_table_regions", "mark_table_rows", "table_runs"]
@@ -28,7 +27,6 @@ CELL_GAP = 0.8  # ems of empty x-range between two pieces of a line that make th
 LETTER_SPACE = 1.6  # glyph widths between the glyphs of a letter-spaced title, at most
 ROW_GAP = 3.0  # line heights under (over) a table's row that the rows next to it are looked for in
 _PAGE_NUMBER_CELL = re.compile(r"\d{1,4}|[ivxlc]{1,6}")
-_RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")  # Hebrew, Arabic, Syriac, Thaana, N'Ko
 
 
 _Cell = tuple[float, float, str]  # x0, x1, text
@@ -47,16 +45,17 @@ def _cells(ln: Line) -> list[_Cell]:
 
 
 def _cells_near(ln: Line, near: Sequence[tuple[Line, list[_Cell]]], below: bool,
-                evidence: Callable[[Line], bool]) -> list[_Cell]:
+                ignored: Collection[int]) -> list[_Cell]:
     """The cells of the lines (of `near`: lines with their cells) under `ln` (`below`) or over
     it that lie within ROW_GAP of its height of it: a table's next or last rows, whether MuPDF
     made a row one line, a line a cell, or a line of each baseline of a row of tall symbols.
-    Lines beside `ln` (another column) are not under or over it, nor those `evidence` refuses."""
+    Lines beside `ln` (another column) are not under or over it, nor are those whose id is
+    `ignored`."""
     def gap(o: Line) -> float:
         return o.y0 - ln.y1 if below else ln.y0 - o.y1
 
     return [c for o, cells in near if o is not ln and o.x0 < ln.x1 and o.x1 > ln.x0
-            and -0.3 * ln.height <= gap(o) <= ROW_GAP * ln.height and evidence(o) for c in cells]
+            and -0.3 * ln.height <= gap(o) <= ROW_GAP * ln.height and id(o) not in ignored for c in cells]
 
 
 def _aligned(head: Sequence[_Cell], below: Sequence[_Cell]) -> bool:
@@ -78,7 +77,7 @@ def _numbered(cells: Sequence[_Cell]) -> bool:
     first = cells[0][2].split()
     if is_section_number(cells[0][2]) or (len(first) == 2 and all(map(is_section_number, first))):
         return True
-    return len(cells) > 1 and is_section_number(cells[-1][2]) and any(map(_RTL.match, cells[0][2]))
+    return len(cells) > 1 and is_section_number(cells[-1][2]) and is_rtl(cells[0][2])
 
 
 def _heads_no_table(cells: Sequence[_Cell]) -> bool:
@@ -124,12 +123,8 @@ def mark_table_rows(lines: Sequence[Line], rank: Callable[[Line], int], height: 
     tops = [o.y0 for o, _ in order]
     tallest = max((o.height for o, _ in order), default=0.0)
 
-    def in_band(o: Line) -> bool:
-        return height is not None and (o.y1 <= MARGIN_ZONE * height or o.y0 >= (1 - MARGIN_ZONE) * height)
-
-    def evidence(o: Line, band: bool) -> bool:
-        return band or not in_band(o)
-
+    banded = set() if height is None else {  # the running-header bands' lines
+        id(o) for o in lines if o.y1 <= MARGIN_ZONE * height or o.y0 >= (1 - MARGIN_ZONE) * height}
     for ln in lines:
         if ln.heading or not rank(ln):
             continue
@@ -138,8 +133,8 @@ def mark_table_rows(lines: Sequence[Line], rank: Callable[[Line], int], height: 
             continue
         reach = ROW_GAP * ln.height  # the lines that start in reach below it or end in reach above it
         near = order[bisect.bisect_left(tops, ln.y0 - reach - tallest):bisect.bisect_right(tops, ln.y1 + reach)]
-        counts = functools.partial(evidence, band=in_band(ln))
-        if any(_aligned(head, _cells_near(ln, near, below, counts)) for below in (True, False)):
+        ignored = () if id(ln) in banded else banded  # rows both in a band are rows
+        if any(_aligned(head, _cells_near(ln, near, below, ignored)) for below in (True, False)):
             ln.tabular = True
 
 
