@@ -537,8 +537,10 @@ def _sweep_deletes(rt: Runtime, res: ListingResult, gone: list[DocumentRecord], 
     (`DocumentStore.mark_moved`): a rename took it out of search for the whole sync, and for
     good when the sync was interrupted (an operator pass)."""
     res.deleted_ids = [d.doc_id for d in gone]
-    res.counts["deleted"] = len(gone)
     away = [d.doc_id for d in gone if d.doc_id in moved]
+    # a move's old path counts as `moved` alone: "1 moved, 1 deleted" for one rename read as two
+    # changes (a new user's pass), and the `deleted` column is what an operator checks before a sync
+    res.counts["deleted"] = len(gone) - len(away)
     if away:  # narrowed while still live (set_acls changes live rows only), in the indexes too (a
         # sync stopped before its index step leaves no wider copy there), then marked in one write
         restrict(rt, res.source, [(d, acl) for d, acl, _ in (moved[i] for i in away)

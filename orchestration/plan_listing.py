@@ -164,7 +164,7 @@ def predict_listing(rt: Runtime, scfg: SourceConfig, *, allow_mass_delete: bool 
         read.append(record)
     _fold_includes(sp, _Reads(read, includers, unchanged, {d.doc_id for d in kept}), live_known,
                    {d.doc_id for d in gone}, gone_hashes)
-    sp.changes["deleted"] = len(gone)
+    sp.changes["deleted"] = sum(1 for d in gone if d.doc_id not in sp.moves)  # as `_sweep_deletes` counts
     sp.error = reads.finished()
     return sp
 
