@@ -23,7 +23,7 @@ from connectors.indexes.base import PUBLIC, Filters
 from connectors.lifecycle import Lifecycle
 from connectors.store import DocumentRecord, DocumentStore, GenerationRecord
 from evals.evalset import EvalCase, load_eval_set, resolve_source_prefixes
-from evals.gate import GateReport, compare, first_generation_report
+from evals.gate import GateReport, as_rebuild, compare, first_generation_report
 from evals.runner import EvalReport, ExcludingSearchFn, first_few, run_eval, unknown_gold_warning
 from query_service.retrieval import GenerationRetriever, Hit
 
@@ -96,6 +96,8 @@ def judge(cfg: BinderyConfig, store: DocumentStore, cand: GenerationRecord) -> G
         live_report = evaluate(cfg, store, live.record)
         cand_report = evaluate(cfg, store, cand)
         report = compare(live_report, cand_report, g.metric, g.secondary_metric, g.tolerance, g.max_regressions)
+        if same_build(live.record, cand):
+            report = as_rebuild(report, len(set(cand_report.unknown_gold) - set(live_report.unknown_gold)))
         unknown = set(live_report.unknown_gold) & set(cand_report.unknown_gold)
         report.warnings.extend(one_sided_gold(live.name, set(live_report.unknown_gold), set(cand_report.unknown_gold)))
         if measures_nothing(live_report, cand_report, g.metric):  # compare's summary of a pass would mislead
@@ -112,6 +114,13 @@ def judge(cfg: BinderyConfig, store: DocumentStore, cand: GenerationRecord) -> G
     out["eval_set"] = eval_set_identity(g.queries)
     lifecycle.record_verdict(cand.id, out)
     return report
+
+
+def same_build(live: GenerationRecord, cand: GenerationRecord) -> bool:
+    """Whether `cand` was built with `live`'s stage versions, embedder and vector engine: the
+    same chunks and vectors in the same kind of index (`gate.as_rebuild`)."""
+    return (live.stage_versions == cand.stage_versions and live.embedder_id == cand.embedder_id
+            and live.vector_engine == cand.vector_engine)
 
 
 def measures_nothing(live: EvalReport, candidate: EvalReport, metric: str) -> bool:

@@ -199,3 +199,40 @@ def test_gold_only_one_generation_lacks_is_said_of_that_generation() -> None:
         "1 gold documents are in the candidate but not in live generation g1_abc (a dead letter there, or added or "
         "removed between the two builds?); their questions score 0 on live generation g1_abc: new.md"]
     assert one_sided_gold("g1_abc", {"both.md"}, {"both.md"}) == []  # neither holds it: the eval set's mistake
+
+
+def test_a_rebuild_of_the_live_settings_is_judged_by_its_regressions_alone() -> None:
+    """A rebuild of the live generation's own stage versions: one question of 30 going from
+    first to second moves MRR@10 past the tolerance (a new user's `reindex --force`, refused),
+    but only the keyword index's history moved it; more regressions than allowed, or a gold
+    document lost, still refuse."""
+    from evals.gate import as_rebuild
+
+    live = report([1.0] * 30)
+    one_down = compare(live, report([1.0] * 30, [0.5] + [1.0] * 29))
+    assert not one_down.passed  # by the tolerance
+    rebuilt = as_rebuild(one_down, lost_gold=0)
+    assert rebuilt.passed and "own stage versions" in rebuilt.reasons[0]
+    assert "0 of 30 queries regressed on recall@10" in rebuilt.reasons[0] and "1 on mrr@10" in rebuilt.reasons[0]
+    assert rebuilt.regressed_secondary == one_down.regressed_secondary  # the evidence is kept
+    assert not as_rebuild(one_down, lost_gold=1).passed
+    three_lost = compare(live, report([0.0] * 3 + [1.0] * 27))
+    assert not as_rebuild(three_lost, lost_gold=0).passed  # 3 regressions, 2 allowed
+    kept = compare(live, live)
+    assert as_rebuild(kept, lost_gold=0) is kept
+
+
+def test_a_rebuild_is_the_live_generations_versions_embedder_and_engine() -> None:
+    from connectors.store import GenerationRecord
+    from evals.promotion import same_build
+
+    def gen(i: int, **kw: Any) -> GenerationRecord:
+        fields: dict[str, Any] = {"stage_versions": {"parse": "a", "chunk": "b"}, "stage_configs": {},
+                                  "embedder_id": "m", "vector_index": "v", "vector_engine": "qdrant-edge",
+                                  "keyword_index": "k", **kw}
+        return GenerationRecord(id=i, name=f"g{i}", status="live", **fields)
+
+    assert same_build(gen(1), gen(2))
+    assert not same_build(gen(1), gen(2, stage_versions={"parse": "a", "chunk": "c"}))
+    assert not same_build(gen(1), gen(2, embedder_id="other"))
+    assert not same_build(gen(1), gen(2, vector_engine="qdrant-local"))
