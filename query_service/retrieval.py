@@ -378,9 +378,9 @@ def _admitted(chunk_ids: Iterable[str], payloads: dict[str, dict[str, Any]],
     return {c for c, ds in docs.items() if all(d in allowed for d in ds)}
 
 
-def _above_floor(ranked: list[Any], floor: float) -> tuple[list[Any], str | None]:
-    """The fused units scoring at least `floor` (0: all), and why none is left where none is."""
-    if floor <= 0:
+def _above_floor(ranked: list[Any], floor: float | None) -> tuple[list[Any], str | None]:
+    """The fused units scoring at least `floor` (None: all), and why none is left where none is."""
+    if floor is None:
         return ranked, None
     kept = [r for r in ranked if r.score >= floor]
     return kept, (f"no result above the score floor {floor}" if ranked and not kept else None)

@@ -370,8 +370,9 @@ def test_a_document_never_gives_zero_chunks(tok: TokenCounter) -> None:
 def test_the_score_floor_keeps_what_reaches_it_and_says_when_nothing_does() -> None:
     from query_service.retrieval import _above_floor
 
-    ranked = [Fused("a", 2.0, {}), Fused("b", 0.5, {})]
-    assert _above_floor(ranked, 0.0) == (ranked, None)
+    ranked = [Fused("a", 2.0, {}), Fused("b", 0.5, {}), Fused("c", -0.3, {})]
+    assert _above_floor(ranked, None) == (ranked, None)
+    assert _above_floor(ranked, 0.0) == (ranked[:2], None)  # 0 is a floor: z-score fusion goes below it
     assert _above_floor(ranked, 1.0) == ([ranked[0]], None)
     assert _above_floor(ranked, 3.0) == ([], "no result above the score floor 3.0")
     assert _above_floor([], 3.0) == ([], None)  # nothing matched at all: not the floor's doing

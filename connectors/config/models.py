@@ -367,8 +367,10 @@ class QueryConfig(_Strict):
     k: int = Field(10, ge=1, le=200)
     candidates: int = Field(50, ge=1, le=1000)  # over-retrieval per retriever
     rrf_k: int = Field(60, ge=1)
-    # fused score below which hits are dropped; 0 (default) keeps all
-    score_floor: float = Field(0.0, ge=0, allow_inf_nan=False)
+    # fused score below which hits are dropped; null (default) keeps all. 0 is a floor like any
+    # other: z-score fusion gives a below-average match a negative score (a new user set 0.0 to
+    # drop those and still got them, when 0 meant "off")
+    score_floor: float | None = Field(None, ge=0, allow_inf_nan=False)
     # Each further unit of a document already ranked has its fused score multiplied by this (a
     # negative one divided): a diversity prior (1.0 disables) so one long page's sections cannot
     # fill the top-k. 0.7 over 0.97: recall@10 up one question on redis, man pages and quoted
