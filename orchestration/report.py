@@ -17,6 +17,18 @@ def eval_table(rep: Any) -> str:
     return format_table(rep)
 
 
+def _indexed_cell(s: dict[str, Any]) -> str | int:
+    """`status`'s indexed column: the live generation's count, and what waits for a sync split
+    into documents it lacks and those it holds an older version of (the second are in the count)."""
+    waiting = s.get("waiting") or 0
+    if not waiting:
+        return int(s["indexed"])
+    stale = min(int(s.get("out_of_date") or 0), waiting)
+    parts = [f"{waiting - stale:,} not yet indexed" if waiting > stale else "",
+             f"{stale:,} out of date" if stale else ""]
+    return f"{s['indexed']:,} ({', '.join(p for p in parts if p)}: waiting for a sync)"
+
+
 def _ts(t: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "never"
 
@@ -216,7 +228,7 @@ def _human_status(r: dict[str, Any]) -> str:
                                           [[st, *(v.get(st) for v in versions.values())] for st in stages]
                                           ).splitlines()]
     srcs = [[name, s["kind"], s["documents"],
-             f"{s['indexed']:,} ({s['waiting']:,} waiting for a sync)" if s.get("waiting") else s["indexed"],
+             _indexed_cell(s),
              _ts(s["last_good_listing_at"]),
              None if s["lag_p50_s"] is None else f"{s['lag_p50_s']}/{s['lag_p95_s']} s", s["last_error"] or "-"]
             for name, s in r["sources"].items()]

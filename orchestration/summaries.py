@@ -246,6 +246,10 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
             # killed run, status showed nothing to do)
             "waiting": sum(1 for d in sdocs if d.doc_id not in dead
                            and (d.doc_id not in state or state[d.doc_id].behind(d))),
+            # of those, the ones live holds an older version of: `indexed` counts them too, so
+            # the human table splits `waiting` (43 indexed, "37 waiting" read as 80 of 78)
+            "out_of_date": sum(1 for d in sdocs if d.doc_id not in dead
+                               and d.doc_id in state and state[d.doc_id].behind(d)),
             "last_listing_at": row.last_listing_at if row else None,
             "last_good_listing_at": row.last_good_listing_at if row else None,
             "last_good_listing_count": row.last_good_listing_count if row else None,

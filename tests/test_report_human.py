@@ -246,3 +246,16 @@ def test_names_with_control_or_bidi_characters_print_escaped() -> None:
     assert out[2:] == ["   pay \\u202eAB", "   before: x\\u202ey", "   after: Caf\u00e9"]
     rows = [{"at": 0, "source": "docs", "doc": "a\tb.txt", "stage": "parse", "reason": "empty", "error": "x"}]
     assert "a\\tb.txt" in human("dlq", rows)
+
+
+def test_status_splits_what_waits_into_documents_missing_and_out_of_date() -> None:
+    """After a rollback, "43 (37 waiting for a sync)" of 78 documents read as 80: two of the 37
+    were edits of documents the 43 count. The cell says which are which."""
+    from orchestration.report import _indexed_cell
+
+    assert _indexed_cell({"indexed": 43, "waiting": 37, "out_of_date": 2}) == (
+        "43 (35 not yet indexed, 2 out of date: waiting for a sync)")
+    assert _indexed_cell({"indexed": 78, "waiting": 2, "out_of_date": 2}) == "78 (2 out of date: waiting for a sync)"
+    assert _indexed_cell({"indexed": 40, "waiting": 38, "out_of_date": 0}) == (
+        "40 (38 not yet indexed: waiting for a sync)")
+    assert _indexed_cell({"indexed": 78, "waiting": 0}) == 78
