@@ -87,9 +87,11 @@ def _headings(docs: dict[str, list[ChunkRecord]]) -> Iterable[tuple[str, str, st
             path = [h for h in c.heading_path if h.strip()]
             snippet = _snippet(_body(c))
             if len(path) >= 2 and snippet and not _NAVIGATION.match(path[-1]):
-                # a section titled like its document (a page whose one heading repeats the title)
-                # asks for the heading once, not "Day 1 — Day 1"
-                same = normalise(path[-1]) == normalise(path[0])
+                # a section titled like its document (a page whose one heading repeats the title,
+                # a message whose subject bears its list's tag) asks for the heading once, not
+                # "Day 1 — Day 1" or "Klez: The Virus That Won't Die — [IRR] Klez: The Virus ..."
+                head, title = normalise(path[-1]), normalise(path[0])
+                same = head in title or title in head
                 yield (path[-1] if same else f"{path[-1]} — {path[0]}"), doc, snippet
                 break  # one per document keeps the set balanced
 

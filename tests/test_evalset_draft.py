@@ -199,6 +199,10 @@ def test_a_heading_that_repeats_the_title_is_asked_once() -> None:
                                       "We reached the ridge at noon and pitched camp by the lake.")]}
     queries = [c["query"] for c in draft_cases(corpus, max_cases=10)]
     assert queries == ["Day 1 (2 July 2024)"]  # asked once (as the title question)
+    # a message's subject tagged by its list, its heading the subject alone (a new user's draft)
+    tagged = {"mail/klez.eml": [chunk(0, ["[IRR] Klez: The Virus That Won't Die", "Klez: The Virus That Won't Die"],
+                                      "Already the most prolific virus ever, Klez continues to wreak havoc.")]}
+    assert not any(" — " in c["query"] for c in draft_cases(tagged, max_cases=10))
 
 
 def test_a_title_several_documents_share_is_not_asked() -> None:
