@@ -213,9 +213,11 @@ def _human_status(r: dict[str, Any]) -> str:
     gens = [[role.replace("_", " "), g["id"], g["name"], "built" if g.get("built") else g["status"],
              g["counts"].get("documents"), g["counts"].get("chunks"), f"{g['age_hours']:.1f} h", _gate_word(g)]
             for role, g in r["generations"].items() if g]
+    blockers = r.get("sync_blockers") or []
     lines = ["generations"]
     lines += ["  " + x for x in table(["role", "id", "name", "status", "documents", "chunks", "age", "gate"],
-                                      gens).splitlines()] if gens else ["  none yet: run `bindery sync`"]
+                                      gens).splitlines()] if gens else [
+        "  none yet" + ("" if blockers else ": run `bindery sync`")]
     if (cand := r["generations"].get("candidate")) and _gate_word(cand) == "refused":
         # it stays, and syncs keep writing to it, until one of these
         lines.append(f"  candidate {cand['name']} was refused by the gate: change the configuration and `bindery "
@@ -246,6 +248,8 @@ def _human_status(r: dict[str, Any]) -> str:
             then = ("parses it once more; if that run dies on it too, it becomes a dead letter" if p["deaths"] == 1
                     else "makes it a parse-killed dead letter without parsing it")
             lines += ["", f"source {name!r}: {runs} died while parsing {shown(p['doc'])}: the next sync {then}"]
+    if blockers:
+        lines += ["", *(f"a sync would stop now: {b}" for b in blockers)]
     if r.get("live_outdated"):
         lines += ["", _outdated_line(r)]
     if (other := r.get("candidate_outdated")) and (cand := r["generations"].get("candidate")):

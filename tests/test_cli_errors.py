@@ -820,6 +820,28 @@ def test_status_on_a_fresh_data_dir_creates_nothing(tmp_path: Path, capsys: pyte
     assert not (tmp_path / "data").exists()
 
 
+def test_status_says_what_would_stop_a_sync_and_still_answers(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`status` said "none yet: run `bindery sync`" and exited 0 on a configuration that sync
+    refuses (a new user's pass): it still answers (an unmounted folder is when the state is worth
+    seeing), and names what a sync would stop at."""
+    config = write(tmp_path, {"data_dir": str(tmp_path / "data"),
+                              "sources": [{"name": "docs", "root": str(tmp_path / "nope")}]})
+    code, text = run_cli(capsys, "--config", config, "--json", "status")
+    assert code == 0 and json.loads(text)["sync_blockers"] == [
+        f"sources.0.root (source 'docs'): folder {tmp_path / 'nope'} does not exist"], text
+    code, text = run_cli(capsys, "--config", config, "status")
+    assert code == 0 and "run `bindery sync`" not in text and "a sync would stop now: sources.0.root" in text
+    (tmp_path / "other").mkdir()
+    empty = write(tmp_path / "other", {"data_dir": str(tmp_path / "data"), "sources": []})
+    code, text = run_cli(capsys, "--config", empty, "status")
+    assert code == 0 and "a sync would stop now: no sources configured" in text
+    (tmp_path / "nope").mkdir()
+    code, text = run_cli(capsys, "--config", config, "--json", "status")
+    assert code == 0 and json.loads(text)["sync_blockers"] == []
+    assert not (tmp_path / "data").exists()
+
+
 def test_a_full_disk_is_one_line_saying_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                            base: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """It ended in "internal error: OperationalError ... disk I/O error", never saying "full"

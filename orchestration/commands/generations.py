@@ -68,7 +68,36 @@ def cmd_discard(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     return lifecycle_for(cfg).discard(by=a.by)
 
 
+def sync_blockers(cfg: BinderyConfig) -> list[str]:
+    """Why a sync would stop at its configuration check now, each as that check says it: what
+    `status` shows beside the state (it said "run `bindery sync`" on a configuration a sync
+    refuses, a new user's pass). Status itself still answers: a source's folder may be
+    unmounted for a while, and the state is worth seeing then most."""
+    from collections.abc import Callable
+
+    from connectors.config import check_paths, check_stage_resources
+    from connectors.errors import ConfigError
+
+    if not cfg.sources:
+        return ["no sources configured: add one under `sources:` in the configuration"]
+    out = []
+    checks: tuple[Callable[[], None], ...] = (lambda: check_paths(cfg, roots=True, create=False),
+                                              lambda: check_stage_resources(cfg))
+    for check in checks:
+        try:
+            check()
+        except ConfigError as e:
+            out.append(str(e))
+    return out
+
+
 def cmd_status(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
+    out = _status(cfg)
+    out["sync_blockers"] = sync_blockers(cfg)
+    return out
+
+
+def _status(cfg: BinderyConfig) -> dict[str, Any]:
     from pathlib import Path
 
     from sqlalchemy.engine import make_url
