@@ -19,6 +19,7 @@ from typing import Any
 
 from connectors.config import BinderyConfig
 from connectors.errors import ConfigError
+from connectors.generations import keyword_missing_fields
 from connectors.indexes.base import PUBLIC, Filters
 from connectors.lifecycle import Lifecycle
 from connectors.store import DocumentRecord, DocumentStore, GenerationRecord
@@ -96,7 +97,8 @@ def judge(cfg: BinderyConfig, store: DocumentStore, cand: GenerationRecord) -> G
         live_report = evaluate(cfg, store, live.record)
         cand_report = evaluate(cfg, store, cand)
         report = compare(live_report, cand_report, g.metric, g.secondary_metric, g.tolerance, g.max_regressions)
-        if same_build(live.record, cand):
+        # a live keyword index of an older release (fields it lacks) is no build of the same index
+        if same_build(live.record, cand) and not keyword_missing_fields(cfg, live.record):
             report = as_rebuild(report, len(set(cand_report.unknown_gold) - set(live_report.unknown_gold)))
         unknown = set(live_report.unknown_gold) & set(cand_report.unknown_gold)
         report.warnings.extend(one_sided_gold(live.name, set(live_report.unknown_gold), set(cand_report.unknown_gold)))
@@ -118,7 +120,8 @@ def judge(cfg: BinderyConfig, store: DocumentStore, cand: GenerationRecord) -> G
 
 def same_build(live: GenerationRecord, cand: GenerationRecord) -> bool:
     """Whether `cand` was built with `live`'s stage versions, embedder and vector engine: the
-    same chunks and vectors in the same kind of index (`gate.as_rebuild`)."""
+    same chunks and vectors in the same kind of index (`gate.as_rebuild`; `judge` also asks
+    that live's keyword index holds every field of today's schema)."""
     return (live.stage_versions == cand.stage_versions and live.embedder_id == cand.embedder_id
             and live.vector_engine == cand.vector_engine)
 
