@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from connectors.message_text import _ATTRIBUTION, _ATTRIBUTION_START, _INITIALS_QUOTE, _SAYS
+from connectors.message_text import _ATTRIBUTION_START, _INITIALS_QUOTE, is_attribution
 
 __all__ = ["Attribution", "attribution_lines", "author_match", "date_match", "find_attribution", "parse_attribution",
            "sent_keys"]
@@ -28,7 +28,8 @@ _ADDRESS = re.compile(r"(?<![\w.+'-])<?([\w.+'-]+@[\w-]+(?:\.[\w-]+)+)>?")  # lo
 # "In message <id>, X writes:" (exmh, nmh), "In <id>, X wrote:" (Usenet readers)
 _ANGLE_ID = re.compile(r"\b(?:in(?:\s+message)?|message-id:?)\s*<([^<>\s@]+@[^<>\s]+)>", re.IGNORECASE)
 # no leading \s*: retried from every position of a long blank run it was quadratic
-_VERB = re.compile(r"\b(?:wrote|writes|posted|said|says|schrieb|a écrit|escribió|ha scritto|schreef)\s*:\s*$",
+_VERB = re.compile(r"\b(?:wrote|writes|write|posted|said|says|say|mentioned|mused|typed|schrieb|a écrit|escribió|"
+                   r"ha scritto|schreef)\s*:\s*$",
                    re.IGNORECASE)
 # Words of an attribution line that are never part of the writer's name.
 _NOT_NAME = frozenset(re.findall(r"\w+", """
@@ -82,7 +83,7 @@ def attribution_lines(text: str) -> list[str]:
     for i, line in enumerate(lines):
         if _quoted(line):
             continue
-        if _ATTRIBUTION.match(line) or _SAYS.match(line):
+        if is_attribution(line):
             out.append(line.strip())
         elif ((_ATTRIBUTION_START.match(line) or _ANGLE_ID.match(line.strip())) and i + 1 < len(lines)
               and not _quoted(lines[i + 1]) and _VERB.search(lines[i + 1])):

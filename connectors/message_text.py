@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["split_quoted", "split_side", "strip_message_noise"]
+__all__ = ["is_attribution", "split_quoted", "split_side", "strip_message_noise"]
 
 _WROTE = r"(?:wrote|schrieb|a écrit|escribió|ha scritto|schreef)\s*:\s*$"
 _ATTRIBUTION_START = re.compile(r"^\s*(?:On|Am|Le|El|Il|Op)\s", re.IGNORECASE)
@@ -20,6 +20,22 @@ _ATTRIBUTION = re.compile(r"^\s*(?:On|Am|Le|El|Il|Op)\s.*" + _WROTE, re.IGNORECA
 _WROTE_END = re.compile(_WROTE, re.IGNORECASE)
 # "Tim Peters wrote:", "At 1:16 AM -0400 on 10/3/02, Gary Murphy wrote:", "Martin A posted:"
 _SAYS = re.compile(r"^\s*\S.{0,160}\b(?:wrote|writes|posted|said|schrieb|a écrit|escribió)\s*:\s*$", re.I)
+# "On Thu, Aug 22, 2002 at 05:13:01PM +0100, Fergal Moran mentioned:", "On Fri, 13 Sep 2002 the
+# voices made X write:": other verbs, taken only where the line holds a digit (a date, a time),
+# so that "On the other hand, I'd say:" stays the writer's own words (`is_attribution`)
+_OTHER_VERB_END = re.compile(r"\b(?:said|says|say|write|writes|mentioned|mused|posted|typed)\s*:\s*$", re.I)
+_OTHER_VERB_MAX = 200  # characters: an attribution line is short
+
+
+def is_attribution(line: str) -> bool:
+    """Whether `line` introduces quoted history: "On <date>, X wrote:", "X wrote:", and "On
+    <date>, X mentioned:" with another verb of saying where the line holds a digit."""
+    if _ATTRIBUTION.match(line) or _SAYS.match(line):
+        return True
+    return (len(line) <= _OTHER_VERB_MAX and bool(_ATTRIBUTION_START.match(line))
+            and any(c.isdigit() for c in line) and bool(_OTHER_VERB_END.search(line)))
+
+
 # Initials quoting ("E> ...", "GLM> ...", as some mail readers of the time wrote them)
 _INITIALS_QUOTE = re.compile(r"^\s*[A-Z]{1,5}>")
 _ORIGINAL = re.compile(r"^\s*-{2,}\s*(?:Original Message|Forwarded message)\s*-{2,}\s*$", re.I)
@@ -41,7 +57,7 @@ def split_quoted(text: str) -> tuple[str, str]:
             quoted.append(re.sub(r"^\s*(?:[A-Z]{0,5}>\s?)+", "", line))
             i += 1
             continue
-        if _ATTRIBUTION.match(line) or _SAYS.match(line):
+        if is_attribution(line):
             quoted.append(line.strip())
             i += 1
             continue
@@ -123,7 +139,7 @@ def strip_message_noise(query: str) -> str:
     main, quoted = split_quoted(query)
     main, _ = split_side(main)
     lines = quoted.split("\n")
-    noise = {i for i, line in enumerate(lines) if _ATTRIBUTION.match(line) or _SAYS.match(line)
+    noise = {i for i, line in enumerate(lines) if is_attribution(line)
             or _ORIGINAL.match(line) or _HISTORY_HEADER.match(line)}
     for i, line in enumerate(lines[:-1]):  # an attribution wrapped over two lines
         if _ATTRIBUTION_START.match(line) and _WROTE_END.search(lines[i + 1]):

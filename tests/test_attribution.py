@@ -52,6 +52,11 @@ FORMS = {
     "R. A. Hettinga wrote:": (("hettinga",), None, None, None, None, None),
     "On Thu, 22 Aug 2002, Joseph S. Barrera III wrote:": (("joseph", "barrera", "iii"), None, date(2002, 8, 22),
                                                           None, None, None),
+    # other verbs of saying, on a line that holds a date (the same archive)
+    "On Thu, Aug 22, 2002 at 05:13:01PM +0100, Fergal Moran mentioned:": (
+        ("fergal", "moran"), None, date(2002, 8, 22), (17, 13), 60, None),
+    "On Fri, 13 Sep 2002, Tony L. Svanstrom mused:": (("tony", "svanstrom"), None, date(2002, 9, 13),
+                                                       None, None, None),
     # Gmail's form: a short first name after the time is no time zone
     "On Mon, Sep 9, 2024 at 10:22 AM John Doe <jd@x.com> wrote:": (("john", "doe"), "jd@x.com", date(2024, 9, 9),
                                                                    (10, 22), None, None),
@@ -79,6 +84,24 @@ def test_a_pasted_reply_yields_its_first_attribution_and_the_text_loses_it() -> 
     assert find_attribution("On Fri, 23 Aug 2002,\n> kevin lyda wrote:\nmine") is None
     wrapped = find_attribution("In message <abc@def.com>, Tony Nu\ngent writes:\n> x\nmine")
     assert wrapped is not None and wrapped.message_id == "<abc@def.com>"
+
+
+def test_an_attribution_with_another_verb_is_quoted_history_where_it_holds_a_date() -> None:
+    """"On <date>, X mentioned:" opened a reply's own words (and an `evalset draft` question);
+    "On the other hand, I'd say:" is the writer's own line."""
+    from connectors.message_text import is_attribution, split_quoted
+
+    reply = ("On Thu, Aug 22, 2002 at 05:13:01PM +0100, Fergal Moran mentioned:\n> the pump stalls\n\n"
+             "On the other hand, I'd say:\nreplace the impeller.")
+    own, quoted = split_quoted(reply)
+    assert own.split("\n")[0] == "" and "On the other hand, I'd say:" in own and "Fergal" not in own
+    assert quoted.startswith("On Thu, Aug 22, 2002") and "the pump stalls" in quoted
+    for line in ("On Fri, 13 Sep 2002 the voices made carlo@alinoe.com write:",
+                 "On Saturday 28 September 2002 04:37 pm, you struggled free to say:"):
+        assert is_attribution(line), line
+    for line in ("On the other hand, I'd say:", "On Linux you write:", "On " + "9" * 300 + " said it all, mused:"):
+        assert not is_attribution(line), line
+    assert strip_message_noise(reply).startswith("the pump stalls")
 
 
 def test_an_infinite_weight_is_refused() -> None:
