@@ -117,6 +117,21 @@ def test_unruled_table_header_row_is_no_heading(numbered: bool, tables: bool) ->
     assert len(pieces) > 1 and all(c.embed_text.startswith("Quantity\tUnit\tSymbol\n") for c in pieces)
 
 
+def test_an_abstract_set_bold_and_large_is_text_and_a_long_heading_is_a_heading() -> None:
+    """A journal class's abstract, bold a size above the body, came out as level-3 headings of
+    three lines each (the paper's summary cut into sections); a run of heading-font lines past
+    40 words, or past 20 with a word hyphenated across two lines, is a paragraph. A section
+    title of three lines is still one heading."""
+    r = parse_document(docgen.pdf_bold_abstract(), "paper.pdf", CFG)
+    shape = [(b.kind, b.level) for b in r.blocks]
+    assert shape[0] == ("heading", 1) and r.blocks[0].text == "Pump failures at the north station"
+    heads = [b.text for b in r.blocks if b.kind == "heading"]
+    assert heads == ["Pump failures at the north station",
+                     "1 Seals, bearings and motors of the pumps at the north station"], shape
+    text = " ".join(b.text for b in r.blocks if b.kind == "paragraph")
+    assert "the seals wear out first" in text and "the two wet seasons, which the survey leaves out" in text
+
+
 def test_table_runs_by_coordinates() -> None:
     """`table_runs`: three or more lines of cells in the same columns, close under each other,
     are a table; a wrapped description joins its cell; a paragraph's line, code, a heading or a

@@ -19,6 +19,7 @@ the next page gets the header of its first part.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -85,6 +86,9 @@ SLIDE_TITLE_ZONE = 0.25  # top share of a slide its frame title sits in
 BAD_GLYPH_SHARE = 0.2  # U+FFFD share above which a text layer is unusable
 JUNK_LAYER_WORD_SHARE = 0.5  # a full-page scan's text layer with fewer word-like tokens is junk
 MIN_OUTLINE_FOUND = 2  # outline entries found in the text before the outline gives the headings
+# words past which a run of close lines in a heading font is a paragraph set in it: twice the
+# longest single heading line (a title of three full lines stays a heading)
+PROSE_HEADING_WORDS = 2 * MAX_HEADING_WORDS
 _BULLET = re.compile(r"^\s*(?:[•◦▪▫●○■□‣⁃∙·*–-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+")
 _BULLET_GLYPH = re.compile(r"^\s*[•◦▪▫●○■□‣⁃∙·*–-]\s+")
 _CAPTION = re.compile(r"^(?:figure|fig\.|table|chart|exhibit|plate)\s+[\dIVX]+[.:]?\s", re.I)
@@ -384,10 +388,42 @@ def _continues(
     if kind == pkind == "heading":
         if ln.entry != prev.entry:  # an outline title is exactly the lines found for it
             return False
-        return ln.entry >= 0 or (level == plevel and close and len(plines) < MAX_HEADING_LINES)
+        # the whole run of a heading font's lines: `_heading_groups` cuts it into headings, or
+        # reads it as the paragraph it is
+        return ln.entry >= 0 or (level == plevel and close)
     if kind == pkind == "code":
         return True
     return kind == "body" and pkind in ("body", "list_start") and close
+
+
+def _heading_groups(groups: list[tuple[str, int, list[Line]]]) -> list[tuple[str, int, list[Line]]]:
+    """Each run of close lines in one heading font as headings of at most MAX_HEADING_LINES
+    lines, or as a paragraph: past PROSE_HEADING_WORDS words, or past MAX_HEADING_WORDS with a
+    word hyphenated across two of its lines. No heading is set so, but an abstract or a lead
+    set bold in a larger size is (a journal template's abstract came out as six level-3
+    headings, the paper's summary cut into sections of one line each). A shorter heading may
+    break a word ("sua im- plementação", Portuguese) or a compound ("light- matter")."""
+    out: list[tuple[str, int, list[Line]]] = []
+    for kind, level, lines in groups:
+        if kind != "heading" or lines[0].entry >= 0:
+            out.append((kind, level, lines))
+        elif (words := sum(len(ln.text.split()) for ln in lines)) > PROSE_HEADING_WORDS or (
+                words > MAX_HEADING_WORDS and _breaks_a_word(lines)):
+            out.append(("body", 0, lines))
+        else:
+            out += [(kind, level, lines[i:i + MAX_HEADING_LINES]) for i in range(0, len(lines), MAX_HEADING_LINES)]
+    return out
+
+
+def _breaks_a_word(lines: list[Line]) -> bool:
+    """Whether a line ends in a word hyphenated across to the next ("para-" / "graph."): text
+    is set so, headings seldom are (TeX's sectioning does not hyphenate, but babel's Portuguese
+    does, and a compound breaks at its hyphen: `_heading_groups` asks for length too)."""
+    for ln, nxt in itertools.pairwise(lines):
+        end, start = ln.text.rstrip(), nxt.text.lstrip()
+        if len(end) > 2 and end[-1] == "-" and end[-2].isalpha() and start[:1].islower():
+            return True
+    return False
 
 
 def _slide_shaped(width: float, height: float) -> bool:
@@ -478,7 +514,7 @@ def _line_blocks(
             continue
         groups.append((kind, level, [ln]))
     blocks: list[Block] = []
-    for kind, level, lines in groups:
+    for kind, level, lines in _heading_groups(groups):
         outline = lines[0].entry >= 0
         if kind == "heading" and not outline and _CAPTION.match(lines[0].text.strip()):
             kind = "body"  # "Table 1. ..." set in bold is a caption, not a section
