@@ -234,8 +234,9 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # 48: "On <date>, X mentioned:" (mused, said, say, write, typed, posted) is an attribution line,
 # quoted history, where the line holds a digit: it opened 15 of 2,631 dev-corpus messages' own
 # words (and an `evalset draft` reply question); "On the other hand, I'd say:" stays.
-# 49: PDFs: a run of close lines in a heading font past 40 words, or with a word hyphenated
-# across two of its lines, is a paragraph (a journal class's bold abstract was six headings).
+# 49: PDFs: a run of close lines in a heading font past 40 words, or past 20 with a word
+# hyphenated across two of its lines, is a paragraph (a journal class's bold abstract was six
+# headings).
 STAGE_CODE_VERSIONS = {"parse": "49", "chunk": "7", "context": "2", "embed": "1"}
 
 
