@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from connectors.message_text import _ATTRIBUTION_START, _INITIALS_QUOTE, is_attribution
+from connectors.message_text import _ATTRIBUTION_START, _INITIALS_QUOTE, OTHER_VERBS, WROTE_VERBS, is_attribution
 
 __all__ = ["Attribution", "attribution_lines", "author_match", "date_match", "find_attribution", "parse_attribution",
            "sent_keys"]
@@ -28,9 +28,7 @@ _ADDRESS = re.compile(r"(?<![\w.+'-])<?([\w.+'-]+@[\w-]+(?:\.[\w-]+)+)>?")  # lo
 # "In message <id>, X writes:" (exmh, nmh), "In <id>, X wrote:" (Usenet readers)
 _ANGLE_ID = re.compile(r"\b(?:in(?:\s+message)?|message-id:?)\s*<([^<>\s@]+@[^<>\s]+)>", re.IGNORECASE)
 # no leading \s*: retried from every position of a long blank run it was quadratic
-_VERB = re.compile(r"\b(?:wrote|writes|write|posted|said|says|say|mentioned|mused|typed|schrieb|a écrit|escribió|"
-                   r"ha scritto|schreef)\s*:\s*$",
-                   re.IGNORECASE)
+_VERB = re.compile(rf"\b(?:{WROTE_VERBS}|{OTHER_VERBS})\s*:\s*$", re.IGNORECASE)
 # Words of an attribution line that are never part of the writer's name.
 _NOT_NAME = frozenset(re.findall(r"\w+", """
     on at am pm le el il op in message once upon a time the de del der van von quoting um om

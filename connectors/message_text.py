@@ -14,7 +14,11 @@ import re
 
 __all__ = ["is_attribution", "split_quoted", "split_side", "strip_message_noise"]
 
-_WROTE = r"(?:wrote|schrieb|a écrit|escribió|ha scritto|schreef)\s*:\s*$"
+# verbs that end an attribution line, in two sets: `_WROTE`'s on any "On ..." line, the others only
+# where the line holds a digit (`is_attribution`); `connectors.mail_attribution` reads both
+WROTE_VERBS = "wrote|schrieb|a écrit|escribió|ha scritto|schreef"
+OTHER_VERBS = "said|says|say|write|writes|mentioned|mused|posted|typed"
+_WROTE = rf"(?:{WROTE_VERBS})\s*:\s*$"
 _ATTRIBUTION_START = re.compile(r"^\s*(?:On|Am|Le|El|Il|Op)\s", re.IGNORECASE)
 _ATTRIBUTION = re.compile(r"^\s*(?:On|Am|Le|El|Il|Op)\s.*" + _WROTE, re.IGNORECASE)
 _WROTE_END = re.compile(_WROTE, re.IGNORECASE)
@@ -23,7 +27,7 @@ _SAYS = re.compile(r"^\s*\S.{0,160}\b(?:wrote|writes|posted|said|schrieb|a écri
 # "On Thu, Aug 22, 2002 at 05:13:01PM +0100, Fergal Moran mentioned:", "On Fri, 13 Sep 2002 the
 # voices made X write:": other verbs, taken only where the line holds a digit (a date, a time),
 # so that "On the other hand, I'd say:" stays the writer's own words (`is_attribution`)
-_OTHER_VERB_END = re.compile(r"\b(?:said|says|say|write|writes|mentioned|mused|posted|typed)\s*:\s*$", re.I)
+_OTHER_VERB_END = re.compile(rf"\b(?:{OTHER_VERBS})\s*:\s*$", re.I)
 _OTHER_VERB_MAX = 200  # characters: an attribution line is short
 
 

@@ -32,6 +32,7 @@ from connectors.config import (
     BinderyConfig,
     TuneConfig,
     check_paths,
+    check_sources,
     check_stage_resources,
     load_config,
 )
@@ -73,9 +74,8 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
             cfg.source(name)  # an unknown source is a usage error before any run
         except ConfigError as e:
             raise UsageError(f"--source: {e}") from None
-    if a.command in _LISTING_COMMANDS and not cfg.sources:
-        raise ConfigError("no sources configured: add one under `sources:` in the configuration")
     if a.command in _LISTING_COMMANDS:
+        check_sources(cfg)
         check_stage_resources(cfg)  # a model that is not here, an unset API key: before any work
         check_ocr_language(cfg)
     if a.command != "hash-key":  # every other command reads the store

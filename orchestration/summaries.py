@@ -239,17 +239,18 @@ def status(cfg: BinderyConfig, store: DocumentStore) -> dict[str, Any]:
         # or ACL change to its indexing (a file's mtime says nothing of an ACL change, and an old file
         # synced the first time is not years late)
         lags = [max(0.0, state[d.doc_id].indexed_at - d.changed_at) for d in sdocs if d.doc_id in state]
+        pending = [d for d in sdocs if d.doc_id not in dead]
+        missing = [d for d in pending if d.doc_id not in state]
+        stale = [d for d in pending if d.doc_id in state and state[d.doc_id].behind(d)]
         by_source[s.name] = {
             "kind": s.kind, "documents": len(sdocs), "indexed": sum(1 for d in sdocs if d.doc_id in state),
             # listed changes live does not hold yet, dead letters aside: a run stopped before its
             # index step (cancelled, killed) left them for the next sync (a Dagster UI pass: after a
             # killed run, status showed nothing to do)
-            "waiting": sum(1 for d in sdocs if d.doc_id not in dead
-                           and (d.doc_id not in state or state[d.doc_id].behind(d))),
+            "waiting": len(missing) + len(stale),
             # of those, the ones live holds an older version of: `indexed` counts them too, so
             # the human table splits `waiting` (43 indexed, "37 waiting" read as 80 of 78)
-            "out_of_date": sum(1 for d in sdocs if d.doc_id not in dead
-                               and d.doc_id in state and state[d.doc_id].behind(d)),
+            "out_of_date": len(stale),
             "last_listing_at": row.last_listing_at if row else None,
             "last_good_listing_at": row.last_good_listing_at if row else None,
             "last_good_listing_count": row.last_good_listing_count if row else None,

@@ -14,6 +14,12 @@ from connectors.config.models import BinderyConfig
 from connectors.errors import ConfigError
 
 
+def check_sources(cfg: BinderyConfig) -> None:
+    """A run lists sources: a configuration without any is refused before it starts."""
+    if not cfg.sources:
+        raise ConfigError("no sources configured: add one under `sources:` in the configuration")
+
+
 def check_stage_resources(cfg: BinderyConfig) -> None:
     """What a run's stages need from this machine, checked before a run starts, each a one-line
     ConfigError naming its key: the chunker's tokenizer (the embedding model's unless

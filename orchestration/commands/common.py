@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from connectors.config import BinderyConfig
+from connectors.config import BinderyConfig, check_sources
 from connectors.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
@@ -72,8 +72,7 @@ def partitions_of(cfg: BinderyConfig, only: list[str] | None) -> list[str]:
     """The partitions to run: one per source, or one per shard of a sharded source."""
     from connectors.shards import all_partition_keys
 
-    if not cfg.sources:
-        raise ConfigError("no sources configured: add one under `sources:` in the configuration")
+    check_sources(cfg)
     return all_partition_keys(cfg, [cfg.source(s).name for s in only] if only else None)
 
 

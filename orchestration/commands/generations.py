@@ -75,19 +75,21 @@ def sync_blockers(cfg: BinderyConfig) -> list[str]:
     unmounted for a while, and the state is worth seeing then most."""
     from collections.abc import Callable
 
-    from connectors.config import check_paths, check_stage_resources
+    from connectors.config import check_paths, check_sources, check_stage_resources
     from connectors.errors import ConfigError
 
-    if not cfg.sources:
-        return ["no sources configured: add one under `sources:` in the configuration"]
     out = []
-    checks: tuple[Callable[[], None], ...] = (lambda: check_paths(cfg, roots=True, create=False),
+    # the checks a sync's preflight makes (`cli.preflight`); with no source the others say nothing
+    checks: tuple[Callable[[], None], ...] = (lambda: check_sources(cfg),
+                                              lambda: check_paths(cfg, roots=True, create=False),
                                               lambda: check_stage_resources(cfg))
     for check in checks:
         try:
             check()
         except ConfigError as e:
             out.append(str(e))
+            if not cfg.sources:
+                break
     return out
 
 
