@@ -132,6 +132,23 @@ def test_an_abstract_set_bold_and_large_is_text_and_a_long_heading_is_a_heading(
     assert "the seals wear out first" in text and "the two wet seasons, which the survey leaves out" in text
 
 
+def test_a_title_block_is_text_and_a_bold_lead_hyphenated_into_its_paragraph_is_no_heading() -> None:
+    """Authors, affiliations and dates between a paper's title and its abstract are set larger
+    than the body; as headings each opened a section (an author's name held the abstract as a
+    subsection). And a bold sentence broken inside a word into the plain line under it was a
+    heading of half a word ("... a mod-"). The same size on another page is still a heading."""
+    r = parse_document(docgen.pdf_title_block(), "paper.pdf", CFG)
+    heads = [(b.page, b.level, b.text) for b in r.blocks if b.kind == "heading"]
+    assert [h[2] for h in heads] == ["Pump failures at the north station", "ABSTRACT", "1 Seals and bearings",
+                                     "Outages by season"], heads
+    assert heads[1][1] == heads[3][1] > heads[0][1]
+    paras = [b.text for b in r.blocks if b.kind == "paragraph" and b.page == 1]
+    assert paras[:4] == ["Keith T. Smith1··", "North Station Works, Harbour Road, Portsmouth", "Ada B. Jones2",
+                         "Accepted 2024 March 3"]
+    assert paras[5] == "A pump that fails between two springs gets a modification of its housing."
+    assert r.title == "Pump failures at the north station"
+
+
 def test_table_runs_by_coordinates() -> None:
     """`table_runs`: three or more lines of cells in the same columns, close under each other,
     are a table; a wrapped description joins its cell; a paragraph's line, code, a heading or a

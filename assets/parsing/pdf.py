@@ -91,6 +91,13 @@ MIN_OUTLINE_FOUND = 2  # outline entries found in the text before the outline gi
 PROSE_HEADING_WORDS = 2 * MAX_HEADING_WORDS
 _BULLET = re.compile(r"^\s*(?:[•◦▪▫●○■□‣⁃∙·*–-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+")
 _BULLET_GLYPH = re.compile(r"^\s*[•◦▪▫●○■□‣⁃∙·*–-]\s+")
+# the heading that ends a paper's title block (`_demote_front_matter`), in the languages of the
+# journal and thesis templates swept (English, French, Portuguese, Spanish, German, Italian)
+_ABSTRACT = re.compile(r"^\W*(?:abstract|summary|r[ée]sum[ée]|resumo|resumen|zusammenfassung|sommario|riassunto)\W*$",
+                       re.I)
+_SPACING_ACCENTS = re.compile(r"[\u00b4`\u00a8\u02c6\u02dc\u02d8\u02c7]")  # "R´esum´e": TeX's accents set apart
+_WORD = re.compile(r"(?<!\S)[^\W\d_]{2,}(?!\S)")  # a word of letters alone
+_CONTENTS = re.compile(r"^\W*(?:(?:table of )?contents|sumário|sommaire|inhalt(?:sverzeichnis)?|índice)\W*$", re.I)
 _CAPTION = re.compile(r"^(?:figure|fig\.|table|chart|exhibit|plate)\s+[\dIVX]+[.:]?\s", re.I)
 _LEADER_NUMBER = re.compile(r"\s*(?:(?:[.·…]\s*)+(?:\d{1,4}|[ivxlcdm]{1,6})?|\d{1,4})\s*", re.IGNORECASE)
 _BAD_TITLE = re.compile(
@@ -403,16 +410,30 @@ def _heading_groups(groups: list[tuple[str, int, list[Line]]]) -> list[tuple[str
     set bold in a larger size is (a journal template's abstract came out as six level-3
     headings, the paper's summary cut into sections of one line each). A shorter heading may
     break a word ("sua im- plementação", Portuguese) or a compound ("light- matter")."""
+    groups = list(groups)  # a run that breaks into the body line under it joins that line's group
     out: list[tuple[str, int, list[Line]]] = []
-    for kind, level, lines in groups:
-        if kind != "heading" or lines[0].entry >= 0:
+    for i, (kind, level, lines) in enumerate(groups):
+        if kind == "heading" and lines[0].entry < 0 and _runs_into(lines, groups[i + 1:i + 2]):
+            groups[i + 1] = ("body", 0, lines + groups[i + 1][2])  # one paragraph, its lead in bold
+        elif kind != "heading" or lines[0].entry >= 0:
             out.append((kind, level, lines))
         elif (words := sum(len(ln.text.split()) for ln in lines)) > PROSE_HEADING_WORDS or (
                 words > MAX_HEADING_WORDS and _breaks_a_word(lines)):
             out.append(("body", 0, lines))
         else:
-            out += [(kind, level, lines[i:i + MAX_HEADING_LINES]) for i in range(0, len(lines), MAX_HEADING_LINES)]
+            out += [(kind, level, lines[k:k + MAX_HEADING_LINES]) for k in range(0, len(lines), MAX_HEADING_LINES)]
     return out
+
+
+def _runs_into(lines: list[Line], after: list[tuple[str, int, list[Line]]]) -> bool:
+    """Whether a heading-font run ends in a word hyphenated into the body line just under it
+    ("... if mod-" / "ifications are discovered."): the first line of a sentence set in bold,
+    its last line a body line because it ends with a full stop (`HeadingRanks.level`). A
+    heading is never cut inside a word into the text it heads."""
+    if not after or after[0][0] != "body":
+        return False
+    end, nxt = lines[-1], after[0][2][0]
+    return _breaks_a_word([end, nxt]) and nxt.y0 - end.y1 < 0.6 * end.height
 
 
 def _breaks_a_word(lines: list[Line]) -> bool:
@@ -578,6 +599,31 @@ def _demote_toc_entries(blocks: list[Block], outline: Sequence[OutlineEntry] = (
             b.meta["toc"] = True
 
 
+def _demote_front_matter(blocks: list[Block]) -> None:
+    """A paper's title block, between its title and its abstract on the first page, is text:
+    the authors, their affiliations, addresses and dates are set larger than the body, and as
+    headings they opened sections of their own ("Keith T. Smith1⋆†" held mnras's abstract as
+    a subsection; each author of an ACM paper headed their affiliation). Headings of the
+    title's own size (its second line, a paper number over it) stay. Only where the first page
+    has an abstract heading and nothing between the two is a numbered section, a contents
+    heading or an outline entry: no other page is a title page so surely."""
+    heads = [i for i, b in enumerate(blocks) if b.kind == "heading" and b.page == 1]
+    abstract = next((i for i in heads if _ABSTRACT.match(_SPACING_ACCENTS.sub("", blocks[i].text))), None)
+    if abstract is None:
+        return
+    # the title: the first heading of two words or more ("IMECE2023-XXXX" or "Paper 999-2021",
+    # a conference's paper number, is set over it)
+    title = next((i for i in heads if i < abstract and len(_WORD.findall(blocks[i].text)) >= 2), heads[0])
+    between = [i for i in heads if title < i < abstract]
+    if any(is_numbered(blocks[i].text) or _CONTENTS.match(blocks[i].text) or blocks[i].meta.get("outline")
+           for i in between):
+        return
+    top = min(blocks[i].level for i in heads if title <= i <= abstract)
+    for i in between:
+        if blocks[i].level > top:
+            blocks[i] = Block("paragraph", blocks[i].text, page=1, meta=blocks[i].meta)
+
+
 def _outline(doc: pymupdf.Document, warnings: list[str]) -> list[OutlineEntry]:
     """The PDF's outline (bookmarks), entries without a page included (they keep the levels)."""
     try:
@@ -720,6 +766,7 @@ def parse_pdf(data: bytes, config: ParseConfig) -> ParseResult:
         join_split_tables(pages, tables)
         blocks = [b for p in pages for b in p.blocks]
         _demote_toc_entries(blocks, outline if with_outline else ())
+        _demote_front_matter(blocks)
         if with_outline:
             _nest_under_outline(blocks)
         if not blocks:
