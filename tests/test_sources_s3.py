@@ -12,7 +12,7 @@ import boto3
 import pytest
 
 from connectors.config import SourceConfig
-from connectors.errors import SourceError, TooLarge
+from connectors.errors import SourceError, SourceUnavailable, TooLarge
 from connectors.sources import S3Source, SourceEntry, make_source
 from tests.moto_server import TEST_AWS_ENV, free_port, rewriting_proxy
 
@@ -282,6 +282,16 @@ def test_missing_bucket(moto_endpoint: str) -> None:
     assert moto_endpoint in str(exc.value)
     with pytest.raises(SourceError):
         s.probe()
+
+
+def test_a_path_in_the_endpoint_is_named_not_taken_for_a_deleted_object(s3: Any, bucket: str,
+                                                                       moto_endpoint: str) -> None:
+    """`endpoint_url: http://host:port/bucket` (a common slip) makes every listing ask for a
+    key: the answer, NoSuchKey, was reported as an object "deleted since it was listed?"."""
+    s = make(bucket, f"{moto_endpoint}/{bucket}")
+    with pytest.raises(SourceUnavailable, match=r"listing of bucket .*path in endpoint_url") as exc:
+        list(s.list())
+    assert "deleted since" not in str(exc.value)
 
 
 @pytest.fixture

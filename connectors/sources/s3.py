@@ -165,6 +165,12 @@ class S3Source:
             transient = isinstance(status, int) and status >= 500
             if code == "NoSuchBucket":
                 cause = f"bucket {self.bucket!r} does not exist"
+            elif code in ("NoSuchKey", "404") and action == "list":
+                # a listing names no object: the request's path is not the bucket's (a bucket or a
+                # path left in endpoint_url), so no object of this source can be read
+                wide = True
+                cause = (f"the endpoint answered {code} to a listing of bucket {self.bucket!r}: is there a bucket "
+                         "or a path in endpoint_url? It must be the service's address alone")
             elif code in ("NoSuchKey", "404"):
                 cause = "object does not exist (deleted since it was listed?)"
             elif code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken"):
