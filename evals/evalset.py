@@ -80,6 +80,7 @@ class EvalCase:
     gold: tuple[Gold, ...]
     category: str = DEFAULT_CATEGORY
     exclude_docs: tuple[str, ...] = ()
+    draft: bool = False  # `"draft": true`, as `evalset draft` wrote it: no person has reviewed it yet
 
 
 class InvalidCaseError(ValueError):
@@ -183,7 +184,8 @@ def parse_case(obj: Any) -> EvalCase:
         raise InvalidCaseError(
             f"gold doc(s) {clash} are also in 'exclude_docs'; they could never match"
         )
-    return EvalCase(id=case_id, query=query, gold=gold, category=category, exclude_docs=exclude)
+    return EvalCase(id=case_id, query=query, gold=gold, category=category, exclude_docs=exclude,
+                    draft=obj.get("draft") is True)
 
 
 def load_eval_set(path: str | Path) -> list[EvalCase]:

@@ -132,7 +132,8 @@ def test_reply_parsing() -> None:
 
 
 @pytest.mark.slow
-def test_cli_drafts_from_the_live_generation_and_the_draft_evaluates(tmp_path: Path) -> None:
+def test_cli_drafts_from_the_live_generation_and_the_draft_evaluates(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     dep = Deployment(tmp_path)
     dep.cli("sync")
     out = tmp_path / "evals" / "draft.jsonl"
@@ -140,9 +141,17 @@ def test_cli_drafts_from_the_live_generation_and_the_draft_evaluates(tmp_path: P
     assert res["provider"] == "offline" and res["cases"] == len(load_eval_set(out)) >= 10
     assert {"title", "identifier"} <= set(res["by_kind"])
     dep.cli("evalset", "draft", "--out", str(out), expect=2)  # never overwrites a reviewed file by accident
+    capsys.readouterr()
     report = dep.cli("eval", "--queries", str(out))
     assert report["cases"] == res["cases"] and report["metrics"]["recall@10"] >= 0.6
     assert report["unknown_gold_docs"] == []
+    # an unreviewed set is said to be one (an operator pass: the gate took it without a word)
+    assert f"{res['cases']} of {res['cases']} questions are still marked \"draft\"" in capsys.readouterr().err
+    reviewed = tmp_path / "evals" / "reviewed.jsonl"
+    reviewed.write_text("".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "draft"}) + "\n"
+                                for line in out.read_text().splitlines()))
+    assert dep.cli("eval", "--queries", str(reviewed))["cases"] == res["cases"]
+    assert "draft" not in capsys.readouterr().err
     typo = tmp_path / "evals" / "typo.jsonl"  # a gold path that names no document: said, not silently 0
     typo.write_text(json.dumps({"id": "t1", "query": "anything", "gold": [{"doc": "docs/howto/nope.md"}]}) + "\n")
     assert dep.cli("eval", "--queries", str(typo))["unknown_gold_docs"] == ["docs/howto/nope.md"]

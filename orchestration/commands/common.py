@@ -109,8 +109,11 @@ def check_queries(cfg: BinderyConfig, queries: str | None) -> None:
     if not path:
         raise ConfigError("no eval set: pass --queries FILE or set gate.queries in bindery.yaml")
     try:
-        load_eval_set(path)
+        cases = load_eval_set(path)
     except ConfigError as e:
         if queries:
             raise UsageError(f"--queries: {e}") from None
         raise ConfigError(f"gate.queries: {e}") from None
+    if drafts := sum(c.draft for c in cases):  # a gate judging by unread questions judges by guesses
+        print(f"warning: {path}: {drafts} of {len(cases)} questions are still marked \"draft\": true (as "
+              "`bindery evalset draft` wrote them): review them and remove the mark", file=sys.stderr)
