@@ -239,8 +239,9 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # headings).
 # 50: PDFs: a paper's title block (authors, affiliations, dates between its title and an abstract
 # heading on page 1) is text, not headings; a heading-font run that ends in a word hyphenated into
-# the body line under it is that paragraph's first line. 34 of 810 TeX Live template and guide
-# PDFs (first three pages) and 4 of the 20 dev PDFs change; no real heading lost.
+# the body line under it is that paragraph's first line. 33 of 810 TeX Live template and guide
+# PDFs (first three pages) and 4 of the 20 dev PDFs change; no real heading lost. Not where prose
+# stands between the title and the abstract (a memo's sections, its summary last).
 STAGE_CODE_VERSIONS = {"parse": "50", "chunk": "7", "context": "2", "embed": "1"}
 
 

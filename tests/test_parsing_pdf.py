@@ -147,6 +147,9 @@ def test_a_title_block_is_text_and_a_bold_lead_hyphenated_into_its_paragraph_is_
                          "Accepted 2024 March 3"]
     assert paras[5] == "A pump that fails between two springs gets a modification of its housing."
     assert r.title == "Pump failures at the north station"
+    memo = parse_document(docgen.pdf_memo_summary_last(), "memo.pdf", CFG)  # prose between: sections
+    assert [b.text for b in memo.blocks if b.kind == "heading"] == [
+        "Pump failures at the north station", "Seals and bearings", "Summary"]
 
 
 def test_table_runs_by_coordinates() -> None:

@@ -606,7 +606,7 @@ def _demote_front_matter(blocks: list[Block]) -> None:
     a subsection; each author of an ACM paper headed their affiliation). Headings of the
     title's own size (its second line, a paper number over it) stay. Only where the first page
     has an abstract heading and nothing between the two is a numbered section, a contents
-    heading or an outline entry: no other page is a title page so surely."""
+    heading, an outline entry or a paragraph of prose: no other page is a title page so surely."""
     heads = [i for i, b in enumerate(blocks) if b.kind == "heading" and b.page == 1]
     abstract = next((i for i in heads if _ABSTRACT.match(_SPACING_ACCENTS.sub("", blocks[i].text))), None)
     if abstract is None:
@@ -618,6 +618,8 @@ def _demote_front_matter(blocks: list[Block]) -> None:
     if any(is_numbered(blocks[i].text) or _CONTENTS.match(blocks[i].text) or blocks[i].meta.get("outline")
            for i in between):
         return
+    if any(len(b.text.split()) > PROSE_HEADING_WORDS for b in blocks[title + 1:abstract]):
+        return  # a paragraph of prose: sections (a memo's, its summary last), not a title block
     top = min(blocks[i].level for i in heads if title <= i <= abstract)
     for i in between:
         if blocks[i].level > top:
