@@ -28,6 +28,7 @@ from connectors.sources import make_source
 from orchestration.jobs import sync_job
 
 PartitionRequest = dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest
+REQUESTS = "#requests"  # the cursor's count of change requests (no source name starts with '#')
 
 # A failed sensor run is retried this long after it ended, the wait doubled for each failed run of
 # its partition in a row, up to RETRY_MAX_S; after RETRY_LIMIT failed runs in a row (some 2 hours)
@@ -70,6 +71,7 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
         except dg.Failure as e:  # a bad edit: the tick is skipped, saying why, until the file loads
             return dg.SensorResult(skip_reason=dg.SkipReason(f"configuration: {e.description}"), cursor=context.cursor)
         cursor = json.loads(context.cursor) if context.cursor else {}
+        requests = int(cursor.pop(REQUESTS, 0))
         runs, skipped, answered = [], [], []
         for s in cfg.sources:
             try:
@@ -82,19 +84,29 @@ def build_sensor(default_on: bool, interval: int) -> dg.SensorDefinition:
                 continue
             answered.append(s)
             if cursor.get(s.name) != fp:
-                runs += [dg.RunRequest(partition_key=key, run_key=f"{key}:{fp}", tags={"bindery/trigger": "sensor"})
-                         for key in partition_keys(s)]
+                requests += 1
+                runs += [dg.RunRequest(partition_key=key, run_key=run_key(key, fp, requests),
+                                       tags={"bindery/trigger": "sensor"}) for key in partition_keys(s)]
                 cursor[s.name] = fp
             else:
                 runs += _retries(context.instance, s, fp, time.time())
         runs += _withholding_run(cursor, cfg, runs, answered)
         return dg.SensorResult(
-            run_requests=runs, cursor=json.dumps(cursor, sort_keys=True),
+            run_requests=runs, cursor=json.dumps({**cursor, REQUESTS: requests}, sort_keys=True),
             dynamic_partitions_requests=partition_requests(context.instance, all_partition_keys(cfg)),
             skip_reason=skipped[0] if skipped and not runs else None,
         )
 
     return source_change_sensor
+
+
+def run_key(partition: str, fp: str, n: int) -> str:
+    """The run key of the sensor's `n`-th change request: Dagster launches one run per key, so a
+    tick evaluated twice (the same cursor in) requests one run, but a source that comes back to
+    a state it had before (a reverted exclude, a source taken out and put back) is a new change.
+    Keyed by its state alone, that sync was dropped as a duplicate of the first one's, and the
+    documents the revert brings back stayed out of the indexes until a reconcile."""
+    return f"{partition}:{fp}:{n}"
 
 
 def _retries(instance: dg.DagsterInstance, source: SourceConfig, fp: str, now: float) -> list[dg.RunRequest]:

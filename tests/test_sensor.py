@@ -103,7 +103,7 @@ def test_first_tick_registers_partitions_and_requests_every_source(conf: Config)
     assert sorted(tick.added) == ["docs", "wiki"] and tick.removed == []
     assert sensor.partitions() == {"docs", "wiki"}
     for name, rr in tick.runs.items():
-        assert rr.run_key == f"{name}:{tick.cursor[name]}"
+        assert str(rr.run_key).startswith(f"{name}:{tick.cursor[name]}:")
         assert rr.tags == {"bindery/trigger": "sensor"}
     assert tick.result.skip_reason is None
 
@@ -159,12 +159,41 @@ def test_only_the_changed_source_is_requested(conf: Config) -> None:
 
 
 def test_run_key_names_the_source_state(conf: Config) -> None:
-    """Same state, same run key: a reset cursor cannot launch a duplicate of a run that already
-    happened for that state (Dagster de-duplicates run keys per sensor)."""
+    """The same tick evaluated twice (the same cursor in) requests the same run key, so Dagster
+    launches one run (it de-duplicates run keys per sensor)."""
     conf.folder("docs")
     a = Sensor(conf.path).tick()
     b = Sensor(conf.path).tick()
     assert a.runs["docs"].run_key == b.runs["docs"].run_key
+
+
+def test_a_source_back_in_a_state_it_had_before_is_synced_again(conf: Config) -> None:
+    """An operator pass in the UI: an `exclude:` added then reverted, or a source taken out of
+    the configuration and put back, came back to a fingerprint an earlier run's key held;
+    Dagster dropped the request as a duplicate (the tick said nothing), and the documents the
+    revert brings back stayed out of the indexes until a reconcile."""
+    conf.folder("docs", {"a.md": "# A\n\nalpha\n", "b.md": "# B\n\nbeta\n"})
+    conf.folder("mail")
+    sensor = Sensor(conf.path)
+    first = sensor.tick()
+    keys = [first.runs["docs"].run_key]
+    conf.raw["sources"][0]["exclude"] = ["b.md"]
+    conf.save()
+    keys.append(sensor.tick().runs["docs"].run_key)
+    del conf.raw["sources"][0]["exclude"]
+    conf.save()
+    keys.append(sensor.tick().runs["docs"].run_key)  # the first state again
+    assert len(set(keys)) == 3, keys
+    mail = conf.raw["sources"].pop()
+    conf.save()
+    removed = sensor.tick()
+    assert "mail" not in removed.cursor
+    conf.raw["sources"].append(mail)
+    conf.save()
+    back = sensor.tick()
+    assert set(back.runs) == {"mail"} and back.cursor["mail"] == first.cursor["mail"]
+    assert back.runs["mail"].run_key != first.runs["mail"].run_key
+    assert sensor.tick().runs == {}  # and once only
 
 
 def test_configuration_changes_add_and_remove_partitions(conf: Config) -> None:
