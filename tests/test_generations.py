@@ -132,6 +132,17 @@ def test_equal_candidate_is_promoted_and_rollback_restores_exactly(dep: Deployme
 
     assert back["report"]["by"] == getpass.getuser()
     assert (back["live"], back["previous"]) == (1, cand)
+    # the UI's index_binding shows the flip back, not the promotion before it (an operator pass)
+    import dagster as dg
+
+    from connectors.config import load_config
+    from orchestration.instance import get_instance
+
+    event = get_instance(load_config(dep.config_path)).get_latest_materialization_event(dg.AssetKey("index_binding"))
+    assert event is not None and event.asset_materialization is not None
+    shown = event.asset_materialization
+    assert (shown.metadata["live"].value, shown.metadata["previous"].value) == (1, cand)
+    assert shown.metadata["rollback"].value is True and str(shown.partition).startswith("g1_")
     after = dep.cli(*query)
     assert after["generation"] == 1
     assert [h["chunk_id"] for h in after["hits"]] == [h["chunk_id"] for h in before["hits"]]

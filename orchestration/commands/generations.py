@@ -60,8 +60,18 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_rollback(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
+    lifecycle = lifecycle_for(cfg)
+    out = lifecycle.rollback(by=a.by)
+    live = lifecycle.store.get_generation(out["live"])
+    try:  # the flip is made; the UI's record of it must not undo or hide that
+        from orchestration.instance import get_instance
+        from orchestration.promotion import report_rollback
+
+        report_rollback(get_instance(cfg), live.name if live is not None else str(out["live"]), out)
+    except Exception as e:  # the Dagster instance down, say: the rollback stands
+        out["warnings"] = [*out.get("warnings", []), f"the rollback is made, but the Dagster UI does not show it: {e}"]
     # "promoted" stays in the JSON (the contract's promote/rollback shape); people read "rolled back"
-    return {**lifecycle_for(cfg).rollback(by=a.by), "rolled_back": True}
+    return {**out, "rolled_back": True}
 
 
 def cmd_discard(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
