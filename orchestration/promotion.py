@@ -112,11 +112,19 @@ def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig, bi
     cand = Lifecycle(bindery.config, store.store).resolve(context.partition_key)
     verdict = cand.eval_report or {}
     by = _who(context, config)
+    binding = store.store.get_binding()
+    judged, live = verdict.get("live_generation"), binding.generation_id if binding is not None else None
+    if judged is not None and judged != live:  # materialised alone, on a verdict from before another flip
+        raise dg.Failure(f"generation {cand.name}'s gate verdict was judged against generation {judged}, and "
+                         f"generation {live} is live now: launch the promote job on this partition (generation_eval "
+                         "judges it again, then index_binding flips)")
     try:
         out = promote(bindery.config, store.store, candidate_id=cand.id, force=config.force, reason=config.reason,
                       by=by, verdict=verdict)
     except GateRefused as e:
         raise dg.Failure(str(e), metadata={"report": dg.MetadataValue.json(e.report)}) from e
+    except (BindingError, UsageError) as e:  # a retired or the live generation, launched alone from the graph
+        raise dg.Failure(str(e)) from None
     forced = bool(out["forced"])
     return dg.MaterializeResult(metadata={"live": out["live"], "previous": out["previous"] or -1, "forced": forced,
                                           "forced_by": by if forced else "",

@@ -184,6 +184,21 @@ def test_a_forced_promotion_is_recorded_on_the_candidate_as_forced_with_its_reas
     assert [_meta(r)["first_generation"] for r in s.records("index_binding", live.name)] == [True]
     assert s.records("generation_eval", live.name) == []
 
+    # index_binding materialised alone from the asset graph (an operator pass): one line saying
+    # why, not Dagster's 'Error occurred while executing op "index_binding"' with the reason
+    # in its causes, nor "the live binding moved while this ran" for a verdict from before a flip
+    def alone(partition: str) -> str:
+        res = dg.materialize([index_binding], partition_key=partition, instance=s.instance,
+                             resources=s.resources(), raise_on_error=False)
+        failure = res.failure_data_for_node("index_binding")
+        assert not res.success and failure is not None and failure.error is not None
+        return failure.error.message
+
+    assert f"generation {now_live.id} is live: only a candidate or the previous" in alone(cand.name)
+    s.lifecycle().record_verdict(live.id, {"passed": True, "reasons": [], "live_generation": 999})
+    assert (f"generation {live.name}'s gate verdict was judged against generation 999, and generation "
+            f"{now_live.id} is live now") in alone(live.name)
+
 
 def test_a_run_submitted_under_another_configuration_is_refused(tmp_path: Path) -> None:
     """`bindery sync --submit` tags its runs with its --config and the file's digest; the daemon's
