@@ -370,9 +370,6 @@ class Runner:
                 if run is None:
                     raise BinderyError(f"run {run_id} vanished from the instance")
                 label = f"{sub.job} [{sub.partition}] {run_id[:8]}"
-                if seen.get(run_id) != run.status:
-                    seen[run_id] = run.status
-                    echo(f"{label}: {run.status.value}")
                 conn = self.instance.get_records_for_run(run_id, cursor=cursors.get(run_id),
                                                          of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
                 cursors[run_id] = conn.cursor
@@ -381,6 +378,11 @@ class Runner:
                         part = rec.partition_key
                         echo(f"{label}:   materialised {rec.asset_key.to_user_string()}"
                              + (f" {part}" if part and part != sub.partition else ""))
+                # after what the run materialised: its status was read first, so a finished run's
+                # last assets are all in, and SUCCESS is said after them, not before
+                if seen.get(run_id) != run.status:
+                    seen[run_id] = run.status
+                    echo(f"{label}: {run.status.value}")
                 if run.is_finished:
                     done[run_id] = self.outcome(run)
                     del pending[run_id]

@@ -66,9 +66,13 @@ def _finished(dep: Deployment, run_ids: set[str], timeout: float = 400) -> dict[
 
 
 @pytest.mark.timeout(900)
-def test_submitted_runs_go_through_the_daemon_queue(dep: Deployment, daemon: subprocess.Popen[bytes]) -> None:
+def test_submitted_runs_go_through_the_daemon_queue(dep: Deployment, daemon: subprocess.Popen[bytes],
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
     # --wait follows both runs; one source is broken, so the command fails, naming it.
     out = dep.cli("sync", "--submit", "--wait", expect=1)
+    # each run's lines: what it materialised, then its end (SUCCESS came before its last assets)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if f"[docs] {out['runs']['docs'][:8]}" in ln]
+    assert lines[-1].endswith(": SUCCESS") and any("materialised keyword_index" in ln for ln in lines), lines
     assert set(out["errors"]) == {"broken"} and ".bindery-acl" in out["errors"]["broken"]
     assert out["sources"]["docs"]["new"] == 6 and out["recomputed"]["embed"] > 0
     assert out["generation"] == 1  # the daemon's worker built and bound generation 1
