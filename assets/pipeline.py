@@ -265,8 +265,10 @@ def parse_quality_verdict(stats: ParseStats, rt: Runtime, source: str, gens: lis
     verdict = verdict_for(rt, source, gens)
     meta: dict[str, Any] = {k: (dg.MetadataValue.json(v) if isinstance(v, list) else v)
                             for k, v in verdict.metadata.items()}
-    # `reasons` (the verdict's) are the judged documents'; this run's own parses are apart
-    meta.update(attempted=stats.attempted, reasons=dg.MetadataValue.json(verdict.metadata["reasons"]),
+    # `failed` and `reasons` (the verdict's) count the judged documents (`judged_docs`: the batch or
+    # the whole population); this run's own parses are apart, named so (an unlabelled `attempted: 2`
+    # beside `failed: 3` read as a contradiction in the UI)
+    meta.update(parsed_this_run=stats.attempted, reasons=dg.MetadataValue.json(verdict.metadata["reasons"]),
                 reasons_this_run=dg.MetadataValue.json(stats.reasons))
     warn = [verdict.description] if verdict.description else []
     if stats.metrics_rows:
