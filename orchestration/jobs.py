@@ -8,6 +8,7 @@ import dagster as dg
 from assets.pipeline import GENERATIONS, SOURCES, STAGE_ASSETS, TARGET_TAG
 from orchestration.plan_job import plan_job
 from orchestration.promotion import PROMOTION_ASSETS
+from orchestration.rollback_job import rollback_job
 from orchestration.tune_job import tune_job
 
 _STAGES = dg.AssetSelection.assets(*STAGE_ASSETS)
@@ -32,4 +33,4 @@ promote_job = dg.define_asset_job(
 )
 
 JOBS: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = [sync_job, reindex_job, promote_job, plan_job,
-                                                                tune_job]
+                                                                tune_job, rollback_job]

@@ -133,18 +133,18 @@ def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig, bi
                                           "warnings": dg.MetadataValue.json(list(out.get("warnings") or []))})
 
 
-def report_rollback(instance: dg.DagsterInstance, generation: str, flip: dict[str, Any]) -> None:
-    """Record a rollback the CLI made (`Lifecycle.rollback`, no Dagster run) as a materialisation
-    of `index_binding` on the partition of the generation it made live, with a promotion's
-    metadata: the UI showed the binding of the last promotion as live after a rollback (an
-    operator pass)."""
+def rollback_materialization(generation: str, flip: dict[str, Any]) -> dg.AssetMaterialization:
+    """A rollback (`Lifecycle.rollback`) as a materialisation of `index_binding` on the partition
+    of the generation it made live, with a promotion's metadata and `rollback: true`: the UI
+    showed the binding of the last promotion as live after a rollback (an operator pass). The
+    `rollback` job logs it; the CLI, which runs no job, reports it to the instance."""
     report = flip.get("report") or {}
-    instance.report_runless_asset_event(dg.AssetMaterialization(
+    return dg.AssetMaterialization(
         asset_key=index_binding.key, partition=generation,
         description=f"rolled back from generation {report.get('from')} by {report.get('by')}",
         metadata={"live": flip["live"], "previous": flip["previous"] or -1, "forced": False, "rollback": True,
                   "rolled_back_by": str(report.get("by") or ""),
-                  "warnings": dg.MetadataValue.json(list(flip.get("warnings") or []))}))
+                  "warnings": dg.MetadataValue.json(list(flip.get("warnings") or []))})
 
 
 PROMOTION_ASSETS = [generation_eval, index_binding]

@@ -21,7 +21,7 @@ def test_definitions_snapshot(tmp_path: Path) -> None:
     checks = sorted(f"{k.asset_key.to_user_string()}:{k.name}" for k in graph.asset_check_keys)
     assert checks == ["generation_eval:eval_gate", "parsed_documents:parse_quality"]
     assert defs.jobs is not None and defs.sensors is not None and defs.schedules is not None
-    assert sorted(j.name for j in defs.jobs) == ["plan", "promote", "reindex", "sync", "tune"]
+    assert sorted(j.name for j in defs.jobs) == ["plan", "promote", "reindex", "rollback", "sync", "tune"]
     assert [s.name for s in defs.sensors] == ["source_change_sensor"]
     assert [s.name for s in defs.schedules] == ["reconcile_schedule"]
     reindex = defs.resolve_job_def("reindex")
@@ -61,7 +61,7 @@ def test_one_resource_per_outside_system(tmp_path: Path) -> None:
         "keyword_index": ["bindery", "keyword_index", "store", "vector_index"],
         "generation": [], "generation_eval": ["bindery", "store"], "index_binding": ["bindery", "store"],
     }
-    for job in ("plan", "tune"):
+    for job in ("plan", "tune", "rollback"):
         assert sorted(defs.resolve_job_def(job).required_resource_keys - {"io_manager"}) == ["bindery", "store"]
 
 

@@ -149,6 +149,32 @@ def test_equal_candidate_is_promoted_and_rollback_restores_exactly(dep: Deployme
     assert [h["score"] for h in after["hits"]] == [h["score"] for h in before["hits"]]
 
 
+def test_the_rollback_job_flips_back_as_the_cli_does_and_the_ui_shows_it(dep: Deployment) -> None:
+    """Promote had a job in the UI and rollback none: an operator working in the UI had to leave
+    it to undo a promotion (an operator pass)."""
+    import dagster as dg
+
+    from orchestration.runs import Runner
+
+    runner = Runner(load_config(dep.config_path))
+    job = runner.defs.resolve_job_def("rollback")
+    nothing = job.execute_in_process(instance=runner.instance, raise_on_error=False)
+    failure = nothing.failure_data_for_node("roll_back")
+    assert failure is not None and failure.error is not None
+    assert "nothing to roll back to: no previous generation is kept" in failure.error.message
+    cand = dep.cli("reindex", "--force")["candidate"]
+    assert dep.cli("promote")["live"] == cand
+    done = job.execute_in_process(instance=runner.instance,
+                                  run_config={"ops": {"roll_back": {"config": {"by": "ops-oncall"}}}})
+    assert done.success
+    assert dep.cli("status")["live"] == 1
+    event = runner.instance.get_latest_materialization_event(dg.AssetKey("index_binding"))
+    assert event is not None and event.asset_materialization is not None
+    meta = event.asset_materialization.metadata
+    assert (meta["live"].value, meta["previous"].value, meta["rolled_back_by"].value) == (1, cand, "ops-oncall")
+    assert dep.cli("query", "How long does the XR-4471 battery last?", "-k", "1")["generation"] == 1
+
+
 def test_syncs_reach_the_building_candidate(dep: Deployment) -> None:
     dep.set_stage("chunk", max_tokens=64)
     cand = dep.cli("reindex")["candidate"]
