@@ -109,9 +109,14 @@ def generation_eval(context: dg.AssetExecutionContext, config: PromotionConfig,
 def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig, bindery: BinderyConfigResource,
                   store: DocumentStoreResource) -> dg.MaterializeResult[Any]:
     check_run(context, bindery.config)
-    cand = Lifecycle(bindery.config, store.store).resolve(context.partition_key)
+    lifecycle = Lifecycle(bindery.config, store.store)
+    cand = lifecycle.resolve(context.partition_key)
     verdict = cand.eval_report or {}
     by = _who(context, config)
+    try:  # first: the live or a retired generation can never be flipped to, whatever its verdict says
+        lifecycle.check_promotable(cand, force=config.force, reason=config.reason)
+    except (BindingError, UsageError) as e:
+        raise dg.Failure(str(e)) from None
     binding = store.store.get_binding()
     judged, live = verdict.get("live_generation"), binding.generation_id if binding is not None else None
     if judged is not None and judged != live:  # materialised alone, on a verdict from before another flip

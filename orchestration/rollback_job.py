@@ -31,8 +31,9 @@ def roll_back(context: dg.OpExecutionContext, config: RollbackConfig, bindery: B
     context.log_event(rollback_materialization(live.name if live is not None else str(flip["live"]), flip))
     for warning in flip.get("warnings") or []:
         context.log.warning(warning)
+    again = f"generation {flip['previous']} is kept as previous: the rollback job run again returns to it"
     return dg.Output(None, metadata={"live": flip["live"], "previous": flip["previous"] or -1,
-                                     "summary": "; ".join(flip["report"]["reasons"]),
+                                     "summary": "; ".join([*flip["report"]["reasons"], again]),
                                      "warnings": dg.MetadataValue.json(list(flip.get("warnings") or []))})
 
 

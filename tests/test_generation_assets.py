@@ -196,6 +196,10 @@ def test_a_forced_promotion_is_recorded_on_the_candidate_as_forced_with_its_reas
 
     assert f"generation {now_live.id} is live: only a candidate or the previous" in alone(cand.name)
     s.lifecycle().record_verdict(live.id, {"passed": True, "reasons": [], "live_generation": 999})
+    s.lifecycle().record_verdict(now_live.id, {"passed": True, "reasons": [], "live_generation": 999})
+    # the live (or a retired) generation is refused as such, whatever its stored verdict says: the
+    # stale-verdict line sent an operator to promote the generation already live (a check pass)
+    assert f"generation {now_live.id} is live: only a candidate or the previous" in alone(cand.name)
     assert (f"generation {live.name}'s gate verdict was judged against generation 999, and generation "
             f"{now_live.id} is live now") in alone(live.name)
 
