@@ -117,12 +117,18 @@ def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig, bi
         lifecycle.check_promotable(cand, force=config.force, reason=config.reason)
     except (BindingError, UsageError) as e:
         raise dg.Failure(str(e)) from None
+    # materialised alone from the asset graph: the flip goes on the verdict generation_eval stored,
+    # judged against the generation live now; judging here would leave no eval_gate check to see
+    again = ("launch the promote job on this partition (generation_eval judges it against live, then "
+             "index_binding flips)")
+    if not verdict:
+        raise dg.Failure(f"generation {cand.name} has not been judged: {again}")
     binding = store.store.get_binding()
     judged, live = verdict.get("live_generation"), binding.generation_id if binding is not None else None
-    if judged is not None and judged != live:  # materialised alone, on a verdict from before another flip
-        raise dg.Failure(f"generation {cand.name}'s gate verdict was judged against generation {judged}, and "
-                         f"generation {live} is live now: launch the promote job on this partition (generation_eval "
-                         "judges it again, then index_binding flips)")
+    if live is not None and judged != live and not config.force:  # a forced run may flip on a gate not run
+        against = f"against generation {judged}" if judged is not None else "with no generation live"
+        raise dg.Failure(f"generation {cand.name}'s gate verdict was judged {against}, and generation {live} is "
+                         f"live now: {again}")
     try:
         out = promote(bindery.config, store.store, candidate_id=cand.id, force=config.force, reason=config.reason,
                       by=by, verdict=verdict)

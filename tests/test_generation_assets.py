@@ -195,6 +195,12 @@ def test_a_forced_promotion_is_recorded_on_the_candidate_as_forced_with_its_reas
         return failure.error.message
 
     assert f"generation {now_live.id} is live: only a candidate or the previous" in alone(cand.name)
+    # the first generation's verdict ("nothing to compare with") was judged with nothing live: it
+    # does not flip back to it past the gate (a check pass: it was judged inside the flip)
+    assert (f"generation {live.name}'s gate verdict was judged with no generation live, and generation "
+            f"{now_live.id} is live now: launch the promote job") in alone(live.name)
+    s.lifecycle().store.update_generation(live.id, eval_report=None)
+    assert f"generation {live.name} has not been judged: launch the promote job" in alone(live.name)
     s.lifecycle().record_verdict(live.id, {"passed": True, "reasons": [], "live_generation": 999})
     s.lifecycle().record_verdict(now_live.id, {"passed": True, "reasons": [], "live_generation": 999})
     # the live (or a retired) generation is refused as such, whatever its stored verdict says: the
