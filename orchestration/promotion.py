@@ -23,6 +23,7 @@ from assets.pipeline import GENERATION, GENERATIONS, check_run
 from assets.resources import BinderyConfigResource, DocumentStoreResource
 from connectors.errors import BindingError, ConfigError, GateRefused, UsageError
 from connectors.lifecycle import Lifecycle, operator_name
+from connectors.store import DocumentStore
 from evals.gate import GateReport, format_gate
 from evals.promotion import judge, promote
 
@@ -144,14 +145,15 @@ def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig, bi
                                           "warnings": dg.MetadataValue.json(list(out.get("warnings") or []))})
 
 
-def rollback_materialization(generation: str, flip: dict[str, Any]) -> dg.AssetMaterialization:
-    """A rollback (`Lifecycle.rollback`) as a materialisation of `index_binding` on the partition
-    of the generation it made live, with a promotion's metadata and `rollback: true`: the UI
-    showed the binding of the last promotion as live after a rollback (an operator pass). The
-    `rollback` job logs it; the CLI, which runs no job, reports it to the instance."""
+def rollback_materialization(store: DocumentStore, flip: dict[str, Any]) -> dg.AssetMaterialization:
+    """A rollback (`Lifecycle.rollback`'s `flip`) as a materialisation of `index_binding` on the
+    partition of the generation it made live, with a promotion's metadata and `rollback: true`:
+    the UI showed the binding of the last promotion as live after a rollback (an operator pass).
+    The `rollback` job logs it; the CLI, which runs no job, reports it to the instance."""
     report = flip.get("report") or {}
+    live = store.get_generation(flip["live"])
     return dg.AssetMaterialization(
-        asset_key=index_binding.key, partition=generation,
+        asset_key=index_binding.key, partition=live.name if live is not None else str(flip["live"]),
         description=f"rolled back from generation {report.get('from')} by {report.get('by')}",
         metadata={"live": flip["live"], "previous": flip["previous"] or -1, "forced": False, "rollback": True,
                   "rolled_back_by": str(report.get("by") or ""),

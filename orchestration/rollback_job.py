@@ -27,8 +27,7 @@ def roll_back(context: dg.OpExecutionContext, config: RollbackConfig, bindery: B
     check_run(context, bindery.config)
     with one_line_failures():
         flip = Lifecycle(bindery.config, store.store).rollback(by=config.by or f"dagster-run:{context.run_id[:8]}")
-    live = store.store.get_generation(flip["live"])
-    context.log_event(rollback_materialization(live.name if live is not None else str(flip["live"]), flip))
+    context.log_event(rollback_materialization(store.store, flip))
     for warning in flip.get("warnings") or []:
         context.log.warning(warning)
     again = f"generation {flip['previous']} is kept as previous: the rollback job run again returns to it"

@@ -62,13 +62,11 @@ def cmd_promote(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 def cmd_rollback(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
     lifecycle = lifecycle_for(cfg)
     out = lifecycle.rollback(by=a.by)
-    live = lifecycle.store.get_generation(out["live"])
     try:  # the flip is made; the UI's record of it must not undo or hide that
         from orchestration.instance import get_instance
         from orchestration.promotion import rollback_materialization
 
-        get_instance(cfg).report_runless_asset_event(
-            rollback_materialization(live.name if live is not None else str(out["live"]), out))
+        get_instance(cfg).report_runless_asset_event(rollback_materialization(lifecycle.store, out))
     except Exception as e:  # the Dagster instance down, say: the rollback stands
         out["warnings"] = [*out.get("warnings", []), f"the rollback is made, but the Dagster UI does not show it: {e}"]
     # "promoted" stays in the JSON (the contract's promote/rollback shape); people read "rolled back"
