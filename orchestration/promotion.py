@@ -135,7 +135,7 @@ def index_binding(context: dg.AssetExecutionContext, config: PromotionConfig, bi
                       by=by, verdict=verdict)
     except GateRefused as e:
         raise dg.Failure(str(e), metadata={"report": dg.MetadataValue.json(e.report)}) from e
-    except (BindingError, UsageError) as e:  # a retired or the live generation, launched alone from the graph
+    except BindingError as e:  # the binding moved between the checks above and the flip
         raise dg.Failure(str(e)) from None
     forced = bool(out["forced"])
     return dg.MaterializeResult(metadata={"live": out["live"], "previous": out["previous"] or -1, "forced": forced,

@@ -87,18 +87,19 @@ def sync_blockers(cfg: BinderyConfig) -> list[str]:
     from connectors.config import check_paths, check_sources, check_stage_resources
     from connectors.errors import ConfigError
 
-    out = []
     # the checks a sync's preflight makes (`cli.preflight`); with no source the others say nothing
-    checks: tuple[Callable[[], None], ...] = (lambda: check_sources(cfg),
-                                              lambda: check_paths(cfg, roots=True, create=False),
+    try:
+        check_sources(cfg)
+    except ConfigError as e:
+        return [str(e)]
+    out = []
+    checks: tuple[Callable[[], None], ...] = (lambda: check_paths(cfg, roots=True, create=False),
                                               lambda: check_stage_resources(cfg))
     for check in checks:
         try:
             check()
         except ConfigError as e:
             out.append(str(e))
-            if not cfg.sources:
-                break
     return out
 
 
