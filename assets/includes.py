@@ -41,13 +41,18 @@ import re
 from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from assets.parsing.asciidoc import IncludeReader, resolve_include, substituted
 from connectors.acl import within
 from connectors.identity import content_hash
 from connectors.sources.base import SourceEntry
 from connectors.store import DocumentRecord
+
+if TYPE_CHECKING:
+    from assets.parsing.asciidoc import IncludeReader
+
+# the AsciiDoc reader's helpers are imported where they are used: most corpora hold no AsciiDoc,
+# and its module costs every `bindery` command ~30 ms of start-up
 
 __all__ = [
     "CANDIDATE_SUFFIXES",
@@ -83,6 +88,7 @@ def is_candidate(external_id: str) -> bool:
 def include_targets(data: bytes, external_id: str) -> list[str]:
     """The paths the `include::` lines of an AsciiDoc file name, in order, once each: every line,
     whatever condition it sits under (the parse decides those); none for a file that is not AsciiDoc."""
+    from assets.parsing.asciidoc import resolve_include, substituted
     from assets.parsing.sniff import detect_format
 
     if b"include::" not in data:
@@ -239,6 +245,7 @@ def include_reader(doc: DocumentRecord, docs: Mapping[str, DocumentRecord],
     allowed = set((doc.metadata or {}).get("followed") or ()) if _includes(doc) else set()
     if not allowed:
         return None
+    from assets.parsing.asciidoc import resolve_include
 
     def reader(target: str, base: str) -> tuple[str, bytes] | None:
         dep = resolve_include(base, target)
