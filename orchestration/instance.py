@@ -73,23 +73,24 @@ def postgres_target(cfg: BinderyConfig) -> tuple[str, str] | None:
     return url, orch.postgres_schema
 
 
-def _postgres_db(url: str, schema: str) -> dict[str, Any]:
-    """dagster-postgres' `postgres_db` block for a SQLAlchemy URL, pinned to `schema`.
+def _postgres_url(url: str, schema: str) -> str:
+    """dagster-postgres' `postgres_url` for the store's SQLAlchemy URL, pinned to `schema`.
 
-    Dagster's storage needs psycopg2: SQLAlchemy 2.1 maps a bare `postgresql://` to psycopg 3,
-    on which dagster-postgres' `NOTIFY run_events, %(id)s` is a syntax error, so the scheme
-    names the driver. Dagster creates its tables in the first schema of the search path, which
-    libpq's `options` sets.
+    The URL keeps exactly the parts the store's names, so what it leaves out (user, host,
+    database, password) libpq fills from `PGUSER`, `PGHOST`, `PGDATABASE`, `PGPASSWORD` and
+    `~/.pgpass` for Dagster as it does for the store: a `postgres_db` block fills them with fixed
+    defaults instead, which put the instance on another user or database than the store (found
+    by an operator's move to PostgreSQL). Dagster's storage needs psycopg2: SQLAlchemy 2.1 maps
+    a bare `postgresql://` to psycopg 3, on which dagster-postgres' `NOTIFY run_events, %(id)s`
+    is a syntax error, so the scheme names the driver. Dagster creates its tables in the first
+    schema of the search path, which libpq's `options` sets (after any the URL gives: the last
+    setting wins).
     """
     u = sa.engine.make_url(url)
-    params: dict[str, Any] = {k: v for k, v in u.query.items() if k != "options"}
-    params["options"] = f"-csearch_path={schema}"
-    db: dict[str, Any] = {"username": u.username or "postgres", "hostname": u.host or "localhost",
-                          "db_name": u.database or "postgres", "port": u.port or 5432, "params": params,
-                          "scheme": "postgresql+psycopg2"}
-    if u.password:
-        db["password"] = u.password
-    return db
+    given = u.query.get("options") or ()
+    options = " ".join([*([given] if isinstance(given, str) else given), f"-csearch_path={schema}"])
+    pinned = u.set(drivername="postgresql+psycopg2").update_query_dict({"options": options})
+    return pinned.render_as_string(hide_password=False)
 
 
 def instance_settings(cfg: BinderyConfig) -> dict[str, Any]:
@@ -111,7 +112,7 @@ def instance_settings(cfg: BinderyConfig) -> dict[str, Any]:
     }
     pg = postgres_target(cfg)
     if pg is not None:
-        settings["storage"] = {"postgres": {"postgres_db": _postgres_db(*pg)}}
+        settings["storage"] = {"postgres": {"postgres_url": _postgres_url(*pg)}}
     if orch.run_launcher != "default":
         module, cls = RUN_LAUNCHERS[orch.run_launcher]
         settings["run_launcher"] = {"module": module, "class": cls, "config": dict(orch.run_launcher_config)}
@@ -177,8 +178,6 @@ def _ensure_schema(url: str, schema: str) -> None:
     except sa.exc.DatabaseError as e:  # down, refused, or a user without CREATE on the database
         # a StoreError, as when the document store cannot open the same database: exit 1 from
         # every command (a database that is down is not a mistake in the configuration)
-        from connectors.store.engine import open_error_reason
-
         raise StoreError(f"cannot open the Dagster instance's PostgreSQL: {open_error_reason(e)}") from None
     finally:
         engine.dispose()
@@ -199,8 +198,15 @@ def get_instance(cfg: BinderyConfig) -> dg.DagsterInstance:
         instance.get_dynamic_partitions("bindery-probe")
         return instance
     except sa.exc.DatabaseError as e:  # "internal error: DatabaseError ... PRAGMA main.table_info" named nothing
-        where = "its PostgreSQL database" if postgres_target(cfg) is not None else \
-            "one of its SQLite databases (history/runs.db, history/runs/, schedules/)"
-        raise StoreError(f"cannot open the Dagster instance at {home}: {open_error_reason(e)}. A damaged "
-                         f"{where}: move it aside and run again; Dagster starts it anew (its run history is "
-                         "forgotten; Bindery's documents, caches and indexes are not in it)") from None
+        if not _owned_by_bindery(home / "dagster.yaml"):  # the operator's own settings: theirs to read
+            raise StoreError(f"cannot open the Dagster instance {home / 'dagster.yaml'} configures: "
+                             f"{open_error_reason(e)}") from None
+        if (pg := postgres_target(cfg)) is not None:  # a server's refusal or a missing grant: nothing to move aside
+            where = sa.engine.make_url(pg[0]).render_as_string(hide_password=True)
+            raise StoreError(f"cannot open the Dagster instance's PostgreSQL storage (schema {pg[1]!r} at {where}; "
+                             f"what the URL leaves out comes from PGUSER, PGHOST, PGDATABASE): "
+                             f"{open_error_reason(e)}") from None
+        raise StoreError(f"cannot open the Dagster instance at {home}: {open_error_reason(e)}. One of its SQLite "
+                         "databases (history/runs.db, history/runs/, schedules/) is damaged: move it aside and run "
+                         "again; Dagster starts it anew (its run history is forgotten; Bindery's documents, caches "
+                         "and indexes are not in it)") from None

@@ -46,10 +46,10 @@ def test_store_on_postgresql_puts_the_instance_there_in_its_own_schema(tmp_path:
                orchestration={"max_concurrent_runs": 8, "runs_per_source": 2})
     home = dagster_home(cfg)
     value = validate_instance_yaml(home / "dagster.yaml")
-    db = value["storage"]["postgres"]["postgres_db"]
-    assert (db["username"], db["password"], db["hostname"], db["port"], db["db_name"]) == (
-        "bindery", "s3cret", "db.internal", 5433, "bindery")
-    assert db["params"] == {"sslmode": "require", "options": "-csearch_path=dagster"}
+    db = sa.engine.make_url(value["storage"]["postgres"]["postgres_url"])
+    assert (db.drivername, db.username, db.password, db.host, db.port, db.database) == (
+        "postgresql+psycopg2", "bindery", "s3cret", "db.internal", 5433, "bindery")
+    assert dict(db.query) == {"sslmode": "require", "options": "-csearch_path=dagster"}
     conf = value["run_coordinator"]["config"]
     assert conf["max_concurrent_runs"] == 8 and conf["tag_concurrency_limits"][0]["limit"] == 2
     assert oct((home / "dagster.yaml").stat().st_mode & 0o777) == "0o600"
@@ -60,10 +60,45 @@ def test_storage_can_be_forced_either_way(tmp_path: Path) -> None:
     assert "storage" not in instance_settings(pinned)
     separate = _cfg(tmp_path, orchestration={"storage": "postgres", "postgres_url": PG,
                                               "postgres_schema": "ops_dagster"})
-    db = instance_settings(separate)["storage"]["postgres"]["postgres_db"]
-    assert db["params"]["options"] == "-csearch_path=ops_dagster"
+    db = sa.engine.make_url(instance_settings(separate)["storage"]["postgres"]["postgres_url"])
+    assert db.query["options"] == "-csearch_path=ops_dagster"
     with pytest.raises(ConfigError, match="postgres_url"):
         instance_settings(_cfg(tmp_path, orchestration={"storage": "postgres"}))
+
+
+def test_what_the_store_url_leaves_to_libpq_the_instance_url_leaves_too(tmp_path: Path) -> None:
+    """A URL without user, host or database lets libpq fill them from PGUSER, PGHOST and
+    PGDATABASE for the store; the instance's URL filled them with fixed defaults (`postgres`,
+    `localhost`), so Dagster ran as another user, or in another database, than the store. Options
+    the URL gives are kept, the instance's schema set last (the last setting wins)."""
+    cfg = _cfg(tmp_path, backends={"database_url": "postgresql+psycopg:///?options=-cstatement_timeout%3D5000"})
+    value = validate_instance_yaml(dagster_home(cfg) / "dagster.yaml")
+    db = sa.engine.make_url(value["storage"]["postgres"]["postgres_url"])
+    assert (db.username, db.password, db.host, db.port, db.database or None) == (None, None, None, None, None)
+    assert db.query["options"] == "-cstatement_timeout=5000 -csearch_path=dagster"
+
+
+@pytest.mark.postgres
+def test_the_instance_follows_the_store_into_the_database_libpq_names(
+        tmp_path: Path, pg_url: str, dagster_schema: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the user and the database left to PGUSER and PGDATABASE, the store opened the
+    database they name and Dagster `postgres`: the instance's schema, made where the store
+    is, was missing where Dagster looked ("no schema has been selected to create in")."""
+    named = sa.engine.make_url(pg_url)
+    monkeypatch.setenv("PGUSER", named.username or "postgres")
+    monkeypatch.setenv("PGDATABASE", named.database or "postgres")
+    left_out = named._replace(username=None, database=None).render_as_string(hide_password=False)  # set() keeps None
+    cfg = _cfg(tmp_path, backends={"database_url": left_out}, orchestration={"postgres_schema": dagster_schema})
+    with get_instance(cfg) as instance:
+        assert instance.get_runs(limit=1) == []
+    eng = sa.create_engine(PG_URL)
+    try:
+        with eng.connect() as c:
+            tables = c.execute(sa.text("SELECT count(*) FROM information_schema.tables WHERE table_schema = :s"),
+                               {"s": dagster_schema}).scalar_one()
+    finally:
+        eng.dispose()
+    assert tables > 0  # Dagster's tables, in the database the store uses
 
 
 def test_named_run_launcher_is_written_and_validates(tmp_path: Path) -> None:
