@@ -112,8 +112,10 @@ def _human_sync(r: dict[str, Any]) -> str:
                      "longer than the embedding model reads; "
                      "their ends are in BM25 only (lower stages.chunk.max_tokens or stages.context.max_prefix_tokens)")
     if r.get("candidate") is not None:
-        lines.append(f"candidate generation: {r.get('candidate_name')} (id {r['candidate']}); "
-                     "run `bindery promote` to judge and flip")
+        # a source that failed left the candidate without its documents: promote would refuse it
+        then = ("is not complete: the next `bindery reindex` or `bindery sync` finishes it, then `bindery "
+                "promote` judges it" if errors else "run `bindery promote` to judge and flip")
+        lines.append(f"candidate generation: {r.get('candidate_name')} (id {r['candidate']}); {then}")
     live = r.get("generation")
     lines.append(f"{'live generation: ' + str(live) if live is not None else 'no live generation yet'}"
                  f"   ({r.get('seconds')} s)")

@@ -66,6 +66,16 @@ def test_a_failed_source_is_flagged_not_reported_as_empty() -> None:
     assert human("sync", r).splitlines()[0] == "source docs: FAILED (see below)"
 
 
+def test_a_reindex_that_failed_does_not_send_the_operator_to_promote() -> None:
+    """An operator pass: a reindex whose source was down said "run `bindery promote` to judge
+    and flip" for a candidate with no documents, which promote then refused."""
+    r = _sync(sources={"kb": dict.fromkeys(("new", "updated", "unchanged"), 0)}, errors={"kb": "endpoint down"},
+              recomputed={"parse": 0}, written={}, candidate=4, candidate_name="g4")
+    line = next(x for x in human("reindex", r).splitlines() if x.startswith("candidate generation"))
+    assert "is not complete: the next `bindery reindex` or `bindery sync` finishes it" in line
+    assert "to judge and flip" not in line
+
+
 def test_a_source_that_failed_after_its_listing_is_flagged_too() -> None:
     """A new-user review's find: a sync that listed a change, then failed to open an index, read
     `source docs: 1 updated, 17 unchanged` like a success; its error was one line on stderr."""
