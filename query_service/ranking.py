@@ -54,10 +54,15 @@ def unit_of(chunk_id: str, payloads: Payloads) -> str:
 
 
 def _to_units(hits: Sequence[ScoredId], payloads: Payloads) -> tuple[list[tuple[str, float]], dict[str, str]]:
-    """(unit id, score) best first, each unit once at its best chunk; and unit -> that chunk."""
+    """(unit id, score) best first, each unit once at its best chunk; and unit -> that chunk.
+
+    Equal scores are ordered by chunk id, not as the engine returned them: two copies of one
+    text score alike, and an engine lists them in the order they were written, which differs
+    between two builds of the same settings, so the same query ranked the copies (and their
+    documents) differently in each build and `bindery tune`'s trials were not repeatable."""
     units: list[tuple[str, float]] = []
     best: dict[str, str] = {}
-    for h in hits:
+    for h in sorted(hits, key=lambda h: (-h.score, h.chunk_id)):
         u = unit_of(h.chunk_id, payloads)
         if u not in best:
             best[u] = h.chunk_id
@@ -118,7 +123,7 @@ def _unit_lists(unit_sparse: Sequence[ScoredId], payloads: Payloads,
     """The whole-unit BM25 list as fused: one list ("unit") while e-mail messages weigh as other
     units, else split by kind ("unit", "message_unit": a message's thread keys mark it), each with
     its own weight; a list whose weight is 0 is left out."""
-    items = [(h.chunk_id, h.score) for h in unit_sparse]
+    items = [(h.chunk_id, h.score) for h in sorted(unit_sparse, key=lambda h: (-h.score, h.chunk_id))]  # as _to_units
     if qcfg.message_unit_weight == qcfg.unit_weight:
         return {"unit": items} if items and qcfg.unit_weight > 0 else {}
     message = {h.chunk_id for h in unit_sparse if (payloads.get(h.chunk_id) or {}).get("message_id")}

@@ -318,6 +318,25 @@ def test_units_rank_once_at_their_best_chunk_and_return_their_first_chunk() -> N
     assert [r.unit_id for r in rrf_ranked][:2] == ["a1", "b1"]
 
 
+def test_copies_that_score_alike_rank_the_same_whatever_order_the_engine_lists_them() -> None:
+    """A tune pass: two copies of one page (two documents, one text) score alike, and the vector
+    engine lists them in the order a build wrote them; two builds of the same settings ranked
+    them, and their documents, the other way round, so trials were not repeatable."""
+    payloads = {"x": {"doc_id": "X", "unit": "x"}, "y": {"doc_id": "Y", "unit": "y"}, "z": {"doc_id": "Z", "unit": "z"}}
+    orders = []
+    for flip in (False, True):
+        dense = [ScoredId("y", 0.5), ScoredId("x", 0.5), ScoredId("z", 0.4)]
+        sparse = [ScoredId("x", 3.0), ScoredId("y", 3.0), ScoredId("z", 1.0)]
+        units = [ScoredId("y", 4.0), ScoredId("x", 4.0)]
+        if flip:
+            dense, sparse, units = dense[1::-1] + dense[2:], sparse[1::-1] + sparse[2:], units[::-1]
+        for qcfg in (QueryConfig(), QueryConfig(fusion="rrf")):
+            ranked = rank_units(dense, sparse, units, payloads, qcfg)
+            orders.append([(r.unit_id, r.ranks) for r in ranked])
+    assert orders[0] == orders[2] and orders[1] == orders[3]
+    assert [u for u, _ in orders[0]][:2] == ["x", "y"]
+
+
 def test_unit_level_bm25_is_a_third_list() -> None:
     payloads = {"a1": {"doc_id": "A", "unit": "a1"}, "b1": {"doc_id": "B", "unit": "b1"},
                 "c1": {"doc_id": "C", "unit": "c1"}}
