@@ -232,13 +232,16 @@ def load_eval_set(path: str | Path) -> list[EvalCase]:
     return cases
 
 
-def resolve_source_prefixes(cases: Iterable[EvalCase], documents: Iterable[tuple[str, str]]) -> list[EvalCase]:
+def resolve_source_prefixes(cases: Iterable[EvalCase], documents: Iterable[tuple[str, str]],
+                            path: str | Path | None = None) -> list[EvalCase]:
     """Cases whose gold and excluded documents written as `bindery query` prints a hit,
     ``source:path``, name the document ``path`` of that source.
 
     `documents` are (source, external id) pairs of the store. A name that is itself a document's
     id stays as it is (a path may contain ':'); one that is neither is left for the eval's
-    "not in the corpus" warning."""
+    "not in the corpus" warning. A gold document that its case also excludes, written once with
+    its source and once without, is refused as `parse_case` refuses one written alike (a
+    ConfigError naming `path` and the case): its question could never score."""
     docs = list(documents)
     ids: dict[str, tuple[str | None, str]] = {ext: (None, ext) for _, ext in docs}
     prefixed = {f"{src}:{ext}": (src, ext) for src, ext in docs}
@@ -256,6 +259,11 @@ def resolve_source_prefixes(cases: Iterable[EvalCase], documents: Iterable[tuple
         source, doc = resolve(g.doc)
         return replace(g, doc=doc, source=source)
 
-    return [replace(c, gold=tuple(gold(g) for g in c.gold),
-                    exclude_docs=tuple(resolve(d)[1] for d in c.exclude_docs)) for c in cases]
+    resolved = [replace(c, gold=tuple(gold(g) for g in c.gold),
+                        exclude_docs=tuple(resolve(d)[1] for d in c.exclude_docs)) for c in cases]
+    for c in resolved:
+        if clash := sorted({g.doc for g in c.gold} & set(c.exclude_docs)):
+            raise ConfigError(f"{path or 'eval set'}: case {c.id!r}: gold doc(s) {clash} are also in 'exclude_docs' "
+                              "(one written as source:path, one without: the same document); they could never match")
+    return resolved
 

@@ -42,7 +42,7 @@ def evaluate(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, qu
     if not path:
         raise ConfigError("no eval set configured: set gate.queries in bindery.yaml")
     documents = store.documents()  # read once: the principals to ask as, and the gold paths that exist
-    cases = resolve_source_prefixes(load_eval_set(path), ((d.source, d.external_id) for d in documents))
+    cases = resolve_source_prefixes(load_eval_set(path), ((d.source, d.external_id) for d in documents), path)
     filters = Filters(principals=all_principals(documents))
     retriever = GenerationRetriever(cfg, gen)
     try:

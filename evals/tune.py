@@ -170,24 +170,42 @@ def apply_settings(cfg: BinderyConfig, settings: Mapping[str, Any], *, ingestion
         set_dotted(data, key, value)
     try:
         out = BinderyConfig.model_validate(data)
-    except Exception as exc:  # pydantic's message names the field and the bad value
-        raise ConfigError(f"tune settings {dict(settings)} are not a valid configuration: {exc}") from exc
+    except ValidationError as exc:  # pydantic's messages name the field and the bad value
+        problem = "; ".join(" ".join(str(err["msg"]).split()) for err in exc.errors())
+        raise ConfigError(f"tune settings {dict(settings)} are not a valid configuration: {problem}") from None
     out.config_path = cfg.config_path
     return out
 
 
 def trial_settings(cfg: BinderyConfig, space: Mapping[str, Sequence[Any]], seed: int, *,
-                   ingestion: bool = False) -> list[dict[str, Any]]:
-    """The trials to run, in order: the current values first, then the grid shuffled by ``seed``."""
+                   ingestion: bool = False) -> tuple[list[dict[str, Any]], str | None]:
+    """The trials to run, in order: the current values first, then the grid shuffled by ``seed``;
+    and a warning naming the combinations left out because they are no valid configuration.
+
+    Each value was checked alone when the file loaded (`check_tune_config`), but a grid
+    combines them: ``max_tokens`` [200, 40] with ``overlap_tokens`` [30, 50] holds (40, 50).
+    Such a combination is skipped, and said, rather than met after trial generations were built
+    and paid for (a tune pass: the whole search then ended with a pydantic message)."""
     for key in space:
         _check_key(cfg, key, ingestion=ingestion)
     # a value listed twice would be a second, identical trial spending the budget
     space = {k: [v for i, v in enumerate(vs) if v not in vs[:i]] for k, vs in space.items()}
     current = _current(cfg, list(space))
     grid = [dict(zip(space, combo, strict=True)) for combo in itertools.product(*space.values())]
-    rest = [s for s in grid if s != current]
+    rest: list[dict[str, Any]] = []
+    invalid: list[str] = []
+    for s in grid:
+        if s == current:
+            continue
+        try:
+            apply_settings(cfg, s, ingestion=ingestion)
+            rest.append(s)
+        except ConfigError as e:
+            invalid.append(str(e).removeprefix("tune settings "))
     random.Random(seed).shuffle(rest)
-    return [current, *rest]
+    skipped = (f"{len(invalid)} of {len(grid)} combinations of the space are no valid configuration and were "
+               f"skipped, such as {invalid[0]}") if invalid else None
+    return [current, *rest], skipped
 
 
 def _current(cfg: BinderyConfig, keys: Sequence[str]) -> dict[str, Any]:
@@ -268,11 +286,11 @@ def run_tune(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRecord, *,
 
     seed = cfg.tune.seed if seed is None else seed
     budget = budget or parse_budget(cfg.tune.budget)
-    settings = trial_settings(cfg, space if space is not None else cfg.tune.space or DEFAULT_SPACE, seed)
+    settings, skipped = trial_settings(cfg, space if space is not None else cfg.tune.space or DEFAULT_SPACE, seed)
     documents = store.documents()
     cases, split = tuning_split(cfg, documents, queries, seed)
     warnings = [w for w in (unknown_gold_warning(unknown_gold(store, gen, cases, documents),
-                                                 "in the generation tuned"), _shared_questions(split)) if w]
+                                                 "in the generation tuned"), _shared_questions(split), skipped) if w]
     filters = Filters(principals=all_principals(documents))
     retriever = GenerationRetriever(cfg, gen, store)
     retriever.served.embedder.embed_query = _QueryVectors(retriever.served.embedder.embed_query)  # type: ignore[method-assign]
@@ -298,7 +316,7 @@ def tuning_split(cfg: BinderyConfig, documents: Sequence[DocumentRecord], querie
     path = queries or cfg.gate.queries
     if not path:
         raise ConfigError("no eval set: pass --queries FILE or set gate.queries in bindery.yaml")
-    cases = resolve_source_prefixes(load_eval_set(path), ((d.source, d.external_id) for d in documents))
+    cases = resolve_source_prefixes(load_eval_set(path), ((d.source, d.external_id) for d in documents), path)
     split = split_cases(cases, seed=seed)
     if not split.check:
         raise ConfigError(f"{path}: the checking half is empty: a category of one question goes to the tuning "

@@ -63,7 +63,7 @@ def tune_generations(cfg: BinderyConfig, store: DocumentStore, live: GenerationR
     ingest, query_space = split_space(cfg.tune.space or DEFAULT_SPACE)
     seed = cfg.tune.seed if seed is None else seed
     budget = budget or parse_budget(cfg.tune.budget)
-    settings = trial_settings(cfg, ingest, seed, ingestion=True)
+    settings, skipped = trial_settings(cfg, ingest, seed, ingestion=True)
     tuning_split(cfg, store.documents(), queries, seed)  # the eval set's mistakes before any build
     lifecycle = Lifecycle(cfg, store)
     # live built with other stage settings cannot stand for the configuration: trial 0 is built too
@@ -72,6 +72,11 @@ def tune_generations(cfg: BinderyConfig, store: DocumentStore, live: GenerationR
         raise BindingError(candidate_in_the_way(cand.record))
     trials: list[Trial] = []
     warnings: dict[str, None] = {}  # each once, in order: every trial generation repeats them
+    if skipped:
+        warnings[skipped] = None
+    if drift:
+        warnings[_drifted(live, drift, "trial 0, the configuration as it stands, was built instead of "
+                                       "measured on it")] = None
     best: tuple[int, int] | None = None  # (index into trials, index into settings)
     result: TuneResult | None = None
     started = time.perf_counter()
@@ -111,9 +116,13 @@ def tune_query_time(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRec
     result = run_tune(cfg, store, gen, **kw)
     drift = Lifecycle(cfg, store).config_drift() if gen.status == "live" else []
     if drift:
-        result.warnings.insert(0, f"live generation {gen.name} was built with other {', '.join(drift)} settings "
-                                  "than the configuration's: these trials measure it as built")
+        result.warnings.insert(0, _drifted(gen, drift, "these trials measure it as built"))
     return result
+
+
+def _drifted(live: GenerationRecord, drift: list[str], so: str) -> str:
+    return (f"live generation {live.name} was built with other {', '.join(drift)} settings than the "
+            f"configuration's: {so}")
 
 
 def candidate_in_the_way(cand: GenerationRecord) -> str:

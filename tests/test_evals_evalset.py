@@ -217,8 +217,25 @@ def test_a_gold_path_typed_composed_names_a_file_stored_decomposed() -> None:
     stored = unicodedata.normalize("NFD", "menus/café-menü.md")
     typed = unicodedata.normalize("NFC", stored)
     assert stored != typed
-    case = EvalCase(id="q", query="menu", gold=(Gold(doc=typed, text=None),), exclude_docs=(f"docs:{typed}",))
-    (resolved,) = resolve_source_prefixes([case], [("docs", stored)])
-    assert resolved.gold[0].doc == stored and resolved.exclude_docs == (stored,)
+    old = unicodedata.normalize("NFD", "menus/ancien-café.md")
+    case = EvalCase(id="q", query="menu", gold=(Gold(doc=typed, text=None),),
+                    exclude_docs=(f"docs:{unicodedata.normalize('NFC', old)}",))
+    (resolved,) = resolve_source_prefixes([case], [("docs", stored), ("docs", old)])
+    assert resolved.gold[0].doc == stored and resolved.exclude_docs == (old,)
     f = make_filters("*", docs=[typed], exclude_docs=[typed])
     assert f.docs is not None and stored in f.docs and typed in f.docs and stored in f.exclude_docs
+
+
+def test_a_gold_document_excluded_under_its_source_prefix_is_refused() -> None:
+    """A tune pass: gold "redis/set.md" with `exclude_docs` "docs:redis/set.md" (or the mirror)
+    name one document; the case scored 0 in silence where the same name written alike is refused."""
+    from evals.evalset import resolve_source_prefixes
+
+    docs = [("docs", "redis/set.md"), ("docs", "redis/get.md")]
+    for gold, excluded in (("redis/set.md", "docs:redis/set.md"), ("docs:redis/set.md", "redis/set.md")):
+        case = EvalCase(id="c7", query="add to a set", gold=(Gold(doc=gold, text=None),), exclude_docs=(excluded,))
+        with pytest.raises(ConfigError, match=r"clash.jsonl: case 'c7': gold doc\(s\) \['redis/set.md'\] are also"):
+            resolve_source_prefixes([case], docs, "clash.jsonl")
+    fine = EvalCase(id="c8", query="get", gold=(Gold(doc="docs:redis/get.md", text=None),),
+                    exclude_docs=("redis/set.md",))
+    assert resolve_source_prefixes([fine], docs)[0].exclude_docs == ("redis/set.md",)

@@ -80,6 +80,22 @@ def test_the_advice_prints_settings_as_yaml_the_configuration_takes() -> None:
     assert (cfg.query.unit_weight, cfg.query.fusion, cfg.stages.chunk.max_tokens) == (0.3, "rrf", 256)
 
 
+def test_combinations_that_are_no_configuration_are_skipped_and_said_before_any_trial() -> None:
+    """A tune pass: max_tokens [200, 40] x overlap_tokens [30, 50] holds (40, 50), which no
+    configuration allows; it was met after trial generations were built, and the whole search
+    ended in a pydantic message. It is left out of the trials and named in a warning."""
+    from connectors.config import config_from_dict
+    from evals.tune import trial_settings
+
+    cfg = config_from_dict({"data_dir": "/tmp/unused", "stages": {"chunk": {"max_tokens": 200, "overlap_tokens": 30}}})
+    space = {"stages.chunk.max_tokens": [200, 40], "stages.chunk.overlap_tokens": [30, 50]}
+    settings, skipped = trial_settings(cfg, space, seed=7, ingestion=True)
+    pairs = [(s["stages.chunk.max_tokens"], s["stages.chunk.overlap_tokens"]) for s in settings]
+    assert pairs[0] == (200, 30) and sorted(pairs[1:]) == [(40, 30), (200, 50)]
+    assert skipped is not None and skipped.startswith("1 of 4 combinations") and "overlap_tokens (50)" in skipped
+    assert trial_settings(cfg, {"stages.chunk.max_tokens": [200, 300]}, seed=7, ingestion=True)[1] is None
+
+
 def test_fraction_outside_the_open_interval_is_refused() -> None:
     with pytest.raises(ValueError):
         split_cases(_cases({"a": 4}), fraction=1.0)
@@ -278,6 +294,8 @@ def test_trial_zero_is_built_when_live_was_built_with_other_settings(drifted: De
     and --build said the file's settings scored best without building them)."""
     out = drifted.cli("tune", "--build", "--budget", "1")
     assert len(out["trials"]) == 1 and out["trials"][0]["embedded"] > 0  # 40-token chunks: new texts
+    assert "was built with other chunk settings" in out["warnings"][0]  # the contract's warning (a tune pass)
+    assert "trial 0, the configuration as it stands, was built" in out["warnings"][0]
     assert out["built"] is not None
     store = DocumentStore(f"sqlite:///{drifted.data / 'bindery.db'}", migrate=False)
     try:
@@ -329,6 +347,15 @@ def test_an_eval_set_mistake_costs_no_trial_build(drifted: Deployment, tmp_path:
     before = _statuses(drifted)
     err = drifted.cli("tune", "--queries", str(single), expect=2)
     assert "the checking half is empty" in err["error"] and _statuses(drifted) == before  # nothing built
+    assert err["reason"] == "usage" and err["error"].startswith("--queries: ")  # as the file's other mistakes
+    rows = [json.loads(line) for line in drifted.eval_path.read_text().splitlines()]
+    rows[0]["exclude_docs"] = [f"docs:{rows[0]['gold'][0]['doc']}"]  # its own gold, written with its source
+    clash = tmp_path / "clash.jsonl"
+    clash.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for command in ("tune", "eval"):
+        err = drifted.cli(command, "--queries", str(clash), expect=2)
+        assert "are also in 'exclude_docs'" in err["error"] and f"case {rows[0]['id']!r}" in err["error"]
+    assert _statuses(drifted) == before
 
 
 def test_tune_warns_and_refuses_what_makes_its_table_misleading(synced: Deployment, tmp_path: Path) -> None:

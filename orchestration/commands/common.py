@@ -5,6 +5,8 @@ carries a command's JSON. The commands themselves live beside this module, by co
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from connectors.config import BinderyConfig, check_sources
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
     from orchestration.runs import Runner
 
 __all__ = ["CommandFailed", "check_eval_set", "check_queries", "lifecycle_for", "new_runner", "partitions_of",
-           "searchable_generation", "set_debug", "store_for"]
+           "queries_named", "searchable_generation", "set_debug", "store_for"]
 
 
 class CommandFailed(Exception):
@@ -99,21 +101,29 @@ def check_eval_set(cfg: BinderyConfig, store: Any) -> None:
                           "(`bindery evalset draft` proposes one; or promote with --force --reason)")
 
 
+@contextmanager
+def queries_named(queries: str | None) -> Iterator[None]:
+    """A mistake in the eval set (a ConfigError) named by where its path came from: `--queries`
+    (a usage error) or `gate.queries` (a configuration error). Around the file's own checks and
+    those that need the store too (its names against the documents, tune's split)."""
+    try:
+        yield
+    except ConfigError as e:
+        if queries:
+            raise UsageError(f"--queries: {e}") from None
+        raise ConfigError(f"gate.queries: {e}") from None
+
+
 def check_queries(cfg: BinderyConfig, queries: str | None) -> None:
     """The eval set a command asks (`queries`, from --queries, else gate.queries), checked before
-    any work: its mistake names where the path came from, `--queries` (a usage error) or
-    `gate.queries` (a configuration error)."""
+    any work: its mistake names where the path came from (`queries_named`)."""
     from evals.evalset import load_eval_set
 
     path = queries or cfg.gate.queries
     if not path:
         raise ConfigError("no eval set: pass --queries FILE or set gate.queries in bindery.yaml")
-    try:
+    with queries_named(queries):
         cases = load_eval_set(path)
-    except ConfigError as e:
-        if queries:
-            raise UsageError(f"--queries: {e}") from None
-        raise ConfigError(f"gate.queries: {e}") from None
     if drafts := sum(c.draft for c in cases):  # a gate judging by unread questions judges by guesses
         print(f"warning: {path}: {drafts} of {len(cases)} questions are still marked \"draft\": true (as "
               "`bindery evalset draft` wrote them): review them and remove the mark", file=sys.stderr)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from connectors.config import BinderyConfig
 from connectors.errors import BinderyError, UsageError
 from orchestration import report
-from orchestration.commands.common import check_queries, searchable_generation, store_for
+from orchestration.commands.common import check_queries, queries_named, searchable_generation, store_for
 
 if TYPE_CHECKING:
     from connectors.store import ChunkRecord, DocumentRecord, DocumentStore, GenerationRecord
@@ -24,11 +24,15 @@ __all__ = ["cmd_eval", "cmd_evalset", "cmd_tune"]
 
 
 def cmd_eval(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
+    from evals.evalset import load_eval_set, resolve_source_prefixes
     from evals.promotion import evaluate
 
     check_queries(cfg, a.queries)
     store = store_for(cfg)
     gen = searchable_generation(cfg, store, a.generation)
+    with queries_named(a.queries):  # a gold document it also excludes, written with and without its source
+        resolve_source_prefixes(load_eval_set(path := a.queries or str(cfg.gate.queries)),
+                                ((d.source, d.external_id) for d in store.documents()), path)
     rep = evaluate(cfg, store, gen, queries=a.queries)
     return {"generation": gen.id, "generation_name": gen.name, **rep.to_json(),
             "_table": report.eval_table(rep)}
@@ -37,12 +41,15 @@ def cmd_eval(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any]:
 def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None:
     """Search query-time retrieval settings on the eval set (see `evals.tune`); store a `tune`
     event with every trial, print the trials table (or return it with --json)."""
-    from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, split_space
+    from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, split_space, tuning_split
     from orchestration.tuning import tune_generations, tune_query_time
 
     check_queries(cfg, a.queries)
     store = store_for(cfg)
     gen = searchable_generation(cfg, store, a.generation)
+    seed = cfg.tune.seed if a.seed is None else a.seed
+    with queries_named(a.queries):  # as above, and a checking half with nothing in it
+        tuning_split(cfg, store.documents(), a.queries, seed)
     budget = parse_budget(a.budget) if a.budget else None
     ingestion, _ = split_space(cfg.tune.space or DEFAULT_SPACE)
     built = None
