@@ -23,10 +23,12 @@ import os
 import re
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -199,12 +201,23 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_HELD = threading.local()  # the lock files this thread holds (`source_lock` is re-entrant)
+
+
 @contextmanager
 def source_lock(cfg: BinderyConfig, name: str) -> Iterator[float]:
     """CLI-launched runs of one source never overlap (the UI's queue enforces the same). Yields
     the seconds spent waiting for another run, which said so on stderr: a second `bindery sync`
-    looked hung for the whole of the first one, then reported the wait as its own time."""
+    looked hung for the whole of the first one, then reported the wait as its own time.
+
+    Re-entrant in one thread: `tune` holds its sources for the whole search (`sources_held`) and
+    builds its trial generations through the ordinary runs, which take the same locks (a second
+    flock of the file from this process would wait for itself)."""
     path = cfg.data_path / "locks" / f"source-{name}.lock"
+    held: set[str] = _HELD.__dict__.setdefault("paths", set())
+    if str(path) in held:
+        yield 0.0
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as fh:  # not "w": that would blank the holder's pid before we can read it
         waited = 0.0
@@ -222,10 +235,49 @@ def source_lock(cfg: BinderyConfig, name: str) -> Iterator[float]:
         fh.truncate()
         fh.write(str(os.getpid()))
         fh.flush()
+        held.add(str(path))
         try:
             yield waited
         finally:
+            held.discard(str(path))
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@dataclass
+class HeldSources:
+    """What `sources_held` holds: the partitions and when the hold began."""
+
+    instance: dg.DagsterInstance
+    partitions: list[str]
+    since: float  # epoch seconds
+
+    def runs_beside(self) -> list[dg.DagsterRun]:
+        """Runs that wrote these partitions since the hold began, other than this process's own:
+        a run the daemon started from its queue (the UI, a sensor, a schedule) while no CLI run
+        of the source was STARTED, which the file locks cannot hold back."""
+        pid, host = str(os.getpid()), socket.gethostname()
+        after = datetime.fromtimestamp(self.since, tz=UTC)
+        return [r for name in self.partitions
+                for r in self.instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": name},
+                                                                      created_after=after))
+                if writes_source(r) and not (r.tags.get("bindery/pid") == pid and r.tags.get("bindery/host") == host)]
+
+
+@contextmanager
+def sources_held(cfg: BinderyConfig, partitions: Iterable[str],
+                 instance: dg.DagsterInstance | None = None) -> Iterator[HeldSources]:
+    """Every partition's lock, taken in name order (two holders never wait on each other), each
+    after the instance's active runs of it ended, for the whole of a command that measures the
+    sources as a whole (`bindery tune`: a sync writing live beside its trials made them measure
+    different corpora, and counted the sync's embeddings as a trial's). `instance`: the run's own,
+    inside a Dagster step (the `tune` job)."""
+    instance = instance or get_instance(cfg)
+    names = sorted(set(partitions))
+    with ExitStack() as stack:
+        for name in names:
+            stack.enter_context(source_lock(cfg, name))
+            wait_for_instance_runs(instance, name)
+        yield HeldSources(instance, names, time.time())
 
 
 _STARTED_RUNS: list[str] = []  # the CLI process's runs: only its first paid for the process's start
@@ -237,6 +289,38 @@ def _startup_tag() -> dict[str, str]:
     seconds = None if _STARTED_RUNS else process_seconds()
     _STARTED_RUNS.append("started")
     return {} if seconds is None else {STARTUP_TAG: f"{seconds:.3f}"}
+
+
+def wait_for_instance_runs(instance: dg.DagsterInstance, name: str, poll_seconds: float = 1.0) -> float:
+    """The file lock keeps CLI runs of a source apart; a run the UI, a sensor or a schedule
+    started goes through the daemon's queue instead, which holds those back while a CLI run
+    is STARTED but cannot hold back the CLI. So before it starts, an in-process run waits for
+    any active run of the same source partition in the instance (found by a review: a CLI
+    sync wrote beside a UI run of the same source), a CLI run on another machine included.
+    Not for this machine's CLI runs: the lock is held here, so one still STARTED is dead
+    (`fail_dead_runs`). Returns the seconds waited."""
+    started = time.perf_counter()
+    host = socket.gethostname()
+    seen: dict[str, float] = {}  # run id -> when this wait first saw it
+
+    def blocks(run: dg.DagsterRun) -> bool:
+        if not writes_source(run):  # a UI "Materialize" of the stages too, not only sync and reindex
+            return False
+        if launched_by(run.tags) == "cli" and run.tags.get("bindery/host") == host:
+            return False
+        waited = time.perf_counter() - seen.get(run.run_id, time.perf_counter())
+        return run.status != dg.DagsterRunStatus.CANCELING or waited <= CANCEL_GRACE
+
+    while active := [r for r in instance.get_runs(filters=dg.RunsFilter(
+            statuses=_ACTIVE, tags={"dagster/partition": name})) if blocks(r)]:
+        for run in active:
+            if run.run_id not in seen:
+                seen[run.run_id] = time.perf_counter()
+                print(f"waiting for run {run.run_id[:8]} ({run.job_name} of source {name!r}, "
+                      f"launched by {launched_by(run.tags)}) to finish (`bindery runs` lists it; Ctrl-C stops "
+                      "waiting)...", file=sys.stderr, flush=True)
+        time.sleep(poll_seconds)
+    return time.perf_counter() - started if seen else 0.0
 
 
 class Runner:
@@ -286,40 +370,9 @@ class Runner:
         cfg = {"ops": {"source_listing": {"config": {"allow_mass_delete": allow_mass_delete}}}}
         for name in sources:
             with source_lock(self.cfg, name) as wait:
-                waited += wait + self._wait_for_instance_runs(name)
+                waited += wait + wait_for_instance_runs(self.instance, name)
                 outcomes.append(self.run(job_name, partition=name, run_config=cfg, tags=tags))
         return outcomes, time.perf_counter() - started - waited
-
-    def _wait_for_instance_runs(self, name: str, poll_seconds: float = 1.0) -> float:
-        """The file lock keeps CLI runs of a source apart; a run the UI, a sensor or a schedule
-        started goes through the daemon's queue instead, which holds those back while a CLI run
-        is STARTED but cannot hold back the CLI. So before it starts, an in-process run waits for
-        any active run of the same source partition in the instance (found by a review: a CLI
-        sync wrote beside a UI run of the same source), a CLI run on another machine included.
-        Not for this machine's CLI runs: the lock is held here, so one still STARTED is dead
-        (`fail_dead_runs`). Returns the seconds waited."""
-        started = time.perf_counter()
-        host = socket.gethostname()
-        seen: dict[str, float] = {}  # run id -> when this wait first saw it
-
-        def blocks(run: dg.DagsterRun) -> bool:
-            if not writes_source(run):  # a UI "Materialize" of the stages too, not only sync and reindex
-                return False
-            if launched_by(run.tags) == "cli" and run.tags.get("bindery/host") == host:
-                return False
-            waited = time.perf_counter() - seen.get(run.run_id, time.perf_counter())
-            return run.status != dg.DagsterRunStatus.CANCELING or waited <= CANCEL_GRACE
-
-        while active := [r for r in self.instance.get_runs(filters=dg.RunsFilter(
-                statuses=_ACTIVE, tags={"dagster/partition": name})) if blocks(r)]:
-            for run in active:
-                if run.run_id not in seen:
-                    seen[run.run_id] = time.perf_counter()
-                    print(f"waiting for run {run.run_id[:8]} ({run.job_name} of source {name!r}, "
-                          f"launched by {launched_by(run.tags)}) to finish (`bindery runs` lists it; Ctrl-C stops "
-                          "waiting)...", file=sys.stderr, flush=True)
-            time.sleep(poll_seconds)
-        return time.perf_counter() - started if seen else 0.0
 
     # -- runs through the instance (--submit, --wait) -------------------------------------
 

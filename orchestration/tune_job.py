@@ -16,8 +16,9 @@ import dagster as dg
 from assets.pipeline import one_line_failures
 from assets.resources import BinderyConfigResource, DocumentStoreResource
 from connectors.lifecycle import Lifecycle
+from connectors.shards import all_partition_keys
 from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, split_space
-from orchestration.tuning import tune_query_time
+from orchestration.tuning import ran_during_tune, tune_query_time
 
 
 class TuneJobConfig(dg.Config):
@@ -34,8 +35,14 @@ def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery
         which = int(config.generation) if config.generation.isdigit() else config.generation
         gen = Lifecycle(cfg, store.store).resolve_searchable(which)
         ingestion, query_space = split_space(cfg.tune.space or DEFAULT_SPACE)
-        result = tune_query_time(cfg, store.store, gen, space=query_space, seed=config.seed,
-                                 budget=parse_budget(config.budget) if config.budget else None)
+        budget = parse_budget(config.budget) if config.budget else None
+        # as `bindery tune`: no CLI sync writes the sources while the trials measure them (the runs
+        # module builds the definitions, which hold this job: imported here)
+        from orchestration.runs import sources_held
+
+        with sources_held(cfg, all_partition_keys(cfg), context.instance) as held:
+            result = tune_query_time(cfg, store.store, gen, space=query_space, seed=config.seed, budget=budget)
+            result.warnings.extend(ran_during_tune(held))
     if gen.status == "retired":  # as the CLI says it: tuned on a frozen generation
         context.log.warning(f"generation {gen.id} ({gen.name}) is retired: its indexes have not received the "
                             "deletes, edits and access changes since it retired")

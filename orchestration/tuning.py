@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -48,7 +48,10 @@ from evals.tune import (
     tuning_split,
 )
 
-__all__ = ["TrialBuildFailed", "candidate_in_the_way", "tune_generations", "tune_query_time"]
+if TYPE_CHECKING:
+    from orchestration.runs import HeldSources
+
+__all__ = ["TrialBuildFailed", "candidate_in_the_way", "ran_during_tune", "tune_generations", "tune_query_time"]
 
 
 class TrialBuildFailed(BinderyError):
@@ -123,6 +126,16 @@ def tune_query_time(cfg: BinderyConfig, store: DocumentStore, gen: GenerationRec
 def _drifted(live: GenerationRecord, drift: list[str], so: str) -> str:
     return (f"live generation {live.name} was built with other {', '.join(drift)} settings than the "
             f"configuration's: {so}")
+
+
+def ran_during_tune(held: HeldSources) -> list[str]:
+    """A warning for each run that wrote the tuned sources while the trials ran (`HeldSources`:
+    one the daemon started, which the source locks cannot hold back)."""
+    from orchestration.runs import launched_by  # the runs module builds the definitions, which hold this job's module
+
+    return [f"{r.job_name} run {r.run_id[:8]} of source {r.tags.get('dagster/partition')!r} (launched by "
+            f"{launched_by(r.tags)}) ran during the tune: the trials measured different states of the corpus; "
+            "run the tune again" for r in held.runs_beside()]
 
 
 def candidate_in_the_way(cand: GenerationRecord) -> str:

@@ -208,6 +208,54 @@ def test_a_second_run_of_a_source_says_it_waits_and_does_not_count_the_wait(
     assert f"waiting for another run of source 'docs' to finish (process {os.getpid()})..." in capfd.readouterr().err
 
 
+def test_a_source_lock_is_re_entrant_in_its_own_thread_only(dep: Deployment) -> None:
+    """`bindery tune` holds its sources for the whole search and builds its trials through the
+    ordinary runs, which take the same locks: a second flock of the file from the holder would
+    wait for itself. Another thread (another run) still waits."""
+    import threading
+
+    from orchestration.runs import source_lock
+
+    cfg = load_config(dep.config_path)
+    inner_done, other_got = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with source_lock(cfg, "docs"):
+            other_got.set()
+
+    with source_lock(cfg, "docs"):
+        with source_lock(cfg, "docs") as waited:  # the holder again: no wait
+            assert waited == 0.0
+        inner_done.set()
+        t = threading.Thread(target=other)
+        t.start()
+        assert not other_got.wait(0.5)  # the outer hold still keeps another thread out
+    t.join(10)
+    assert inner_done.is_set() and other_got.is_set()
+
+
+def test_a_hold_names_the_runs_the_daemon_started_beside_it(dep: Deployment) -> None:
+    """A tune pass: a sync ran beside `bindery tune` and its trials measured different corpora.
+    The source locks keep CLI runs out; a run the daemon starts from its queue they cannot, so
+    the hold names it afterwards (and not the holder's own trial builds)."""
+    import socket
+
+    from orchestration.runs import Runner, sources_held
+    from orchestration.tuning import ran_during_tune
+
+    cfg = load_config(dep.config_path)
+    runner = Runner(cfg)
+    with sources_held(cfg, ["docs"], runner.instance) as held:
+        own = runner.submit_sources("sync", ["docs"], tags={"bindery/pid": str(os.getpid()),
+                                                            "bindery/host": socket.gethostname()})[0]
+        beside = runner.submit_sources("sync", ["docs"], tags={"bindery/launched-by": "ui"})[0]
+        runner.submit_sources("sync", ["broken"])  # another source: not this hold's
+        assert [r.run_id for r in held.runs_beside()] == [beside.run_id]
+        (warning,) = ran_during_tune(held)
+    assert own.run_id != beside.run_id
+    assert warning.startswith(f"sync run {beside.run_id[:8]} of source 'docs' (launched by ui) ran during the tune")
+
+
 def test_wait_with_no_daemon_stops_waiting_and_says_why(dep: Deployment) -> None:
     """Found by an audit: `sync --submit --wait` with no daemon waited for ever. After a grace
     period with the runs still queued and no daemon alive, the wait ends with the reason; the

@@ -165,6 +165,32 @@ def _one_question_per_category(dep: Deployment, tmp_path: Path) -> Path:
     return path
 
 
+def test_tune_waits_for_a_sync_of_its_sources_before_its_first_trial(
+        synced: Deployment, capfd: pytest.CaptureFixture[str]) -> None:
+    """A tune pass: `bindery tune` started beside a sync measured its first trial on a live
+    generation the sync was writing, and counted the sync's embeddings as the trial's."""
+    import threading
+
+    from connectors.config import load_config
+    from orchestration.runs import source_lock
+
+    held = threading.Event()
+
+    def sync_running() -> None:
+        with source_lock(load_config(synced.config_path), "docs"):
+            held.set()
+            time.sleep(1.5)
+
+    t = threading.Thread(target=sync_running)
+    t.start()
+    held.wait(10)
+    t0 = time.perf_counter()
+    out = synced.cli("tune", "--budget", "1")
+    t.join()
+    assert time.perf_counter() - t0 >= 1.0 and len(out["trials"]) == 1
+    assert "waiting for another run of source 'docs' to finish" in capfd.readouterr().err
+
+
 def test_bad_keys_and_budgets_are_refused(synced: Deployment) -> None:
     assert "stages.chunk" in _refused_space(synced, {"stages.parse.ocr": [True, False]})
     with pytest.raises(ConfigError):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from connectors.config import BinderyConfig
 from connectors.errors import BinderyError, UsageError
 from orchestration import report
-from orchestration.commands.common import check_queries, queries_named, searchable_generation, store_for
+from orchestration.commands.common import check_queries, partitions_of, queries_named, searchable_generation, store_for
 
 if TYPE_CHECKING:
     from connectors.store import ChunkRecord, DocumentRecord, DocumentStore, GenerationRecord
@@ -42,7 +42,8 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     """Search query-time retrieval settings on the eval set (see `evals.tune`); store a `tune`
     event with every trial, print the trials table (or return it with --json)."""
     from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, split_space, tuning_split
-    from orchestration.tuning import tune_generations, tune_query_time
+    from orchestration.runs import sources_held
+    from orchestration.tuning import ran_during_tune, tune_generations, tune_query_time
 
     check_queries(cfg, a.queries)
     store = store_for(cfg)
@@ -53,14 +54,17 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     budget = parse_budget(a.budget) if a.budget else None
     ingestion, _ = split_space(cfg.tune.space or DEFAULT_SPACE)
     built = None
-    if ingestion or a.build:
-        if gen.status != "live":
-            raise UsageError("tune --generation: ingestion settings and --build are tried against the live "
-                             "generation (leave --generation out)")
-        result, built = tune_generations(cfg, store, gen, build=a.build, budget=budget, seed=a.seed,
-                                         queries=a.queries)
-    else:
-        result = tune_query_time(cfg, store, gen, budget=budget, seed=a.seed, queries=a.queries)
+    if (ingestion or a.build) and gen.status != "live":
+        raise UsageError("tune --generation: ingestion settings and --build are tried against the live "
+                         "generation (leave --generation out)")
+    # no sync writes the sources while the trials measure them: every trial sees one corpus
+    with sources_held(cfg, partitions_of(cfg, None)) as held:
+        if ingestion or a.build:
+            result, built = tune_generations(cfg, store, gen, build=a.build, budget=budget, seed=a.seed,
+                                             queries=a.queries)
+        else:
+            result = tune_query_time(cfg, store, gen, budget=budget, seed=a.seed, queries=a.queries)
+        result.warnings.extend(ran_during_tune(held))
     out = result.to_json()
     out["built"] = {"id": built.id, "name": built.name} if built else None
     best = out["best"]
