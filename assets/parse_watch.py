@@ -111,8 +111,8 @@ def killed_row(killed: Killed) -> dict[str, Any]:
             "blocks": None, "metrics": None, "page_metrics": None, "doc_metadata": None,
             "reason": "parse-killed", "seconds": None,
             "error": (f"{killed.external_id}: {killed.deaths} run{'s' if killed.deaths != 1 else ''} stopped while "
-                      "parsing it (a parse that never "
-                      "ends, or runs out of memory); not parsed again until its bytes change "
+                      "parsing it (a parse that never ends, one that runs out of memory, or runs stopped by "
+                      "hand, which look alike); not parsed again until its bytes change "
                       "(`bindery dlq retry` tries once more)")}
 
 
