@@ -240,20 +240,33 @@ def test_a_hold_names_the_runs_the_daemon_started_beside_it(dep: Deployment) -> 
     the hold names it afterwards (and not the holder's own trial builds)."""
     import socket
 
+    import dagster as dg
+
     from orchestration.runs import Runner, sources_held
     from orchestration.tuning import ran_during_tune
 
     cfg = load_config(dep.config_path)
     runner = Runner(cfg)
+
+    def started(source: str, tags: dict[str, str]) -> str:
+        run_id = runner.submit_sources("sync", [source], tags=tags)[0].run_id
+        runner.instance.handle_new_event(dg.EventLogEntry(  # type: ignore[no-untyped-call]
+            error_info=None, level="DEBUG", user_message="", run_id=run_id, timestamp=time.time(),
+            dagster_event=dg.DagsterEvent(dg.DagsterEventType.RUN_START.value, "sync")))
+        return run_id
+
+    queued_before = runner.submit_sources("sync", ["docs"], tags={"bindery/launched-by": "ui"})[0].run_id
+    time.sleep(0.05)
     with sources_held(cfg, ["docs"], runner.instance) as held:
-        own = runner.submit_sources("sync", ["docs"], tags={"bindery/pid": str(os.getpid()),
-                                                            "bindery/host": socket.gethostname()})[0]
-        beside = runner.submit_sources("sync", ["docs"], tags={"bindery/launched-by": "ui"})[0]
-        runner.submit_sources("sync", ["broken"])  # another source: not this hold's
-        assert [r.run_id for r in held.runs_beside()] == [beside.run_id]
+        time.sleep(0.05)
+        started("docs", {"bindery/pid": str(os.getpid()), "bindery/host": socket.gethostname()})  # its own trial
+        beside = started("docs", {"bindery/launched-by": "ui"})
+        runner.submit_sources("sync", ["docs"], tags={"bindery/launched-by": "ui"})  # queued: wrote nothing
+        started("broken", {"bindery/launched-by": "ui"})  # another source: not this hold's
+        assert [r.run_id for r in held.runs_beside()] == [beside]
         (warning,) = ran_during_tune(held)
-    assert own.run_id != beside.run_id
-    assert warning.startswith(f"sync run {beside.run_id[:8]} of source 'docs' (launched by ui) ran during the tune")
+    assert queued_before != beside
+    assert warning.startswith(f"sync run {beside[:8]} of source 'docs' (launched by ui) ran during the tune")
 
 
 def test_wait_with_no_daemon_stops_waiting_and_says_why(dep: Deployment) -> None:
