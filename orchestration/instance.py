@@ -76,7 +76,7 @@ def postgres_target(cfg: BinderyConfig) -> tuple[str, str] | None:
 def _postgres_url(url: str, schema: str) -> str:
     """dagster-postgres' `postgres_url` for the store's SQLAlchemy URL, pinned to `schema`.
 
-    The URL keeps exactly the parts the store's names, so what it leaves out (user, host,
+    The URL keeps exactly the parts the store's URL names, so what it leaves out (user, host,
     database, password) libpq fills from `PGUSER`, `PGHOST`, `PGDATABASE`, `PGPASSWORD` and
     `~/.pgpass` for Dagster as it does for the store: a `postgres_db` block fills them with fixed
     defaults instead, which put the instance on another user or database than the store (found
