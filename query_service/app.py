@@ -178,7 +178,9 @@ class SearchResponse(BaseModel):
 
 
 class ErrorResponse(BaseModel):
-    error: str | None = None
+    """Every error body: a short phrase and what to do (a list for several malformed fields)."""
+
+    error: str
     detail: str | list[str]
 
 
@@ -212,8 +214,11 @@ class BindingInfo(BaseModel):
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse, "description": why} for code, why in (
-        (400, "a well-formed query that cannot be answered (unknown source, bad principal)"),
-        (401, "no valid credential"), (413, "request body too large"), (422, "malformed request"),
+        (400, "a well-formed query that cannot be answered (unknown source, bad principal), or a Host this "
+              "service does not answer"),
+        (401, "no valid credential"), (403, "a cross-site request from a browser"), (413, "request body too large"),
+        (422, "malformed request"), (431, "request headers too large (query.max_header_bytes)"),
+        (500, "the service could not answer (its log has the cause)"),
         (503, "no live binding, or the binding cannot be served"))}
 
 # `query.fusion` as the API description names it
@@ -322,7 +327,8 @@ def create_app(cfg: BinderyConfig | None = None, retriever: LiveRetriever | None
             # parser's depth): a malformed body like any other, 422 and counted
             metrics.errors.labels("invalid-request").inc()
             return JSONResponse(status_code=422, content={"error": "bad request", "detail": [
-                "body: not a JSON document this service can read (UTF-8 JSON, nested at most a few hundred levels)"]})
+                "body: not a JSON document this service can read (UTF-8 JSON, nested at most a few hundred levels, "
+                "numbers of at most 4,300 digits)"]})
         # every error body has one shape, {"error": a short phrase, "detail": what to do}, as the
         # 413 and 422 bodies already had (FastAPI's default is {"detail"} alone)
         try:
