@@ -18,6 +18,7 @@ from assets.resources import BinderyConfigResource, DocumentStoreResource
 from connectors.lifecycle import Lifecycle
 from connectors.shards import all_partition_keys
 from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, split_space
+from orchestration.source_locks import sources_held
 from orchestration.tuning import ran_during_tune, tune_query_time
 
 
@@ -36,10 +37,7 @@ def tune_settings(context: dg.OpExecutionContext, config: TuneJobConfig, bindery
         gen = Lifecycle(cfg, store.store).resolve_searchable(which)
         ingestion, query_space = split_space(cfg.tune.space or DEFAULT_SPACE)
         budget = parse_budget(config.budget) if config.budget else None
-        # as `bindery tune`: no CLI sync writes the sources while the trials measure them (the runs
-        # module builds the definitions, which hold this job: imported here)
-        from orchestration.runs import sources_held
-
+        # as `bindery tune`: no CLI sync writes the sources while the trials measure them
         with sources_held(cfg, all_partition_keys(cfg), context.instance) as held:
             result = tune_query_time(cfg, store.store, gen, space=query_space, seed=config.seed, budget=budget)
             result.warnings.extend(ran_during_tune(held))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
@@ -47,9 +47,7 @@ from evals.tune import (
     trial_settings,
     tuning_split,
 )
-
-if TYPE_CHECKING:
-    from orchestration.runs import HeldSources
+from orchestration.source_locks import HeldSources, launched_by
 
 __all__ = ["TrialBuildFailed", "candidate_in_the_way", "ran_during_tune", "tune_generations", "tune_query_time"]
 
@@ -131,8 +129,6 @@ def _drifted(live: GenerationRecord, drift: list[str], so: str) -> str:
 def ran_during_tune(held: HeldSources) -> list[str]:
     """A warning for each run that wrote the tuned sources while the trials ran (`HeldSources`:
     one the daemon started, which the source locks cannot hold back)."""
-    from orchestration.runs import launched_by  # the runs module builds the definitions, which hold this job's module
-
     return [f"{r.job_name} run {r.run_id[:8]} of source {r.tags.get('dagster/partition')!r} (launched by "
             f"{launched_by(r.tags)}) ran during the tune: the trials measured different states of the corpus; "
             "run the tune again" for r in held.runs_beside()]

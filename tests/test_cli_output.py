@@ -433,7 +433,7 @@ def test_runs_with_a_status_filter_that_matches_nothing_says_so(dep: Deployment,
 
 def test_runs_name_who_launched_them() -> None:
     """A sensor's run was listed as launched by `ui` (only Bindery's own tag was read)."""
-    from orchestration.runs import launched_by
+    from orchestration.source_locks import launched_by
 
     assert launched_by({"bindery/launched-by": "cli-submit"}) == "cli-submit"
     assert launched_by({"dagster/sensor_name": "source_change_sensor", "bindery/trigger": "sensor"}) == "sensor"

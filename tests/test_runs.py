@@ -188,7 +188,7 @@ def test_a_second_run_of_a_source_says_it_waits_and_does_not_count_the_wait(
     looked hung), then reported the wait as its own duration."""
     import threading
 
-    from orchestration.runs import source_lock
+    from orchestration.source_locks import source_lock
 
     cfg = load_config(dep.config_path)
     held = threading.Event()
@@ -214,7 +214,7 @@ def test_a_source_lock_is_re_entrant_in_its_own_thread_only(dep: Deployment) -> 
     wait for itself. Another thread (another run) still waits."""
     import threading
 
-    from orchestration.runs import source_lock
+    from orchestration.source_locks import source_lock
 
     cfg = load_config(dep.config_path)
     inner_done, other_got = threading.Event(), threading.Event()
@@ -242,7 +242,8 @@ def test_a_hold_names_the_runs_the_daemon_started_beside_it(dep: Deployment) -> 
 
     import dagster as dg
 
-    from orchestration.runs import Runner, sources_held
+    from orchestration.runs import Runner
+    from orchestration.source_locks import sources_held
     from orchestration.tuning import ran_during_tune
 
     cfg = load_config(dep.config_path)
@@ -398,7 +399,7 @@ def test_a_dead_cli_runs_started_run_is_failed_but_not_a_ui_re_execution_of_it(d
     ({}, "ui"),
 ])
 def test_who_launched_a_run(tags: dict[str, str], who: str) -> None:
-    from orchestration.runs import launched_by
+    from orchestration.source_locks import launched_by
 
     assert launched_by(tags) == who
 
@@ -415,7 +416,7 @@ def test_a_ui_materialisation_of_a_sources_stages_is_waited_for_as_a_sync_is() -
     source (job `__ASSET_JOB`): only `sync` and `reindex` runs were waited for."""
     import dagster as dg
 
-    from orchestration.runs import writes_source
+    from orchestration.source_locks import writes_source
 
     def run(job: str, *assets: str) -> dg.DagsterRun:
         return dg.DagsterRun(job_name=job, run_id="r", asset_selection=frozenset(map(dg.AssetKey, assets)) or None)

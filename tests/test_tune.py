@@ -172,7 +172,7 @@ def test_tune_waits_for_a_sync_of_its_sources_before_its_first_trial(
     import threading
 
     from connectors.config import load_config
-    from orchestration.runs import source_lock
+    from orchestration.source_locks import source_lock
 
     held = threading.Event()
 

@@ -42,7 +42,7 @@ def cmd_tune(cfg: BinderyConfig, a: argparse.Namespace) -> dict[str, Any] | None
     """Search query-time retrieval settings on the eval set (see `evals.tune`); store a `tune`
     event with every trial, print the trials table (or return it with --json)."""
     from evals.tune import DEFAULT_SPACE, format_trials, parse_budget, split_space, tuning_split
-    from orchestration.runs import sources_held
+    from orchestration.source_locks import sources_held
     from orchestration.tuning import ran_during_tune, tune_generations, tune_query_time
 
     check_queries(cfg, a.queries)

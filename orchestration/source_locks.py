@@ -1,0 +1,188 @@
+"""Who may write a source's stores when: the coordination of runs of one source.
+
+Runs of one source (its partition) never write its stores side by side. Three paths start them:
+- **CLI runs** (`bindery sync`, `reindex`, in-process) take a file lock per partition
+  (`source_lock`) and, before they start, wait for any active run of the partition in the
+  Dagster instance (`wait_for_instance_runs`): a run the UI, a sensor or a schedule started, or
+  a CLI run on another machine.
+- **Runs the daemon starts from its queue** (UI, sensor, schedule, `--submit`) are held back by
+  the instance's tag concurrency limit on `dagster/partition` while another run of it is STARTED,
+  CLI runs included (they are recorded in the instance).
+- **`bindery tune`** reads the sources as a whole for minutes: it holds every partition's lock
+  for the whole search (`sources_held`; the lock is re-entrant, so its trial builds take it
+  again) and names afterwards any run the daemon started meanwhile (`HeldSources.runs_beside`),
+  which no file lock can hold back.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import dagster as dg
+
+from assets.pipeline import STAGE_ASSETS
+from connectors.config import BinderyConfig
+from orchestration.instance import get_instance
+
+__all__ = [
+    "ACTIVE",
+    "CANCEL_GRACE",
+    "HeldSources",
+    "launched_by",
+    "source_lock",
+    "sources_held",
+    "wait_for_instance_runs",
+    "writes_source",
+]
+
+# a run in these states is writing (or about to write) its partition's stores; a CANCELING one
+# may still be (an interrupt lands at the next bytecode, a pod has a grace period), but one whose
+# worker is gone stays CANCELING for ever: it is waited for CANCEL_GRACE seconds at most
+ACTIVE = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+CANCEL_GRACE = 120.0
+_SOURCE_JOBS = ("sync", "reindex")
+# the per-source assets a run may materialise outside those jobs (the UI's "Materialize" of
+# some of them, a backfill): such a run writes the source's stores as a sync does
+_SOURCE_ASSETS = frozenset(key for a in STAGE_ASSETS for key in a.keys)
+
+
+def writes_source(run: dg.DagsterRun) -> bool:
+    """Whether `run` writes the stores of the source its partition names."""
+    return run.job_name in _SOURCE_JOBS or bool(_SOURCE_ASSETS & (run.asset_selection or frozenset()))
+
+
+_HELD = threading.local()  # the lock files this thread holds (`source_lock` is re-entrant)
+
+
+@contextmanager
+def source_lock(cfg: BinderyConfig, name: str) -> Iterator[float]:
+    """CLI-launched runs of one source never overlap (the UI's queue enforces the same). Yields
+    the seconds spent waiting for another run, which said so on stderr: a second `bindery sync`
+    looked hung for the whole of the first one, then reported the wait as its own time.
+
+    Re-entrant in one thread: `tune` holds its sources for the whole search (`sources_held`) and
+    builds its trial generations through the ordinary runs, which take the same locks (a second
+    flock of the file from this process would wait for itself)."""
+    path = cfg.data_path / "locks" / f"source-{name}.lock"
+    held: set[str] = _HELD.__dict__.setdefault("paths", set())
+    if str(path) in held:
+        yield 0.0
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:  # not "w": that would blank the holder's pid before we can read it
+        waited = 0.0
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip()
+            print(f"waiting for another run of source {name!r} to finish"
+                  + (f" (process {holder})" if holder.isdigit() else "") + "...", file=sys.stderr, flush=True)
+            started = time.perf_counter()
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            waited = time.perf_counter() - started
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        held.add(str(path))
+        try:
+            yield waited
+        finally:
+            held.discard(str(path))
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@dataclass
+class HeldSources:
+    """What `sources_held` holds: the partitions and when the hold began."""
+
+    instance: dg.DagsterInstance
+    partitions: list[str]
+    since: float  # epoch seconds
+
+    def runs_beside(self) -> list[dg.DagsterRun]:
+        """Runs that wrote these partitions since the hold began, other than this process's own:
+        a run the daemon started from its queue (the UI, a sensor, a schedule) while no CLI run
+        of the source was STARTED, which the file locks cannot hold back. A run still queued
+        wrote nothing; one that ran before the hold ended before it began (`sources_held` waits)."""
+        pid, host = str(os.getpid()), socket.gethostname()
+        after = datetime.fromtimestamp(self.since, tz=UTC)
+        waiting = (dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED)
+        return [r for name in self.partitions
+                for r in self.instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": name},
+                                                                      updated_after=after))
+                if writes_source(r) and r.status not in waiting
+                and not (r.tags.get("bindery/pid") == pid and r.tags.get("bindery/host") == host)]
+
+
+@contextmanager
+def sources_held(cfg: BinderyConfig, partitions: Iterable[str],
+                 instance: dg.DagsterInstance | None = None) -> Iterator[HeldSources]:
+    """Every partition's lock, taken in name order (two holders never wait on each other), each
+    after the instance's active runs of it ended, for the whole of a command that measures the
+    sources as a whole (`bindery tune`: a sync writing live beside its trials made them measure
+    different corpora, and counted the sync's embeddings as a trial's). `instance`: the run's own,
+    inside a Dagster step (the `tune` job)."""
+    instance = instance or get_instance(cfg)
+    names = sorted(set(partitions))
+    with ExitStack() as stack:
+        for name in names:
+            stack.enter_context(source_lock(cfg, name))
+            wait_for_instance_runs(instance, name)
+        yield HeldSources(instance, names, time.time())
+
+
+def wait_for_instance_runs(instance: dg.DagsterInstance, name: str, poll_seconds: float = 1.0) -> float:
+    """The file lock keeps CLI runs of a source apart; a run the UI, a sensor or a schedule
+    started goes through the daemon's queue instead, which holds those back while a CLI run
+    is STARTED but cannot hold back the CLI. So before it starts, an in-process run waits for
+    any active run of the same source partition in the instance (found by a review: a CLI
+    sync wrote beside a UI run of the same source), a CLI run on another machine included.
+    Not for this machine's CLI runs: the lock is held here, so one still STARTED is dead
+    (`fail_dead_runs`). Returns the seconds waited."""
+    started = time.perf_counter()
+    host = socket.gethostname()
+    seen: dict[str, float] = {}  # run id -> when this wait first saw it
+
+    def blocks(run: dg.DagsterRun) -> bool:
+        if not writes_source(run):  # a UI "Materialize" of the stages too, not only sync and reindex
+            return False
+        if launched_by(run.tags) == "cli" and run.tags.get("bindery/host") == host:
+            return False
+        waited = time.perf_counter() - seen.get(run.run_id, time.perf_counter())
+        return run.status != dg.DagsterRunStatus.CANCELING or waited <= CANCEL_GRACE
+
+    while active := [r for r in instance.get_runs(filters=dg.RunsFilter(
+            statuses=ACTIVE, tags={"dagster/partition": name})) if blocks(r)]:
+        for run in active:
+            if run.run_id not in seen:
+                seen[run.run_id] = time.perf_counter()
+                print(f"waiting for run {run.run_id[:8]} ({run.job_name} of source {name!r}, "
+                      f"launched by {launched_by(run.tags)}) to finish (`bindery runs` lists it; Ctrl-C stops "
+                      "waiting)...", file=sys.stderr, flush=True)
+        time.sleep(poll_seconds)
+    return time.perf_counter() - started if seen else 0.0
+
+
+def launched_by(tags: Mapping[str, str]) -> str:
+    """Who started a run: `cli` / `cli-submit` (Bindery's own tag), `sensor` or `schedule` (the
+    tags Dagster puts on what they launch), else `ui` (a launch or backfill by hand, or the
+    re-execution of a CLI run, which inherits the CLI's tag from its parent)."""
+    who = tags.get("bindery/launched-by")
+    if who and "dagster/parent_run_id" not in tags:  # a re-execution inherits its parent's tag
+        return who
+    if "dagster/sensor_name" in tags:
+        return "sensor"
+    if "dagster/schedule_name" in tags:
+        return "schedule"
+    return "ui"
