@@ -32,6 +32,7 @@ from connectors.config import (
     BinderyConfig,
     TuneConfig,
     check_paths,
+    check_run_launcher,
     check_sources,
     check_stage_resources,
     load_config,
@@ -97,6 +98,7 @@ def preflight(cfg: BinderyConfig, a: argparse.Namespace) -> None:
         from orchestration.automation import check_cron
 
         check_cron(cfg.automation.reconcile_cron, "automation.reconcile_cron")
+    check_run_launcher(cfg)  # a launcher whose package is missing failed each queued run at the daemon
     for key, value in (("metric", cfg.gate.metric), ("secondary_metric", cfg.gate.secondary_metric)):
         if value not in METRIC_NAMES:
             raise ConfigError(f"gate.{key}: unknown metric {value!r} (one of: {', '.join(METRIC_NAMES)})")

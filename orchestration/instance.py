@@ -26,7 +26,7 @@ import dagster as dg
 import sqlalchemy as sa
 import yaml
 
-from connectors.config import BinderyConfig, make_data_dir
+from connectors.config import RUN_LAUNCHERS, BinderyConfig, make_data_dir
 from connectors.errors import ConfigError, StoreError
 from connectors.store.engine import open_error_reason
 from orchestration.storage_seed import seed_sqlite_storage
@@ -51,13 +51,6 @@ run_coordinator:
         limit: 1
 """
 
-# Run launchers by the name bindery.yaml uses. Celery is a Dagster *executor*; the launcher
-# that pairs with it is dagster-celery-k8s's.
-RUN_LAUNCHERS: dict[str, tuple[str, str]] = {
-    "docker": ("dagster_docker", "DockerRunLauncher"),
-    "k8s": ("dagster_k8s", "K8sRunLauncher"),
-    "celery-k8s": ("dagster_celery_k8s", "CeleryK8sRunLauncher"),
-}
 
 
 def postgres_target(cfg: BinderyConfig) -> tuple[str, str] | None:

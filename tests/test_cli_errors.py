@@ -87,6 +87,11 @@ MISTAKES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
      ("orchestration.storage", "postgres needs")),
     ("malformed postgres_url", {"orchestration": {"postgres_url": "notaurl"}}, ["status"],
      ("orchestration.postgres_url", "not a database URL")),
+    # Dagster loads a launcher only when its daemon dequeues a run: each queued run failed (a scale-out pass)
+    ("k8s launcher not installed", {"orchestration": {"run_launcher": "k8s"}}, ["plan"],
+     ("orchestration.run_launcher", "dagster-k8s package")),
+    ("celery-k8s launcher not installed", {"orchestration": {"run_launcher": "celery-k8s"}}, ["sync", "--submit"],
+     ("orchestration.run_launcher", "dagster-celery-k8s package")),
     ("bad cron", {"automation": {"reconcile_cron": "every night"}}, ["status"],
      ("automation.reconcile_cron", "every night")),
     ("cron out of range", {"automation": {"reconcile_cron": "61 3 * * *"}}, ["status"],

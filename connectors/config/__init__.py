@@ -7,7 +7,14 @@ the machine must provide before a run (`check_paths`, `check_stage_resources`) i
 Everything a caller needs is imported from here.
 """
 
-from connectors.config.checks import check_paths, check_sources, check_stage_resources, make_data_dir
+from connectors.config.checks import (
+    RUN_LAUNCHERS,
+    check_paths,
+    check_run_launcher,
+    check_sources,
+    check_stage_resources,
+    make_data_dir,
+)
 from connectors.config.loading import config_from_dict, load_config
 from connectors.config.models import (
     MAX_NEIGHBOURS,
@@ -40,6 +47,7 @@ from connectors.config.nesting import narrower_within
 
 __all__ = [
     "MAX_NEIGHBOURS",
+    "RUN_LAUNCHERS",
     "SUPPORTED_DATABASES",
     "ApiKeyConfig",
     "AutomationConfig",
@@ -65,6 +73,7 @@ __all__ = [
     "VectorEngine",
     "check_database_url",
     "check_paths",
+    "check_run_launcher",
     "check_sources",
     "check_stage_resources",
     "config_from_dict",

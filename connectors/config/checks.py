@@ -6,12 +6,36 @@ the local sources' roots."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import tempfile
 from pathlib import Path
 
 from connectors.config.models import BinderyConfig
 from connectors.errors import ConfigError
+
+# Run launchers by the name bindery.yaml uses: (module, class). Celery is a Dagster *executor*;
+# the launcher that pairs with it is dagster-celery-k8s's.
+RUN_LAUNCHERS: dict[str, tuple[str, str]] = {
+    "docker": ("dagster_docker", "DockerRunLauncher"),
+    "k8s": ("dagster_k8s", "K8sRunLauncher"),
+    "celery-k8s": ("dagster_celery_k8s", "CeleryK8sRunLauncher"),
+}
+
+
+def check_run_launcher(cfg: BinderyConfig) -> None:
+    """A named run launcher whose package is not installed here is a configuration mistake:
+    Dagster loads the launcher only when its daemon dequeues a run, so `sync --submit` queued
+    runs, the daemon logged a traceback for each, and they failed (a scale-out pass). The
+    daemon runs where the CLI does (`bindery ui`), with the same packages."""
+    name = cfg.orchestration.run_launcher
+    if name == "default":
+        return
+    module, _ = RUN_LAUNCHERS[name]
+    if importlib.util.find_spec(module) is None:
+        package = module.replace("_", "-")
+        raise ConfigError(f"orchestration.run_launcher: {name} needs the {package} package, which is not "
+                          f"installed here (pip install {package}, at the version of the dagster Bindery pins)")
 
 
 def check_sources(cfg: BinderyConfig) -> None:
