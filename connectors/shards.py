@@ -67,6 +67,14 @@ def all_partition_keys(cfg: BinderyConfig, only: Iterable[str] | None = None) ->
     return [k for n in names for k in partition_keys(cfg.source(n))]
 
 
+def overlapping(a: str, b: str) -> bool:
+    """Whether runs of partitions `a` and `b` may write the same documents: one source, and the
+    same partition, or not two shards of one sharding (the source unsharded on one side, or cut
+    into another number of shards: a sync right after `shards:` changed, beside a run of before)."""
+    (sa, sha), (sb, shb) = parse_key(a), parse_key(b)
+    return sa == sb and (a == b or sha is None or shb is None or sha.count != shb.count)
+
+
 def parse_key(key: str) -> tuple[str, Shard | None]:
     """(source name, shard or None) of a partition key."""
     m = _KEY.match(key)

@@ -26,6 +26,7 @@ from connectors.identity import short_hash
 from connectors.shards import all_partition_keys, partition_keys
 from connectors.sources import make_source
 from orchestration.jobs import sync_job
+from orchestration.source_locks import ACTIVE
 
 PartitionRequest = dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest
 REQUESTS = "#requests"  # the cursor's count of change requests (no source name starts with '#')
@@ -52,12 +53,22 @@ def partition_requests(instance: dg.DagsterInstance, configured: list[str]) -> l
 
 
 def follow_configured_sources(instance: dg.DagsterInstance, configured: list[str]) -> None:
-    """Make the instance's source partitions exactly `configured` (`partition_requests`, applied)."""
+    """Make the instance's source partitions `configured` (`partition_requests`, applied), but
+    keep a partition that a run still writes until it ends: after `shards:` changed, deleting
+    `docs:shard-0-of-2` under its running sync failed that run at its next step (a scale-out
+    pass). The next call, after the run, deletes it."""
+    busy: set[str] | None = None
     for req in partition_requests(instance, configured):
         if isinstance(req, dg.AddDynamicPartitionsRequest):
             instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
-        else:
-            for key in req.partition_keys:
+            continue
+        if busy is None:
+            # a run still queued fails when dequeued, before it writes: better than a run of a
+            # sharding that is no longer the configuration's beside one that is
+            busy = {r.tags.get("dagster/partition", "") for r in instance.get_runs(filters=dg.RunsFilter(
+                statuses=ACTIVE))}
+        for key in req.partition_keys:
+            if key not in busy:
                 instance.delete_dynamic_partition(req.partitions_def_name, key)
 
 

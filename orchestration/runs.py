@@ -242,6 +242,7 @@ class Runner:
             with source_lock(self.cfg, name) as wait:
                 waited += wait + wait_for_instance_runs(self.instance, name)
                 outcomes.append(self.run(job_name, partition=name, run_config=cfg, tags=tags))
+        self._sync_partitions()  # a partition of another sharding kept while its run went on: gone now
         return outcomes, time.perf_counter() - started - waited
 
     # -- runs through the instance (--submit, --wait) -------------------------------------

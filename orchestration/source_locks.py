@@ -31,6 +31,7 @@ import dagster as dg
 
 from assets.pipeline import STAGE_ASSETS
 from connectors.config import BinderyConfig
+from connectors.shards import overlapping, parse_key
 from orchestration.instance import get_instance
 
 __all__ = [
@@ -72,7 +73,9 @@ def source_lock(cfg: BinderyConfig, name: str) -> Iterator[float]:
     Re-entrant in one thread: `tune` holds its sources for the whole search (`sources_held`) and
     builds its trial generations through the ordinary runs, which take the same locks (a second
     flock of the file from this process would wait for itself)."""
-    path = cfg.data_path / "locks" / f"source-{name}.lock"
+    # one file per source, not per partition: after `shards:` changes, a run of `docs` and one of
+    # `docs:shard-0-of-2` write the same documents (a scale-out pass)
+    path = cfg.data_path / "locks" / f"source-{parse_key(name)[0]}.lock"
     held: set[str] = _HELD.__dict__.setdefault("paths", set())
     if str(path) in held:
         yield 0.0
@@ -146,8 +149,9 @@ def wait_for_instance_runs(instance: dg.DagsterInstance, name: str, poll_seconds
     """The file lock keeps CLI runs of a source apart; a run the UI, a sensor or a schedule
     started goes through the daemon's queue instead, which holds those back while a CLI run
     is STARTED but cannot hold back the CLI. So before it starts, an in-process run waits for
-    any active run of the same source partition in the instance (found by a review: a CLI
-    sync wrote beside a UI run of the same source), a CLI run on another machine included.
+    any active run in the instance that may write the same documents (found by a review: a CLI
+    sync wrote beside a UI run of the same source), a CLI run on another machine included: of
+    the same partition, or of the same source under another sharding (`shards.overlapping`).
     Not for this machine's CLI runs: the lock is held here, so one still STARTED is dead
     (`fail_dead_runs`). Returns the seconds waited."""
     started = time.perf_counter()
@@ -162,12 +166,13 @@ def wait_for_instance_runs(instance: dg.DagsterInstance, name: str, poll_seconds
         waited = time.perf_counter() - seen.get(run.run_id, time.perf_counter())
         return run.status != dg.DagsterRunStatus.CANCELING or waited <= CANCEL_GRACE
 
-    while active := [r for r in instance.get_runs(filters=dg.RunsFilter(
-            statuses=ACTIVE, tags={"dagster/partition": name})) if blocks(r)]:
+    while active := [r for r in instance.get_runs(filters=dg.RunsFilter(statuses=ACTIVE))
+                     if overlapping(name, r.tags.get("dagster/partition", "")) and blocks(r)]:
         for run in active:
             if run.run_id not in seen:
                 seen[run.run_id] = time.perf_counter()
-                print(f"waiting for run {run.run_id[:8]} ({run.job_name} of source {name!r}, "
+                part = run.tags.get("dagster/partition", name)  # another sharding's, maybe
+                print(f"waiting for run {run.run_id[:8]} ({run.job_name} of source {part!r}, "
                       f"launched by {launched_by(run.tags)}) to finish (`bindery runs` lists it; Ctrl-C stops "
                       "waiting)...", file=sys.stderr, flush=True)
         time.sleep(poll_seconds)

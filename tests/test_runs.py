@@ -359,6 +359,45 @@ def test_a_cli_run_waits_for_a_run_of_the_same_source_the_ui_started(
     assert f"waiting for run {ui_run.run_id[:8]} (sync of source 'docs', launched by ui) to finish" in err
 
 
+def test_after_shards_change_a_cli_sync_waits_for_the_old_shards_runs_and_keeps_their_partitions(
+        dep: Deployment, capfd: pytest.CaptureFixture[str]) -> None:
+    """A scale-out pass: with `shards: 2` runs submitted and STARTED, `shards: 1` and an
+    in-process sync deleted the old shard partitions under them (each failed at its next step:
+    "Nonexistent partition keys") and wrote the same documents beside them, because it waited
+    only for runs of the partition `docs`. It now waits for them, keeps their partitions while
+    they run, and removes them after."""
+    import threading
+
+    import dagster as dg
+
+    from orchestration.runs import Runner
+
+    dep.config["sources"][0]["shards"] = 2
+    dep.save()
+    before = Runner(load_config(dep.config_path))
+    run_id = before.submit_sources("sync", ["docs:shard-0-of-2"], tags={"bindery/launched-by": "ui"})[0].run_id
+    before.instance.handle_new_event(dg.EventLogEntry(  # type: ignore[no-untyped-call]
+        error_info=None, level="DEBUG", user_message="", run_id=run_id, timestamp=time.time(),
+        dagster_event=dg.DagsterEvent(dg.DagsterEventType.RUN_START.value, "sync")))
+    dep.config["sources"][0]["shards"] = 1
+    dep.save()
+    runner = Runner(load_config(dep.config_path))  # follows the configuration's partitions ...
+    keys = set(runner.instance.get_dynamic_partitions("sources"))
+    assert "docs" in keys and "docs:shard-0-of-2" in keys and "docs:shard-1-of-2" not in keys  # ... but a running one's
+
+    run = runner.instance.get_run_by_id(run_id)
+    assert run is not None
+    finish = threading.Timer(1.5, lambda: runner.instance.report_run_failed(run, message="ended by the test"))
+    finish.start()
+    t0 = time.perf_counter()
+    outcomes, _ = runner.run_sources("sync", ["docs"])
+    finish.join()
+    assert time.perf_counter() - t0 >= 1.5 and outcomes[0].success
+    err = capfd.readouterr().err
+    assert f"waiting for run {run_id[:8]} (sync of source 'docs:shard-0-of-2', launched by ui)" in err
+    assert set(runner.instance.get_dynamic_partitions("sources")) == {"docs", "broken"}  # gone once it ended
+
+
 def test_a_dead_cli_runs_started_run_is_failed_but_not_a_ui_re_execution_of_it(dep: Deployment) -> None:
     """A CLI process that died leaves its run STARTED; the next command marks it failed (its pid
     is gone). A re-execution from the UI inherits that run's tags, dead pid included, and must

@@ -70,6 +70,20 @@ def _list_all_shards(rt: Runtime, **kw: Any) -> None:
         run_listing(rt, "docs", shard=Shard("docs", k, 4), **kw)
 
 
+def test_partitions_overlap_within_a_source_unless_two_shards_of_one_sharding() -> None:
+    """After `shards:` changes, a run of `docs` and one of `docs:shard-0-of-2` write the same
+    documents (a scale-out pass: a CLI sync ran beside the daemon's shard runs); two shards of
+    one sharding do not, and run side by side."""
+    from connectors.shards import overlapping
+
+    assert overlapping("docs", "docs") and overlapping("docs", "docs:shard-0-of-2")
+    assert overlapping("docs:shard-0-of-2", "docs:shard-1-of-4")
+    assert overlapping("docs:shard-1-of-2", "docs:shard-1-of-2")
+    assert not overlapping("docs:shard-0-of-2", "docs:shard-1-of-2")
+    assert not overlapping("docs", "wiki") and not overlapping("docs", "wiki:shard-0-of-2")
+    assert not overlapping("docs", "")  # a run without a partition (tune, promote)
+
+
 def test_a_shards_listing_reports_its_own_failures_only(tmp_path: Path) -> None:
     """The listing step names what it dead-lettered (`ListingResult.failures`, the UI's
     `failed_items`): a shard's run names its own items, not the other shards' (a review)."""
