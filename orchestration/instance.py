@@ -171,9 +171,17 @@ def _ensure_schema(url: str, schema: str) -> None:
     except sa.exc.DatabaseError as e:  # down, refused, or a user without CREATE on the database
         # a StoreError, as when the document store cannot open the same database: exit 1 from
         # every command (a database that is down is not a mistake in the configuration)
-        raise StoreError(f"cannot open the Dagster instance's PostgreSQL: {open_error_reason(e)}") from None
+        raise StoreError(f"{_pg_refused(url, schema)}: {open_error_reason(e)}") from None
     finally:
         engine.dispose()
+
+
+def _pg_refused(url: str, schema: str) -> str:
+    """The start of the line that says the instance's PostgreSQL refused: which URL (the store's
+    or `orchestration.postgres_url`, password hidden) and where libpq took what it leaves out."""
+    where = sa.engine.make_url(url).render_as_string(hide_password=True)
+    return (f"cannot open the Dagster instance's PostgreSQL storage (schema {schema!r} at {where}; what the URL "
+            "leaves out comes from PGUSER, PGHOST, PGDATABASE)")
 
 
 def get_instance(cfg: BinderyConfig) -> dg.DagsterInstance:
@@ -195,10 +203,7 @@ def get_instance(cfg: BinderyConfig) -> dg.DagsterInstance:
             raise StoreError(f"cannot open the Dagster instance {home / 'dagster.yaml'} configures: "
                              f"{open_error_reason(e)}") from None
         if (pg := postgres_target(cfg)) is not None:  # a server's refusal or a missing grant: nothing to move aside
-            where = sa.engine.make_url(pg[0]).render_as_string(hide_password=True)
-            raise StoreError(f"cannot open the Dagster instance's PostgreSQL storage (schema {pg[1]!r} at {where}; "
-                             f"what the URL leaves out comes from PGUSER, PGHOST, PGDATABASE): "
-                             f"{open_error_reason(e)}") from None
+            raise StoreError(f"{_pg_refused(*pg)}: {open_error_reason(e)}") from None
         raise StoreError(f"cannot open the Dagster instance at {home}: {open_error_reason(e)}. One of its SQLite "
                          "databases (history/runs.db, history/runs/, schedules/) is damaged: move it aside and run "
                          "again; Dagster starts it anew (its run history is forgotten; Bindery's documents, caches "
