@@ -41,10 +41,19 @@ RETRY_LIMIT = 8
 
 
 def partition_requests(instance: dg.DagsterInstance, configured: list[str]) -> list[PartitionRequest]:
+    """What makes the instance's source partitions `configured`, but a partition that a run still
+    writes is kept until it ends: after `shards:` changed, deleting `docs:shard-0-of-2` under
+    its running sync failed that run at its next step (a scale-out pass). The next call (a CLI
+    run, the sensor's next tick, the UI's next load), after the run, removes it."""
     existing = set(instance.get_dynamic_partitions(SOURCES.name or "sources"))
     reqs: list[PartitionRequest] = []
     add = sorted(set(configured) - existing)
     remove = sorted(existing - set(configured))
+    if remove:
+        # a run still queued fails when dequeued, before it writes: better than a run of a
+        # sharding that is no longer the configuration's beside one that is
+        busy = {r.tags.get("dagster/partition", "") for r in instance.get_runs(filters=dg.RunsFilter(statuses=ACTIVE))}
+        remove = [key for key in remove if key not in busy]
     if add:
         reqs.append(SOURCES.build_add_request(add))
     if remove:
@@ -53,22 +62,12 @@ def partition_requests(instance: dg.DagsterInstance, configured: list[str]) -> l
 
 
 def follow_configured_sources(instance: dg.DagsterInstance, configured: list[str]) -> None:
-    """Make the instance's source partitions `configured` (`partition_requests`, applied), but
-    keep a partition that a run still writes until it ends: after `shards:` changed, deleting
-    `docs:shard-0-of-2` under its running sync failed that run at its next step (a scale-out
-    pass). The next call, after the run, deletes it."""
-    busy: set[str] | None = None
+    """Make the instance's source partitions `configured` (`partition_requests`, applied)."""
     for req in partition_requests(instance, configured):
         if isinstance(req, dg.AddDynamicPartitionsRequest):
             instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
-            continue
-        if busy is None:
-            # a run still queued fails when dequeued, before it writes: better than a run of a
-            # sharding that is no longer the configuration's beside one that is
-            busy = {r.tags.get("dagster/partition", "") for r in instance.get_runs(filters=dg.RunsFilter(
-                statuses=ACTIVE))}
-        for key in req.partition_keys:
-            if key not in busy:
+        else:
+            for key in req.partition_keys:
                 instance.delete_dynamic_partition(req.partitions_def_name, key)
 
 
