@@ -114,17 +114,17 @@ class HeldSources:
     since: float  # epoch seconds
 
     def runs_beside(self) -> list[dg.DagsterRun]:
-        """Runs that wrote these partitions since the hold began, other than this process's own:
-        a run the daemon started from its queue (the UI, a sensor, a schedule) while no CLI run
-        of the source was STARTED, which the file locks cannot hold back. A run still queued
-        wrote nothing; one that ran before the hold ended before it began (`sources_held` waits)."""
+        """Runs that wrote these partitions (or their sources under another sharding) since the
+        hold began, other than this process's own: a run the daemon started from its queue (the
+        UI, a sensor, a schedule) while no CLI run of the source was STARTED, which the file locks
+        cannot hold back. A run still queued wrote nothing; one that ran before the hold ended
+        before it began (`sources_held` waits)."""
         pid, host = str(os.getpid()), socket.gethostname()
         after = datetime.fromtimestamp(self.since, tz=UTC)
         waiting = (dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED)
-        return [r for name in self.partitions
-                for r in self.instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": name},
-                                                                      updated_after=after))
-                if writes_source(r) and r.status not in waiting
+        return [r for r in self.instance.get_runs(filters=dg.RunsFilter(updated_after=after))
+                if any(overlapping(p, r.tags.get("dagster/partition", "")) for p in self.partitions)
+                and writes_source(r) and r.status not in waiting
                 and not (r.tags.get("bindery/pid") == pid and r.tags.get("bindery/host") == host)]
 
 
