@@ -51,6 +51,7 @@ from assets.resources import (
     VectorIndexResource,
     runtime,
 )
+from assets.run_overlap import wait_for_earlier_runs
 from assets.runtime import Generation, Runtime, Target
 from connectors.config import BinderyConfig
 from connectors.errors import BinderyError, ConfigError, out_of_space
@@ -136,7 +137,7 @@ def _targets(context: dg.AssetExecutionContext, rt: Runtime) -> list[Generation]
     """The generations this run writes (connectors.lifecycle): the tag `bindery/target` says
     whether it is a sync or a reindex."""
     target: Target = "candidate" if context.run.tags.get(TARGET_TAG) == "candidate" else "sync"
-    check_run(context, rt.cfg)
+    start_source_step(context, rt.cfg)
     _refuse_idle_reindex(context, rt)
     return rt.lifecycle.targets(target)
 
@@ -196,6 +197,14 @@ def check_run(context: dg.AssetExecutionContext | dg.OpExecutionContext, cfg: Bi
         same_configuration(tags, cfg)
 
 
+def start_source_step(context: dg.AssetExecutionContext, cfg: BinderyConfig) -> None:
+    """What a step of a source's stages does first: `check_run`, then wait for the runs of
+    another sharding of the source that started before this one (`run_overlap`)."""
+    check_run(context, cfg)
+    if waited := wait_for_earlier_runs(context, source_partition(context)):
+        context.log.info(f"waited {waited:.0f} s for the runs of another sharding of this source")
+
+
 def same_configuration(tags: Mapping[str, str], cfg: BinderyConfig) -> None:
     """A run `bindery ... --submit` queued executes in the daemon's code location, which reads
     the daemon's `BINDERY_CONFIG`, not the submitting command's `--config`: an audit submitted
@@ -225,7 +234,7 @@ def same_configuration(tags: Mapping[str, str], cfg: BinderyConfig) -> None:
 def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bindery: BinderyConfigResource,
                    store: DocumentStoreResource, vector_index: VectorIndexResource,
                    keyword_index: KeywordIndexResource) -> dg.MaterializeResult[Any]:
-    check_run(context, bindery.config)
+    start_source_step(context, bindery.config)
     key = source_partition(context)
     # the indexes: a listing that narrows access and then stops (a refused delete sweep, an
     # unreadable ACL file) writes the narrowed ACLs into them itself (`listing_access.restrict`)

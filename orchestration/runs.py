@@ -38,6 +38,7 @@ from assets.pipeline import (
     SUBMITTED_DIGEST_TAG,
     config_digest,
 )
+from assets.run_overlap import launched_by, process_alive
 from connectors.config import BinderyConfig
 from connectors.errors import BinderyError, ConfigError
 from connectors.shards import all_partition_keys
@@ -45,7 +46,7 @@ from orchestration.automation import follow_configured_sources
 from orchestration.definitions import build_definitions
 from orchestration.estimate import STARTUP_TAG, process_seconds, remember_throughput
 from orchestration.instance import get_instance
-from orchestration.source_locks import launched_by, source_lock, wait_for_instance_runs
+from orchestration.source_locks import source_lock, wait_for_instance_runs
 from orchestration.terminal_log import terminal_logger
 
 # how long `--wait` waits on runs no daemon has dequeued before it says so and stops waiting
@@ -170,16 +171,6 @@ def outcome_from_events(job: str, partition: str | None, run_id: str, success: b
     if not success:
         out.error = _first_error(events) or "run failed (see the Dagster UI for the run log)"
     return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True
 
 
 _STARTED_RUNS: list[str] = []  # the CLI process's runs: only its first paid for the process's start
@@ -506,7 +497,7 @@ def fail_dead_runs(instance: dg.DagsterInstance) -> None:
         if launched_by(run.tags) != "cli":  # a re-execution from the UI carries its parent's tags
             continue
         pid = int(run.tags.get("bindery/pid", "0") or 0)
-        if pid <= 0 or pid == os.getpid() or _alive(pid):
+        if pid <= 0 or pid == os.getpid() or process_alive(pid):
             continue
         instance.report_run_failed(
             run, message=f"the bindery process (pid {pid} on {host}) that ran this died before it finished; "

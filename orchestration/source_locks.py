@@ -7,7 +7,8 @@ Runs of one source (its partition) never write its stores side by side. Three pa
   a CLI run on another machine.
 - **Runs the daemon starts from its queue** (UI, sensor, schedule, `--submit`) are held back by
   the instance's tag concurrency limit on `dagster/partition` while another run of it is STARTED,
-  CLI runs included (they are recorded in the instance).
+  CLI runs included (they are recorded in the instance); a run of another sharding of the source
+  waits in its first step for the earlier ones (`assets.run_overlap.wait_for_earlier_runs`).
 - **`bindery tune`** reads the sources as a whole for minutes: it holds every partition's lock
   for the whole search (`sources_held`; the lock is re-entrant, so its trial builds take it
   again) and names afterwards any run the daemon started meanwhile (`HeldSources.runs_beside`),
@@ -22,14 +23,14 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import dagster as dg
 
-from assets.pipeline import STAGE_ASSETS
+from assets.run_overlap import ACTIVE, CANCEL_GRACE, launched_by, wait_for_runs, writes_source
 from connectors.config import BinderyConfig
 from connectors.shards import overlapping, parse_key
 from orchestration.instance import get_instance
@@ -44,22 +45,6 @@ __all__ = [
     "wait_for_instance_runs",
     "writes_source",
 ]
-
-# a run in these states is writing (or about to write) its partition's stores; a CANCELING one
-# may still be (an interrupt lands at the next bytecode, a pod has a grace period), but one whose
-# worker is gone stays CANCELING for ever: it is waited for CANCEL_GRACE seconds at most
-ACTIVE = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
-CANCEL_GRACE = 120.0
-_SOURCE_JOBS = ("sync", "reindex")
-# the per-source assets a run may materialise outside those jobs (the UI's "Materialize" of
-# some of them, a backfill): such a run writes the source's stores as a sync does
-_SOURCE_ASSETS = frozenset(key for a in STAGE_ASSETS for key in a.keys)
-
-
-def writes_source(run: dg.DagsterRun) -> bool:
-    """Whether `run` writes the stores of the source its partition names."""
-    return run.job_name in _SOURCE_JOBS or bool(_SOURCE_ASSETS & (run.asset_selection or frozenset()))
-
 
 _HELD = threading.local()  # the lock files this thread holds (`source_lock` is re-entrant)
 
@@ -154,40 +139,11 @@ def wait_for_instance_runs(instance: dg.DagsterInstance, name: str, poll_seconds
     the same partition, or of the same source under another sharding (`shards.overlapping`).
     Not for this machine's CLI runs: the lock is held here, so one still STARTED is dead
     (`fail_dead_runs`). Returns the seconds waited."""
-    started = time.perf_counter()
     host = socket.gethostname()
-    seen: dict[str, float] = {}  # run id -> when this wait first saw it
 
-    def blocks(run: dg.DagsterRun) -> bool:
-        if not writes_source(run):  # a UI "Materialize" of the stages too, not only sync and reindex
-            return False
-        if launched_by(run.tags) == "cli" and run.tags.get("bindery/host") == host:
-            return False
-        waited = time.perf_counter() - seen.get(run.run_id, time.perf_counter())
-        return run.status != dg.DagsterRunStatus.CANCELING or waited <= CANCEL_GRACE
+    def blocks(rec: dg.RunRecord) -> bool:
+        run = rec.dagster_run  # a UI "Materialize" of the stages too, not only sync and reindex
+        return not (launched_by(run.tags) == "cli" and run.tags.get("bindery/host") == host)
 
-    while active := [r for r in instance.get_runs(filters=dg.RunsFilter(statuses=ACTIVE))
-                     if overlapping(name, r.tags.get("dagster/partition", "")) and blocks(r)]:
-        for run in active:
-            if run.run_id not in seen:
-                seen[run.run_id] = time.perf_counter()
-                part = run.tags.get("dagster/partition", name)  # another sharding's, maybe
-                print(f"waiting for run {run.run_id[:8]} ({run.job_name} of source {part!r}, "
-                      f"launched by {launched_by(run.tags)}) to finish (`bindery runs` lists it; Ctrl-C stops "
-                      "waiting)...", file=sys.stderr, flush=True)
-        time.sleep(poll_seconds)
-    return time.perf_counter() - started if seen else 0.0
-
-
-def launched_by(tags: Mapping[str, str]) -> str:
-    """Who started a run: `cli` / `cli-submit` (Bindery's own tag), `sensor` or `schedule` (the
-    tags Dagster puts on what they launch), else `ui` (a launch or backfill by hand, or the
-    re-execution of a CLI run, which inherits the CLI's tag from its parent)."""
-    who = tags.get("bindery/launched-by")
-    if who and "dagster/parent_run_id" not in tags:  # a re-execution inherits its parent's tag
-        return who
-    if "dagster/sensor_name" in tags:
-        return "sensor"
-    if "dagster/schedule_name" in tags:
-        return "schedule"
-    return "ui"
+    return wait_for_runs(instance, name, blocks, lambda line: print(
+        f"{line} (`bindery runs` lists it; Ctrl-C stops waiting)...", file=sys.stderr, flush=True), poll_seconds)

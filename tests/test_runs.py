@@ -398,6 +398,57 @@ def test_after_shards_change_a_cli_sync_waits_for_the_old_shards_runs_and_keeps_
     assert set(runner.instance.get_dynamic_partitions("sources")) == {"docs", "broken"}  # gone once it ended
 
 
+def _started_shard_run(dep: Deployment, partition: str, *, started_at: float) -> str:
+    """A `sync` run of `partition` the UI launched, STARTED (as of `started_at`) by the test."""
+    import dagster as dg
+
+    from orchestration.runs import Runner
+
+    runner = Runner(load_config(dep.config_path))
+    run_id = runner.submit_sources("sync", [partition], tags={"bindery/launched-by": "ui"})[0].run_id
+    runner.instance.handle_new_event(dg.EventLogEntry(  # type: ignore[no-untyped-call]
+        error_info=None, level="DEBUG", user_message="", run_id=run_id, timestamp=started_at,
+        dagster_event=dg.DagsterEvent(dg.DagsterEventType.RUN_START.value, "sync")))
+    return run_id
+
+
+@pytest.mark.parametrize("earlier", [True, False])
+def test_a_run_of_the_new_sharding_waits_for_the_old_shardings_earlier_runs_only(
+        dep: Deployment, earlier: bool) -> None:
+    """A scale-out pass: after `shards: 2` -> `1` with a shard's run STARTED, a `docs` run the
+    sensor, a schedule or the UI started (no CLI wait before it; the queue's limit is per
+    partition) wrote the same documents beside it. Its first step now waits for that run, and
+    says so in the run's log; a run of the old sharding that started after it is not waited for
+    (it waits for this one instead), so two runs never wait for each other."""
+    import threading
+
+    from orchestration.runs import Runner
+
+    dep.config["sources"][0]["shards"] = 2
+    dep.save()
+    old = _started_shard_run(dep, "docs:shard-0-of-2", started_at=time.time() + (0 if earlier else 3600))
+    dep.config["sources"][0]["shards"] = 1
+    dep.save()
+    runner = Runner(load_config(dep.config_path))
+    old_run = runner.instance.get_run_by_id(old)
+    assert old_run is not None
+    finish = threading.Timer(2.0, lambda: runner.instance.report_run_failed(old_run, message="ended by the test"))
+    finish.start()
+    try:
+        # as the daemon executes a run the UI launched: no CLI wait before it
+        outcome = runner.run("sync", partition="docs", tags={"bindery/launched-by": "ui"})
+    finally:
+        finish.join()
+    assert outcome.success
+    said = [e.user_message for e in runner.instance.all_logs(outcome.run_id)
+            if "another sharding of this source" in e.user_message]
+    if earlier:
+        assert any(f"waiting for run {old[:8]} (sync of source 'docs:shard-0-of-2', launched by ui)" in m
+                   for m in said), said
+    else:
+        assert said == []
+
+
 def test_a_dead_cli_runs_started_run_is_failed_but_not_a_ui_re_execution_of_it(dep: Deployment) -> None:
     """A CLI process that died leaves its run STARTED; the next command marks it failed (its pid
     is gone). A re-execution from the UI inherits that run's tags, dead pid included, and must
