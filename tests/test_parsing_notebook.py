@@ -10,7 +10,7 @@ import pytest
 from assets.chunking import chunk_blocks, is_side_text
 from assets.parsing import parse_document
 from connectors.config import ChunkConfig
-from connectors.errors import EmptyDocument
+from connectors.errors import CorruptDocument, EmptyDocument
 
 
 def _nb(cells: list[dict[str, Any]], **meta: Any) -> bytes:
@@ -94,13 +94,22 @@ def test_odd_notebooks_read_or_fail_clearly() -> None:
     no cells was indexed as JSON data."""
     rule = parse_document(_nb([_md("---", "title: Shown", "---", "", "Kept paragraph")]), "r.ipynb")
     assert "title: Shown" in " ".join(b.text for b in rule.blocks)
-    deep = parse_document(b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "deep.ipynb")
-    assert any("not valid JSON" in w for w in deep.warnings)
+    with pytest.raises(CorruptDocument, match="nested too deep|not valid JSON"):
+        parse_document(b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "deep.ipynb")
     odd = parse_document(_nb([{"cell_type": "code", "source": "x = 1", "outputs": 5}]), "odd.ipynb")
     assert [b.text for b in odd.blocks] == ["x = 1"]
     for empty in (_nb([]), json.dumps({"nbformat": 3, "worksheets": []}).encode()):
         with pytest.raises(EmptyDocument):
             parse_document(empty, "empty.ipynb")
+
+
+def test_a_truncated_notebook_is_corrupt_not_its_raw_json_as_text() -> None:
+    """A bad-input pass: a notebook cut short by a copy was read as plain text, so a sync
+    replaced its indexed version with `{ "cells": [ ...` and recorded nothing anyone saw. It
+    is now a corrupt document (a dead letter; the version indexed before stays)."""
+    whole = _nb([_md("# Gannet migration analysis", "", "Flight distances by season.")])
+    with pytest.raises(CorruptDocument, match="not valid JSON"):
+        parse_document(whole[: len(whole) * 85 // 100], "gannet.ipynb")
 
 
 def test_an_integer_too_long_for_python_does_not_fail_the_notebook() -> None:

@@ -15,7 +15,10 @@ each cell becomes what it renders as:
   tracebacks are left out.
 
 The title is the first level-1 heading, else the first heading, else `metadata.title`. JSON that
-is no notebook (no `cells` list) is read as JSON data, with a warning.
+is no notebook (no `cells` list) is read as JSON data, with a warning. A file that is no JSON at
+all (truncated by a copy, nested past the decoder's depth) is corrupt: a notebook is JSON, and
+read as text it had replaced the notebook's indexed version with its raw JSON, quietly (a
+bad-input pass), where a corrupt file keeps the version indexed before and is a dead letter.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from assets.parsing.markdown import parse_markdown
 from assets.parsing.sniff import decode_text
 from assets.parsing.textutil import clean_inline
 from connectors.documents import Block, ParseResult
+from connectors.errors import CorruptDocument
 
 __all__ = ["parse_notebook"]
 
@@ -103,16 +107,17 @@ def _cells(nb: dict[str, Any]) -> list[dict[str, Any]] | None:
 def parse_notebook(data: bytes) -> ParseResult:
     text, encoding = decode_text(data)
     try:
-        nb, is_json = load_json(text), True
-    except (ValueError, RecursionError):  # not JSON, or nested past the decoder's depth
-        nb, is_json = None, False
+        nb = load_json(text)
+    except ValueError as e:
+        raise CorruptDocument(f"notebook is not valid JSON ({e}): truncated or damaged") from None
+    except RecursionError:
+        raise CorruptDocument("notebook JSON is nested too deep to read") from None
     cells = _cells(nb) if isinstance(nb, dict) else None
     if cells is None or not isinstance(nb, dict):
         from assets.parsing.jsondoc import parse_json
 
-        result = parse_json(data)  # which says so itself when the text is no JSON at all
-        if is_json:
-            result.warnings.append("named .ipynb but holds no notebook cells; read as JSON data")
+        result = parse_json(data)
+        result.warnings.append("named .ipynb but holds no notebook cells; read as JSON data")
         return result
     meta: dict[str, Any] = nb["metadata"] if isinstance(nb.get("metadata"), dict) else {}
     language = _language(meta)
