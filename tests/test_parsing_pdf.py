@@ -367,6 +367,27 @@ def test_garbage_pdf_is_corrupt() -> None:
         parse_document(b"%PDF-1.7\n" + bytes(range(256)) * 4, "bad.pdf", CFG)
 
 
+def _zero_page_pdf() -> bytes:
+    """A well-formed PDF (catalog, page tree, exact xref) whose page tree has no pages."""
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for i, o in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + o + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    return bytes(out)
+
+
+def test_a_well_formed_pdf_without_pages_is_empty_not_damaged() -> None:
+    """A bad-input pass: it was `corrupt: PDF is damaged ... (no page tree)`; it has a page
+    tree, an empty one."""
+    with pytest.raises(EmptyDocument, match="no pages"):
+        parse_document(_zero_page_pdf(), "none.pdf", CFG)
+
+
 def test_blank_pdf_is_empty() -> None:
     with pytest.raises(EmptyDocument, match="no extractable text"):
         parse_document(docgen.pdf_blank(), "blank.pdf", CFG)

@@ -148,7 +148,10 @@ def _open(data: bytes, warnings: list[str]) -> pymupdf.Document:
         raise EncryptedDocument("PDF is password-protected: a user password is needed to open it")
     library = pymupdf.TOOLS.mupdf_warnings().replace("\n", "; ")
     if doc.page_count == 0:
+        repaired = doc.is_repaired
         doc.close()
+        if not repaired and not library:  # well formed, with an empty page tree: nothing to read
+            raise EmptyDocument("PDF has no pages (its page tree is empty)")
         if b"%%EOF" not in data[-2048:]:
             raise CorruptDocument(
                 f"PDF is truncated (no %%EOF marker) and no page could be recovered from what "
