@@ -86,6 +86,12 @@ def _human_sync(r: dict[str, Any]) -> str:
                      f"({chunks:,} chunk{'s' if chunks != 1 else ''}), {w.get('deleted', 0):,} removed")
     elif not errors:
         lines.append(_nothing_written(r.get("sources", {})))
+    listed_gone = sum(c.get("deleted", 0) for name, c in r.get("sources", {}).items() if name in errors)
+    if listed_gone > w.get("deleted", 0):  # a failed run's listing swept them; its index step may not have run
+        many = listed_gone != 1
+        lines.append(f"{listed_gone:,} deleted document{'s are' if many else ' is'} already out of search (the "
+                     f"listing swept the store); the indexes drop {'them' if many else 'it'} by the next sync that "
+                     "completes")
     lines += [f"source {name!r} is no longer configured: its {n:,} "
               f"{'documents are' if n != 1 else 'document is'} withheld from search and out of every generation's "
               "indexes (configured again, the next sync restores them; `bindery gc` deletes them for good)"

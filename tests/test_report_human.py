@@ -66,6 +66,19 @@ def test_a_failed_source_is_flagged_not_reported_as_empty() -> None:
     assert human("sync", r).splitlines()[0] == "source docs: FAILED (see below)"
 
 
+def test_a_failed_run_says_the_documents_its_listing_deleted_are_out_of_search() -> None:
+    """A bad-input pass: a sync the parse-quality check stopped read `indexes: 0 documents
+    written (0 chunks), 0 removed` although the listing had swept a deleted file out of the
+    store (and search); the summary now says where they are."""
+    r = _sync(sources={"docs": {"new": 1, "unchanged": 49, "deleted": 1}}, errors={"docs": "parse_quality: 40 %"},
+              recomputed={"parse": 1}, written={"documents": 0, "chunks": 0, "deleted": 0})
+    out = human("sync", r)
+    assert "indexes: 0 documents written (0 chunks), 0 removed" in out
+    assert "1 deleted document is already out of search (the listing swept the store); the indexes drop it by" in out
+    ok = _sync(sources={"docs": {"unchanged": 49, "deleted": 1}}, written={"documents": 0, "chunks": 0, "deleted": 1})
+    assert "already out of search" not in human("sync", ok)
+
+
 def test_a_reindex_that_failed_does_not_send_the_operator_to_promote() -> None:
     """An operator pass: a reindex whose source was down said "run `bindery promote` to judge
     and flip" for a candidate with no documents, which promote then refused."""
