@@ -47,10 +47,15 @@ class ParseStats:
     reasons: dict[str, int] = field(default_factory=dict)
     metrics_rows: list[dict[str, Any]] = field(default_factory=list)  # per parsed doc, for the gate
     worst: list[dict[str, Any]] = field(default_factory=list)
+    warned: int = 0  # documents parsed with a warning (read, but not quite as named: a .gz stored plain)
+    warnings: list[str] = field(default_factory=list)  # the first WARNINGS_SHOWN, "path: warning"
 
     @property
     def failure_share(self) -> float:
         return (self.failed + self.rejected) / self.attempted if self.attempted else 0.0
+
+
+WARNINGS_SHOWN = 5  # per run and source: the sync's summary names these; every parse keeps its own
 
 
 @functools.lru_cache(maxsize=1 << 16)  # a pure function of the path, asked ~9 times per document per run
@@ -307,6 +312,10 @@ class _ParseRun:
         else:
             row.update(status="ok")
             self.stats.ok += 1
+            if result.warnings:
+                self.stats.warned += 1
+                if len(self.stats.warnings) < WARNINGS_SHOWN:
+                    self.stats.warnings.append(f"{d.external_id}: {'; '.join(result.warnings)}"[:300])
             self.stats.redirects += is_redirect(result)
             self.stats.index_pages += bool(result.metadata.get("index_page"))
             self.stats.site_files += bool(result.metadata.get("site_file"))

@@ -327,6 +327,8 @@ def parsed_documents(context: dg.AssetExecutionContext, bindery: BinderyConfigRe
         stats = run_parse(rt, src, gens, progress=progress)
     meta = _meta(stats, gens, "parse")
     meta["reasons"] = dg.MetadataValue.json(stats.reasons)
+    if stats.warnings:
+        meta["warnings"] = dg.MetadataValue.json(stats.warnings)
     if stats.metrics_rows:
         for key in ("alnum_share", "word_share", "empty_page_share", "chars_per_page"):
             vals = [r[key] for r in stats.metrics_rows if key in r]

@@ -100,6 +100,10 @@ def _human_sync(r: dict[str, Any]) -> str:
         for name, c in checks.items():
             if not c["passed"]:
                 lines.append(f"check {name} [{src}]: {c['severity']}: {c['description']}")
+    if warned := (r.get("parse_warnings") or {}).get("documents"):
+        lines.append(f"parse warnings: {warned:,} document{'s' if warned != 1 else ''} read with a warning, and "
+                     "indexed" + (" (the first five):" if warned > 5 else ":"))
+        lines += [f"  {shown(x)}" for x in r["parse_warnings"].get("examples") or []]
     if r.get("dead_letters"):
         kept = r.get("kept_versions") or 0
         lines.append(f"dead letters: {r['dead_letters']} (see `bindery dlq`)" + (

@@ -48,6 +48,7 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
     # pages parsed this run that are kept out of the indexes: redirects, generated indexes and a
     # documentation build's own files (the parse stage's counts of each)
     kept_out = dict.fromkeys(("redirects", "index_pages", "site_files"), 0)
+    parse_warnings: dict[str, Any] = {"documents": 0, "examples": []}  # read with a warning
     timings: dict[str, float] = {}
     errors: dict[str, str] = {}
     warnings: list[str] = []
@@ -70,6 +71,8 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
         truncated += int(m.get("embeddings", {}).get("truncated", 0))
         for kind in kept_out:
             kept_out[kind] += int(m.get("parsed_documents", {}).get(kind, 0))
+        parse_warnings["documents"] += int(m.get("parsed_documents", {}).get("warned", 0))
+        parse_warnings["examples"] += list(m.get("parsed_documents", {}).get("warnings") or [])[:5]
         gens = list(o.generations.values())  # every generation the run wrote or changed, live or not
         # documents, not document x generation: a document removed from the live and from the
         # previous generation (kept for a rollback) is one removal, as `bindery plan` counts it
@@ -105,6 +108,7 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
     return {"generation": b.generation_id if b else None, "sources": sources, "recomputed": recomputed,
             "written": written, "truncated": truncated, "redirect_pages": kept_out["redirects"],
             "index_pages": kept_out["index_pages"], "site_files": kept_out["site_files"],
+            "parse_warnings": {**parse_warnings, "examples": parse_warnings["examples"][:5]},
             "seconds": round(seconds, 3), "timings": timings, "errors": errors, "warnings": warnings,
             "dead_letters": dead, "kept_versions": kept_versions(store, b) if dead else 0,
             "runs": {o.partition: o.run_id for o in outcomes}, "_checks": checks,
