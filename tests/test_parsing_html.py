@@ -104,6 +104,22 @@ def test_sphinx_nested_signatures_and_admonitions() -> None:
     ]
 
 
+def test_a_docbook_admonitions_title_labels_its_paragraph_and_opens_no_section() -> None:
+    """An unseen-corpus pass (PostgreSQL's SQL command pages): DocBook XSL renders a tip as
+    `<div class="tip"><h3 class="title">Tip</h3>`; read as a heading, the parameters after
+    it sat in a section "Parameters > Tip"."""
+    html = (
+        b'<html><body><div class="refsect1"><h2>Parameters</h2><dl><dt>LC_CTYPE</dt>'
+        b'<dd><p>Character classification.</p><div class="tip"><h3 class="title">Tip</h3>'
+        b"<p>The other locale settings can be set per session.</p></div></dd>"
+        b"<dt>CONNECTION LIMIT</dt><dd><p>How many concurrent connections.</p></dd></dl></div></body></html>"
+    )
+    r = parse_document(html, "sql-createdatabase.html", CFG)
+    assert [(b.kind, b.text) for b in r.blocks if b.kind == "heading"] == [("heading", "Parameters")]
+    assert "Tip: The other locale settings can be set per session." in [b.text for b in r.blocks]
+    assert r.blocks[-1].text == "How many concurrent connections."
+
+
 def test_page_without_main_uses_body_minus_chrome() -> None:
     html = (
         b"<html><body><header><h1>Site</h1></header><nav>NAVTEXT</nav>"
