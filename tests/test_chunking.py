@@ -746,3 +746,21 @@ def test_a_heading_thousands_of_characters_long_is_cut_in_the_heading_path(tok: 
     drafts = chunk_blocks(blocks, ChunkConfig(max_tokens=40, overlap_tokens=0), title="Notes", counter=tok)
     assert all(len(h) <= 1000 for d in drafts for h in d.heading_path)
     assert drafts[0].heading_path[-1].startswith("word0 word1") and drafts[0].heading_path[-1].endswith("…")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_term_is_never_the_last_words_of_a_chunk(tok: TokenCounter, seed: int) -> None:
+    """An unseen-corpus pass: "IF NOT EXISTS" closed one chunk of PostgreSQL's CREATE TABLE
+    page and its description opened the next, so neither chunk said what the option does. A
+    chunk that would end on a term now leaves it to the next chunk, beside its definition."""
+    rng = random.Random(seed)
+    blocks = [H("Parameters", 2)]
+    for i in range(14):
+        blocks += [Block("paragraph", f"OPTION_{i}", meta={"term": True}),
+                   P(f"Option {i} {sentence(rng, rng.randint(6, 40))}")]
+    cfg = ChunkConfig(max_tokens=120, overlap_tokens=0, parent_max_tokens=0)
+    drafts = chunk_blocks(blocks, cfg, counter=tok)
+    check_invariants(blocks, drafts, cfg, tok)
+    assert len(drafts) > 3
+    for d in drafts:
+        assert not d.display_text.rstrip().splitlines()[-1].startswith("OPTION_"), d.display_text
