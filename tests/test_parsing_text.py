@@ -462,3 +462,15 @@ def test_a_byline_is_no_title() -> None:
             "Using a comms program to initialize the modem\n"
             "=============================================\n\nRun the program first.\n")
     assert parse_document(text.encode(), "modems.txt", CFG).title == "Using a comms program to initialize the modem"
+
+
+def test_lines_of_code_or_of_a_drawn_table_are_no_headings() -> None:
+    """An unseen-corpus pass (Perl's FAQ read as plain text): "BEGIN {" and "END {" were
+    ALL-CAPS headings, and 15 chunks of unrelated questions sat under "BEGIN {"; a table row
+    "| z/OS | OS/400 |" was a heading too. A real ALL-CAPS title still is one."""
+    text = ("INSTALLATION\n\nRun the installer once per machine and answer its questions.\n\n"
+            "    BEGIN {\n        unshift @INC, '/opt/lib';\n    }\n\n"
+            "The block above runs before the rest of the program is compiled, so the path is in place.\n\n"
+            "END {\n\nclose STDOUT or die;\n\n| z/OS | OS/400 |\n\nBoth systems are EBCDIC platforms.\n")
+    heads = [b.text for b in text_blocks(text) if b.kind == "heading"]
+    assert heads == ["INSTALLATION"]

@@ -27,6 +27,10 @@ __all__ = ["ITEM", "all_caps", "body_blocks", "para_blocks", "paragraphs", "pars
 MAX_HEADING_WORDS = 8
 MAX_WEAK_HEADING_WORDS = 6
 _TERMINAL = (".", ",", ";", ":", "!", "?")
+# a line of code or of a drawn table, never a title: braces ("BEGIN {", "}"), a table row's
+# pipes ("| z/OS | OS/400 |"), an opening bracket, `=` or `\` at its end (an unseen-corpus pass:
+# in Perl's FAQ read as text, "BEGIN {" headed 15 chunks of unrelated questions)
+_CODE_LIKE = re.compile(r"[{}]|^\s*\||\|\s*$|[=\\(\[]\s*$")
 _UNDERLINE = re.compile(r"^(=+|-+|~+|\*+|(?:=-)+=?|(?:-=)+-?)$")
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+\S")
 ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+")
@@ -41,7 +45,7 @@ def _is_underline(line: str) -> bool:
 
 def _short_title(line: str, max_words: int = MAX_HEADING_WORDS) -> bool:
     words = line.split()
-    return 0 < len(words) <= max_words and not line.rstrip().endswith(_TERMINAL)
+    return 0 < len(words) <= max_words and not line.rstrip().endswith(_TERMINAL) and not _CODE_LIKE.search(line)
 
 
 def _underlined_title(line: str, underline: str) -> bool:
