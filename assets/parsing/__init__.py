@@ -12,7 +12,8 @@ large). Pure: no I/O, no global state beyond lazily initialised libraries.
 
 Formats: PDF (text, layout, OCR routes), HTML, Markdown, plain text, email/mbox, docx, and
 (parsers added after the first real-corpus run) CSV/TSV, JSON/JSONL, Jupyter notebooks, XML, reStructuredText,
-pptx, xlsx, OpenDocument (odt/ods/odp), EPUB, RTF and manual pages (roff: man and mdoc). A
+pptx, xlsx, OpenDocument (odt/ods/odp), EPUB, RTF, manual pages (roff: man and mdoc) and Perl's
+POD. A
 single gzip/bzip2/xz-compressed file is parsed as the document inside it (`compressed.py`).
 Legacy binary Office files with no native parser (.msg, .doc, .xls, .ppt) go to
 unstructured's `partition` as a last resort (`fallback.py`); an unexpected exception inside
@@ -136,6 +137,12 @@ def _man(data: bytes, config: ParseConfig, name: str) -> ParseResult:
     return parse_man(data)
 
 
+def _pod(data: bytes, config: ParseConfig, name: str) -> ParseResult:
+    from assets.parsing.pod import parse_pod
+
+    return parse_pod(data)
+
+
 def _info(data: bytes, config: ParseConfig, name: str) -> ParseResult:
     from assets.parsing.info import parse_info
 
@@ -215,6 +222,7 @@ _PARSERS: dict[str, _Parser] = {
     "rst": _rst,
     "asciidoc": _asciidoc,
     "man": _man,
+    "pod": _pod,
     "info": _info,
     "pptx": _pptx,
     "xlsx": _xlsx,

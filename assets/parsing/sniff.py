@@ -39,7 +39,7 @@ from connectors.errors import (
 __all__ = ["DEBIAN_CHANGELOG", "Detected", "Sniffed", "as_utf8", "decode_text", "detect_format",
            "html_declared_charset",
            "looks_like_asciidoc", "looks_like_info", "looks_like_markdown",
-           "looks_like_roff", "looks_like_rst",
+           "looks_like_pod", "looks_like_roff", "looks_like_rst",
            "sniff"]
 
 EXTENSIONS: dict[str, str] = {
@@ -93,10 +93,11 @@ EXTENSIONS: dict[str, str] = {
     "man": "man",
     "mdoc": "man",
     "roff": "man",
+    "pod": "pod",
     "info": "info",
 }
 TEXT_FORMATS = {"html", "markdown", "email", "mbox", "text", "csv", "json", "jsonl", "xml", "rst", "asciidoc",
-                "man", "info", "notebook"}
+                "man", "pod", "info", "notebook"}
 # Formats the bytes prove on their own (magic numbers, zip members): they win over the name.
 BINARY_FORMATS = {"pdf", "docx", "pptx", "xlsx", "odt", "ods", "odp", "epub", "rtf"}
 # Legacy and other formats no native parser reads; unstructured's partition is tried for them.
@@ -480,6 +481,19 @@ def looks_like_roff(text: str) -> bool:
     return _TITLE_MACRO.search(head[:65536]) is not None
 
 
+_POD_OPENING = re.compile(r"\A=(?:pod|head[1-6]|encoding)(?:[ \t][^\n]*)?$", re.M)
+_POD_WEAK_OPENING = re.compile(r"\A=(?:begin|for|over)(?:[ \t][^\n]*)?$", re.M)
+_POD_COMMAND = re.compile(r"^=(?:head[1-6]|item|back|cut|end)\b", re.M)
+
+
+def looks_like_pod(text: str) -> bool:
+    """Whether text (leading blanks removed) is Perl's POD: its first line is a `=pod`, `=headN`
+    or `=encoding` command, or a `=begin`/`=for`/`=over` one with another command line after."""
+    if _POD_OPENING.match(text):
+        return True
+    return bool(_POD_WEAK_OPENING.match(text)) and _POD_COMMAND.search(text, 1) is not None
+
+
 def sniff(data: bytes) -> Sniffed:
     """Classify bytes as pdf, docx, html, email, mbox, text, or a labelled binary."""
     head = data[:1024]
@@ -529,6 +543,8 @@ def _text_kind(stripped: str) -> Sniffed:
         return Sniffed("man", "manual page (roff)")
     if looks_like_info(stripped):
         return Sniffed("info", "GNU info manual")
+    if stripped[:1] == "=" and looks_like_pod(stripped):
+        return Sniffed("pod", "POD document")
     if (_XML_DECL.match(stripped) or _SVG_ROOT.match(stripped)) and not _xhtml_root(stripped):
         return Sniffed("xml", "XML document")
     if _HTML_MARK.search(stripped[:2048]):
@@ -660,6 +676,8 @@ def _detect(data: bytes, name: str, ext: str) -> Detected:  # noqa: C901  # leng
         return Detected("asciidoc")  # AsciiDoc that writes `<head>` in its text is no HTML page
     if by_ext == "text" and s.kind in ("html", "email", "mbox", "man", "info"):
         return Detected(s.kind, [f"{name} is named {shown} but is an {s.label}; parsed as such"])
+    if by_ext == "text" and s.kind == "pod":  # a perlfaq or README saved as .txt
+        return Detected("pod", [f"{name} is named {shown} but is {_a(s.label)}; parsed as such"])
     if by_ext == "markdown":
         if s.kind == "html" and re.match(r"\s*<(!doctype|html)", _ascii_view(data[:4096]), re.I):
             return Detected("html", [f"{name} is named {shown} but is an HTML document"])
