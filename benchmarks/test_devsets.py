@@ -29,7 +29,7 @@ def test_every_set_is_present() -> None:
     assert {"python_faq", "redis_commands", "debian_faq", "flex_manual", "git_commands", "git_asciidoc",
             "pdf_docs", "mail_ham", "man_pages", "docbook_faq", "info_manuals", "glib_api", "sphinx_rst",
             "mkdocs_md", "mail_lkml", "mail_lkml_pasted", "mail_lkml_quoted", "text_docs", "pdf_tables",
-            "notebooks"} <= names
+            "notebooks", "perl_pod", "pg_sql"} <= names
 
 
 @pytest.mark.parametrize("path", SETS, ids=lambda p: p.stem)

@@ -19,7 +19,7 @@ set -euo pipefail
 dest=${1:-$HOME/.cache/bench-corpora}
 shift || true
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md mail_lkml text_docs pdf_scanned pdf_tables python_faq_site notebooks)
+[ ${#sets[@]} -gt 0 ] || sets=(python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md mail_lkml text_docs pdf_scanned pdf_tables python_faq_site notebooks perl_pod pg_sql)
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -n "${PYTHON:-}" ]; then :
 elif [ -x "$here/../../.venv/bin/python" ]; then PYTHON=$here/../../.venv/bin/python
@@ -278,6 +278,27 @@ EOF
              textprop tips undo usr_08 usr_10 usr_22 usr_27 visual; do
       cp "$x/usr/share/vim/vim90/doc/$f.txt" "$dest/$set/vimhelp/"
     done ;;
+  perl_pod)  # Perl 5.36's documentation as POD sources (pod/*.pod as perl-doc installs them, read
+    # as-is): 58 pages of the user-level manual (perl.pod's overview, tutorials, reference, FAQ
+    # and Unicode sections, picked by hand: no perl5*delta, platform, internals or API pages,
+    # none of the generated lists such as perltoc, perldiag or perluniprops)
+    x=$(fetch perl-doc 5.36.0-7+deb12u4)/usr/share/perl/5.36.0/pod; fresh $set
+    for p in perlcheat perldata perldebtut perldebug perldsc perlfaq perlfaq1 perlfaq2 perlfaq3 perlfaq4 \
+             perlfaq5 perlfaq6 perlfaq7 perlfaq8 perlfaq9 perlfork perlform perlfunc perlglossary perlintro \
+             perlipc perllocale perllol perlmod perlmodinstall perlmodlib perlnewmod perlnumber perlobj \
+             perlootut perlop perlopentut perlpacktut perlperf perlpod perlport perlre perlrebackslash \
+             perlrecharclass perlref perlreftut perlrequick perlreref perlretut perlrun perlsec perlstyle \
+             perlsub perlsyn perlthrtut perltie perltrap perlunicode perlunicook perlunifaq perluniintro \
+             perlunitut perlvar; do
+      cp "$x/$p.pod" "$dest/$set/"
+    done ;;
+  pg_sql)  # PostgreSQL 15's SQL command reference, DocBook XSL HTML, one page per command
+    # (sql-*.html, 140 pages): the DROP pages, the command list (sql-commands.html, every
+    # command's one-line summary, which the queries rewrite) and the syntax chapters left out
+    x=$(fetch postgresql-doc-15 15.20-0+deb12u1)/usr/share/doc/postgresql-doc-15/html; fresh $set
+    find "$x" -maxdepth 1 -type f -name 'sql-*.html' ! -name 'sql-drop*' ! -name 'sql-commands.html' \
+      ! -name 'sql-syntax*' ! -name 'sql-expressions.html' ! -name 'sql-keywords-appendix.html' \
+      -exec cp {} "$dest/$set/" \; ;;
   *) echo "unknown set: $set" >&2; exit 2 ;;
   esac
   echo "$set: $(find "$dest/$set" -type f | wc -l) files -> $dest/$set"
