@@ -242,7 +242,7 @@ __all__ = ["STAGE_CODE_VERSIONS", "chunk_id", "content_hash", "doc_id", "point_i
 # the body line under it is that paragraph's first line. 33 of 810 TeX Live template and guide
 # PDFs (first three pages) and 4 of the 20 dev PDFs change; no real heading lost. Not where prose
 # stands between the title and the abstract (a memo's sections, its summary last).
-STAGE_CODE_VERSIONS = {"parse": "50", "chunk": "8", "context": "2", "embed": "1"}
+STAGE_CODE_VERSIONS = {"parse": "51", "chunk": "8", "context": "2", "embed": "1"}
 
 
 def short_hash(obj: Any, n: int = 10) -> str:

@@ -14,14 +14,15 @@ derived mechanically (first made outside the repository, for a pass on unseen co
   "A vs B"; "Why X" "X - why?"; "Is there a X" "looking for X"; "Can I X" "is it possible to
   X"; then one word swapped for a synonym). Gold = the perlfaq file + the first
   `SNIPPET_WORDS` normalised words of the answer's first prose paragraph (not a verbatim code
-  block, not a command line; ``X<>`` index codes removed, other codes kept as the file has them).
+  block, not a command line; ``X<>`` index codes removed), and only where those words read the
+  same with the formatting codes resolved (`rendered`).
   Entries whose snippet has fewer words, or occurs twice in the file, are left out; 100 of the
   rest are drawn by the SHA-1 of the question (the lowest hashes), listed in id order.
 - ``variable`` (40): the entries of ``perlvar.pod`` (``=item $NAME`` groups, ``=item`` lines that
   share one description taken as one entry), in file order: query = "which perl variable" + the
   first `VARIABLE_WORDS` content words of the description's first sentence (at least three);
   gold = ``perlvar.pod`` + the description's first `SNIPPET_WORDS` normalised words, when they
-  occur once in the file. Names starting with ``*`` (filehandle globs) are left out.
+  occur once in the file and read the same rendered. Names starting with ``*`` (filehandle globs) are left out.
 
 Nothing is excluded: the questions are not in the corpus verbatim (perlfaq.pod, the FAQ's
 table of contents, holds the original headings, as a site's index page does). A question asked
@@ -38,6 +39,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from assets.parsing.pod import pod_inline
 from benchmarks.corpora.evalset_tools import Case, generate
 from evals.evalset import normalise
 
@@ -91,6 +93,15 @@ def first_prose(lines: list[str]) -> str | None:
             continue
         return " ".join(INDEX_CODE.sub("", line) for line in para)
     return None
+
+
+def rendered(prose: str) -> str:
+    """The first `SNIPPET_WORDS` normalised words of `prose` as a reader sees it (formatting
+    codes resolved by Bindery's POD reader: `C<reverse>` reads "reverse"). An entry is drawn
+    only where they equal the source's words: a snippet with the codes' letters in it ("use c
+    reverse") is in no rendering of the page, and one rendered is not in the naive baseline's
+    raw text, so either side would miss it for the wrong reason."""
+    return " ".join(normalise(pod_inline(prose)).split()[:SNIPPET_WORDS])
 
 
 def _hash(text: str) -> int:
@@ -154,7 +165,7 @@ def faq_cases(root: Path) -> list[Case]:
             prose = first_prose(lines[i + 1 : end])
             words = normalise(prose).split() if prose else []
             snippet = " ".join(words[:SNIPPET_WORDS])
-            if len(words) < SNIPPET_WORDS or whole.count(snippet) != 1:
+            if not prose or len(words) < SNIPPET_WORDS or whole.count(snippet) != 1 or rendered(prose) != snippet:
                 continue
             h = _hash(heading)
             drawn.append((h, {"id": f"perlfaq{n}-{k}", "query": paraphrase(heading, h),
@@ -191,7 +202,7 @@ def variable_cases(root: Path) -> list[Case]:
         content = content[:VARIABLE_WORDS]
         words = normalise(prose).split()
         snippet = " ".join(words[:SNIPPET_WORDS])
-        if len(words) < SNIPPET_WORDS or len(content) < 3 or whole.count(snippet) != 1:
+        if len(words) < SNIPPET_WORDS or len(content) < 3 or whole.count(snippet) != 1 or rendered(prose) != snippet:
             continue
         out.append({"id": f"perlvar-{len(out)}", "query": "which perl variable " + " ".join(content).lower(),
                     "category": "variable", "gold": [{"doc": "perlvar.pod", "text": snippet}],
