@@ -121,7 +121,7 @@ bench-scale: setup
 
 # Real dev corpora for benchmarks/evalsets (Debian packages; see benchmarks/evalsets/README.md).
 CORPORA ?= $(HOME)/.cache/bench-corpora
-SETS ?= python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md mail_lkml text_docs
+SETS ?= python_faq redis_commands debian_faq flex_manual git_commands git_asciidoc pdf_docs mail_ham man_pages docbook_faq info_manuals glib_api sphinx_rst mkdocs_md mail_lkml text_docs perl_pod pg_sql
 devsets:
 	benchmarks/corpora/fetch.sh $(CORPORA) $(SETS)
 

@@ -27,14 +27,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import yaml
 
+from benchmarks.corpora.evalset_tools import CORPUS_OF
 from orchestration.cli import main as cli
 
 _OWN_DAGSTER_HOME = os.environ.get("DAGSTER_HOME")  # set by the caller: then every set shares it
 EVALSETS = Path(__file__).resolve().parent / "evalsets"
 DEFAULT_CORPORA = Path.home() / ".cache" / "bench-corpora"
-# sets that ask other questions of another set's corpus
-CORPUS_OF = {"mail_ham_pasted": "mail_ham", "mail_ham_quoted": "mail_ham",
-             "mail_lkml_pasted": "mail_lkml", "mail_lkml_quoted": "mail_lkml"}
 # sets that ask another set's questions of their own corpus (the same documents, scanned)
 QUERIES_OF = {"pdf_scanned": "pdf_docs", "python_faq_site": "python_faq"}
 
