@@ -120,6 +120,21 @@ def test_a_docbook_admonitions_title_labels_its_paragraph_and_opens_no_section()
     assert r.blocks[-1].text == "How many concurrent connections."
 
 
+def test_a_page_without_h1_is_titled_by_its_heading_not_the_sites_name() -> None:
+    """An unseen-corpus pass (mdBook's Rust book): a section page opens with an <h2>, so its
+    title was the <title>, "How to Write Tests - The Rust Programming Language", and the
+    site's name led every chunk's heading path on 80 of 102 pages. The side of the <title>
+    its first heading names is the title; a <title> no heading names stays whole."""
+    def page(title: str, heading: str) -> bytes:
+        return (f"<html><head><title>{title}</title></head><body><main><h2>{heading}</h2>"
+                "<p>Tests are functions that verify the code works.</p></main></body></html>").encode()
+
+    assert parse_document(page("How to Write Tests - The Rust Programming Language", "How to Write Tests"),
+                          "ch11-01.html", CFG).title == "How to Write Tests"
+    assert parse_document(page("Acme | Pricing", "Pricing"), "p.html", CFG).title == "Pricing"
+    assert parse_document(page("Acme - Home", "Welcome"), "i.html", CFG).title == "Acme - Home"
+
+
 def test_page_without_main_uses_body_minus_chrome() -> None:
     html = (
         b"<html><body><header><h1>Site</h1></header><nav>NAVTEXT</nav>"
