@@ -8,8 +8,9 @@ for whom (`orchestration.source_locks` for the CLI; `wait_for_earlier_runs` insi
 - the **daemon's queue** holds a run back while another run of its *partition* is STARTED (a tag
   concurrency limit on `dagster/partition`); it cannot see another sharding's runs;
 - a **CLI run** waits, before it starts, for every active run that overlaps it;
-- **every run**, in its first step of a source's stages, waits for the active runs of *another
-  sharding* of its source that started before it (a scale-out pass: after `shards: 2` -> `1`,
+- **every run**, before the work of each step of a source's stages, waits for the active runs of
+  *another sharding* of its source that started before it (a run still STARTING counts from its
+  creation) (a scale-out pass: after `shards: 2` -> `1`,
   the sensor started a `docs` run beside the `docs:shard-k-of-2` runs still going, and both
   wrote the same documents). Only runs that started earlier are waited for, so two runs never
   wait for each other, and one that started later waits for this one in its own first step.
@@ -134,7 +135,8 @@ def wait_for_earlier_runs(context: dg.AssetExecutionContext | dg.OpExecutionCont
         if began is not None and (_began(rec), run.run_id) >= (began, context.run_id):
             return False  # a later run waits for this one, never the other way round
         if launched_by(run.tags) == "cli" and run.tags.get("bindery/host") == host:
-            return process_alive(int(run.tags.get("bindery/pid", "0") or 0))
+            pid = int(run.tags.get("bindery/pid", "0") or 0)  # this process's own earlier run is over
+            return pid != os.getpid() and process_alive(pid)
         return True
 
     return wait_for_runs(instance, name, blocks, lambda line: context.log.info(line + " (another sharding of "

@@ -87,11 +87,11 @@ def _human_sync(r: dict[str, Any]) -> str:
     elif not errors:
         lines.append(_nothing_written(r.get("sources", {})))
     listed_gone = sum(c.get("deleted", 0) for name, c in r.get("sources", {}).items() if name in errors)
-    if listed_gone > w.get("deleted", 0):  # a failed run's listing swept them; its index step may not have run
+    if listed_gone:  # a failed source's listing swept them; its index step may not have run
         many = listed_gone != 1
-        lines.append(f"{listed_gone:,} deleted document{'s are' if many else ' is'} already out of search (the "
-                     f"listing swept the store); the indexes drop {'them' if many else 'it'} by the next sync that "
-                     "completes")
+        lines.append(f"{listed_gone:,} document{'s' if many else ''} deleted from failed sources "
+                     f"{'are' if many else 'is'} already out of search (the listing swept the store); any the "
+                     "indexes still hold leave them by the next sync that completes")
     lines += [f"source {name!r} is no longer configured: its {n:,} "
               f"{'documents are' if n != 1 else 'document is'} withheld from search and out of every generation's "
               "indexes (configured again, the next sync restores them; `bindery gc` deletes them for good)"
@@ -101,8 +101,8 @@ def _human_sync(r: dict[str, Any]) -> str:
             if not c["passed"]:
                 lines.append(f"check {name} [{src}]: {c['severity']}: {c['description']}")
     if warned := (r.get("parse_warnings") or {}).get("documents"):
-        lines.append(f"parse warnings: {warned:,} document{'s' if warned != 1 else ''} read with a warning, and "
-                     "indexed" + (" (the first five):" if warned > 5 else ":"))
+        lines.append(f"parse warnings: {warned:,} document{'s' if warned != 1 else ''} read with a warning"
+                     + (" (the first five):" if warned > 5 else ":"))
         lines += [f"  {shown(x)}" for x in r["parse_warnings"].get("examples") or []]
     if r.get("dead_letters"):
         kept = r.get("kept_versions") or 0

@@ -283,3 +283,13 @@ def test_pod_named_txt_is_read_as_pod_with_a_warning() -> None:
 def test_binary_named_pod_is_a_mismatch() -> None:
     with pytest.raises(FormatMismatch):
         parse_document(b"\x89PNG\r\n\x1a\n" + bytes(100), "perlfunc.pod")
+
+
+def test_a_bare_for_and_nested_links_read_without_failing() -> None:
+    """A review: `=for` with no format name failed the whole page (ValueError), and each
+    nested L<x|y> resolved its text twice, doubling the work per level (111 bytes took 16 s;
+    at the 32-level cap, hours)."""
+    r = parse_document(b"=head1 NAME\n\nx - y\n\n=for\n\nKept paragraph.\n", "a.pod")
+    assert "Kept paragraph." in [b.text for b in r.blocks]
+    deep = "L<" * 32 + "x" + "|y>" * 32
+    assert pod_inline(deep) == "x"

@@ -474,3 +474,6 @@ def test_lines_of_code_or_of_a_drawn_table_are_no_headings() -> None:
             "END {\n\nclose STDOUT or die;\n\n| z/OS | OS/400 |\n\nBoth systems are EBCDIC platforms.\n")
     heads = [b.text for b in text_blocks(text) if b.kind == "heading"]
     assert heads == ["INSTALLATION"]
+    # an underlined title is a heading whatever its characters (a review of the rule)
+    marked = text_blocks("Template {placeholders}\n=======================\n\nEach one is filled in at run time.\n")
+    assert (marked[0].kind, marked[0].text) == ("heading", "Template {placeholders}")

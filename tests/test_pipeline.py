@@ -420,6 +420,6 @@ def test_a_document_read_with_a_warning_is_named_in_the_sync_summary(dep: Deploy
     capsys.readouterr()
     assert main(["--config", str(dep.config_path), "sync"]) == 0
     human = capsys.readouterr().out
-    assert "parse warnings: 1 document read with a warning" in human
+    assert "parse warnings: 1 document read with a warning:" in human
     assert "  notes/plain2.txt.gz: plain2.txt.gz is named .gz but is not compressed" in human
     assert dep.cli("sync")["parse_warnings"] == {"documents": 0, "examples": []}  # this run's parses only

@@ -74,7 +74,7 @@ def test_a_failed_run_says_the_documents_its_listing_deleted_are_out_of_search()
               recomputed={"parse": 1}, written={"documents": 0, "chunks": 0, "deleted": 0})
     out = human("sync", r)
     assert "indexes: 0 documents written (0 chunks), 0 removed" in out
-    assert "1 deleted document is already out of search (the listing swept the store); the indexes drop it by" in out
+    assert "1 document deleted from failed sources is already out of search (the listing swept the store)" in out
     ok = _sync(sources={"docs": {"unchanged": 49, "deleted": 1}}, written={"documents": 0, "chunks": 0, "deleted": 1})
     assert "already out of search" not in human("sync", ok)
 

@@ -476,6 +476,7 @@ class _Walker:
             # command pages: an unseen-corpus pass)
             self.label = clean_inline(el.text_content())
             return
+        self.label = ""  # a label whose admonition held no paragraph labels nothing past it
         self.level = _HEADINGS[el.tag]
         self.emit("heading", _TRAILING_ANCHOR.sub("", el.text_content()), level=self.level)
 

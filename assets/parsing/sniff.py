@@ -481,8 +481,8 @@ def looks_like_roff(text: str) -> bool:
     return _TITLE_MACRO.search(head[:65536]) is not None
 
 
-_POD_OPENING = re.compile(r"\A=(?:pod|head[1-6]|encoding)(?:[ \t][^\n]*)?$", re.M)
-_POD_WEAK_OPENING = re.compile(r"\A=(?:begin|for|over)(?:[ \t][^\n]*)?$", re.M)
+_POD_OPENING = re.compile(r"\A=(?:pod|head[1-6]|encoding)(?:[ \t][^\n]*)?\r?$", re.M)
+_POD_WEAK_OPENING = re.compile(r"\A=(?:begin|for|over)(?:[ \t][^\n]*)?\r?$", re.M)
 _POD_COMMAND = re.compile(r"^=(?:head[1-6]|item|back|cut|end)\b", re.M)
 
 

@@ -43,9 +43,12 @@ def _is_underline(line: str) -> bool:
     return len(stripped) >= 3 and bool(_UNDERLINE.match(stripped))
 
 
-def _short_title(line: str, max_words: int = MAX_HEADING_WORDS) -> bool:
+def _short_title(line: str, max_words: int = MAX_HEADING_WORDS, *, marked: bool = False) -> bool:
+    """A line short enough for a title, with no sentence end; unless `marked` (underlined: the
+    writer said it is a heading), no line of code either."""
     words = line.split()
-    return 0 < len(words) <= max_words and not line.rstrip().endswith(_TERMINAL) and not _CODE_LIKE.search(line)
+    return (0 < len(words) <= max_words and not line.rstrip().endswith(_TERMINAL)
+            and (marked or not _CODE_LIKE.search(line)))
 
 
 def _underlined_title(line: str, underline: str) -> bool:
@@ -55,7 +58,7 @@ def _underlined_title(line: str, underline: str) -> bool:
     line = line.strip()
     if underline.strip() == "---" and _KEY_VALUE.match(line):
         return False
-    return _short_title(line, 12) or (line.endswith("?") and 0 < len(line.split()) <= 20)
+    return _short_title(line, 12, marked=True) or (line.endswith("?") and 0 < len(line.split()) <= 20)
 
 
 def all_caps(line: str) -> bool:
