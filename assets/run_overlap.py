@@ -115,10 +115,10 @@ def _began(rec: dg.RunRecord) -> float:
 
 def wait_for_earlier_runs(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: str,
                           poll_seconds: float = 1.0) -> float:
-    """In each step of a source's stages (the first finds what to wait for; the later ones find
-    nothing, as every overlapping run that starts after this one waits for it): wait for the
-    active runs of partition `name`'s source under another sharding that started before this
-    run. The queue keeps runs of one partition
+    """In each step of a source's stages: wait for the active runs of partition `name`'s source
+    under another sharding that started before this run (a run still STARTING counts from its
+    creation, so a later step can meet one created earlier but launched later, and pauses until
+    it is done). Usually the first step finds what there is. The queue keeps runs of one partition
     apart, and a CLI run waits before it starts; nothing else holds back a run of the new
     sharding the sensor, a schedule or the UI starts while the old sharding's runs go on. A
     CLI run of this machine whose process died is not waited for (the next CLI run marks it
