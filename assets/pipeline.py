@@ -197,12 +197,15 @@ def check_run(context: dg.AssetExecutionContext | dg.OpExecutionContext, cfg: Bi
         same_configuration(tags, cfg)
 
 
-def start_source_step(context: dg.AssetExecutionContext, cfg: BinderyConfig) -> None:
+def start_source_step(context: dg.AssetExecutionContext, cfg: BinderyConfig) -> str:
     """What a step of a source's stages does first: `check_run`, then wait for the runs of
-    another sharding of the source that started before this one (`run_overlap`)."""
+    another sharding of the source that started before this one (`run_overlap`). Returns the
+    run's partition key."""
     check_run(context, cfg)
-    if waited := wait_for_earlier_runs(context, source_partition(context)):
+    key = source_partition(context)
+    if waited := wait_for_earlier_runs(context, key):
         context.log.info(f"waited {waited:.0f} s for the runs of another sharding of this source")
+    return key
 
 
 def same_configuration(tags: Mapping[str, str], cfg: BinderyConfig) -> None:
@@ -234,8 +237,7 @@ def same_configuration(tags: Mapping[str, str], cfg: BinderyConfig) -> None:
 def source_listing(context: dg.AssetExecutionContext, config: ListingConfig, bindery: BinderyConfigResource,
                    store: DocumentStoreResource, vector_index: VectorIndexResource,
                    keyword_index: KeywordIndexResource) -> dg.MaterializeResult[Any]:
-    start_source_step(context, bindery.config)
-    key = source_partition(context)
+    key = start_source_step(context, bindery.config)
     # the indexes: a listing that narrows access and then stops (a refused delete sweep, an
     # unreadable ACL file) writes the narrowed ACLs into them itself (`listing_access.restrict`)
     rt = runtime(bindery, store, vector_index=vector_index, keyword_index=keyword_index)

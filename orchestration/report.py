@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from assets.listing import CLASSES  # the change classes are the listing's; one definition
+from assets.parse_stage import WARNINGS_SHOWN
 from assets.parsing.ocr import PLACEHOLDER_WORDS
 from connectors.lifecycle import FIRST_GENERATION
 
@@ -102,7 +103,7 @@ def _human_sync(r: dict[str, Any]) -> str:
                 lines.append(f"check {name} [{src}]: {c['severity']}: {c['description']}")
     if warned := (r.get("parse_warnings") or {}).get("documents"):
         lines.append(f"parse warnings: {warned:,} document{'s' if warned != 1 else ''} read with a warning"
-                     + (" (the first five):" if warned > 5 else ":"))
+                     + (f" (the first {WARNINGS_SHOWN}):" if warned > WARNINGS_SHOWN else ":"))
         lines += [f"  {shown(x)}" for x in r["parse_warnings"].get("examples") or []]
     if r.get("dead_letters"):
         kept = r.get("kept_versions") or 0

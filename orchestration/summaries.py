@@ -9,6 +9,7 @@ from typing import Any
 
 from assets.index_stage import unindexed_reason
 from assets.listing import CLASSES  # the change classes are the listing's; one definition
+from assets.parse_stage import WARNINGS_SHOWN  # how many documents a run names
 from assets.parse_watch import stopped_parses
 from connectors.config import BinderyConfig
 from connectors.generations import keyword_missing_fields
@@ -72,7 +73,7 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
         for kind in kept_out:
             kept_out[kind] += int(m.get("parsed_documents", {}).get(kind, 0))
         parse_warnings["documents"] += int(m.get("parsed_documents", {}).get("warned", 0))
-        parse_warnings["examples"] += list(m.get("parsed_documents", {}).get("warnings") or [])[:5]
+        parse_warnings["examples"] += list(m.get("parsed_documents", {}).get("warnings") or [])
         gens = list(o.generations.values())  # every generation the run wrote or changed, live or not
         # documents, not document x generation: a document removed from the live and from the
         # previous generation (kept for a rollback) is one removal, as `bindery plan` counts it
@@ -108,7 +109,7 @@ def sync_summary(outcomes: list[Any], seconds: float, store: DocumentStore,
     return {"generation": b.generation_id if b else None, "sources": sources, "recomputed": recomputed,
             "written": written, "truncated": truncated, "redirect_pages": kept_out["redirects"],
             "index_pages": kept_out["index_pages"], "site_files": kept_out["site_files"],
-            "parse_warnings": {**parse_warnings, "examples": parse_warnings["examples"][:5]},
+            "parse_warnings": {**parse_warnings, "examples": parse_warnings["examples"][:WARNINGS_SHOWN]},
             "seconds": round(seconds, 3), "timings": timings, "errors": errors, "warnings": warnings,
             "dead_letters": dead, "kept_versions": kept_versions(store, b) if dead else 0,
             "runs": {o.partition: o.run_id for o in outcomes}, "_checks": checks,

@@ -100,9 +100,13 @@ def _top_level_bar(raw: str) -> int:
     return -1
 
 
-def _apply(code: str, raw: str, text: str) -> str:
+def _apply(code: str, raw: str, depth: int) -> str:
+    """A formatting code's words (`raw`, its content, at nesting `depth`)."""
     if code in ("X", "Z"):
         return ""
+    if code == "L":
+        return _link(raw, depth)
+    text = pod_inline(raw, depth + 1)
     if code == "E":
         return _entity(text)
     return text  # B I C F S, and codes perlpodspec does not name: their text
@@ -156,7 +160,7 @@ def pod_inline(s: str, depth: int = 0) -> str:
         if n > 1:
             raw = raw.strip()
         out.append(s[pos:m.start()])
-        out.append(_link(raw, depth) if code == "L" else _apply(code, raw, pod_inline(raw, depth + 1)))
+        out.append(_apply(code, raw, depth))
         pos = len(s) if end < 0 else end + n
     out.append(s[pos:])
     return "".join(out)
